@@ -1,0 +1,100 @@
+//===- Pipeline.h - the named stages from spec to object --------*- C++ -*-===//
+//
+// One list of stages, shared by attnc (compile), attnc-dump (print/check)
+// and attnc-opt (the MLIR-level lowering is registered as a pipeline):
+//
+//   spec -> conceptual -> fused -> viewed -> loops -> llvm -> llvm-ir
+//        -> llvm-ir-opt -> asm
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_PIPELINE_PIPELINE_H
+#define ATTNC_PIPELINE_PIPELINE_H
+
+#include "attnc/Spec/Spec.h"
+#include "attnc/Target/PackPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/IR/Module.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class TargetMachine;
+}
+
+namespace attnc {
+
+struct StageInfo {
+  const char *name;
+  const char *summary;
+  bool attnLevel; ///< the IR evaluator can run this stage
+};
+
+/// Every stage in order.
+const std::vector<StageInfo> &stageList();
+/// Index of `name` in stageList(), or -1.
+int stageIndex(const std::string &name);
+
+enum class Isa { Host, X86_64, Avx2, Avx512 };
+/// Parses "host", "x86-64", "x86-avx2", "x86-avx512".
+bool parseIsa(const std::string &s, Isa &out);
+const char *isaName(Isa isa);
+
+struct CompileOptions {
+  Isa isa = Isa::Host;
+  bool fuseQKV = true;     ///< run attn-fuse-qkv in the `fused` stage
+  bool headsAsViews = true; ///< run attn-heads-as-views in the `viewed` stage
+  bool verbose = false;    ///< progress on stderr
+  std::string lastStage = "asm"; ///< stop after this stage
+};
+
+/// What the pipeline shows after a stage. Exactly one of the pointers (or
+/// `text`) is meaningful, depending on the stage kind.
+struct StageView {
+  const StageInfo *stage = nullptr;
+  mlir::ModuleOp module;       ///< MLIR stages
+  llvm::Module *llvmModule = nullptr; ///< LLVM IR stages
+  std::string text;            ///< spec and asm stages
+};
+
+/// Runs the stages in order up to `opts.lastStage`, calling `onStage` after
+/// each (return false to stop early). Diagnostics go to the context's
+/// handler. On success `plan` holds the weight packing plan (once the loops
+/// stage ran) and `llvmOut` the final LLVM module (once llvm-ir ran).
+class Compilation {
+public:
+  Compilation(mlir::MLIRContext &ctx, const Spec &spec, CompileOptions opts);
+  ~Compilation();
+
+  mlir::LogicalResult run(const std::function<bool(const StageView &)> &onStage);
+
+  const PackPlan &plan() const { return plan_; }
+  llvm::Module *llvmModule() { return llvm_.get(); }
+  llvm::TargetMachine *targetMachine() { return tm_.get(); }
+  mlir::ModuleOp module() { return *module_; }
+
+private:
+  mlir::LogicalResult runPasses(llvm::StringRef pipeline);
+  mlir::MLIRContext &ctx_;
+  const Spec &spec_;
+  CompileOptions opts_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::unique_ptr<llvm::LLVMContext> llvmCtx_;
+  std::unique_ptr<llvm::Module> llvm_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  PackPlan plan_;
+};
+
+/// The textual pass pipeline of the `llvm` stage (loops -> LLVM dialect).
+const char *lowerToLLVMPipeline();
+
+/// Registers `attnc-lower-to-llvm` as a named pass pipeline (attnc-opt).
+void registerStagePipelines();
+
+} // namespace attnc
+
+#endif

@@ -1,0 +1,107 @@
+//===- Spec.h - The validated attention-block spec -------------*- C++ -*-===//
+//
+// The in-memory form of a YAML spec (shared/design/SPEC.md) after parsing and
+// validation. Every field carries the YAML position it came from so later
+// stages (MLIRGen) can attach FileLineColLoc locations to the IR they emit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_SPEC_SPEC_H
+#define ATTNC_SPEC_SPEC_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// A 1-based position in the spec file (0 = unknown).
+struct SrcPos {
+  int line = 0;
+  int col = 0;
+};
+
+enum class MaskKind { None, Causal, Padding, CausalPadding, SlidingWindow };
+enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
+enum class DType { F32 };
+enum class CausalAlign { BottomRight, TopLeft };
+
+const char *toString(MaskKind m);      ///< "none", "causal", ...
+const char *toString(WeightLayout w);  ///< "gpt2_conv1d", ...
+const char *toString(DType d);         ///< "f32"
+const char *toString(CausalAlign a);   ///< "bottom_right", "top_left"
+
+/// A validated spec. All sizes are positive and consistent:
+/// heads % kvHeads == 0; weights use d_model as the model width and
+/// heads*headDim as the attention width.
+struct Spec {
+  std::string file;       ///< path as given (for diagnostics only)
+  std::string name;       ///< C identifier
+  int64_t dModel = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;    ///< defaults to heads
+  int64_t headDim = 0;    ///< defaults to dModel / heads
+  MaskKind mask = MaskKind::None;
+  CausalAlign causalAlign = CausalAlign::BottomRight;
+  int64_t window = 0;     ///< only with SlidingWindow
+  bool bias = true;
+  bool outProj = true;
+  std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
+  WeightLayout weights = WeightLayout::Gpt2Conv1D;
+  int64_t maxSeqLen = 0;  ///< 0 = unbounded
+  DType dtype = DType::F32;
+  std::vector<std::string> outputs{"y"};
+  bool decode = false;
+  bool crossAttention = false;
+
+  /// Positions of every key that was present (for IR locations).
+  std::map<std::string, SrcPos> keyPos;
+  /// Positions of the values of every key that was present (for diagnostics
+  /// that point at a value). Elements of `outputs` are recorded as
+  /// "outputs[0]", "outputs[1]", ... A key given with no value maps to the
+  /// key's own position.
+  std::map<std::string, SrcPos> valuePos;
+
+  double effectiveScale() const;        ///< scale or 1/sqrt(headDim)
+  int64_t qWidth() const { return heads * headDim; }
+  int64_t kvWidth() const { return kvHeads * headDim; }
+  SrcPos posOf(const std::string &key) const; ///< {0,0} when absent
+  /// Position of the value of `key` ({0,0} when absent).
+  SrcPos valuePosOf(const std::string &key) const;
+};
+
+/// Result of parsing: either a spec or one located error message of the form
+/// "FILE:LINE:COL: error: KEY: what was expected, what was found".
+struct SpecResult {
+  std::optional<Spec> spec;
+  std::string error;
+  explicit operator bool() const { return spec.has_value(); }
+};
+
+/// Parses and validates YAML text. `file` is used only in messages.
+/// Never throws.
+SpecResult parseSpecString(const std::string &text, const std::string &file);
+
+/// Reads `path` and parses it. Never throws.
+SpecResult parseSpecFile(const std::string &path);
+
+/// A stable 64-bit FNV-1a hash of the spec's semantic fields (not the file
+/// name or key positions): equal specs hash equal across runs and machines.
+uint64_t specHash(const Spec &spec);
+
+/// Returns "" when this version of attnc can lower `spec`, otherwise one
+/// located error for the first feature that parses and validates but cannot
+/// be lowered yet (mask padding/causal+padding/sliding_window, decode: true,
+/// cross_attention: true, outputs containing probs), e.g.
+/// "FILE:LINE:COL: error: mask: sliding_window is not supported by this
+/// version of attnc (supported: none, causal)". Never throws.
+std::string unsupportedFeature(const Spec &spec);
+
+/// Canonical YAML-like dump of the semantic fields (used by attnc-dump's
+/// `spec` stage).
+std::string printSpec(const Spec &spec);
+
+} // namespace attnc
+
+#endif // ATTNC_SPEC_SPEC_H

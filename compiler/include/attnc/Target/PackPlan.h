@@ -1,0 +1,85 @@
+//===- PackPlan.h - storage layout -> compute layout ------------*- C++ -*-===//
+//
+// The weights a user has (GPT-2 Conv1D, PyTorch in_proj, Llama separate)
+// and the weights the kernel reads (one [in, out] matrix per forward
+// argument, possibly several roles concatenated by attn-fuse-qkv) are
+// different layouts. The plan says where each forward argument lives in
+// the packed buffer and which storage rectangle fills each of its parts;
+// the generated pack entry executes it once, at pack time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_TARGET_PACKPLAN_H
+#define ATTNC_TARGET_PACKPLAN_H
+
+#include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Interpreter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// Where role `wq`, `bk`, ... comes from in the storage tensors:
+/// weight roles: role(k, n) = T[rowOff + k][colOff + n]            (plain)
+///                          = T[rowOff + n][colOff + k]            (transposed)
+/// bias roles:   role(n)    = T[colOff + n]
+struct RoleSource {
+  int tensor = -1;     ///< index into storageTensors()
+  bool transposed = false;
+  int64_t rowOff = 0, colOff = 0;
+  int64_t rows = 0, cols = 0; ///< shape of the role in compute layout
+  bool isBias = false;
+};
+
+/// The storage tensors of a spec, in pack-entry order (same list as the
+/// runtime's attnrt::storageTensors).
+std::vector<attnrt::TensorShape> storageTensors(const Spec &spec);
+
+/// Role names: wq wk wv wo (weights, [in, out]) and bq bk bv bo (biases).
+/// Returns false for an unknown role or one the spec does not have.
+bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
+
+/// One weight argument of the forward function.
+struct PackedArg {
+  unsigned argIndex = 0;            ///< position in the forward function
+  std::vector<int64_t> shape;       ///< compute-layout shape
+  int64_t offset = 0;               ///< in floats, 16-float aligned
+  std::vector<std::string> parts;   ///< roles concatenated along concatDim
+  int64_t concatDim = 0;
+};
+
+/// One argument of the lowered forward function (memref form).
+struct ForwardArg {
+  enum Kind { Input, Weight, Output, Workspace, Run } kind = Input;
+  std::vector<int64_t> shape; ///< -1 for dynamic (dim 0 = batch, 1 = seq)
+  int weight = -1;            ///< index into PackPlan::weights for Weight
+};
+
+struct PackPlan {
+  std::vector<PackedArg> weights;
+  std::vector<ForwardArg> forwardArgs; ///< filled once attn-to-loops ran
+  int64_t packedFloats = 0;
+  std::vector<attnrt::TensorShape> storage;
+};
+
+/// Reads the plan off the forward function's argument attributes
+/// (`attn.weight`, `attn.concat_of`, `attn.concat_dim`). Works on the tensor
+/// and the memref form. Emits an error at the function on failure.
+mlir::FailureOr<PackPlan> computePackPlan(mlir::func::FuncOp forward,
+                                          const Spec &spec);
+
+/// Fills plan.forwardArgs from the lowered (memref) forward function.
+mlir::LogicalResult recordForwardSignature(mlir::func::FuncOp forward,
+                                           PackPlan &plan);
+
+/// Emits `func.func @<name>_pack(storage memrefs..., packed memref)` that
+/// executes the plan with scf loops.
+mlir::LogicalResult addPackFunction(mlir::ModuleOp module, const Spec &spec,
+                                    const PackPlan &plan);
+
+} // namespace attnc
+
+#endif

@@ -1,0 +1,111 @@
+//===- MLIRGen.cpp - Spec -> conceptual attn IR ---------------------------===//
+//
+// The front end emits the block exactly as the textbook writes it, with no
+// optimization: the graph rewrites (fuse-qkv, heads-as-views) are separate,
+// checkable passes. Locations point at the YAML keys (Toy's MLIRGen does the
+// same from its AST).
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/FrontEnd/MLIRGen.h"
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace attnc::attn;
+
+OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
+                                               const Spec &spec) {
+  ctx.loadDialect<AttnDialect, func::FuncDialect>();
+  auto locOf = [&](const char *key, const char *what) -> Location {
+    SrcPos p = spec.posOf(key);
+    Location file = FileLineColLoc::get(&ctx, spec.file, p.line, p.col);
+    return NameLoc::get(StringAttr::get(&ctx, what), file);
+  };
+  OpBuilder b(&ctx);
+  auto module = ModuleOp::create(locOf("name", "spec"));
+  module->setAttr("attn.spec_name", b.getStringAttr(spec.name));
+
+  Type f32 = b.getF32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  int64_t d = spec.dModel, dh = spec.headDim;
+  int64_t qw = spec.qWidth(), kvw = spec.kvWidth();
+  auto act = [&](int64_t w) { return RankedTensorType::get({dyn, dyn, w}, f32); };
+  auto heads = [&](int64_t h) {
+    return RankedTensorType::get({dyn, h, dyn, dh}, f32);
+  };
+
+  // Arguments: x, then (w, b) per projection.
+  SmallVector<Type> argTypes{act(d)};
+  SmallVector<std::string> argNames{"x"};
+  auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
+    argTypes.push_back(RankedTensorType::get({in, out}, f32));
+    argNames.push_back(w);
+    if (spec.bias) {
+      argTypes.push_back(RankedTensorType::get({out}, f32));
+      argNames.push_back(bias);
+    }
+  };
+  addWeight("wq", "bq", d, qw);
+  addWeight("wk", "bk", d, kvw);
+  addWeight("wv", "bv", d, kvw);
+  if (spec.outProj)
+    addWeight("wo", "bo", qw, d);
+  Type resultType = act(spec.outProj ? d : qw);
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, locOf("name", spec.name.c_str()), spec.name,
+                                 b.getFunctionType(argTypes, {resultType}));
+  fn.setArgAttr(0, "attn.input", b.getStringAttr("x"));
+  for (unsigned i = 1; i < argNames.size(); ++i)
+    fn.setArgAttr(i, "attn.weight", b.getStringAttr(argNames[i]));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  unsigned next = 1;
+  auto nextArg = [&]() { return entry->getArgument(next++); };
+  Value x = entry->getArgument(0);
+  auto project = [&](Value in, int64_t out, const char *what) -> Value {
+    Value w = nextArg();
+    Value bias = spec.bias ? nextArg() : Value();
+    return LinearOp::create(b, locOf("weights", what), act(out), in, w, bias);
+  };
+  Value q = project(x, qw, "q_proj");
+  Value k = project(x, kvw, "k_proj");
+  Value v = project(x, kvw, "v_proj");
+  Location headsLoc = locOf("heads", "split_heads");
+  Value qh = SplitHeadsOp::create(b, headsLoc, heads(spec.heads), q,
+                                  b.getI64IntegerAttr(spec.heads));
+  Location kvLoc = spec.keyPos.count("kv_heads") ? locOf("kv_heads", "split_heads")
+                                                  : headsLoc;
+  Value kh = SplitHeadsOp::create(b, kvLoc, heads(spec.kvHeads), k,
+                                  b.getI64IntegerAttr(spec.kvHeads));
+  Value vh = SplitHeadsOp::create(b, kvLoc, heads(spec.kvHeads), v,
+                                  b.getI64IntegerAttr(spec.kvHeads));
+
+  attn::MaskKind mask = attn::MaskKind::none;
+  switch (spec.mask) {
+  case attnc::MaskKind::None: mask = attn::MaskKind::none; break;
+  case attnc::MaskKind::Causal: mask = attn::MaskKind::causal; break;
+  case attnc::MaskKind::Padding: mask = attn::MaskKind::padding; break;
+  case attnc::MaskKind::CausalPadding: mask = attn::MaskKind::causal_padding; break;
+  case attnc::MaskKind::SlidingWindow: mask = attn::MaskKind::sliding_window; break;
+  }
+  auto sdpa = SdpaOp::create(
+      b, locOf("mask", "sdpa"), heads(spec.heads), qh, kh, vh,
+      /*kv_lens=*/Value(), /*q_lens=*/Value(), MaskKindAttr::get(&ctx, mask),
+      b.getF64FloatAttr(spec.effectiveScale()),
+      CausalAlignAttr::get(&ctx, spec.causalAlign == attnc::CausalAlign::TopLeft
+                                     ? attn::CausalAlign::top_left
+                                     : attn::CausalAlign::bottom_right),
+      spec.mask == attnc::MaskKind::SlidingWindow
+          ? b.getI64IntegerAttr(spec.window)
+          : IntegerAttr(),
+      HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd));
+  Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), act(qw),
+                                      sdpa.getResult());
+  Value y = spec.outProj ? project(merged, d, "o_proj") : merged;
+  func::ReturnOp::create(b, locOf("out_proj", "return"), y);
+  return module;
+}

@@ -1,0 +1,205 @@
+//===- Pipeline.cpp - the named stages from spec to object ----------------===//
+//
+//   spec ──► conceptual ──► fused ──► viewed ──► loops ──► llvm ──► llvm-ir
+//   (YAML)   (3 linears,    (1 QKV    (strided   (memrefs, (LLVM    (C ABI +
+//             split/sdpa/    GEMM +    views,     linalg,   dialect)  metadata)
+//             merge)         slices)   no copies) scf, ws)
+//                                                   ──► llvm-ir-opt ──► asm/.o
+//                                                       (O3, target)
+//
+// Every arrow is a pass pipeline (MLIR) or a translation step (LLVM); the
+// same list drives attnc, attnc-dump and attnc-opt.
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Pipeline/Pipeline.h"
+#include "attnc/FrontEnd/MLIRGen.h"
+#include "attnc/Target/PackPlan.h"
+#include "attnc/Target/Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+
+const std::vector<attnc::StageInfo> &attnc::stageList() {
+  static const std::vector<StageInfo> stages = {
+      {"spec", "the validated spec, defaults resolved", false},
+      {"conceptual", "textbook attn IR: 3 projections, split heads, sdpa, "
+                     "merge heads, output projection", true},
+      {"fused", "attn-fuse-qkv: one QKV projection + slices", true},
+      {"viewed", "attn-heads-as-views: slices and head split/merge as strided "
+                 "views", true},
+      {"loops", "attn-to-loops: buffers in a caller workspace, linalg.generic "
+                "projections, scf attention loops; plus the pack function", false},
+      {"llvm", "the LLVM dialect", false},
+      {"llvm-ir", "LLVM IR with the C entry points and metadata record", false},
+      {"llvm-ir-opt", "LLVM IR after O3 for the target CPU", false},
+      {"asm", "target assembly", false},
+  };
+  return stages;
+}
+
+int attnc::stageIndex(const std::string &name) {
+  const auto &s = stageList();
+  for (size_t i = 0; i < s.size(); ++i)
+    if (name == s[i].name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+bool attnc::parseIsa(const std::string &s, Isa &out) {
+  if (s == "host") out = Isa::Host;
+  else if (s == "x86-64") out = Isa::X86_64;
+  else if (s == "x86-avx2") out = Isa::Avx2;
+  else if (s == "x86-avx512") out = Isa::Avx512;
+  else return false;
+  return true;
+}
+
+const char *attnc::isaName(Isa isa) {
+  switch (isa) {
+  case Isa::Host: return "host";
+  case Isa::X86_64: return "x86-64";
+  case Isa::Avx2: return "x86-avx2";
+  case Isa::Avx512: return "x86-avx512";
+  }
+  return "?";
+}
+
+const char *attnc::lowerToLLVMPipeline() {
+  return "func.func(convert-linalg-to-loops),"
+         "expand-strided-metadata,lower-affine,"
+         "func.func(canonicalize,cse,loop-invariant-code-motion),"
+         "convert-scf-to-cf,convert-math-to-llvm,convert-arith-to-llvm,"
+         "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
+         "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize";
+}
+
+void attnc::registerStagePipelines() {
+  static PassPipelineRegistration<> lower(
+      "attnc-lower-to-llvm",
+      "The `llvm` stage of attnc: loops (memref/linalg/scf) -> LLVM dialect",
+      [](OpPassManager &pm) {
+        (void)parsePassPipeline(lowerToLLVMPipeline(), pm);
+      });
+}
+
+attnc::Compilation::Compilation(MLIRContext &ctx, const Spec &spec,
+                                CompileOptions opts)
+    : ctx_(ctx), spec_(spec), opts_(std::move(opts)) {}
+
+attnc::Compilation::~Compilation() = default;
+
+LogicalResult attnc::Compilation::runPasses(StringRef pipeline) {
+  PassManager pm(&ctx_, ModuleOp::getOperationName());
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+    return failure();
+  return pm.run(*module_);
+}
+
+LogicalResult attnc::Compilation::run(
+    const std::function<bool(const StageView &)> &onStage) {
+  int last = stageIndex(opts_.lastStage);
+  if (last < 0)
+    return emitError(UnknownLoc::get(&ctx_), "unknown stage '")
+           << opts_.lastStage << "'";
+  const auto &stages = stageList();
+  auto progress = [&](const char *name) {
+    if (opts_.verbose)
+      llvm::errs() << "attnc: [" << spec_.name << "] " << name << "\n";
+  };
+  auto show = [&](int i) -> bool {
+    StageView v;
+    v.stage = &stages[i];
+    if (module_)
+      v.module = *module_;
+    v.llvmModule = llvm_.get();
+    return onStage(v);
+  };
+
+  for (int i = 0; i <= last; ++i) {
+    std::string name = stages[i].name;
+    progress(name.c_str());
+    if (name == "spec") {
+      StageView v;
+      v.stage = &stages[i];
+      v.text = printSpec(spec_);
+      if (!onStage(v))
+        return success();
+      continue;
+    }
+    if (name == "conceptual") {
+      module_ = buildConceptualIR(ctx_, spec_);
+      if (!module_ || failed(verify(*module_)))
+        return failure();
+    } else if (name == "fused") {
+      if (opts_.fuseQKV &&
+          failed(runPasses("func.func(attn-fuse-qkv,canonicalize)")))
+        return failure();
+    } else if (name == "viewed") {
+      if (opts_.headsAsViews &&
+          failed(runPasses("func.func(attn-heads-as-views,canonicalize,cse)")))
+        return failure();
+    } else if (name == "loops") {
+      auto fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
+      if (!fn)
+        return emitError(module_->getLoc(), "no function @") << spec_.name;
+      FailureOr<PackPlan> plan = computePackPlan(fn, spec_);
+      if (failed(plan))
+        return failure();
+      plan_ = *plan;
+      if (failed(runPasses("attn-to-loops,func.func(canonicalize,cse)")))
+        return failure();
+      fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
+      if (failed(recordForwardSignature(fn, plan_)) ||
+          failed(addPackFunction(*module_, spec_, plan_)) ||
+          failed(verify(*module_)))
+        return failure();
+    } else if (name == "llvm") {
+      if (failed(runPasses(lowerToLLVMPipeline())))
+        return failure();
+    } else if (name == "llvm-ir") {
+      std::string err;
+      tm_ = createTargetMachine(opts_.isa, err);
+      if (!tm_)
+        return emitError(module_->getLoc(), err);
+      // attn.* argument tags have served their purpose (pack plan, ABI);
+      // LLVM IR has no use for them.
+      module_->walk([](LLVM::LLVMFuncOp f) {
+        auto fi = cast<FunctionOpInterface>(f.getOperation());
+        for (unsigned i = 0; i < f.getNumArguments(); ++i)
+          for (NamedAttribute a : llvm::to_vector(fi.getArgAttrs(i)))
+            if (a.getName().strref().starts_with("attn."))
+              fi.removeArgAttr(i, a.getName());
+      });
+      llvmCtx_ = std::make_unique<llvm::LLVMContext>();
+      llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, spec_.name);
+      if (!llvm_)
+        return emitError(module_->getLoc(), "translation to LLVM IR failed");
+      if (!addEntryPoints(*llvm_, spec_, plan_, opts_.isa, *tm_, err))
+        return emitError(module_->getLoc(), err);
+    } else if (name == "llvm-ir-opt") {
+      optimizeModule(*llvm_, *tm_);
+    } else if (name == "asm") {
+      llvm::SmallVector<char, 0> text;
+      std::string err;
+      if (!emitCode(*llvm_, *tm_, /*assembly=*/true, text, err))
+        return emitError(module_->getLoc(), err);
+      StageView v;
+      v.stage = &stages[i];
+      v.text.assign(text.begin(), text.end());
+      if (!onStage(v))
+        return success();
+      continue;
+    }
+    if (!show(i))
+      return success();
+  }
+  return success();
+}

@@ -1,0 +1,884 @@
+//===- SpecParser.cpp - YAML spec -> validated attnc::Spec -----*- C++ -*-===//
+//
+// Parses a spec (shared/design/SPEC.md) with yaml-cpp's event parser into a
+// small tree of our own, then validates it into an attnc::Spec. Building the
+// tree from events (instead of YAML::Load) lets us reject aliases before they
+// are expanded, bound the nesting depth, see duplicate keys (YAML::Node keeps
+// only one) and keep every position.
+//
+// Error message format (one message, never more):
+//
+//   FILE:LINE:COL: error: KEY: what was expected, what was found
+//
+// LINE and COL are 1-based (yaml-cpp's Mark plus one); COL counts bytes.
+// Errors about a value point at the value (at its key when the value is
+// missing), errors about a key point at the key, a missing required key
+// points at the start of the top-level mapping. Two families have a
+// different head instead of "KEY:":
+//   - key errors:      "unknown key 'K': did you mean 'heads'?"
+//                      "unknown key 'K': expected one of name, d_model, ..."
+//                      "duplicate key 'K': expected each key once, already
+//                       given at L:C"
+//                      "expected a key name, found a sequence"
+//   - document errors: no KEY part, e.g. "malformed YAML: <yaml-cpp's text>",
+//                      "expected a mapping of spec keys, found a sequence",
+//                      "expected UTF-8 text, found byte 0xff ...".
+// A file that cannot be read: "FILE: error: cannot read file: <strerror>".
+//
+// This file is built with exceptions; no exception leaves the public API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Spec/Spec.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace attnc {
+namespace {
+
+/// Largest accepted spec text.
+constexpr size_t kMaxSpecBytes = size_t(1) << 20;
+/// Deepest accepted collection nesting (the top-level mapping is level 1).
+constexpr size_t kMaxDepth = 4;
+/// Largest accepted size (d_model, heads, ...).
+constexpr int64_t kMaxSize = int64_t(1) << 20;
+/// Longest accepted `name`.
+constexpr size_t kMaxNameLen = 128;
+
+/// The keys of the schema, in schema order.
+const char *const kKeys[] = {
+    "name",   "d_model",        "heads",       "kv_heads", "head_dim",
+    "mask",   "causal_align",   "window",      "bias",     "out_proj",
+    "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
+    "decode", "cross_attention"};
+
+/// Thrown internally to abort with one finished message.
+struct SpecError {
+  std::string message;
+};
+
+SrcPos toPos(const YAML::Mark &m) {
+  if (m.is_null())
+    return {1, 1};
+  return {m.line + 1, m.column + 1};
+}
+
+/// Formats "FILE:L:C: error: [KEY: ]MSG".
+std::string locatedMsg(const std::string &file, SrcPos p,
+                       const std::string &key, const std::string &msg) {
+  if (key.empty())
+    return fmt::format("{}:{}:{}: error: {}", file, p.line, p.col, msg);
+  return fmt::format("{}:{}:{}: error: {}: {}", file, p.line, p.col, key, msg);
+}
+
+/// Makes user text printable for a message: escapes control bytes and
+/// quotes, and truncates long text.
+std::string sanitize(const std::string &s) {
+  constexpr size_t kMaxShown = 40;
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == kMaxShown) {
+      out += "...";
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\'' || c == '\\')
+      out += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Text checks done before yaml-cpp sees the text.
+//===----------------------------------------------------------------------===//
+
+/// Returns the position of byte `offset` in `text`.
+SrcPos posOfOffset(const std::string &text, size_t offset) {
+  SrcPos p{1, 1};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++p.line;
+      p.col = 1;
+    } else {
+      ++p.col;
+    }
+  }
+  return p;
+}
+
+/// Rejects text that is not UTF-8 or contains control characters YAML does
+/// not allow (binary files).
+void checkText(const std::string &text, const std::string &file) {
+  if (text.size() > kMaxSpecBytes)
+    throw SpecError{locatedMsg(
+        file, {1, 1}, "",
+        fmt::format("expected a spec of at most 1 MiB, found {} bytes",
+                    text.size()))};
+  const auto *s = reinterpret_cast<const unsigned char *>(text.data());
+  size_t n = text.size();
+  size_t i = 0;
+  // A UTF-8 byte order mark is allowed at the very start.
+  if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
+    i = 3;
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+        throw SpecError{locatedMsg(
+            file, posOfOffset(text, i), "",
+            fmt::format("expected UTF-8 text, found control byte 0x{:02x} "
+                        "(is this a binary file?)",
+                        c))};
+      ++i;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07;
+    }
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        ok = false;
+      else
+        cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if (ok) {
+      // Overlong forms, surrogates and values past U+10FFFF.
+      if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+          (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        ok = false;
+    }
+    if (!ok)
+      throw SpecError{locatedMsg(
+          file, posOfOffset(text, i), "",
+          fmt::format("expected UTF-8 text, found byte 0x{:02x} (is this a "
+                      "binary file?)",
+                      c))};
+    i += len;
+  }
+}
+
+/// Rejects tabs in indentation with a clearer message than yaml-cpp's (which
+/// is not always raised: a tab before a top-level key confuses it instead).
+void checkTabs(const std::string &text, const std::string &file) {
+  size_t lineStart = 0;
+  while (lineStart < text.size()) {
+    size_t i = lineStart;
+    size_t firstTab = std::string::npos;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
+      if (text[i] == '\t' && firstTab == std::string::npos)
+        firstTab = i;
+      ++i;
+    }
+    bool content =
+        i < text.size() && text[i] != '\n' && text[i] != '\r' && text[i] != '#';
+    if (firstTab != std::string::npos && content)
+      throw SpecError{locatedMsg(file, posOfOffset(text, firstTab), "",
+                                 "malformed YAML: expected spaces for "
+                                 "indentation, found a tab character")};
+    size_t nl = text.find('\n', i);
+    if (nl == std::string::npos)
+      break;
+    lineStart = nl + 1;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Event-built YAML tree.
+//===----------------------------------------------------------------------===//
+
+struct YNode {
+  enum Kind { Null, Scalar, Seq, Map } kind = Null;
+  YAML::Mark mark;
+  std::string tag;   ///< "?" plain, "!" quoted/literal, else an explicit tag
+  std::string value; ///< Scalar only
+  /// Seq: the elements; Map: key, value, key, value, ...
+  std::vector<std::unique_ptr<YNode>> kids;
+};
+
+/// Builds a YNode tree from yaml-cpp events, rejecting aliases, anchors,
+/// nesting deeper than kMaxDepth and a second document as they arrive.
+class TreeBuilder : public YAML::EventHandler {
+public:
+  TreeBuilder(const std::string &text, const std::string &file)
+      : text(text), file(file) {}
+
+  std::unique_ptr<YNode> root;
+  int documents = 0;
+  /// Open collections, outermost first.
+  std::vector<YNode *> stack;
+
+  void OnDocumentStart(const YAML::Mark &mark) override {
+    if (++documents > 1)
+      fail(mark, "",
+           "expected a single YAML document, found a second "
+           "document");
+  }
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark &mark, YAML::anchor_t) override {
+    auto n = std::make_unique<YNode>();
+    n->kind = YNode::Null;
+    n->mark = mark;
+    add(std::move(n));
+  }
+
+  void OnAlias(const YAML::Mark &mark, YAML::anchor_t) override {
+    fail(mark, currentKey(),
+         fmt::format("expected a plain value, found alias '{}' (anchors and "
+                     "aliases are not allowed in a spec)",
+                     sanitize(wordAt(mark))));
+  }
+
+  void OnAnchor(const YAML::Mark &mark, const std::string &name) override {
+    fail(mark, currentKey(),
+         fmt::format("expected a plain value, found anchor '&{}' (anchors "
+                     "and aliases are not allowed in a spec)",
+                     sanitize(name)));
+  }
+
+  void OnScalar(const YAML::Mark &mark, const std::string &tag, YAML::anchor_t,
+                const std::string &value) override {
+    auto n = std::make_unique<YNode>();
+    n->kind = YNode::Scalar;
+    n->mark = mark;
+    n->tag = tag;
+    n->value = value;
+    add(std::move(n));
+  }
+
+  void OnSequenceStart(const YAML::Mark &mark, const std::string &tag,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    open(YNode::Seq, mark, tag);
+  }
+  void OnSequenceEnd() override { stack.pop_back(); }
+
+  void OnMapStart(const YAML::Mark &mark, const std::string &tag,
+                  YAML::anchor_t, YAML::EmitterStyle::value) override {
+    open(YNode::Map, mark, tag);
+  }
+  void OnMapEnd() override { stack.pop_back(); }
+
+private:
+  const std::string &text;
+  const std::string &file;
+
+  [[noreturn]] void fail(const YAML::Mark &mark, const std::string &key,
+                         const std::string &msg) {
+    throw SpecError{locatedMsg(file, toPos(mark), key, msg)};
+  }
+
+  /// The top-level key whose value is being built ("" when unknown).
+  std::string currentKey() const {
+    if (!root || root->kind != YNode::Map || stack.empty())
+      return "";
+    const auto &kids = root->kids;
+    const YNode *key = nullptr;
+    if (stack.size() == 1 && kids.size() % 2 == 1)
+      key = kids.back().get(); // the value of this key comes next
+    else if (stack.size() >= 2 && kids.size() >= 2)
+      key = kids[kids.size() - 2].get(); // inside this key's value
+    if (!key || key->kind != YNode::Scalar)
+      return "";
+    return sanitize(key->value);
+  }
+
+  /// The alias token at `mark` ("*name").
+  std::string wordAt(const YAML::Mark &mark) const {
+    if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text.size())
+      return "*";
+    size_t end = text.find_first_of(" \t\r\n,[]{}", mark.pos);
+    if (end == std::string::npos)
+      end = text.size();
+    return text.substr(mark.pos, end - mark.pos);
+  }
+
+  void open(YNode::Kind kind, const YAML::Mark &mark, const std::string &tag) {
+    if (stack.size() + 1 > kMaxDepth)
+      fail(mark, currentKey(),
+           fmt::format("expected at most {} levels of nesting, found a "
+                       "deeper {}",
+                       kMaxDepth, kind == YNode::Seq ? "sequence" : "mapping"));
+    auto n = std::make_unique<YNode>();
+    n->kind = kind;
+    n->mark = mark;
+    n->tag = tag;
+    YNode *raw = n.get();
+    add(std::move(n));
+    stack.push_back(raw);
+  }
+
+  void add(std::unique_ptr<YNode> n) {
+    if (stack.empty()) {
+      if (!root)
+        root = std::move(n);
+      return;
+    }
+    stack.back()->kids.push_back(std::move(n));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Validation.
+//===----------------------------------------------------------------------===//
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+bool isPlain(const YNode &n) { return n.kind == YNode::Scalar && n.tag == "?"; }
+
+bool isString(const YNode &n) {
+  return n.kind == YNode::Scalar && (n.tag == "?" || n.tag == "!");
+}
+
+/// Describes what was found, for "..., found X".
+std::string describe(const YNode &n) {
+  switch (n.kind) {
+  case YNode::Null:
+    return "no value";
+  case YNode::Seq:
+    return "a sequence";
+  case YNode::Map:
+    return "a mapping";
+  case YNode::Scalar:
+    break;
+  }
+  if (n.tag == "?")
+    return fmt::format("'{}'", sanitize(n.value));
+  if (n.tag == "!")
+    return fmt::format("the quoted string '{}'", sanitize(n.value));
+  return fmt::format("'{}' with tag '{}'", sanitize(n.value), sanitize(n.tag));
+}
+
+/// Returns the integer spelled by a plain decimal scalar (no sign other than
+/// '-', no leading zeros), or nullopt. `overflow` is set when the digits do
+/// not fit in int64.
+std::optional<int64_t> parseDecimal(const std::string &s, bool &overflow) {
+  overflow = false;
+  size_t i = 0;
+  bool neg = false;
+  if (i < s.size() && s[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  if (i == s.size())
+    return std::nullopt;
+  if (s[i] == '0' && i + 1 < s.size())
+    return std::nullopt; // leading zero: octal in YAML 1.1, reject
+  int64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9')
+      return std::nullopt;
+    int d = s[i] - '0';
+    if (__builtin_mul_overflow(v, int64_t(10), &v) ||
+        __builtin_add_overflow(v, int64_t(d), &v))
+      overflow = true;
+  }
+  if (overflow)
+    return neg ? INT64_MIN : INT64_MAX;
+  return neg ? -v : v;
+}
+
+/// Returns the number spelled by a plain decimal float scalar, or nullopt.
+std::optional<double> parseNumber(const std::string &s) {
+  // [-+]? (digits [. digits?] | . digits) ([eE] [-+]? digits)?
+  size_t i = 0, n = s.size();
+  if (i < n && (s[i] == '-' || s[i] == '+'))
+    ++i;
+  size_t intDigits = 0, fracDigits = 0;
+  while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    ++i;
+    ++intDigits;
+  }
+  if (i < n && s[i] == '.') {
+    ++i;
+    while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      ++i;
+      ++fracDigits;
+    }
+  }
+  if (intDigits + fracDigits == 0)
+    return std::nullopt;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+      ++i;
+    size_t expDigits = 0;
+    while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      ++i;
+      ++expDigits;
+    }
+    if (expDigits == 0)
+      return std::nullopt;
+  }
+  if (i != n)
+    return std::nullopt;
+  errno = 0;
+  double v = std::strtod(s.c_str(), nullptr);
+  if (errno == ERANGE)
+    return std::nullopt;
+  return v;
+}
+
+bool isCIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_') ||
+        static_cast<unsigned char>(c) >= 0x80)
+      return false;
+  return true;
+}
+
+class SpecBuilder {
+public:
+  SpecBuilder(const std::string &file) : file(file) {}
+
+  Spec build(const YNode *root) {
+    if (!root || root->kind == YNode::Null)
+      throw SpecError{locatedMsg(file, root ? toPos(root->mark) : SrcPos{1, 1},
+                                 "",
+                                 "expected a mapping of spec keys, found an "
+                                 "empty document")};
+    if (root->kind != YNode::Map)
+      throw SpecError{
+          locatedMsg(file, toPos(root->mark), "",
+                     fmt::format("expected a mapping of spec keys, found {}",
+                                 root->kind == YNode::Scalar
+                                     ? "a scalar " + describe(*root)
+                                     : describe(*root)))};
+    spec.file = file;
+    mapPos = toPos(root->mark);
+
+    std::map<std::string, const YNode *> keyNodes;
+    for (size_t i = 0; i + 1 < root->kids.size(); i += 2) {
+      const YNode &k = *root->kids[i];
+      const YNode &v = *root->kids[i + 1];
+      if (!isString(k))
+        throw SpecError{locatedMsg(
+            file, toPos(k.mark), "",
+            fmt::format("expected a key name, found {}", describe(k)))};
+      const std::string &key = k.value;
+      if (auto it = keyNodes.find(key); it != keyNodes.end()) {
+        SrcPos first = toPos(it->second->mark);
+        throw SpecError{locatedMsg(
+            file, toPos(k.mark), "",
+            fmt::format("duplicate key '{}': expected each key once, already "
+                        "given at {}:{}",
+                        sanitize(key), first.line, first.col))};
+      }
+      if (!isKnownKey(key))
+        throw SpecError{
+            locatedMsg(file, toPos(k.mark), "", unknownKeyMessage(key))};
+      keyNodes[key] = &k;
+      spec.keyPos[key] = toPos(k.mark);
+      // A missing value is reported at its key: yaml-cpp marks it at the
+      // next token, possibly on a later line.
+      spec.valuePos[key] = (v.kind == YNode::Null && v.mark.line != k.mark.line)
+                               ? toPos(k.mark)
+                               : toPos(v.mark);
+      setField(key, v);
+    }
+    checkRequired();
+    checkRelations();
+    return std::move(spec);
+  }
+
+private:
+  const std::string &file;
+  Spec spec;
+  SrcPos mapPos;
+  bool hasKvHeads = false, hasHeadDim = false, hasWindow = false;
+
+  [[noreturn]] void fail(const std::string &key, const std::string &msg) {
+    throw SpecError{locatedMsg(file, spec.valuePosOf(key), key, msg)};
+  }
+
+  static bool isKnownKey(const std::string &key) {
+    for (const char *k : kKeys)
+      if (key == k)
+        return true;
+    return false;
+  }
+
+  static std::string unknownKeyMessage(const std::string &key) {
+    const char *best = nullptr;
+    size_t bestDist = 3;
+    for (const char *k : kKeys) {
+      size_t d = editDistance(key, k);
+      if (d < bestDist && d < key.size()) {
+        best = k;
+        bestDist = d;
+      }
+    }
+    if (best)
+      return fmt::format("unknown key '{}': did you mean '{}'?", sanitize(key),
+                         best);
+    std::string all;
+    for (const char *k : kKeys)
+      all += (all.empty() ? "" : ", ") + std::string(k);
+    return fmt::format("unknown key '{}': expected one of {}", sanitize(key),
+                       all);
+  }
+
+  int64_t getSize(const std::string &key, const YNode &v) {
+    bool overflow = false;
+    std::optional<int64_t> n;
+    if (isPlain(v))
+      n = parseDecimal(v.value, overflow);
+    if (!n || *n <= 0)
+      fail(key,
+           fmt::format("expected a positive integer, found {}", describe(v)));
+    if (overflow || *n > kMaxSize)
+      fail(key, fmt::format("expected a positive integer <= {}, found {}",
+                            kMaxSize, describe(v)));
+    return *n;
+  }
+
+  bool getBool(const std::string &key, const YNode &v) {
+    if (isPlain(v)) {
+      const std::string &s = v.value;
+      if (s == "true" || s == "True" || s == "TRUE")
+        return true;
+      if (s == "false" || s == "False" || s == "FALSE")
+        return false;
+    }
+    fail(key, fmt::format("expected true or false, found {}", describe(v)));
+  }
+
+  /// Returns the index of the scalar in `names`.
+  size_t getEnum(const std::string &key, const YNode &v,
+                 const std::vector<const char *> &names) {
+    if (isString(v))
+      for (size_t i = 0; i < names.size(); ++i)
+        if (v.value == names[i])
+          return i;
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+      list += (i ? ", " : "") + std::string(names[i]);
+    fail(key, fmt::format("expected one of {}, found {}", list, describe(v)));
+  }
+
+  void setField(const std::string &key, const YNode &v) {
+    if (key == "name") {
+      if (!isString(v) || !isCIdentifier(v.value))
+        fail(key, fmt::format("expected a C identifier (letters, digits and "
+                              "'_', not starting with a digit), found {}",
+                              describe(v)));
+      if (v.value.size() > kMaxNameLen)
+        fail(key, fmt::format("expected a C identifier of at most {} "
+                              "characters, found {} characters",
+                              kMaxNameLen, v.value.size()));
+      spec.name = v.value;
+    } else if (key == "d_model") {
+      spec.dModel = getSize(key, v);
+    } else if (key == "heads") {
+      spec.heads = getSize(key, v);
+    } else if (key == "kv_heads") {
+      spec.kvHeads = getSize(key, v);
+      hasKvHeads = true;
+    } else if (key == "head_dim") {
+      spec.headDim = getSize(key, v);
+      hasHeadDim = true;
+    } else if (key == "mask") {
+      spec.mask = static_cast<MaskKind>(getEnum(
+          key, v,
+          {"none", "causal", "padding", "causal+padding", "sliding_window"}));
+    } else if (key == "causal_align") {
+      spec.causalAlign = static_cast<CausalAlign>(
+          getEnum(key, v, {"bottom_right", "top_left"}));
+    } else if (key == "window") {
+      spec.window = getSize(key, v);
+      hasWindow = true;
+    } else if (key == "bias") {
+      spec.bias = getBool(key, v);
+    } else if (key == "out_proj") {
+      spec.outProj = getBool(key, v);
+    } else if (key == "scale") {
+      setScale(v);
+    } else if (key == "weights") {
+      spec.weights = static_cast<WeightLayout>(
+          getEnum(key, v, {"gpt2_conv1d", "torch_in_proj", "separate"}));
+    } else if (key == "max_seq_len") {
+      spec.maxSeqLen = getSize(key, v);
+    } else if (key == "dtype") {
+      if (isString(v) && (v.value == "bf16" || v.value == "f16"))
+        fail(key, fmt::format("expected f32 ({} is not supported yet), "
+                              "found '{}'",
+                              v.value, v.value));
+      if (!isString(v) || v.value != "f32")
+        fail(key, fmt::format("expected f32, found {}", describe(v)));
+      spec.dtype = DType::F32;
+    } else if (key == "outputs") {
+      setOutputs(v);
+    } else if (key == "decode") {
+      spec.decode = getBool(key, v);
+    } else if (key == "cross_attention") {
+      spec.crossAttention = getBool(key, v);
+    }
+  }
+
+  void setScale(const YNode &v) {
+    if (isPlain(v)) {
+      if (v.value == "auto") {
+        spec.scale.reset();
+        return;
+      }
+      std::optional<double> d = parseNumber(v.value);
+      if (d && std::isfinite(*d) && *d > 0) {
+        spec.scale = *d;
+        return;
+      }
+    }
+    fail("scale", fmt::format("expected 'auto' or a positive finite number, "
+                              "found {}",
+                              describe(v)));
+  }
+
+  void setOutputs(const YNode &v) {
+    if (v.kind != YNode::Seq)
+      fail("outputs", fmt::format("expected a sequence such as [y] or [y, "
+                                  "probs], found {}",
+                                  describe(v)));
+    std::vector<std::string> outs;
+    for (size_t i = 0; i < v.kids.size(); ++i) {
+      const YNode &e = *v.kids[i];
+      std::string elemKey = fmt::format("outputs[{}]", i);
+      spec.valuePos[elemKey] = toPos(e.mark);
+      if (!isString(e) || (e.value != "y" && e.value != "probs"))
+        throw SpecError{locatedMsg(
+            file, toPos(e.mark), "outputs",
+            fmt::format("expected y or probs, found {}", describe(e)))};
+      if (std::find(outs.begin(), outs.end(), e.value) != outs.end())
+        throw SpecError{locatedMsg(
+            file, toPos(e.mark), "outputs",
+            fmt::format("expected each output once, found '{}' again",
+                        e.value))};
+      outs.push_back(e.value);
+    }
+    if (std::find(outs.begin(), outs.end(), "y") == outs.end()) {
+      std::string found;
+      for (const std::string &o : outs)
+        found += (found.empty() ? "" : ", ") + o;
+      fail("outputs",
+           fmt::format("expected a list containing y, found [{}]", found));
+    }
+    spec.outputs = outs;
+  }
+
+  void checkRequired() {
+    static const std::pair<const char *, const char *> required[] = {
+        {"name", "a C identifier"},
+        {"d_model", "a positive integer"},
+        {"heads", "a positive integer"}};
+    for (const auto &[key, what] : required)
+      if (!spec.keyPos.count(key))
+        throw SpecError{locatedMsg(
+            file, mapPos, key,
+            fmt::format("expected {} (required key), found no '{}' key", what,
+                        key))};
+  }
+
+  void checkRelations() {
+    Spec &s = spec;
+    if (!hasHeadDim) {
+      if (s.dModel % s.heads != 0)
+        fail("heads", fmt::format("{} does not divide d_model {} (d_model % "
+                                  "heads = {})",
+                                  s.heads, s.dModel, s.dModel % s.heads));
+      s.headDim = s.dModel / s.heads;
+    }
+    if (!hasKvHeads)
+      s.kvHeads = s.heads;
+    if (s.heads % s.kvHeads != 0)
+      fail("kv_heads", fmt::format("{} does not divide heads {} (heads % "
+                                   "kv_heads = {})",
+                                   s.kvHeads, s.heads, s.heads % s.kvHeads));
+    if (s.weights != WeightLayout::Separate) {
+      const char *packed =
+          s.weights == WeightLayout::Gpt2Conv1D
+              ? "weights: gpt2_conv1d, which packs Q/K/V as one (d_model, "
+                "3*d_model) tensor"
+              : "weights: torch_in_proj, which packs Q/K/V as one "
+                "(3*d_model, d_model) tensor";
+      if (s.kvHeads != s.heads)
+        fail("kv_heads", fmt::format("expected kv_heads == heads ({}) for {}, "
+                                     "found {} (use weights: separate for "
+                                     "GQA/MQA)",
+                                     s.heads, packed, s.kvHeads));
+      if (s.heads * s.headDim != s.dModel)
+        fail("head_dim",
+             fmt::format("expected heads * head_dim == d_model ({}) for {}, "
+                         "found {} * {} = {} (use weights: separate)",
+                         s.dModel, packed, s.heads, s.headDim,
+                         s.heads * s.headDim));
+    }
+    if (hasWindow && s.mask != MaskKind::SlidingWindow)
+      fail("window", fmt::format("expected no window unless mask: "
+                                 "sliding_window, found mask: {}",
+                                 toString(s.mask)));
+    if (!hasWindow && s.mask == MaskKind::SlidingWindow)
+      fail("mask", "expected a 'window' key with mask: sliding_window, "
+                   "found none");
+    if (s.decode && s.mask != MaskKind::Causal &&
+        s.mask != MaskKind::CausalPadding && s.mask != MaskKind::SlidingWindow)
+      fail("decode", fmt::format("expected a causal mask (causal, "
+                                 "causal+padding or sliding_window) with "
+                                 "decode: true, found mask: {}",
+                                 toString(s.mask)));
+    // Weight elements of the Q/K/V projections and W_O:
+    // (heads + 2*kv_heads) * head_dim * d_model, plus heads*head_dim*d_model
+    // for W_O, which the first term already bounds from above.
+    int64_t rows = 0, elems = 0;
+    bool ovf = __builtin_add_overflow(s.heads, 2 * s.kvHeads, &rows) ||
+               __builtin_mul_overflow(rows, s.headDim, &elems) ||
+               __builtin_mul_overflow(elems, s.dModel, &elems);
+    if (ovf || elems >= (int64_t(1) << 31))
+      fail("d_model",
+           fmt::format("expected (heads + 2*kv_heads) * head_dim * d_model < "
+                       "2^31 weight elements, found ({} + 2*{}) * {} * {}{}",
+                       s.heads, s.kvHeads, s.headDim, s.dModel,
+                       ovf ? " (overflows int64)"
+                           : fmt::format(" = {}", elems)));
+  }
+};
+
+} // namespace
+
+SpecResult parseSpecString(const std::string &text, const std::string &file) {
+  SpecResult result;
+  try {
+    checkText(text, file);
+    checkTabs(text, file);
+    std::istringstream in(text);
+    TreeBuilder builder(text, file);
+    try {
+      YAML::Parser parser(in);
+      while (parser.HandleNextDocument(builder)) {
+      }
+    } catch (const YAML::Exception &e) {
+      std::string msg = e.msg;
+      // Name the opening bracket yaml-cpp gave up on.
+      for (auto it = builder.stack.rbegin(); it != builder.stack.rend(); ++it) {
+        bool seqMsg = msg.find("sequence flow") != std::string::npos;
+        bool mapMsg = msg.find("map flow") != std::string::npos;
+        if ((seqMsg && (*it)->kind == YNode::Seq) ||
+            (mapMsg && (*it)->kind == YNode::Map)) {
+          SrcPos open = toPos((*it)->mark);
+          msg += fmt::format(" (the '{}' at {}:{} is never closed)",
+                             seqMsg ? '[' : '{', open.line, open.col);
+          break;
+        }
+      }
+      throw SpecError{
+          locatedMsg(file, toPos(e.mark), "", "malformed YAML: " + msg)};
+    }
+    SpecBuilder specBuilder(file);
+    result.spec = specBuilder.build(builder.root.get());
+  } catch (const SpecError &e) {
+    result.spec.reset();
+    result.error = e.message;
+  } catch (const std::bad_alloc &) {
+    result.spec.reset();
+    result.error = file + ": error: out of memory while reading the spec";
+  } catch (const std::exception &e) {
+    result.spec.reset();
+    result.error = file + ": error: " + e.what();
+  } catch (...) {
+    result.spec.reset();
+    result.error = file + ": error: unexpected failure while reading the spec";
+  }
+  return result;
+}
+
+SpecResult parseSpecFile(const std::string &path) {
+  SpecResult result;
+  try {
+    auto cannotRead = [&](int err) {
+      result.error = fmt::format("{}: error: cannot read file: {}", path,
+                                 std::strerror(err));
+      return result;
+    };
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return cannotRead(errno);
+    if (S_ISDIR(st.st_mode))
+      return cannotRead(EISDIR);
+    if (S_ISREG(st.st_mode) &&
+        static_cast<uint64_t>(st.st_size) > kMaxSpecBytes) {
+      result.error = locatedMsg(
+          path, {1, 1}, "",
+          fmt::format("expected a spec of at most 1 MiB, found {} bytes",
+                      static_cast<uint64_t>(st.st_size)));
+      return result;
+    }
+    std::unique_ptr<FILE, int (*)(FILE *)> f(std::fopen(path.c_str(), "rb"),
+                                             &std::fclose);
+    if (!f)
+      return cannotRead(errno);
+    std::string text;
+    char buf[65536];
+    // Read at most one byte past the limit: pipes and devices have no size.
+    while (text.size() <= kMaxSpecBytes) {
+      size_t n = std::fread(buf, 1, sizeof(buf), f.get());
+      text.append(buf, n);
+      if (n < sizeof(buf))
+        break;
+    }
+    if (std::ferror(f.get()))
+      return cannotRead(errno ? errno : EIO);
+    return parseSpecString(text, path);
+  } catch (const std::exception &e) {
+    result.spec.reset();
+    result.error = path + ": error: " + e.what();
+  } catch (...) {
+    result.spec.reset();
+    result.error = path + ": error: unexpected failure while reading the spec";
+  }
+  return result;
+}
+
+} // namespace attnc

@@ -1,0 +1,25 @@
+//===- Registration.cpp - dialects and passes attnc uses ------------------===//
+#include "attnc/Support/Registration.h"
+#include "attnc/Conversion/Passes.h"
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "attnc/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<attnc::attn::AttnDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+}
+
+void attnc::registerAllAttncPasses() {
+  mlir::registerAllPasses();
+  attnc::attn::registerAttnPasses();
+  attnc::registerAttnConversionPasses();
+}

@@ -1,0 +1,223 @@
+//===- PackPlan.cpp - storage layout -> compute layout --------------------===//
+//
+// Storage layouts (SPEC.md):
+//   gpt2_conv1d   c_attn.weight (d, N) = [Wq|Wk|Wv] in [in, out]; y = x·W + b
+//   torch_in_proj in_proj_weight (N, d) [out, in];                y = x·Wᵀ + b
+//   separate      q_proj/k_proj/v_proj/o_proj .weight [out, in];  y = x·Wᵀ + b
+// Compute layout: every weight role is [in, out].
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Target/PackPlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+using namespace mlir;
+
+static attnrt::BlockParams paramsOf(const attnc::Spec &s) {
+  attnrt::BlockParams p;
+  p.dModel = s.dModel;
+  p.heads = s.heads;
+  p.kvHeads = s.kvHeads;
+  p.headDim = s.headDim;
+  p.bias = s.bias;
+  p.outProj = s.outProj;
+  p.scale = s.effectiveScale();
+  p.layout = s.weights == attnc::WeightLayout::Gpt2Conv1D ? ATTNC_LAYOUT_GPT2_CONV1D
+             : s.weights == attnc::WeightLayout::TorchInProj
+                 ? ATTNC_LAYOUT_TORCH_IN_PROJ
+                 : ATTNC_LAYOUT_SEPARATE;
+  p.mask = s.mask == attnc::MaskKind::Causal ? ATTNC_MASK_CAUSAL : ATTNC_MASK_NONE;
+  p.topLeft = s.causalAlign == attnc::CausalAlign::TopLeft;
+  return p;
+}
+
+std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
+  return attnrt::storageTensors(paramsOf(spec));
+}
+
+bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {
+  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b'))
+    return false;
+  char which = role[1];
+  bool isBias = role[0] == 'b';
+  if (isBias && !spec.bias)
+    return false;
+  if (which == 'o' && !spec.outProj)
+    return false;
+  int64_t d = spec.dModel, qw = spec.qWidth(), kvw = spec.kvWidth();
+  int64_t off = 0, width = 0; // column range of q/k/v in the fused N
+  switch (which) {
+  case 'q': off = 0; width = qw; break;
+  case 'k': off = qw; width = kvw; break;
+  case 'v': off = qw + kvw; width = kvw; break;
+  case 'o': off = 0; width = d; break;
+  default: return false;
+  }
+  std::string name;
+  bool transposed = spec.weights != WeightLayout::Gpt2Conv1D;
+  switch (spec.weights) {
+  case WeightLayout::Gpt2Conv1D:
+    name = which == 'o' ? "c_proj" : "c_attn";
+    name += isBias ? ".bias" : ".weight";
+    break;
+  case WeightLayout::TorchInProj:
+    name = which == 'o' ? (isBias ? "out_proj.bias" : "out_proj.weight")
+                        : (isBias ? "in_proj_bias" : "in_proj_weight");
+    break;
+  case WeightLayout::Separate:
+    name = std::string(1, which) + "_proj" + (isBias ? ".bias" : ".weight");
+    off = 0; // one role per tensor
+    break;
+  }
+  auto tensors = storageTensors(spec);
+  out = RoleSource();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name)
+      out.tensor = static_cast<int>(i);
+  if (out.tensor < 0)
+    return false;
+  out.isBias = isBias;
+  out.transposed = transposed && !isBias;
+  out.rows = isBias ? 1 : (which == 'o' ? qw : d);
+  out.cols = width;
+  if (isBias)
+    out.colOff = off;
+  else if (out.transposed)
+    out.rowOff = off; // [out, in]: the role's outputs are rows
+  else
+    out.colOff = off; // [in, out]: the role's outputs are columns
+  return true;
+}
+
+FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
+                                                  const Spec &spec) {
+  PackPlan plan;
+  plan.storage = storageTensors(spec);
+  int64_t offset = 0;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
+    if (!role)
+      continue;
+    PackedArg arg;
+    arg.argIndex = i;
+    auto st = cast<ShapedType>(fn.getArgumentTypes()[i]);
+    arg.shape.assign(st.getShape().begin(), st.getShape().end());
+    if (auto parts = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
+      for (Attribute p : parts)
+        arg.parts.push_back(cast<StringAttr>(p).str());
+      if (auto cd = fn.getArgAttrOfType<IntegerAttr>(i, "attn.concat_dim"))
+        arg.concatDim = cd.getInt();
+    } else {
+      arg.parts.push_back(role.str());
+      arg.concatDim = st.getRank() - 1;
+    }
+    // Validate: parts must exist and tile the argument along concatDim.
+    int64_t along = 0;
+    for (const std::string &p : arg.parts) {
+      RoleSource src;
+      if (!sourceOf(spec, p, src))
+        return fn.emitError("no storage tensor provides weight role '") << p << "'";
+      along += src.cols;
+    }
+    if (st.getRank() < 1 || st.getRank() > 2 || arg.concatDim != st.getRank() - 1 ||
+        along != st.getShape().back())
+      return fn.emitError("weight argument ")
+             << i << " (" << role.str() << ") does not match its parts";
+    arg.offset = offset;
+    offset += (st.getNumElements() + 15) / 16 * 16;
+    plan.weights.push_back(arg);
+  }
+  plan.packedFloats = offset;
+  return plan;
+}
+
+LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
+                                     const PackPlan &plan) {
+  MLIRContext *ctx = module.getContext();
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Type f32 = b.getF32Type();
+  SmallVector<Type> args;
+  for (const auto &t : plan.storage)
+    args.push_back(MemRefType::get(t.shape, f32));
+  args.push_back(MemRefType::get({plan.packedFloats}, f32));
+  auto fn = func::FuncOp::create(b, spec.name + "_pack", b.getFunctionType(args, {}));
+  fn->setAttr("attn.pack", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value dst = entry->getArgument(plan.storage.size());
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, v); };
+  Value zero = idx(0), one = idx(1);
+
+  for (const PackedArg &arg : plan.weights) {
+    int64_t n = arg.shape.back();
+    int64_t rows = arg.shape.size() == 2 ? arg.shape[0] : 1;
+    int64_t start = 0;
+    for (const std::string &p : arg.parts) {
+      RoleSource src;
+      sourceOf(spec, p, src);
+      Value s = entry->getArgument(src.tensor);
+      bool bias = src.isBias;
+      // for r < rows, c < cols: dst[off + r*n + start + c] = src(r, c)
+      auto outer = scf::ForOp::create(b, zero, idx(rows), one);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(outer.getBody());
+        Value r = outer.getInductionVar();
+        auto inner = scf::ForOp::create(b, zero, idx(src.cols), one);
+        b.setInsertionPointToStart(inner.getBody());
+        Value c = inner.getInductionVar();
+        Value v;
+        if (bias) {
+          v = memref::LoadOp::create(b, s, ValueRange{arith::AddIOp::create(b, c, idx(src.colOff))});
+        } else if (!src.transposed) {
+          v = memref::LoadOp::create(b, s, ValueRange{arith::AddIOp::create(b, r, idx(src.rowOff)),
+                                                      arith::AddIOp::create(b, c, idx(src.colOff))});
+        } else {
+          v = memref::LoadOp::create(b, s, ValueRange{arith::AddIOp::create(b, c, idx(src.rowOff)),
+                                                      arith::AddIOp::create(b, r, idx(src.colOff))});
+        }
+        Value at = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, r, idx(n)),
+            arith::AddIOp::create(b, c, idx(arg.offset + start)));
+        memref::StoreOp::create(b, v, dst, ValueRange{at});
+      }
+      start += src.cols;
+    }
+  }
+  func::ReturnOp::create(b);
+  return success();
+}
+
+LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
+  plan.forwardArgs.clear();
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    ForwardArg a;
+    Type t = fn.getArgumentTypes()[i];
+    if (auto mt = dyn_cast<MemRefType>(t))
+      for (int64_t d : mt.getShape())
+        a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    if (fn.getArgAttr(i, "attn.input"))
+      a.kind = ForwardArg::Input;
+    else if (fn.getArgAttr(i, "attn.output"))
+      a.kind = ForwardArg::Output;
+    else if (fn.getArgAttr(i, "attn.workspace"))
+      a.kind = ForwardArg::Workspace;
+    else if (fn.getArgAttr(i, "attn.run"))
+      a.kind = ForwardArg::Run;
+    else if (fn.getArgAttr(i, "attn.weight")) {
+      a.kind = ForwardArg::Weight;
+      for (size_t w = 0; w < plan.weights.size(); ++w)
+        if (plan.weights[w].argIndex == i)
+          a.weight = static_cast<int>(w);
+    }
+    if ((a.kind == ForwardArg::Weight && a.weight < 0) ||
+        (a.kind != ForwardArg::Run && !isa<MemRefType>(t)))
+      return fn.emitError("unexpected forward argument ") << i << ": " << t;
+    plan.forwardArgs.push_back(a);
+  }
+  return success();
+}

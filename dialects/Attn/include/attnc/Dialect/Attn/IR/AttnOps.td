@@ -1,0 +1,219 @@
+//===- AttnOps.td - attn dialect operations ---------------*- tablegen -*-===//
+//
+// Operations of the attn dialect. Tensors are ranked; leading dimensions of
+// activations are [batch, seq] and dynamic. Every op has a verifier that
+// rejects inconsistent shapes with a diagnostic naming both sides.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_OPS_TD
+#define ATTN_OPS_TD
+
+include "attnc/Dialect/Attn/IR/AttnBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
+  let summary = "Affine projection y = x·W + b over the last dimension";
+  let description = [{
+    `input` is [..., K], `weight` is [K, N] (in × out: the compute layout,
+    whatever the storage layout of the user's weights), optional `bias` is
+    [N]; the result is [..., N]. Leading dimensions pass through.
+
+    Example:
+    ```mlir
+    %q = attn.linear %x, %wq, %bq
+        : (tensor<?x?x768xf32>, tensor<768x768xf32>, tensor<768xf32>)
+          -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+                       Optional<AnyRankedTensor>:$bias);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SliceOp : Attn_Op<"slice", [Pure]> {
+  let summary = "Columns [offset, offset + size) of the last dimension";
+  let description = [{
+    Selects a contiguous range of the last dimension (Q, K or V out of a
+    fused projection). Value semantics: lowering copies unless
+    `attn-heads-as-views` has turned it into an `attn.view`.
+
+    Example:
+    ```mlir
+    %k = attn.slice %qkv [768, 768] : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `,` $size `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SplitHeadsOp / MergeHeadsOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure]> {
+  let summary = "[B, T, H*D] -> [B, H, T, D]";
+  let description = [{
+    Splits the last dimension into `heads` heads and moves the head
+    dimension before the sequence. Value semantics (a transpose); the
+    rewrite `attn-heads-as-views` replaces it with a strided `attn.view`.
+
+    Example:
+    ```mlir
+    %h = attn.split_heads %q heads(12) : tensor<?x?x768xf32> -> tensor<?x12x?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `heads` `(` $heads `)` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Attn_MergeHeadsOp : Attn_Op<"merge_heads", [Pure]> {
+  let summary = "[B, H, T, D] -> [B, T, H*D] (concatenation of the heads)";
+  let description = [{
+    Inverse of `attn.split_heads`.
+
+    Example:
+    ```mlir
+    %m = attn.merge_heads %o : tensor<?x12x?x64xf32> -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SdpaOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Scaled dot-product attention softmax(Q·Kᵀ·scale + M)·V";
+  let description = [{
+    `query` is [B, Hq, Tq, D]; `key` and `value` are [B, Hkv, Tkv, D] with
+    Hkv dividing Hq (query head h reads kv head h / (Hq / Hkv): MHA, GQA and
+    MQA). Tq and Tkv may differ (cross-attention, decode against a cache).
+    `mask` selects the additive mask: `causal` masks key j for query i
+    unless j <= i + Tkv - Tq (`bottom_right`) or j <= i (`top_left`);
+    `sliding_window` also masks j < i + Tkv - Tq - window + 1; `padding`
+    masks keys at or beyond `kv_lens[b]` (an optional [B] i64 operand; the
+    optional `q_lens` zeroes rows at or beyond it). A row whose keys are
+    all masked produces zeros. `layout` is the layout of the result:
+    `bhtd` ([B, Hq, Tq, D]) or `bthd` ([B, Tq, Hq, D], heads last, so that
+    merging heads is a reshape).
+
+    Example:
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
+        : tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>
+          -> tensor<?x12x?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       AnyRankedTensor:$value,
+                       Optional<RankedTensorOf<[I64]>>:$kv_lens,
+                       Optional<RankedTensorOf<[I64]>>:$q_lens,
+                       Attn_MaskAttr:$mask,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_CausalAlignAttr,
+                         "::attnc::attn::CausalAlign::bottom_right">:$causal_align,
+                       OptionalAttr<I64Attr>:$window,
+                       DefaultValuedAttr<Attn_HeadLayoutAttr,
+                         "::attnc::attn::HeadLayout::bhtd">:$layout);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
+    (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ScaleOp
+//===----------------------------------------------------------------------===//
+
+def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise multiplication by a constant factor";
+  let description = [{
+    `y = x * factor`, used to fold the softmax scale into Q.
+    `scale(x, 1.0)` folds to `x`; `scale(scale(x, a), b)` to `scale(x, a*b)`.
+
+    Example:
+    ```mlir
+    %s = attn.scale %q by 1.250000e-01 : tensor<?x12x?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$factor);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+def Attn_ViewOp : Attn_Op<"view", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Strided view into the row-major elements of a tensor";
+  let description = [{
+    `result[i0, ..., in] = flat(source)[offset + sum_k ik * stride_k]`,
+    where `flat(source)` is the source in row-major order. Lowers to a
+    `memref.reinterpret_cast` of the source buffer: no data moves. Sizes and
+    strides are mixed static/dynamic lists like `memref.reinterpret_cast`.
+
+    Example (head h of K inside a fused [B, T, 2304] QKV result):
+    ```mlir
+    %k = attn.view %qkv[%b, 12, %t, 64] strides [%bs, 64, 2304, 1] offset 768
+        : tensor<?x?x2304xf32> -> tensor<?x12x?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source,
+                       Variadic<Index>:$sizes,
+                       Variadic<Index>:$strides,
+                       DenseI64ArrayAttr:$static_sizes,
+                       DenseI64ArrayAttr:$static_strides,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $source custom<DynamicIndexList>($sizes, $static_sizes)
+    `strides` custom<DynamicIndexList>($strides, $static_strides)
+    `offset` $offset attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Sizes and strides as OpFoldResults (static attrs or SSA values).
+    ::llvm::SmallVector<::mlir::OpFoldResult> getMixedSizes();
+    ::llvm::SmallVector<::mlir::OpFoldResult> getMixedStrides();
+  }];
+}
+
+#endif // ATTN_OPS_TD

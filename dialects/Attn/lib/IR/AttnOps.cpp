@@ -1,0 +1,349 @@
+//===- AttnOps.cpp - attn op verifiers, folders, canonicalizations --------===//
+//
+// Verifiers reject inconsistent shapes with a message naming both sides;
+// folders and canonicalization patterns implement the algebraic identities
+// of the dialect (merge(split(x)) = x, slice of a concat = the operand, ...).
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace attnc::attn;
+
+/// Two dimension sizes are compatible when equal or either is dynamic.
+static bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+static std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  auto in = getInput().getType();
+  auto w = getWeight().getType();
+  auto res = getResult().getType();
+  if (in.getRank() < 1)
+    return emitOpError("input must have rank >= 1, found rank 0");
+  if (w.getRank() != 2)
+    return emitOpError("weight must be [K, N] (rank 2), found rank ")
+           << w.getRank();
+  if (res.getRank() != in.getRank())
+    return emitOpError("result rank ")
+           << res.getRank() << " differs from input rank " << in.getRank();
+  int64_t k = in.getShape().back();
+  if (!compatible(k, w.getDimSize(0)))
+    return emitOpError("input feature size ")
+           << dimStr(k) << " does not match weight rows (K) "
+           << dimStr(w.getDimSize(0));
+  int64_t n = w.getDimSize(1);
+  if (!compatible(res.getShape().back(), n))
+    return emitOpError("result feature size ")
+           << dimStr(res.getShape().back()) << " does not match weight columns (N) "
+           << dimStr(n);
+  for (int64_t i = 0; i + 1 < in.getRank(); ++i)
+    if (!compatible(in.getDimSize(i), res.getDimSize(i)))
+      return emitOpError("result dimension ")
+             << i << " (" << dimStr(res.getDimSize(i))
+             << ") differs from input dimension (" << dimStr(in.getDimSize(i))
+             << ")";
+  if (in.getElementType() != res.getElementType())
+    return emitOpError("result element type ")
+           << res.getElementType() << " differs from input element type "
+           << in.getElementType();
+  if (Value b = getBias()) {
+    auto bt = cast<RankedTensorType>(b.getType());
+    if (bt.getRank() != 1 || !compatible(bt.getDimSize(0), n))
+      return emitOpError("bias must be [N] = [")
+             << dimStr(n) << "], found " << bt;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::verify() {
+  auto in = getInput().getType();
+  auto res = getResult().getType();
+  if (in.getRank() < 1 || in.getRank() != res.getRank())
+    return emitOpError("result rank ")
+           << res.getRank() << " must equal input rank " << in.getRank()
+           << " (>= 1)";
+  int64_t n = in.getShape().back();
+  if (!ShapedType::isDynamic(n) && getOffset() + getSize() > n)
+    return emitOpError("slice [")
+           << getOffset() << ", " << getOffset() + getSize()
+           << ") exceeds the last dimension (" << n << ")";
+  if (!compatible(res.getShape().back(), getSize()))
+    return emitOpError("result last dimension ")
+           << dimStr(res.getShape().back()) << " differs from size "
+           << getSize();
+  for (int64_t i = 0; i + 1 < in.getRank(); ++i)
+    if (!compatible(in.getDimSize(i), res.getDimSize(i)))
+      return emitOpError("result dimension ") << i << " differs from input";
+  return success();
+}
+
+// slice(x, 0, N) -> x when x's last dimension is N and the types agree.
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  auto in = getInput().getType();
+  if (getOffset() == 0 && in.getShape().back() == getSize() &&
+      in == getResult().getType())
+    return getInput();
+  return {};
+}
+
+namespace {
+// slice(concat_last(a0, ..., an), o, n) -> ai   when [o, o+n) is exactly ai.
+struct SliceOfConcat : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto concat = op.getInput().getDefiningOp<tensor::ConcatOp>();
+    if (!concat)
+      return failure();
+    int64_t rank = op.getInput().getType().getRank();
+    if (static_cast<int64_t>(concat.getDim()) != rank - 1)
+      return failure();
+    int64_t pos = 0;
+    for (Value in : concat.getInputs()) {
+      int64_t n = cast<RankedTensorType>(in.getType()).getShape().back();
+      if (ShapedType::isDynamic(n))
+        return failure();
+      if (pos == op.getOffset() && n == op.getSize() &&
+          in.getType() == op.getType()) {
+        rewriter.replaceOp(op, in);
+        return success();
+      }
+      pos += n;
+    }
+    return failure();
+  }
+};
+// slice(slice(x, o1, n1), o2, n2) -> slice(x, o1 + o2, n2)
+struct SliceOfSlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<SliceOp>();
+    if (!inner)
+      return failure();
+    rewriter.replaceOpWithNewOp<SliceOp>(
+        op, op.getType(), inner.getInput(),
+        rewriter.getI64IntegerAttr(inner.getOffset() + op.getOffset()),
+        op.getSizeAttr());
+    return success();
+  }
+};
+} // namespace
+
+void SliceOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<SliceOfConcat, SliceOfSlice>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// SplitHeadsOp / MergeHeadsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitHeadsOp::verify() {
+  auto in = getInput().getType();
+  auto res = getResult().getType();
+  if (in.getRank() != 3 || res.getRank() != 4)
+    return emitOpError("expects [B, T, H*D] -> [B, H, T, D], found rank ")
+           << in.getRank() << " -> rank " << res.getRank();
+  int64_t h = getHeads();
+  int64_t w = in.getDimSize(2);
+  if (!ShapedType::isDynamic(w) && w % h != 0)
+    return emitOpError("heads (")
+           << h << ") must divide the model dimension (" << w << ")";
+  if (!compatible(res.getDimSize(1), h))
+    return emitOpError("result head dimension ")
+           << dimStr(res.getDimSize(1)) << " differs from heads (" << h << ")";
+  if (!ShapedType::isDynamic(w) && !compatible(res.getDimSize(3), w / h))
+    return emitOpError("result head size ")
+           << dimStr(res.getDimSize(3)) << " differs from " << w << " / " << h;
+  if (!compatible(res.getDimSize(0), in.getDimSize(0)) ||
+      !compatible(res.getDimSize(2), in.getDimSize(1)))
+    return emitOpError("batch/sequence dimensions of result and input differ");
+  return success();
+}
+
+// split_heads(merge_heads(x)) -> x
+OpFoldResult SplitHeadsOp::fold(FoldAdaptor) {
+  if (auto merge = getInput().getDefiningOp<MergeHeadsOp>())
+    if (merge.getInput().getType() == getType())
+      return merge.getInput();
+  return {};
+}
+
+LogicalResult MergeHeadsOp::verify() {
+  auto in = getInput().getType();
+  auto res = getResult().getType();
+  if (in.getRank() != 4 || res.getRank() != 3)
+    return emitOpError("expects [B, H, T, D] -> [B, T, H*D], found rank ")
+           << in.getRank() << " -> rank " << res.getRank();
+  int64_t h = in.getDimSize(1), d = in.getDimSize(3);
+  if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(d) &&
+      !compatible(res.getDimSize(2), h * d))
+    return emitOpError("result model dimension ")
+           << dimStr(res.getDimSize(2)) << " differs from heads * head_dim = "
+           << h * d;
+  if (!compatible(res.getDimSize(0), in.getDimSize(0)) ||
+      !compatible(res.getDimSize(1), in.getDimSize(2)))
+    return emitOpError("batch/sequence dimensions of result and input differ");
+  return success();
+}
+
+// merge_heads(split_heads(x)) -> x
+OpFoldResult MergeHeadsOp::fold(FoldAdaptor) {
+  if (auto split = getInput().getDefiningOp<SplitHeadsOp>())
+    if (split.getInput().getType() == getType())
+      return split.getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SdpaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SdpaOp::verify() {
+  auto q = getQuery().getType(), k = getKey().getType(),
+       v = getValue().getType(), o = getResult().getType();
+  for (auto [name, t] : {std::pair<const char *, RankedTensorType>{"query", q},
+                         {"key", k}, {"value", v}, {"result", o}})
+    if (t.getRank() != 4)
+      return emitOpError(name) << " must be rank 4, found " << t;
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType() ||
+      q.getElementType() != o.getElementType())
+    return emitOpError("query, key, value and result element types differ");
+  if (!compatible(k.getDimSize(1), v.getDimSize(1)) ||
+      !compatible(k.getDimSize(2), v.getDimSize(2)))
+    return emitOpError("key ") << k << " and value " << v
+                               << " must agree on heads and sequence";
+  int64_t d = q.getDimSize(3);
+  if (!compatible(d, k.getDimSize(3)) || !compatible(d, v.getDimSize(3)))
+    return emitOpError("head_dim differs: query ")
+           << dimStr(d) << ", key " << dimStr(k.getDimSize(3)) << ", value "
+           << dimStr(v.getDimSize(3));
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      hq % hkv != 0)
+    return emitOpError("kv heads (")
+           << hkv << ") must divide query heads (" << hq << ")";
+  for (int i : {0})
+    if (!compatible(q.getDimSize(i), k.getDimSize(i)))
+      return emitOpError("query and key batch sizes differ");
+  // Result layout.
+  bool bthd = getLayout() == HeadLayout::bthd;
+  int64_t oh = bthd ? o.getDimSize(2) : o.getDimSize(1);
+  int64_t ot = bthd ? o.getDimSize(1) : o.getDimSize(2);
+  if (!compatible(o.getDimSize(0), q.getDimSize(0)) || !compatible(oh, hq) ||
+      !compatible(ot, q.getDimSize(2)) || !compatible(o.getDimSize(3), d))
+    return emitOpError("result type ")
+           << o << " does not match query " << q << " in layout "
+           << stringifyHeadLayout(getLayout());
+  MaskKind m = getMask();
+  bool hasWindow = getWindow().has_value();
+  if (m == MaskKind::sliding_window && (!hasWindow || *getWindow() < 1))
+    return emitOpError("mask sliding_window needs a positive window attribute");
+  if (m != MaskKind::sliding_window && hasWindow)
+    return emitOpError("window is only valid with mask sliding_window");
+  bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
+  if (padding && !getKvLens())
+    return emitOpError("mask ") << stringifyMaskKind(m)
+                                << " needs a kv_lens operand";
+  if (!padding && (getKvLens() || getQLens()))
+    return emitOpError("kv_lens/q_lens are only valid with a padding mask");
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError("scale must be positive, found ")
+           << getScale().convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScaleOp
+//===----------------------------------------------------------------------===//
+
+// scale(x, 1) -> x;  scale(scale(x, a), b) -> scale(x, a*b)
+OpFoldResult ScaleOp::fold(FoldAdaptor) {
+  if (getFactor().convertToDouble() == 1.0)
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ScaleOp>()) {
+    double f = inner.getFactor().convertToDouble() *
+               getFactor().convertToDouble();
+    getInputMutable().assign(inner.getInput());
+    setFactorAttr(FloatAttr::get(Float64Type::get(getContext()), f));
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ViewOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<OpFoldResult> ViewOp::getMixedSizes() {
+  Builder b(getContext());
+  return getMixedValues(getStaticSizes(), getSizes(), b);
+}
+
+SmallVector<OpFoldResult> ViewOp::getMixedStrides() {
+  Builder b(getContext());
+  return getMixedValues(getStaticStrides(), getStrides(), b);
+}
+
+LogicalResult ViewOp::verify() {
+  auto res = getResult().getType();
+  auto src = getSource().getType();
+  if (src.getElementType() != res.getElementType())
+    return emitOpError("element types of source and result differ");
+  ArrayRef<int64_t> ss = getStaticSizes(), st = getStaticStrides();
+  if (static_cast<int64_t>(ss.size()) != res.getRank() ||
+      static_cast<int64_t>(st.size()) != res.getRank())
+    return emitOpError("expects ")
+           << res.getRank() << " sizes and strides (result rank), found "
+           << ss.size() << " sizes and " << st.size() << " strides";
+  auto countDyn = [](ArrayRef<int64_t> a) {
+    return llvm::count_if(a, [](int64_t v) { return ShapedType::isDynamic(v); });
+  };
+  if (countDyn(ss) != static_cast<int64_t>(getSizes().size()) ||
+      countDyn(st) != static_cast<int64_t>(getStrides().size()))
+    return emitOpError("number of dynamic size/stride operands does not match "
+                       "the '?' entries");
+  for (int64_t i = 0; i < res.getRank(); ++i) {
+    if (ShapedType::isDynamic(ss[i]) != res.isDynamicDim(i) ||
+        (!ShapedType::isDynamic(ss[i]) && ss[i] != res.getDimSize(i)))
+      return emitOpError("size ")
+             << i << " (" << dimStr(ss[i]) << ") differs from result dimension "
+             << dimStr(res.getDimSize(i));
+    if (!ShapedType::isDynamic(st[i]) && st[i] < 0)
+      return emitOpError("stride ") << i << " is negative (" << st[i] << ")";
+  }
+  // When everything is static, the view must stay inside the source.
+  if (src.hasStaticShape() && res.hasStaticShape() && countDyn(st) == 0) {
+    int64_t last = getOffset();
+    for (int64_t i = 0; i < res.getRank(); ++i)
+      last += (res.getDimSize(i) - 1) * st[i];
+    if (res.getNumElements() > 0 && last >= src.getNumElements())
+      return emitOpError("view reaches element ")
+             << last << " of a source with " << src.getNumElements()
+             << " elements";
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "attnc/Dialect/Attn/IR/AttnOps.cpp.inc"

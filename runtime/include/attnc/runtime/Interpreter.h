@@ -1,0 +1,75 @@
+//===- Interpreter.h - Reference semantics in double precision -*- C++ -*-===//
+//
+// The textbook attention block, as plain loops in double precision:
+//   q = x Wq + bq, k = x Wk + bk, v = x Wv + bv      (per head h)
+//   o_h = softmax(q_h k_hᵀ · scale + M) v_h
+//   y = concat_h(o_h) Wo + bo
+// written independently of the compiler's lowering. Two faces use these
+// naive kernels: runtime checks of compiled kernels (from metadata) and the
+// compiler's IR evaluator (attn-dialect stages).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_INTERPRETER_H
+#define ATTNC_RUNTIME_INTERPRETER_H
+
+#include "attnc/runtime/abi.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+namespace naive {
+
+/// y[m, n] = sum_k x[m, k] * w[k, n] + (b ? b[n] : 0), all row-major.
+void linear(const double *x, const double *w, const double *b, double *y,
+            int64_t m, int64_t k, int64_t n);
+
+/// Scaled dot-product attention over [B, H, T, D] tensors (row-major):
+/// q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D], o [B, Hq, Tq, D]. Query head h
+/// reads kv head h / (Hq / Hkv). mask: ATTNC_MASK_NONE, _CAUSAL or
+/// _SLIDING_WINDOW (_PADDING / _CAUSAL_PADDING with every token valid are
+/// the same as _NONE / _CAUSAL). Causal uses bottom-right alignment (query i
+/// sees keys j <= i + Tkv - Tq) unless topLeft (then j <= i). The sliding
+/// window is causal and further restricts query i to the `window` most
+/// recent keys: j > i + off - window (window <= 0: no restriction). A row
+/// whose keys are all masked yields zeros.
+void sdpa(const double *q, const double *k, const double *v, double *o,
+          int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
+          int64_t d, double scale, uint32_t mask, bool topLeft = false,
+          int64_t window = 0);
+
+} // namespace naive
+
+/// Storage-layout weights of one block, by the ecosystem's tensor names.
+struct BlockParams {
+  int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
+  uint32_t mask = ATTNC_MASK_NONE;
+  bool topLeft = false;
+  int64_t window = 0; ///< sliding-window size (ATTNC_MASK_SLIDING_WINDOW)
+  bool bias = true, outProj = true;
+  double scale = 0;   ///< 0 = 1/sqrt(headDim)
+  uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
+};
+
+BlockParams paramsFromInfo(const attnc_kernel_info &info);
+
+/// The storage tensors (names and shapes) a block of this shape takes, in
+/// the order the pack entry expects. Must agree with the compiler's list.
+struct TensorShape {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+std::vector<TensorShape> storageTensors(const BlockParams &p);
+
+/// Runs the block in double precision. weights[i] holds storageTensors(p)[i]
+/// (float32, row-major). x is [batch, seqLen, dModel]; returns y as
+/// [batch, seqLen, dModel] (or heads*headDim when !outProj). Returns an empty
+/// vector for an unknown layout or a weights count that does not match.
+std::vector<double> interpret(const BlockParams &p,
+                              const std::vector<const float *> &weights,
+                              const float *x, int64_t batch, int64_t seqLen);
+
+} // namespace attnrt
+
+#endif // ATTNC_RUNTIME_INTERPRETER_H

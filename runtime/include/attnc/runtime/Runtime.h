@@ -1,0 +1,124 @@
+//===- Runtime.h - libattnrt: load, check, pack, run, compare --*- C++ -*-===//
+//
+// The thin runtime around attnc-generated kernels. It never links MLIR or
+// LLVM: it dlopen()s a kernel library, validates its attnc_kernel_info
+// record, packs weights, runs forward, and compares results with the
+// reference interpreter (Interpreter.h). No exceptions cross this API:
+// failures come back as a false/empty result plus a message.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_RUNTIME_H
+#define ATTNC_RUNTIME_RUNTIME_H
+
+#include "attnc/runtime/abi.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+
+/// Error classes of Kernel::load, distinct so callers and tests can tell
+/// them apart (attnc-run exits with 10 + code).
+enum class LoadError {
+  None = 0,
+  OpenFailed,      ///< dlopen failed (missing, not ELF, truncated, ...)
+  NoQuery,         ///< no attnc_query symbol: not an attnc kernel
+  AbiTooNew,       ///< library's ABI version is newer than this runtime's
+  AbiMismatch,     ///< abi_version or struct_size disagree with this runtime
+  BadMetadata,     ///< inconsistent metadata (sizes, layout, weights table)
+  MissingEntry,    ///< NAME_pack / NAME_forward / NAME_workspace_size absent
+};
+
+/// A short stable name for an error class: "none", "open_failed",
+/// "no_query", "abi_too_new", "abi_mismatch", "bad_metadata",
+/// "missing_entry".
+const char *toString(LoadError e);
+
+/// A loaded kernel library. Move-only; dlclose()s on destruction.
+class Kernel {
+public:
+  Kernel() = default;
+  Kernel(Kernel &&other) noexcept;
+  Kernel &operator=(Kernel &&other) noexcept;
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  ~Kernel();
+
+  /// Loads `path`, checks metadata. `abiVersion` is the ABI this runtime
+  /// speaks (overridable only for tests). On failure returns false and sets
+  /// `err`/`message`.
+  bool load(const std::string &path, std::string &message,
+            LoadError &err, uint32_t abiVersion = ATTNC_ABI_VERSION);
+
+  const attnc_kernel_info &info() const { return *info_; }
+  int64_t packedFloats() const { return info_->packed_floats; }
+
+  /// Packs storage-layout weights (one buffer per info().weights entry, in
+  /// that order) into `packed` (resized to packedFloats()). Returns the C
+  /// status code (ATTNC_OK on success).
+  int pack(const std::vector<const float *> &weights,
+           std::vector<float> &packed) const;
+
+  int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
+
+  /// y must hold batch*seqLen*d_model floats; workspace is allocated here
+  /// when `workspace` is empty or too small.
+  int forward(const float *packed, const float *x, float *y, int64_t batch,
+              int64_t seqLen, std::vector<unsigned char> &workspace) const;
+
+private:
+  void *handle_ = nullptr;
+  const attnc_kernel_info *info_ = nullptr;
+  attnc_pack_fn pack_ = nullptr;
+  attnc_workspace_size_fn wsSize_ = nullptr;
+  attnc_forward_fn forward_ = nullptr;
+};
+
+/// Validates a metadata record on its own (used by Kernel::load, exposed for
+/// unit tests). Returns an empty string when valid, else the reason.
+std::string validateInfo(const attnc_kernel_info &info,
+                         uint32_t abiVersion = ATTNC_ABI_VERSION);
+
+//===----------------------------------------------------------------------===//
+// .npy I/O (float32, C order, version 1.0/2.0/3.0 headers)
+//===----------------------------------------------------------------------===//
+
+struct NpyArray {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+/// Reads a float32 C-order .npy. Anything else (other dtype, Fortran order,
+/// bad magic, truncated data, object arrays) returns false with a clear
+/// message naming the file.
+bool readNpy(const std::string &path, NpyArray &out, std::string &message);
+/// Same, from an in-memory image of the file (`name` is used in messages).
+bool parseNpy(const std::string &bytes, const std::string &name,
+              NpyArray &out, std::string &message);
+/// Writes float32 C-order .npy (version 1.0). Returns false with a message on
+/// I/O failure.
+bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
+              const float *data, std::string &message);
+
+//===----------------------------------------------------------------------===//
+// Comparison
+//===----------------------------------------------------------------------===//
+
+struct CompareResult {
+  double maxAbs = 0;   ///< max |out - ref|
+  double maxRel = 0;   ///< max |out - ref| / max(|ref|, 1e-6)
+  double meanAbs = 0;
+  int64_t worstIndex = -1;
+  int64_t nonFinite = 0; ///< NaN/inf in out where ref is finite
+  /// Every element has |out-ref| <= atol + rtol*|ref| and out is finite
+  /// wherever ref is.
+  bool ok = true;
+};
+
+CompareResult compare(const float *out, const double *ref, int64_t n,
+                      double atol, double rtol);
+
+} // namespace attnrt
+
+#endif // ATTNC_RUNTIME_RUNTIME_H

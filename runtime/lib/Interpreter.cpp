@@ -1,0 +1,357 @@
+//===- Interpreter.cpp - Reference attention in double precision *- C++ -*-===//
+//
+// The reference semantics every compiled kernel is checked against. Plain
+// loops, double precision, no cleverness: if this file and a kernel disagree,
+// this file should be obviously right.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/runtime/Interpreter.h"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace attnrt {
+namespace naive {
+
+void linear(const double *x, const double *w, const double *b, double *y,
+            int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = b ? b[j] : 0.0;
+      for (int64_t t = 0; t < k; ++t)
+        acc += x[i * k + t] * w[t * n + j];
+      y[i * n + j] = acc;
+    }
+  }
+}
+
+void sdpa(const double *q, const double *k, const double *v, double *o,
+          int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
+          int64_t d, double scale, uint32_t mask, bool topLeft,
+          int64_t window) {
+  assert(hkv > 0 && hq % hkv == 0 && "query heads must be a multiple of kv");
+  const int64_t group = hq / hkv;
+  const bool causal = mask == ATTNC_MASK_CAUSAL ||
+                      mask == ATTNC_MASK_CAUSAL_PADDING ||
+                      mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
+  // Query i sits at absolute key position i + offset.
+  const int64_t offset = topLeft ? 0 : tkv - tq;
+  std::vector<double> scores(static_cast<size_t>(tkv));
+  std::vector<char> visible(static_cast<size_t>(tkv));
+
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kvh = h / group;
+      const double *qh = q + (b * hq + h) * tq * d;
+      const double *kh = k + (b * hkv + kvh) * tkv * d;
+      const double *vh = v + (b * hkv + kvh) * tkv * d;
+      double *oh = o + (b * hq + h) * tq * d;
+      for (int64_t i = 0; i < tq; ++i) {
+        // Scores and the mask.
+        double maxScore = -std::numeric_limits<double>::infinity();
+        bool any = false;
+        for (int64_t j = 0; j < tkv; ++j) {
+          bool see = true;
+          if (causal && j > i + offset)
+            see = false;
+          if (windowed && j <= i + offset - window)
+            see = false;
+          visible[j] = see;
+          if (!see)
+            continue;
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += qh[i * d + c] * kh[j * d + c];
+          s *= scale;
+          scores[j] = s;
+          if (!any || s > maxScore)
+            maxScore = s;
+          any = true;
+        }
+        double *orow = oh + i * d;
+        for (int64_t c = 0; c < d; ++c)
+          orow[c] = 0;
+        if (!any)
+          continue; // Every key masked: the row is zero.
+        // Softmax with the maximum subtracted, then the weighted sum of V.
+        double sum = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          scores[j] = std::exp(scores[j] - maxScore);
+          sum += scores[j];
+        }
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          double p = scores[j] / sum;
+          for (int64_t c = 0; c < d; ++c)
+            orow[c] += p * vh[j * d + c];
+        }
+      }
+    }
+  }
+}
+
+} // namespace naive
+
+BlockParams paramsFromInfo(const attnc_kernel_info &info) {
+  BlockParams p;
+  p.dModel = info.d_model;
+  p.heads = info.heads;
+  p.kvHeads = info.kv_heads;
+  p.headDim = info.head_dim;
+  p.mask = info.mask;
+  p.topLeft = info.causal_align == 1;
+  p.window = info.window;
+  p.bias = info.bias != 0;
+  p.outProj = info.out_proj != 0;
+  p.scale = info.scale;
+  p.layout = info.weight_layout;
+  return p;
+}
+
+std::vector<TensorShape> storageTensors(const BlockParams &p) {
+  const int64_t d = p.dModel;
+  const int64_t qW = p.heads * p.headDim;
+  const int64_t kvW = p.kvHeads * p.headDim;
+  const int64_t n = qW + 2 * kvW;
+  std::vector<TensorShape> t;
+  switch (p.layout) {
+  case ATTNC_LAYOUT_GPT2_CONV1D:
+    t.push_back({"c_attn.weight", {d, n}});
+    if (p.bias)
+      t.push_back({"c_attn.bias", {n}});
+    if (p.outProj) {
+      t.push_back({"c_proj.weight", {qW, d}});
+      if (p.bias)
+        t.push_back({"c_proj.bias", {d}});
+    }
+    break;
+  case ATTNC_LAYOUT_TORCH_IN_PROJ:
+    t.push_back({"in_proj_weight", {n, d}});
+    if (p.bias)
+      t.push_back({"in_proj_bias", {n}});
+    if (p.outProj) {
+      t.push_back({"out_proj.weight", {d, qW}});
+      if (p.bias)
+        t.push_back({"out_proj.bias", {d}});
+    }
+    break;
+  case ATTNC_LAYOUT_SEPARATE:
+    t.push_back({"q_proj.weight", {qW, d}});
+    if (p.bias)
+      t.push_back({"q_proj.bias", {qW}});
+    t.push_back({"k_proj.weight", {kvW, d}});
+    if (p.bias)
+      t.push_back({"k_proj.bias", {kvW}});
+    t.push_back({"v_proj.weight", {kvW, d}});
+    if (p.bias)
+      t.push_back({"v_proj.bias", {kvW}});
+    if (p.outProj) {
+      t.push_back({"o_proj.weight", {d, qW}});
+      if (p.bias)
+        t.push_back({"o_proj.bias", {d}});
+    }
+    break;
+  default:
+    break; // Unknown layout: no tensors (validateInfo rejects it).
+  }
+  return t;
+}
+
+namespace {
+
+/// Projection weights in [in, out] form (what naive::linear takes).
+struct Projections {
+  std::vector<double> wq, wk, wv, wo; // [d, qW], [d, kvW], [d, kvW], [qW, d]
+  std::vector<double> bq, bk, bv, bo; // empty when !bias
+};
+
+/// Rows [row0, row0 + rows) of a row-major [*, cols] matrix, as double.
+std::vector<double> rowsOf(const float *w, int64_t cols, int64_t row0,
+                           int64_t rows) {
+  std::vector<double> r(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      r[i * cols + j] = w[(row0 + i) * cols + j];
+  return r;
+}
+
+/// Columns [col0, col0 + cols) of a row-major [rows, stride] matrix.
+std::vector<double> colsOf(const float *w, int64_t rows, int64_t stride,
+                           int64_t col0, int64_t cols) {
+  std::vector<double> r(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      r[i * cols + j] = w[i * stride + col0 + j];
+  return r;
+}
+
+/// The transpose of a [rows, cols] double matrix.
+std::vector<double> transpose(const std::vector<double> &m, int64_t rows,
+                              int64_t cols) {
+  std::vector<double> t(m.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      t[j * rows + i] = m[i * cols + j];
+  return t;
+}
+
+/// Elements [off, off + n) of a vector, as double.
+std::vector<double> vec(const float *b, int64_t off, int64_t n) {
+  return std::vector<double>(b + off, b + off + n);
+}
+
+Projections unpack(const BlockParams &p,
+                   const std::vector<const float *> &weights) {
+  const int64_t d = p.dModel;
+  const int64_t qW = p.heads * p.headDim;
+  const int64_t kvW = p.kvHeads * p.headDim;
+  const int64_t n = qW + 2 * kvW;
+  std::map<std::string, const float *> byName;
+  std::vector<TensorShape> tensors = storageTensors(p);
+  assert(weights.size() == tensors.size() && "one buffer per storage tensor");
+  for (size_t i = 0; i < tensors.size() && i < weights.size(); ++i)
+    byName[tensors[i].name] = weights[i];
+  auto get = [&](const char *name) -> const float * {
+    auto it = byName.find(name);
+    return it == byName.end() ? nullptr : it->second;
+  };
+
+  Projections r;
+  switch (p.layout) {
+  case ATTNC_LAYOUT_GPT2_CONV1D: {
+    // y = x W + b with W [d, N]; Q/K/V are column blocks.
+    const float *w = get("c_attn.weight");
+    r.wq = colsOf(w, d, n, 0, qW);
+    r.wk = colsOf(w, d, n, qW, kvW);
+    r.wv = colsOf(w, d, n, qW + kvW, kvW);
+    if (p.bias) {
+      const float *b = get("c_attn.bias");
+      r.bq = vec(b, 0, qW);
+      r.bk = vec(b, qW, kvW);
+      r.bv = vec(b, qW + kvW, kvW);
+    }
+    if (p.outProj) {
+      r.wo = rowsOf(get("c_proj.weight"), d, 0, qW);
+      if (p.bias)
+        r.bo = vec(get("c_proj.bias"), 0, d);
+    }
+    break;
+  }
+  case ATTNC_LAYOUT_TORCH_IN_PROJ: {
+    // y = x Wᵀ + b with W [N, d]; Q/K/V are row blocks.
+    const float *w = get("in_proj_weight");
+    r.wq = transpose(rowsOf(w, d, 0, qW), qW, d);
+    r.wk = transpose(rowsOf(w, d, qW, kvW), kvW, d);
+    r.wv = transpose(rowsOf(w, d, qW + kvW, kvW), kvW, d);
+    if (p.bias) {
+      const float *b = get("in_proj_bias");
+      r.bq = vec(b, 0, qW);
+      r.bk = vec(b, qW, kvW);
+      r.bv = vec(b, qW + kvW, kvW);
+    }
+    if (p.outProj) {
+      r.wo = transpose(rowsOf(get("out_proj.weight"), qW, 0, d), d, qW);
+      if (p.bias)
+        r.bo = vec(get("out_proj.bias"), 0, d);
+    }
+    break;
+  }
+  case ATTNC_LAYOUT_SEPARATE: {
+    r.wq = transpose(rowsOf(get("q_proj.weight"), d, 0, qW), qW, d);
+    r.wk = transpose(rowsOf(get("k_proj.weight"), d, 0, kvW), kvW, d);
+    r.wv = transpose(rowsOf(get("v_proj.weight"), d, 0, kvW), kvW, d);
+    if (p.bias) {
+      r.bq = vec(get("q_proj.bias"), 0, qW);
+      r.bk = vec(get("k_proj.bias"), 0, kvW);
+      r.bv = vec(get("v_proj.bias"), 0, kvW);
+    }
+    if (p.outProj) {
+      r.wo = transpose(rowsOf(get("o_proj.weight"), qW, 0, d), d, qW);
+      if (p.bias)
+        r.bo = vec(get("o_proj.bias"), 0, d);
+    }
+    break;
+  }
+  default:
+    break; // Rejected by interpret().
+  }
+  return r;
+}
+
+/// [B, T, H*D] -> [B, H, T, D].
+std::vector<double> splitHeads(const std::vector<double> &x, int64_t batch,
+                               int64_t seq, int64_t heads, int64_t hd) {
+  std::vector<double> r(x.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < hd; ++c)
+          r[((b * heads + h) * seq + t) * hd + c] =
+              x[(b * seq + t) * heads * hd + h * hd + c];
+  return r;
+}
+
+/// [B, H, T, D] -> [B, T, H*D].
+std::vector<double> mergeHeads(const std::vector<double> &x, int64_t batch,
+                               int64_t seq, int64_t heads, int64_t hd) {
+  std::vector<double> r(x.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < hd; ++c)
+          r[(b * seq + t) * heads * hd + h * hd + c] =
+              x[((b * heads + h) * seq + t) * hd + c];
+  return r;
+}
+
+const double *orNull(const std::vector<double> &v) {
+  return v.empty() ? nullptr : v.data();
+}
+
+} // namespace
+
+std::vector<double> interpret(const BlockParams &p,
+                              const std::vector<const float *> &weights,
+                              const float *x, int64_t batch, int64_t seqLen) {
+  const int64_t d = p.dModel;
+  const int64_t qW = p.heads * p.headDim;
+  const int64_t kvW = p.kvHeads * p.headDim;
+  const int64_t rows = batch * seqLen;
+  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
+      weights.size() != storageTensors(p).size())
+    return {}; // Not a block we can run; callers validate first.
+  Projections w = unpack(p, weights);
+
+  std::vector<double> xd(x, x + rows * d);
+  std::vector<double> q(static_cast<size_t>(rows * qW));
+  std::vector<double> k(static_cast<size_t>(rows * kvW));
+  std::vector<double> v(static_cast<size_t>(rows * kvW));
+  naive::linear(xd.data(), w.wq.data(), orNull(w.bq), q.data(), rows, d, qW);
+  naive::linear(xd.data(), w.wk.data(), orNull(w.bk), k.data(), rows, d, kvW);
+  naive::linear(xd.data(), w.wv.data(), orNull(w.bv), v.data(), rows, d, kvW);
+
+  std::vector<double> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
+  std::vector<double> kh = splitHeads(k, batch, seqLen, p.kvHeads, p.headDim);
+  std::vector<double> vh = splitHeads(v, batch, seqLen, p.kvHeads, p.headDim);
+  std::vector<double> oh(qh.size());
+  double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
+  naive::sdpa(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
+              p.kvHeads, seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft,
+              p.window);
+  std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
+  if (!p.outProj)
+    return o;
+
+  std::vector<double> y(static_cast<size_t>(rows * d));
+  naive::linear(o.data(), w.wo.data(), orNull(w.bo), y.data(), rows, qW, d);
+  return y;
+}
+
+} // namespace attnrt

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what attnc needs from Debian's archive (idempotent; quiet when all is there).
+#   MLIR/LLVM 22, yaml-cpp, fmt, Catch2 v2, CMake + Ninja, and the test peers
+#   (python3-numpy, python3-torch) used by the PyTorch cross-check.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build
+      libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+      libyaml-cpp-dev libfmt-dev catch2
+      python3 python3-numpy)
+# torch is optional (the torch test skips without it) but install it when we can.
+[ "${ATTNC_NO_TORCH:-0}" = 1 ] || pkgs+=(python3-torch)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

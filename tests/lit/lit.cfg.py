@@ -1,0 +1,31 @@
+# lit configuration for attnc: IR tests (tests/lit), bad-input diagnostics
+# (tests/bad_inputs) and end-to-end runs (tests/e2e).
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "attnc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.join(config.attnc_src_root, "tests")
+config.test_exec_root = os.path.join(config.attnc_obj_root, "tests")
+config.excludes = ["unit", "Inputs", "CMakeLists.txt", "lit.cfg.py", "data"]
+
+llvm_config.use_default_substitutions()
+config.environment["PATH"] = os.pathsep.join(
+    [config.attnc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+# attnc, attnc-opt, attnc-dump and attnc-run are found on PATH (tools dir first).
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%src", config.attnc_src_root))
+config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
+config.substitutions.append(("%runtime_include", os.path.join(config.attnc_src_root, "runtime/include")))
+
+# Optional features.
+import subprocess
+try:
+    subprocess.run([config.python_executable, "-c", "import torch"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("torch")
+except Exception:
+    pass

@@ -1,0 +1,721 @@
+//===- SpecTests.cpp - Unit tests of the YAML spec parser ------*- C++ -*-===//
+//
+// Every error kind of attnc::parseSpecString with its exact located message,
+// the accepted spec with its defaults, unsupportedFeature, printSpec and the
+// stability of specHash. The Catch2 main lives in tests/unit/main.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Spec/Spec.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace attnc;
+
+namespace {
+
+/// The spec body shared by many tests (lines 1-3).
+const std::string kBase = "name: attn\nd_model: 768\nheads: 12\n";
+
+/// Parses `text` as "t.yaml" and returns the error ("" on success).
+std::string errorOf(const std::string &text) {
+  SpecResult r = parseSpecString(text, "t.yaml");
+  if (r) {
+    REQUIRE(r.error.empty());
+    return "";
+  }
+  REQUIRE_FALSE(r.error.empty());
+  return r.error;
+}
+
+/// Parses `text` and requires success.
+Spec specOf(const std::string &text) {
+  SpecResult r = parseSpecString(text, "t.yaml");
+  INFO(r.error);
+  REQUIRE(r);
+  return *r.spec;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Accepted specs.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("gpt2-small spec with every key", "[spec]") {
+  const std::string text = "# examples/gpt2-small.yaml\n"
+                           "name: gpt2_small_attn\n"
+                           "d_model: 768\n"
+                           "heads: 12\n"
+                           "kv_heads: 12\n"
+                           "head_dim: 64\n"
+                           "mask: causal\n"
+                           "causal_align: bottom_right\n"
+                           "bias: true\n"
+                           "out_proj: true\n"
+                           "scale: auto\n"
+                           "weights: gpt2_conv1d\n"
+                           "max_seq_len: 2048\n"
+                           "dtype: f32\n"
+                           "outputs: [y]\n"
+                           "decode: false\n"
+                           "cross_attention: false\n";
+  Spec s = specOf(text);
+  CHECK(s.file == "t.yaml");
+  CHECK(s.name == "gpt2_small_attn");
+  CHECK(s.dModel == 768);
+  CHECK(s.heads == 12);
+  CHECK(s.kvHeads == 12);
+  CHECK(s.headDim == 64);
+  CHECK(s.mask == MaskKind::Causal);
+  CHECK(s.causalAlign == CausalAlign::BottomRight);
+  CHECK(s.window == 0);
+  CHECK(s.bias);
+  CHECK(s.outProj);
+  CHECK_FALSE(s.scale.has_value());
+  CHECK(s.effectiveScale() == 0.125);
+  CHECK(s.weights == WeightLayout::Gpt2Conv1D);
+  CHECK(s.maxSeqLen == 2048);
+  CHECK(s.dtype == DType::F32);
+  CHECK(s.outputs == std::vector<std::string>{"y"});
+  CHECK_FALSE(s.decode);
+  CHECK_FALSE(s.crossAttention);
+  CHECK(s.qWidth() == 768);
+  CHECK(s.kvWidth() == 768);
+  CHECK(s.posOf("heads").line == 4);
+  CHECK(s.posOf("heads").col == 1);
+  CHECK(s.valuePosOf("heads").line == 4);
+  CHECK(s.valuePosOf("heads").col == 8);
+  CHECK(s.posOf("window").line == 0);
+  CHECK(s.valuePosOf("outputs[0]").col == 11);
+  CHECK(unsupportedFeature(s).empty());
+}
+
+TEST_CASE("defaults of a minimal spec", "[spec]") {
+  Spec s = specOf(kBase);
+  CHECK(s.kvHeads == 12);
+  CHECK(s.headDim == 64);
+  CHECK(s.mask == MaskKind::None);
+  CHECK(s.causalAlign == CausalAlign::BottomRight);
+  CHECK(s.bias);
+  CHECK(s.outProj);
+  CHECK_FALSE(s.scale.has_value());
+  CHECK(s.weights == WeightLayout::Gpt2Conv1D);
+  CHECK(s.maxSeqLen == 0);
+  CHECK(s.outputs == std::vector<std::string>{"y"});
+  CHECK_FALSE(s.decode);
+  CHECK_FALSE(s.crossAttention);
+  CHECK(s.keyPos.size() == 3);
+}
+
+TEST_CASE("GQA with separate weights and an explicit scale", "[spec]") {
+  Spec s = specOf("name: llama_attn\nd_model: 4096\nheads: 32\nkv_heads: 8\n"
+                  "head_dim: 128\nweights: separate\nbias: false\n"
+                  "out_proj: false\nscale: 0.0883883\ncausal_align: top_left\n"
+                  "mask: causal\n");
+  CHECK(s.kvHeads == 8);
+  CHECK(s.qWidth() == 4096);
+  CHECK(s.kvWidth() == 1024);
+  CHECK(s.weights == WeightLayout::Separate);
+  CHECK_FALSE(s.bias);
+  CHECK_FALSE(s.outProj);
+  REQUIRE(s.scale.has_value());
+  CHECK(*s.scale == 0.0883883);
+  CHECK(s.effectiveScale() == 0.0883883);
+  CHECK(s.causalAlign == CausalAlign::TopLeft);
+}
+
+TEST_CASE("head_dim independent of d_model with separate weights", "[spec]") {
+  Spec s = specOf("name: gemma\nd_model: 2048\nheads: 8\nhead_dim: 256\n"
+                  "kv_heads: 1\nweights: separate\n");
+  CHECK(s.qWidth() == 2048);
+  CHECK(s.kvWidth() == 256);
+  s = specOf("name: odd\nd_model: 770\nheads: 12\nhead_dim: 64\n"
+             "weights: separate\n");
+  CHECK(s.headDim == 64);
+}
+
+TEST_CASE("quoted strings, comments, flow mapping and document markers",
+          "[spec]") {
+  Spec s = specOf("%YAML 1.2\n---\n{name: \"a_b\", d_model: 64, heads: 4, "
+                  "mask: 'causal'} # trailing comment\n...\n");
+  CHECK(s.name == "a_b");
+  CHECK(s.headDim == 16);
+  CHECK(s.mask == MaskKind::Causal);
+  s = specOf(kBase + "bias: False\nout_proj: TRUE\nweights: torch_in_proj\n");
+  CHECK_FALSE(s.bias);
+  CHECK(s.outProj);
+  CHECK(s.weights == WeightLayout::TorchInProj);
+}
+
+TEST_CASE("features this version cannot lower parse and are reported",
+          "[spec]") {
+  Spec s = specOf(kBase + "mask: sliding_window\nwindow: 256\n");
+  CHECK(s.mask == MaskKind::SlidingWindow);
+  CHECK(s.window == 256);
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:4:7: error: mask: sliding_window is not supported by this "
+        "version of attnc (supported: none, causal)");
+
+  s = specOf(kBase + "mask: padding\n");
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:4:7: error: mask: padding is not supported by this version "
+        "of attnc (supported: none, causal)");
+
+  s = specOf(kBase + "mask: causal+padding\n");
+  CHECK(s.mask == MaskKind::CausalPadding);
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:4:7: error: mask: causal+padding is not supported by this "
+        "version of attnc (supported: none, causal)");
+
+  s = specOf(kBase + "mask: causal\ndecode: true\n");
+  CHECK(s.decode);
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:5:9: error: decode: true is not supported by this version of "
+        "attnc (supported: false)");
+
+  s = specOf(kBase + "cross_attention: true\n");
+  CHECK(s.crossAttention);
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:4:18: error: cross_attention: true is not supported by this "
+        "version of attnc (supported: false)");
+
+  s = specOf(kBase + "outputs: [y, probs]\n");
+  CHECK(s.outputs == std::vector<std::string>{"y", "probs"});
+  CHECK(unsupportedFeature(s) ==
+        "t.yaml:4:14: error: outputs: probs is not supported by this version "
+        "of attnc (supported: [y])");
+}
+
+TEST_CASE("decode is accepted with every causal mask", "[spec]") {
+  CHECK(errorOf(kBase + "mask: causal+padding\ndecode: true\n").empty());
+  CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 8\ndecode: true\n")
+            .empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Hash, printing, enum names.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("specHash ignores key order, comments, file and defaults",
+          "[spec][hash]") {
+  uint64_t a = specHash(specOf(kBase + "mask: causal\n"));
+  uint64_t b = specHash(*parseSpecString("# a comment\nmask: causal   # c\n"
+                                         "heads: 12\n\nd_model: 768\n"
+                                         "name: attn\nkv_heads: 12\n"
+                                         "head_dim: 64\nscale: auto\n",
+                                         "other/file.yaml")
+                             .spec);
+  CHECK(a == b);
+  CHECK(a == specHash(specOf(kBase + "mask: causal\n")));
+}
+
+TEST_CASE("specHash changes with every semantic field", "[spec][hash]") {
+  uint64_t base = specHash(specOf(kBase));
+  CHECK(base != specHash(specOf("name: attn\nd_model: 768\nheads: 16\n")));
+  CHECK(base != specHash(specOf("name: attn2\nd_model: 768\nheads: 12\n")));
+  CHECK(base != specHash(specOf(kBase + "mask: causal\n")));
+  CHECK(base != specHash(specOf(kBase + "bias: false\n")));
+  CHECK(base != specHash(specOf(kBase + "scale: 0.1\n")));
+  CHECK(base != specHash(specOf(kBase + "max_seq_len: 1024\n")));
+  CHECK(base != specHash(specOf(kBase + "weights: separate\n")));
+  CHECK(base != specHash(specOf(kBase + "outputs: [y, probs]\n")));
+}
+
+TEST_CASE("specHash is a known constant (stable across runs)", "[spec][hash]") {
+  // FNV-1a 64 of the canonical v1 string; update deliberately only.
+  CHECK(specHash(specOf("name: gpt2_small_attn\nd_model: 768\nheads: 12\n"
+                        "mask: causal\n")) == 0x73a41bea90c1f1b7ULL);
+}
+
+TEST_CASE("printSpec resolves defaults in schema order", "[spec]") {
+  CHECK(printSpec(specOf(kBase + "mask: causal\n")) ==
+        "name: attn\n"
+        "d_model: 768\n"
+        "heads: 12\n"
+        "kv_heads: 12\n"
+        "head_dim: 64\n"
+        "mask: causal\n"
+        "causal_align: bottom_right\n"
+        "bias: true\n"
+        "out_proj: true\n"
+        "scale: 0.125 (auto)\n"
+        "weights: gpt2_conv1d\n"
+        "max_seq_len: unbounded\n"
+        "dtype: f32\n"
+        "outputs: [y]\n"
+        "decode: false\n"
+        "cross_attention: false\n");
+  std::string p =
+      printSpec(specOf(kBase + "mask: sliding_window\nwindow: 64\nscale: 0.5\n"
+                               "max_seq_len: 4096\noutputs: [y, probs]\n"));
+  CHECK(p.find("window: 64\n") != std::string::npos);
+  CHECK(p.find("scale: 0.5\n") != std::string::npos);
+  CHECK(p.find("max_seq_len: 4096\n") != std::string::npos);
+  CHECK(p.find("outputs: [y, probs]\n") != std::string::npos);
+}
+
+TEST_CASE("enum spellings", "[spec]") {
+  CHECK(std::string(toString(MaskKind::None)) == "none");
+  CHECK(std::string(toString(MaskKind::Causal)) == "causal");
+  CHECK(std::string(toString(MaskKind::Padding)) == "padding");
+  CHECK(std::string(toString(MaskKind::CausalPadding)) == "causal+padding");
+  CHECK(std::string(toString(MaskKind::SlidingWindow)) == "sliding_window");
+  CHECK(std::string(toString(WeightLayout::Gpt2Conv1D)) == "gpt2_conv1d");
+  CHECK(std::string(toString(WeightLayout::TorchInProj)) == "torch_in_proj");
+  CHECK(std::string(toString(WeightLayout::Separate)) == "separate");
+  CHECK(std::string(toString(DType::F32)) == "f32");
+  CHECK(std::string(toString(CausalAlign::BottomRight)) == "bottom_right");
+  CHECK(std::string(toString(CausalAlign::TopLeft)) == "top_left");
+}
+
+//===----------------------------------------------------------------------===//
+// Document-level errors.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("empty and comment-only documents", "[spec][error]") {
+  const std::string msg = "t.yaml:1:1: error: expected a mapping of spec "
+                          "keys, found an empty document";
+  CHECK(errorOf("") == msg);
+  CHECK(errorOf("# only a comment\n\n# another\n") == msg);
+  CHECK(errorOf("\n\n~\n") == "t.yaml:3:1: error: expected a mapping of spec "
+                              "keys, found an empty document");
+}
+
+TEST_CASE("a document that is not a mapping", "[spec][error]") {
+  CHECK(errorOf("- name: attn\n- heads: 12\n") ==
+        "t.yaml:1:1: error: expected a mapping of spec keys, found a "
+        "sequence");
+  CHECK(errorOf("# c\ngpt2\n") == "t.yaml:2:1: error: expected a mapping of "
+                                  "spec keys, found a scalar 'gpt2'");
+}
+
+TEST_CASE("non-UTF-8 and binary content", "[spec][error]") {
+  CHECK(errorOf("name: caf\xe9\n") ==
+        "t.yaml:1:10: error: expected UTF-8 text, found byte 0xe9 (is this a "
+        "binary file?)");
+  CHECK(errorOf(std::string("name: attn\nx\0y\n", 15)) ==
+        "t.yaml:2:2: error: expected UTF-8 text, found control byte 0x00 (is "
+        "this a binary file?)");
+  CHECK(errorOf("\xff\xfe"
+                "n") == "t.yaml:1:1: error: expected UTF-8 text, found byte "
+                        "0xff (is this a binary file?)");
+  // Overlong encoding of '/'.
+  CHECK(errorOf("name: \xc0\xaf\n") ==
+        "t.yaml:1:7: error: expected UTF-8 text, found byte 0xc0 (is this a "
+        "binary file?)");
+  // Valid UTF-8 (and a BOM) is fine up to the identifier check.
+  CHECK(errorOf("\xef\xbb\xbfname: caf\xc3\xa9\nd_model: 8\nheads: 2\n") ==
+        "t.yaml:1:7: error: name: expected a C identifier (letters, digits "
+        "and '_', not starting with a digit), found 'caf\xc3\xa9'");
+}
+
+TEST_CASE("a spec larger than 1 MiB", "[spec][error]") {
+  std::string big = kBase + "#" + std::string(1 << 20, 'x') + "\n";
+  CHECK(errorOf(big) ==
+        "t.yaml:1:1: error: expected a spec of at most 1 MiB, found " +
+            std::to_string(big.size()) + " bytes");
+}
+
+TEST_CASE("tab indentation", "[spec][error]") {
+  CHECK(errorOf("name: attn\n\td_model: 768\n") ==
+        "t.yaml:2:1: error: malformed YAML: expected spaces for indentation, "
+        "found a tab character");
+  CHECK(errorOf("outputs:\n  \t- y\n") ==
+        "t.yaml:2:3: error: malformed YAML: expected spaces for indentation, "
+        "found a tab character");
+  // Tabs as separation after the colon are plain YAML.
+  CHECK(errorOf("name:\tattn\nd_model:\t768\nheads: 12\n").empty());
+}
+
+TEST_CASE("unclosed brackets and other malformed YAML", "[spec][error]") {
+  CHECK(errorOf(kBase + "outputs: [y\nmask: causal\n") ==
+        "t.yaml:5:5: error: malformed YAML: end of sequence flow not found "
+        "(the '[' at 4:10 is never closed)");
+  CHECK(errorOf("name: attn\nd_model: {v: 768\n") ==
+        "t.yaml:3:1: error: malformed YAML: end of map flow not found (the "
+        "'{' at 2:10 is never closed)");
+  CHECK(errorOf(kBase + "outputs: [y]]\n") ==
+        "t.yaml:4:13: error: malformed YAML: illegal flow end");
+  CHECK(errorOf("name: attn heads: 12\n") ==
+        "t.yaml:1:17: error: malformed YAML: illegal map value");
+}
+
+TEST_CASE("multiple documents", "[spec][error]") {
+  CHECK(errorOf(kBase + "---\nname: other\n") ==
+        "t.yaml:4:1: error: expected a single YAML document, found a second "
+        "document");
+  CHECK(errorOf(kBase + "---\n") == "t.yaml:4:1: error: expected a single "
+                                    "YAML document, found a second document");
+}
+
+TEST_CASE("anchors and aliases", "[spec][error]") {
+  CHECK(errorOf(kBase + "kv_heads: &h 12\nmax_seq_len: *h\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a plain value, found anchor "
+        "'&h' (anchors and aliases are not allowed in a spec)");
+  CHECK(errorOf("&top\nname: attn\n") ==
+        "t.yaml:1:1: error: expected a plain value, found anchor '&top' "
+        "(anchors and aliases are not allowed in a spec)");
+  CHECK(errorOf("max_seq_len: *nope\n") ==
+        "t.yaml:1:14: error: malformed YAML: the referenced anchor is not "
+        "defined");
+}
+
+TEST_CASE("alias bomb is rejected at its first anchor", "[spec][error]") {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char c = 'b'; c <= 'k'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 9; ++i)
+      bomb += (i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = std::string(1, c);
+  }
+  CHECK(errorOf(bomb) == "t.yaml:1:4: error: a: expected a plain value, "
+                         "found anchor '&a' (anchors and aliases are not "
+                         "allowed in a spec)");
+}
+
+TEST_CASE("absurd nesting", "[spec][error]") {
+  CHECK(errorOf(kBase + "outputs: [[[[y]]]]\n") ==
+        "t.yaml:4:13: error: outputs: expected at most 4 levels of nesting, "
+        "found a deeper sequence");
+  // Deep enough to overflow a recursive parser's stack (yaml-cpp reads the
+  // unclosed brackets as implicit flow-mapping keys).
+  std::string deep = "outputs: " + std::string(200000, '[');
+  CHECK(errorOf(deep) == "t.yaml:1:12: error: outputs: expected at most 4 "
+                         "levels of nesting, found a deeper mapping");
+  // Four levels are parsed, then rejected by type.
+  CHECK(errorOf("outputs: [[[y]]]\nname: attn\nd_model: 8\nheads: 2\n") ==
+        "t.yaml:1:11: error: outputs: expected y or probs, found a sequence");
+}
+
+//===----------------------------------------------------------------------===//
+// Key errors.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("unknown key close to a known one", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 768\nhead: 12\n") ==
+        "t.yaml:3:1: error: unknown key 'head': did you mean 'heads'?");
+  CHECK(errorOf("name: attn\ndModel: 768\n") ==
+        "t.yaml:2:1: error: unknown key 'dModel': did you mean 'd_model'?");
+  CHECK(errorOf(kBase + "  # indented comment\nkvheads: 4\n") ==
+        "t.yaml:5:1: error: unknown key 'kvheads': did you mean 'kv_heads'?");
+  CHECK(errorOf(kBase + "max_seqlen: 4\n") ==
+        "t.yaml:4:1: error: unknown key 'max_seqlen': did you mean "
+        "'max_seq_len'?");
+}
+
+TEST_CASE("unknown key far from every known one", "[spec][error]") {
+  CHECK(errorOf(kBase + "frobnicate: 1\n") ==
+        "t.yaml:4:1: error: unknown key 'frobnicate': expected one of name, "
+        "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
+        "bias, out_proj, scale, weights, max_seq_len, dtype, outputs, "
+        "decode, cross_attention");
+  CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
+        std::string::npos);
+}
+
+TEST_CASE("keys that are not names", "[spec][error]") {
+  CHECK(errorOf(kBase + "? [a, b]\n: 1\n") ==
+        "t.yaml:4:3: error: expected a key name, found a sequence");
+  CHECK(errorOf(kBase + "? {a: 1}\n: 1\n") ==
+        "t.yaml:4:3: error: expected a key name, found a mapping");
+}
+
+TEST_CASE("missing required keys", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 768\n") ==
+        "t.yaml:1:1: error: heads: expected a positive integer (required "
+        "key), found no 'heads' key");
+  CHECK(errorOf("# header\nd_model: 768\nheads: 12\n") ==
+        "t.yaml:2:1: error: name: expected a C identifier (required key), "
+        "found no 'name' key");
+  CHECK(errorOf("name: attn\nheads: 12\n") ==
+        "t.yaml:1:1: error: d_model: expected a positive integer (required "
+        "key), found no 'd_model' key");
+}
+
+TEST_CASE("duplicate keys", "[spec][error]") {
+  CHECK(errorOf(kBase + "mask: causal\nheads: 16\n") ==
+        "t.yaml:5:1: error: duplicate key 'heads': expected each key once, "
+        "already given at 3:1");
+  CHECK(errorOf("{name: a, name: b}\n") ==
+        "t.yaml:1:11: error: duplicate key 'name': expected each key once, "
+        "already given at 1:2");
+}
+
+//===----------------------------------------------------------------------===//
+// Value errors.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("sizes that are not integers", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 768\nheads: twelve\n") ==
+        "t.yaml:3:8: error: heads: expected a positive integer, found "
+        "'twelve'");
+  CHECK(errorOf("name: attn\nd_model: 768\nheads: \"12\"\n") ==
+        "t.yaml:3:8: error: heads: expected a positive integer, found the "
+        "quoted string '12'");
+  CHECK(errorOf(kBase + "head_dim: 64.5\n") ==
+        "t.yaml:4:11: error: head_dim: expected a positive integer, found "
+        "'64.5'");
+  CHECK(errorOf(kBase + "head_dim: 1e2\n") ==
+        "t.yaml:4:11: error: head_dim: expected a positive integer, found "
+        "'1e2'");
+  CHECK(errorOf(kBase + "kv_heads: [4]\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer, found a "
+        "sequence");
+  CHECK(errorOf(kBase + "kv_heads: {n: 4}\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer, found a "
+        "mapping");
+  CHECK(errorOf(kBase + "kv_heads: !!int 4\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer, found '4' "
+        "with tag 'tag:yaml.org,2002:int'");
+  CHECK(errorOf(kBase + "kv_heads: 012\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer, found "
+        "'012'");
+  CHECK(errorOf(kBase + "kv_heads: 0x4\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer, found "
+        "'0x4'");
+}
+
+TEST_CASE("missing values", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 768\nheads:\nmask: causal\n") ==
+        "t.yaml:3:1: error: heads: expected a positive integer, found no "
+        "value");
+  CHECK(errorOf("name: attn\nd_model: ~\nheads: 12\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer, found no "
+        "value");
+}
+
+TEST_CASE("zero and negative sizes", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 768\nheads: 0\n") ==
+        "t.yaml:3:8: error: heads: expected a positive integer, found '0'");
+  CHECK(errorOf("name: attn\nd_model: -768\nheads: 12\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer, found "
+        "'-768'");
+  CHECK(errorOf(kBase + "max_seq_len: 0\n") ==
+        "t.yaml:4:14: error: max_seq_len: expected a positive integer, found "
+        "'0'");
+}
+
+TEST_CASE("sizes that are too large", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 2000000\nheads: 16\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer <= "
+        "1048576, found '2000000'");
+  CHECK(errorOf("name: attn\nd_model: 99999999999999999999999\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer <= "
+        "1048576, found '99999999999999999999999'");
+  CHECK(errorOf("name: attn\nd_model: -99999999999999999999999\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer, found "
+        "'-99999999999999999999999'");
+  CHECK(errorOf(kBase + "max_seq_len: 1048577\n") ==
+        "t.yaml:4:14: error: max_seq_len: expected a positive integer <= "
+        "1048576, found '1048577'");
+  CHECK(errorOf(kBase + "max_seq_len: 1048576\n").empty());
+}
+
+TEST_CASE("weight element count overflow", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 64\nhead_dim: 1024\n"
+                "weights: separate\n") ==
+        "t.yaml:2:10: error: d_model: expected (heads + 2*kv_heads) * "
+        "head_dim * d_model < 2^31 weight elements, found (64 + 2*64) * 1024 "
+        "* 65536 = 12884901888");
+  CHECK(errorOf("name: attn\nd_model: 1048576\nheads: 1048576\nhead_dim: "
+                "1048576\nweights: separate\n")
+            .find("< 2^31 weight elements, found (1048576 + 2*1048576) * "
+                  "1048576 * 1048576 = ") != std::string::npos);
+  // Just below the limit is accepted: (1 + 2) * 682 * 1048576 < 2^31.
+  CHECK(errorOf("name: attn\nd_model: 1048576\nheads: 1\nhead_dim: 682\n"
+                "weights: separate\n")
+            .empty());
+}
+
+TEST_CASE("heads must divide d_model when head_dim is absent",
+          "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: 770\nheads: 12\n") ==
+        "t.yaml:3:8: error: heads: 12 does not divide d_model 770 (d_model % "
+        "heads = 2)");
+}
+
+TEST_CASE("kv_heads must divide heads", "[spec][error]") {
+  CHECK(errorOf(kBase + "kv_heads: 5\nweights: separate\n") ==
+        "t.yaml:4:11: error: kv_heads: 5 does not divide heads 12 (heads % "
+        "kv_heads = 2)");
+  CHECK(errorOf(kBase + "kv_heads: 24\nweights: separate\n") ==
+        "t.yaml:4:11: error: kv_heads: 24 does not divide heads 12 (heads % "
+        "kv_heads = 12)");
+}
+
+TEST_CASE("packed layouts need kv_heads == heads", "[spec][error]") {
+  CHECK(errorOf(kBase + "kv_heads: 4\n") ==
+        "t.yaml:4:11: error: kv_heads: expected kv_heads == heads (12) for "
+        "weights: gpt2_conv1d, which packs Q/K/V as one (d_model, 3*d_model) "
+        "tensor, found 4 (use weights: separate for GQA/MQA)");
+  CHECK(errorOf(kBase + "kv_heads: 4\nweights: torch_in_proj\n") ==
+        "t.yaml:4:11: error: kv_heads: expected kv_heads == heads (12) for "
+        "weights: torch_in_proj, which packs Q/K/V as one (3*d_model, "
+        "d_model) tensor, found 4 (use weights: separate for GQA/MQA)");
+}
+
+TEST_CASE("packed layouts need heads * head_dim == d_model", "[spec][error]") {
+  CHECK(errorOf(kBase + "head_dim: 32\n") ==
+        "t.yaml:4:11: error: head_dim: expected heads * head_dim == d_model "
+        "(768) for weights: gpt2_conv1d, which packs Q/K/V as one (d_model, "
+        "3*d_model) tensor, found 12 * 32 = 384 (use weights: separate)");
+  CHECK(errorOf(kBase + "head_dim: 128\nweights: torch_in_proj\n") ==
+        "t.yaml:4:11: error: head_dim: expected heads * head_dim == d_model "
+        "(768) for weights: torch_in_proj, which packs Q/K/V as one "
+        "(3*d_model, d_model) tensor, found 12 * 128 = 1536 (use weights: "
+        "separate)");
+}
+
+TEST_CASE("dtype", "[spec][error]") {
+  CHECK(errorOf(kBase + "dtype: bf16\n") ==
+        "t.yaml:4:8: error: dtype: expected f32 (bf16 is not supported yet), "
+        "found 'bf16'");
+  CHECK(errorOf(kBase + "dtype: f16\n") ==
+        "t.yaml:4:8: error: dtype: expected f32 (f16 is not supported yet), "
+        "found 'f16'");
+  CHECK(errorOf(kBase + "dtype: f64\n") ==
+        "t.yaml:4:8: error: dtype: expected f32, found 'f64'");
+}
+
+TEST_CASE("window only with sliding_window, and required with it",
+          "[spec][error]") {
+  CHECK(errorOf(kBase + "mask: causal\nwindow: 256\n") ==
+        "t.yaml:5:9: error: window: expected no window unless mask: "
+        "sliding_window, found mask: causal");
+  CHECK(errorOf(kBase + "window: 256\n") ==
+        "t.yaml:4:9: error: window: expected no window unless mask: "
+        "sliding_window, found mask: none");
+  CHECK(errorOf(kBase + "mask: sliding_window\n") ==
+        "t.yaml:4:7: error: mask: expected a 'window' key with mask: "
+        "sliding_window, found none");
+  CHECK(errorOf(kBase + "mask: sliding_window\nwindow: -3\n") ==
+        "t.yaml:5:9: error: window: expected a positive integer, found '-3'");
+}
+
+TEST_CASE("decode only with a causal mask", "[spec][error]") {
+  CHECK(errorOf(kBase + "decode: true\n") ==
+        "t.yaml:4:9: error: decode: expected a causal mask (causal, "
+        "causal+padding or sliding_window) with decode: true, found mask: "
+        "none");
+  CHECK(errorOf(kBase + "mask: padding\ndecode: true\n") ==
+        "t.yaml:5:9: error: decode: expected a causal mask (causal, "
+        "causal+padding or sliding_window) with decode: true, found mask: "
+        "padding");
+}
+
+TEST_CASE("booleans", "[spec][error]") {
+  CHECK(errorOf(kBase + "bias: yes\n") ==
+        "t.yaml:4:7: error: bias: expected true or false, found 'yes'");
+  CHECK(errorOf(kBase + "out_proj: 1\n") ==
+        "t.yaml:4:11: error: out_proj: expected true or false, found '1'");
+  CHECK(errorOf(kBase + "cross_attention: \"true\"\n") ==
+        "t.yaml:4:18: error: cross_attention: expected true or false, found "
+        "the quoted string 'true'");
+}
+
+TEST_CASE("name must be a C identifier", "[spec][error]") {
+  const std::string expected = "expected a C identifier (letters, digits and "
+                               "'_', not starting with a digit), found ";
+  CHECK(errorOf("name: 2fast\n") ==
+        "t.yaml:1:7: error: name: " + expected + "'2fast'");
+  CHECK(errorOf("name: gpt-2\n") ==
+        "t.yaml:1:7: error: name: " + expected + "'gpt-2'");
+  CHECK(errorOf("name: \"\"\n") ==
+        "t.yaml:1:7: error: name: " + expected + "the quoted string ''");
+  CHECK(errorOf("name: [a]\n") ==
+        "t.yaml:1:7: error: name: " + expected + "a sequence");
+  CHECK(errorOf("name: " + std::string(129, 'a') + "\n") ==
+        "t.yaml:1:7: error: name: expected a C identifier of at most 128 "
+        "characters, found 129 characters");
+}
+
+TEST_CASE("scale", "[spec][error]") {
+  const std::string expected =
+      "error: scale: expected 'auto' or a positive finite number, found ";
+  CHECK(errorOf(kBase + "scale: 0\n") == "t.yaml:4:8: " + expected + "'0'");
+  CHECK(errorOf(kBase + "scale: -0.125\n") ==
+        "t.yaml:4:8: " + expected + "'-0.125'");
+  CHECK(errorOf(kBase + "scale: sqrt\n") ==
+        "t.yaml:4:8: " + expected + "'sqrt'");
+  CHECK(errorOf(kBase + "scale: .inf\n") ==
+        "t.yaml:4:8: " + expected + "'.inf'");
+  CHECK(errorOf(kBase + "scale: 1e999\n") ==
+        "t.yaml:4:8: " + expected + "'1e999'");
+  CHECK(errorOf(kBase + "scale: nan\n") == "t.yaml:4:8: " + expected + "'nan'");
+  CHECK(errorOf(kBase + "scale: \"0.1\"\n") ==
+        "t.yaml:4:8: " + expected + "the quoted string '0.1'");
+  CHECK(specOf(kBase + "scale: 1\n").effectiveScale() == 1.0);
+  CHECK(specOf(kBase + "scale: 1.25e-1\n").effectiveScale() == 0.125);
+}
+
+TEST_CASE("outputs", "[spec][error]") {
+  CHECK(errorOf(kBase + "outputs: [probs]\n") ==
+        "t.yaml:4:10: error: outputs: expected a list containing y, found "
+        "[probs]");
+  CHECK(errorOf(kBase + "outputs: []\n") ==
+        "t.yaml:4:10: error: outputs: expected a list containing y, found "
+        "[]");
+  CHECK(errorOf(kBase + "outputs: y\n") ==
+        "t.yaml:4:10: error: outputs: expected a sequence such as [y] or [y, "
+        "probs], found 'y'");
+  CHECK(errorOf(kBase + "outputs: [y, attn]\n") ==
+        "t.yaml:4:14: error: outputs: expected y or probs, found 'attn'");
+  CHECK(errorOf(kBase + "outputs:\n  - y\n  - y\n") ==
+        "t.yaml:6:5: error: outputs: expected each output once, found 'y' "
+        "again");
+}
+
+TEST_CASE("enumerations", "[spec][error]") {
+  CHECK(errorOf(kBase + "mask: casual\n") ==
+        "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
+        "causal+padding, sliding_window, found 'casual'");
+  CHECK(errorOf(kBase + "weights: huggingface\n") ==
+        "t.yaml:4:10: error: weights: expected one of gpt2_conv1d, "
+        "torch_in_proj, separate, found 'huggingface'");
+  CHECK(errorOf(kBase + "causal_align: bottom_left\n") ==
+        "t.yaml:4:15: error: causal_align: expected one of bottom_right, "
+        "top_left, found 'bottom_left'");
+  CHECK(errorOf(kBase + "mask: [causal]\n") ==
+        "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
+        "causal+padding, sliding_window, found a sequence");
+}
+
+TEST_CASE("the first error in file order wins", "[spec][error]") {
+  CHECK(errorOf("name: attn\nd_model: x\nheads: y\nfoo: 1\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer, found 'x'");
+  CHECK(errorOf("foo: 1\nheads: y\n") ==
+        "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
+        "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
+        "out_proj, scale, weights, max_seq_len, dtype, outputs, decode, "
+        "cross_attention");
+}
+
+TEST_CASE("found values are escaped and truncated", "[spec][error]") {
+  CHECK(errorOf("name: \"a'b\\tc\"\n") ==
+        "t.yaml:1:7: error: name: expected a C identifier (letters, digits "
+        "and '_', not starting with a digit), found the quoted string "
+        "'a\\'b\\tc'");
+  CHECK(errorOf("name: attn\nd_model: " + std::string(60, 'z') + "\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer, found '" +
+            std::string(40, 'z') + "...'");
+}
+
+TEST_CASE("parseSpecFile reports unreadable files", "[spec][error]") {
+  SpecResult r = parseSpecFile("/nonexistent/attnc/spec.yaml");
+  CHECK_FALSE(r);
+  CHECK(r.error == "/nonexistent/attnc/spec.yaml: error: cannot read file: "
+                   "No such file or directory");
+  r = parseSpecFile("/");
+  CHECK(r.error == "/: error: cannot read file: Is a directory");
+}
+
+TEST_CASE("the file name given is the one printed", "[spec][error]") {
+  SpecResult r = parseSpecString("heads: x\n", "dir/My Spec.yaml");
+  CHECK(r.error == "dir/My Spec.yaml:1:8: error: heads: expected a positive "
+                   "integer, found 'x'");
+}
