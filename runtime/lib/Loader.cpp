@@ -13,6 +13,10 @@
 #include "attnc/runtime/Runtime.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include <climits>
 #include <cmath>
@@ -199,6 +203,44 @@ Kernel::~Kernel() {
     dlclose(handle_);
 }
 
+/// Empty when `path` is a complete 64-bit little-endian x86-64 ELF shared
+/// object (headers, program and section tables, and loadable segments all
+/// inside the file); otherwise the reason.
+static std::string checkElfFile(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return path + ": " + std::strerror(errno);
+  std::fseek(f, 0, SEEK_END);
+  long size = std::ftell(f);
+  std::fseek(f, 0, SEEK_SET);
+  std::vector<unsigned char> bytes(size > 0 ? static_cast<size_t>(size) : 0);
+  size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  if (got != bytes.size())
+    return path + ": read error";
+  Elf64_Ehdr eh;
+  if (bytes.size() < sizeof(eh) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    return path + ": not an ELF file";
+  std::memcpy(&eh, bytes.data(), sizeof(eh));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+      eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN)
+    return path + ": not an x86-64 ELF shared object";
+  uint64_t n = bytes.size();
+  auto inside = [n](uint64_t off, uint64_t len) { return off <= n && len <= n - off; };
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      !inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)) ||
+      (eh.e_shnum && !inside(eh.e_shoff, uint64_t(eh.e_shnum) * eh.e_shentsize)))
+    return path + ": truncated or corrupt ELF file (headers outside the file)";
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+    if (ph.p_type == PT_LOAD && !inside(ph.p_offset, ph.p_filesz))
+      return path + ": truncated ELF file (segment " + std::to_string(i) +
+             " ends past the end of the file)";
+  }
+  return "";
+}
+
 bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
                   uint32_t abiVersion) {
   // Drop whatever was loaded before.
@@ -221,6 +263,12 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   // file the caller named.
   std::string openPath =
       path.find('/') == std::string::npos ? "./" + path : path;
+  // dlopen() maps a truncated or corrupt ELF file and dies with SIGBUS on
+  // first touch; check that every header and segment lies inside the file.
+  std::string elfProblem = checkElfFile(openPath);
+  if (!elfProblem.empty())
+    return fail(LoadError::OpenFailed,
+                "cannot load kernel library: " + elfProblem);
   dlerror();
   handle_ = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {

@@ -9,6 +9,7 @@
 // changes the function (error above --check-tol).
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Eval/IREvaluator.h"
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Support/Registration.h"
@@ -45,6 +46,13 @@ static cl::opt<uint64_t> seed("seed", cl::desc("random seed for --check (default
 static cl::opt<std::string> target("target",
     cl::desc("instruction set for the LLVM stages: host, x86-64, x86-avx2, x86-avx512"),
     cl::init("host"), cl::cat(cat));
+static cl::opt<bool> locations("locations",
+    cl::desc("print MLIR locations (they point at the spec's YAML lines)"),
+    cl::cat(cat));
+static cl::opt<std::string> testingBreakStage("testing-break-stage", cl::Hidden,
+    cl::desc("testing only: swap the key and value operands of the attention "
+             "after this stage, so --check must fail"),
+    cl::cat(cat));
 static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv"), cl::cat(cat));
 static cl::opt<bool> noViews("no-heads-as-views", cl::desc("skip attn-heads-as-views"),
                              cl::cat(cat));
@@ -117,9 +125,17 @@ int main(int argc, char **argv) {
       else if (v.llvmModule && idx >= attnc::stageIndex("llvm-ir"))
         v.llvmModule->print(outs(), nullptr);
       else if (v.module)
-        mlir::ModuleOp(v.module).print(outs());
+        mlir::ModuleOp(v.module).print(
+            outs(), locations ? mlir::OpPrintingFlags().enableDebugInfo(true, false).useLocalScope()
+                            : mlir::OpPrintingFlags());
       outs() << "\n";
     }
+    if (testingBreakStage == v.stage->name)
+      mlir::ModuleOp(v.module).walk([](attnc::attn::SdpaOp op) {
+        mlir::Value k = op.getKey(), val = op.getValue();
+        op.getKeyMutable().assign(val);
+        op.getValueMutable().assign(k);
+      });
     if (check && v.stage->attnLevel) {
       std::vector<double> out;
       std::string err;

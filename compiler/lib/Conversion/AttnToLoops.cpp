@@ -322,15 +322,19 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
           linalg::YieldOp::create(nb, loc, z);
         });
   }
-  SmallVector<AffineExpr> xe, we, ye;
-  for (int64_t i = 0; i + 1 < r; ++i)
+  // Iteration order (leading..., k, n): the innermost loop walks a row of W
+  // and of y contiguously, which LLVM vectorizes.
+  AffineExpr k = getAffineDimExpr(r - 1, ctx), n = getAffineDimExpr(r, ctx);
+  SmallVector<AffineExpr> xe, we{k, n}, ye;
+  for (int64_t i = 0; i + 1 < r; ++i) {
     xe.push_back(getAffineDimExpr(i, ctx));
-  xe.push_back(getAffineDimExpr(r, ctx));
-  we = {getAffineDimExpr(r, ctx), getAffineDimExpr(r - 1, ctx)};
-  for (int64_t i = 0; i < r; ++i)
     ye.push_back(getAffineDimExpr(i, ctx));
-  SmallVector<utils::IteratorType> it(par);
+  }
+  xe.push_back(k);
+  ye.push_back(n);
+  SmallVector<utils::IteratorType> it(r - 1, utils::IteratorType::parallel);
   it.push_back(utils::IteratorType::reduction);
+  it.push_back(utils::IteratorType::parallel);
   linalg::GenericOp::create(
       c, ValueRange{in, w}, ValueRange{out},
       ArrayRef<AffineMap>{AffineMap::get(r + 1, 0, xe, ctx),

@@ -154,11 +154,12 @@ LogicalResult attnc::Compilation::run(
       if (failed(plan))
         return failure();
       plan_ = *plan;
-      if (failed(runPasses("attn-to-loops,func.func(canonicalize,cse)")))
+      if (failed(runPasses("attn-to-loops")))
         return failure();
       fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
       if (failed(recordForwardSignature(fn, plan_)) ||
           failed(addPackFunction(*module_, spec_, plan_)) ||
+          failed(runPasses("func.func(canonicalize,cse)")) ||
           failed(verify(*module_)))
         return failure();
     } else if (name == "llvm") {

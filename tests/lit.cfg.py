@@ -2,16 +2,16 @@
 # (tests/bad_inputs) and end-to-end runs (tests/e2e).
 import os
 import lit.formats
-from lit.llvm import llvm_config
+
 
 config.name = "attnc"
-config.test_format = lit.formats.ShTest(execute_external=False)
+config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.join(config.attnc_src_root, "tests")
-config.test_exec_root = os.path.join(config.attnc_obj_root, "tests")
+config.test_exec_root = os.path.join(config.attnc_obj_root, "tests", "lit-out")
 config.excludes = ["unit", "Inputs", "CMakeLists.txt", "lit.cfg.py", "data"]
 
-llvm_config.use_default_substitutions()
+# FileCheck, not, count: from the LLVM tools directory on PATH.
 config.environment["PATH"] = os.pathsep.join(
     [config.attnc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 # attnc, attnc-opt, attnc-dump and attnc-run are found on PATH (tools dir first).
@@ -28,4 +28,11 @@ try:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     config.available_features.add("torch")
 except Exception:
+    pass
+
+try:
+    with open("/proc/cpuinfo") as f:
+        if " avx512f" in f.read():
+            config.available_features.add("avx512")
+except OSError:
     pass

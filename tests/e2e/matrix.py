@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""End-to-end matrix: compile generated specs with attnc and check every
+compiled kernel against the double-precision interpreter with attnc-run.
+
+Covers heads 1..16, MQA/GQA, d_model not a multiple of 16, head_dim not
+equal to d_model/heads, masks none/causal, all three weight layouts, with
+and without biases/output projection, explicit scales, T = 1, 7, 64, 300
+and batch 1..3. A metamorphic pass recompiles some specs with the graph
+rewrites disabled (--no-fuse-qkv --no-heads-as-views): that path lowers
+slices, head splits and merges as real copies and must agree as well.
+
+Usage: matrix.py --work DIR [--dump-check]   (attnc, attnc-run on PATH)
+Prints one line per run and a closing 'N passed, M failed' line.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+# name, d_model, heads, kv_heads, head_dim, mask, weights, bias, out_proj, scale
+SPECS = [
+    ("h1_gpt2", 8, 1, None, None, "none", "gpt2_conv1d", True, True, None),
+    ("h2_d20_torch_causal", 20, 2, None, None, "causal", "torch_in_proj", True, True, None),
+    ("h3_mqa_sep", 36, 3, 1, 12, "causal", "separate", True, True, None),
+    ("h4_gqa_nobias", 100, 4, 2, 25, "none", "separate", False, True, None),
+    ("h16_gpt2_causal", 64, 16, None, None, "causal", "gpt2_conv1d", True, True, None),
+    ("h6_noout", 48, 6, 3, 8, "causal", "separate", True, False, None),
+    ("h8_hd9_torch", 72, 8, None, None, "none", "torch_in_proj", True, True, 0.3),
+    ("h5_wide_heads", 30, 5, 5, 7, "causal", "separate", False, True, None),
+    ("h12_gpt2_noout", 96, 12, None, None, "none", "gpt2_conv1d", False, False, None),
+]
+RUNS = [(1, 1), (7, 2), (64, 1), (300, 1)]  # (seq_len, batch)
+METAMORPHIC = {"h3_mqa_sep", "h2_d20_torch_causal", "h6_noout"}
+
+
+def spec_text(s):
+    name, d, h, kv, hd, mask, layout, bias, out, scale = s
+    lines = [f"name: {name}", f"d_model: {d}", f"heads: {h}"]
+    if kv is not None:
+        lines.append(f"kv_heads: {kv}")
+    if hd is not None:
+        lines.append(f"head_dim: {hd}")
+    lines += [f"mask: {mask}", f"weights: {layout}",
+              f"bias: {'true' if bias else 'false'}",
+              f"out_proj: {'true' if out else 'false'}"]
+    if scale is not None:
+        lines.append(f"scale: {scale}")
+    return "\n".join(lines) + "\n"
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", required=True, help="scratch directory")
+    ap.add_argument("--dump-check", action="store_true",
+                    help="run attnc-dump --check on every spec instead of compiling")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    passed = failed = 0
+    for s in SPECS:
+        name = s[0]
+        path = os.path.join(args.work, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(spec_text(s))
+        if args.dump_check:
+            for seed in (1, 2):
+                rc, out = run(["attnc-dump", path, "--check", "--stage", "viewed",
+                               "--seq-len", "5", "--batch", "2", "--seed", str(seed)])
+                checks = [l for l in out.splitlines() if l.startswith("// check:")]
+                ok = rc == 0 and len(checks) == 3 and all(l.endswith("OK") for l in checks)
+                print(f"{'PASS' if ok else 'FAIL'}: dump-check {name} seed {seed}")
+                for l in checks:
+                    print("   ", l)
+                if not ok:
+                    print(out)
+                passed, failed = passed + ok, failed + (not ok)
+            continue
+        variants = [("", [])]
+        if name in METAMORPHIC:
+            variants.append(("_nofuse", ["--no-fuse-qkv", "--no-heads-as-views"]))
+        for suffix, flags in variants:
+            lib = os.path.join(args.work, f"lib{name}{suffix}.so")
+            rc, out = run(["attnc", path, "-o", lib] + flags)
+            if rc != 0:
+                print(f"FAIL: compile {name}{suffix}\n{out}")
+                failed += 1
+                continue
+            for t, b in RUNS:
+                rc, out = run(["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
+                               "--check", "--seed", str(t * 7 + b)])
+                line = next((l for l in out.splitlines() if l.startswith("check")), out.strip())
+                ok = rc == 0 and "PASS" in line
+                print(f"{'PASS' if ok else 'FAIL'}: {name}{suffix} T={t} B={b}: {line}")
+                if not ok:
+                    print(out)
+                passed, failed = passed + ok, failed + (not ok)
+    print(f"matrix: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

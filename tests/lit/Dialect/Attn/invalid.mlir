@@ -1,0 +1,160 @@
+// Verifier diagnostics of the attn ops.
+// RUN: attnc-opt %s --split-input-file --verify-diagnostics
+
+func.func @linear_k(%x: tensor<?x?x64xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+1 {{input feature size 64 does not match weight rows (K) 32}}
+  %0 = attn.linear %x, %w : (tensor<?x?x64xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_n(%x: tensor<?x?x64xf32>, %w: tensor<64x16xf32>) {
+  // expected-error @+1 {{result feature size 32 does not match weight columns (N) 16}}
+  %0 = attn.linear %x, %w : (tensor<?x?x64xf32>, tensor<64x16xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x?x64xf32>, %w: tensor<64x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias must be [N] = [16], found 'tensor<8xf32>'}}
+  %0 = attn.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<64x16xf32>, tensor<8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_rank(%x: tensor<?x?x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{weight must be [K, N] (rank 2), found rank 1}}
+  %0 = attn.linear %x, %w : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_oob(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{slice [48, 80) exceeds the last dimension (64)}}
+  %0 = attn.slice %x [48, 32] : tensor<?x?x64xf32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @split_divide(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{heads (5) must divide the model dimension (64)}}
+  %0 = attn.split_heads %x heads(5) : tensor<?x?x64xf32> -> tensor<?x5x?x12xf32>
+  return
+}
+
+// -----
+
+func.func @split_headdim(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{result head size 32 differs from 64 / 4}}
+  %0 = attn.split_heads %x heads(4) : tensor<?x?x64xf32> -> tensor<?x4x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @merge_width(%x: tensor<?x4x?x16xf32>) {
+  // expected-error @+1 {{result model dimension 32 differs from heads * head_dim = 64}}
+  %0 = attn.merge_heads %x : tensor<?x4x?x16xf32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_gqa(%q: tensor<1x6x4x8xf32>, %k: tensor<1x4x4x8xf32>) {
+  // expected-error @+1 {{kv heads (4) must divide query heads (6)}}
+  %0 = attn.sdpa %q, %k, %k {mask = #attn<mask none>, scale = 1.0 : f64}
+      : tensor<1x6x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x6x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_headdim(%q: tensor<1x4x4x8xf32>, %k: tensor<1x4x4x16xf32>) {
+  // expected-error @+1 {{head_dim differs: query 8, key 16, value 16}}
+  %0 = attn.sdpa %q, %k, %k {mask = #attn<mask none>, scale = 1.0 : f64}
+      : tensor<1x4x4x8xf32>, tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32> -> tensor<1x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_kv(%q: tensor<1x4x4x8xf32>, %k: tensor<1x4x4x8xf32>, %v: tensor<1x4x5x8xf32>) {
+  // expected-error @+1 {{must agree on heads and sequence}}
+  %0 = attn.sdpa %q, %k, %v {mask = #attn<mask none>, scale = 1.0 : f64}
+      : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x5x8xf32> -> tensor<1x4x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_layout(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{does not match query 'tensor<1x4x3x8xf32>' in layout bthd}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask none>, scale = 1.0 : f64, layout = #attn<layout bthd>}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_window(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{mask sliding_window needs a positive window attribute}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask sliding_window>, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_window_nomask(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{window is only valid with mask sliding_window}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask causal>, window = 4, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_padding(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{mask padding needs a kv_lens operand}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask padding>, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_scale(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{scale must be positive, found -1}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask none>, scale = -1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @view_size(%x: tensor<2x3x8xf32>) {
+  // expected-error @+1 {{size 1 (4) differs from result dimension 3}}
+  %0 = attn.view %x[2, 4, 8] strides [24, 8, 1] offset 0 : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @view_oob(%x: tensor<2x3x8xf32>) {
+  // expected-error @+1 {{view reaches element 48 of a source with 48 elements}}
+  %0 = attn.view %x[2, 3, 8] strides [24, 8, 1] offset 1 : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @view_count(%x: tensor<2x3x8xf32>) {
+  // expected-error @+1 {{expects 3 sizes and strides (result rank), found 2 sizes and 2 strides}}
+  %0 = attn.view %x[2, 24] strides [24, 1] offset 0 : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  return
+}
