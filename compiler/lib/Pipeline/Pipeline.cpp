@@ -72,22 +72,34 @@ const char *attnc::isaName(Isa isa) {
   return "?";
 }
 
-const char *attnc::lowerToLLVMPipeline() {
-  return "func.func(convert-linalg-to-loops),"
-         "expand-strided-metadata,lower-affine,"
-         "func.func(canonicalize,cse,loop-invariant-code-motion),"
-         "convert-scf-to-cf,convert-math-to-llvm,convert-arith-to-llvm,"
-         "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
-         "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize";
+const char *attnc::stagePipeline(const std::string &stage) {
+  if (stage == "fused")
+    return "func.func(attn-fuse-qkv,canonicalize)";
+  if (stage == "viewed")
+    return "func.func(attn-heads-as-views,canonicalize,cse)";
+  if (stage == "loops")
+    return "attn-to-loops";
+  if (stage == "llvm")
+    return "func.func(convert-linalg-to-loops),"
+           "expand-strided-metadata,lower-affine,"
+           "func.func(canonicalize,cse,loop-invariant-code-motion),"
+           "convert-scf-to-cf,convert-math-to-llvm,convert-arith-to-llvm,"
+           "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
+           "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize";
+  return nullptr;
 }
 
 void attnc::registerStagePipelines() {
-  static PassPipelineRegistration<> lower(
-      "attnc-lower-to-llvm",
-      "The `llvm` stage of attnc: loops (memref/linalg/scf) -> LLVM dialect",
-      [](OpPassManager &pm) {
-        (void)parsePassPipeline(lowerToLLVMPipeline(), pm);
-      });
+  // One named pipeline per MLIR-level stage, the same pass lists attnc runs:
+  // attnc-opt --attnc-stage-fused, ... --attnc-stage-llvm.
+  static const char *stages[] = {"fused", "viewed", "loops", "llvm"};
+  for (const char *stage : stages) {
+    std::string name = std::string("attnc-stage-") + stage;
+    std::string desc = std::string("attnc's `") + stage + "` stage: " + stagePipeline(stage);
+    PassPipelineRegistration<>(name, desc, [stage](OpPassManager &pm) {
+      (void)parsePassPipeline(stagePipeline(stage), pm);
+    });
+  }
 }
 
 attnc::Compilation::Compilation(MLIRContext &ctx, const Spec &spec,
@@ -140,11 +152,11 @@ LogicalResult attnc::Compilation::run(
         return failure();
     } else if (name == "fused") {
       if (opts_.fuseQKV &&
-          failed(runPasses("func.func(attn-fuse-qkv,canonicalize)")))
+          failed(runPasses(stagePipeline("fused"))))
         return failure();
     } else if (name == "viewed") {
       if (opts_.headsAsViews &&
-          failed(runPasses("func.func(attn-heads-as-views,canonicalize,cse)")))
+          failed(runPasses(stagePipeline("viewed"))))
         return failure();
     } else if (name == "loops") {
       auto fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
@@ -154,7 +166,7 @@ LogicalResult attnc::Compilation::run(
       if (failed(plan))
         return failure();
       plan_ = *plan;
-      if (failed(runPasses("attn-to-loops")))
+      if (failed(runPasses(stagePipeline("loops"))))
         return failure();
       fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
       if (failed(recordForwardSignature(fn, plan_)) ||
@@ -163,7 +175,7 @@ LogicalResult attnc::Compilation::run(
           failed(verify(*module_)))
         return failure();
     } else if (name == "llvm") {
-      if (failed(runPasses(lowerToLLVMPipeline())))
+      if (failed(runPasses(stagePipeline("llvm"))))
         return failure();
     } else if (name == "llvm-ir") {
       std::string err;

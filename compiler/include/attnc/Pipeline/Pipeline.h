@@ -89,10 +89,14 @@ private:
   PackPlan plan_;
 };
 
-/// The textual pass pipeline of the `llvm` stage (loops -> LLVM dialect).
-const char *lowerToLLVMPipeline();
+/// The textual pass pipeline (on builtin.module) that produces an MLIR-level
+/// stage from the previous one: "fused", "viewed", "loops" or "llvm"; null
+/// for other stages. The loops stage also gets a pack function, which needs
+/// the spec and so is added by Compilation, not by the pipeline.
+const char *stagePipeline(const std::string &stage);
 
-/// Registers `attnc-lower-to-llvm` as a named pass pipeline (attnc-opt).
+/// Registers `attnc-stage-<stage>` for every stage with a pipeline, so
+/// attnc-opt can replay any step of attnc on a .mlir file.
 void registerStagePipelines();
 
 } // namespace attnc
