@@ -2,13 +2,16 @@
 #ifndef ATTNC_TOOLS_TOOLSUPPORT_H
 #define ATTNC_TOOLS_TOOLSUPPORT_H
 
+#include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Spec/Spec.h"
+#include "attnc/Support/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <optional>
 
 namespace attnc::tools {
@@ -54,6 +57,34 @@ inline void installDiagnostics(mlir::MLIRContext &ctx) {
         llvm::errs() << "  note: " << n.str() << "\n";
     return mlir::success();
   });
+}
+
+/// A context with every dialect, pass and translation attnc uses, printing
+/// diagnostics as above.
+inline std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  registerAllAttncDialects(registry);
+  registerAllAttncPasses();
+  auto ctx = std::make_unique<mlir::MLIRContext>(registry);
+  installDiagnostics(*ctx);
+  return ctx;
+}
+
+/// Compile options shared by attnc and attnc-dump (--target, --no-fuse-qkv,
+/// --no-heads-as-views). Prints the error and returns nullopt for an
+/// unknown target.
+inline std::optional<CompileOptions>
+compileOptions(const char *tool, const std::string &target, bool noFuse,
+               bool noViews) {
+  CompileOptions opts;
+  if (!parseIsa(target, opts.isa)) {
+    llvm::errs() << tool << ": error: --target: expected host, x86-64, "
+                 << "x86-avx2 or x86-avx512, found '" << target << "'\n";
+    return std::nullopt;
+  }
+  opts.fuseQKV = !noFuse;
+  opts.headsAsViews = !noViews;
+  return opts;
 }
 
 } // namespace attnc::tools

@@ -8,6 +8,7 @@
 
 #include "attnc/runtime/Interpreter.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -98,6 +99,32 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
 }
 
 } // namespace naive
+
+std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &f : v)
+    f = normal(rng);
+  return v;
+}
+
+std::vector<std::vector<float>>
+randomWeights(const std::vector<TensorShape> &tensors, std::mt19937_64 &rng) {
+  std::vector<std::vector<float>> out;
+  for (const TensorShape &t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape)
+      n *= d;
+    float scale = 1.0f / std::sqrt(static_cast<float>(
+                             t.shape.size() == 2 ? std::min(t.shape[0], t.shape[1])
+                                                 : 16));
+    std::vector<float> v = randomNormal(n, rng);
+    for (float &f : v)
+      f *= scale;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
 
 BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   BlockParams p;

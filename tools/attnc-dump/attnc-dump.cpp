@@ -12,7 +12,6 @@
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Eval/IREvaluator.h"
 #include "attnc/Pipeline/Pipeline.h"
-#include "attnc/Support/Registration.h"
 #include "ToolSupport.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -78,11 +77,11 @@ int main(int argc, char **argv) {
            << "' (see --list-stages)\n";
     return 2;
   }
-  attnc::Isa isa;
-  if (!attnc::parseIsa(target, isa)) {
-    errs() << "attnc-dump: error: --target: unknown target '" << target << "'\n";
+  std::optional<attnc::CompileOptions> optsOr =
+      attnc::tools::compileOptions("attnc-dump", target, noFuse, noViews);
+  if (!optsOr)
     return 2;
-  }
+  attnc::CompileOptions opts = *optsOr;
   std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
   if (!spec)
     return 2;
@@ -91,16 +90,7 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  mlir::DialectRegistry registry;
-  attnc::registerAllAttncDialects(registry);
-  attnc::registerAllAttncPasses();
-  mlir::MLIRContext ctx(registry);
-  attnc::tools::installDiagnostics(ctx);
-
-  attnc::CompileOptions opts;
-  opts.isa = isa;
-  opts.fuseQKV = !noFuse;
-  opts.headsAsViews = !noViews;
+  auto ctx = attnc::tools::makeContext();
   // With --check alone, stop after the last attn-level stage.
   int last = all ? static_cast<int>(attnc::stageList().size()) - 1 : want;
   if (check && (all || want <= attnc::stageIndex("viewed")))
@@ -113,7 +103,7 @@ int main(int argc, char **argv) {
   if (check)
     inputs = attnc::randomInputs(*spec, batch, seqLen, seed);
 
-  attnc::Compilation comp(ctx, *spec, opts);
+  attnc::Compilation comp(*ctx, *spec, opts);
   auto onStage = [&](const attnc::StageView &v) -> bool {
     int idx = attnc::stageIndex(v.stage->name);
     bool print = all || idx == want;

@@ -154,13 +154,11 @@ int main(int argc, char **argv) {
 
   // Inputs.
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<std::vector<float>> weights;
-  for (const auto &t : tensors) {
-    int64_t n = 1;
-    for (int64_t d : t.shape)
-      n *= d;
-    if (!wDir.empty()) {
+  if (wDir.empty()) {
+    weights = attnrt::randomWeights(tensors, rng);
+  } else {
+    for (const auto &t : tensors) {
       attnrt::NpyArray arr;
       std::string path = wDir + "/" + t.name + ".npy";
       if (!attnrt::readNpy(path, arr, msg)) {
@@ -176,13 +174,6 @@ int main(int argc, char **argv) {
         return 2;
       }
       weights.push_back(std::move(arr.data));
-    } else {
-      float s = 1.0f / std::sqrt(static_cast<float>(
-                    t.shape.size() == 2 ? std::min(t.shape[0], t.shape[1]) : 16));
-      std::vector<float> v(n);
-      for (float &f : v)
-        f = normal(rng) * s;
-      weights.push_back(std::move(v));
     }
   }
   std::vector<float> x;
@@ -201,9 +192,7 @@ int main(int argc, char **argv) {
     seq = arr.shape[1];
     x = std::move(arr.data);
   } else {
-    x.resize(batch * seq * ki.d_model);
-    for (float &f : x)
-      f = normal(rng);
+    x = attnrt::randomNormal(batch * seq * ki.d_model, rng);
   }
 
   std::vector<const float *> wptrs;

@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Pipeline/Pipeline.h"
-#include "attnc/Support/Registration.h"
 #include "attnc/Target/Target.h"
 #include "ToolSupport.h"
 
@@ -41,29 +40,17 @@ int main(int argc, char **argv) {
       "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL, nothing "
       "written); 1 other failure.\n");
-  attnc::Isa isa;
-  if (!attnc::parseIsa(target, isa)) {
-    errs() << "attnc: error: --target: expected host, x86-64, x86-avx2 or "
-              "x86-avx512, found '" << target << "'\n";
+  std::optional<attnc::CompileOptions> opts =
+      attnc::tools::compileOptions("attnc", target, noFuse, noViews);
+  if (!opts)
     return 1;
-  }
+  opts->verbose = verbose;
+  opts->lastStage = "llvm-ir-opt";
   std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
   if (!spec)
     return 2;
-
-  mlir::DialectRegistry registry;
-  attnc::registerAllAttncDialects(registry);
-  attnc::registerAllAttncPasses();
-  mlir::MLIRContext ctx(registry);
-  attnc::tools::installDiagnostics(ctx);
-
-  attnc::CompileOptions opts;
-  opts.isa = isa;
-  opts.fuseQKV = !noFuse;
-  opts.headsAsViews = !noViews;
-  opts.verbose = verbose;
-  opts.lastStage = "llvm-ir-opt";
-  attnc::Compilation comp(ctx, *spec, opts);
+  auto ctx = attnc::tools::makeContext();
+  attnc::Compilation comp(*ctx, *spec, *opts);
   if (mlir::failed(comp.run([](const attnc::StageView &) { return true; })))
     return 1;
   SmallVector<char, 0> obj;
@@ -76,7 +63,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!header.empty() &&
-      !attnc::writeFileAtomic(header, attnc::emitHeader(*spec, comp.plan(), isa), err)) {
+      !attnc::writeFileAtomic(header, attnc::emitHeader(*spec, comp.plan(), opts->isa), err)) {
     sys::fs::remove(output);
     errs() << "attnc: error: " << err << "\n";
     return 1;

@@ -68,21 +68,8 @@ attnc::EvalInputs attnc::randomInputs(const Spec &spec, int64_t batch,
   in.batch = batch;
   in.seq = seq;
   std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const auto &t : storageTensors(spec)) {
-    int64_t n = 1;
-    for (int64_t d : t.shape)
-      n *= d;
-    // Scale like a trained layer: unit-variance activations stay O(1).
-    float s = 1.0f / std::sqrt(static_cast<float>(t.shape.size() == 2 ? std::min(t.shape[0], t.shape[1]) : 16));
-    std::vector<float> v(n);
-    for (float &f : v)
-      f = normal(rng) * s;
-    in.storage.push_back(std::move(v));
-  }
-  in.x.resize(batch * seq * spec.dModel);
-  for (float &f : in.x)
-    f = normal(rng);
+  in.storage = attnrt::randomWeights(storageTensors(spec), rng);
+  in.x = attnrt::randomNormal(batch * seq * spec.dModel, rng);
   return in;
 }
 
@@ -180,7 +167,7 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       y.shape.back() = s.getSize();
       int64_t n = x.shape.back(), rows = x.numel() / n;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < s.getSize(); ++c)
+        for (int64_t c = 0; c < static_cast<int64_t>(s.getSize()); ++c)
           y.data.push_back(x.data[r * n + s.getOffset() + c]);
       t[s] = std::move(y);
     } else if (auto s = dyn_cast<SplitHeadsOp>(op)) {

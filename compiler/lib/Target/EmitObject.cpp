@@ -24,8 +24,6 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 
-#include <unistd.h>
-
 using namespace llvm;
 
 std::unique_ptr<TargetMachine> attnc::createTargetMachine(Isa isa,
@@ -360,81 +358,83 @@ bool attnc::emitCode(Module &m, TargetMachine &tm, bool assembly,
   return true;
 }
 
-bool attnc::writeFileAtomic(const std::string &path, StringRef text,
-                            std::string &error) {
-  SmallString<256> tmp;
+/// A temporary file next to `path` (so the final rename is atomic), removed
+/// on failure and on signals.
+static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &path) {
   StringRef dir = sys::path::parent_path(path);
-  std::string model = (dir.empty() ? std::string(".") : dir.str()) + "/.attnc-%%%%%%.tmp";
-  int fd;
-  if (auto ec = sys::fs::createUniqueFile(model, fd, tmp)) {
-    error = "cannot create a file next to '" + path + "': " + ec.message();
+  return sys::fs::TempFile::create((dir.empty() ? "." : dir) +
+                                   "/.attnc-%%%%%%%%.tmp");
+}
+
+/// keep() or discard() `tmp`, turning LLVM errors into `error`.
+static bool finish(sys::fs::TempFile &tmp, const std::string &path, bool ok,
+                   std::string &error) {
+  if (!ok) {
+    consumeError(tmp.discard());
     return false;
   }
-  {
-    raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << text;
-    os.close();
-    if (os.has_error()) {
-      sys::fs::remove(tmp);
-      error = "cannot write '" + path + "': " + os.error().message();
-      return false;
-    }
-  }
-  if (auto ec = sys::fs::rename(tmp, path)) {
-    sys::fs::remove(tmp);
-    error = "cannot write '" + path + "': " + ec.message();
+  if (Error e = tmp.keep(path)) {
+    error = "cannot write '" + path + "': " + toString(std::move(e));
+    consumeError(tmp.discard());
     return false;
   }
   return true;
 }
 
+bool attnc::writeFileAtomic(const std::string &path, StringRef text,
+                            std::string &error) {
+  Expected<sys::fs::TempFile> tmp = tempFileNextTo(path);
+  if (!tmp) {
+    error = "cannot create '" + path + "': " + toString(tmp.takeError());
+    return false;
+  }
+  raw_fd_ostream os(tmp->FD, /*shouldClose=*/false);
+  os << text;
+  os.flush();
+  bool ok = !os.has_error();
+  if (!ok)
+    error = "cannot write '" + path + "': " + os.error().message();
+  os.clear_error();
+  return finish(*tmp, path, ok, error);
+}
+
 bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &outPath,
                              std::string &error) {
-  SmallString<128> obj;
-  int fd;
-  if (auto ec = sys::fs::createTemporaryFile("attnc", "o", fd, obj)) {
-    error = "cannot create a temporary object file: " + ec.message();
-    return false;
-  }
-  {
-    raw_fd_ostream os(fd, true);
-    os.write(object.data(), object.size());
-  }
-  StringRef dir = sys::path::parent_path(outPath);
-  SmallString<256> tmp;
-  std::string model = (dir.empty() ? std::string(".") : dir.str()) + "/.attnc-%%%%%%.so.tmp";
-  if (auto ec = sys::fs::createUniqueFile(model, fd, tmp)) {
-    sys::fs::remove(obj);
-    error = "cannot create '" + outPath + "': " + ec.message();
-    return false;
-  }
-  ::close(fd);
   const char *ccEnv = std::getenv("ATTNC_CC");
   std::string cc = ccEnv && *ccEnv ? ccEnv : "cc";
   auto ccPath = sys::findProgramByName(cc);
   if (!ccPath) {
-    sys::fs::remove(obj);
-    sys::fs::remove(tmp);
-    error = "cannot find the C compiler driver '" + cc + "' used for linking (set ATTNC_CC)";
+    error = "cannot find the C compiler driver '" + cc +
+            "' used for linking (set ATTNC_CC)";
     return false;
   }
-  std::vector<StringRef> args = {*ccPath, "-shared", "-o", tmp, obj,
-                                 "-lm", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack",
-                                 "-Wl,--build-id=sha1", "-Wl,--hash-style=gnu",
-                                 "-s", "-nostartfiles"};
+  SmallString<128> objModel;
+  sys::path::system_temp_directory(/*ErasedOnReboot=*/true, objModel);
+  sys::path::append(objModel, "attnc-%%%%%%%%.o");
+  Expected<sys::fs::TempFile> obj = sys::fs::TempFile::create(objModel);
+  if (!obj) {
+    error = "cannot create a temporary object file: " + toString(obj.takeError());
+    return false;
+  }
+  {
+    raw_fd_ostream os(obj->FD, /*shouldClose=*/false);
+    os.write(object.data(), object.size());
+  }
+  Expected<sys::fs::TempFile> so = tempFileNextTo(outPath);
+  if (!so) {
+    consumeError(obj->discard());
+    error = "cannot create '" + outPath + "': " + toString(so.takeError());
+    return false;
+  }
+  std::vector<StringRef> args = {*ccPath, "-shared", "-o", so->TmpName,
+                                 obj->TmpName, "-lm", "-Wl,-Bsymbolic",
+                                 "-Wl,-z,noexecstack", "-Wl,--build-id=sha1",
+                                 "-Wl,--hash-style=gnu", "-s", "-nostartfiles"};
   std::string msg;
   int rc = sys::ExecuteAndWait(*ccPath, args, std::nullopt, {}, 0, 0, &msg);
-  sys::fs::remove(obj);
-  if (rc != 0) {
-    sys::fs::remove(tmp);
-    error = "linking failed (" + cc + " exited with " + std::to_string(rc) + ")" +
-            (msg.empty() ? "" : ": " + msg);
-    return false;
-  }
-  if (auto ec = sys::fs::rename(tmp, outPath)) {
-    sys::fs::remove(tmp);
-    error = "cannot write '" + outPath + "': " + ec.message();
-    return false;
-  }
-  return true;
+  consumeError(obj->discard());
+  if (rc != 0)
+    error = "linking failed (" + cc + " exited with " + std::to_string(rc) +
+            ")" + (msg.empty() ? "" : ": " + msg);
+  return finish(*so, outPath, rc == 0, error);
 }

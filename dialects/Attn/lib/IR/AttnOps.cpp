@@ -81,7 +81,7 @@ LogicalResult SliceOp::verify() {
            << res.getRank() << " must equal input rank " << in.getRank()
            << " (>= 1)";
   int64_t n = in.getShape().back();
-  if (!ShapedType::isDynamic(n) && getOffset() + getSize() > n)
+  if (!ShapedType::isDynamic(n) && static_cast<int64_t>(getOffset() + getSize()) > n)
     return emitOpError("slice [")
            << getOffset() << ", " << getOffset() + getSize()
            << ") exceeds the last dimension (" << n << ")";
@@ -98,7 +98,7 @@ LogicalResult SliceOp::verify() {
 // slice(x, 0, N) -> x when x's last dimension is N and the types agree.
 OpFoldResult SliceOp::fold(FoldAdaptor) {
   auto in = getInput().getType();
-  if (getOffset() == 0 && in.getShape().back() == getSize() &&
+  if (getOffset() == 0 && in.getShape().back() == static_cast<int64_t>(getSize()) &&
       in == getResult().getType())
     return getInput();
   return {};
@@ -121,7 +121,7 @@ struct SliceOfConcat : OpRewritePattern<SliceOp> {
       int64_t n = cast<RankedTensorType>(in.getType()).getShape().back();
       if (ShapedType::isDynamic(n))
         return failure();
-      if (pos == op.getOffset() && n == op.getSize() &&
+      if (pos == static_cast<int64_t>(op.getOffset()) && n == static_cast<int64_t>(op.getSize()) &&
           in.getType() == op.getType()) {
         rewriter.replaceOp(op, in);
         return success();

@@ -85,6 +85,18 @@ struct HeadsAsViewsPass final
     : attnc::attn::impl::AttnHeadsAsViewsPassBase<HeadsAsViewsPass> {
   using Base::Base;
 
+  /// Replaces `op` by `view` when their types agree (else drops the view).
+  bool replaceByView(Operation *op, ViewOp view) {
+    if (view.getType() != op->getResult(0).getType()) {
+      view->erase();
+      return false;
+    }
+    op->getResult(0).replaceAllUsesWith(view.getResult());
+    op->erase();
+    ++numViews;
+    return true;
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
 
@@ -115,13 +127,7 @@ struct HeadsAsViewsPass final
                              dimOf(mb, loc, src, 3));
         auto view = createView(mb, loc, src, {bsz, t, w},
                                {mul(mb, loc, t, w), w, mb.getIndexAttr(1)}, 0);
-        if (view.getType() != merge.getType()) {
-          view->erase();
-          continue;
-        }
-        merge.replaceAllUsesWith(view.getResult());
-        merge->erase();
-        ++numViews;
+        replaceByView(merge, view);
       }
       if (newOp->use_empty())
         newOp->erase();
@@ -153,13 +159,7 @@ struct HeadsAsViewsPass final
       auto view = createView(
           b, loc, base, {bsz, b.getIndexAttr(op.getHeads()), t, b.getIndexAttr(d)},
           {mul(b, loc, t, n), b.getIndexAttr(d), n, b.getIndexAttr(1)}, offset);
-      if (view.getType() != op.getType()) {
-        view->erase();
-        continue;
-      }
-      op.replaceAllUsesWith(view.getResult());
-      op->erase();
-      ++numViews;
+      replaceByView(op, view);
     }
 
     // 3. Remaining slices -> views (dead ones are simply erased).
@@ -182,13 +182,7 @@ struct HeadsAsViewsPass final
       sizes.push_back(b.getIndexAttr(op.getSize()));
       auto view = createView(b, loc, base, sizes, rowMajorStrides(b, loc, base),
                              op.getOffset());
-      if (view.getType() != op.getType()) {
-        view->erase();
-        continue;
-      }
-      op.replaceAllUsesWith(view.getResult());
-      op->erase();
-      ++numViews;
+      replaceByView(op, view);
     }
   }
 };

@@ -15,6 +15,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ struct TensorShape {
   std::vector<int64_t> shape;
 };
 std::vector<TensorShape> storageTensors(const BlockParams &p);
+
+/// Deterministic test data: N(0, 1) values (the input x) and storage
+/// weights scaled by 1/sqrt(min(rows, cols)) (1/4 for biases), so that
+/// activations stay O(1) like in a trained layer. Both draw from `rng` in
+/// order, so the same seed gives the same data in every tool.
+std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng);
+std::vector<std::vector<float>> randomWeights(const std::vector<TensorShape> &tensors,
+                                              std::mt19937_64 &rng);
 
 /// Runs the block in double precision. weights[i] holds storageTensors(p)[i]
 /// (float32, row-major). x is [batch, seqLen, dModel]; returns y as
