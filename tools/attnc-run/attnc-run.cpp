@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,17 @@ static const char *kUsage =
     "exit codes: 0 ok, 1 check failed or kernel error, 2 usage/input error,\n"
     "            10+k library refused (k: 1 open, 2 not attnc, 3 ABI too new,\n"
     "            4 ABI mismatch, 5 bad metadata, 6 missing entry point)\n";
+
+/// Meaning of a NAME_pack / NAME_forward return code.
+static const char *statusText(int rc) {
+  switch (rc) {
+  case ATTNC_OK: return "ok";
+  case ATTNC_ERR_NULL_ARG: return "a required pointer is NULL";
+  case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range (< 1 or > max_seq_len)";
+  case ATTNC_ERR_WORKSPACE: return "workspace too small";
+  default: return "unknown status";
+  }
+}
 
 static int usageError(const std::string &msg) {
   std::fprintf(stderr, "attnc-run: error: %s (see --help)\n", msg.c_str());
@@ -195,20 +207,27 @@ int main(int argc, char **argv) {
     x = attnrt::randomNormal(batch * seq * ki.d_model, rng);
   }
 
+  if (ki.max_seq_len > 0 && seq > ki.max_seq_len) {
+    std::fprintf(stderr, "attnc-run: error: seq_len %lld exceeds the kernel's max_seq_len %lld\n",
+                 (long long)seq, (long long)ki.max_seq_len);
+    return 2;
+  }
   std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
   std::vector<float> packed;
   int rc = k.pack(wptrs, packed);
   if (rc != ATTNC_OK) {
-    std::fprintf(stderr, "attnc-run: error: %s_pack returned %d\n", ki.name, rc);
+    std::fprintf(stderr, "attnc-run: error: %s_pack returned %d (%s)\n", ki.name, rc,
+                 statusText(rc));
     return 1;
   }
   std::vector<float> y(batch * seq * outDim);
   std::vector<unsigned char> ws;
   rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws);
   if (rc != ATTNC_OK) {
-    std::fprintf(stderr, "attnc-run: error: %s_forward returned %d\n", ki.name, rc);
+    std::fprintf(stderr, "attnc-run: error: %s_forward returned %d (%s)\n", ki.name, rc,
+                 statusText(rc));
     return 1;
   }
   std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, workspace %lld bytes\n",
