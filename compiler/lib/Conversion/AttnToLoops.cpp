@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
+#include "LoopBuilders.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,6 +26,7 @@ namespace attnc {
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::buildSdpaLoops;
 
 namespace {
 
@@ -62,8 +64,6 @@ private:
   LogicalResult emit(Operation *op, ImplicitLocOpBuilder &c);
   void copy(ImplicitLocOpBuilder &c, Value src, Value dst);
   void linear(ImplicitLocOpBuilder &c, Value in, Value w, Value bias, Value out);
-  void sdpa(ImplicitLocOpBuilder &c, SdpaOp op, Value q, Value k, Value v,
-            Value o, Value scratch);
 
   func::FuncOp oldFn, newFn;
   ImplicitLocOpBuilder b;
@@ -346,110 +346,6 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
       });
 }
 
-/// scf.for lb..ub with iter_args; `fn` returns the yielded values.
-static scf::ForOp loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
-                       ValueRange init,
-                       function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
-                                                       Value, ValueRange)> fn) {
-  Value one = arith::ConstantIndexOp::create(c, 1);
-  return scf::ForOp::create(
-      c, lb, ub, one, init,
-      [&](OpBuilder &nb, Location loc, Value iv, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        SmallVector<Value> res = fn(ib, iv, args);
-        scf::YieldOp::create(ib, res);
-      });
-}
-
-// For each (b, h, i): s_j = scale * q_i·k_j for visible j, m = max s,
-// p_j = exp(s_j - m), o_i = (sum_j p_j v_j) / sum_j p_j. One score row lives
-// in `scratch`; fully masked rows produce zeros.
-void FunctionLowering::sdpa(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
-                            Value k, Value v, Value o, Value scratch) {
-  Type et = cast<MemRefType>(q.getType()).getElementType();
-  auto fconst = [&](ImplicitLocOpBuilder &ib, double x) -> Value {
-    return arith::ConstantOp::create(ib, ib.getFloatAttr(et, x));
-  };
-  auto dimv = [&](Value buf, int64_t i) -> Value {
-    return memref::DimOp::create(c, buf, i);
-  };
-  Value zero = arith::ConstantIndexOp::create(c, 0);
-  Value one = arith::ConstantIndexOp::create(c, 1);
-  Value nb = dimv(q, 0), hq = dimv(q, 1), tq = dimv(q, 2), d = dimv(q, 3);
-  Value hkv = dimv(k, 1), tkv = dimv(k, 2);
-  Value group = arith::DivUIOp::create(c, hq, hkv);
-  bool causal = op.getMask() == MaskKind::causal;
-  bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
-  bool bthd = op.getLayout() == HeadLayout::bthd;
-  double scale = op.getScale().convertToDouble();
-
-  loop(c, zero, nb, {}, [&](ImplicitLocOpBuilder &c1, Value bi, ValueRange) {
-    loop(c1, zero, hq, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
-      Value kh = arith::DivUIOp::create(c2, h, group);
-      loop(c2, zero, tq, {}, [&](ImplicitLocOpBuilder &c3, Value i, ValueRange) {
-        // Keys visible to query i: [0, jEnd).
-        Value jEnd = tkv;
-        if (causal) {
-          Value lim = arith::AddIOp::create(c3, i, one);
-          if (!topLeft)
-            lim = arith::SubIOp::create(c3, arith::AddIOp::create(c3, lim, tkv), tq);
-          lim = arith::MaxSIOp::create(c3, lim, zero);
-          jEnd = arith::MinSIOp::create(c3, lim, tkv);
-        }
-        Value scaleV = fconst(c3, scale);
-        Value negInf = fconst(c3, -std::numeric_limits<double>::infinity());
-        Value m = loop(c3, zero, jEnd, {negInf},
-                       [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
-          Value dot = loop(c4, zero, d, {fconst(c4, 0.0)},
-                           [&](ImplicitLocOpBuilder &c5, Value dd, ValueRange acc) {
-            Value qv = memref::LoadOp::create(c5, q, ValueRange{bi, h, i, dd});
-            Value kv = memref::LoadOp::create(c5, k, ValueRange{bi, kh, j, dd});
-            Value p = arith::MulFOp::create(c5, qv, kv);
-            return SmallVector<Value>{arith::AddFOp::create(c5, acc[0], p)};
-          }).getResult(0);
-          Value s = arith::MulFOp::create(c4, dot, scaleV);
-          memref::StoreOp::create(c4, s, scratch, ValueRange{j});
-          return SmallVector<Value>{arith::MaximumFOp::create(c4, a[0], s)};
-        }).getResult(0);
-        Value l = loop(c3, zero, jEnd, {fconst(c3, 0.0)},
-                       [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
-          Value s = memref::LoadOp::create(c4, scratch, ValueRange{j});
-          Value p = math::ExpOp::create(c4, arith::SubFOp::create(c4, s, m));
-          memref::StoreOp::create(c4, p, scratch, ValueRange{j});
-          return SmallVector<Value>{arith::AddFOp::create(c4, a[0], p)};
-        }).getResult(0);
-        Value pos = arith::CmpFOp::create(c3, arith::CmpFPredicate::OGT, l,
-                                          fconst(c3, 0.0));
-        Value inv = arith::SelectOp::create(
-            c3, pos, arith::DivFOp::create(c3, fconst(c3, 1.0), l), fconst(c3, 0.0));
-        auto oIdx = [&](Value dd) {
-          return bthd ? SmallVector<Value>{bi, i, h, dd}
-                      : SmallVector<Value>{bi, h, i, dd};
-        };
-        loop(c3, zero, d, {}, [&](ImplicitLocOpBuilder &c4, Value dd, ValueRange) {
-          memref::StoreOp::create(c4, fconst(c4, 0.0), o, oIdx(dd));
-          return SmallVector<Value>{};
-        });
-        loop(c3, zero, jEnd, {}, [&](ImplicitLocOpBuilder &c4, Value j, ValueRange) {
-          Value p = arith::MulFOp::create(
-              c4, memref::LoadOp::create(c4, scratch, ValueRange{j}), inv);
-          loop(c4, zero, d, {}, [&](ImplicitLocOpBuilder &c5, Value dd, ValueRange) {
-            Value vv = memref::LoadOp::create(c5, v, ValueRange{bi, kh, j, dd});
-            Value ov = memref::LoadOp::create(c5, o, oIdx(dd));
-            Value r = arith::AddFOp::create(c5, ov, arith::MulFOp::create(c5, p, vv));
-            memref::StoreOp::create(c5, r, o, oIdx(dd));
-            return SmallVector<Value>{};
-          });
-          return SmallVector<Value>{};
-        });
-        return SmallVector<Value>{};
-      });
-      return SmallVector<Value>{};
-    });
-    return SmallVector<Value>{};
-  });
-}
-
 LogicalResult FunctionLowering::emit(Operation *op, ImplicitLocOpBuilder &c) {
   c.setLoc(op->getLoc());
   for (auto [src, dst] : preCopies.lookup(op))
@@ -463,8 +359,9 @@ LogicalResult FunctionLowering::emit(Operation *op, ImplicitLocOpBuilder &c) {
   } else if (auto m = dyn_cast<MergeHeadsOp>(op)) {
     copy(c, map.lookup(m.getInput()), aux[op][0]);
   } else if (auto s = dyn_cast<SdpaOp>(op)) {
-    sdpa(c, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
-         map.lookup(s.getValue()), map.lookup(s.getResult()), aux[op][0]);
+    buildSdpaLoops(c, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
+                   map.lookup(s.getValue()), map.lookup(s.getResult()),
+                   aux[op][0]);
   } else if (auto s = dyn_cast<ScaleOp>(op)) {
     Value in = map.lookup(s.getInput()), out = map.lookup(s.getResult());
     int64_t r = cast<MemRefType>(out.getType()).getRank();

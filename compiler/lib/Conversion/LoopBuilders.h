@@ -1,0 +1,31 @@
+//===- LoopBuilders.h - loop nests shared by the attn lowerings -*- C++ -*-===//
+#ifndef ATTNC_CONVERSION_LOOPBUILDERS_H
+#define ATTNC_CONVERSION_LOOPBUILDERS_H
+
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace attnc {
+
+/// scf.for lb..ub step 1 with iter_args `init`; `fn` builds the body and
+/// returns the values to yield.
+mlir::scf::ForOp
+loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb, mlir::Value ub,
+     mlir::ValueRange init,
+     llvm::function_ref<llvm::SmallVector<mlir::Value>(
+         mlir::ImplicitLocOpBuilder &, mlir::Value, mlir::ValueRange)>
+         fn);
+
+/// Emits the loops of `op` reading q [B,Hq,Tq,D], k/v [B,Hkv,Tkv,D] (any
+/// strided layout) and writing o ([B,Hq,Tq,D] or [B,Tq,Hq,D] per the op's
+/// layout); `scratch` holds one score row (>= Tkv elements). Masks none
+/// and causal.
+void buildSdpaLoops(mlir::ImplicitLocOpBuilder &c, attn::SdpaOp op,
+                    mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value o,
+                    mlir::Value scratch);
+
+} // namespace attnc
+
+#endif
