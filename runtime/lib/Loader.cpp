@@ -209,7 +209,7 @@ Kernel::~Kernel() {
 static std::string checkElfFile(const std::string &path) {
   std::FILE *f = std::fopen(path.c_str(), "rb");
   if (!f)
-    return path + ": " + std::strerror(errno);
+    return std::strerror(errno);
   std::fseek(f, 0, SEEK_END);
   long size = std::ftell(f);
   std::fseek(f, 0, SEEK_SET);
@@ -217,25 +217,25 @@ static std::string checkElfFile(const std::string &path) {
   size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
   if (got != bytes.size())
-    return path + ": read error";
+    return "read error";
   Elf64_Ehdr eh;
   if (bytes.size() < sizeof(eh) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
-    return path + ": not an ELF file";
+    return "not an ELF file";
   std::memcpy(&eh, bytes.data(), sizeof(eh));
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
       eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN)
-    return path + ": not an x86-64 ELF shared object";
+    return "not an x86-64 ELF shared object";
   uint64_t n = bytes.size();
   auto inside = [n](uint64_t off, uint64_t len) { return off <= n && len <= n - off; };
   if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
       !inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)) ||
       (eh.e_shnum && !inside(eh.e_shoff, uint64_t(eh.e_shnum) * eh.e_shentsize)))
-    return path + ": truncated or corrupt ELF file (headers outside the file)";
+    return "truncated or corrupt ELF file (headers outside the file)";
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
     std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
     if (ph.p_type == PT_LOAD && !inside(ph.p_offset, ph.p_filesz))
-      return path + ": truncated ELF file (segment " + std::to_string(i) +
+      return "truncated ELF file (segment " + std::to_string(i) +
              " ends past the end of the file)";
   }
   return "";

@@ -138,8 +138,8 @@ int main(int argc, char **argv) {
   attnrt::LoadError err;
   uint32_t abi = abiOverride >= 0 ? static_cast<uint32_t>(abiOverride) : ATTNC_ABI_VERSION;
   if (!k.load(lib, msg, err, abi)) {
-    std::fprintf(stderr, "attnc-run: error: %s: %s (%s)\n", lib.c_str(), msg.c_str(),
-                 attnrt::toString(err));
+    // The message starts with the library's path.
+    std::fprintf(stderr, "attnc-run: error: %s (%s)\n", msg.c_str(), attnrt::toString(err));
     return 10 + static_cast<int>(err);
   }
   const attnc_kernel_info &ki = k.info();
