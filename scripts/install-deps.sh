@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what attnc needs from Debian's archive (idempotent; quiet when all is there).
 #   MLIR/LLVM 22, yaml-cpp, fmt, Catch2 v2, CMake + Ninja, and the test peers
-#   (python3-numpy, python3-torch) used by the PyTorch cross-check.
+#   (python3-numpy, python3-torch, and OpenBLAS so that the BLAS behind them
+#   is not the reference implementation) used by tests and benchmarks.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build
       libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
       libyaml-cpp-dev libfmt-dev catch2
-      python3 python3-numpy)
+      python3 python3-numpy libopenblas0-pthread)
 # torch is optional (the torch test skips without it) but install it when we can.
 [ "${ATTNC_NO_TORCH:-0}" = 1 ] || pkgs+=(python3-torch)
 missing=()

@@ -53,8 +53,9 @@ def main():
         if " avx512f" in f.read():  # both together (env notes, PERF.md)
             env["OPENBLAS_CORETYPE"] = "SkylakeX"
             env.pop("OPENBLAS_L2_SIZE", None)
+    env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = "1"  # one thread, like attnc
     print(f"peer env: OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', '(unset)')}, "
-          "torch.set_num_threads(1); attnc kernel: single-threaded, --target host")
+          "one thread (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1); attnc kernel: single-threaded, --target host")
     print(f"{'T':>6} {'attnc ms':>10} {'torch ms':>10} {'torch/attnc':>12}")
     for t in args.seq:
         out = subprocess.run([os.path.join(tools, "attnc-run"), lib, "--seq-len", str(t),
