@@ -301,6 +301,8 @@ void FunctionLowering::copy(ImplicitLocOpBuilder &c, Value src, Value dst) {
 // y[..., n] = bias[n] (or 0);  y[..., n] += x[..., k] * w[k, n]
 void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
                               Value bias, Value out) {
+  if (attnc::buildBlockedLinear(c, in, w, bias, out))
+    return;
   MLIRContext *ctx = c.getContext();
   auto oty = cast<MemRefType>(out.getType());
   int64_t r = oty.getRank();

@@ -26,6 +26,13 @@ void buildSdpaLoops(mlir::ImplicitLocOpBuilder &c, attn::SdpaOp op,
                     mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value o,
                     mlir::Value scratch);
 
+/// y = x·w + bias as a register-blocked GEMM with vector FMAs, for rank-3
+/// f32 x [B, T, K] (any strides, unit innermost), static contiguous w
+/// [K, N] and contiguous y [B, T, N]. Returns false (emitting nothing) for
+/// other shapes; the caller then uses the generic lowering.
+bool buildBlockedLinear(mlir::ImplicitLocOpBuilder &c, mlir::Value x,
+                        mlir::Value w, mlir::Value bias, mlir::Value y);
+
 } // namespace attnc
 
 #endif

@@ -30,7 +30,8 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
                            "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::scf::SCFDialect"];
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 #endif // ATTNC_CONVERSION_PASSES_TD
