@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -54,6 +55,23 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
   bool bthd = op.getLayout() == HeadLayout::bthd;
   double scale = op.getScale().convertToDouble();
 
+  // Vector path: head_dim a static multiple of the vector width and unit
+  // stride along it (true for every buffer and view attn-to-loops makes).
+  constexpr int64_t kVL = 16;
+  auto unitInner = [](Value buf) {
+    auto t = cast<MemRefType>(buf.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return succeeded(t.getStridesAndOffset(strides, offset)) &&
+           strides.back() == 1;
+  };
+  int64_t headDim = cast<MemRefType>(q.getType()).getDimSize(3);
+  bool vec = et.isF32() && !ShapedType::isDynamic(headDim) &&
+             headDim % kVL == 0 && unitInner(q) && unitInner(k) &&
+             unitInner(v) && unitInner(o);
+  int64_t chunks = vec ? headDim / kVL : 0;
+  auto vt = VectorType::get({kVL}, et);
+
   loop(c, zero, nb, {}, [&](ImplicitLocOpBuilder &c1, Value bi, ValueRange) {
     loop(c1, zero, hq, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
       Value kh = arith::DivUIOp::create(c2, h, group);
@@ -69,16 +87,37 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
         }
         Value scaleV = fconst(c3, scale);
         Value negInf = fconst(c3, -std::numeric_limits<double>::infinity());
-        Value m = loop(c3, zero, jEnd, {negInf},
-                       [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
-          Value dot = loop(c4, zero, d, {fconst(c4, 0.0)},
+        // q_i, loaded once per row on the vector path.
+        SmallVector<Value> qc;
+        for (int64_t ch = 0; ch < chunks; ++ch)
+          qc.push_back(vector::LoadOp::create(
+              c3, vt, q,
+              ValueRange{bi, h, i, arith::ConstantIndexOp::create(c3, ch * kVL)}));
+        // s_j = scale * q_i·k_j: independent products per chunk, one
+        // horizontal reduction (vector path), or a scalar reduction.
+        auto dotQK = [&](ImplicitLocOpBuilder &c4, Value j) -> Value {
+          if (vec) {
+            Value sum;
+            for (int64_t ch = 0; ch < chunks; ++ch) {
+              Value kc = vector::LoadOp::create(
+                  c4, vt, k,
+                  ValueRange{bi, kh, j, arith::ConstantIndexOp::create(c4, ch * kVL)});
+              Value prod = arith::MulFOp::create(c4, qc[ch], kc);
+              sum = sum ? Value(arith::AddFOp::create(c4, sum, prod)) : prod;
+            }
+            return vector::ReductionOp::create(c4, vector::CombiningKind::ADD, sum);
+          }
+          return loop(c4, zero, d, {fconst(c4, 0.0)},
                            [&](ImplicitLocOpBuilder &c5, Value dd, ValueRange acc) {
             Value qv = memref::LoadOp::create(c5, q, ValueRange{bi, h, i, dd});
             Value kv = memref::LoadOp::create(c5, k, ValueRange{bi, kh, j, dd});
             Value p = arith::MulFOp::create(c5, qv, kv);
             return SmallVector<Value>{arith::AddFOp::create(c5, acc[0], p)};
           }).getResult(0);
-          Value s = arith::MulFOp::create(c4, dot, scaleV);
+        };
+        Value m = loop(c3, zero, jEnd, {negInf},
+                       [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
+          Value s = arith::MulFOp::create(c4, dotQK(c4, j), scaleV);
           memref::StoreOp::create(c4, s, scratch, ValueRange{j});
           return SmallVector<Value>{arith::MaximumFOp::create(c4, a[0], s)};
         }).getResult(0);
@@ -97,6 +136,29 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
           return bthd ? SmallVector<Value>{bi, i, h, dd}
                       : SmallVector<Value>{bi, h, i, dd};
         };
+        if (vec) {
+          // o_i = inv * sum_j p_j v_j with the row of o in registers.
+          SmallVector<Value> init(chunks, vector::BroadcastOp::create(c3, vt, fconst(c3, 0.0)));
+          scf::ForOp acc = loop(c3, zero, jEnd, init,
+                                [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
+            Value p = vector::BroadcastOp::create(
+                c4, vt, memref::LoadOp::create(c4, scratch, ValueRange{j}));
+            SmallVector<Value> next;
+            for (int64_t ch = 0; ch < chunks; ++ch) {
+              Value vc = vector::LoadOp::create(
+                  c4, vt, v,
+                  ValueRange{bi, kh, j, arith::ConstantIndexOp::create(c4, ch * kVL)});
+              next.push_back(vector::FMAOp::create(c4, p, vc, a[ch]));
+            }
+            return next;
+          });
+          Value invV = vector::BroadcastOp::create(c3, vt, inv);
+          for (int64_t ch = 0; ch < chunks; ++ch)
+            vector::StoreOp::create(
+                c3, arith::MulFOp::create(c3, acc.getResult(ch), invV), o,
+                oIdx(arith::ConstantIndexOp::create(c3, ch * kVL)));
+          return SmallVector<Value>{};
+        }
         loop(c3, zero, d, {}, [&](ImplicitLocOpBuilder &c4, Value dd, ValueRange) {
           memref::StoreOp::create(c4, fconst(c4, 0.0), o, oIdx(dd));
           return SmallVector<Value>{};
