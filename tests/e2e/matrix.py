@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 # name, d_model, heads, kv_heads, head_dim, mask, weights, bias, out_proj, scale
+# (d_model and the fused N cover both the 32-column GEMM blocks and their
+# scalar tails; head_dim covers the scalar and the vector attention paths.)
 SPECS = [
     ("h1_gpt2", 8, 1, None, None, "none", "gpt2_conv1d", True, True, None),
     ("h2_d20_torch_causal", 20, 2, None, None, "causal", "torch_in_proj", True, True, None),
@@ -28,9 +30,14 @@ SPECS = [
     ("h8_hd9_torch", 72, 8, None, None, "none", "torch_in_proj", True, True, 0.3),
     ("h5_wide_heads", 30, 5, 5, 7, "causal", "separate", False, True, None),
     ("h12_gpt2_noout", 96, 12, None, None, "none", "gpt2_conv1d", False, False, None),
+    # head_dim a multiple of 16: the vectorized attention path.
+    ("h4_hd16_gqa", 64, 4, 2, 16, "causal", "separate", True, True, None),
+    ("h2_hd32_torch", 64, 2, None, None, "none", "torch_in_proj", True, True, None),
+    ("h3_hd48_noout", 100, 3, 1, 48, "causal", "separate", False, False, None),
 ]
 RUNS = [(1, 1), (7, 2), (64, 1), (300, 1)]  # (seq_len, batch)
-METAMORPHIC = {"h3_mqa_sep", "h2_d20_torch_causal", "h6_noout"}
+PEAKY = 8.0  # one more run per kernel with x scaled by 8: logits x64
+METAMORPHIC = {"h3_mqa_sep", "h2_d20_torch_causal", "h6_noout", "h4_hd16_gqa"}
 
 
 def spec_text(s):
@@ -89,12 +96,13 @@ def main():
                 print(f"FAIL: compile {name}{suffix}\n{out}")
                 failed += 1
                 continue
-            for t, b in RUNS:
+            for t, b, xs in [r + (1.0,) for r in RUNS] + [(33, 2, PEAKY)]:
                 rc, out = run(["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
-                               "--check", "--seed", str(t * 7 + b)])
+                               "--check", "--seed", str(t * 7 + b), "--x-scale", str(xs),
+                               "--rtol", "1e-4", "--atol", str(1e-5 * xs * xs)])
                 line = next((l for l in out.splitlines() if l.startswith("check")), out.strip())
                 ok = rc == 0 and "PASS" in line
-                print(f"{'PASS' if ok else 'FAIL'}: {name}{suffix} T={t} B={b}: {line}")
+                print(f"{'PASS' if ok else 'FAIL'}: {name}{suffix} T={t} B={b} x*{xs:g}: {line}")
                 if not ok:
                     print(out)
                 passed, failed = passed + ok, failed + (not ok)

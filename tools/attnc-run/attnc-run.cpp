@@ -36,6 +36,8 @@ static const char *kUsage =
     "  --atol A, --rtol R tolerance of --check (default 1e-5 and 1e-4)\n"
     "  --bench N          time N calls, print min/median ms per call\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
+    "  --x-scale S        multiply the random input by S (logits grow with S^2:\n"
+    "                     'peaky' softmax rows that need max-subtraction)\n"
     "  --info             print the library's metadata and exit\n"
     "  --help             this text\n\n"
     "exit codes: 0 ok, 1 check failed or kernel error, 2 usage/input error,\n"
@@ -77,7 +79,7 @@ static bool parseDouble(const char *s, double &out) {
 int main(int argc, char **argv) {
   std::string lib, xPath, wDir, outPath;
   int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
-  double atol = 1e-5, rtol = 1e-4;
+  double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   bool check = false, info = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -112,6 +114,9 @@ int main(int argc, char **argv) {
     } else if (a == "--rtol") {
       if (!parseDouble(next("--rtol"), rtol) || rtol < 0)
         return usageError("--rtol: expected a non-negative number");
+    } else if (a == "--x-scale") {
+      if (!parseDouble(next("--x-scale"), xScale))
+        return usageError("--x-scale: expected a number");
     } else if (a == "--x") {
       xPath = next("--x");
     } else if (a == "--weights") {
@@ -205,6 +210,8 @@ int main(int argc, char **argv) {
     x = std::move(arr.data);
   } else {
     x = attnrt::randomNormal(batch * seq * ki.d_model, rng);
+    for (float &f : x)
+      f *= static_cast<float>(xScale);
   }
 
   if (ki.max_seq_len > 0 && seq > ki.max_seq_len) {
