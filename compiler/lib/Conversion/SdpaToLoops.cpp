@@ -121,7 +121,26 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
           memref::StoreOp::create(c4, s, scratch, ValueRange{j});
           return SmallVector<Value>{arith::MaximumFOp::create(c4, a[0], s)};
         }).getResult(0);
-        Value l = loop(c3, zero, jEnd, {fconst(c3, 0.0)},
+        // p_j = exp(s_j - m), l = sum_j p_j: VL keys at a time on the vector
+        // path (then the leftover keys one by one).
+        Value jTail = zero, lInit = fconst(c3, 0.0);
+        if (vec) {
+          Value vl = arith::ConstantIndexOp::create(c3, kVL);
+          jTail = arith::MulIOp::create(c3, arith::DivUIOp::create(c3, jEnd, vl), vl);
+          Value mv = vector::BroadcastOp::create(c3, vt, m);
+          Value sums = scf::ForOp::create(
+              c3, zero, jTail, vl,
+              ValueRange{vector::BroadcastOp::create(c3, vt, fconst(c3, 0.0))},
+              [&](OpBuilder &nb, Location loc, Value j, ValueRange a) {
+                ImplicitLocOpBuilder c4(loc, nb);
+                Value sv = vector::LoadOp::create(c4, vt, scratch, ValueRange{j});
+                Value pv = math::ExpOp::create(c4, arith::SubFOp::create(c4, sv, mv));
+                vector::StoreOp::create(c4, pv, scratch, ValueRange{j});
+                scf::YieldOp::create(c4, ValueRange{arith::AddFOp::create(c4, a[0], pv)});
+              }).getResult(0);
+          lInit = vector::ReductionOp::create(c3, vector::CombiningKind::ADD, sums);
+        }
+        Value l = loop(c3, jTail, jEnd, {lInit},
                        [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
           Value s = memref::LoadOp::create(c4, scratch, ValueRange{j});
           Value p = math::ExpOp::create(c4, arith::SubFOp::create(c4, s, m));

@@ -83,6 +83,7 @@ const char *attnc::stagePipeline(const std::string &stage) {
     return "func.func(convert-linalg-to-loops),"
            "expand-strided-metadata,lower-affine,"
            "func.func(canonicalize,cse,loop-invariant-code-motion),"
+           "attnc-approximate-exp,"
            "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
            "convert-arith-to-llvm,"
            "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"

@@ -34,4 +34,17 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def AttnApproximateExpPass : Pass<"attnc-approximate-exp", "mlir::ModuleOp"> {
+  let summary = "Expand f32 math.exp into MLIR's polynomial approximation";
+  let description = [{
+    `math.exp` would otherwise become a call to libm's `expf` per element;
+    the polynomial form (range reduction + polynomial, from
+    populateMathPolynomialApproximationPatterns) is plain arithmetic that
+    works on vectors, so the softmax's exponentials vectorize.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif // ATTNC_CONVERSION_PASSES_TD
