@@ -35,8 +35,8 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
       {"fused", "attn-fuse-qkv: one QKV projection + slices", true},
       {"viewed", "attn-heads-as-views: slices and head split/merge as strided "
                  "views", true},
-      {"loops", "attn-to-loops: buffers in a caller workspace, linalg.generic "
-                "projections, scf attention loops; plus the pack function", false},
+      {"loops", "attn-to-loops: buffers in a caller workspace, blocked "
+                "vector GEMMs, scf attention loops; plus the pack function", false},
       {"llvm", "the LLVM dialect", false},
       {"llvm-ir", "LLVM IR with the C entry points and metadata record", false},
       {"llvm-ir-opt", "LLVM IR after O3 for the target CPU", false},

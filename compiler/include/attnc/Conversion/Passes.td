@@ -22,9 +22,11 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
     `%run = false` queries the size. `attn.view` becomes a
     `memref.reinterpret_cast` of its source's buffer (no copy); slices, head
     splits/merges and concats that are still present are materialized with
-    copies. Projections become `linalg.generic` (bias init + matmul);
+    copies. Projections become register-blocked GEMMs (6x32 blocks of
+    vector FMAs; `linalg.generic` for shapes outside that fast path);
     attention becomes scf loops with a max-subtracted softmax over one
-    score row at a time (the T×T matrix is never stored).
+    score row at a time (the T×T matrix is never stored), vectorized along
+    head_dim when it is a multiple of 16.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect",
