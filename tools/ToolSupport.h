@@ -9,6 +9,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -56,6 +58,14 @@ inline void installDiagnostics(mlir::MLIRContext &ctx) {
       if (!llvm::StringRef(n.str()).starts_with("see current operation"))
         llvm::errs() << "  note: " << n.str() << "\n";
     return mlir::success();
+  });
+}
+
+/// `--version` prints attnc's version (and the MLIR/LLVM it was built with).
+inline void setVersionPrinter() {
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "attnc " << ATTNC_VERSION << " (MLIR/LLVM " << LLVM_VERSION_STRING
+       << ")\n";
   });
 }
 

@@ -39,7 +39,7 @@ static const char *kUsage =
     "  --x-scale S        multiply the random input by S (logits grow with S^2:\n"
     "                     'peaky' softmax rows that need max-subtraction)\n"
     "  --info             print the library's metadata and exit\n"
-    "  --help             this text\n\n"
+    "  --help, --version  this text; the runtime's ABI version\n\n"
     "exit codes: 0 ok, 1 check failed or kernel error, 2 usage/input error,\n"
     "            10+k library refused (k: 1 open, 2 not attnc, 3 ABI too new,\n"
     "            4 ABI mismatch, 5 bad metadata, 6 missing entry point)\n";
@@ -92,6 +92,9 @@ int main(int argc, char **argv) {
     };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::printf("attnc-run (libattnrt), kernel ABI version %u\n", ATTNC_ABI_VERSION);
       return 0;
     } else if (a == "--seq-len") {
       if (!parseInt(next("--seq-len"), seq) || seq < 1)
