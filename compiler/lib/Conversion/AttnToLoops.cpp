@@ -248,6 +248,14 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     auto et = cast<RankedTensorType>(s.getType()).getElementType();
     aux[op].push_back(alloc(RankedTensorType::get({ShapedType::kDynamic}, et),
                             {dim(k, 2)}));
+    // K of one head transposed in blocks of 16 keys ([Tkv/16][D][16],
+    // padded), for scores of 16 keys at a time.
+    Value tPad = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, arith::AddIOp::create(b, val(dim(k, 2)), idx(15)),
+                                  idx(16)),
+        idx(16));
+    aux[op].push_back(alloc(RankedTensorType::get({ShapedType::kDynamic}, et),
+                            {arith::MulIOp::create(b, tPad, val(dim(k, 3))).getResult()}));
     return success();
   }
   if (auto s = dyn_cast<ScaleOp>(op)) {
@@ -363,7 +371,7 @@ LogicalResult FunctionLowering::emit(Operation *op, ImplicitLocOpBuilder &c) {
   } else if (auto s = dyn_cast<SdpaOp>(op)) {
     buildSdpaLoops(c, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
                    map.lookup(s.getValue()), map.lookup(s.getResult()),
-                   aux[op][0]);
+                   aux[op][0], aux[op][1]);
   } else if (auto s = dyn_cast<ScaleOp>(op)) {
     Value in = map.lookup(s.getInput()), out = map.lookup(s.getResult());
     int64_t r = cast<MemRefType>(out.getType()).getRank();

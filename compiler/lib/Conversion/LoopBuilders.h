@@ -20,11 +20,12 @@ loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb, mlir::Value ub,
 
 /// Emits the loops of `op` reading q [B,Hq,Tq,D], k/v [B,Hkv,Tkv,D] (any
 /// strided layout) and writing o ([B,Hq,Tq,D] or [B,Tq,Hq,D] per the op's
-/// layout); `scratch` holds one score row (>= Tkv elements). Masks none
-/// and causal.
+/// layout); `scratch` holds one score row (>= Tkv elements) and `kT` one
+/// head of K transposed in blocks of 16 keys (kT[(j/16*D + d)*16 + j%16] =
+/// k[j, d], >= D * roundup(Tkv, 16) elements). Masks none and causal.
 void buildSdpaLoops(mlir::ImplicitLocOpBuilder &c, attn::SdpaOp op,
                     mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value o,
-                    mlir::Value scratch);
+                    mlir::Value scratch, mlir::Value kT);
 
 /// y = x·w + bias as a register-blocked GEMM with vector FMAs, for rank-3
 /// f32 x [B, T, K] (any strides, unit innermost), static contiguous w

@@ -37,7 +37,7 @@ scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
 // p_j = exp(s_j - m), o_i = (sum_j p_j v_j) / sum_j p_j. One score row lives
 // in `scratch`; fully masked rows produce zeros.
 void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
-                           Value k, Value v, Value o, Value scratch) {
+                           Value k, Value v, Value o, Value scratch, Value kT) {
   Type et = cast<MemRefType>(q.getType()).getElementType();
   auto fconst = [&](ImplicitLocOpBuilder &ib, double x) -> Value {
     return arith::ConstantOp::create(ib, ib.getFloatAttr(et, x));
@@ -75,6 +75,28 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
   loop(c, zero, nb, {}, [&](ImplicitLocOpBuilder &c1, Value bi, ValueRange) {
     loop(c1, zero, hq, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
       Value kh = arith::DivUIOp::create(c2, h, group);
+      // kT[(j/VL*D + dd)*VL + j%VL] = k[b, kh, j, dd]: once per head, O(T·D);
+      // each block of VL keys is then D contiguous vectors.
+      auto kTIndex = [&](ImplicitLocOpBuilder &cc, Value jBlockStart, Value lane,
+                         int64_t dd) -> Value {
+        Value base = arith::MulIOp::create(cc, jBlockStart,
+                                           arith::ConstantIndexOp::create(cc, headDim));
+        return arith::AddIOp::create(
+            cc, base, arith::AddIOp::create(cc, lane, arith::ConstantIndexOp::create(cc, dd * kVL)));
+      };
+      if (vec)
+        loop(c2, zero, tkv, {}, [&](ImplicitLocOpBuilder &c3, Value j, ValueRange) {
+          Value vl = arith::ConstantIndexOp::create(c3, kVL);
+          Value lane = arith::RemUIOp::create(c3, j, vl);
+          Value start = arith::SubIOp::create(c3, j, lane);
+          for (int64_t dd = 0; dd < headDim; ++dd) {
+            Value di = arith::ConstantIndexOp::create(c3, dd);
+            memref::StoreOp::create(
+                c3, memref::LoadOp::create(c3, k, ValueRange{bi, kh, j, di}), kT,
+                ValueRange{kTIndex(c3, start, lane, dd)});
+          }
+          return SmallVector<Value>{};
+        });
       loop(c2, zero, tq, {}, [&](ImplicitLocOpBuilder &c3, Value i, ValueRange) {
         // Keys visible to query i: [0, jEnd).
         Value jEnd = tkv;
@@ -115,7 +137,42 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
             return SmallVector<Value>{arith::AddFOp::create(c5, acc[0], p)};
           }).getResult(0);
         };
-        Value m = loop(c3, zero, jEnd, {negInf},
+        // Vector path: scores of VL keys at once from kT, as FMAs over d
+        // (four independent accumulators), no horizontal reductions.
+        Value jMain = zero, mInit = negInf;
+        if (vec) {
+          Value vl = arith::ConstantIndexOp::create(c3, kVL);
+          jMain = arith::MulIOp::create(c3, arith::DivUIOp::create(c3, jEnd, vl), vl);
+          SmallVector<Value> qs;
+          for (int64_t dd = 0; dd < headDim; ++dd)
+            qs.push_back(vector::BroadcastOp::create(
+                c3, vt,
+                memref::LoadOp::create(
+                    c3, q, ValueRange{bi, h, i, arith::ConstantIndexOp::create(c3, dd)})));
+          Value scaleVec = vector::BroadcastOp::create(c3, vt, scaleV);
+          Value mv = scf::ForOp::create(
+              c3, zero, jMain, vl,
+              ValueRange{vector::BroadcastOp::create(c3, vt, negInf)},
+              [&](OpBuilder &nb, Location loc, Value j0, ValueRange a) {
+                ImplicitLocOpBuilder c4(loc, nb);
+                Value zv = vector::BroadcastOp::create(c4, vt, fconst(c4, 0.0));
+                SmallVector<Value> acc(4, zv);
+                for (int64_t dd = 0; dd < headDim; ++dd) {
+                  Value kv = vector::LoadOp::create(c4, vt, kT,
+                                                    ValueRange{kTIndex(c4, j0, zero, dd)});
+                  acc[dd % 4] = vector::FMAOp::create(c4, qs[dd], kv, acc[dd % 4]);
+                }
+                Value sv = arith::MulFOp::create(
+                    c4,
+                    arith::AddFOp::create(c4, arith::AddFOp::create(c4, acc[0], acc[1]),
+                                          arith::AddFOp::create(c4, acc[2], acc[3])),
+                    scaleVec);
+                vector::StoreOp::create(c4, sv, scratch, ValueRange{j0});
+                scf::YieldOp::create(c4, ValueRange{arith::MaximumFOp::create(c4, a[0], sv)});
+              }).getResult(0);
+          mInit = vector::ReductionOp::create(c3, vector::CombiningKind::MAXIMUMF, mv);
+        }
+        Value m = loop(c3, jMain, jEnd, {mInit},
                        [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
           Value s = arith::MulFOp::create(c4, dotQK(c4, j), scaleV);
           memref::StoreOp::create(c4, s, scratch, ValueRange{j});
