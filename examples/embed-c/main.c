@@ -68,11 +68,25 @@ int main(void) {
     fprintf(stderr, "embed-c: pack failed\n");
     return 1;
   }
-  /* Error paths of the C ABI. */
-  if (NAME(forward)(packed, NULL, NULL, 1, 4, NULL, 0) != ATTNC_ERR_NULL_ARG ||
-      NAME(workspace_size)(0, 4) != -1) {
-    fprintf(stderr, "embed-c: error codes wrong\n");
-    return 1;
+  /* Error paths of the C ABI: nothing runs, a status says why. */
+  {
+    int64_t need = NAME(workspace_size)(1, 4);
+    float *x = calloc(4 * GPT2_SMALL_ATTN_D_MODEL, sizeof(float));
+    float *y = calloc(4 * GPT2_SMALL_ATTN_OUT_DIM, sizeof(float));
+    void *ws = malloc((size_t)need);
+    if (NAME(forward)(packed, NULL, y, 1, 4, ws, need) != ATTNC_ERR_NULL_ARG ||
+        NAME(forward)(packed, x, y, 0, 4, ws, need) != ATTNC_ERR_BAD_SHAPE ||
+        NAME(forward)(packed, x, y, 1, 4, ws, need - 1) != ATTNC_ERR_WORKSPACE ||
+        NAME(forward)(packed, x, y, 1, 4, NULL, need) != ATTNC_ERR_WORKSPACE ||
+        NAME(forward)(packed, x, y, 1, 4, ws, -1) != ATTNC_ERR_WORKSPACE ||
+        NAME(workspace_size)(0, 4) != -1 || need <= 0 ||
+        NAME(forward)(packed, x, y, 1, 4, ws, need) != ATTNC_OK) {
+      fprintf(stderr, "embed-c: error codes wrong\n");
+      return 1;
+    }
+    free(x);
+    free(y);
+    free(ws);
   }
 
   float *y5 = NULL, *y9 = NULL;

@@ -187,14 +187,15 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
     if (spec.maxSeqLen > 0)
       bad = b.CreateOr(bad, b.CreateICmpSGT(seq, maxSeq));
     returnIf(fn, bad, c32(ATTNC_ERR_BAD_SHAPE));
-    Value *need = callForward(fwdImpl, ConstantPointerNull::get(cast<PointerType>(ptr)),
-                              x, y, batch, seq, ws, c64(0), /*run=*/false);
-    Value *small = b.CreateOr(b.CreateICmpSLT(wsBytes, need),
-                              b.CreateAnd(b.CreateIsNull(ws),
-                                          b.CreateICmpSGT(need, c64(0))));
-    returnIf(fn, small, c32(ATTNC_ERR_WORKSPACE));
-    callForward(fwdImpl, packed, x, y, batch, seq, ws, wsBytes, /*run=*/true);
-    b.CreateRet(c32(ATTNC_OK));
+    // One call: the lowered function checks the workspace itself and runs
+    // only when it fits. A NULL or negative-sized workspace counts as empty.
+    Value *usable = b.CreateSelect(
+        b.CreateOr(b.CreateIsNull(ws), b.CreateICmpSLT(wsBytes, c64(0))), c64(0),
+        wsBytes);
+    Value *need = callForward(fwdImpl, packed, x, y, batch, seq, ws, usable,
+                              /*run=*/true);
+    b.CreateRet(b.CreateSelect(b.CreateICmpSGT(need, usable),
+                               c32(ATTNC_ERR_WORKSPACE), c32(ATTNC_OK)));
   }
   // int64_t NAME_workspace_size(batch, seq_len)   (-1 for a bad shape)
   {
