@@ -79,26 +79,24 @@ bool attnc::buildBlockedLinear(ImplicitLocOpBuilder &c, Value x, Value w,
 
   loop(c, zero, nb, {}, [&](ImplicitLocOpBuilder &c1, Value b, ValueRange) {
     // Full NR-column panels.
-    scf::ForOp::create(c1, zero, idx(nMain), idx(nr), ValueRange{},
-        [&](OpBuilder &nb1, Location loc, Value n0, ValueRange) {
-          ImplicitLocOpBuilder c2(loc, nb1);
+    loop(c1, zero, idx(nMain), idx(nr), {},
+        [&](ImplicitLocOpBuilder &c2, Value n0, ValueRange) {
           SmallVector<Value> init;
           for (int64_t v = 0; v < kNV; ++v) {
             Value col = arith::AddIOp::create(c2, n0, idx(v * kVL));
             init.push_back(bias ? Value(vector::LoadOp::create(c2, vt, bias, ValueRange{col}))
                                 : Value(vector::BroadcastOp::create(c2, vt, fzero)));
           }
-          scf::ForOp::create(c2, zero, tMain, idx(kMR), ValueRange{},
-              [&](OpBuilder &nb2, Location l2, Value t0, ValueRange) {
-                ImplicitLocOpBuilder c3(l2, nb2);
+          loop(c2, zero, tMain, idx(kMR), {},
+              [&](ImplicitLocOpBuilder &c3, Value t0, ValueRange) {
                 block(c3, x, w, y, b, t0, n0, kMR, init, kEnd);
-                scf::YieldOp::create(c3);
+                return SmallVector<Value>{};
               });
           loop(c2, tMain, nt, {}, [&](ImplicitLocOpBuilder &c3, Value t, ValueRange) {
             block(c3, x, w, y, b, t, n0, 1, init, kEnd);
             return SmallVector<Value>{};
           });
-          scf::YieldOp::create(c2);
+          return SmallVector<Value>{};
         });
     // Leftover columns, scalar.
     if (nMain < nDim)

@@ -9,14 +9,17 @@
 
 namespace attnc {
 
-/// scf.for lb..ub step 1 with iter_args `init`; `fn` builds the body and
-/// returns the values to yield.
-mlir::scf::ForOp
-loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb, mlir::Value ub,
-     mlir::ValueRange init,
-     llvm::function_ref<llvm::SmallVector<mlir::Value>(
-         mlir::ImplicitLocOpBuilder &, mlir::Value, mlir::ValueRange)>
-         fn);
+/// Body of a loop: gets the induction variable and the iter_args, returns
+/// the values to yield.
+using LoopBody = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    mlir::ImplicitLocOpBuilder &, mlir::Value, mlir::ValueRange)>;
+
+/// scf.for lb..ub with iter_args `init`, step 1 or `step`.
+mlir::scf::ForOp loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb,
+                      mlir::Value ub, mlir::ValueRange init, LoopBody fn);
+mlir::scf::ForOp loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb,
+                      mlir::Value ub, mlir::Value step, mlir::ValueRange init,
+                      LoopBody fn);
 
 /// Emits the loops of `op` reading q [B,Hq,Tq,D], k/v [B,Hkv,Tkv,D] (any
 /// strided layout) and writing o ([B,Hq,Tq,D] or [B,Tq,Hq,D] per the op's

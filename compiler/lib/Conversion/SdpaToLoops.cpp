@@ -18,19 +18,20 @@
 using namespace mlir;
 using namespace attnc::attn;
 
-/// scf.for lb..ub with iter_args; `fn` returns the yielded values.
 scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
-                       ValueRange init,
-                       function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
-                                                       Value, ValueRange)> fn) {
-  Value one = arith::ConstantIndexOp::create(c, 1);
+                       Value step, ValueRange init, LoopBody fn) {
   return scf::ForOp::create(
-      c, lb, ub, one, init,
+      c, lb, ub, step, init,
       [&](OpBuilder &nb, Location loc, Value iv, ValueRange args) {
         ImplicitLocOpBuilder ib(loc, nb);
         SmallVector<Value> res = fn(ib, iv, args);
         scf::YieldOp::create(ib, res);
       });
+}
+
+scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
+                       ValueRange init, LoopBody fn) {
+  return loop(c, lb, ub, arith::ConstantIndexOp::create(c, 1), init, fn);
 }
 
 // For each (b, h, i): s_j = scale * q_i·k_j for visible j, m = max s,
@@ -150,11 +151,9 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
                 memref::LoadOp::create(
                     c3, q, ValueRange{bi, h, i, arith::ConstantIndexOp::create(c3, dd)})));
           Value scaleVec = vector::BroadcastOp::create(c3, vt, scaleV);
-          Value mv = scf::ForOp::create(
-              c3, zero, jMain, vl,
+          Value mv = loop(c3, zero, jMain, vl,
               ValueRange{vector::BroadcastOp::create(c3, vt, negInf)},
-              [&](OpBuilder &nb, Location loc, Value j0, ValueRange a) {
-                ImplicitLocOpBuilder c4(loc, nb);
+              [&](ImplicitLocOpBuilder &c4, Value j0, ValueRange a) {
                 Value zv = vector::BroadcastOp::create(c4, vt, fconst(c4, 0.0));
                 SmallVector<Value> acc(4, zv);
                 for (int64_t dd = 0; dd < headDim; ++dd) {
@@ -168,7 +167,7 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
                                           arith::AddFOp::create(c4, acc[2], acc[3])),
                     scaleVec);
                 vector::StoreOp::create(c4, sv, scratch, ValueRange{j0});
-                scf::YieldOp::create(c4, ValueRange{arith::MaximumFOp::create(c4, a[0], sv)});
+                return SmallVector<Value>{arith::MaximumFOp::create(c4, a[0], sv)};
               }).getResult(0);
           mInit = vector::ReductionOp::create(c3, vector::CombiningKind::MAXIMUMF, mv);
         }
@@ -180,24 +179,20 @@ void attnc::buildSdpaLoops(ImplicitLocOpBuilder &c, SdpaOp op, Value q,
         }).getResult(0);
         // p_j = exp(s_j - m), l = sum_j p_j: VL keys at a time on the vector
         // path (then the leftover keys one by one).
-        Value jTail = zero, lInit = fconst(c3, 0.0);
+        Value lInit = fconst(c3, 0.0);
         if (vec) {
-          Value vl = arith::ConstantIndexOp::create(c3, kVL);
-          jTail = arith::MulIOp::create(c3, arith::DivUIOp::create(c3, jEnd, vl), vl);
           Value mv = vector::BroadcastOp::create(c3, vt, m);
-          Value sums = scf::ForOp::create(
-              c3, zero, jTail, vl,
+          Value sums = loop(c3, zero, jMain, arith::ConstantIndexOp::create(c3, kVL),
               ValueRange{vector::BroadcastOp::create(c3, vt, fconst(c3, 0.0))},
-              [&](OpBuilder &nb, Location loc, Value j, ValueRange a) {
-                ImplicitLocOpBuilder c4(loc, nb);
+              [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
                 Value sv = vector::LoadOp::create(c4, vt, scratch, ValueRange{j});
                 Value pv = math::ExpOp::create(c4, arith::SubFOp::create(c4, sv, mv));
                 vector::StoreOp::create(c4, pv, scratch, ValueRange{j});
-                scf::YieldOp::create(c4, ValueRange{arith::AddFOp::create(c4, a[0], pv)});
+                return SmallVector<Value>{arith::AddFOp::create(c4, a[0], pv)};
               }).getResult(0);
           lInit = vector::ReductionOp::create(c3, vector::CombiningKind::ADD, sums);
         }
-        Value l = loop(c3, jTail, jEnd, {lInit},
+        Value l = loop(c3, jMain, jEnd, {lInit},
                        [&](ImplicitLocOpBuilder &c4, Value j, ValueRange a) {
           Value s = memref::LoadOp::create(c4, scratch, ValueRange{j});
           Value p = math::ExpOp::create(c4, arith::SubFOp::create(c4, s, m));
