@@ -17,11 +17,14 @@
 namespace attnrt {
 namespace naive {
 
-void linear(const double *x, const double *w, const double *b, double *y,
-            int64_t m, int64_t k, int64_t n) {
+// The kernels are templates so that the same loops also run in float
+// (interpretFloat32: the "naive32" baseline of the accuracy gate).
+template <typename T>
+void linearT(const T *x, const T *w, const T *b, T *y, int64_t m, int64_t k,
+             int64_t n) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double acc = b ? b[j] : 0.0;
+      T acc = b ? b[j] : T(0);
       for (int64_t t = 0; t < k; ++t)
         acc += x[i * k + t] * w[t * n + j];
       y[i * n + j] = acc;
@@ -29,10 +32,10 @@ void linear(const double *x, const double *w, const double *b, double *y,
   }
 }
 
-void sdpa(const double *q, const double *k, const double *v, double *o,
-          int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
-          int64_t d, double scale, uint32_t mask, bool topLeft,
-          int64_t window) {
+template <typename T>
+void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
+           int64_t hkv, int64_t tq, int64_t tkv, int64_t d, double scale,
+           uint32_t mask, bool topLeft, int64_t window) {
   assert(hkv > 0 && hq % hkv == 0 && "query heads must be a multiple of kv");
   const int64_t group = hq / hkv;
   const bool causal = mask == ATTNC_MASK_CAUSAL ||
@@ -41,19 +44,19 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
   // Query i sits at absolute key position i + offset.
   const int64_t offset = topLeft ? 0 : tkv - tq;
-  std::vector<double> scores(static_cast<size_t>(tkv));
+  std::vector<T> scores(static_cast<size_t>(tkv));
   std::vector<char> visible(static_cast<size_t>(tkv));
 
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kvh = h / group;
-      const double *qh = q + (b * hq + h) * tq * d;
-      const double *kh = k + (b * hkv + kvh) * tkv * d;
-      const double *vh = v + (b * hkv + kvh) * tkv * d;
-      double *oh = o + (b * hq + h) * tq * d;
+      const T *qh = q + (b * hq + h) * tq * d;
+      const T *kh = k + (b * hkv + kvh) * tkv * d;
+      const T *vh = v + (b * hkv + kvh) * tkv * d;
+      T *oh = o + (b * hq + h) * tq * d;
       for (int64_t i = 0; i < tq; ++i) {
         // Scores and the mask.
-        double maxScore = -std::numeric_limits<double>::infinity();
+        T maxScore = -std::numeric_limits<T>::infinity();
         bool any = false;
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = true;
@@ -64,22 +67,22 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
           visible[j] = see;
           if (!see)
             continue;
-          double s = 0;
+          T s = 0;
           for (int64_t c = 0; c < d; ++c)
             s += qh[i * d + c] * kh[j * d + c];
-          s *= scale;
+          s *= T(scale);
           scores[j] = s;
           if (!any || s > maxScore)
             maxScore = s;
           any = true;
         }
-        double *orow = oh + i * d;
+        T *orow = oh + i * d;
         for (int64_t c = 0; c < d; ++c)
           orow[c] = 0;
         if (!any)
           continue; // Every key masked: the row is zero.
         // Softmax with the maximum subtracted, then the weighted sum of V.
-        double sum = 0;
+        T sum = 0;
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
@@ -89,13 +92,26 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
-          double p = scores[j] / sum;
+          T p = scores[j] / sum;
           for (int64_t c = 0; c < d; ++c)
             orow[c] += p * vh[j * d + c];
         }
       }
     }
   }
+}
+
+void linear(const double *x, const double *w, const double *b, double *y,
+            int64_t m, int64_t k, int64_t n) {
+  linearT<double>(x, w, b, y, m, k, n);
+}
+
+void sdpa(const double *q, const double *k, const double *v, double *o,
+          int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
+          int64_t d, double scale, uint32_t mask, bool topLeft,
+          int64_t window) {
+  sdpaT<double>(q, k, v, o, batch, hq, hkv, tq, tkv, d, scale, mask, topLeft,
+                window);
 }
 
 } // namespace naive
@@ -313,9 +329,10 @@ Projections unpack(const BlockParams &p,
 }
 
 /// [B, T, H*D] -> [B, H, T, D].
-std::vector<double> splitHeads(const std::vector<double> &x, int64_t batch,
-                               int64_t seq, int64_t heads, int64_t hd) {
-  std::vector<double> r(x.size());
+template <typename T>
+std::vector<T> splitHeads(const std::vector<T> &x, int64_t batch, int64_t seq,
+                          int64_t heads, int64_t hd) {
+  std::vector<T> r(x.size());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t h = 0; h < heads; ++h)
@@ -326,9 +343,10 @@ std::vector<double> splitHeads(const std::vector<double> &x, int64_t batch,
 }
 
 /// [B, H, T, D] -> [B, T, H*D].
-std::vector<double> mergeHeads(const std::vector<double> &x, int64_t batch,
-                               int64_t seq, int64_t heads, int64_t hd) {
-  std::vector<double> r(x.size());
+template <typename T>
+std::vector<T> mergeHeads(const std::vector<T> &x, int64_t batch, int64_t seq,
+                          int64_t heads, int64_t hd) {
+  std::vector<T> r(x.size());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t h = 0; h < heads; ++h)
@@ -338,15 +356,21 @@ std::vector<double> mergeHeads(const std::vector<double> &x, int64_t batch,
   return r;
 }
 
-const double *orNull(const std::vector<double> &v) {
+template <typename T> const T *orNull(const std::vector<T> &v) {
   return v.empty() ? nullptr : v.data();
+}
+
+template <typename T> std::vector<T> as(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
 }
 
 } // namespace
 
-std::vector<double> interpret(const BlockParams &p,
-                              const std::vector<const float *> &weights,
-                              const float *x, int64_t batch, int64_t seqLen) {
+namespace {
+template <typename T>
+std::vector<double> interpretT(const BlockParams &p,
+                               const std::vector<const float *> &weights,
+                               const float *x, int64_t batch, int64_t seqLen) {
   const int64_t d = p.dModel;
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
@@ -355,30 +379,47 @@ std::vector<double> interpret(const BlockParams &p,
       weights.size() != storageTensors(p).size())
     return {}; // Not a block we can run; callers validate first.
   Projections w = unpack(p, weights);
+  std::vector<T> wq = as<T>(w.wq), wk = as<T>(w.wk), wv = as<T>(w.wv),
+                 wo = as<T>(w.wo), bq = as<T>(w.bq), bk = as<T>(w.bk),
+                 bv = as<T>(w.bv), bo = as<T>(w.bo);
 
-  std::vector<double> xd(x, x + rows * d);
-  std::vector<double> q(static_cast<size_t>(rows * qW));
-  std::vector<double> k(static_cast<size_t>(rows * kvW));
-  std::vector<double> v(static_cast<size_t>(rows * kvW));
-  naive::linear(xd.data(), w.wq.data(), orNull(w.bq), q.data(), rows, d, qW);
-  naive::linear(xd.data(), w.wk.data(), orNull(w.bk), k.data(), rows, d, kvW);
-  naive::linear(xd.data(), w.wv.data(), orNull(w.bv), v.data(), rows, d, kvW);
+  std::vector<T> xd(x, x + rows * d);
+  std::vector<T> q(static_cast<size_t>(rows * qW));
+  std::vector<T> k(static_cast<size_t>(rows * kvW));
+  std::vector<T> v(static_cast<size_t>(rows * kvW));
+  naive::linearT<T>(xd.data(), wq.data(), orNull(bq), q.data(), rows, d, qW);
+  naive::linearT<T>(xd.data(), wk.data(), orNull(bk), k.data(), rows, d, kvW);
+  naive::linearT<T>(xd.data(), wv.data(), orNull(bv), v.data(), rows, d, kvW);
 
-  std::vector<double> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
-  std::vector<double> kh = splitHeads(k, batch, seqLen, p.kvHeads, p.headDim);
-  std::vector<double> vh = splitHeads(v, batch, seqLen, p.kvHeads, p.headDim);
-  std::vector<double> oh(qh.size());
+  std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
+  std::vector<T> kh = splitHeads(k, batch, seqLen, p.kvHeads, p.headDim);
+  std::vector<T> vh = splitHeads(v, batch, seqLen, p.kvHeads, p.headDim);
+  std::vector<T> oh(qh.size());
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
-  naive::sdpa(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
-              p.kvHeads, seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft,
-              p.window);
-  std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
+  naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
+                  p.kvHeads, seqLen, seqLen, p.headDim, scale, p.mask,
+                  p.topLeft, p.window);
+  std::vector<T> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj)
-    return o;
+    return std::vector<double>(o.begin(), o.end());
 
-  std::vector<double> y(static_cast<size_t>(rows * d));
-  naive::linear(o.data(), w.wo.data(), orNull(w.bo), y.data(), rows, qW, d);
-  return y;
+  std::vector<T> y(static_cast<size_t>(rows * d));
+  naive::linearT<T>(o.data(), wo.data(), orNull(bo), y.data(), rows, qW, d);
+  return std::vector<double>(y.begin(), y.end());
+}
+} // namespace
+
+std::vector<double> interpret(const BlockParams &p,
+                              const std::vector<const float *> &weights,
+                              const float *x, int64_t batch, int64_t seqLen) {
+  return interpretT<double>(p, weights, x, batch, seqLen);
+}
+
+std::vector<double> interpretFloat32(const BlockParams &p,
+                                     const std::vector<const float *> &weights,
+                                     const float *x, int64_t batch,
+                                     int64_t seqLen) {
+  return interpretT<float>(p, weights, x, batch, seqLen);
 }
 
 } // namespace attnrt

@@ -32,7 +32,9 @@ static const char *kUsage =
     "                     default: random, scaled like a trained layer\n"
     "  --out FILE.npy     write y [B, T, out_dim]\n"
     "  --check            compare with the double-precision interpreter; exit 1\n"
-    "                     when |y - ref| > atol + rtol*|ref| anywhere\n"
+    "                     on NaN/inf or when |y - ref| > atol + rtol*|ref| somewhere\n"
+    "                     and the max error is also above twice that of the same\n"
+    "                     formula computed naively in float32\n"
     "  --atol A, --rtol R tolerance of --check (default 1e-5 and 1e-4)\n"
     "  --bench N          time N calls, print min/median ms per call\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
@@ -165,10 +167,14 @@ int main(int argc, char **argv) {
                 ki.weight_layout, ki.isa, ki.target_triple, ki.target_cpu,
                 ki.compiler_version, (long long)ki.packed_floats,
                 (long long)ki.max_seq_len);
-    for (uint32_t i = 0; i < ki.num_weights; ++i)
-      std::printf("  %s [%lld%s%lld]\n", ki.weights[i].name,
-                  (long long)ki.weights[i].dims[0], ki.weights[i].rank == 2 ? ", " : "",
-                  ki.weights[i].rank == 2 ? (long long)ki.weights[i].dims[1] : 0LL);
+    for (uint32_t i = 0; i < ki.num_weights; ++i) {
+      const attnc_tensor_info &t = ki.weights[i];
+      if (t.rank == 2)
+        std::printf("  %s [%lld, %lld]\n", t.name, (long long)t.dims[0],
+                    (long long)t.dims[1]);
+      else
+        std::printf("  %s [%lld]\n", t.name, (long long)t.dims[0]);
+    }
     return 0;
   }
 
@@ -250,14 +256,26 @@ int main(int argc, char **argv) {
   }
   int status = 0;
   if (check) {
+    // Reference in double; yardstick: the same formula computed naively in
+    // float32. PASS when nothing is NaN/inf and every element is within
+    // atol + rtol*|ref|, or when the kernel is at most twice as far from the
+    // reference as the naive float32 computation (FlashAttention's rule).
     std::vector<double> ref = attnrt::interpret(p, wptrs, x.data(), batch, seq);
-    attnrt::CompareResult c = attnrt::compare(y.data(), ref.data(),
-                                              static_cast<int64_t>(y.size()), atol, rtol);
+    std::vector<double> n64 = attnrt::interpretFloat32(p, wptrs, x.data(), batch, seq);
+    std::vector<float> naive32(n64.begin(), n64.end());
+    int64_t n = static_cast<int64_t>(y.size());
+    attnrt::CompareResult c = attnrt::compare(y.data(), ref.data(), n, atol, rtol);
+    attnrt::CompareResult c32 = attnrt::compare(naive32.data(), ref.data(), n, atol, rtol);
+    bool vsNaive = c.nonFinite == 0 && c.maxAbs <= 2 * c32.maxAbs + 1e-6;
+    bool pass = c.nonFinite == 0 && (c.ok || vsNaive);
     std::printf("check vs interpreter (double): max_abs_err %.3e, max_rel_err %.3e, "
-                "mean_abs_err %.3e, non-finite %lld, tolerance |err| <= %.1e + %.1e*|ref|: %s\n",
-                c.maxAbs, c.maxRel, c.meanAbs, (long long)c.nonFinite, atol, rtol,
-                c.ok ? "PASS" : "FAIL");
-    if (!c.ok)
+                "mean_abs_err %.3e, non-finite %lld; naive float32 max_abs_err %.3e "
+                "(ratio %.2f); gate: |err| <= %.1e + %.1e*|ref| %s, or <= 2x naive32 %s: %s\n",
+                c.maxAbs, c.maxRel, c.meanAbs, (long long)c.nonFinite, c32.maxAbs,
+                c32.maxAbs > 0 ? c.maxAbs / c32.maxAbs : 0.0, atol, rtol,
+                c.ok ? "met" : "not met", vsNaive ? "met" : "not met",
+                pass ? "PASS" : "FAIL");
+    if (!pass)
       status = 1;
   }
   if (bench > 0) {

@@ -214,7 +214,11 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     Value in = contiguous(map.lookup(s.getInput()));
     auto d = dimsOf(in); // B, T, W
     int64_t h = s.getHeads();
-    auto res = resolve(s.getResult(), {d[0], b.getIndexAttr(h), d[1], d[2]});
+    OpFoldResult headDim =
+        getConstantIntValue(d[2])
+            ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(d[2]) / h))
+            : OpFoldResult(arith::DivUIOp::create(b, val(d[2]), idx(h)).getResult());
+    auto res = resolve(s.getResult(), {d[0], b.getIndexAttr(h), d[1], headDim});
     // Source viewed as [B, H, T, D] with strides [T*W, D, W, 1].
     auto strides = rowMajor(b, d);
     aux[op].push_back(reinterpret(in, res, {strides[0], res[3], d[2], b.getIndexAttr(1)}, 0));
@@ -431,10 +435,25 @@ struct AttnToLoopsPass final
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && f.getNumResults() == 1 &&
-          isa<RankedTensorType>(f.getResultTypes()[0]))
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal())
+        continue;
+      if (f.getNumResults() == 1 && isa<RankedTensorType>(f.getResultTypes()[0])) {
         funcs.push_back(f);
+        continue;
+      }
+      // Anything else must not contain attn ops: they would survive silently.
+      WalkResult hasAttn = f.walk([](Operation *op) {
+        return isa<AttnDialect>(op->getDialect()) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+      });
+      if (hasAttn.wasInterrupted()) {
+        f.emitError("attn-to-loops lowers functions with exactly one ranked "
+                    "tensor result; @")
+            << f.getName() << " has " << f.getNumResults() << " results";
+        return signalPassFailure();
+      }
+    }
     for (func::FuncOp f : funcs) {
       if (!f.getBody().hasOneBlock()) {
         f.emitError("attn-to-loops expects a single-block function");

@@ -74,7 +74,7 @@ const char *attnc::isaName(Isa isa) {
 
 const char *attnc::stagePipeline(const std::string &stage) {
   if (stage == "fused")
-    return "func.func(attn-fuse-qkv,canonicalize)";
+    return "attn-fuse-qkv,func.func(canonicalize)";
   if (stage == "viewed")
     return "func.func(attn-heads-as-views,canonicalize,cse)";
   if (stage == "loops")

@@ -669,6 +669,14 @@ private:
       }
       std::optional<double> d = parseNumber(v.value);
       if (d && std::isfinite(*d) && *d > 0) {
+        // The kernel computes in f32: the scale must survive the rounding
+        // (neither inf nor zero/denormal there).
+        float f = static_cast<float>(*d);
+        if (!std::isnormal(f))
+          fail("scale", fmt::format("expected a positive number representable "
+                                    "in f32 (about 1.2e-38 to 3.4e38), found "
+                                    "'{}'",
+                                    v.value));
         spec.scale = *d;
         return;
       }

@@ -172,6 +172,21 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
                          TargetMachine &tm, std::string &error) {
   const std::string &n = spec.name;
   Value *maxSeq = c64(spec.maxSeqLen);
+  // batch * seq_len beyond this would overflow the 64-bit byte counts of the
+  // workspace (widest buffer: the fused QKV row, 4 bytes per element).
+  int64_t widest = std::max<int64_t>(
+      {spec.dModel, spec.qWidth() + 2 * spec.kvWidth(), spec.qWidth()});
+  Value *maxRows = c64((int64_t(1) << 40) / widest);
+  auto badShape = [&](Value *batch, Value *seq) {
+    Value *bad = b.CreateOr(b.CreateICmpSLT(batch, c64(1)),
+                            b.CreateICmpSLT(seq, c64(1)));
+    bad = b.CreateOr(bad, b.CreateOr(b.CreateICmpSGT(batch, maxRows),
+                                     b.CreateICmpSGT(seq, maxRows)));
+    bad = b.CreateOr(bad, b.CreateICmpSGT(b.CreateMul(batch, seq), maxRows));
+    if (spec.maxSeqLen > 0)
+      bad = b.CreateOr(bad, b.CreateICmpSGT(seq, maxSeq));
+    return bad;
+  };
 
   // int NAME_forward(packed, x, y, batch, seq_len, workspace, workspace_bytes)
   {
@@ -182,11 +197,7 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
     Value *nul = b.CreateOr(b.CreateOr(b.CreateIsNull(packed), b.CreateIsNull(x)),
                             b.CreateIsNull(y));
     returnIf(fn, nul, c32(ATTNC_ERR_NULL_ARG));
-    Value *bad = b.CreateOr(b.CreateICmpSLT(batch, c64(1)),
-                            b.CreateICmpSLT(seq, c64(1)));
-    if (spec.maxSeqLen > 0)
-      bad = b.CreateOr(bad, b.CreateICmpSGT(seq, maxSeq));
-    returnIf(fn, bad, c32(ATTNC_ERR_BAD_SHAPE));
+    returnIf(fn, badShape(batch, seq), c32(ATTNC_ERR_BAD_SHAPE));
     // One call: the lowered function checks the workspace itself and runs
     // only when it fits. A NULL or negative-sized workspace counts as empty.
     Value *usable = b.CreateSelect(
@@ -202,11 +213,7 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
     Function *fn = define(n + "_workspace_size", i64, {i64, i64});
     auto a = fn->arg_begin();
     Value *batch = a++, *seq = a++;
-    Value *bad = b.CreateOr(b.CreateICmpSLT(batch, c64(1)),
-                            b.CreateICmpSLT(seq, c64(1)));
-    if (spec.maxSeqLen > 0)
-      bad = b.CreateOr(bad, b.CreateICmpSGT(seq, maxSeq));
-    returnIf(fn, bad, c64(-1));
+    returnIf(fn, badShape(batch, seq), c64(-1));
     Value *null = ConstantPointerNull::get(cast<PointerType>(ptr));
     b.CreateRet(callForward(fwdImpl, null, null, null, batch, seq, null, c64(0),
                             /*run=*/false));
@@ -289,7 +296,11 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
   auto *infoVar = new GlobalVariable(m, infoTy, true, GlobalValue::PrivateLinkage,
                                      info, "attnc.info");
   infoVar->setAlignment(Align(8));
-  for (const std::string &q : {n + "_query", std::string("attnc_query")}) {
+  // A kernel named "attnc" has NAME_query == attnc_query: define it once.
+  std::vector<std::string> queries{n + "_query"};
+  if (n != "attnc")
+    queries.push_back("attnc_query");
+  for (const std::string &q : queries) {
     Function *fn = define(q, ptr, {i32});
     Value *ok = b.CreateICmpUGE(fn->getArg(0), c32(ATTNC_ABI_VERSION));
     b.CreateRet(b.CreateSelect(ok, infoVar, ConstantPointerNull::get(cast<PointerType>(ptr))));

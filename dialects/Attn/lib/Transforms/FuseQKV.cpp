@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace attnc::attn {
@@ -52,8 +53,9 @@ bool compatibleGroupMember(LinearOp a, LinearOp b) {
 /// Concatenates `vals` along `dim`. When every value is a single-use function
 /// argument, replaces them with one new argument (inserted where the first
 /// was) that records its parts in `attn.concat_of`; else emits tensor.concat.
-Value concatOperands(OpBuilder &b, func::FuncOp func, ArrayRef<Value> vals,
-                     ArrayRef<Operation *> users, int64_t dim, Location loc) {
+Value concatOperands(OpBuilder &b, func::FuncOp func, bool mayChangeSignature,
+                     ArrayRef<Value> vals, ArrayRef<Operation *> users,
+                     int64_t dim, Location loc) {
   SmallVector<int64_t> shape(cast<RankedTensorType>(vals[0].getType()).getShape());
   shape[dim] = 0;
   for (Value v : vals)
@@ -62,9 +64,10 @@ Value concatOperands(OpBuilder &b, func::FuncOp func, ArrayRef<Value> vals,
       shape, cast<RankedTensorType>(vals[0].getType()).getElementType());
 
   SmallVector<BlockArgument> args;
-  for (auto [v, u] : llvm::zip(vals, users))
-    if (BlockArgument a = soleUseArg(func, v, u))
-      args.push_back(a);
+  if (mayChangeSignature)
+    for (auto [v, u] : llvm::zip(vals, users))
+      if (BlockArgument a = soleUseArg(func, v, u))
+        args.push_back(a);
   if (args.size() != vals.size()) {
     return tensor::ConcatOp::create(b, loc, type, dim, vals).getResult();
   }
@@ -103,7 +106,19 @@ struct FuseQKVPass final
   using Base::Base;
 
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
+    ModuleOp module = getOperation();
+    for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isExternal())
+        continue;
+      // Merging weight arguments changes the signature: only where no call
+      // in the module would be left behind.
+      bool mayChangeSignature = SymbolTable::symbolKnownUseEmpty(func, module);
+      if (failed(runOnFunction(func, mayChangeSignature)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult runOnFunction(func::FuncOp func, bool mayChangeSignature) {
     // Group by input, in program order.
     llvm::MapVector<Value, SmallVector<LinearOp>> groups;
     func.walk([&](LinearOp op) { groups[op.getInput()].push_back(op); });
@@ -122,12 +137,14 @@ struct FuseQKVPass final
           it->push_back(op);
       }
       for (auto &group : subs)
-        if (group.size() >= 2 && failed(fuse(func, group)))
-          return signalPassFailure();
+        if (group.size() >= 2 && failed(fuse(func, mayChangeSignature, group)))
+          return failure();
     }
+    return success();
   }
 
-  LogicalResult fuse(func::FuncOp func, ArrayRef<LinearOp> group) {
+  LogicalResult fuse(func::FuncOp func, bool mayChangeSignature,
+                     ArrayRef<LinearOp> group) {
     // Insert after the last operand definition: just before the first member
     // works because all members share the input and weights dominate uses.
     LinearOp first = group.front();
@@ -155,10 +172,12 @@ struct FuseQKVPass final
       if (auto a = dyn_cast<BlockArgument>(v))
         oldArgs.push_back(a);
 
-    Value w = concatOperands(b, func, weights, users, /*dim=*/1, loc);
+    Value w = concatOperands(b, func, mayChangeSignature, weights, users,
+                             /*dim=*/1, loc);
     Value bias;
     if (!biases.empty())
-      bias = concatOperands(b, func, biases, users, /*dim=*/0, loc);
+      bias = concatOperands(b, func, mayChangeSignature, biases, users,
+                            /*dim=*/0, loc);
     if (!w || (!biases.empty() && !bias))
       return func.emitError("attn-fuse-qkv: could not merge weight arguments");
 

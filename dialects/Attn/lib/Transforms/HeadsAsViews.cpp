@@ -104,12 +104,21 @@ struct HeadsAsViewsPass final
     SmallVector<SdpaOp> sdpas;
     func.walk([&](SdpaOp op) { sdpas.push_back(op); });
     for (SdpaOp op : sdpas) {
+      auto oldTy = op.getType();
+      // The view of the [B, T, H, D] result has exactly this type; a merge
+      // typed differently (say, more static) is left alone.
+      int64_t h = oldTy.getDimSize(1), d = oldTy.getDimSize(3);
+      auto viewTy = RankedTensorType::get(
+          {oldTy.getDimSize(0), oldTy.getDimSize(2),
+           ShapedType::isDynamic(h) || ShapedType::isDynamic(d) ? ShapedType::kDynamic
+                                                                 : h * d},
+          oldTy.getElementType());
       if (op.getLayout() != HeadLayout::bhtd || op->use_empty() ||
-          !llvm::all_of(op->getUsers(),
-                        [](Operation *u) { return isa<MergeHeadsOp>(u); }))
+          !llvm::all_of(op->getUsers(), [&](Operation *u) {
+            return isa<MergeHeadsOp>(u) && u->getResult(0).getType() == viewTy;
+          }))
         continue;
       OpBuilder b(op);
-      auto oldTy = op.getType();
       auto newTy = RankedTensorType::get(
           {oldTy.getDimSize(0), oldTy.getDimSize(2), oldTy.getDimSize(1),
            oldTy.getDimSize(3)},

@@ -79,6 +79,15 @@ std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen);
 
+/// The same loops in float arithmetic ("naive32"): what a straightforward
+/// float32 implementation of the formula gets. Its error against
+/// interpret() is the yardstick for a compiled kernel's error (the
+/// FlashAttention test rule: |kernel - ref64| <= 2 |naive32 - ref64| + eps).
+std::vector<double> interpretFloat32(const BlockParams &p,
+                                     const std::vector<const float *> &weights,
+                                     const float *x, int64_t batch,
+                                     int64_t seqLen);
+
 } // namespace attnrt
 
 #endif // ATTNC_RUNTIME_INTERPRETER_H

@@ -9,7 +9,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def AttnFuseQKVPass : Pass<"attn-fuse-qkv", "mlir::func::FuncOp"> {
+def AttnFuseQKVPass : Pass<"attn-fuse-qkv", "mlir::ModuleOp"> {
   let summary = "Fuse projections that read the same input into one GEMM";
   let description = [{
     `x·Wq, x·Wk, x·Wv = (x·[Wq|Wk|Wv])[:, slices]` (the block-matrix
