@@ -493,3 +493,28 @@ TEST_CASE("compare: non-finite outputs fail", "[compare]") {
   std::vector<float> outInf = {1.0f, 2.0f, INFINITY};
   CHECK(compare(outInf.data(), refInf.data(), 3, 0, 0).ok);
 }
+
+TEST_CASE("interpretFloat32: the same block in float arithmetic", "[interp]") {
+  BlockParams p;
+  p.dModel = 32;
+  p.heads = 4;
+  p.kvHeads = 2;
+  p.headDim = 8;
+  p.mask = ATTNC_MASK_CAUSAL;
+  p.layout = ATTNC_LAYOUT_SEPARATE;
+  std::mt19937_64 rng(7);
+  auto weights = randomWeights(storageTensors(p), rng);
+  std::vector<const float *> ptrs;
+  for (auto &w : weights)
+    ptrs.push_back(w.data());
+  std::vector<float> x = randomNormal(2 * 5 * 32, rng);
+  std::vector<double> ref = interpret(p, ptrs, x.data(), 2, 5);
+  std::vector<double> f32 = interpretFloat32(p, ptrs, x.data(), 2, 5);
+  REQUIRE(ref.size() == f32.size());
+  double maxDiff = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    maxDiff = std::max(maxDiff, std::fabs(ref[i] - f32[i]));
+  // Float rounding shows, but only at float precision.
+  CHECK(maxDiff > 0);
+  CHECK(maxDiff < 1e-4);
+}

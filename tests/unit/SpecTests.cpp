@@ -719,3 +719,13 @@ TEST_CASE("the file name given is the one printed", "[spec][error]") {
   CHECK(r.error == "dir/My Spec.yaml:1:8: error: heads: expected a positive "
                    "integer, found 'x'");
 }
+
+TEST_CASE("scale must survive rounding to f32", "[spec][errors]") {
+  REQUIRE(errorOf(kBase + "scale: 1e39\n") ==
+          "t.yaml:4:8: error: scale: expected a positive number representable "
+          "in f32 (about 1.2e-38 to 3.4e38), found '1e39'");
+  REQUIRE(errorOf(kBase + "scale: 1e-40\n") ==
+          "t.yaml:4:8: error: scale: expected a positive number representable "
+          "in f32 (about 1.2e-38 to 3.4e38), found '1e-40'");
+  REQUIRE(specOf(kBase + "scale: 3e38\n").effectiveScale() == 3e38);
+}
