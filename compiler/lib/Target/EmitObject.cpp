@@ -264,19 +264,7 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
     error = "internal error: metadata layout differs from abi.h";
     return false;
   }
-  uint32_t mask = 0;
-  switch (spec.mask) {
-  case attnc::MaskKind::None: mask = ATTNC_MASK_NONE; break;
-  case attnc::MaskKind::Causal: mask = ATTNC_MASK_CAUSAL; break;
-  case attnc::MaskKind::Padding: mask = ATTNC_MASK_PADDING; break;
-  case attnc::MaskKind::CausalPadding: mask = ATTNC_MASK_CAUSAL_PADDING; break;
-  case attnc::MaskKind::SlidingWindow: mask = ATTNC_MASK_SLIDING_WINDOW; break;
-  }
-  uint32_t layout = spec.weights == attnc::WeightLayout::Gpt2Conv1D
-                        ? ATTNC_LAYOUT_GPT2_CONV1D
-                    : spec.weights == attnc::WeightLayout::TorchInProj
-                        ? ATTNC_LAYOUT_TORCH_IN_PROJ
-                        : ATTNC_LAYOUT_SEPARATE;
+  attnrt::BlockParams params = attnc::blockParams(spec);
   uint32_t isaCode = isa == attnc::Isa::Host    ? ATTNC_ISA_HOST
                      : isa == attnc::Isa::Avx2   ? ATTNC_ISA_AVX2
                      : isa == attnc::Isa::Avx512 ? ATTNC_ISA_AVX512
@@ -285,11 +273,11 @@ bool EntryBuilder::build(Function *fwdImpl, Function *packImpl, attnc::Isa isa,
       infoTy,
       {c32(ATTNC_ABI_VERSION), c32(infoSize), str(spec.name),
        c64(static_cast<int64_t>(attnc::specHash(spec))), c64(spec.dModel),
-       c64(spec.heads), c64(spec.kvHeads), c64(spec.headDim), c32(mask),
-       c32(spec.causalAlign == attnc::CausalAlign::TopLeft ? 1 : 0),
+       c64(spec.heads), c64(spec.kvHeads), c64(spec.headDim), c32(params.mask),
+       c32(params.topLeft ? 1 : 0),
        c64(spec.window), c32(spec.bias), c32(spec.outProj),
        ConstantFP::get(f64, spec.effectiveScale()), c32(ATTNC_DTYPE_F32),
-       c32(isaCode), c32(layout), c32(plan.storage.size()), table,
+       c32(isaCode), c32(params.layout), c32(plan.storage.size()), table,
        c64(plan.packedFloats), c64(spec.maxSeqLen),
        str(tm.getTargetTriple().str()), str(tm.getTargetCPU().str()),
        str(std::string("attnc ") + ATTNC_VERSION)});

@@ -16,7 +16,7 @@
 
 using namespace mlir;
 
-static attnrt::BlockParams paramsOf(const attnc::Spec &s) {
+attnrt::BlockParams attnc::blockParams(const Spec &s) {
   attnrt::BlockParams p;
   p.dModel = s.dModel;
   p.heads = s.heads;
@@ -25,17 +25,25 @@ static attnrt::BlockParams paramsOf(const attnc::Spec &s) {
   p.bias = s.bias;
   p.outProj = s.outProj;
   p.scale = s.effectiveScale();
-  p.layout = s.weights == attnc::WeightLayout::Gpt2Conv1D ? ATTNC_LAYOUT_GPT2_CONV1D
-             : s.weights == attnc::WeightLayout::TorchInProj
-                 ? ATTNC_LAYOUT_TORCH_IN_PROJ
-                 : ATTNC_LAYOUT_SEPARATE;
-  p.mask = s.mask == attnc::MaskKind::Causal ? ATTNC_MASK_CAUSAL : ATTNC_MASK_NONE;
-  p.topLeft = s.causalAlign == attnc::CausalAlign::TopLeft;
+  p.window = s.window;
+  p.topLeft = s.causalAlign == CausalAlign::TopLeft;
+  switch (s.weights) {
+  case WeightLayout::Gpt2Conv1D: p.layout = ATTNC_LAYOUT_GPT2_CONV1D; break;
+  case WeightLayout::TorchInProj: p.layout = ATTNC_LAYOUT_TORCH_IN_PROJ; break;
+  case WeightLayout::Separate: p.layout = ATTNC_LAYOUT_SEPARATE; break;
+  }
+  switch (s.mask) {
+  case MaskKind::None: p.mask = ATTNC_MASK_NONE; break;
+  case MaskKind::Causal: p.mask = ATTNC_MASK_CAUSAL; break;
+  case MaskKind::Padding: p.mask = ATTNC_MASK_PADDING; break;
+  case MaskKind::CausalPadding: p.mask = ATTNC_MASK_CAUSAL_PADDING; break;
+  case MaskKind::SlidingWindow: p.mask = ATTNC_MASK_SLIDING_WINDOW; break;
+  }
   return p;
 }
 
 std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
-  return attnrt::storageTensors(paramsOf(spec));
+  return attnrt::storageTensors(blockParams(spec));
 }
 
 bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {

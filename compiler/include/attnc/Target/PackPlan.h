@@ -34,6 +34,10 @@ struct RoleSource {
   bool isBias = false;
 };
 
+/// The spec as the runtime describes a block (ABI enum values): the one
+/// mapping from Spec to the metadata record's codes.
+attnrt::BlockParams blockParams(const Spec &spec);
+
 /// The storage tensors of a spec, in pack-entry order (same list as the
 /// runtime's attnrt::storageTensors).
 std::vector<attnrt::TensorShape> storageTensors(const Spec &spec);
