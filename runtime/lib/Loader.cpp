@@ -330,17 +330,27 @@ int Kernel::pack(const std::vector<const float *> &weights,
   for (const float *w : weights)
     if (!w)
       return ATTNC_ERR_NULL_ARG;
+  std::vector<int64_t> counts;
+  for (uint32_t i = 0; i < info_->num_weights; ++i)
+    counts.push_back(info_->weights[i].dims[0] * info_->weights[i].dims[1]);
   packed.assign(static_cast<size_t>(info_->packed_floats), 0.0f);
-  return pack_(weights.data(), packed.data());
+  return pack_(weights.data(), counts.data(),
+               static_cast<int64_t>(counts.size()), packed.data(),
+               info_->packed_floats);
 }
 
 int64_t Kernel::workspaceSize(int64_t batch, int64_t seqLen) const {
-  return wsSize_ ? wsSize_(batch, seqLen) : -1;
+  return wsSize_ ? wsSize_(batch, seqLen, seqLen) : -1;
+}
+
+uint32_t Kernel::selectedIsa() const {
+  return info_ && info_->selected_isa ? info_->selected_isa() : ATTNC_ISA_NONE;
 }
 
 int Kernel::forward(const float *packed, const float *x, float *y,
                     int64_t batch, int64_t seqLen,
-                    std::vector<unsigned char> &workspace) const {
+                    std::vector<unsigned char> &workspace, int threads,
+                    attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
   int64_t need = workspaceSize(batch, seqLen);
@@ -348,9 +358,22 @@ int Kernel::forward(const float *packed, const float *x, float *y,
     return ATTNC_ERR_BAD_SHAPE;
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
-  return forward_(packed, x, y, batch, seqLen,
-                  workspace.empty() ? nullptr : workspace.data(),
-                  static_cast<int64_t>(workspace.size()));
+  attnc_forward_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_floats = info_->packed_floats;
+  a.x = x;
+  a.x_floats = batch * seqLen * info_->d_model;
+  a.y = y;
+  a.y_floats = batch * seqLen * info_->out_dim;
+  a.batch = batch;
+  a.seq_len = seqLen;
+  a.workspace = workspace.empty() ? nullptr : workspace.data();
+  a.workspace_bytes = static_cast<int64_t>(workspace.size());
+  a.parallel_for = hook;
+  a.parallel_ctx = hookCtx;
+  a.num_threads = threads;
+  return forward_(&a);
 }
 
 } // namespace attnrt

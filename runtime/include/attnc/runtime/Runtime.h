@@ -62,10 +62,18 @@ public:
 
   int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
 
-  /// y must hold batch*seqLen*d_model floats; workspace is allocated here
-  /// when `workspace` is empty or too small.
+  /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
+  /// when `workspace` is empty or too small. `threads` is passed on as
+  /// attnc_forward_args::num_threads (built-in pool; 1 = calling thread);
+  /// a non-null `hook` runs the tasks instead.
   int forward(const float *packed, const float *x, float *y, int64_t batch,
-              int64_t seqLen, std::vector<unsigned char> &workspace) const;
+              int64_t seqLen, std::vector<unsigned char> &workspace,
+              int threads = 1, attnc_parallel_for_fn hook = nullptr,
+              void *hookCtx = nullptr) const;
+
+  /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
+  /// none fits).
+  uint32_t selectedIsa() const;
 
 private:
   void *handle_ = nullptr;

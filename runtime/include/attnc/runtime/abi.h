@@ -1,17 +1,28 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * Every shared object that attnc produces exports, for a spec named NAME:
+ * ABI version 2. Every kernel library (shared object or static archive)
+ * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
- *   const attnc_kernel_info *attnc_query(uint32_t max_abi_version);  (loaders)
- *   int     NAME_pack(const float *const *weights, float *packed);
- *   int64_t NAME_workspace_size(int64_t batch, int64_t seq_len);
- *   int     NAME_forward(const float *packed, const float *x, float *y,
- *                        int64_t batch, int64_t seq_len,
- *                        void *workspace, int64_t workspace_bytes);
+ *   int     NAME_pack(const float *const *weights,
+ *                     const int64_t *weight_floats, int64_t num_weights,
+ *                     float *packed, int64_t packed_floats);
+ *   int64_t NAME_workspace_size(int64_t batch, int64_t seq_len,
+ *                               int64_t kv_seq_len);
+ *   int     NAME_forward(const attnc_forward_args *args);
  *
- * The metadata record below is what the runtime reads before calling
- * anything; its layout is versioned by ATTNC_ABI_VERSION and struct_size.
+ * and, in shared objects only, attnc_query (the same as NAME_query) so a
+ * loader can open a library without knowing NAME. Static archives export
+ * only NAME_-prefixed symbols, so several kernels link into one program.
+ *
+ * Version 2 (over 1): every buffer comes with its size, so a kernel checks
+ * what a caller passes instead of trusting it; forward takes one argument
+ * struct (sized, so later fields can be added without a new entry point)
+ * with a parallel-for hook through which the embedding application runs the
+ * kernel's tiles on its own threads (NULL: a small built-in pthread pool);
+ * the metadata names the instruction set each code path needs and which one
+ * runs on this CPU.
+ *
  * Plain C99; no C++ types cross this boundary.
  *===---------------------------------------------------------------------===*/
 #ifndef ATTNC_RUNTIME_ABI_H
@@ -23,13 +34,22 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 1u
+#define ATTNC_ABI_VERSION 2u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0
-#define ATTNC_ERR_NULL_ARG 1        /* a required pointer is NULL */
-#define ATTNC_ERR_BAD_SHAPE 2       /* batch or seq_len < 1, or > max_seq_len */
-#define ATTNC_ERR_WORKSPACE 3       /* workspace smaller than NAME_workspace_size */
+#define ATTNC_ERR_NULL_ARG 1    /* a required pointer is NULL */
+#define ATTNC_ERR_BAD_SHAPE 2   /* batch or seq_len < 1, > max_seq_len, or the
+                                   sizes overflow 64-bit byte counts */
+#define ATTNC_ERR_WORKSPACE 3   /* workspace smaller than NAME_workspace_size */
+#define ATTNC_ERR_BUFFER_SIZE 4 /* a buffer's stated size is not what the
+                                   shapes need (x, y, packed, a weight) */
+#define ATTNC_ERR_ISA 5         /* this CPU lacks every instruction set the
+                                   library has code for */
+#define ATTNC_ERR_THREADS 6     /* the parallel-for hook returned non-zero,
+                                   or the built-in pool could not start */
+#define ATTNC_ERR_ARGS 7        /* args->struct_size unknown, or a field set
+                                   that this kernel does not take */
 
 /* attnc_kernel_info.mask */
 #define ATTNC_MASK_NONE 0u
@@ -46,11 +66,20 @@ extern "C" {
 /* attnc_kernel_info.dtype */
 #define ATTNC_DTYPE_F32 0u
 
-/* attnc_kernel_info.isa */
+/* Instruction sets: attnc_kernel_info.isa (what the library was built
+ * for) and the value selected_isa() returns (what runs on this CPU). */
 #define ATTNC_ISA_X86_64 0u   /* baseline x86-64 (SSE2) */
-#define ATTNC_ISA_AVX2 1u     /* x86-64-v3 */
-#define ATTNC_ISA_AVX512 2u   /* x86-64-v4 */
+#define ATTNC_ISA_AVX2 1u     /* x86-64-v3 (AVX2 + FMA) */
+#define ATTNC_ISA_AVX512 2u   /* x86-64-v4 (AVX-512 F/BW/CD/DQ/VL) */
 #define ATTNC_ISA_HOST 3u     /* the compiling machine's CPU (-mcpu=native) */
+#define ATTNC_ISA_MULTI 4u    /* AVX-512 and AVX2 code, chosen at run time */
+#define ATTNC_ISA_NONE 0xffffffffu /* selected_isa(): no code path fits */
+
+/* attnc_kernel_info.features: optional attnc_forward_args fields the
+ * kernel reads. A field outside this set must be NULL / 0. */
+#define ATTNC_FEATURE_LENGTHS 1u    /* args->lengths (padding masks) */
+#define ATTNC_FEATURE_CROSS 2u      /* args->x_kv, kv_seq_len, kv_lengths */
+#define ATTNC_FEATURE_PROBS 4u      /* args->probs (attention weights) */
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
@@ -68,6 +97,8 @@ typedef struct attnc_kernel_info {
   const char *name;     /* the spec's name: prefix of every symbol */
   uint64_t spec_hash;   /* FNV-1a over the spec's semantic fields */
   int64_t d_model, heads, kv_heads, head_dim;
+  int64_t out_dim;       /* columns of y: d_model, or heads*head_dim
+                            without out_proj */
   uint32_t mask;         /* ATTNC_MASK_* */
   uint32_t causal_align; /* 0 = bottom_right, 1 = top_left */
   int64_t window;        /* sliding window size; 0 when unused */
@@ -75,23 +106,78 @@ typedef struct attnc_kernel_info {
   uint32_t out_proj;     /* W_O applied */
   double scale;          /* the softmax scale actually used */
   uint32_t dtype;        /* ATTNC_DTYPE_* */
-  uint32_t isa;          /* ATTNC_ISA_* */
+  uint32_t isa;          /* ATTNC_ISA_*: what the library was built for */
   uint32_t weight_layout; /* ATTNC_LAYOUT_* */
+  uint32_t features;     /* ATTNC_FEATURE_* */
   uint32_t num_weights;
+  uint32_t reserved0;
   const attnc_tensor_info *weights; /* num_weights entries */
   int64_t packed_floats; /* floats in the packed (compute-layout) buffer */
   int64_t max_seq_len;   /* 0 = unbounded */
+  /* NAME_workspace_size(batch, T, T) = workspace_fixed
+   *   + align64(batch * T * workspace_per_row) summed over the buffers;
+   * workspace_per_row is the float count per (batch, token) row, an upper
+   * bound the runtime checks NAME_workspace_size against. */
+  int64_t workspace_per_row;
+  int64_t workspace_fixed;
+  /* Bytes of stack one tile of work uses at most (per thread). */
+  int64_t stack_bytes;
+  /* The instruction set of the code path that runs on this CPU
+   * (ATTNC_ISA_*), or ATTNC_ISA_NONE when this CPU has none of them:
+   * forward then returns ATTNC_ERR_ISA. */
+  uint32_t (*selected_isa)(void);
   const char *target_triple;
-  const char *target_cpu;
+  const char *target_cpu;       /* e.g. "x86-64-v4", "x86-64-v4,x86-64-v3" */
   const char *compiler_version;
 } attnc_kernel_info;
 
+/* The parallel-for hook. A kernel splits each phase of its work into
+ * num_tasks independent tasks and calls
+ *     parallel_for(parallel_ctx, num_tasks, task, task_ctx)
+ * which must call task(task_ctx, begin, end) over disjoint ranges that
+ * together cover [0, num_tasks), from any threads, in any order, and
+ * return 0 once every call has returned (non-zero: the kernel fails with
+ * ATTNC_ERR_THREADS). Results do not depend on how the tasks are split. */
+typedef void (*attnc_task_fn)(void *task_ctx, int64_t begin, int64_t end);
+typedef int (*attnc_parallel_for_fn)(void *parallel_ctx, int64_t num_tasks,
+                                     attnc_task_fn task, void *task_ctx);
+
+typedef struct attnc_forward_args {
+  uint32_t struct_size;   /* sizeof(attnc_forward_args) */
+  uint32_t reserved0;     /* 0 */
+  const float *packed;    /* from NAME_pack */
+  int64_t packed_floats;  /* must equal info->packed_floats */
+  const float *x;         /* [batch, seq_len, d_model] */
+  int64_t x_floats;       /* must equal batch * seq_len * d_model */
+  float *y;               /* [batch, seq_len, out_dim] */
+  int64_t y_floats;       /* must equal batch * seq_len * out_dim */
+  int64_t batch, seq_len;
+  void *workspace;        /* caller-owned scratch, 64-byte aligned is best */
+  int64_t workspace_bytes; /* >= NAME_workspace_size(batch, seq_len, ...) */
+  /* Threads. parallel_for NULL: the library's built-in pthread pool with
+   * num_threads threads (0: one per online CPU; 1: the calling thread
+   * only). Otherwise the hook runs the tasks and num_threads is ignored. */
+  attnc_parallel_for_fn parallel_for;
+  void *parallel_ctx;
+  int32_t num_threads;
+  int32_t reserved1;      /* 0 */
+  /* Variants, read only when info->features says so; otherwise NULL / 0. */
+  const int32_t *lengths; /* [batch] valid tokens per sequence (padding) */
+  const float *x_kv;      /* [batch, kv_seq_len, d_model] (cross-attention) */
+  int64_t x_kv_floats;
+  int64_t kv_seq_len;
+  const int32_t *kv_lengths; /* [batch] */
+  float *probs;           /* [batch, heads, seq_len, kv_seq_len] */
+  int64_t probs_floats;
+} attnc_forward_args;
+
 typedef const attnc_kernel_info *(*attnc_query_fn)(uint32_t max_abi_version);
-typedef int (*attnc_pack_fn)(const float *const *weights, float *packed);
-typedef int64_t (*attnc_workspace_size_fn)(int64_t batch, int64_t seq_len);
-typedef int (*attnc_forward_fn)(const float *packed, const float *x, float *y,
-                                int64_t batch, int64_t seq_len,
-                                void *workspace, int64_t workspace_bytes);
+typedef int (*attnc_pack_fn)(const float *const *weights,
+                             const int64_t *weight_floats, int64_t num_weights,
+                             float *packed, int64_t packed_floats);
+typedef int64_t (*attnc_workspace_size_fn)(int64_t batch, int64_t seq_len,
+                                           int64_t kv_seq_len);
+typedef int (*attnc_forward_fn)(const attnc_forward_args *args);
 
 #ifdef __cplusplus
 } /* extern "C" */
