@@ -133,7 +133,7 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
     return bad("scale is not finite");
   if (info.dtype != ATTNC_DTYPE_F32)
     return bad("unknown dtype value " + std::to_string(info.dtype));
-  if (info.isa > ATTNC_ISA_HOST)
+  if (info.isa > ATTNC_ISA_MULTI)
     return bad("unknown isa value " + std::to_string(info.isa));
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
     return bad("unknown weight_layout value " +

@@ -43,8 +43,8 @@ static cl::opt<int64_t> batch("batch", cl::desc("batch for --check (default 2)")
 static cl::opt<uint64_t> seed("seed", cl::desc("random seed for --check (default 1)"),
                               cl::init(1), cl::cat(cat));
 static cl::opt<std::string> target("target",
-    cl::desc("instruction set for the LLVM stages: host, x86-64, x86-avx2, x86-avx512"),
-    cl::init("host"), cl::cat(cat));
+    cl::desc("instruction set from the tiled stage on: multi (default), x86-avx512, x86-avx2, x86-64, host"),
+    cl::init("multi"), cl::cat(cat));
 static cl::opt<bool> locations("locations",
     cl::desc("print MLIR locations (they point at the spec's YAML lines)"),
     cl::cat(cat));

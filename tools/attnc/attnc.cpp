@@ -20,13 +20,15 @@ using namespace llvm;
 static cl::OptionCategory cat("attnc options");
 static cl::opt<std::string> input(cl::Positional, cl::desc("SPEC.yaml"),
                                   cl::Required, cl::cat(cat));
-static cl::opt<std::string> output("o", cl::desc("output shared object (libNAME.so)"),
+static cl::opt<std::string> output("o",
+    cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),
                                    cl::value_desc("file"), cl::Required, cl::cat(cat));
 static cl::opt<std::string> header("header", cl::desc("also write the C99 header here"),
                                    cl::value_desc("NAME.h"), cl::cat(cat));
 static cl::opt<std::string> target("target",
-    cl::desc("instruction set: host (default: this CPU), x86-64, x86-avx2, x86-avx512"),
-    cl::init("host"), cl::cat(cat));
+    cl::desc("instruction set: multi (default: AVX-512 and AVX2 code in one library, "
+             "chosen at load time from CPUID), x86-avx512, x86-avx2, x86-64, host (this CPU)"),
+    cl::init("multi"), cl::cat(cat));
 static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv (three projection GEMMs)"),
                             cl::cat(cat));
 static cl::opt<bool> noViews("no-heads-as-views",
@@ -47,6 +49,11 @@ int main(int argc, char **argv) {
     return 1;
   opts->verbose = verbose;
   opts->lastStage = "llvm-ir-opt";
+  if (!StringRef(output).ends_with(".so") && !StringRef(output).ends_with(".a")) {
+    errs() << "attnc: error: -o " << output
+           << ": expected a .so (shared object) or .a (static archive) file name\n";
+    return 2;
+  }
   std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
   if (!spec)
     return 2;
@@ -59,7 +66,10 @@ int main(int argc, char **argv) {
   if (verbose)
     errs() << "attnc: [" << spec->name << "] object code + link\n";
   if (!attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) ||
-      !attnc::linkSharedObject(obj, output, err)) {
+      !attnc::linkSharedObject(obj,
+                               attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
+                                                     comp.targetMachine()->getTargetCPU().str()),
+                               output, err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;
   }

@@ -1,12 +1,20 @@
 //===- AttnToLoops.cpp - attn on tensors -> buffers, linalg, scf ----------===//
 //
 // Lowers each attn function to destination-passing style on memrefs:
-//   (x, weights...) -> y    becomes    (x, weights..., y, ws, run) -> index
-// Buffers of intermediate values are memref.views into the caller's
-// workspace `ws` (bump-allocated, 64-byte aligned); attn.view becomes a
-// memref.reinterpret_cast of its source's buffer (zero copies). The function
-// returns the workspace size it needs and runs its body only when `run` is
-// set and `ws` is large enough.
+//   (x, weights...) -> y    becomes    (x, weights..., y, ws) -> index
+// This pass does memory planning only; the kernels come from the builders
+// in LoopBuilders.h, each emitting one phase as a top-level scf.forall:
+//  - buffers of intermediate values are memref.views into the caller's
+//    workspace `ws` (bump-allocated, 64-byte aligned), computed in the
+//    prologue; attn.view becomes a memref.reinterpret_cast of its source's
+//    buffer (zero copies);
+//  - weight arguments used only as attn.linear weights/biases change type to
+//    the packed panel layout NAME_pack writes ([P, K, panel], [P*panel]);
+//  - attn.linear -> buildPackedGemm, attn.sdpa -> buildFlashAttention;
+//    copies (slices, head split/merge, concat), scale and unpacked linears
+//    are one-task phases of linalg.generic.
+// The function returns the workspace size; its phases assume `ws` is that
+// large (attnc-outline-tasks splits size query and phases apart).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
@@ -26,7 +34,6 @@ namespace attnc {
 
 using namespace mlir;
 using namespace attnc::attn;
-using attnc::buildSdpaLoops;
 
 namespace {
 
@@ -36,8 +43,9 @@ constexpr int64_t kAlign = 64;
 /// sizes and buffers are set up); `body` into the guarded compute region.
 class FunctionLowering {
 public:
-  FunctionLowering(func::FuncOp oldFn, func::FuncOp newFn)
-      : oldFn(oldFn), newFn(newFn), b(oldFn.getLoc(), newFn.getContext()) {}
+  FunctionLowering(func::FuncOp oldFn, func::FuncOp newFn, TargetAttr target)
+      : oldFn(oldFn), newFn(newFn), b(oldFn.getLoc(), newFn.getContext()),
+        target(target) {}
 
   LogicalResult run();
 
@@ -61,12 +69,17 @@ private:
   Value reinterpret(Value buf, ArrayRef<OpFoldResult> sizes,
                     ArrayRef<OpFoldResult> strides, int64_t offset);
   LogicalResult prologue(Operation *op);
-  LogicalResult emit(Operation *op, ImplicitLocOpBuilder &c);
+  LogicalResult emit(Operation *op);
+  void oneTask(llvm::function_ref<void(ImplicitLocOpBuilder &)> fn);
   void copy(ImplicitLocOpBuilder &c, Value src, Value dst);
   void linear(ImplicitLocOpBuilder &c, Value in, Value w, Value bias, Value out);
 
   func::FuncOp oldFn, newFn;
   ImplicitLocOpBuilder b;
+  TargetAttr target;
+public:
+  int64_t perRowFloats = 0, buffers = 0; ///< workspace bound (see abi.h)
+private:
   IRMapping map;              ///< tensors -> buffers, index values -> clones
   /// Per op: buffers prepared in the prologue (views, scratch) and copies
   /// that must run before the op (packing a strided source).
@@ -74,12 +87,21 @@ private:
   DenseMap<Operation *, SmallVector<std::pair<Value, Value>>> preCopies;
   Operation *current = nullptr;
   Value wsBuf, total, outBuf;
+  DenseMap<Value, int64_t> packedCols; ///< packed weight/bias -> logical N
   Value returned;             ///< the tensor the old function returns
 };
 
 Value FunctionLowering::alloc(RankedTensorType ty, ArrayRef<OpFoldResult> dims) {
   SmallVector<Value> dyn;
   Value bytes = idx(ty.getElementTypeBitWidth() / 8);
+  // Per-row bound: every buffer has at most batch and seq_len as dynamic
+  // dimensions, so its static dimensions' product bounds its floats per row.
+  int64_t staticFloats = 1;
+  for (int64_t d : ty.getShape())
+    if (!ShapedType::isDynamic(d))
+      staticFloats *= d;
+  perRowFloats += staticFloats;
+  ++buffers;
   for (auto [i, d] : llvm::enumerate(dims)) {
     if (ty.isDynamicDim(i))
       dyn.push_back(val(d));
@@ -184,6 +206,10 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     std::optional<int64_t> c = d.getConstantIndex();
     if (!c)
       return op->emitOpError("attn-to-loops needs a constant dimension index");
+    int64_t rank = cast<ShapedType>(d.getSource().getType()).getRank();
+    if (*c < 0 || *c >= rank)
+      return op->emitOpError("dimension index ")
+             << *c << " is out of range for a rank-" << rank << " tensor";
     map.map(d.getResult(), val(dim(map.lookup(d.getSource()), *c)));
     return success();
   }
@@ -249,17 +275,6 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     if (s.getLayout() == HeadLayout::bthd)
       std::swap(d[1], d[2]);
     map.map(s.getResult(), allocFor(s.getResult(), resolve(s.getResult(), d)));
-    auto et = cast<RankedTensorType>(s.getType()).getElementType();
-    aux[op].push_back(alloc(RankedTensorType::get({ShapedType::kDynamic}, et),
-                            {dim(k, 2)}));
-    // K of one head transposed in blocks of 16 keys ([Tkv/16][D][16],
-    // padded), for scores of 16 keys at a time.
-    Value tPad = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, arith::AddIOp::create(b, val(dim(k, 2)), idx(15)),
-                                  idx(16)),
-        idx(16));
-    aux[op].push_back(alloc(RankedTensorType::get({ShapedType::kDynamic}, et),
-                            {arith::MulIOp::create(b, tPad, val(dim(k, 3))).getResult()}));
     return success();
   }
   if (auto s = dyn_cast<ScaleOp>(op)) {
@@ -310,11 +325,15 @@ void FunctionLowering::copy(ImplicitLocOpBuilder &c, Value src, Value dst) {
                             });
 }
 
-// y[..., n] = bias[n] (or 0);  y[..., n] += x[..., k] * w[k, n]
+void FunctionLowering::oneTask(
+    llvm::function_ref<void(ImplicitLocOpBuilder &)> fn) {
+  attnc::taskLoop(b, idx(1), [&](ImplicitLocOpBuilder &c, Value) { fn(c); });
+}
+
+// y[..., n] = bias[n] (or 0);  y[..., n] += x[..., k] * w[k, n] with w
+// unpacked (a weight that is not a sole-use argument): linalg.generic.
 void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
                               Value bias, Value out) {
-  if (attnc::buildBlockedLinear(c, in, w, bias, out))
-    return;
   MLIRContext *ctx = c.getContext();
   auto oty = cast<MemRefType>(out.getType());
   int64_t r = oty.getRank();
@@ -336,8 +355,6 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
           linalg::YieldOp::create(nb, loc, z);
         });
   }
-  // Iteration order (leading..., k, n): the innermost loop walks a row of W
-  // and of y contiguously, which LLVM vectorizes.
   AffineExpr k = getAffineDimExpr(r - 1, ctx), n = getAffineDimExpr(r, ctx);
   SmallVector<AffineExpr> xe, we{k, n}, ye;
   for (int64_t i = 0; i + 1 < r; ++i) {
@@ -360,45 +377,86 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
       });
 }
 
-LogicalResult FunctionLowering::emit(Operation *op, ImplicitLocOpBuilder &c) {
-  c.setLoc(op->getLoc());
+LogicalResult FunctionLowering::emit(Operation *op) {
+  b.setLoc(op->getLoc());
   for (auto [src, dst] : preCopies.lookup(op))
-    copy(c, src, dst);
+    oneTask([&, src = src, dst = dst](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   if (auto l = dyn_cast<LinearOp>(op)) {
+    Value in = map.lookup(l.getInput()), w = map.lookup(l.getWeight());
     Value bias = l.getBias() ? map.lookup(l.getBias()) : Value();
-    linear(c, map.lookup(l.getInput()), map.lookup(l.getWeight()), bias,
-           map.lookup(l.getResult()));
+    Value out = map.lookup(l.getResult());
+    auto it = cast<MemRefType>(in.getType());
+    bool packed = packedCols.count(w) && (!bias || packedCols.count(bias));
+    if (packed && it.getRank() == 3 && it.getElementType().isF32()) {
+      attnc::buildPackedGemm(b, target, in, w, bias, out, packedCols.lookup(w));
+    } else if (packed) {
+      return op->emitOpError("attn-to-loops: a packed weight needs a rank-3 "
+                             "f32 input");
+    } else {
+      oneTask([&](ImplicitLocOpBuilder &c) { linear(c, in, w, bias, out); });
+    }
   } else if (isa<SliceOp, SplitHeadsOp>(op)) {
-    copy(c, aux[op][0], map.lookup(op->getResult(0)));
+    Value src = aux[op][0], dst = map.lookup(op->getResult(0));
+    oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   } else if (auto m = dyn_cast<MergeHeadsOp>(op)) {
-    copy(c, map.lookup(m.getInput()), aux[op][0]);
+    Value src = map.lookup(m.getInput()), dst = aux[op][0];
+    oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   } else if (auto s = dyn_cast<SdpaOp>(op)) {
-    buildSdpaLoops(c, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
-                   map.lookup(s.getValue()), map.lookup(s.getResult()),
-                   aux[op][0], aux[op][1]);
+    return attnc::buildFlashAttention(b, target, s, map.lookup(s.getQuery()),
+                                      map.lookup(s.getKey()),
+                                      map.lookup(s.getValue()),
+                                      map.lookup(s.getResult()));
   } else if (auto s = dyn_cast<ScaleOp>(op)) {
     Value in = map.lookup(s.getInput()), out = map.lookup(s.getResult());
-    int64_t r = cast<MemRefType>(out.getType()).getRank();
-    auto id = AffineMap::getMultiDimIdentityMap(r, c.getContext());
-    SmallVector<utils::IteratorType> it(r, utils::IteratorType::parallel);
     double f = s.getFactor().convertToDouble();
-    linalg::GenericOp::create(
-        c, ValueRange{in}, ValueRange{out}, ArrayRef<AffineMap>{id, id}, it,
-        [f](OpBuilder &nb, Location loc, ValueRange a) {
-          Value fv = arith::ConstantOp::create(
-              nb, loc, nb.getFloatAttr(a[0].getType(), f));
-          linalg::YieldOp::create(nb, loc,
-                                  arith::MulFOp::create(nb, loc, a[0], fv).getResult());
-        });
+    oneTask([&](ImplicitLocOpBuilder &c) {
+      int64_t r = cast<MemRefType>(out.getType()).getRank();
+      auto id = AffineMap::getMultiDimIdentityMap(r, c.getContext());
+      SmallVector<utils::IteratorType> it(r, utils::IteratorType::parallel);
+      linalg::GenericOp::create(
+          c, ValueRange{in}, ValueRange{out}, ArrayRef<AffineMap>{id, id}, it,
+          [f](OpBuilder &nb, Location loc, ValueRange a) {
+            Value fv = arith::ConstantOp::create(
+                nb, loc, nb.getFloatAttr(a[0].getType(), f));
+            linalg::YieldOp::create(nb, loc,
+                                    arith::MulFOp::create(nb, loc, a[0], fv).getResult());
+          });
+    });
   } else if (auto cc = dyn_cast<tensor::ConcatOp>(op)) {
+    SmallVector<std::pair<Value, Value>> parts;
     for (auto [in, dst] : llvm::zip(cc.getInputs(), aux[op]))
-      copy(c, map.lookup(in), dst);
+      parts.push_back({map.lookup(in), dst});
+    oneTask([&](ImplicitLocOpBuilder &c) {
+      for (auto [src, dst] : parts)
+        copy(c, src, dst);
+    });
   } else if (isa<func::ReturnOp>(op)) {
     Value buf = map.lookup(returned);
     if (buf != outBuf)
-      copy(c, buf, outBuf);
+      oneTask([&](ImplicitLocOpBuilder &c) { copy(c, buf, outBuf); });
   }
   return success();
+}
+
+/// True when every use of `arg` is as the weight (rank 2) or bias (rank 1)
+/// of an attn.linear: then it can live in the packed panel layout.
+static bool packable(BlockArgument arg) {
+  auto ty = dyn_cast<RankedTensorType>(arg.getType());
+  if (!ty || !ty.hasStaticShape() || !ty.getElementType().isF32() ||
+      arg.use_empty())
+    return false;
+  for (OpOperand &use : arg.getUses()) {
+    auto l = dyn_cast<LinearOp>(use.getOwner());
+    if (!l)
+      return false;
+    if (ty.getRank() == 2 && use.get() != l.getWeight())
+      return false;
+    if (ty.getRank() == 1 && use.get() != l.getBias())
+      return false;
+    if (ty.getRank() != 1 && ty.getRank() != 2)
+      return false;
+  }
+  return true;
 }
 
 LogicalResult FunctionLowering::run() {
@@ -407,24 +465,22 @@ LogicalResult FunctionLowering::run() {
   Block *entry = newFn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   unsigned n = oldFn.getNumArguments();
-  for (unsigned i = 0; i < n; ++i)
+  for (unsigned i = 0; i < n; ++i) {
     map.map(oldFn.getArgument(i), newFn.getArgument(i));
+    if (newFn.getArgAttr(i, "attn.panel"))
+      packedCols[newFn.getArgument(i)] =
+          cast<RankedTensorType>(oldFn.getArgument(i).getType()).getShape().back();
+  }
   outBuf = newFn.getArgument(n);
   wsBuf = newFn.getArgument(n + 1);
-  Value runFlag = newFn.getArgument(n + 2);
   total = idx(0);
   for (Operation &op : oldFn.getBody().front())
     if (failed(prologue(&op)))
       return failure();
-  b.setLoc(oldFn.getLoc());
-  Value wsSize = memref::DimOp::create(b, wsBuf, 0);
-  Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, wsSize, total);
-  Value cond = arith::AndIOp::create(b, fits, runFlag);
-  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-  ImplicitLocOpBuilder c(oldFn.getLoc(), ifOp.getThenBodyBuilder());
   for (Operation &op : oldFn.getBody().front())
-    if (failed(emit(&op, c)))
+    if (failed(emit(&op)))
       return failure();
+  b.setLoc(oldFn.getLoc());
   func::ReturnOp::create(b, total);
   return success();
 }
@@ -438,15 +494,16 @@ struct AttnToLoopsPass final
     for (auto f : module.getOps<func::FuncOp>()) {
       if (f.isExternal())
         continue;
-      if (f.getNumResults() == 1 && isa<RankedTensorType>(f.getResultTypes()[0])) {
-        funcs.push_back(f);
-        continue;
-      }
-      // Anything else must not contain attn ops: they would survive silently.
       WalkResult hasAttn = f.walk([](Operation *op) {
         return isa<AttnDialect>(op->getDialect()) ? WalkResult::interrupt()
                                                   : WalkResult::advance();
       });
+      if (f.getNumResults() == 1 && isa<RankedTensorType>(f.getResultTypes()[0]) &&
+          (hasAttn.wasInterrupted() || f->hasAttr("attn.target"))) {
+        funcs.push_back(f);
+        continue;
+      }
+      // Anything else must not contain attn ops: they would survive silently.
       if (hasAttn.wasInterrupted()) {
         f.emitError("attn-to-loops lowers functions with exactly one ranked "
                     "tensor result; @")
@@ -459,36 +516,65 @@ struct AttnToLoopsPass final
         f.emitError("attn-to-loops expects a single-block function");
         return signalPassFailure();
       }
+      auto target = f->getAttrOfType<TargetAttr>("attn.target");
+      if (!target) {
+        f.emitError("attn-to-loops needs the function's #attn.target (run "
+                    "attnc-set-target first)");
+        return signalPassFailure();
+      }
       MLIRContext *ctx = f.getContext();
+      int64_t panel = target.getPanel();
       SmallVector<Type> args;
-      for (Type t : f.getArgumentTypes()) {
-        auto rt = dyn_cast<RankedTensorType>(t);
+      SmallVector<bool> packedArg;
+      for (BlockArgument a : f.getArguments()) {
+        auto rt = dyn_cast<RankedTensorType>(a.getType());
         if (!rt) {
-          f.emitError("attn-to-loops expects ranked tensor arguments, found ") << t;
+          f.emitError("attn-to-loops expects ranked tensor arguments, found ")
+              << a.getType();
           return signalPassFailure();
         }
-        args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+        bool pack = f.getArgAttr(a.getArgNumber(), "attn.weight") && packable(a);
+        packedArg.push_back(pack);
+        if (pack && rt.getRank() == 2) {
+          int64_t k = rt.getDimSize(0), nCols = rt.getDimSize(1);
+          args.push_back(MemRefType::get({(nCols + panel - 1) / panel, k, panel},
+                                         rt.getElementType()));
+        } else if (pack) {
+          int64_t nCols = rt.getDimSize(0);
+          args.push_back(MemRefType::get({(nCols + panel - 1) / panel * panel},
+                                         rt.getElementType()));
+        } else {
+          args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+        }
       }
       auto rt = cast<RankedTensorType>(f.getResultTypes()[0]);
       args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
       args.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8)));
-      args.push_back(IntegerType::get(ctx, 1));
       OpBuilder mb(f);
       mb.setInsertionPointAfter(f);
       auto nf = func::FuncOp::create(mb, f.getLoc(), f.getName().str() + ".lowering",
                                      FunctionType::get(ctx, args, {IndexType::get(ctx)}));
-      for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        nf.setArgAttrs(i, f.getArgAttrDict(i));
       unsigned n = f.getNumArguments();
+      for (unsigned i = 0; i < n; ++i) {
+        nf.setArgAttrs(i, f.getArgAttrDict(i));
+        if (packedArg[i]) {
+          auto rt = cast<RankedTensorType>(f.getArgument(i).getType());
+          nf.setArgAttr(i, "attn.panel", IntegerAttr::get(IndexType::get(ctx), panel));
+          nf.setArgAttr(i, "attn.logical_shape",
+                        DenseI64ArrayAttr::get(ctx, rt.getShape()));
+        }
+      }
       nf.setArgAttr(n, "attn.output", UnitAttr::get(ctx));
       nf.setArgAttr(n + 1, "attn.workspace", UnitAttr::get(ctx));
-      nf.setArgAttr(n + 2, "attn.run", UnitAttr::get(ctx));
       nf->setDiscardableAttrs(f->getDiscardableAttrDictionary());
-      FunctionLowering lowering(f, nf);
+      FunctionLowering lowering(f, nf, target);
       if (failed(lowering.run())) {
         nf.erase();
         return signalPassFailure();
       }
+      Builder ab(ctx);
+      nf->setAttr("attn.workspace_per_row", ab.getI64IntegerAttr(lowering.perRowFloats));
+      nf->setAttr("attn.workspace_buffers", ab.getI64IntegerAttr(lowering.buffers));
       std::string name = f.getName().str();
       f.erase();
       nf.setName(name);

@@ -1,4 +1,11 @@
-//===- LoopBuilders.h - loop nests shared by the attn lowerings -*- C++ -*-===//
+//===- LoopBuilders.h - the kernels attn-to-loops emits ---------*- C++ -*-===//
+//
+// Each builder emits one phase of the computation as a top-level
+// `scf.forall` over independent tasks (attnc-outline-tasks later turns each
+// phase into a function a thread pool can call on task ranges). Tile sizes
+// come from the function's #attn.target.
+//
+//===----------------------------------------------------------------------===//
 #ifndef ATTNC_CONVERSION_LOOPBUILDERS_H
 #define ATTNC_CONVERSION_LOOPBUILDERS_H
 
@@ -21,21 +28,35 @@ mlir::scf::ForOp loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb,
                       mlir::Value ub, mlir::Value step, mlir::ValueRange init,
                       LoopBody fn);
 
-/// Emits the loops of `op` reading q [B,Hq,Tq,D], k/v [B,Hkv,Tkv,D] (any
-/// strided layout) and writing o ([B,Hq,Tq,D] or [B,Tq,Hq,D] per the op's
-/// layout); `scratch` holds one score row (>= Tkv elements) and `kT` one
-/// head of K transposed in blocks of 16 keys (kT[(j/16*D + d)*16 + j%16] =
-/// k[j, d], >= D * roundup(Tkv, 16) elements). Masks none and causal.
-void buildSdpaLoops(mlir::ImplicitLocOpBuilder &c, attn::SdpaOp op,
-                    mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value o,
-                    mlir::Value scratch, mlir::Value kT);
+/// One phase: `scf.forall (%t) in (numTasks)` whose body `fn` builds for
+/// task %t. Tasks must be independent (they run on any thread, in any
+/// order).
+mlir::scf::ForallOp
+taskLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value numTasks,
+         llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)> fn);
 
-/// y = x·w + bias as a register-blocked GEMM with vector FMAs, for rank-3
-/// f32 x [B, T, K] (any strides, unit innermost), static contiguous w
-/// [K, N] and contiguous y [B, T, N]. Returns false (emitting nothing) for
-/// other shapes; the caller then uses the generic lowering.
-bool buildBlockedLinear(mlir::ImplicitLocOpBuilder &c, mlir::Value x,
-                        mlir::Value w, mlir::Value bias, mlir::Value y);
+/// y[b, t, :] = x[b, t, :] · W + bias over packed weights: wp is
+/// [P, K, panel] with wp[p, k, j] = W[k, p*panel + j] (zero past column n),
+/// bias (optional) [P*panel] zero-padded; x [B, T, K] and y [B, T, n] any
+/// strides with a unit innermost one. Tasks: (batch, row block of gemm_mc
+/// rows, group of panels); inside, K is blocked by gemm_kc and each
+/// gemm_mr x gemm_nr block of y accumulates in registers.
+void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                     mlir::Value x, mlir::Value wp, mlir::Value bias,
+                     mlir::Value y, int64_t n);
+
+/// attn.sdpa as flash attention: q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D]
+/// (strided views, unit innermost stride, static D), o [B, Hq, Tq, D] or
+/// [B, Tq, Hq, D] per the op's layout. Tasks: (batch, head, block of attn_mq
+/// queries). Each task keeps Q (pre-scaled, transposed), one block of
+/// scores and its output rows on the stack, walks only the key blocks its
+/// mask leaves visible with an online softmax, and masks element-wise only
+/// the blocks that straddle the mask's boundary.
+mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
+                                        attn::TargetAttr target,
+                                        attn::SdpaOp op, mlir::Value q,
+                                        mlir::Value k, mlir::Value v,
+                                        mlir::Value o);
 
 } // namespace attnc
 

@@ -1,11 +1,15 @@
 //===- Pipeline.cpp - the named stages from spec to object ----------------===//
 //
-//   spec ──► conceptual ──► fused ──► viewed ──► loops ──► llvm ──► llvm-ir
-//   (YAML)   (3 linears,    (1 QKV    (strided   (memrefs, (LLVM    (C ABI +
-//             split/sdpa/    GEMM +    views,     linalg,   dialect)  metadata)
-//             merge)         slices)   no copies) scf, ws)
-//                                                   ──► llvm-ir-opt ──► asm/.o
-//                                                       (O3, target)
+//   spec ──► conceptual ──► fused ──► viewed ──► tiled ──► loops ──► llvm
+//   (YAML)   (3 linears,    (1 QKV    (strided   (#attn.   (memrefs, packed
+//             split/sdpa/    GEMM +    views,     target,   GEMMs, flash
+//             merge)         slices)   no copies) one fn    attention as
+//                                                 per ISA)  scf.forall
+//                                                           phases ->
+//                                                           ws/tasks/run)
+//        ──► llvm-ir ──► llvm-ir-opt ──► asm/.o  (+ C glue: ABI entry
+//            (wrappers)  (O3, per-ISA            points, metadata, pool)
+//                         function attrs)
 //
 // Every arrow is a pass pipeline (MLIR) or a translation step (LLVM); the
 // same list drives attnc, attnc-dump and attnc-opt.
@@ -16,6 +20,7 @@
 #include "attnc/Target/PackPlan.h"
 #include "attnc/Target/Target.h"
 
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Verifier.h"
@@ -35,8 +40,13 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
       {"fused", "attn-fuse-qkv: one QKV projection + slices", true},
       {"viewed", "attn-heads-as-views: slices and head split/merge as strided "
                  "views", true},
-      {"loops", "attn-to-loops: buffers in a caller workspace, blocked "
-                "vector GEMMs, scf attention loops; plus the pack function", false},
+      {"tiled", "attnc-set-target: the target description (#attn.target: "
+                "ISA, registers, tiles, caches) on one function per code path",
+       false},
+      {"loops", "attn-to-loops + attnc-outline-tasks: buffers in a caller "
+                "workspace, packed-panel GEMMs and flash attention as "
+                "parallel task phases (ws/tasks/run functions); plus the "
+                "pack function", false},
       {"llvm", "the LLVM dialect", false},
       {"llvm-ir", "LLVM IR with the C entry points and metadata record", false},
       {"llvm-ir-opt", "LLVM IR after O3 for the target CPU", false},
@@ -54,7 +64,8 @@ int attnc::stageIndex(const std::string &name) {
 }
 
 bool attnc::parseIsa(const std::string &s, Isa &out) {
-  if (s == "host") out = Isa::Host;
+  if (s == "multi") out = Isa::Multi;
+  else if (s == "host") out = Isa::Host;
   else if (s == "x86-64") out = Isa::X86_64;
   else if (s == "x86-avx2") out = Isa::Avx2;
   else if (s == "x86-avx512") out = Isa::Avx512;
@@ -64,6 +75,7 @@ bool attnc::parseIsa(const std::string &s, Isa &out) {
 
 const char *attnc::isaName(Isa isa) {
   switch (isa) {
+  case Isa::Multi: return "multi";
   case Isa::Host: return "host";
   case Isa::X86_64: return "x86-64";
   case Isa::Avx2: return "x86-avx2";
@@ -77,8 +89,10 @@ const char *attnc::stagePipeline(const std::string &stage) {
     return "attn-fuse-qkv,func.func(canonicalize)";
   if (stage == "viewed")
     return "func.func(attn-heads-as-views,canonicalize,cse)";
+  if (stage == "tiled")
+    return "attnc-set-target{isa=multi}";
   if (stage == "loops")
-    return "attn-to-loops";
+    return "attn-to-loops,attnc-outline-tasks";
   if (stage == "llvm")
     return "func.func(convert-linalg-to-loops),"
            "expand-strided-metadata,lower-affine,"
@@ -91,10 +105,14 @@ const char *attnc::stagePipeline(const std::string &stage) {
   return nullptr;
 }
 
+std::string attnc::tiledPipeline(Isa isa) {
+  return std::string("attnc-set-target{isa=") + isaName(isa) + "}";
+}
+
 void attnc::registerStagePipelines() {
   // One named pipeline per MLIR-level stage, the same pass lists attnc runs:
   // attnc-opt --attnc-stage-fused, ... --attnc-stage-llvm.
-  static const char *stages[] = {"fused", "viewed", "loops", "llvm"};
+  static const char *stages[] = {"fused", "viewed", "tiled", "loops", "llvm"};
   for (const char *stage : stages) {
     std::string name = std::string("attnc-stage-") + stage;
     std::string desc = std::string("attnc's `") + stage + "` stage: " + stagePipeline(stage);
@@ -160,18 +178,42 @@ LogicalResult attnc::Compilation::run(
       if (opts_.headsAsViews &&
           failed(runPasses(stagePipeline("viewed"))))
         return failure();
+    } else if (name == "tiled") {
+      if (failed(runPasses(tiledPipeline(opts_.isa))))
+        return failure();
     } else if (name == "loops") {
-      auto fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
-      if (!fn)
-        return emitError(module_->getLoc(), "no function @") << spec_.name;
-      FailureOr<PackPlan> plan = computePackPlan(fn, spec_);
+      if (failed(runPasses(stagePipeline("loops"))))
+        return failure();
+      // The plan and what the C glue needs, read off the lowered functions
+      // (every code path has the same arguments and workspace).
+      LoweredInfo info;
+      func::FuncOp first;
+      for (auto f : module_->getOps<func::FuncOp>()) {
+        StringRef n = f.getName();
+        if (!n.consume_front(spec_.name + "__"))
+          continue;
+        if (n.ends_with("__ws") && !first)
+          first = f;
+        if (n.ends_with("__run")) {
+          auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
+          if (!t)
+            return f.emitError("lowered code path without #attn.target");
+          info.variants.push_back(t.getIsa().str());
+          info.phases = f->getAttrOfType<IntegerAttr>("attn.phases").getInt();
+          info.stackBytes = std::max<int64_t>(
+              info.stackBytes, f->getAttrOfType<IntegerAttr>("attn.stack_bytes").getInt());
+        }
+      }
+      if (!first)
+        return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
+      info.wsPerRow = first->getAttrOfType<IntegerAttr>("attn.workspace_per_row").getInt();
+      info.wsBuffers = first->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt();
+      FailureOr<PackPlan> plan = computePackPlan(first, spec_);
       if (failed(plan))
         return failure();
       plan_ = *plan;
-      if (failed(runPasses(stagePipeline("loops"))))
-        return failure();
-      fn = module_->lookupSymbol<func::FuncOp>(spec_.name);
-      if (failed(recordForwardSignature(fn, plan_)) ||
+      plan_.lowered = info;
+      if (failed(recordForwardSignature(first, plan_)) ||
           failed(addPackFunction(*module_, spec_, plan_)) ||
           failed(runPasses("func.func(canonicalize,cse)")) ||
           failed(verify(*module_)))
@@ -197,7 +239,7 @@ LogicalResult attnc::Compilation::run(
       llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, spec_.name);
       if (!llvm_)
         return emitError(module_->getLoc(), "translation to LLVM IR failed");
-      if (!addEntryPoints(*llvm_, spec_, plan_, opts_.isa, *tm_, err))
+      if (!addEntryPoints(*llvm_, spec_, plan_, *tm_, err))
         return emitError(module_->getLoc(), err);
     } else if (name == "llvm-ir-opt") {
       optimizeModule(*llvm_, *tm_);

@@ -59,28 +59,41 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
     os << ")\n";
   }
   os << " */\n\n";
+  const LoweredInfo &lw = plan.lowered;
+  os << "/* Workspace (bytes) NAME_workspace_size returns, for batch B and\n"
+        " * sequence length T: at most " << 64 * lw.wsBuffers << " + 4 * B * T * "
+     << lw.wsPerRow << "\n"
+        " * (linear in T: Q/K/V and the attention output, one row per token;\n"
+        " * no T x T term). Each task also uses up to " << lw.stackBytes
+     << " bytes of the stack of\n * the thread that runs it. */\n"
+     << "#define " << N << "_WORKSPACE_PER_ROW " << lw.wsPerRow << "\n"
+     << "#define " << N << "_STACK_BYTES " << lw.stackBytes << "\n\n";
   os << "/* Returns the metadata record, or NULL when the library's ABI version\n"
         " * is newer than max_abi_version. */\n"
      << "const attnc_kernel_info *" << n << "_query(uint32_t max_abi_version);\n\n"
-     << "/* Packs the storage-layout weights (see above) into the compute\n"
-        " * layout: packed must hold " << N << "_PACKED_FLOATS floats.\n"
-        " * Q/K/V are concatenated here, once. Returns ATTNC_OK or\n"
-        " * ATTNC_ERR_NULL_ARG. */\n"
-     << "int " << n << "_pack(const float *const *weights, float *packed);\n\n"
+     << "/* Packs the storage-layout weights (see above; weight_floats[i] is the\n"
+        " * number of floats of weights[i], num_weights == " << N << "_NUM_WEIGHTS)\n"
+        " * into the compute layout: Q/K/V concatenated and cut into the\n"
+        " * micro-kernel's panels, once. packed must hold packed_floats ==\n * "
+     << N << "_PACKED_FLOATS floats. Returns ATTNC_OK, ATTNC_ERR_NULL_ARG or\n"
+        " * ATTNC_ERR_BUFFER_SIZE. */\n"
+     << "int " << n << "_pack(const float *const *weights, const int64_t *weight_floats,\n"
+        "    int64_t num_weights, float *packed, int64_t packed_floats);\n\n"
      << "/* Bytes of workspace NAME_forward needs for this batch and sequence\n"
-        " * length; -1 when batch < 1, seq_len < 1 or seq_len > MAX_SEQ_LEN\n"
-        " * (when set). */\n"
-     << "int64_t " << n << "_workspace_size(int64_t batch, int64_t seq_len);\n\n"
-     << "/* y = attention block(x). x is [batch, seq_len, " << N
-     << "_D_MODEL], y is\n * [batch, seq_len, " << N
-     << "_OUT_DIM], float32 row-major; packed comes from\n * " << n
-     << "_pack. workspace (workspace_bytes >= " << n
-     << "_workspace_size) is\n * scratch owned by the caller. Returns ATTNC_OK, "
-        "ATTNC_ERR_NULL_ARG,\n * ATTNC_ERR_BAD_SHAPE or ATTNC_ERR_WORKSPACE. "
-        "Reentrant: no global state. */\n"
-     << "int " << n << "_forward(const float *packed, const float *x, float *y,\n"
-     << "    int64_t batch, int64_t seq_len, void *workspace, int64_t "
-        "workspace_bytes);\n\n"
+        " * length (kv_seq_len: 0 or seq_len); -1 when batch < 1, seq_len < 1,\n"
+        " * seq_len > MAX_SEQ_LEN (when set) or the sizes overflow. */\n"
+     << "int64_t " << n << "_workspace_size(int64_t batch, int64_t seq_len,\n"
+        "    int64_t kv_seq_len);\n\n"
+     << "/* y = attention block(x): args->x is [batch, seq_len, " << N
+     << "_D_MODEL],\n * args->y [batch, seq_len, " << N
+     << "_OUT_DIM], float32 row-major, with their sizes in\n"
+        " * floats; args->packed comes from " << n << "_pack. The work runs as\n"
+        " * phases of independent tasks through args->parallel_for (your\n"
+        " * threads) or the built-in pool (args->num_threads). Results are\n"
+        " * bit-identical for any thread count. Returns ATTNC_OK or an\n"
+        " * ATTNC_ERR_* code (see above); reentrant: calls with separate\n"
+        " * workspaces may run concurrently. */\n"
+     << "int " << n << "_forward(const attnc_forward_args *args);\n\n"
      << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return out;
 }

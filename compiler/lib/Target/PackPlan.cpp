@@ -112,7 +112,13 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     PackedArg arg;
     arg.argIndex = i;
     auto st = cast<ShapedType>(fn.getArgumentTypes()[i]);
-    arg.shape.assign(st.getShape().begin(), st.getShape().end());
+    if (auto logical = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, "attn.logical_shape")) {
+      arg.shape.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
+      arg.panel = fn.getArgAttrOfType<IntegerAttr>(i, "attn.panel").getInt();
+    } else {
+      arg.shape.assign(st.getShape().begin(), st.getShape().end());
+    }
+    int64_t rank = arg.shape.size();
     if (auto parts = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
       for (Attribute p : parts)
         arg.parts.push_back(cast<StringAttr>(p).str());
@@ -120,7 +126,7 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
         arg.concatDim = cd.getInt();
     } else {
       arg.parts.push_back(role.str());
-      arg.concatDim = st.getRank() - 1;
+      arg.concatDim = rank - 1;
     }
     // Validate: parts must exist and tile the argument along concatDim.
     int64_t along = 0;
@@ -130,12 +136,13 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
         return fn.emitError("no storage tensor provides weight role '") << p << "'";
       along += src.cols;
     }
-    if (st.getRank() < 1 || st.getRank() > 2 || arg.concatDim != st.getRank() - 1 ||
-        along != st.getShape().back())
+    if (rank < 1 || rank > 2 || arg.concatDim != rank - 1 ||
+        along != arg.shape.back())
       return fn.emitError("weight argument ")
              << i << " (" << role.str() << ") does not match its parts";
+    arg.floats = st.getNumElements(); // the memref: panels include padding
     arg.offset = offset;
-    offset += (st.getNumElements() + 15) / 16 * 16;
+    offset += (arg.floats + 15) / 16 * 16;
     plan.weights.push_back(arg);
   }
   plan.packedFloats = offset;
@@ -163,6 +170,10 @@ LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
   for (const PackedArg &arg : plan.weights) {
     int64_t n = arg.shape.back();
     int64_t rows = arg.shape.size() == 2 ? arg.shape[0] : 1;
+    // Panel layout of a [K, N] weight: element (k, n) at
+    // (n / panel) * K * panel + k * panel + n % panel. Biases and plain
+    // weights are row-major. (NAME_pack zeroes the padding first.)
+    int64_t panel = arg.shape.size() == 2 ? arg.panel : 0;
     int64_t start = 0;
     for (const std::string &p : arg.parts) {
       RoleSource src;
@@ -188,9 +199,20 @@ LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
           v = memref::LoadOp::create(b, s, ValueRange{arith::AddIOp::create(b, c, idx(src.rowOff)),
                                                       arith::AddIOp::create(b, r, idx(src.colOff))});
         }
-        Value at = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, r, idx(n)),
-            arith::AddIOp::create(b, c, idx(arg.offset + start)));
+        Value col = arith::AddIOp::create(b, c, idx(start));
+        Value at;
+        if (panel > 0) {
+          Value p = arith::DivUIOp::create(b, col, idx(panel));
+          Value j = arith::RemUIOp::create(b, col, idx(panel));
+          at = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, p, idx(rows * panel)),
+              arith::AddIOp::create(b, arith::MulIOp::create(b, r, idx(panel)), j));
+          at = arith::AddIOp::create(b, at, idx(arg.offset));
+        } else {
+          at = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, r, idx(n)),
+              arith::AddIOp::create(b, col, idx(arg.offset)));
+        }
         memref::StoreOp::create(b, v, dst, ValueRange{at});
       }
       start += src.cols;
@@ -214,8 +236,6 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
       a.kind = ForwardArg::Output;
     else if (fn.getArgAttr(i, "attn.workspace"))
       a.kind = ForwardArg::Workspace;
-    else if (fn.getArgAttr(i, "attn.run"))
-      a.kind = ForwardArg::Run;
     else if (fn.getArgAttr(i, "attn.weight")) {
       a.kind = ForwardArg::Weight;
       for (size_t w = 0; w < plan.weights.size(); ++w)
@@ -223,7 +243,7 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
           a.weight = static_cast<int>(w);
     }
     if ((a.kind == ForwardArg::Weight && a.weight < 0) ||
-        (a.kind != ForwardArg::Run && !isa<MemRefType>(t)))
+        !isa<MemRefType>(t))
       return fn.emitError("unexpected forward argument ") << i << ": " << t;
     plan.forwardArgs.push_back(a);
   }

@@ -4,6 +4,46 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AttnSetTargetPass : Pass<"attnc-set-target", "mlir::ModuleOp"> {
+  let summary = "Resolve the target description and attach it to each attn function";
+  let description = [{
+    Chooses the instruction set(s) and the tile sizes the lowering uses and
+    records them as `attn.target = #attn.target<...>` on every function
+    that holds attn ops. With `isa=multi` (attnc's default) each such
+    function @f is cloned into @f__avx512 and @f__avx2, one per code path
+    of the library; otherwise it is renamed to @f__<isa>. From here on the
+    IR of different targets differs.
+  }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"multi\"",
+           "multi | x86-avx512 | x86-avx2 | x86-64 | host">
+  ];
+}
+
+def AttnOutlineTasksPass : Pass<"attnc-outline-tasks", "mlir::ModuleOp"> {
+  let summary = "Split each lowered function into workspace, task-count and task functions";
+  let description = [{
+    attn-to-loops leaves each phase of the computation (a GEMM, the
+    attention, a copy) as one top-level `scf.forall` over independent
+    tasks. This pass turns a lowered @f into the three functions the C
+    entry points call, so tasks can run on any thread through the
+    parallel-for hook:
+
+      @f__ws(args) -> index                      workspace bytes
+      @f__tasks(args, %phase) -> index           tasks of that phase
+      @f__run(args, %phase, %lo, %hi)            tasks [lo, hi) of a phase
+
+    Each clone keeps only the prologue it needs (sizes, views); per-task
+    scratch (`memref.alloca` in a forall body) moves to the function entry,
+    so a task range reuses one stack frame. `attn.phases` on @f__run says
+    how many phases there are, `attn.stack_bytes` how much stack a task
+    needs.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
   let summary = "Lower attn functions on tensors to buffers, linalg and scf loops";
   let description = [{

@@ -3,8 +3,8 @@
 // One list of stages, shared by attnc (compile), attnc-dump (print/check)
 // and attnc-opt (the MLIR-level lowering is registered as a pipeline):
 //
-//   spec -> conceptual -> fused -> viewed -> loops -> llvm -> llvm-ir
-//        -> llvm-ir-opt -> asm
+//   spec -> conceptual -> fused -> viewed -> tiled -> loops -> llvm
+//        -> llvm-ir -> llvm-ir-opt -> asm
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_PIPELINE_PIPELINE_H
@@ -39,13 +39,13 @@ const std::vector<StageInfo> &stageList();
 /// Index of `name` in stageList(), or -1.
 int stageIndex(const std::string &name);
 
-enum class Isa { Host, X86_64, Avx2, Avx512 };
-/// Parses "host", "x86-64", "x86-avx2", "x86-avx512".
+enum class Isa { Multi, Host, X86_64, Avx2, Avx512 };
+/// Parses "multi", "host", "x86-64", "x86-avx2", "x86-avx512".
 bool parseIsa(const std::string &s, Isa &out);
 const char *isaName(Isa isa);
 
 struct CompileOptions {
-  Isa isa = Isa::Host;
+  Isa isa = Isa::Multi; ///< AVX-512 + AVX2 code, chosen at load time
   bool fuseQKV = true;     ///< run attn-fuse-qkv in the `fused` stage
   bool headsAsViews = true; ///< run attn-heads-as-views in the `viewed` stage
   bool verbose = false;    ///< progress on stderr
@@ -90,10 +90,12 @@ private:
 };
 
 /// The textual pass pipeline (on builtin.module) that produces an MLIR-level
-/// stage from the previous one: "fused", "viewed", "loops" or "llvm"; null
-/// for other stages. The loops stage also gets a pack function, which needs
+/// stage from the previous one: "fused", "viewed", "tiled" (default
+/// target: multi), "loops" or "llvm"; null for other stages. The loops stage also gets a pack function, which needs
 /// the spec and so is added by Compilation, not by the pipeline.
 const char *stagePipeline(const std::string &stage);
+/// The `tiled` stage's pipeline for a given instruction set.
+std::string tiledPipeline(Isa isa);
 
 /// Registers `attnc-stage-<stage>` for every stage with a pipeline, so
 /// attnc-opt can replay any step of attnc on a .mlir file.

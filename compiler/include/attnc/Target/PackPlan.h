@@ -49,7 +49,9 @@ bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
 /// One weight argument of the forward function.
 struct PackedArg {
   unsigned argIndex = 0;            ///< position in the forward function
-  std::vector<int64_t> shape;       ///< compute-layout shape
+  std::vector<int64_t> shape;       ///< logical shape: [K, N] or [N]
+  int64_t panel = 0;                ///< >0: packed in panels of this width
+  int64_t floats = 0;               ///< floats it occupies in the buffer
   int64_t offset = 0;               ///< in floats, 16-float aligned
   std::vector<std::string> parts;   ///< roles concatenated along concatDim
   int64_t concatDim = 0;
@@ -57,9 +59,19 @@ struct PackedArg {
 
 /// One argument of the lowered forward function (memref form).
 struct ForwardArg {
-  enum Kind { Input, Weight, Output, Workspace, Run } kind = Input;
-  std::vector<int64_t> shape; ///< -1 for dynamic (dim 0 = batch, 1 = seq)
+  enum Kind { Input, Weight, Output, Workspace } kind = Input;
+  std::vector<int64_t> shape; ///< memref shape, -1 for dynamic (dim 0 = batch, 1 = seq)
   int weight = -1;            ///< index into PackPlan::weights for Weight
+};
+
+/// What the lowered code paths need from their caller (read off the
+/// functions attnc-outline-tasks produced).
+struct LoweredInfo {
+  std::vector<std::string> variants; ///< ISA names, preferred first
+  int64_t phases = 0;
+  int64_t stackBytes = 0;    ///< largest task frame of any variant
+  int64_t wsPerRow = 0;      ///< workspace floats per (batch, token) row
+  int64_t wsBuffers = 0;     ///< workspace buffers (64-byte aligned each)
 };
 
 struct PackPlan {
@@ -67,11 +79,13 @@ struct PackPlan {
   std::vector<ForwardArg> forwardArgs; ///< filled once attn-to-loops ran
   int64_t packedFloats = 0;
   std::vector<attnrt::TensorShape> storage;
+  LoweredInfo lowered;
 };
 
-/// Reads the plan off the forward function's argument attributes
-/// (`attn.weight`, `attn.concat_of`, `attn.concat_dim`). Works on the tensor
-/// and the memref form. Emits an error at the function on failure.
+/// Reads the plan off a lowered (memref) function's argument attributes
+/// (`attn.weight`, `attn.concat_of`, `attn.concat_dim`, and `attn.panel` /
+/// `attn.logical_shape` for arguments attn-to-loops packed). Emits an
+/// error at the function on failure.
 mlir::FailureOr<PackPlan> computePackPlan(mlir::func::FuncOp forward,
                                           const Spec &spec);
 

@@ -18,11 +18,23 @@ namespace attnc {
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(Isa isa,
                                                          std::string &error);
 
-/// Adds the C ABI around the lowered functions: NAME_forward, NAME_pack,
-/// NAME_workspace_size, NAME_query, attnc_query and the metadata record.
-/// The lowered MLIR functions become internal.
+/// LLVM's CPU name and feature string for an ISA name (x86-avx512,
+/// x86-avx2, x86-64, host).
+void targetCpuAndFeatures(const std::string &isa, std::string &cpu,
+                          std::string &features);
+
+/// Adds the C-callable wrappers of each code path (NAME__V_ws/_tasks/_run)
+/// and NAME__pack_impl around the lowered functions, which become internal,
+/// and sets each code path's target CPU and features on its functions.
 bool addEntryPoints(llvm::Module &m, const Spec &spec, const PackPlan &plan,
-                    Isa isa, llvm::TargetMachine &tm, std::string &error);
+                    llvm::TargetMachine &tm, std::string &error);
+
+/// The kernel's C glue (KernelGlue.c with the kernel's constants, its code
+/// path table and its metadata record): the ABI entry points NAME_query,
+/// NAME_pack, NAME_workspace_size, NAME_forward (and attnc_query when
+/// ATTNC_SHARED is defined).
+std::string emitKernelGlue(const Spec &spec, const PackPlan &plan, Isa isa,
+                           const std::string &targetCpu);
 
 /// Runs LLVM's O3 pipeline for the target.
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);
@@ -31,11 +43,13 @@ void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);
 bool emitCode(llvm::Module &m, llvm::TargetMachine &tm, bool assembly,
               llvm::SmallVectorImpl<char> &out, std::string &error);
 
-/// Links `object` into a shared object at `outPath` with the system C
-/// compiler driver ($ATTNC_CC or cc); writes to a temporary file in the same
-/// directory and renames it, so no half-written file is ever left.
-bool linkSharedObject(llvm::ArrayRef<char> object, const std::string &outPath,
-                      std::string &error);
+/// Compiles `glue` (C) and links it with `object` into a shared object
+/// (SONAME = the file's name) or, when `outPath` ends in .a, a static
+/// archive, with the system C compiler driver ($ATTNC_CC or cc) and ar
+/// ($ATTNC_AR or ar); writes to a temporary file in the same directory and
+/// renames it, so no half-written file is ever left.
+bool linkSharedObject(llvm::ArrayRef<char> object, const std::string &glue,
+                      const std::string &outPath, std::string &error);
 
 /// The C99 header for the kernel (self-contained: embeds abi.h).
 std::string emitHeader(const Spec &spec, const PackPlan &plan, Isa isa);

@@ -62,6 +62,47 @@ def Attn_HeadLayout : I32EnumAttr<"HeadLayout", "layout of a per-head tensor", [
 }
 def Attn_HeadLayoutAttr : EnumAttr<Attn_Dialect, Attn_HeadLayout, "layout">;
 
+//===----------------------------------------------------------------------===//
+// Target description
+//===----------------------------------------------------------------------===//
+
+def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "What the back half lowers for: ISA, registers, tiles, caches";
+  let description = [{
+    Resolved once, before lowering (`attnc-set-target`), and attached to
+    every function it applies to as `attn.target`; the lowering reads its
+    tile sizes from here, so the IR of an AVX2 build differs visibly from an
+    AVX-512 one. `isa` is the ABI name (x86-avx512, x86-avx2, x86-64,
+    host); `cpu` and `features` go to LLVM for the function.
+
+    GEMM micro-kernel: `gemm_mr` rows x `gemm_nr` columns of accumulators
+    (`gemm_nr` a multiple of `vector_width`, at most `panel`), over weights
+    packed in panels of `panel` columns; `gemm_kc` rows of a panel per
+    cache block; `gemm_mc` rows per task.
+    Attention: `attn_mq` queries per task (a multiple of `vector_width`),
+    `attn_kr` keys per score micro-kernel, `attn_nk` keys per block of the
+    online softmax.
+  }];
+  let parameters = (ins
+    StringRefParameter<>:$isa,
+    StringRefParameter<>:$cpu,
+    StringRefParameter<>:$features,
+    "int64_t":$vector_width,
+    "int64_t":$registers,
+    "int64_t":$panel,
+    "int64_t":$gemm_mr,
+    "int64_t":$gemm_nr,
+    "int64_t":$gemm_kc,
+    "int64_t":$gemm_mc,
+    "int64_t":$attn_mq,
+    "int64_t":$attn_kr,
+    "int64_t":$attn_nk,
+    "int64_t":$l1_bytes,
+    "int64_t":$l2_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
 

@@ -1,0 +1,323 @@
+//===- FlashAttention.cpp - attn.sdpa as tiled online-softmax attention ---===//
+//
+// One task = (batch b, query head h, block of MQ queries i0..i0+MQ). With
+// lanes along queries, every step is plain vector arithmetic (no
+// horizontal reductions):
+//
+//   QT[d][r]  = scale * q[b, h, i0+r, d]                 (stack, once)
+//   m = -inf, l = 0, O[r][:] = 0                         (m, l: registers)
+//   for key block j0 in [0, kEnd) step NK:               (mask -> key range)
+//     ST[j][r] = sum_d k[b, hk, j0+j, d] * QT[d][r]      (KR keys x MQ lanes)
+//     ST[j][r] = -inf where the mask hides key j0+j from query i0+r
+//                (only in blocks that straddle the mask's boundary)
+//     mNew = max(m, max_j ST[j]);  alpha = exp(m - mNew)
+//     ST[j] = exp(ST[j] - mNew);   l = alpha*l + sum_j ST[j]
+//     O[r][:] = alpha[r]*O[r][:] + sum_j ST[j][r] * v[b, hk, j0+j, :]
+//     m = mNew
+//   o[b, h, i0+r, :] = O[r][:] / l[r]   (0 for rows that see no key)
+//
+// K and V are read in place through their views into the fused QKV buffer;
+// nothing of size T x T or T x head_dim is ever stored.
+//
+//===----------------------------------------------------------------------===//
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace attnc::attn;
+
+namespace {
+bool unitInner(Value buf) {
+  auto t = cast<MemRefType>(buf.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(t.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+}
+} // namespace
+
+LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
+                                         TargetAttr t, SdpaOp op, Value q,
+                                         Value k, Value v, Value o) {
+  auto qt = cast<MemRefType>(q.getType());
+  Type f32 = b.getF32Type();
+  int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D) ||
+      !unitInner(q) || !unitInner(k) || !unitInner(v) || !unitInner(o))
+    return op.emitOpError("attn-to-loops needs f32 operands with a static "
+                          "head_dim and unit innermost stride");
+  const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
+                kr = t.getAttnKr(), nk = t.getAttnNk();
+  const int64_t mv = mq / vl;             // query vectors per task
+  const int64_t dv = (D + vl - 1) / vl;   // head_dim vectors (last may be partial)
+  const int64_t dTail = D - (dv - 1) * vl; // lanes of the last one
+  const int64_t dp = dv * vl;
+  // Rows of O updated together: RR*dv accumulators + dv V vectors + 1.
+  int64_t rr = 1;
+  for (int64_t c = mq; c >= 1; --c)
+    if (mq % c == 0 && c * dv + dv + 1 <= t.getRegisters()) {
+      rr = c;
+      break;
+    }
+  bool causal = op.getMask() == MaskKind::causal;
+  bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  bool bthd = op.getLayout() == HeadLayout::bthd;
+  double scale = op.getScale().convertToDouble();
+
+  auto vt = VectorType::get({vl}, f32);
+  auto ivt = VectorType::get({vl}, b.getI32Type());
+  auto idx = [](ImplicitLocOpBuilder &c, int64_t x) -> Value {
+    return arith::ConstantIndexOp::create(c, x);
+  };
+  auto fc = [&](ImplicitLocOpBuilder &c, double x) -> Value {
+    return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
+  };
+  auto splat = [&](ImplicitLocOpBuilder &c, double x) -> Value {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
+  };
+  auto add = [&](ImplicitLocOpBuilder &c, Value a, int64_t x) -> Value {
+    return x == 0 ? a : arith::AddIOp::create(c, a, idx(c, x)).getResult();
+  };
+  auto tailMask = [&](ImplicitLocOpBuilder &c) -> Value {
+    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
+                                        ValueRange{idx(c, dTail)});
+  };
+  // exp of an argument clamped to the range where f32 exp is normal: keeps
+  // the polynomial in range; -inf (masked) gives ~1e-38, and rows that
+  // see no key at all are zeroed at the end.
+  auto expv = [&](ImplicitLocOpBuilder &c, Value x) -> Value {
+    return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, splat(c, -87.0)));
+  };
+
+  Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
+  Value tq = memref::DimOp::create(b, q, 2);
+  Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  Value qBlocks = arith::DivUIOp::create(b, arith::AddIOp::create(b, tq, idx(b, mq - 1)),
+                                         idx(b, mq));
+  Value perBatch = arith::MulIOp::create(b, hq, qBlocks);
+  Value tasks = arith::MulIOp::create(b, nb, perBatch);
+  // Keys a query i sees under a causal mask: j <= i + off.
+  Value off = topLeft ? idx(b, 0) : arith::SubIOp::create(b, tkv, tq).getResult();
+
+  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, perBatch);
+    Value rest = arith::RemUIOp::create(c, task, perBatch);
+    Value h = arith::DivUIOp::create(c, rest, qBlocks);
+    Value i0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, qBlocks), idx(c, mq));
+    Value hk = arith::DivUIOp::create(c, h, group);
+    Value rows = arith::MinUIOp::create(c, idx(c, mq), arith::SubIOp::create(c, tq, i0));
+    Value zero = idx(c, 0);
+
+    auto QT = memref::AllocaOp::create(c, MemRefType::get({D, mq}, f32));
+    auto ST = memref::AllocaOp::create(c, MemRefType::get({nk + kr, mq}, f32));
+    auto O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, f32));
+    auto aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, f32));
+
+    // QT = scale * Q^T (rows past Tq read the last row; never stored).
+    Value lastRow = arith::SubIOp::create(c, tq, idx(c, 1));
+    loop(c, zero, idx(c, mq), {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
+      Value i = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, i0, r), lastRow);
+      loop(c1, zero, idx(c1, D), {}, [&](ImplicitLocOpBuilder &c2, Value d, ValueRange) {
+        Value x = memref::LoadOp::create(c2, q, ValueRange{bi, h, i, d});
+        memref::StoreOp::create(c2, arith::MulFOp::create(c2, x, fc(c2, scale)), QT,
+                                ValueRange{d, r});
+        return SmallVector<Value>{};
+      });
+      for (int64_t ch = 0; ch < dv; ++ch)
+        vector::StoreOp::create(c1, splat(c1, 0.0), O, ValueRange{r, idx(c1, ch * vl)});
+      return SmallVector<Value>{};
+    });
+
+    // Visible keys: [0, kEnd) for some row of the block, [0, kFull) for all.
+    Value kEnd = tkv, kFull = tkv;
+    if (causal) {
+      auto clampK = [&](Value x) -> Value {
+        Value lo = arith::MaxSIOp::create(c, x, zero);
+        return arith::MinSIOp::create(c, lo, tkv);
+      };
+      kEnd = clampK(arith::AddIOp::create(c, arith::AddIOp::create(c, i0, rows), off));
+      kFull = clampK(add(c, arith::AddIOp::create(c, i0, off), 1));
+    }
+    Value lastKey = arith::SubIOp::create(c, tkv, idx(c, 1));
+    // Lane r of query vector m is query i0 + m*VL + r.
+    SmallVector<int32_t> lanes;
+    for (int64_t r = 0; r < vl; ++r)
+      lanes.push_back(static_cast<int32_t>(r));
+    Value laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, ArrayRef<int32_t>(lanes)));
+
+    SmallVector<Value> init;
+    for (int64_t m = 0; m < mv; ++m)
+      init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
+    for (int64_t m = 0; m < mv; ++m)
+      init.push_back(splat(c, 0.0));
+    scf::ForOp blocks = loop(c, zero, kEnd, idx(c, nk), init,
+        [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
+      Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
+      // Scores of KR keys at a time (rows past kEnd are clamped reads and
+      // are never used).
+      loop(cb, zero, cnt, idx(cb, kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
+        SmallVector<Value> keyRow;
+        for (int64_t jj = 0; jj < kr; ++jj)
+          keyRow.push_back(arith::MinUIOp::create(
+              c1, add(c1, arith::AddIOp::create(c1, j0, jg), jj), lastKey));
+        SmallVector<Value> acc(kr * mv, splat(c1, 0.0));
+        scf::ForOp dl = loop(c1, zero, idx(c1, D), acc,
+            [&](ImplicitLocOpBuilder &c2, Value d, ValueRange a) {
+              SmallVector<Value> qv, next(a.begin(), a.end());
+              for (int64_t m = 0; m < mv; ++m)
+                qv.push_back(vector::LoadOp::create(c2, vt, QT, ValueRange{d, idx(c2, m * vl)}));
+              for (int64_t jj = 0; jj < kr; ++jj) {
+                Value kb = vector::BroadcastOp::create(
+                    c2, vt, memref::LoadOp::create(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
+                for (int64_t m = 0; m < mv; ++m)
+                  next[jj * mv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * mv + m]);
+              }
+              return next;
+            });
+        for (int64_t jj = 0; jj < kr; ++jj)
+          for (int64_t m = 0; m < mv; ++m)
+            vector::StoreOp::create(c1, dl.getResult(jj * mv + m), ST,
+                                    ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
+        return SmallVector<Value>{};
+      });
+      // The mask, element-wise, only where this block crosses its boundary.
+      if (causal) {
+        Value crosses = arith::CmpIOp::create(
+            cb, arith::CmpIPredicate::sgt, arith::AddIOp::create(cb, j0, cnt), kFull);
+        auto ifOp = scf::IfOp::create(cb, crosses, /*withElse=*/false);
+        ImplicitLocOpBuilder ci(cb.getLoc(), ifOp.getThenBodyBuilder());
+        Value base = arith::IndexCastOp::create(
+            ci, ci.getI32Type(), arith::AddIOp::create(ci, i0, off));
+        Value negInf = splat(ci, -std::numeric_limits<double>::infinity());
+        loop(ci, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+          Value j = arith::IndexCastOp::create(c1, c1.getI32Type(),
+                                               arith::AddIOp::create(c1, j0, jj));
+          Value jv = vector::BroadcastOp::create(c1, ivt, j);
+          for (int64_t m = 0; m < mv; ++m) {
+            Value lim = arith::AddIOp::create(
+                c1, vector::BroadcastOp::create(
+                        c1, ivt, arith::AddIOp::create(
+                                     c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
+                laneIdx);
+            Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
+            Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
+            vector::StoreOp::create(c1, arith::SelectOp::create(c1, ok, s, negInf), ST,
+                                    ValueRange{jj, idx(c1, m * vl)});
+          }
+          return SmallVector<Value>{};
+        });
+      }
+      // Online softmax over the block.
+      SmallVector<Value> mOld(ml.begin(), ml.begin() + mv), lOld(ml.begin() + mv, ml.end());
+      scf::ForOp mx = loop(cb, zero, cnt, mOld, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+        SmallVector<Value> next;
+        for (int64_t m = 0; m < mv; ++m)
+          next.push_back(arith::MaximumFOp::create(
+              c1, a[m], vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)})));
+        return next;
+      });
+      SmallVector<Value> mNew(mx.getResults()), mSafe, alpha;
+      Value negInf = splat(cb, -std::numeric_limits<double>::infinity());
+      for (int64_t m = 0; m < mv; ++m) {
+        Value none = arith::CmpFOp::create(cb, arith::CmpFPredicate::OEQ, mNew[m], negInf);
+        mSafe.push_back(arith::SelectOp::create(cb, none, splat(cb, 0.0), mNew[m]));
+        alpha.push_back(expv(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
+        vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
+      }
+      SmallVector<Value> zeros(mv, splat(cb, 0.0));
+      scf::ForOp ps = loop(cb, zero, cnt, zeros, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+        SmallVector<Value> next;
+        for (int64_t m = 0; m < mv; ++m) {
+          Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
+          Value p = expv(c1, arith::SubFOp::create(c1, s, mSafe[m]));
+          vector::StoreOp::create(c1, p, ST, ValueRange{jj, idx(c1, m * vl)});
+          next.push_back(arith::AddFOp::create(c1, a[m], p));
+        }
+        return next;
+      });
+      // O = alpha*O + P·V, RR rows at a time with the rows in registers.
+      loop(cb, zero, idx(cb, mq), idx(cb, rr), {}, [&](ImplicitLocOpBuilder &c1, Value r0, ValueRange) {
+        SmallVector<Value> acc;
+        for (int64_t i = 0; i < rr; ++i) {
+          Value a = vector::BroadcastOp::create(
+              c1, vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 0), add(c1, r0, i)}));
+          for (int64_t ch = 0; ch < dv; ++ch)
+            acc.push_back(arith::MulFOp::create(
+                c1, vector::LoadOp::create(c1, vt, O, ValueRange{add(c1, r0, i), idx(c1, ch * vl)}),
+                a));
+        }
+        scf::ForOp pv = loop(c1, zero, cnt, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
+          Value j = arith::AddIOp::create(c2, j0, jj);
+          SmallVector<Value> vv, next(a.begin(), a.end());
+          for (int64_t ch = 0; ch < dv; ++ch) {
+            ValueRange at{bi, hk, j, idx(c2, ch * vl)};
+            if (ch + 1 < dv || dTail == vl)
+              vv.push_back(vector::LoadOp::create(c2, vt, v, at));
+            else
+              vv.push_back(vector::MaskedLoadOp::create(c2, vt, v, at, tailMask(c2),
+                                                        splat(c2, 0.0)));
+          }
+          for (int64_t i = 0; i < rr; ++i) {
+            Value p = vector::BroadcastOp::create(
+                c2, vt, memref::LoadOp::create(c2, ST, ValueRange{jj, add(c2, r0, i)}));
+            for (int64_t ch = 0; ch < dv; ++ch)
+              next[i * dv + ch] = vector::FMAOp::create(c2, p, vv[ch], a[i * dv + ch]);
+          }
+          return next;
+        });
+        for (int64_t i = 0; i < rr; ++i)
+          for (int64_t ch = 0; ch < dv; ++ch)
+            vector::StoreOp::create(c1, pv.getResult(i * dv + ch), O,
+                                    ValueRange{add(c1, r0, i), idx(c1, ch * vl)});
+        return SmallVector<Value>{};
+      });
+      SmallVector<Value> next(mNew);
+      for (int64_t m = 0; m < mv; ++m)
+        next.push_back(arith::AddFOp::create(
+            cb, arith::MulFOp::create(cb, lOld[m], alpha[m]), ps.getResult(m)));
+      return next;
+    });
+
+    // o = O / l; rows that saw no key (m = -inf) or l = 0 give zeros.
+    Value negInf = splat(c, -std::numeric_limits<double>::infinity());
+    for (int64_t m = 0; m < mv; ++m) {
+      Value none = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ,
+                                         blocks.getResult(m), negInf);
+      Value l = blocks.getResult(mv + m);
+      Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, splat(c, 0.0));
+      Value inv = arith::SelectOp::create(
+          c, arith::AndIOp::create(c, pos, arith::XOrIOp::create(
+                                               c, none, arith::ConstantOp::create(
+                                                            c, DenseElementsAttr::get(
+                                                                   VectorType::get({vl}, c.getI1Type()), true)))),
+          arith::DivFOp::create(c, splat(c, 1.0), l), splat(c, 0.0));
+      vector::StoreOp::create(c, inv, aux, ValueRange{idx(c, 1), idx(c, m * vl)});
+    }
+    loop(c, zero, rows, {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
+      Value inv = vector::BroadcastOp::create(
+          c1, vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 1), r}));
+      Value i = arith::AddIOp::create(c1, i0, r);
+      for (int64_t ch = 0; ch < dv; ++ch) {
+        Value val = arith::MulFOp::create(
+            c1, vector::LoadOp::create(c1, vt, O, ValueRange{r, idx(c1, ch * vl)}), inv);
+        Value dIdx = idx(c1, ch * vl);
+        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, i, h, dIdx}
+                                     : SmallVector<Value>{bi, h, i, dIdx};
+        if (ch + 1 < dv || dTail == vl)
+          vector::StoreOp::create(c1, val, o, at);
+        else
+          vector::MaskedStoreOp::create(c1, o, at, tailMask(c1), val);
+      }
+      return SmallVector<Value>{};
+    });
+  });
+  return success();
+}

@@ -1,0 +1,234 @@
+//===- PackedGemm.cpp - attn.linear as a GEMM over packed panels ----------===//
+//
+// y[b, t, n] = bias[n] + sum_k x[b, t, k] * W[k, n]
+//
+// NAME_pack stores W as panels of `panel` columns, wp[p][k][j] =
+// W[k, p*panel + j] (zeros past the last column), so the micro-kernel reads
+// each k-row of its block as `panel`*4 contiguous bytes; a panel slice of
+// gemm_kc rows stays in L1 while the row blocks of a task stream past it.
+//
+//   task (b, row block rb, panel group pg):
+//     for kc0 in K step KC:                          (cache block)
+//       for p in panels of pg:  for half (NR columns of the panel):
+//         for r0 in rows of rb step MR:
+//           acc[MR][NR/VL] = kc0 == 0 ? bias : y[..]  (registers)
+//           for k in kc0..kc0+KC: acc[i][v] += bcast(x[b, r0+i, k]) * wp[p, k, v*VL..]
+//           y[..] = acc
+//
+// Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
+// many rows; the last, partial panel uses masked loads and stores, so
+// nothing outside y is read or written whatever T and n are.
+//
+//===----------------------------------------------------------------------===//
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace {
+
+struct Gemm {
+  ImplicitLocOpBuilder &b;
+  attnc::attn::TargetAttr t;
+  Value x, wp, bias, y;
+  int64_t n, kDim, panel, vl, nr, mr, kc;
+  VectorType vt;
+
+  Value idx(ImplicitLocOpBuilder &c, int64_t v) {
+    return arith::ConstantIndexOp::create(c, v);
+  }
+  Value add(ImplicitLocOpBuilder &c, Value a, int64_t v) {
+    return v == 0 ? a : arith::AddIOp::create(c, a, idx(c, v)).getResult();
+  }
+  Value mask(ImplicitLocOpBuilder &c, int64_t valid) {
+    return vector::CreateMaskOp::create(
+        c, VectorType::get({vl}, c.getI1Type()), ValueRange{idx(c, valid)});
+  }
+
+  /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
+  /// `valid[v]`: columns of vector v inside y (vl = full, 0 = none).
+  void block(ImplicitLocOpBuilder &c, Value bi, Value r0, int64_t rows,
+             Value p, int64_t half, Value col, ArrayRef<int64_t> valid,
+             Value k0, Value k1, Value first) {
+    int64_t nv = nr / vl;
+    auto store = [&](ImplicitLocOpBuilder &cc, Value val, int64_t i, int64_t v) {
+      ValueRange at{bi, add(cc, r0, i), add(cc, col, v * vl)};
+      if (valid[v] == vl)
+        vector::StoreOp::create(cc, val, y, at);
+      else if (valid[v] > 0)
+        vector::MaskedStoreOp::create(cc, y, at, mask(cc, valid[v]), val);
+    };
+    // Accumulators start from the bias (first K block) or from y.
+    SmallVector<Type> types(rows * nv, vt);
+    auto init = scf::IfOp::create(c, types, first, /*withElse=*/true);
+    {
+      ImplicitLocOpBuilder tb(c.getLoc(), init.getThenBodyBuilder());
+      SmallVector<Value> vals;
+      Value zero = arith::ConstantOp::create(
+          tb, DenseElementsAttr::get(vt, tb.getF32FloatAttr(0.0f)));
+      for (int64_t v = 0; v < nv; ++v) {
+        Value bv = bias ? Value(vector::LoadOp::create(
+                              tb, vt, bias, ValueRange{add(tb, col, v * vl)}))
+                        : zero;
+        for (int64_t i = 0; i < rows; ++i)
+          vals.push_back(bv);
+      }
+      // vals is [v][i]; reorder to [i][v].
+      SmallVector<Value> ordered;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          ordered.push_back(vals[v * rows + i]);
+      scf::YieldOp::create(tb, ordered);
+      ImplicitLocOpBuilder eb(c.getLoc(), init.getElseBodyBuilder());
+      SmallVector<Value> loaded;
+      Value pass = arith::ConstantOp::create(
+          eb, DenseElementsAttr::get(vt, eb.getF32FloatAttr(0.0f)));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v) {
+          ValueRange at{bi, add(eb, r0, i), add(eb, col, v * vl)};
+          if (valid[v] == vl)
+            loaded.push_back(vector::LoadOp::create(eb, vt, y, at));
+          else if (valid[v] > 0)
+            loaded.push_back(vector::MaskedLoadOp::create(
+                eb, vt, y, at, mask(eb, valid[v]), pass));
+          else
+            loaded.push_back(pass);
+        }
+      scf::YieldOp::create(eb, loaded);
+    }
+    scf::ForOp kLoop = attnc::loop(
+        c, k0, k1, init.getResults(),
+        [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
+          SmallVector<Value> wv, next;
+          for (int64_t v = 0; v < nv; ++v)
+            wv.push_back(vector::LoadOp::create(
+                ck, vt, wp, ValueRange{p, k, idx(ck, half * nr + v * vl)}));
+          for (int64_t i = 0; i < rows; ++i) {
+            Value a = memref::LoadOp::create(ck, x, ValueRange{bi, add(ck, r0, i), k});
+            Value ab = vector::BroadcastOp::create(ck, vt, a);
+            for (int64_t v = 0; v < nv; ++v)
+              next.push_back(vector::FMAOp::create(ck, ab, wv[v], acc[i * nv + v]));
+          }
+          return next;
+        });
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t v = 0; v < nv; ++v)
+        store(c, kLoop.getResult(i * nv + v), i, v);
+  }
+
+  /// All row blocks of rows [r0, r1) for one half-panel.
+  void rowsOf(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
+              int64_t half, Value col, ArrayRef<int64_t> valid, Value k0,
+              Value k1, Value first) {
+    Value span = arith::SubIOp::create(c, r1, r0);
+    Value full = arith::AddIOp::create(
+        c, r0, arith::MulIOp::create(
+                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
+    attnc::loop(c, r0, full, idx(c, mr), {},
+                [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+                  block(cr, bi, r, mr, p, half, col, valid, k0, k1, first);
+                  return SmallVector<Value>{};
+                });
+    if (mr == 1)
+      return;
+    // 1..MR-1 rows left: a kernel of exactly that height.
+    Value left = arith::SubIOp::create(c, r1, full);
+    SmallVector<int64_t> cases;
+    for (int64_t i = 1; i < mr; ++i)
+      cases.push_back(i);
+    auto sw = scf::IndexSwitchOp::create(c, TypeRange{}, left, cases, cases.size());
+    for (auto [ci, rows] : llvm::enumerate(cases)) {
+      Block &blk = sw.getCaseRegions()[ci].emplaceBlock();
+      ImplicitLocOpBuilder cb(c.getLoc(), c.getContext());
+      cb.setInsertionPointToStart(&blk);
+      block(cb, bi, full, rows, p, half, col, valid, k0, k1, first);
+      scf::YieldOp::create(cb);
+    }
+    Block &def = sw.getDefaultRegion().emplaceBlock();
+    ImplicitLocOpBuilder db(c.getLoc(), c.getContext());
+    db.setInsertionPointToStart(&def);
+    scf::YieldOp::create(db);
+  }
+
+  void build() {
+    int64_t numPanels = (n + panel - 1) / panel;
+    int64_t fullPanels = n / panel;
+    int64_t mc = t.getGemmMc();
+    // Panels per task: a group's K x panel slices fill about half of L2.
+    int64_t panelBytes = kDim * panel * 4;
+    int64_t group = std::max<int64_t>(1, (t.getL2Bytes() / 2) / panelBytes);
+    group = std::min(group, numPanels);
+    int64_t groups = (numPanels + group - 1) / group;
+
+    Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
+    Value rowBlocks = arith::DivUIOp::create(
+        b, arith::AddIOp::create(b, nt, idx(b, mc - 1)), idx(b, mc));
+    Value perBatch = arith::MulIOp::create(b, rowBlocks, idx(b, groups));
+    Value tasks = arith::MulIOp::create(b, nb, perBatch);
+    attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+      Value bi = arith::DivUIOp::create(c, task, perBatch);
+      Value rest = arith::RemUIOp::create(c, task, perBatch);
+      Value pg = arith::DivUIOp::create(c, rest, rowBlocks);
+      Value rb = arith::RemUIOp::create(c, rest, rowBlocks);
+      Value r0 = arith::MulIOp::create(c, rb, idx(c, mc));
+      Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, mc)), nt);
+      Value p0 = arith::MulIOp::create(c, pg, idx(c, group));
+      Value p1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, p0, idx(c, group)),
+                                        idx(c, numPanels));
+      Value pFullEnd = arith::MinUIOp::create(c, p1, idx(c, fullPanels));
+      attnc::loop(c, idx(c, 0), idx(c, kDim), idx(c, kc), {},
+          [&](ImplicitLocOpBuilder &ck, Value k0, ValueRange) {
+            Value k1 = arith::MinUIOp::create(ck, arith::AddIOp::create(ck, k0, idx(ck, kc)),
+                                              idx(ck, kDim));
+            Value first = arith::CmpIOp::create(ck, arith::CmpIPredicate::eq, k0, idx(ck, 0));
+            SmallVector<int64_t> fullValid(nr / vl, vl);
+            // Whole panels.
+            attnc::loop(ck, p0, pFullEnd, {},
+                [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
+                  for (int64_t half = 0; half < panel / nr; ++half) {
+                    Value col = arith::AddIOp::create(
+                        cp, arith::MulIOp::create(cp, p, idx(cp, panel)),
+                        idx(cp, half * nr));
+                    rowsOf(cp, bi, r0, r1, p, half, col, fullValid, k0, k1, first);
+                  }
+                  return SmallVector<Value>{};
+                });
+            // The last panel when n is not a multiple of the panel width.
+            if (fullPanels < numPanels) {
+              Value has = arith::CmpIOp::create(ck, arith::CmpIPredicate::ugt, p1,
+                                                idx(ck, fullPanels));
+              auto ifOp = scf::IfOp::create(ck, has, /*withElse=*/false);
+              ImplicitLocOpBuilder ct(ck.getLoc(), ifOp.getThenBodyBuilder());
+              int64_t left = n - fullPanels * panel;
+              for (int64_t half = 0; half < panel / nr; ++half) {
+                SmallVector<int64_t> valid;
+                for (int64_t v = 0; v < nr / vl; ++v)
+                  valid.push_back(std::clamp<int64_t>(left - half * nr - v * vl, 0, vl));
+                if (valid[0] == 0)
+                  break;
+                Value p = idx(ct, fullPanels);
+                rowsOf(ct, bi, r0, r1, p, half, idx(ct, fullPanels * panel + half * nr),
+                       valid, k0, k1, first);
+              }
+            }
+            return SmallVector<Value>{};
+          });
+    });
+  }
+};
+
+} // namespace
+
+void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::TargetAttr t,
+                            Value x, Value wp, Value bias, Value y, int64_t n) {
+  auto wt = cast<MemRefType>(wp.getType());
+  int64_t vl = t.getVectorWidth();
+  Gemm g{b, t, x, wp, bias, y, n, wt.getDimSize(1), wt.getDimSize(2), vl,
+         t.getGemmNr(), t.getGemmMr(), t.getGemmKc(),
+         VectorType::get({vl}, b.getF32Type())};
+  g.build();
+}

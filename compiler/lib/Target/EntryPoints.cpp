@@ -1,0 +1,225 @@
+//===- EntryPoints.cpp - C-callable wrappers around the lowered code ------===//
+//
+// The lowered MLIR functions take expanded memref descriptors. For each
+// code path V (one per instruction set) this file adds, in LLVM IR,
+//
+//   int64_t NAME__V_ws(const attnc_call *c)
+//   int64_t NAME__V_tasks(const attnc_call *c, int64_t phase)
+//   void    NAME__V_run(const attnc_call *c, int64_t phase, int64_t lo, int64_t hi)
+//
+// and once `void NAME__pack_impl(const float *const *w, float *packed)`,
+// which the C glue (KernelGlue.c) calls; `attnc_call` is the record the glue
+// fills (pointers, workspace, batch, seq_len). Every function of a code path
+// gets that path's target-cpu/target-features, so one module (and one .so)
+// holds AVX-512 and AVX2 code side by side.
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Target/Target.h"
+#include "attnc/Conversion/Passes.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace llvm;
+
+namespace {
+struct WrapperBuilder {
+  Module &m;
+  const attnc::Spec &spec;
+  const attnc::PackPlan &plan;
+  LLVMContext &ctx;
+  IRBuilder<> b;
+  Type *i64, *ptr, *f32;
+  StructType *callTy;
+
+  WrapperBuilder(Module &m, const attnc::Spec &spec, const attnc::PackPlan &plan)
+      : m(m), spec(spec), plan(plan), ctx(m.getContext()), b(ctx) {
+    i64 = b.getInt64Ty();
+    ptr = b.getPtrTy();
+    f32 = b.getFloatTy();
+    // struct attnc_call { packed, x, y, ws, ws_bytes, batch, seq }
+    callTy = StructType::create(ctx, {ptr, ptr, ptr, ptr, i64, i64, i64},
+                                "attnc_call");
+  }
+
+  Constant *c64(int64_t v) { return ConstantInt::get(i64, v); }
+
+  /// Appends an expanded memref descriptor: alloc, aligned, offset, sizes,
+  /// row-major strides.
+  void pushMemref(SmallVectorImpl<Value *> &args, Value *p,
+                  ArrayRef<Value *> dims) {
+    args.push_back(p);
+    args.push_back(p);
+    args.push_back(c64(0));
+    for (Value *d : dims)
+      args.push_back(d);
+    SmallVector<Value *> strides(dims.size());
+    Value *acc = c64(1);
+    for (int64_t i = dims.size() - 1; i >= 0; --i) {
+      strides[i] = acc;
+      acc = b.CreateMul(acc, dims[i]);
+    }
+    args.append(strides.begin(), strides.end());
+  }
+
+  Value *field(Value *call, unsigned i, Type *t) {
+    return b.CreateLoad(t, b.CreateStructGEP(callTy, call, i));
+  }
+
+  /// The lowered functions' leading arguments, from an attnc_call.
+  SmallVector<Value *> forwardArgs(Value *call) {
+    Value *packed = field(call, 0, ptr), *x = field(call, 1, ptr),
+          *y = field(call, 2, ptr), *ws = field(call, 3, ptr),
+          *wsBytes = field(call, 4, i64), *batch = field(call, 5, i64),
+          *seq = field(call, 6, i64);
+    auto dims = [&](const std::vector<int64_t> &shape) {
+      SmallVector<Value *> d;
+      for (size_t i = 0; i < shape.size(); ++i)
+        d.push_back(shape[i] >= 0 ? c64(shape[i]) : i == 0 ? batch : seq);
+      return d;
+    };
+    SmallVector<Value *> args;
+    for (const attnc::ForwardArg &a : plan.forwardArgs) {
+      switch (a.kind) {
+      case attnc::ForwardArg::Input:
+        pushMemref(args, x, dims(a.shape));
+        break;
+      case attnc::ForwardArg::Output:
+        pushMemref(args, y, dims(a.shape));
+        break;
+      case attnc::ForwardArg::Weight:
+        pushMemref(args, b.CreateGEP(f32, packed, c64(plan.weights[a.weight].offset)),
+                   dims(a.shape));
+        break;
+      case attnc::ForwardArg::Workspace:
+        pushMemref(args, ws, {wsBytes});
+        break;
+      }
+    }
+    return args;
+  }
+
+  Function *define(const std::string &name, Type *ret, ArrayRef<Type *> params) {
+    auto *fn = Function::Create(FunctionType::get(ret, params, false),
+                                GlobalValue::ExternalLinkage, name, m);
+    fn->setVisibility(GlobalValue::HiddenVisibility);
+    fn->addFnAttr(Attribute::NoUnwind);
+    b.SetInsertPoint(BasicBlock::Create(ctx, "entry", fn));
+    return fn;
+  }
+
+  bool variant(const std::string &isa, std::string &error) {
+    std::string base = spec.name + "__" + attnc::variantSuffix(isa).str();
+    Function *ws = m.getFunction(base + "__ws");
+    Function *tasks = m.getFunction(base + "__tasks");
+    Function *run = m.getFunction(base + "__run");
+    if (!ws || !tasks || !run) {
+      error = "internal error: lowered functions of code path " + base + " not found";
+      return false;
+    }
+    {
+      Function *fn = define(base + "_ws", i64, {ptr});
+      b.CreateRet(b.CreateCall(ws, forwardArgs(fn->getArg(0))));
+    }
+    {
+      Function *fn = define(base + "_tasks", i64, {ptr, i64});
+      auto args = forwardArgs(fn->getArg(0));
+      args.push_back(fn->getArg(1));
+      b.CreateRet(b.CreateCall(tasks, args));
+    }
+    {
+      Function *fn = define(base + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
+      auto args = forwardArgs(fn->getArg(0));
+      for (unsigned i = 1; i < 4; ++i)
+        args.push_back(fn->getArg(i));
+      b.CreateCall(run, args);
+      b.CreateRetVoid();
+    }
+    // The code path's CPU and features on every function that belongs to it.
+    std::string cpu, features;
+    attnc::targetCpuAndFeatures(isa, cpu, features);
+    for (Function &f : m)
+      if (!f.isDeclaration() && f.getName().starts_with(base + "_")) {
+        f.addFnAttr("target-cpu", cpu);
+        if (!features.empty())
+          f.addFnAttr("target-features", features);
+        if (isa == "x86-avx512" ||
+            (isa == "host" && features.find("+avx512f") != std::string::npos)) {
+          f.addFnAttr("prefer-vector-width", "512");
+          f.addFnAttr("min-legal-vector-width", "512");
+        }
+      }
+    return true;
+  }
+
+  bool pack(std::string &error) {
+    Function *impl = m.getFunction(spec.name + "_pack");
+    if (!impl) {
+      error = "internal error: lowered function @" + spec.name + "_pack not found";
+      return false;
+    }
+    impl->setName(spec.name + "__pack_lowered");
+    Function *fn = define(spec.name + "__pack_impl", b.getVoidTy(), {ptr, ptr});
+    Value *weights = fn->getArg(0), *packed = fn->getArg(1);
+    SmallVector<Value *> args;
+    for (size_t i = 0; i < plan.storage.size(); ++i) {
+      Value *p = b.CreateLoad(ptr, b.CreateGEP(ptr, weights, c64(i)));
+      SmallVector<Value *> dims;
+      for (int64_t d : plan.storage[i].shape)
+        dims.push_back(c64(d));
+      pushMemref(args, p, dims);
+    }
+    pushMemref(args, packed, {c64(plan.packedFloats)});
+    b.CreateCall(impl, args);
+    b.CreateRetVoid();
+    return true;
+  }
+};
+} // namespace
+
+void attnc::targetCpuAndFeatures(const std::string &isa, std::string &cpu,
+                                 std::string &features) {
+  features.clear();
+  if (isa == "host") {
+    cpu = sys::getHostCPUName().str();
+    std::vector<std::string> fs;
+    for (auto &f : sys::getHostCPUFeatures())
+      fs.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(fs.begin(), fs.end()); // deterministic order
+    for (auto &f : fs)
+      features += (features.empty() ? "" : ",") + f;
+  } else if (isa == "x86-avx512") {
+    cpu = "x86-64-v4";
+    features = "+prefer-no-scatter";
+  } else if (isa == "x86-avx2") {
+    cpu = "x86-64-v3";
+  } else {
+    cpu = "x86-64";
+  }
+}
+
+bool attnc::addEntryPoints(Module &m, const Spec &spec, const PackPlan &plan,
+                           TargetMachine &tm, std::string &error) {
+  m.setTargetTriple(tm.getTargetTriple());
+  m.setDataLayout(tm.createDataLayout());
+  m.setSourceFileName(spec.name);
+  // The lowered functions are implementation details of the wrappers.
+  for (Function &f : m)
+    if (!f.isDeclaration())
+      f.setLinkage(GlobalValue::InternalLinkage);
+  WrapperBuilder wb(m, spec, plan);
+  for (const std::string &isa : plan.lowered.variants)
+    if (!wb.variant(isa, error))
+      return false;
+  if (!wb.pack(error))
+    return false;
+  std::string msg;
+  raw_string_ostream os(msg);
+  if (verifyModule(m, &os)) {
+    error = "internal error: invalid LLVM IR: " + msg;
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,272 @@
+/*===- KernelGlue.c - the C entry points of a generated kernel ---*- C -*-===*
+ *
+ * Compiled into every kernel library attnc writes (with the system C
+ * compiler, at attnc time). attnc puts in front of this file the ABI header,
+ * the kernel's constants (K_*), the symbol macro KSYM(x) = NAME_##x and the
+ * table of code paths `k_variants` (one per instruction set, each three
+ * functions generated from MLIR: workspace size, tasks of a phase, run a
+ * range of tasks); after it, the metadata record and NAME_query.
+ *
+ * This file checks every argument of the ABI (sizes included), picks the
+ * code path the CPU supports, and runs the phases through the caller's
+ * parallel-for hook or a small built-in pthread pool. It has no state but
+ * the pool, which is created on first use with more than one thread.
+ *===---------------------------------------------------------------------===*/
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The generated functions read their buffers through this record. */
+typedef struct attnc_call {
+  const float *packed;
+  const float *x;
+  float *y;
+  void *ws;
+  int64_t ws_bytes;
+  int64_t batch;
+  int64_t seq;
+} attnc_call;
+
+typedef struct attnc_variant {
+  uint32_t isa;
+  int (*supported)(void);
+  int64_t (*ws)(const attnc_call *);
+  int64_t (*tasks)(const attnc_call *, int64_t);
+  void (*run)(const attnc_call *, int64_t, int64_t, int64_t);
+} attnc_variant;
+
+static int k_has_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v4") != 0;
+}
+static int k_has_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v3") != 0;
+}
+static int k_has_baseline(void) { return 1; }
+
+K_VARIANT_TABLE
+
+static const attnc_variant *k_select(void) {
+  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i)
+    if (k_variants[i].supported())
+      return &k_variants[i];
+  return NULL;
+}
+
+static uint32_t k_selected_isa(void) {
+  const attnc_variant *v = k_select();
+  return v ? v->isa : ATTNC_ISA_NONE;
+}
+
+/* batch and seq_len are valid and every size derived from them fits. */
+static int k_shape_ok(int64_t batch, int64_t seq) {
+  if (batch < 1 || seq < 1)
+    return 0;
+  if (K_MAX_SEQ_LEN > 0 && seq > K_MAX_SEQ_LEN)
+    return 0;
+  /* Indices inside the kernels are 32-bit where they become vector lanes. */
+  if (seq > (((int64_t)1) << 30))
+    return 0;
+  /* batch * seq * widest row * 4 bytes, plus alignment, below 2^62. */
+  if (batch > K_MAX_ROWS / seq)
+    return 0;
+  return 1;
+}
+
+K_EXPORT int64_t KSYM(workspace_size)(int64_t batch, int64_t seq_len,
+                             int64_t kv_seq_len) {
+  if (!k_shape_ok(batch, seq_len) || (kv_seq_len != 0 && kv_seq_len != seq_len))
+    return -1;
+  attnc_call c;
+  memset(&c, 0, sizeof(c));
+  c.batch = batch;
+  c.seq = seq_len;
+  int64_t need = 0;
+  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
+    int64_t n = k_variants[i].ws(&c);
+    if (n > need)
+      need = n;
+  }
+  return need;
+}
+
+K_EXPORT int KSYM(pack)(const float *const *weights, const int64_t *weight_floats,
+               int64_t num_weights, float *packed, int64_t packed_floats) {
+  if (!weights || !weight_floats || !packed)
+    return ATTNC_ERR_NULL_ARG;
+  if (num_weights != K_NUM_WEIGHTS || packed_floats != K_PACKED_FLOATS)
+    return ATTNC_ERR_BUFFER_SIZE;
+  for (int64_t i = 0; i < K_NUM_WEIGHTS; ++i) {
+    if (!weights[i])
+      return ATTNC_ERR_NULL_ARG;
+    if (weight_floats[i] != k_weight_floats[i])
+      return ATTNC_ERR_BUFFER_SIZE;
+  }
+  /* Padding of the panels must be zero: the kernels multiply it. */
+  memset(packed, 0, (size_t)K_PACKED_FLOATS * sizeof(float));
+  KSYM(_pack_impl)(weights, packed);
+  return ATTNC_OK;
+}
+
+/*===--------------------------- thread pool ----------------------------===*/
+
+#define K_MAX_THREADS 256
+
+static struct {
+  pthread_mutex_t use; /* one job at a time */
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  int started;
+  unsigned long long gen;
+  int limit;   /* workers [0, limit) take part in the current job */
+  int pending; /* workers still in the current job */
+  attnc_task_fn fn;
+  void *ctx;
+  int64_t n;
+  int64_t next;
+} k_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+            PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+            0, 0, 0, 0, NULL, NULL, 0, 0};
+
+static void k_pool_drain(void) {
+  for (;;) {
+    int64_t t = __atomic_fetch_add(&k_pool.next, 1, __ATOMIC_RELAXED);
+    if (t >= k_pool.n)
+      return;
+    k_pool.fn(k_pool.ctx, t, t + 1);
+  }
+}
+
+static void *k_pool_worker(void *arg) {
+  int id = (int)(intptr_t)arg;
+  unsigned long long seen = 0;
+  for (;;) {
+    pthread_mutex_lock(&k_pool.mu);
+    while (k_pool.gen == seen)
+      pthread_cond_wait(&k_pool.work, &k_pool.mu);
+    seen = k_pool.gen;
+    int mine = id < k_pool.limit;
+    pthread_mutex_unlock(&k_pool.mu);
+    if (!mine)
+      continue;
+    k_pool_drain();
+    pthread_mutex_lock(&k_pool.mu);
+    if (--k_pool.pending == 0)
+      pthread_cond_signal(&k_pool.done);
+    pthread_mutex_unlock(&k_pool.mu);
+  }
+  return NULL;
+}
+
+/* Runs fn over [0, n) on `threads` threads (the caller is one of them). */
+static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
+  if (threads > K_MAX_THREADS)
+    threads = K_MAX_THREADS;
+  if (threads > n)
+    threads = (int)n;
+  if (threads <= 1) {
+    fn(ctx, 0, n);
+    return 0;
+  }
+  pthread_mutex_lock(&k_pool.use);
+  pthread_mutex_lock(&k_pool.mu);
+  while (k_pool.started < threads - 1) {
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    size_t stack = (size_t)K_STACK_BYTES * 2 + ((size_t)1 << 20);
+    pthread_attr_setstacksize(&attr, stack);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, k_pool_worker,
+                            (void *)(intptr_t)k_pool.started);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+      break;
+    ++k_pool.started;
+  }
+  int workers = threads - 1 < k_pool.started ? threads - 1 : k_pool.started;
+  k_pool.fn = fn;
+  k_pool.ctx = ctx;
+  k_pool.n = n;
+  k_pool.next = 0;
+  k_pool.limit = workers;
+  k_pool.pending = workers;
+  ++k_pool.gen;
+  pthread_cond_broadcast(&k_pool.work);
+  pthread_mutex_unlock(&k_pool.mu);
+  k_pool_drain();
+  pthread_mutex_lock(&k_pool.mu);
+  while (k_pool.pending > 0)
+    pthread_cond_wait(&k_pool.done, &k_pool.mu);
+  pthread_mutex_unlock(&k_pool.mu);
+  pthread_mutex_unlock(&k_pool.use);
+  return 0;
+}
+
+/*===----------------------------- forward ------------------------------===*/
+
+typedef struct k_phase {
+  const attnc_variant *v;
+  const attnc_call *c;
+  int64_t phase;
+} k_phase;
+
+static void k_run_task(void *ctx, int64_t begin, int64_t end) {
+  const k_phase *p = (const k_phase *)ctx;
+  if (begin < end)
+    p->v->run(p->c, p->phase, begin, end);
+}
+
+K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
+  if (!a)
+    return ATTNC_ERR_NULL_ARG;
+  if (a->struct_size != sizeof(attnc_forward_args) || a->reserved0 != 0 ||
+      a->reserved1 != 0 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  /* Variant fields this kernel does not take must be empty. */
+  if (((K_FEATURES & ATTNC_FEATURE_LENGTHS) == 0 && a->lengths) ||
+      ((K_FEATURES & ATTNC_FEATURE_CROSS) == 0 &&
+       (a->x_kv || a->x_kv_floats || a->kv_lengths ||
+        (a->kv_seq_len != 0 && a->kv_seq_len != a->seq_len))) ||
+      ((K_FEATURES & ATTNC_FEATURE_PROBS) == 0 && (a->probs || a->probs_floats)))
+    return ATTNC_ERR_ARGS;
+  if (!a->packed || !a->x || !a->y)
+    return ATTNC_ERR_NULL_ARG;
+  if (!k_shape_ok(a->batch, a->seq_len))
+    return ATTNC_ERR_BAD_SHAPE;
+  int64_t rows = a->batch * a->seq_len;
+  if (a->packed_floats != K_PACKED_FLOATS || a->x_floats != rows * K_D_MODEL ||
+      a->y_floats != rows * K_OUT_DIM)
+    return ATTNC_ERR_BUFFER_SIZE;
+  const attnc_variant *v = k_select();
+  if (!v)
+    return ATTNC_ERR_ISA;
+  attnc_call c;
+  c.packed = a->packed;
+  c.x = a->x;
+  c.y = a->y;
+  c.ws = a->workspace;
+  c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
+  c.batch = a->batch;
+  c.seq = a->seq_len;
+  if (v->ws(&c) > c.ws_bytes)
+    return ATTNC_ERR_WORKSPACE;
+  int threads = a->num_threads;
+  if (!a->parallel_for && threads == 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = cpus > 0 ? (int)cpus : 1;
+  }
+  for (int64_t phase = 0; phase < K_PHASES; ++phase) {
+    int64_t n = v->tasks(&c, phase);
+    if (n <= 0)
+      continue;
+    k_phase p = {v, &c, phase};
+    int rc = a->parallel_for
+                 ? a->parallel_for(a->parallel_ctx, n, k_run_task, &p)
+                 : k_pool_run(threads, n, k_run_task, &p);
+    if (rc != 0)
+      return ATTNC_ERR_THREADS;
+  }
+  return ATTNC_OK;
+}
