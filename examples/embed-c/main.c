@@ -7,7 +7,10 @@
  * Packs deterministic weights, runs one forward pass at two sequence
  * lengths and checks two properties any correct causal attention block
  * has: the result is finite, and (causality) the first rows of y do not
- * change when more tokens are appended. Prints "embed-c: OK" on success.
+ * change when more tokens are appended. Then runs the same forward through
+ * its own parallel-for hook (here a plain loop in reverse order, as an app
+ * with its own scheduler would) and with the built-in pool, and checks the
+ * results are bit-identical. Prints "embed-c: OK" on success.
  */
 #include "gpt2_small_attn.h"
 
@@ -26,17 +29,51 @@ static float hashf(unsigned i) { /* deterministic values in [-0.5, 0.5) */
   return (float)(i & 0xffffu) / 65536.0f - 0.5f;
 }
 
-static int run(const float *packed, int64_t T, float **out) {
+/* An application's parallel-for: runs the tasks one by one, last first. */
+static int calls_seen = 0;
+static int my_parallel_for(void *pool, int64_t n, attnc_task_fn task, void *ctx) {
+  (void)pool;
+  ++calls_seen;
+  for (int64_t i = n - 1; i >= 0; --i)
+    task(ctx, i, i + 1);
+  return 0;
+}
+
+static attnc_forward_args args_for(const float *packed, const float *x, float *y,
+                                   int64_t B, int64_t T, void *ws, int64_t ws_bytes) {
+  attnc_forward_args a = {0};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_floats = GPT2_SMALL_ATTN_PACKED_FLOATS;
+  a.x = x;
+  a.x_floats = B * T * GPT2_SMALL_ATTN_D_MODEL;
+  a.y = y;
+  a.y_floats = B * T * GPT2_SMALL_ATTN_OUT_DIM;
+  a.batch = B;
+  a.seq_len = T;
+  a.workspace = ws;
+  a.workspace_bytes = ws_bytes;
+  a.num_threads = 1;
+  return a;
+}
+
+/* mode 0: calling thread, 1: own hook, 2: built-in pool with 2 threads */
+static int run(const float *packed, int64_t T, int mode, float **out) {
   const int64_t d = GPT2_SMALL_ATTN_D_MODEL;
   float *x = malloc(sizeof(float) * T * d);
   float *y = malloc(sizeof(float) * T * GPT2_SMALL_ATTN_OUT_DIM);
-  int64_t ws_bytes = NAME(workspace_size)(1, T);
+  int64_t ws_bytes = NAME(workspace_size)(1, T, 0);
   void *ws = malloc(ws_bytes > 0 ? (size_t)ws_bytes : 1);
   if (!x || !y || !ws || ws_bytes < 0)
     return 1;
   for (int64_t i = 0; i < T * d; ++i)
     x[i] = 2.0f * hashf((unsigned)i + 7u);
-  int rc = NAME(forward)(packed, x, y, 1, T, ws, ws_bytes);
+  attnc_forward_args a = args_for(packed, x, y, 1, T, ws, ws_bytes);
+  if (mode == 1)
+    a.parallel_for = my_parallel_for;
+  if (mode == 2)
+    a.num_threads = 2;
+  int rc = NAME(forward)(&a);
   free(x);
   free(ws);
   *out = y;
@@ -63,24 +100,51 @@ int main(void) {
       bufs[t][i] = 0.1f * hashf((unsigned)(i * 31 + t));
     weights[t] = bufs[t];
   }
+  int64_t counts[GPT2_SMALL_ATTN_NUM_WEIGHTS];
+  for (unsigned t = 0; t < info->num_weights; ++t)
+    counts[t] = info->weights[t].dims[0] * info->weights[t].dims[1];
   float *packed = malloc(sizeof(float) * GPT2_SMALL_ATTN_PACKED_FLOATS);
-  if (NAME(pack)(weights, packed) != ATTNC_OK) {
+  if (NAME(pack)(weights, counts, GPT2_SMALL_ATTN_NUM_WEIGHTS, packed,
+                 GPT2_SMALL_ATTN_PACKED_FLOATS - 1) != ATTNC_ERR_BUFFER_SIZE ||
+      NAME(pack)(weights, counts, GPT2_SMALL_ATTN_NUM_WEIGHTS, packed,
+                 GPT2_SMALL_ATTN_PACKED_FLOATS) != ATTNC_OK) {
     fprintf(stderr, "embed-c: pack failed\n");
     return 1;
   }
   /* Error paths of the C ABI: nothing runs, a status says why. */
   {
-    int64_t need = NAME(workspace_size)(1, 4);
+    int64_t need = NAME(workspace_size)(1, 4, 0);
     float *x = calloc(4 * GPT2_SMALL_ATTN_D_MODEL, sizeof(float));
     float *y = calloc(4 * GPT2_SMALL_ATTN_OUT_DIM, sizeof(float));
     void *ws = malloc((size_t)need);
-    if (NAME(forward)(packed, NULL, y, 1, 4, ws, need) != ATTNC_ERR_NULL_ARG ||
-        NAME(forward)(packed, x, y, 0, 4, ws, need) != ATTNC_ERR_BAD_SHAPE ||
-        NAME(forward)(packed, x, y, 1, 4, ws, need - 1) != ATTNC_ERR_WORKSPACE ||
-        NAME(forward)(packed, x, y, 1, 4, NULL, need) != ATTNC_ERR_WORKSPACE ||
-        NAME(forward)(packed, x, y, 1, 4, ws, -1) != ATTNC_ERR_WORKSPACE ||
-        NAME(workspace_size)(0, 4) != -1 || need <= 0 ||
-        NAME(forward)(packed, x, y, 1, 4, ws, need) != ATTNC_OK) {
+    attnc_forward_args ok = args_for(packed, x, y, 1, 4, ws, need);
+    attnc_forward_args a = ok;
+    int bad = NAME(forward)(NULL) != ATTNC_ERR_NULL_ARG;
+    a.x = NULL;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_NULL_ARG;
+    a = ok;
+    a.batch = 0;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_BAD_SHAPE;
+    a = ok;
+    a.workspace_bytes = need - 1;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_WORKSPACE;
+    a = ok;
+    a.workspace = NULL;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_WORKSPACE;
+    a = ok;
+    a.workspace_bytes = -1;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_WORKSPACE;
+    a = ok;
+    a.y_floats -= 1; /* y one float too small */
+    bad |= NAME(forward)(&a) != ATTNC_ERR_BUFFER_SIZE;
+    a = ok;
+    a.struct_size -= 8;
+    bad |= NAME(forward)(&a) != ATTNC_ERR_ARGS;
+    a = ok;
+    a.lengths = (const int32_t *)x; /* a variant field this kernel lacks */
+    bad |= NAME(forward)(&a) != ATTNC_ERR_ARGS;
+    if (bad || NAME(workspace_size)(0, 4, 0) != -1 || need <= 0 ||
+        NAME(forward)(&ok) != ATTNC_OK) {
       fprintf(stderr, "embed-c: error codes wrong\n");
       return 1;
     }
@@ -89,11 +153,22 @@ int main(void) {
     free(ws);
   }
 
-  float *y5 = NULL, *y9 = NULL;
-  if (run(packed, 5, &y5) != ATTNC_OK || run(packed, 9, &y9) != ATTNC_OK) {
+  float *y5 = NULL, *y9 = NULL, *yHook = NULL, *yPool = NULL;
+  if (run(packed, 5, 0, &y5) != ATTNC_OK || run(packed, 9, 0, &y9) != ATTNC_OK ||
+      run(packed, 9, 1, &yHook) != ATTNC_OK || run(packed, 9, 2, &yPool) != ATTNC_OK) {
     fprintf(stderr, "embed-c: forward failed\n");
     return 1;
   }
+  int64_t same = 0;
+  for (int64_t i = 0; i < 9 * GPT2_SMALL_ATTN_OUT_DIM; ++i)
+    same += y9[i] == yHook[i] && y9[i] == yPool[i];
+  printf("embed-c: own parallel-for called %d times; 1 thread, own hook and 2-thread pool "
+         "bit-identical: %s\n", calls_seen,
+         same == 9 * GPT2_SMALL_ATTN_OUT_DIM ? "yes" : "no");
+  if (calls_seen < 1 || same != 9 * GPT2_SMALL_ATTN_OUT_DIM)
+    return 1;
+  free(yHook);
+  free(yPool);
   double maxdiff = 0.0;
   for (int64_t i = 0; i < 5 * GPT2_SMALL_ATTN_OUT_DIM; ++i) {
     if (!isfinite(y5[i])) {

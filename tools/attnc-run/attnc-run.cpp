@@ -37,6 +37,7 @@ static const char *kUsage =
     "                     formula computed naively in float32\n"
     "  --atol A, --rtol R tolerance of --check (default 1e-5 and 1e-4)\n"
     "  --bench N          time N calls, print min/median ms per call\n"
+    "  --threads P        threads of the kernel's built-in pool (default 1; 0: all CPUs)\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
     "  --x-scale S        multiply the random input by S (logits grow with S^2:\n"
     "                     'peaky' softmax rows that need max-subtraction)\n"
@@ -80,7 +81,7 @@ static bool parseDouble(const char *s, double &out) {
 
 int main(int argc, char **argv) {
   std::string lib, xPath, wDir, outPath;
-  int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
+  int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1, threads = 1;
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   bool check = false, info = false;
   for (int i = 1; i < argc; ++i) {
@@ -107,6 +108,9 @@ int main(int argc, char **argv) {
     } else if (a == "--bench") {
       if (!parseInt(next("--bench"), bench) || bench < 1)
         return usageError("--bench: expected a positive integer");
+    } else if (a == "--threads") {
+      if (!parseInt(next("--threads"), threads) || threads < 0 || threads > 1024)
+        return usageError("--threads: expected an integer in [0, 1024] (0: all CPUs)");
     } else if (a == "--seed") {
       if (!parseInt(next("--seed"), seed))
         return usageError("--seed: expected an integer");
@@ -240,7 +244,7 @@ int main(int argc, char **argv) {
   }
   std::vector<float> y(batch * seq * outDim);
   std::vector<unsigned char> ws;
-  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws);
+  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, (int)threads);
   if (rc != ATTNC_OK) {
     std::fprintf(stderr, "attnc-run: error: %s_forward returned %d (%s)\n", ki.name, rc,
                  statusText(rc));
@@ -282,7 +286,7 @@ int main(int argc, char **argv) {
     std::vector<double> ms;
     for (int64_t i = 0; i < bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      k.forward(packed.data(), x.data(), y.data(), batch, seq, ws);
+      k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, (int)threads);
       auto t1 = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
       !attnc::linkSharedObject(obj,
                                attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
                                                      comp.targetMachine()->getTargetCPU().str()),
-                               output, err)) {
+                               "lib" + spec->name + ".so", output, err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;
   }

@@ -258,7 +258,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
           Value j = arith::AddIOp::create(c2, j0, jj);
           SmallVector<Value> vv, next(a.begin(), a.end());
           for (int64_t ch = 0; ch < dv; ++ch) {
-            ValueRange at{bi, hk, j, idx(c2, ch * vl)};
+            SmallVector<Value> at{bi, hk, j, idx(c2, ch * vl)};
             if (ch + 1 < dv || dTail == vl)
               vv.push_back(vector::LoadOp::create(c2, vt, v, at));
             else

@@ -56,7 +56,7 @@ struct Gemm {
              Value k0, Value k1, Value first) {
     int64_t nv = nr / vl;
     auto store = [&](ImplicitLocOpBuilder &cc, Value val, int64_t i, int64_t v) {
-      ValueRange at{bi, add(cc, r0, i), add(cc, col, v * vl)};
+      SmallVector<Value> at{bi, add(cc, r0, i), add(cc, col, v * vl)};
       if (valid[v] == vl)
         vector::StoreOp::create(cc, val, y, at);
       else if (valid[v] > 0)
@@ -89,7 +89,7 @@ struct Gemm {
           eb, DenseElementsAttr::get(vt, eb.getF32FloatAttr(0.0f)));
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t v = 0; v < nv; ++v) {
-          ValueRange at{bi, add(eb, r0, i), add(eb, col, v * vl)};
+          SmallVector<Value> at{bi, add(eb, r0, i), add(eb, col, v * vl)};
           if (valid[v] == vl)
             loaded.push_back(vector::LoadOp::create(eb, vt, y, at));
           else if (valid[v] > 0)

@@ -132,6 +132,7 @@ bool attnc::writeFileAtomic(const std::string &path, StringRef text,
 }
 
 bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
+                             const std::string &soname,
                              const std::string &outPath, std::string &error) {
   auto tool = [&](const char *env, const char *dflt, std::string &path) {
     const char *e = std::getenv(env);
@@ -216,9 +217,9 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
     ok = exec({ar, "rcsD", out->TmpName, obj->TmpName, glueObj->TmpName},
               "writing the static archive");
   } else {
-    std::string soname = "-Wl,-soname," + sys::path::filename(outPath).str();
+    std::string sonameArg = "-Wl,-soname," + soname;
     ok = exec({cc, "-shared", "-o", out->TmpName, obj->TmpName, glueObj->TmpName,
-               "-pthread", soname, "-Wl,-Bsymbolic", "-Wl,-z,noexecstack",
+               "-pthread", sonameArg, "-Wl,-Bsymbolic", "-Wl,-z,noexecstack",
                "-Wl,--build-id=sha1", "-Wl,--hash-style=gnu", "-s"},
               "linking");
   }
