@@ -1,0 +1,23 @@
+// attnc-set-target: one clone of each attn function per code path, each
+// carrying its target description; functions without attn ops untouched.
+// RUN: attnc-opt %s --attnc-set-target | FileCheck %s --check-prefix=MULTI
+// MULTI-LABEL: func.func @f__avx512(
+// MULTI-SAME:    attn.target = #attn.target<isa = "x86-avx512", cpu = "x86-64-v4", features = "+prefer-no-scatter", vector_width = 16, registers = 32, panel = 32, gemm_mr = 12, gemm_nr = 32, gemm_kc = 256, gemm_mc = 96, attn_mq = 32, attn_kr = 12, attn_nk = 128
+// MULTI-SAME:    attn.variant_of = "f"
+// MULTI-LABEL: func.func @f__avx2(
+// MULTI-SAME:    attn.target = #attn.target<isa = "x86-avx2", cpu = "x86-64-v3", features = "", vector_width = 8, registers = 16, panel = 32, gemm_mr = 6, gemm_nr = 16, gemm_kc = 256, gemm_mc = 48, attn_mq = 16, attn_kr = 6, attn_nk = 128
+// MULTI-LABEL: func.func @plain(
+// MULTI-NOT:   attn.target
+// MULTI-NOT:   func.func @f(
+// RUN: attnc-opt %s --attnc-set-target=isa=x86-64 | FileCheck %s --check-prefix=SSE
+// SSE: func.func @f__x86_64({{.*}}attn.target = #attn.target<isa = "x86-64", cpu = "x86-64", features = "", vector_width = 4
+// SSE-NOT: func.func @f__avx
+// RUN: not attnc-opt %s --attnc-set-target=isa=arm 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: attnc-set-target: unknown isa 'arm' (multi, x86-avx512, x86-avx2, x86-64, host)
+func.func @f(%x: tensor<2x3x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x3x8xf32> {
+  %y = attn.linear %x, %w : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+  return %y : tensor<2x3x8xf32>
+}
+func.func @plain(%x: f32) -> f32 {
+  return %x : f32
+}
