@@ -35,7 +35,24 @@ SPECS = [
     ("h2_hd32_torch", 64, 2, None, None, "none", "torch_in_proj", True, True, None),
     ("h3_hd48_noout", 100, 3, 1, 48, "causal", "separate", False, False, None),
 ]
-RUNS = [(1, 1), (7, 2), (64, 1), (300, 1)]  # (seq_len, batch)
+RUNS = [(1, 1), (7, 2), (64, 1), (97, 3), (300, 1)]  # (seq_len, batch)
+# Real-model sizes and awkward tails of the tiled kernels (query blocks of
+# 16/32, key blocks of 128, GEMM row blocks of 6/12 and 32-column panels):
+# (spec, [(seq_len, batch)]). Checked on both code paths (AVX-512 and AVX2)
+# and with 1 and 2 threads, whose results must be bit-identical.
+BIG = [
+    (("gpt2_768", 768, 12, None, None, "causal", "gpt2_conv1d", True, True, None),
+     [(97, 3), (1023, 1)]),
+    (("llama_4096", 4096, 32, 8, 128, "causal", "separate", False, True, None),
+     [(7, 1)]),
+    (("odd_d100_h1", 100, 1, None, None, "causal", "torch_in_proj", True, True, None),
+     [(2049, 1)]),
+    (("hd3_h5_d15", 15, 5, None, None, "none", "gpt2_conv1d", True, True, None),
+     [(129, 2)]),
+    (("hd127_h2", 254, 2, 1, 127, "causal", "separate", True, False, None),
+     [(160, 3)]),
+]
+ISAS = ["x86-avx512", "x86-avx2"]
 PEAKY = 8.0  # one more run per kernel with x scaled by 8: logits x64
 METAMORPHIC = {"h3_mqa_sep", "h2_d20_torch_causal", "h6_noout", "h4_hd16_gqa"}
 
@@ -58,6 +75,51 @@ def spec_text(s):
 def run(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p.returncode, p.stdout
+
+
+def big(work):
+    """BIG specs on each ISA: --check with 1 thread, then 2 threads must give
+    the same bytes."""
+    passed = failed = 0
+    for s, runs in BIG:
+        name = s[0]
+        path = os.path.join(work, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(spec_text(s))
+        for isa in ISAS:
+            lib = os.path.join(work, f"lib{name}_{isa}.so")
+            rc, out = run(["attnc", path, "-o", lib, "--target", isa])
+            if rc != 0:
+                print(f"FAIL: compile {name} {isa}\n{out}")
+                failed += 1
+                continue
+            for t, b in runs:
+                outs = []
+                for threads in (1, 2):
+                    y = os.path.join(work, f"{name}_{isa}_{t}_{b}_{threads}.npy")
+                    cmd = ["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
+                           "--seed", str(t + b), "--threads", str(threads), "--out", y]
+                    if threads == 1:
+                        cmd.append("--check")
+                    rc, out = run(cmd)
+                    outs.append(y)
+                    if threads == 1:
+                        line = next((l for l in out.splitlines() if l.startswith("check")),
+                                    out.strip())
+                        ok = rc == 0 and "PASS" in line
+                        print(f"{'PASS' if ok else 'FAIL'}: {name} {isa} T={t} B={b}: {line}")
+                        if not ok:
+                            print(out)
+                        passed, failed = passed + ok, failed + (not ok)
+                    elif rc != 0:
+                        print(f"FAIL: {name} {isa} T={t} B={b} 2 threads\n{out}")
+                        failed += 1
+                same = all(os.path.exists(o) for o in outs) and \
+                    open(outs[0], "rb").read() == open(outs[1], "rb").read()
+                print(f"{'PASS' if same else 'FAIL'}: {name} {isa} T={t} B={b}: "
+                      f"1 and 2 threads bit-identical: {'yes' if same else 'no'}")
+                passed, failed = passed + same, failed + (not same)
+    return passed, failed
 
 
 def main():
@@ -106,6 +168,9 @@ def main():
                 if not ok:
                     print(out)
                 passed, failed = passed + ok, failed + (not ok)
+    if not args.dump_check:
+        p, f = big(args.work)
+        passed, failed = passed + p, failed + f
     print(f"matrix: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
