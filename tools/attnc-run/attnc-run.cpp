@@ -54,6 +54,10 @@ static const char *statusText(int rc) {
   case ATTNC_ERR_NULL_ARG: return "a required pointer is NULL";
   case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range (< 1 or > max_seq_len)";
   case ATTNC_ERR_WORKSPACE: return "workspace too small";
+  case ATTNC_ERR_BUFFER_SIZE: return "a buffer's size does not match the shapes";
+  case ATTNC_ERR_ISA: return "this CPU lacks the instruction sets the library has code for";
+  case ATTNC_ERR_THREADS: return "the parallel-for hook or the thread pool failed";
+  case ATTNC_ERR_ARGS: return "bad argument record (struct_size, reserved or unused fields)";
   default: return "unknown status";
   }
 }

@@ -13,6 +13,7 @@
  * the pool, which is created on first use with more than one thread.
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,9 +48,22 @@ static int k_has_baseline(void) { return 1; }
 
 K_VARIANT_TABLE
 
+static int k_level(int (*check)(void)) {
+  return check == k_has_avx512 ? 2 : check == k_has_avx2 ? 1 : 0;
+}
+
+/* The first code path this CPU supports; ATTNC_ISA=avx2 (or x86-64) in the
+ * environment caps the choice, e.g. to time the AVX2 path on an AVX-512
+ * machine or to see how the library behaves on an older CPU. */
 static const attnc_variant *k_select(void) {
+  int cap = 2;
+  const char *env = getenv("ATTNC_ISA");
+  if (env && (strcmp(env, "avx2") == 0 || strcmp(env, "x86-avx2") == 0))
+    cap = 1;
+  else if (env && strcmp(env, "x86-64") == 0)
+    cap = 0;
   for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i)
-    if (k_variants[i].supported())
+    if (k_level(k_variants[i].supported) <= cap && k_variants[i].supported())
       return &k_variants[i];
   return NULL;
 }
