@@ -27,24 +27,24 @@ using Catch::Matchers::Contains;
 static_assert(sizeof(attnc_tensor_info) == 32, "attnc_tensor_info layout");
 static_assert(offsetof(attnc_tensor_info, rank) == 8, "");
 static_assert(offsetof(attnc_tensor_info, dims) == 16, "");
-static_assert(sizeof(attnc_kernel_info) == 152, "attnc_kernel_info layout");
+static_assert(sizeof(attnc_kernel_info) == 200, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_kernel_info, abi_version) == 0, "");
 static_assert(offsetof(attnc_kernel_info, struct_size) == 4, "");
 static_assert(offsetof(attnc_kernel_info, name) == 8, "");
 static_assert(offsetof(attnc_kernel_info, spec_hash) == 16, "");
 static_assert(offsetof(attnc_kernel_info, d_model) == 24, "");
 static_assert(offsetof(attnc_kernel_info, head_dim) == 48, "");
-static_assert(offsetof(attnc_kernel_info, mask) == 56, "");
-static_assert(offsetof(attnc_kernel_info, window) == 64, "");
-static_assert(offsetof(attnc_kernel_info, bias) == 72, "");
-static_assert(offsetof(attnc_kernel_info, scale) == 80, "");
-static_assert(offsetof(attnc_kernel_info, dtype) == 88, "");
-static_assert(offsetof(attnc_kernel_info, num_weights) == 100, "");
-static_assert(offsetof(attnc_kernel_info, weights) == 104, "");
-static_assert(offsetof(attnc_kernel_info, packed_floats) == 112, "");
-static_assert(offsetof(attnc_kernel_info, max_seq_len) == 120, "");
-static_assert(offsetof(attnc_kernel_info, target_triple) == 128, "");
-static_assert(offsetof(attnc_kernel_info, compiler_version) == 144, "");
+static_assert(offsetof(attnc_kernel_info, mask) == 64, "");
+static_assert(offsetof(attnc_kernel_info, window) == 72, "");
+static_assert(offsetof(attnc_kernel_info, bias) == 80, "");
+static_assert(offsetof(attnc_kernel_info, scale) == 88, "");
+static_assert(offsetof(attnc_kernel_info, dtype) == 96, "");
+static_assert(offsetof(attnc_kernel_info, num_weights) == 112, "");
+static_assert(offsetof(attnc_kernel_info, weights) == 120, "");
+static_assert(offsetof(attnc_kernel_info, packed_floats) == 128, "");
+static_assert(offsetof(attnc_kernel_info, max_seq_len) == 136, "");
+static_assert(offsetof(attnc_kernel_info, target_triple) == 176, "");
+static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
 
 namespace {
 
@@ -104,7 +104,7 @@ struct InfoFixture {
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 1u);
-  REQUIRE(sizeof(attnc_kernel_info) == 152);
+  REQUIRE(sizeof(attnc_kernel_info) == 200);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 96);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 136);
 }
@@ -127,12 +127,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 2, runtime speaks 1");
+  CHECK(f.check() == "kernel ABI version 3, runtime speaks 2");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 144 bytes") && Contains("expects 152"));
+             Contains("struct_size is 192 bytes") && Contains("expects 200"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -179,8 +179,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   f.info.dtype = 5;
   CHECK(f.check() == "unknown dtype value 5");
   f.info.dtype = ATTNC_DTYPE_F32;
-  f.info.isa = 4;
-  CHECK(f.check() == "unknown isa value 4");
+  f.info.isa = 5;
+  CHECK(f.check() == "unknown isa value 5");
   f.info.isa = ATTNC_ISA_HOST;
   f.info.weight_layout = 3;
   CHECK(f.check() == "unknown weight_layout value 3");

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The performance benchmark (not a test): builds attnc, compiles
+# examples/gpt2-small.yaml (default target: AVX-512 + AVX2 in one library)
+# and the FP32 peak probe, installs the peers' OpenMP OpenBLAS if missing,
+# then runs tests/bench/bench_block.py: one table, bench.csv and bench.svg
+# in build/bench/. Takes 10-20 minutes on a 2-core machine; extra arguments
+# go to bench_block.py (e.g. --seq 128 512 --threads 1 for a quick look).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+if ! dpkg-query -W -f='${Status}' libopenblas0-openmp 2>/dev/null | grep -q "install ok installed"; then
+  echo "bench: installing libopenblas0-openmp (the tuned peers' BLAS)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get install -y -qq --no-install-recommends libopenblas0-openmp >/dev/null || true
+fi
+out=build/bench
+mkdir -p "$out"
+./build/tools/attnc examples/gpt2-small.yaml -o "$out/libgpt2_small_attn.so"
+cc -O2 -pthread tests/bench/peak_fma.c -o "$out/peak_fma"
+/usr/bin/python3 tests/bench/bench_block.py --attnc-run build/tools/attnc-run \
+  --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" \
+  --csv "$out/bench.csv" --svg "$out/bench.svg" "$@"

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Benchmark: the GPT-2 small causal attention block, attnc against its peers, in one run.
+
+Not a test: timings never gate CI. Run through scripts/bench.sh, which builds
+attnc, compiles examples/gpt2-small.yaml and the FP32 peak probe, then calls
+
+  bench_block.py --attnc-run build/tools/attnc-run --lib LIB --peak PEAK_FMA
+                 [--seq 128 512 1024 2048] [--threads 1 2] [--procs 5]
+                 [--csv bench.csv] [--svg bench.svg]
+
+In one run it measures the FP32 FMA peak (AVX-512 and AVX2, 1 and P
+threads), then for each T and thread count:
+  - attnc (AVX-512 path, and the AVX2 path of the same library through
+    ATTNC_ISA=avx2): attnc-run --bench in --procs processes; per-process
+    minima give min, median and spread;
+  - attnc's phases alone (QKV GEMM, attention, W_O GEMM), 1 thread, timed
+    through the kernel's parallel-for hook from Python (ctypes);
+  - torch nn.MultiheadAttention (causal attn_mask) and a nanoGPT-style manual
+    block (c_attn, split, q@k^T, masked_fill, softmax, @v, c_proj), each
+    tuned (OPENBLAS_CORETYPE=SkylakeX, ATEN_CPU_CAPABILITY=avx512, the
+    OpenMP OpenBLAS when installed, a kept heap), restricted to AVX2
+    (OPENBLAS_CORETYPE=Haswell, ATEN_CPU_CAPABILITY=avx2,
+    ONEDNN_MAX_CPU_ISA=AVX2) and out of the box;
+  - the two GEMMs alone with oneDNN and packed (reordered) weights
+    (torch.utils.mkldnn, which is oneDNN 2.x).
+It prints one table (median and min ms, useful GFLOP/s with the causal
+attention FLOPs halved, % of the measured peak, attnc's speed-up over the
+best peer of the row), writes the rows as CSV and draws ms against T as an
+SVG chart (one line per system and thread count).
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+D, H = 768, 12
+
+
+def useful_flops(t):
+    return 2 * t * D * 3 * D + 2 * t * D * D + 4 * t * t * D / 2
+
+
+# ---------------------------------------------------------------- peers ----
+PEER_CODE = r'''
+import json, sys, time
+import torch, torch.nn.functional as F
+kind, T, P, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.set_num_threads(P)
+torch.manual_seed(0)
+x = torch.randn(1, T, 768)
+times = []
+with torch.no_grad():
+    if kind == "mha":
+        m = torch.nn.MultiheadAttention(768, 12, batch_first=True).eval()
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        f = lambda: m(x, x, x, attn_mask=mask, need_weights=False)
+    elif kind == "manual":
+        wa, ba = torch.randn(2304, 768) * 0.02, torch.zeros(2304)
+        wp, bp = torch.randn(768, 768) * 0.02, torch.zeros(768)
+        bias = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+        def f():
+            q, k, v = F.linear(x, wa, ba).split(768, dim=2)
+            q = q.view(1, T, 12, 64).transpose(1, 2)
+            k = k.view(1, T, 12, 64).transpose(1, 2)
+            v = v.view(1, T, 12, 64).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / 8.0)
+            att = att.masked_fill(bias == 0, float("-inf")).softmax(dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(1, T, 768)
+            return F.linear(y, wp, bp)
+    elif kind in ("onednn_qkv", "onednn_out"):
+        n = 2304 if kind == "onednn_qkv" else 768
+        lin = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, n).eval())
+        xm = x.view(T, 768).to_mkldnn()
+        f = lambda: lin(xm)
+    f()
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps(times))
+'''
+
+SYSTEM_PY = "/usr/bin/python3"
+
+
+def peer_env(mode):
+    env = dict(os.environ)
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY",
+              "ONEDNN_MAX_CPU_ISA", "GLIBC_TUNABLES"):
+        env.pop(k, None)
+    omp = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+    if mode in ("tuned", "avx2"):
+        env["GLIBC_TUNABLES"] = ("glibc.malloc.mmap_max=0:"
+                                 "glibc.malloc.trim_threshold=4294967295")
+        if os.path.isdir(omp):
+            env["LD_LIBRARY_PATH"] = omp + ":" + env.get("LD_LIBRARY_PATH", "")
+    if mode == "tuned":
+        env["OPENBLAS_CORETYPE"] = "SkylakeX"
+        env["ATEN_CPU_CAPABILITY"] = "avx512"
+    if mode == "avx2":
+        env["OPENBLAS_CORETYPE"] = "Haswell"
+        env["ATEN_CPU_CAPABILITY"] = "avx2"
+        env["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    return env
+
+
+def run_peer(kind, mode, t, p, reps, procs):
+    mins, meds = [], []
+    for _ in range(procs):
+        r = subprocess.run([SYSTEM_PY, "-c", PEER_CODE, kind, str(t), str(p), str(reps)],
+                           env=peer_env(mode), capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        ts = json.loads(r.stdout.strip().splitlines()[-1])
+        mins.append(min(ts))
+        meds.append(statistics.median(ts))
+    return mins, meds
+
+
+# ---------------------------------------------------------------- attnc ----
+def run_attnc(attnc_run, lib, t, p, reps, procs, isa):
+    env = dict(os.environ)
+    if isa == "avx2":
+        env["ATTNC_ISA"] = "avx2"
+    mins, meds = [], []
+    for _ in range(procs):
+        r = subprocess.run([attnc_run, lib, "--seq-len", str(t), "--threads", str(p),
+                            "--bench", str(reps)], env=env, capture_output=True, text=True)
+        m = re.search(r"min ([0-9.]+) ms, median ([0-9.]+) ms", r.stdout)
+        if r.returncode != 0 or not m:
+            sys.stderr.write(r.stdout + r.stderr)
+            return None
+        mins.append(float(m.group(1)))
+        meds.append(float(m.group(2)))
+    return mins, meds
+
+
+class Args(ctypes.Structure):
+    """attnc_forward_args (abi.h, ABI version 2)."""
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
+                ("packed", ctypes.c_void_p), ("packed_floats", ctypes.c_int64),
+                ("x", ctypes.c_void_p), ("x_floats", ctypes.c_int64),
+                ("y", ctypes.c_void_p), ("y_floats", ctypes.c_int64),
+                ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+                ("parallel_for", ctypes.c_void_p), ("parallel_ctx", ctypes.c_void_p),
+                ("num_threads", ctypes.c_int32), ("reserved1", ctypes.c_int32),
+                ("lengths", ctypes.c_void_p), ("x_kv", ctypes.c_void_p),
+                ("x_kv_floats", ctypes.c_int64), ("kv_seq_len", ctypes.c_int64),
+                ("kv_lengths", ctypes.c_void_p), ("probs", ctypes.c_void_p),
+                ("probs_floats", ctypes.c_int64)]
+
+
+class Info(ctypes.Structure):
+    """attnc_kernel_info (abi.h, ABI version 2), up to packed_floats."""
+    _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32),
+                ("name", ctypes.c_char_p), ("spec_hash", ctypes.c_uint64),
+                ("d_model", ctypes.c_int64), ("heads", ctypes.c_int64),
+                ("kv_heads", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+                ("out_dim", ctypes.c_int64), ("mask", ctypes.c_uint32),
+                ("causal_align", ctypes.c_uint32), ("window", ctypes.c_int64),
+                ("bias", ctypes.c_uint32), ("out_proj", ctypes.c_uint32),
+                ("scale", ctypes.c_double), ("dtype", ctypes.c_uint32),
+                ("isa", ctypes.c_uint32), ("weight_layout", ctypes.c_uint32),
+                ("features", ctypes.c_uint32), ("num_weights", ctypes.c_uint32),
+                ("reserved0", ctypes.c_uint32), ("weights", ctypes.c_void_p),
+                ("packed_floats", ctypes.c_int64)]
+
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                        ctypes.c_void_p)
+
+
+def attnc_phases(lib_path, name, t, reps, isa):
+    """Min ms of each phase (QKV GEMM, attention, W_O GEMM) on one thread,
+    timed by a parallel-for hook that runs all tasks of a phase in one call."""
+    import numpy as np
+    if isa == "avx2":
+        os.environ["ATTNC_ISA"] = "avx2"
+    else:
+        os.environ.pop("ATTNC_ISA", None)
+    lib = ctypes.CDLL(lib_path)
+    q = getattr(lib, name + "_pack")
+    q.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                  ctypes.c_int64]
+    ws_fn = getattr(lib, name + "_workspace_size")
+    ws_fn.restype = ctypes.c_int64
+    ws_fn.argtypes = [ctypes.c_int64] * 3
+    fwd = getattr(lib, name + "_forward")
+    fwd.argtypes = [ctypes.POINTER(Args)]
+    rng = np.random.default_rng(0)
+    shapes = [(768, 2304), (2304,), (768, 768), (768,)]
+    ws_ = [np.ascontiguousarray(rng.standard_normal(s).astype(np.float32) * 0.02)
+           for s in shapes]
+    counts = (ctypes.c_int64 * 4)(*[w.size for w in ws_])
+    ptrs = (ctypes.c_void_p * 4)(*[w.ctypes.data for w in ws_])
+    info_fn = getattr(lib, name + "_query")
+    info_fn.restype = ctypes.POINTER(Info)
+    info_fn.argtypes = [ctypes.c_uint32]
+    packed_floats = info_fn(2).contents.packed_floats
+    packed = np.zeros(packed_floats, np.float32)
+    assert q(ptrs, counts, 4, packed.ctypes.data, packed_floats) == 0
+    x = rng.standard_normal((1, t, 768)).astype(np.float32)
+    y = np.zeros((1, t, 768), np.float32)
+    ws = np.zeros(ws_fn(1, t, 0), np.uint8)
+    times = {}
+
+    @HOOK
+    def hook(ctx, ntasks, task, task_ctx):
+        fn = TASK(task)
+        t0 = time.perf_counter()
+        fn(task_ctx, 0, ntasks)
+        times.setdefault(hook.phase, []).append((time.perf_counter() - t0) * 1e3)
+        hook.phase += 1
+        return 0
+
+    a = Args(ctypes.sizeof(Args), 0, packed.ctypes.data, packed_floats, x.ctypes.data,
+             x.size, y.ctypes.data, y.size, 1, t, ws.ctypes.data, ws.size,
+             ctypes.cast(hook, ctypes.c_void_p), None, 1, 0)
+    for _ in range(reps + 1):
+        hook.phase = 0
+        assert fwd(ctypes.byref(a)) == 0
+    return [min(times[i][1:]) for i in sorted(times)]
+
+
+
+
+# ---------------------------------------------------------------- output ---
+def svg_chart(rows, path):
+    series = {}
+    for r in rows:
+        if r["kind"] != "block":
+            continue
+        series.setdefault(f'{r["system"]} ({r["threads"]}t)', []).append((r["T"], r["min_ms"]))
+    ts = sorted({r["T"] for r in rows})
+    ms = [v for s in series.values() for _, v in s]
+    if not ts or not ms:
+        return
+    W, Hh, L, R, Tm, B = 900, 520, 70, 260, 30, 50
+    lx0, lx1 = math.log(min(ts)), math.log(max(ts))
+    ly0, ly1 = math.log(min(ms) * 0.8), math.log(max(ms) * 1.25)
+    X = lambda t: L + (math.log(t) - lx0) / max(lx1 - lx0, 1e-9) * (W - L - R)
+    Y = lambda v: Tm + (1 - (math.log(v) - ly0) / (ly1 - ly0)) * (Hh - Tm - B)
+    colors = ["#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
+              "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{Hh}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{Hh}" fill="white"/>',
+           f'<text x="{L}" y="18" font-size="14">GPT-2 small causal attention block, '
+           f'batch 1: ms per call (min, log scale) against T</text>']
+    for t in ts:
+        out.append(f'<line x1="{X(t):.1f}" y1="{Tm}" x2="{X(t):.1f}" y2="{Hh-B}" stroke="#ddd"/>')
+        out.append(f'<text x="{X(t):.1f}" y="{Hh-B+16}" text-anchor="middle">{t}</text>')
+    v = 10 ** math.floor(math.log10(min(ms) * 0.8))
+    while v < max(ms) * 1.25:
+        for k in (1, 2, 5):
+            if math.exp(ly0) <= v * k <= math.exp(ly1):
+                out.append(f'<line x1="{L}" y1="{Y(v*k):.1f}" x2="{W-R}" y2="{Y(v*k):.1f}" stroke="#eee"/>')
+                out.append(f'<text x="{L-6}" y="{Y(v*k)+4:.1f}" text-anchor="end">{v*k:g}</text>')
+        v *= 10
+    out.append(f'<text x="{(L+W-R)/2:.0f}" y="{Hh-10}" text-anchor="middle">T (tokens)</text>')
+    out.append(f'<text x="16" y="{(Tm+Hh-B)/2:.0f}" transform="rotate(-90 16 {(Tm+Hh-B)/2:.0f})" text-anchor="middle">ms</text>')
+    for i, (name, pts) in enumerate(sorted(series.items())):
+        c = colors[i % len(colors)]
+        pts.sort()
+        d = " ".join(f"{X(t):.1f},{Y(v):.1f}" for t, v in pts)
+        dash = ' stroke-dasharray="5,3"' if "(2t)" in name else ""
+        out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
+        for t, v in pts:
+            out.append(f'<circle cx="{X(t):.1f}" cy="{Y(v):.1f}" r="3" fill="{c}"/>')
+        out.append(f'<line x1="{W-R+10}" y1="{Tm+14+i*18}" x2="{W-R+34}" y2="{Tm+14+i*18}" stroke="{c}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{W-R+40}" y="{Tm+18+i*18}">{name}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--attnc-run", required=True)
+    ap.add_argument("--lib", required=True, help="libgpt2_small_attn.so (default target)")
+    ap.add_argument("--peak", required=True, help="the peak_fma probe")
+    ap.add_argument("--seq", type=int, nargs="+", default=[128, 512, 1024, 2048])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--procs", type=int, default=5, help="attnc-run processes per row")
+    ap.add_argument("--peer-procs", type=int, default=2)
+    ap.add_argument("--csv", default="bench.csv")
+    ap.add_argument("--svg", default="bench.svg")
+    ap.add_argument("--no-default-peers", action="store_true",
+                    help="skip the out-of-the-box peers (slow, and not the bar)")
+    ARGS = args = ap.parse_args()
+
+    peak = {}
+    for isa in ("avx512", "avx2"):
+        for p in args.threads:
+            out = subprocess.run([args.peak, isa, str(p), "2"], capture_output=True,
+                                 text=True).stdout
+            peak[(isa, p)] = float(re.search(r"([0-9.]+) GFLOP/s", out).group(1))
+            print(out.strip(), flush=True)
+    reps = {128: 20, 512: 10, 1024: 10, 2048: 5}
+    rows = []
+
+    def add(kind, system, t, p, res, flops, isa="avx512"):
+        if res is None:
+            print(f"  {system}: failed", flush=True)
+            return
+        mins, meds = res
+        mn, md = min(mins), statistics.median(meds)
+        spread = (max(mins) / mn - 1) * 100 if len(mins) > 1 else 0.0
+        g = flops / (mn * 1e6)
+        rows.append(dict(kind=kind, system=system, T=t, threads=p, min_ms=mn, median_ms=md,
+                         spread_pct=spread, gflops=g, pct_peak=100 * g / peak[(isa, p)]))
+        print(f"  T={t} {p}t {system}: min {mn:.3f} ms, median {md:.3f} ms, "
+              f"spread {spread:.1f}%, {g:.1f} GFLOP/s", flush=True)
+
+    for t in args.seq:
+        r = reps.get(t, 5)
+        for p in args.threads:
+            f = useful_flops(t)
+            add("block", "attnc avx512", t, p,
+                run_attnc(args.attnc_run, args.lib, t, p, r, args.procs, "avx512"), f)
+            add("block", "attnc avx2", t, p,
+                run_attnc(args.attnc_run, args.lib, t, p, r, args.procs, "avx2"), f, "avx2")
+            modes = ["tuned", "avx2"] + ([] if args.no_default_peers else ["default"])
+            for kind in ("mha", "manual"):
+                for mode in modes:
+                    add("block", f"torch {kind} {mode}", t, p,
+                        run_peer(kind, mode, t, p, max(3, r // 2), args.peer_procs), f,
+                        "avx2" if mode == "avx2" else "avx512")
+            qkv, out = 2 * t * D * 3 * D, 2 * t * D * D
+            add("gemm", "onednn packed qkv", t, p,
+                run_peer("onednn_qkv", "tuned", t, p, r, args.peer_procs), qkv)
+            add("gemm", "onednn packed out", t, p,
+                run_peer("onednn_out", "tuned", t, p, r, args.peer_procs), out)
+            if p == 1:
+                for isa in ("avx512", "avx2"):
+                    ph = attnc_phases(args.lib, "gpt2_small_attn", t, r, isa)
+                    att = 4 * t * t * D / 2
+                    for (nm, fl), ms in zip((("qkv", qkv), ("attention", att), ("out", out)), ph):
+                        add("gemm" if nm != "attention" else "phase",
+                            f"attnc {isa} {nm}", t, 1, ([ms], [ms]), fl, isa)
+
+    # Speed-ups: attnc rows against the best peer block of the same T and
+    # threads (any tuned peer for avx512; AVX2-restricted peers for avx2).
+    for r in rows:
+        r["speedup"] = ""
+        if r["kind"] != "block" or not r["system"].startswith("attnc"):
+            continue
+        want = "avx2" if "avx2" in r["system"] else "tuned"
+        peers = [q for q in rows if q["kind"] == "block" and q["T"] == r["T"] and
+                 q["threads"] == r["threads"] and q["system"].startswith("torch") and
+                 (q["system"].endswith(want) or (want == "tuned" and q["system"].endswith("default")))]
+        if peers:
+            best = min(peers, key=lambda q: q["min_ms"])
+            r["speedup"] = f'{best["min_ms"] / r["min_ms"]:.2f}x vs {best["system"]}'
+
+    hdr = ("T", "thr", "system", "median ms", "min ms", "spread", "GFLOP/s", "% peak", "speed-up")
+    print("\n| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
+    for r in rows:
+        print(f'| {r["T"]} | {r["threads"]} | {r["system"]} | {r["median_ms"]:.3f} | '
+              f'{r["min_ms"]:.3f} | {r["spread_pct"]:.1f}% | {r["gflops"]:.1f} | '
+              f'{r["pct_peak"]:.0f}% | {r["speedup"]} |')
+    print("\npeak FP32 FMA GFLOP/s: " + ", ".join(f"{i} {p}t {v:.1f}" for (i, p), v in peak.items()))
+    with open(args.csv, "w") as f:
+        f.write("kind,system,T,threads,median_ms,min_ms,spread_pct,gflops,pct_peak,speedup\n")
+        for r in rows:
+            f.write(f'{r["kind"]},{r["system"]},{r["T"]},{r["threads"]},{r["median_ms"]:.4f},'
+                    f'{r["min_ms"]:.4f},{r["spread_pct"]:.2f},{r["gflops"]:.2f},'
+                    f'{r["pct_peak"]:.1f},{r["speedup"]}\n')
+    svg_chart(rows, args.svg)
+    print(f"\nwrote {args.csv} and {args.svg}")
+
+
+if __name__ == "__main__":
+    main()
