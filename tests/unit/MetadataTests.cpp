@@ -103,7 +103,7 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 1u);
+  REQUIRE(ATTNC_ABI_VERSION == 2u);
   REQUIRE(sizeof(attnc_kernel_info) == 200);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 96);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 136);
