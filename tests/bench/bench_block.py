@@ -49,7 +49,7 @@ def useful_flops(t):
 # ---------------------------------------------------------------- peers ----
 PEER_CODE = r'''
 import json, sys, time
-import torch, torch.nn.functional as F
+import torch, torch.nn.functional as F, torch.utils.mkldnn
 kind, T, P, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(P)
 torch.manual_seed(0)

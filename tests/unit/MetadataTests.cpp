@@ -105,8 +105,10 @@ struct InfoFixture {
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 2u);
   REQUIRE(sizeof(attnc_kernel_info) == 200);
-  REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 96);
-  REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 136);
+  REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
+  REQUIRE(offsetof(attnc_kernel_info, selected_isa) == 168);
+  REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
+  REQUIRE(sizeof(attnc_forward_args) == 168);
 }
 
 TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
