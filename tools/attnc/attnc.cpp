@@ -13,6 +13,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -69,7 +70,7 @@ int main(int argc, char **argv) {
       !attnc::linkSharedObject(obj,
                                attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
                                                      comp.targetMachine()->getTargetCPU().str()),
-                               "lib" + spec->name + ".so", output, err)) {
+                               sys::path::filename(output).str(), output, err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;
   }

@@ -44,7 +44,7 @@ bool emitCode(llvm::Module &m, llvm::TargetMachine &tm, bool assembly,
               llvm::SmallVectorImpl<char> &out, std::string &error);
 
 /// Compiles `glue` (C) and links it with `object` into a shared object
-/// (with `soname`, libNAME.so) or, when `outPath` ends in .a, a static
+/// (with `soname`: attnc uses the output's file name, as -l expects) or, when `outPath` ends in .a, a static
 /// archive, with the system C compiler driver ($ATTNC_CC or cc) and ar
 /// ($ATTNC_AR or ar); writes to a temporary file in the same directory and
 /// renames it, so no half-written file is ever left.
