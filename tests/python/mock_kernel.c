@@ -1,8 +1,8 @@
 /* mock_kernel.c - a hand-written ABI v2 kernel library, for testing the
  * Python package (and anything else that calls the C ABI) without attnc.
  *
- * torch_in_proj layout, biases, out_proj; mask none or causal; naive loops
- * in double. Shapes come from macros:
+ * torch_in_proj layout (or gpt2_conv1d with -DGPT2=1), biases, out_proj;
+ * mask none or causal; naive loops in double. Shapes come from macros:
  *   cc -shared -fPIC -DNAME=mock -DD_MODEL=16 -DHEADS=4 -DCAUSAL=1 \
  *      -I runtime/include mock_kernel.c -o libmock.so -lm
  * Like a generated kernel it checks every size it is given, runs the
@@ -21,12 +21,30 @@
 #define H HEADS
 #define DH (D_MODEL / HEADS)
 #define PACKED (3 * D * D + 3 * D + D * D + D)
+#ifndef GPT2
+#define GPT2 0
+#endif
+/* Element (j, k) of the math's W (out j, in k) in the stored matrix. */
+#if GPT2
+#define WI(j, k) wi[(k) * 3 * D + (j)]
+#define WO(j, k) wo[(k) * D + (j)]
+#else
+#define WI(j, k) wi[(j) * D + (k)]
+#define WO(j, k) wo[(j) * D + (k)]
+#endif
 
 static const attnc_tensor_info weights[4] = {
+#if GPT2
+    {"c_attn.weight", 2, 0, {D, 3 * D}},
+    {"c_attn.bias", 1, 0, {3 * D, 1}},
+    {"c_proj.weight", 2, 0, {D, D}},
+    {"c_proj.bias", 1, 0, {D, 1}},
+#else
     {"in_proj_weight", 2, 0, {3 * D, D}},
     {"in_proj_bias", 1, 0, {3 * D, 1}},
     {"out_proj.weight", 2, 0, {D, D}},
     {"out_proj.bias", 1, 0, {D, 1}},
+#endif
 };
 
 static uint32_t selected(void) { return ATTNC_ISA_X86_64; }
@@ -35,7 +53,8 @@ static const attnc_kernel_info info = {
     ATTNC_ABI_VERSION, sizeof(attnc_kernel_info), STR(NAME), 0x1234u,
     D, H, H, DH, D, CAUSAL ? ATTNC_MASK_CAUSAL : ATTNC_MASK_NONE, 0, 0,
     1, 1, 0.0 /* set below */, ATTNC_DTYPE_F32, ATTNC_ISA_X86_64,
-    ATTNC_LAYOUT_TORCH_IN_PROJ, 0, 4, 0, weights, PACKED, 0,
+    GPT2 ? ATTNC_LAYOUT_GPT2_CONV1D : ATTNC_LAYOUT_TORCH_IN_PROJ, 0, 4, 0,
+    weights, PACKED, 0,
     4 * D, 0, 0, selected, "x86_64-unknown-linux-gnu", "x86-64", "mock"};
 
 const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
@@ -47,7 +66,9 @@ const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
   return &i;
 }
 
+#ifndef MOCK_STATIC /* static archives export NAME_-prefixed symbols only */
 const attnc_kernel_info *attnc_query(uint32_t v) { return CAT(NAME, query)(v); }
+#endif
 
 int CAT(NAME, pack)(const float *const *w, const int64_t *floats, int64_t n,
                     float *packed, int64_t packed_floats) {
@@ -90,7 +111,7 @@ static void row(void *ctx, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < 3 * D; ++j) {
         double s = bi[j];
         for (int64_t k = 0; k < D; ++k)
-          s += (double)x[t * D + k] * wi[j * D + k];
+          s += (double)x[t * D + k] * WI(j, k);
         qkv[t * 3 * D + j] = (float)s;
       }
     double scale = 1.0 / sqrt((double)DH);
@@ -119,7 +140,7 @@ static void row(void *ctx, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < D; ++j) {
         double s = bo[j];
         for (int64_t k = 0; k < D; ++k)
-          s += (double)o[t * D + k] * wo[j * D + k];
+          s += (double)o[t * D + k] * WO(j, k);
         a->y[(b * T + t) * D + j] = (float)s;
       }
   }
