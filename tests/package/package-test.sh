@@ -111,6 +111,17 @@ CM
   fi
   echo "c-cmake-static: no libattnrt.so needed"
 
+  step "the installed Python package (PYTHONPATH=prefix/share/attnc/python) on a hand-written kernel"
+  "$src/tests/package/fake_attnc.py" "$src/examples/embed-cmake/block.yaml" -o "$work/consumer/libembed_block.so"
+  PYTHONPATH=$prefix/share/attnc/python $py - "$work/consumer/libembed_block.so" <<'PY'
+import sys, numpy as np, attnc
+k = attnc.Kernel(sys.argv[1])
+print(k)
+w = {n: np.full(s, 0.01, np.float32) for n, s in k.weight_shapes.items()}
+y = k.forward(np.ones((2, 3, k.d_model), np.float32), k.pack(w), num_threads=2)
+print("python:", attnc.__file__.rsplit("/share/", 1)[-1], "y", y.shape, "y[0,0,0] =", float(y[0, 0, 0]))
+PY
+
   step "examples/embed-cmake configures against the prefix"
   cmake -G Ninja -S "$src/examples/embed-cmake" -B "$work/embed-configure" \
         -DCMAKE_PREFIX_PATH="$prefix" | grep -E "Configuring done|Generating done"
