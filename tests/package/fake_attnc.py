@@ -52,11 +52,13 @@ def main(argv):
     else:
         subprocess.run([cc, "-shared", *flags, src, "-o", out, "-lm"], check=True)
     if header:
+        # Like attnc's headers: abi.h verbatim, then the kernel's prototypes.
+        abi = open(os.path.join(SRC, "runtime", "include", "attnc", "runtime", "abi.h")).read()
         with open(header, "w") as f:
             f.write(f"""/* {name}.h - written by fake_attnc.py (tests/package) */
 #ifndef FAKE_{name.upper()}_H
 #define FAKE_{name.upper()}_H
-#include "attnc/runtime/abi.h"
+{abi}
 #ifdef __cplusplus
 extern "C" {{
 #endif

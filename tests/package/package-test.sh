@@ -173,5 +173,96 @@ if [ "$mode" = embed ]; then
   echo "attnc re-ran: $(grep -c "libembed_block" "$dir/rebuild.log") line(s)"
   exit 0
 fi
-echo "usage: package-test.sh install|embed BUILD SRC WORK [SHARED|STATIC [fake]]" >&2
+if [ "$mode" = two-static ]; then
+  # Two kernels as static archives (attnc_add_kernel ... STATIC) in one C
+  # program: every global symbol of each archive carries its spec's name,
+  # so they link together; both run.
+  fake=${5:-}
+  [ -x "$prefix/bin/attnc" ] || { echo "FAIL: no install in $prefix (run package-install first)"; exit 1; }
+  dir=$work/two-static${fake:+-$fake}
+  rm -rf "$dir" && mkdir -p "$dir/src"
+  extra=()
+  if [ "$fake" = fake ]; then
+    extra=(-DATTNC_EXECUTABLE="$src/tests/package/fake_attnc.py")
+    echo "attnc: tests/package/fake_attnc.py (a hand-written ABI v2 kernel)"
+  elif ! "$prefix/bin/attnc" "$src/examples/embed-cmake/block.yaml" -o "$dir/probe.a" \
+         > "$dir/probe.log" 2>&1 || [ "$(head -c 8 "$dir/probe.a" 2>/dev/null)" != '!<arch>' ]; then
+    echo "SKIPPED: attnc cannot write a static archive yet (attnc block.yaml -o probe.a:"
+    sed 's/^/  /' "$dir/probe.log"
+    echo "  output: $( [ -e "$dir/probe.a" ] && file -b "$dir/probe.a" || echo none))"
+    exit 77
+  fi
+  printf 'name: enc\nd_model: 32\nheads: 4\nmask: none\nweights: torch_in_proj\n' > "$dir/src/enc.yaml"
+  printf 'name: dec\nd_model: 48\nheads: 3\nmask: causal\nweights: gpt2_conv1d\n' > "$dir/src/dec.yaml"
+  cat > "$dir/src/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(two_static LANGUAGES C)
+find_package(attnc 0.1 CONFIG REQUIRED)
+attnc_add_kernel(enc SPEC enc.yaml STATIC)
+attnc_add_kernel(dec SPEC dec.yaml STATIC)
+add_executable(two main.c)
+target_link_libraries(two PRIVATE enc dec)
+CM
+  cat > "$dir/src/main.c" <<'C'
+#include "enc.h"
+#include "dec.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Packs constant-ish weights, runs batch 2 x T 5, returns y[0] or NAN. */
+static float run(const attnc_kernel_info *info,
+                 int (*pack)(const float *const *, const int64_t *, int64_t, float *, int64_t),
+                 int64_t (*ws)(int64_t, int64_t, int64_t),
+                 int (*fwd)(const attnc_forward_args *)) {
+  const float *w[8];
+  int64_t n[8];
+  for (uint32_t i = 0; i < info->num_weights; ++i) {
+    n[i] = info->weights[i].dims[0] * info->weights[i].dims[1];
+    float *b = malloc(sizeof(float) * (size_t)n[i]);
+    for (int64_t j = 0; j < n[i]; ++j)
+      b[j] = (float)((j * 7 + i) % 13) / 64.0f - 0.09f;
+    w[i] = b;
+  }
+  float *packed = malloc(sizeof(float) * (size_t)info->packed_floats);
+  if (pack(w, n, info->num_weights, packed, info->packed_floats) != ATTNC_OK)
+    return NAN;
+  int64_t B = 2, T = 5, bytes = ws(B, T, T);
+  float *x = malloc(sizeof(float) * (size_t)(B * T * info->d_model));
+  float *y = malloc(sizeof(float) * (size_t)(B * T * info->out_dim));
+  for (int64_t j = 0; j < B * T * info->d_model; ++j)
+    x[j] = (float)((j * 5) % 11) / 8.0f - 0.6f;
+  attnc_forward_args a = {0};
+  a.struct_size = sizeof a;
+  a.packed = packed; a.packed_floats = info->packed_floats;
+  a.x = x; a.x_floats = B * T * info->d_model;
+  a.y = y; a.y_floats = B * T * info->out_dim;
+  a.batch = B; a.seq_len = T;
+  a.workspace = malloc((size_t)bytes); a.workspace_bytes = bytes;
+  a.num_threads = 1;
+  int rc = fwd(&a);
+  return rc == ATTNC_OK ? y[0] : NAN;
+}
+
+int main(void) {
+  const attnc_kernel_info *e = enc_query(ATTNC_ABI_VERSION), *d = dec_query(ATTNC_ABI_VERSION);
+  if (!e || !d) return 1;
+  float ye = run(e, enc_pack, enc_workspace_size, enc_forward);
+  float yd = run(d, dec_pack, dec_workspace_size, dec_forward);
+  printf("two-static: %s (d_model %lld) y[0] = %g; %s (d_model %lld) y[0] = %g\n",
+         e->name, (long long)e->d_model, ye, d->name, (long long)d->d_model, yd);
+  return isfinite(ye) && isfinite(yd) ? 0 : 1;
+}
+C
+  cmake -G Ninja -S "$dir/src" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]}" > "$dir/configure.log"
+  cmake --build "$dir/build" > "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log"; exit 1; }
+  for k in enc dec; do
+    foreign=$(nm -g --defined-only "$dir/build/attnc/$k/lib$k.a" | awk 'NF == 3 {print $3}' | grep -v "^${k}_" || true)
+    [ -z "$foreign" ] || { echo "FAIL: lib$k.a exports symbols without the '${k}_' prefix: $foreign"; exit 1; }
+    echo "lib$k.a: $(nm -g --defined-only "$dir/build/attnc/$k/lib$k.a" | awk 'NF == 3' | wc -l) global symbols, all ${k}_*"
+  done
+  "$dir/build/two"
+  exit 0
+fi
+echo "usage: package-test.sh install|embed|two-static BUILD SRC WORK [SHARED|STATIC] [fake]" >&2
 exit 2
