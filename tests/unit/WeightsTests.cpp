@@ -18,6 +18,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -137,9 +138,11 @@ std::string npy(const T &t, const std::string &dtype = "F32") {
 }
 
 /// A zip archive of (name, bytes) entries, stored or deflated, as
-/// np.savez / np.savez_compressed write them.
+/// np.savez / np.savez_compressed write them; with zip64, every size and
+/// offset of the central directory and its end record is in the zip64
+/// records (0xffffffff / 0xffff in the classic fields).
 std::string zip(const std::vector<std::pair<std::string, std::string>> &entries,
-                bool deflate) {
+                bool deflate, bool zip64 = false) {
   std::string out, cd;
   for (const auto &e : entries) {
     std::string data = e.second;
@@ -171,23 +174,61 @@ std::string zip(const std::vector<std::pair<std::string, std::string>> &entries,
     put(common, 0, 2);                // extra length
     out += "PK\x03\x04" + common + e.first + data;
     cd += "PK\x01\x02";
-    put(cd, 20, 2); // version made by
-    cd += common;
+    put(cd, 45, 2); // version made by
+    if (zip64) {
+      std::string c64;
+      put(c64, 45, 2);
+      put(c64, 0, 2);
+      put(c64, deflate ? 8 : 0, 2);
+      put(c64, 0, 4);
+      put(c64, crc, 4);
+      put(c64, 0xffffffffu, 4);
+      put(c64, 0xffffffffu, 4);
+      put(c64, e.first.size(), 2);
+      put(c64, 28, 2); // extra: id 1, 24 bytes
+      cd += c64;
+    } else {
+      cd += common;
+    }
     put(cd, 0, 2);  // comment length
     put(cd, 0, 2);  // disk
     put(cd, 0, 2);  // internal attributes
     put(cd, 0, 4);  // external attributes
-    put(cd, local, 4);
+    put(cd, zip64 ? 0xffffffffu : local, 4);
     cd += e.first;
+    if (zip64) { // usize, csize, local header offset
+      put(cd, 1, 2);
+      put(cd, 24, 2);
+      put(cd, e.second.size(), 8);
+      put(cd, data.size(), 8);
+      put(cd, local, 8);
+    }
   }
   uint64_t cdOff = out.size();
   out += cd;
+  if (zip64) {
+    uint64_t eocd64 = out.size();
+    out += "PK\x06\x06";
+    put(out, 44, 8);
+    put(out, 45, 2);
+    put(out, 45, 2);
+    put(out, 0, 4);
+    put(out, 0, 4);
+    put(out, entries.size(), 8);
+    put(out, entries.size(), 8);
+    put(out, cd.size(), 8);
+    put(out, cdOff, 8);
+    out += "PK\x06\x07";
+    put(out, 0, 4);
+    put(out, eocd64, 8);
+    put(out, 1, 4);
+  }
   out += "PK\x05\x06";
   put(out, 0, 4);
-  put(out, entries.size(), 2);
-  put(out, entries.size(), 2);
-  put(out, cd.size(), 4);
-  put(out, cdOff, 4);
+  put(out, zip64 ? 0xffff : entries.size(), 2);
+  put(out, zip64 ? 0xffff : entries.size(), 2);
+  put(out, zip64 ? 0xffffffffu : cd.size(), 4);
+  put(out, zip64 ? 0xffffffffu : cdOff, 4);
   put(out, 0, 2);
   return out;
 }
@@ -424,6 +465,36 @@ TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
   REQUIRE(r.rc == ATTNRT_WEIGHTS_OK);
   checkValues(r.w, info, 0);
 
+  // The same tensors as Fortran-order and as big-endian arrays.
+  for (const char *variant : {"fortran", "big-endian"}) {
+    TempDir d2;
+    for (size_t i = 0; i < info.names.size(); ++i) {
+      T t = info.make(i, int(i));
+      std::string bytes = npy(t);
+      size_t dataStart = bytes.size() - t.values.size() * 4;
+      std::string header = bytes.substr(0, dataStart), data;
+      if (std::string(variant) == "fortran") {
+        header.replace(header.find("'fortran_order': False"), 22, "'fortran_order': True ");
+        int64_t rows = t.shape[0], cols = t.shape[1];
+        T colMajor = t;
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t r2 = 0; r2 < rows; ++r2)
+            colMajor.values[size_t(c * rows + r2)] = t.values[size_t(r2 * cols + c)];
+        data = raw(colMajor, "F32");
+      } else {
+        header.replace(header.find("'<f4'"), 5, "'>f4'");
+        data = raw(t, "F32");
+        for (size_t k = 0; k < data.size(); k += 4)
+          std::reverse(data.begin() + long(k), data.begin() + long(k) + 4);
+      }
+      writeFile(d2 / (info.names[i] + ".npy"), header + data);
+    }
+    r = open(d2.path, "", info);
+    INFO(variant << ": " << r.err);
+    REQUIRE(r.rc == ATTNRT_WEIGHTS_OK);
+    checkValues(r.w, info, 0);
+  }
+
   // The same kernel with biases: the checkpoint has none, and says so.
   Info withBias(ATTNC_LAYOUT_SEPARATE, 8, 4, true);
   r = open(dir.path, "model.layers.3.self_attn.", withBias);
@@ -556,7 +627,8 @@ TEST_CASE("weights: every truncation of a valid file is an error, not a crash",
   std::map<std::string, std::string> files = {
       {"w.safetensors", safetensors(ts)},
       {"stored.npz", zip(entries, false)},
-      {"deflate.npz", zip(entries, true)}};
+      {"deflate.npz", zip(entries, true)},
+      {"zip64.npz", zip(entries, true, true)}};
   for (const auto &f : files) {
     std::string path = dir / f.first;
     writeFile(path, f.second);
