@@ -144,7 +144,10 @@ struct Loader {
       Tensor tensor;
       if (int rc = readTensor(ref, count, tensor, err))
         return rc;
-      std::string what = ref.file + ": tensor '" + ref.name + "'";
+      // A .npy file's name already names its tensor.
+      std::string what = ref.kind == TensorRef::NpyFile
+                             ? ref.file
+                             : ref.file + ": tensor '" + ref.name + "'";
       if (ref.name != prefix + ti.name)
         what += " (the kernel's '" + std::string(ti.name) + "')";
       if (tensor.shape != want) {

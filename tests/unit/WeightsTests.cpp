@@ -495,6 +495,17 @@ TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
     checkValues(r.w, info, 0);
   }
 
+  // A wrong shape in a .npy file: the file names the tensor.
+  {
+    TempDir d3;
+    for (size_t i = 0; i < info.names.size(); ++i)
+      writeFile(d3 / (info.names[i] + ".npy"),
+                npy(i == 0 ? tensor({3, 3}, 0) : info.make(i, int(i))));
+    r = open(d3.path, "", info);
+    CHECK(r.rc == ATTNRT_WEIGHTS_ERR_SHAPE);
+    CHECK_THAT(r.err, Contains(d3.path + "/q_proj.weight.npy: expected shape (8, 8), found (3, 3)"));
+  }
+
   // The same kernel with biases: the checkpoint has none, and says so.
   Info withBias(ATTNC_LAYOUT_SEPARATE, 8, 4, true);
   r = open(dir.path, "model.layers.3.self_attn.", withBias);
