@@ -19,6 +19,26 @@ prefix=$work/prefix
 py=/usr/bin/python3
 step() { echo "== $*"; }
 
+# Exits 77 (ctest: skipped) when the installed attnc compiles the example
+# spec into a shared object but cannot write a static archive; exits 1 when
+# it cannot compile the spec at all (that is a failure, not a skip).
+probe_static() {
+  local d=$1 spec=$src/examples/embed-cmake/block.yaml
+  if "$prefix/bin/attnc" "$spec" -o "$d/probe.a" > "$d/probe.log" 2>&1 &&
+     [ "$(head -c 8 "$d/probe.a" 2>/dev/null)" = '!<arch>' ]; then
+    return 0
+  fi
+  if ! "$prefix/bin/attnc" "$spec" -o "$d/probe.so" > "$d/probe-so.log" 2>&1; then
+    echo "FAIL: the installed attnc cannot compile $spec at all:"
+    sed 's/^/  /' "$d/probe-so.log"
+    exit 1
+  fi
+  echo "SKIPPED: attnc writes shared objects but not static archives yet (attnc block.yaml -o probe.a:"
+  sed 's/^/  /' "$d/probe.log"
+  echo "  output: $( [ -e "$d/probe.a" ] && echo "$(wc -c < "$d/probe.a") bytes, not an ar archive" || echo none))"
+  exit 77
+}
+
 if [ "$mode" = install ]; then
   rm -rf "$work" && mkdir -p "$work"
   step "cmake --install $build --prefix $prefix"
@@ -140,14 +160,7 @@ if [ "$mode" = embed ]; then
     extra=(-DATTNC_EXECUTABLE="$src/tests/package/fake_attnc.py")
     echo "attnc: tests/package/fake_attnc.py (a hand-written ABI v2 kernel)"
   elif [ "$kind" = STATIC ]; then
-    # Can this attnc write a static archive at all?
-    if ! "$prefix/bin/attnc" "$src/examples/embed-cmake/block.yaml" -o "$dir/probe.a" \
-         > "$dir/probe.log" 2>&1 || [ "$(head -c 8 "$dir/probe.a" 2>/dev/null)" != '!<arch>' ]; then
-      echo "SKIPPED: attnc cannot write a static archive yet (attnc block.yaml -o probe.a:"
-      sed 's/^/  /' "$dir/probe.log"
-      echo "  output: $( [ -e "$dir/probe.a" ] && file -b "$dir/probe.a" || echo none))"
-      exit 77
-    fi
+    probe_static "$dir"
   fi
   step "configure + build examples/embed-cmake ($kind) against $prefix"
   cp -r "$src/examples/embed-cmake" "$dir/src" # a copy: the test touches its spec
@@ -185,12 +198,8 @@ if [ "$mode" = two-static ]; then
   if [ "$fake" = fake ]; then
     extra=(-DATTNC_EXECUTABLE="$src/tests/package/fake_attnc.py")
     echo "attnc: tests/package/fake_attnc.py (a hand-written ABI v2 kernel)"
-  elif ! "$prefix/bin/attnc" "$src/examples/embed-cmake/block.yaml" -o "$dir/probe.a" \
-         > "$dir/probe.log" 2>&1 || [ "$(head -c 8 "$dir/probe.a" 2>/dev/null)" != '!<arch>' ]; then
-    echo "SKIPPED: attnc cannot write a static archive yet (attnc block.yaml -o probe.a:"
-    sed 's/^/  /' "$dir/probe.log"
-    echo "  output: $( [ -e "$dir/probe.a" ] && file -b "$dir/probe.a" || echo none))"
-    exit 77
+  else
+    probe_static "$dir"
   fi
   printf 'name: enc\nd_model: 32\nheads: 4\nmask: none\nweights: torch_in_proj\n' > "$dir/src/enc.yaml"
   printf 'name: dec\nd_model: 48\nheads: 3\nmask: causal\nweights: gpt2_conv1d\n' > "$dir/src/dec.yaml"
