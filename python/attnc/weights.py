@@ -18,6 +18,7 @@ ALIASES = {
     "k_proj": ["self.key"],
     "v_proj": ["self.value"],
     "o_proj": ["output.dense", "out_proj"],
+    "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
 }
 
 
@@ -37,6 +38,17 @@ def map_names(tensors, names, layout=None, prefix=""):
     out = []
     for n in names:
         found = [under[s] for s in spellings(n) if s in under]
+        if not found and n in ("in_proj_weight", "in_proj_bias"):
+            # torch_in_proj's fused Q/K/V from separate tensors (BERT).
+            suffix = ".weight" if n == "in_proj_weight" else ".bias"
+            parts = [[under[s] for s in spellings(p + suffix) if s in under]
+                     for p in ("q_proj", "k_proj", "v_proj")]
+            if all(len(p) == 1 for p in parts):
+                arrays = [tensors[p[0]] for p in parts]
+                arrays = [a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+                          for a in arrays]
+                out.append(np.concatenate(arrays, axis=0))
+                continue
         if not found:
             others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)
                              if k.endswith("." + s)})

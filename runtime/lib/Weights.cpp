@@ -39,6 +39,7 @@ std::vector<std::string> spellings(const std::string &name) {
       {"k_proj", {"self.key"}},
       {"v_proj", {"self.value"}},
       {"o_proj", {"output.dense", "out_proj"}},
+      {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
   };
   std::vector<std::string> r = {name};
   size_t dot = name.find('.');
@@ -104,6 +105,85 @@ struct Loader {
     return hint;
   }
 
+  /// Indices of the tensors under the prefix spelled like `kernelName`.
+  std::vector<size_t> find(const std::string &kernelName,
+                           const std::map<std::string, size_t> &under) {
+    std::vector<size_t> found;
+    for (const std::string &n : spellings(kernelName)) {
+      auto it = under.find(n);
+      if (it != under.end())
+        found.push_back(it->second);
+    }
+    return found;
+  }
+
+  /// Reads `ref` for the kernel's `kernelName`, which must have shape
+  /// `want`; appends its values to `data` and a note when converted.
+  int readOne(const TensorRef &ref, const std::string &kernelName,
+              const std::vector<int64_t> &want, std::vector<float> &data,
+              attnrt_weights &w) {
+    int64_t count = 1;
+    for (int64_t d : want)
+      count *= d;
+    Tensor tensor;
+    if (int rc = readTensor(ref, count, tensor, err))
+      return rc;
+    // A .npy file's name already names its tensor.
+    std::string what = ref.kind == TensorRef::NpyFile
+                           ? ref.file
+                           : ref.file + ": tensor '" + ref.name + "'";
+    if (ref.name != prefix + kernelName)
+      what += " (the kernel's '" + kernelName + "')";
+    if (tensor.shape != want) {
+      std::string msg = what + ": expected shape " + shapeString(want) +
+                        ", found " + shapeString(tensor.shape);
+      if (want.size() == 2 && tensor.shape.size() == 2 &&
+          tensor.shape[0] == want[1] && tensor.shape[1] == want[0])
+        msg += " (the transpose: the spec's `weights:` layout may not be "
+               "the checkpoint's; gpt2_conv1d stores (in, out), "
+               "torch_in_proj and separate store (out, in))";
+      return error(ATTNRT_WEIGHTS_ERR_SHAPE, msg);
+    }
+    if (tensor.dtype != DType::F32)
+      w.notes.push_back(what + ": " + dtypeName(tensor.dtype) +
+                        " converted to float32");
+    data.insert(data.end(), tensor.data.begin(), tensor.data.end());
+    return ATTNRT_WEIGHTS_OK;
+  }
+
+  /// torch_in_proj's fused in_proj_weight (3d, d) / in_proj_bias (3d) from
+  /// separate Q, K and V tensors (BERT's self.query/key/value, q/k/v_proj),
+  /// stacked in that order. Returns -1 when the three are not all there.
+  int assemble(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+               const std::map<std::string, size_t> &under,
+               std::vector<float> &data, std::string &source,
+               attnrt_weights &w) {
+    std::string name = ti.name;
+    if ((name != "in_proj_weight" && name != "in_proj_bias") || ti.dims[0] % 3)
+      return -1;
+    std::string suffix = name == "in_proj_weight" ? ".weight" : ".bias";
+    std::vector<size_t> parts;
+    for (const char *p : {"q_proj", "k_proj", "v_proj"}) {
+      std::vector<size_t> f = find(p + suffix, under);
+      if (f.size() != 1)
+        return -1;
+      parts.push_back(f[0]);
+    }
+    std::vector<int64_t> want = {ti.dims[0] / 3};
+    if (ti.rank == 2)
+      want.push_back(ti.dims[1]);
+    for (size_t i = 0; i < 3; ++i) {
+      if (int rc = readOne(all[parts[i]], name + " (part " + "qkv"[i] + ")",
+                           want, data, w))
+        return rc;
+      source += (i ? "+" : "") + all[parts[i]].name;
+    }
+    w.notes.push_back(path + ": '" + name + "' stacked from '" +
+                      all[parts[0]].name + "', '" + all[parts[1]].name +
+                      "', '" + all[parts[2]].name + "'");
+    return ATTNRT_WEIGHTS_OK;
+  }
+
   int load(attnrt_weights &w) {
     std::vector<TensorRef> all;
     if (int rc = listTensors(path, all, err))
@@ -116,56 +196,38 @@ struct Loader {
     for (uint32_t t = 0; t < info.num_weights; ++t) {
       const attnc_tensor_info &ti = info.weights[t];
       std::vector<std::string> names = spellings(ti.name);
-      std::vector<size_t> found;
-      for (const std::string &n : names) {
-        auto it = under.find(n);
-        if (it != under.end())
-          found.push_back(it->second);
-      }
+      std::vector<size_t> found = find(ti.name, under);
+      std::vector<float> data;
+      std::string source;
       if (found.empty()) {
-        std::vector<std::string> full;
-        for (const std::string &n : names)
-          full.push_back(prefix + n);
-        return error(ATTNRT_WEIGHTS_ERR_MISSING,
-                     where + ": no tensor for the kernel's '" + ti.name +
-                         "' (looked for " + quoteList(full, 4) + ")" +
-                         missingHint(names, all, under));
-      }
-      if (found.size() > 1)
+        int rc = assemble(ti, all, under, data, source, w);
+        if (rc > 0)
+          return rc;
+        if (rc < 0) {
+          std::vector<std::string> full;
+          for (const std::string &n : names)
+            full.push_back(prefix + n);
+          return error(ATTNRT_WEIGHTS_ERR_MISSING,
+                       where + ": no tensor for the kernel's '" + ti.name +
+                           "' (looked for " + quoteList(full, 4) + ")" +
+                           missingHint(names, all, under));
+        }
+      } else if (found.size() > 1) {
         return error(ATTNRT_WEIGHTS_ERR_DUPLICATE,
                      where + ": two tensors for the kernel's '" + ti.name +
                          "': '" + all[found[0]].name + "' and '" +
                          all[found[1]].name + "'");
-      const TensorRef &ref = all[found[0]];
-      std::vector<int64_t> want = {ti.dims[0]};
-      if (ti.rank == 2)
-        want.push_back(ti.dims[1]);
-      int64_t count = ti.rank == 2 ? ti.dims[0] * ti.dims[1] : ti.dims[0];
-      Tensor tensor;
-      if (int rc = readTensor(ref, count, tensor, err))
-        return rc;
-      // A .npy file's name already names its tensor.
-      std::string what = ref.kind == TensorRef::NpyFile
-                             ? ref.file
-                             : ref.file + ": tensor '" + ref.name + "'";
-      if (ref.name != prefix + ti.name)
-        what += " (the kernel's '" + std::string(ti.name) + "')";
-      if (tensor.shape != want) {
-        std::string msg = what + ": expected shape " + shapeString(want) +
-                          ", found " + shapeString(tensor.shape);
-        if (want.size() == 2 && tensor.shape.size() == 2 &&
-            tensor.shape[0] == want[1] && tensor.shape[1] == want[0])
-          msg += " (the transpose: the spec's `weights:` layout may not be "
-                 "the checkpoint's; gpt2_conv1d stores (in, out), "
-                 "torch_in_proj and separate store (out, in))";
-        return error(ATTNRT_WEIGHTS_ERR_SHAPE, msg);
+      } else {
+        std::vector<int64_t> want = {ti.dims[0]};
+        if (ti.rank == 2)
+          want.push_back(ti.dims[1]);
+        if (int rc = readOne(all[found[0]], ti.name, want, data, w))
+          return rc;
+        source = all[found[0]].name;
       }
-      if (tensor.dtype != DType::F32)
-        w.notes.push_back(what + ": " + dtypeName(tensor.dtype) +
-                          " converted to float32");
-      w.floats.push_back(count);
-      w.sources.push_back(ref.name);
-      w.buffers.push_back(std::move(tensor.data));
+      w.floats.push_back(int64_t(data.size()));
+      w.sources.push_back(source);
+      w.buffers.push_back(std::move(data));
     }
     for (const auto &b : w.buffers)
       w.pointers.push_back(b.data());

@@ -58,3 +58,13 @@ try:
 except ValueError as e:
     assert "o_proj.weight" in str(e) and "out_proj.weight" in str(e), e
     print("PASS: two spellings of one tensor are an error")
+
+torch_names = ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+parts = {f"self.{p}.{w}": np.full((2, 2) if w == "weight" else 2, i * 2 + (w == "bias"), np.float32)
+         for i, p in enumerate(["query", "key", "value"]) for w in ["weight", "bias"]}
+parts.update({"output.dense.weight": np.eye(2, dtype=np.float32), "output.dense.bias": np.ones(2)})
+wi, bi, wo, bo = map_names(parts, torch_names)
+assert wi.shape == (6, 2) and list(wi[:, 0]) == [0, 0, 2, 2, 4, 4], wi
+assert list(bi) == [1, 1, 3, 3, 5, 5], bi
+assert np.array_equal(wo, np.eye(2))
+print("PASS: BERT query/key/value stack into torch_in_proj's in_proj_weight/bias")

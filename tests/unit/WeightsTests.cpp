@@ -453,6 +453,61 @@ TEST_CASE("weights: .npz (stored and deflate) with BERT names", "[weights]") {
   }
 }
 
+TEST_CASE("weights: torch_in_proj from BERT's separate query/key/value",
+          "[weights]") {
+  TempDir dir;
+  Info info(ATTNC_LAYOUT_TORCH_IN_PROJ, 4, 4, true);
+  // Parts: q, k, v weights (4, 4) and biases (4), output.dense.
+  std::vector<std::tuple<std::string, std::string, T>> ts;
+  const char *part[] = {"query", "key", "value"};
+  for (int i = 0; i < 3; ++i) {
+    ts.emplace_back(std::string("attention.self.") + part[i] + ".weight", "F32",
+                    tensor({4, 4}, 10 + i));
+    ts.emplace_back(std::string("attention.self.") + part[i] + ".bias", "BF16",
+                    tensor({4}, 20 + i));
+  }
+  ts.emplace_back("attention.output.dense.weight", "F32", info.make(2, 2));
+  ts.emplace_back("attention.output.dense.bias", "F32", info.make(3, 3));
+  writeFile(dir / "bert.safetensors", safetensors(ts));
+  Result r = open(dir / "bert.safetensors", "attention.", info);
+  INFO(r.err);
+  REQUIRE(r.rc == ATTNRT_WEIGHTS_OK);
+  REQUIRE(r.w.count() == 4);
+  for (int k = 0; k < 2; ++k) { // in_proj_weight, in_proj_bias: q; k; v
+    std::vector<double> want;
+    for (int i = 0; i < 3; ++i) {
+      T part = k == 0 ? tensor({4, 4}, 10 + i) : tensor({4}, 20 + i);
+      want.insert(want.end(), part.values.begin(), part.values.end());
+    }
+    REQUIRE(r.w.floats()[k] == int64_t(want.size()));
+    for (size_t j = 0; j < want.size(); ++j)
+      REQUIRE(r.w.data()[k][j] == float(want[j]));
+  }
+  for (uint32_t i = 2; i < 4; ++i) {
+    T want = info.make(i, int(i));
+    for (size_t j = 0; j < want.values.size(); ++j)
+      REQUIRE(r.w.data()[i][j] == float(want.values[j]));
+  }
+  CHECK(r.w.sourceName(0) == "attention.self.query.weight+attention.self.key.weight+attention.self.value.weight");
+  CHECK(r.w.sourceName(2) == "attention.output.dense.weight");
+  std::vector<std::string> notes = r.w.notes();
+  REQUIRE(notes.size() == 5); // stacked weight, 3 bf16 biases, stacked bias
+  CHECK_THAT(notes[0], Contains("'in_proj_weight' stacked from 'attention.self.query.weight', 'attention.self.key.weight', 'attention.self.value.weight'"));
+
+  // A part with the wrong shape is named.
+  std::get<2>(ts[2]) = tensor({4, 3}, 11);
+  writeFile(dir / "bert.safetensors", safetensors(ts));
+  r = open(dir / "bert.safetensors", "attention.", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_SHAPE);
+  CHECK_THAT(r.err, Contains("tensor 'attention.self.key.weight' (the kernel's 'in_proj_weight (part k)'): expected shape (4, 4), found (4, 3)"));
+  // Only two of the three parts: the fused name is reported missing.
+  ts.erase(ts.begin() + 2);
+  writeFile(dir / "bert.safetensors", safetensors(ts));
+  r = open(dir / "bert.safetensors", "attention.", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_MISSING);
+  CHECK_THAT(r.err, Contains("no tensor for the kernel's 'in_proj_weight'"));
+}
+
 TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
           "[weights]") {
   TempDir dir;
