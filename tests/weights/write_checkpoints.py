@@ -6,6 +6,7 @@ plus an input, NumPy references and damaged files (for tests/weights).
   ckpt.npz, ckpt_z.npz     three layers 'h.N.attn.<name>' (np.savez, np.savez_compressed)
   ckpt_f16.npz             the same in float16
   ckpt.safetensors         three layers, float32 (hand-written writer: json + bytes)
+  bert.npz                 the same layers under BERT's names (self.query, ..., output.dense)
   ckpt_bf16.safetensors    the same in bfloat16
   x.npy                    input [2, 7, d]
   ref.npy, ref_f16.npy, ref_bf16.npy   y from layer 1 (float64 NumPy MHA, causal)
@@ -63,6 +64,18 @@ def main():
     np.savez(os.path.join(a.work, "ckpt_f16.npz"), **{k: v.astype(np.float16) for k, v in ckpt.items()})
     save_safetensors(os.path.join(a.work, "ckpt.safetensors"), ckpt, metadata={"format": "pt"})
     save_safetensors(os.path.join(a.work, "ckpt_bf16.safetensors"), ckpt, dtype="BF16")
+    # The same layer 1 as a Hugging Face BERT checkpoint would name it:
+    # separate query/key/value (stacked into in_proj_* at load time).
+    bert = {}
+    for i, layer in enumerate(layers):
+        p = f"encoder.layer.{i}.attention."
+        for j, part in enumerate(["query", "key", "value"]):
+            bert[p + f"self.{part}.weight"] = layer["in_proj_weight"][j * d:(j + 1) * d]
+            bert[p + f"self.{part}.bias"] = layer["in_proj_bias"][j * d:(j + 1) * d]
+        bert[p + "output.dense.weight"] = layer["out_proj.weight"]
+        bert[p + "output.dense.bias"] = layer["out_proj.bias"]
+        bert[p + "output.LayerNorm.weight"] = np.ones(d, np.float32)
+    np.savez(os.path.join(a.work, "bert.npz"), **bert)
     x = rng.standard_normal((2, 7, d)).astype(np.float32)
     np.save(os.path.join(a.work, "x.npy"), x)
     np.save(os.path.join(a.work, "ref.npy"), mha(x, layers[1], a.heads))
