@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build
       libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-      libyaml-cpp-dev libfmt-dev catch2
+      libyaml-cpp-dev libfmt-dev catch2 zlib1g-dev pkgconf
       python3 python3-numpy libopenblas0-pthread)
 # torch is optional (the torch test skips without it) but install it when we can.
 [ "${ATTNC_NO_TORCH:-0}" = 1 ] || pkgs+=(python3-torch)

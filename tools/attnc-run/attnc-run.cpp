@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/weights.h"
 
 #include <algorithm>
 #include <chrono>
@@ -28,8 +29,11 @@ static const char *kUsage =
     "  --seq-len T        sequence length (default 128)\n"
     "  --batch B          batch size (default 1)\n"
     "  --x FILE.npy       input x [B, T, d_model] float32 (default: random N(0,1))\n"
-    "  --weights DIR      one NAME.npy per storage tensor (names: see --info);\n"
-    "                     default: random, scaled like a trained layer\n"
+    "  --weights PATH     the storage tensors (names: see --info) from a directory\n"
+    "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
+    "                     converted); default: random, scaled like a trained layer\n"
+    "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
+    "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.')\n"
     "  --out FILE.npy     write y [B, T, out_dim]\n"
     "  --check            compare with the double-precision interpreter; exit 1\n"
     "                     on NaN/inf or when |y - ref| > atol + rtol*|ref| somewhere\n"
@@ -84,7 +88,7 @@ static bool parseDouble(const char *s, double &out) {
 }
 
 int main(int argc, char **argv) {
-  std::string lib, xPath, wDir, outPath;
+  std::string lib, xPath, wDir, wPrefix, outPath;
   int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1, threads = 1;
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   bool check = false, info = false;
@@ -134,6 +138,8 @@ int main(int argc, char **argv) {
       xPath = next("--x");
     } else if (a == "--weights") {
       wDir = next("--weights");
+    } else if (a == "--weights-prefix") {
+      wPrefix = next("--weights-prefix");
     } else if (a == "--out") {
       outPath = next("--out");
     } else if (a == "--check") {
@@ -192,23 +198,17 @@ int main(int argc, char **argv) {
   if (wDir.empty()) {
     weights = attnrt::randomWeights(tensors, rng);
   } else {
-    for (const auto &t : tensors) {
-      attnrt::NpyArray arr;
-      std::string path = wDir + "/" + t.name + ".npy";
-      if (!attnrt::readNpy(path, arr, msg)) {
-        std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
-        return 2;
-      }
-      if (arr.shape != t.shape) {
-        std::string want, got;
-        for (int64_t d : t.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-        for (int64_t d : arr.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-        std::fprintf(stderr, "attnc-run: error: %s: expected shape (%s), found (%s)\n",
-                     path.c_str(), want.c_str(), got.c_str());
-        return 2;
-      }
-      weights.push_back(std::move(arr.data));
+    // .npy directory, .npz or .safetensors (weights.h): names mapped onto
+    // the kernel's, shapes checked, other float types converted.
+    attnrt::Weights loaded = attnrt::Weights::open(wDir, wPrefix, ki, msg);
+    if (!loaded) {
+      std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
+      return 2;
     }
+    for (const std::string &note : loaded.notes())
+      std::fprintf(stderr, "attnc-run: note: %s\n", note.c_str());
+    for (uint32_t i = 0; i < loaded.count(); ++i)
+      weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
   }
   std::vector<float> x;
   if (!xPath.empty()) {

@@ -1,0 +1,116 @@
+"""ctypes mirror of runtime/include/attnc/runtime/abi.h (ABI version 2).
+
+Field for field, in the same order and with the same C types, so that
+ctypes lays the structs out as the C compiler does; tests/python checks
+every size and offset against a C program compiled from abi.h.
+"""
+import ctypes as C
+
+ABI_VERSION = 2
+
+# Return codes of NAME_pack / NAME_forward.
+OK = 0
+STATUS_NAMES = {
+    0: "ATTNC_OK",
+    1: "ATTNC_ERR_NULL_ARG",
+    2: "ATTNC_ERR_BAD_SHAPE",
+    3: "ATTNC_ERR_WORKSPACE",
+    4: "ATTNC_ERR_BUFFER_SIZE",
+    5: "ATTNC_ERR_ISA",
+    6: "ATTNC_ERR_THREADS",
+    7: "ATTNC_ERR_ARGS",
+}
+
+MASKS = {0: "none", 1: "causal", 2: "padding", 3: "causal+padding", 4: "sliding_window"}
+LAYOUTS = {0: "gpt2_conv1d", 1: "torch_in_proj", 2: "separate"}
+DTYPES = {0: "f32"}
+ISAS = {0: "x86-64", 1: "avx2", 2: "avx512", 3: "host", 4: "multi", 0xFFFFFFFF: "none"}
+
+FEATURE_LENGTHS = 1
+FEATURE_CROSS = 2
+FEATURE_PROBS = 4
+
+
+class TensorInfo(C.Structure):
+    _fields_ = [
+        ("name", C.c_char_p),
+        ("rank", C.c_uint32),
+        ("reserved", C.c_uint32),
+        ("dims", C.c_int64 * 2),
+    ]
+
+
+SelectedIsaFn = C.CFUNCTYPE(C.c_uint32)
+
+
+class KernelInfo(C.Structure):
+    _fields_ = [
+        ("abi_version", C.c_uint32),
+        ("struct_size", C.c_uint32),
+        ("name", C.c_char_p),
+        ("spec_hash", C.c_uint64),
+        ("d_model", C.c_int64),
+        ("heads", C.c_int64),
+        ("kv_heads", C.c_int64),
+        ("head_dim", C.c_int64),
+        ("out_dim", C.c_int64),
+        ("mask", C.c_uint32),
+        ("causal_align", C.c_uint32),
+        ("window", C.c_int64),
+        ("bias", C.c_uint32),
+        ("out_proj", C.c_uint32),
+        ("scale", C.c_double),
+        ("dtype", C.c_uint32),
+        ("isa", C.c_uint32),
+        ("weight_layout", C.c_uint32),
+        ("features", C.c_uint32),
+        ("num_weights", C.c_uint32),
+        ("reserved0", C.c_uint32),
+        ("weights", C.POINTER(TensorInfo)),
+        ("packed_floats", C.c_int64),
+        ("max_seq_len", C.c_int64),
+        ("workspace_per_row", C.c_int64),
+        ("workspace_fixed", C.c_int64),
+        ("stack_bytes", C.c_int64),
+        ("selected_isa", SelectedIsaFn),
+        ("target_triple", C.c_char_p),
+        ("target_cpu", C.c_char_p),
+        ("compiler_version", C.c_char_p),
+    ]
+
+
+# typedef void (*attnc_task_fn)(void *task_ctx, int64_t begin, int64_t end);
+TaskFn = C.CFUNCTYPE(None, C.c_void_p, C.c_int64, C.c_int64)
+# typedef int (*attnc_parallel_for_fn)(void *, int64_t, attnc_task_fn, void *);
+ParallelForFn = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, TaskFn, C.c_void_p)
+
+
+class ForwardArgs(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("reserved0", C.c_uint32),
+        ("packed", C.POINTER(C.c_float)),
+        ("packed_floats", C.c_int64),
+        ("x", C.POINTER(C.c_float)),
+        ("x_floats", C.c_int64),
+        ("y", C.POINTER(C.c_float)),
+        ("y_floats", C.c_int64),
+        ("batch", C.c_int64),
+        ("seq_len", C.c_int64),
+        ("workspace", C.c_void_p),
+        ("workspace_bytes", C.c_int64),
+        ("parallel_for", ParallelForFn),
+        ("parallel_ctx", C.c_void_p),
+        ("num_threads", C.c_int32),
+        ("reserved1", C.c_int32),
+        ("lengths", C.POINTER(C.c_int32)),
+        ("x_kv", C.POINTER(C.c_float)),
+        ("x_kv_floats", C.c_int64),
+        ("kv_seq_len", C.c_int64),
+        ("kv_lengths", C.POINTER(C.c_int32)),
+        ("probs", C.POINTER(C.c_float)),
+        ("probs_floats", C.c_int64),
+    ]
+
+
+QueryFn = C.CFUNCTYPE(C.POINTER(KernelInfo), C.c_uint32)

@@ -1,0 +1,119 @@
+"""Weights for attnc kernels from Python: names and safetensors files.
+
+map_names() picks a kernel's storage tensors out of a dict (a torch
+state_dict, np.load(...npz), load_safetensors(...)) with the same rules as
+libattnrt's loader (weights.h, docs/weights.md): an optional layer prefix,
+attnc's own names or the Hugging Face spellings of the `separate` layout.
+save_safetensors / load_safetensors read and write the format with NumPy
+only (an 8-byte little-endian header length, a JSON header, raw bytes).
+"""
+import json
+import struct
+
+import numpy as np
+
+# Other spellings of `separate`-layout tensors: BERT, OPT/BART.
+ALIASES = {
+    "q_proj": ["self.query"],
+    "k_proj": ["self.key"],
+    "v_proj": ["self.value"],
+    "o_proj": ["output.dense", "out_proj"],
+    "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
+}
+
+
+def spellings(name):
+    """attnc's name first, then its Hugging Face aliases."""
+    head, dot, rest = name.partition(".")
+    return [name] + [a + dot + rest for a in ALIASES.get(head, [])] if dot else [name]
+
+
+def map_names(tensors, names, layout=None, prefix=""):
+    """[tensors[...] for each kernel name], matched under `prefix`.
+
+    Raises KeyError naming the missing tensor (and the prefixes under which
+    it does exist), ValueError when two spellings of one tensor are there.
+    """
+    under = {k[len(prefix):]: k for k in tensors.keys() if k.startswith(prefix)}
+    out = []
+    for n in names:
+        found = [under[s] for s in spellings(n) if s in under]
+        if not found and n in ("in_proj_weight", "in_proj_bias"):
+            # torch_in_proj's fused Q/K/V from separate tensors (BERT).
+            suffix = ".weight" if n == "in_proj_weight" else ".bias"
+            parts = [[under[s] for s in spellings(p + suffix) if s in under]
+                     for p in ("q_proj", "k_proj", "v_proj")]
+            if all(len(p) == 1 for p in parts):
+                arrays = [tensors[p[0]] for p in parts]
+                arrays = [a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+                          for a in arrays]
+                out.append(np.concatenate(arrays, axis=0))
+                continue
+        if not found:
+            others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)
+                             if k.endswith("." + s)})
+            hint = f"; it is there under prefixes {others[:3]}" if others else ""
+            raise KeyError(f"no tensor for '{n}' under prefix '{prefix}' "
+                           f"(looked for {[prefix + s for s in spellings(n)]}){hint}")
+        if len(found) > 1:
+            raise ValueError(f"two tensors for '{n}': {found}")
+        out.append(tensors[found[0]])
+    return out
+
+
+_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64,
+           "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
+           "U8": np.uint8, "BOOL": np.bool_}
+
+
+def save_safetensors(path, tensors, dtype=None, metadata=None):
+    """Writes {name: array} as a .safetensors file. dtype: None (keep each
+    array's), or "F32" / "F16" / "F64" / "BF16" for all of them."""
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, a in tensors.items():
+        if hasattr(a, "detach"):
+            a = a.detach().cpu().numpy()
+        a = np.ascontiguousarray(a)
+        if dtype == "BF16":
+            bits = a.astype("<f4").view("<u4")
+            raw = (bits >> 16).astype("<u2").tobytes()  # truncation
+            code = "BF16"
+        else:
+            if dtype:
+                a = a.astype(_DTYPES[dtype])
+            code = {v: k for k, v in _DTYPES.items()}[a.dtype.type]
+            raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": code, "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+
+
+def load_safetensors(path):
+    """{name: array}; BF16 comes back as float32."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        raw = data[base + b: base + e]
+        if t["dtype"] == "BF16":
+            a = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
+        else:
+            a = np.frombuffer(raw, np.dtype(_DTYPES[t["dtype"]]).newbyteorder("<"))
+        out[name] = a.reshape(t["shape"])
+    return out

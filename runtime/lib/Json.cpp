@@ -1,0 +1,257 @@
+//===- Json.cpp - A small JSON parser for safetensors headers ---*- C++ -*-===//
+//
+// Recursive descent over the header text with a depth limit; positions in
+// messages are byte offsets into the header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Json.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace attnrt {
+namespace tensorfile {
+
+namespace {
+
+class JsonParser {
+public:
+  explicit JsonParser(const std::string &s) : s_(s) {}
+  bool parse(Json &out, std::string &why) {
+    if (!value(out, 0)) {
+      why = why_ + " at byte " + std::to_string(pos_);
+      return false;
+    }
+    ws();
+    if (pos_ != s_.size()) {
+      why = "text after the JSON object at byte " + std::to_string(pos_);
+      return false;
+    }
+    return true;
+  }
+
+private:
+  bool error(const char *w) {
+    if (why_.empty())
+      why_ = w;
+    return false;
+  }
+  void ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' ||
+                                s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool lit(const char *w) {
+    size_t n = std::strlen(w);
+    if (s_.compare(pos_, n, w) != 0)
+      return error("invalid literal");
+    pos_ += n;
+    return true;
+  }
+  bool hex4(uint32_t &v) {
+    if (s_.size() - pos_ < 4)
+      return error("truncated \\u escape");
+    v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = s_[pos_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9')
+        v |= uint32_t(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= uint32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= uint32_t(c - 'A' + 10);
+      else
+        return error("bad \\u escape");
+    }
+    return true;
+  }
+  bool string(std::string &out) {
+    ++pos_; // '"'
+    while (true) {
+      if (pos_ >= s_.size())
+        return error("unterminated string");
+      char c = s_[pos_++];
+      if (c == '"')
+        return true;
+      if (static_cast<unsigned char>(c) < 0x20)
+        return error("control character in a string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= s_.size())
+        return error("unterminated string");
+      char e = s_[pos_++];
+      switch (e) {
+      case '"': case '\\': case '/': out += e; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        uint32_t cp;
+        if (!hex4(cp))
+          return false;
+        if (cp >= 0xd800 && cp < 0xdc00) {
+          uint32_t lo;
+          if (s_.compare(pos_, 2, "\\u") != 0)
+            return error("lone surrogate");
+          pos_ += 2;
+          if (!hex4(lo) || lo < 0xdc00 || lo > 0xdfff)
+            return error("bad surrogate pair");
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        }
+        if (cp < 0x80) {
+          out += char(cp);
+        } else if (cp < 0x800) {
+          out += char(0xc0 | cp >> 6);
+          out += char(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+          out += char(0xe0 | cp >> 12);
+          out += char(0x80 | ((cp >> 6) & 0x3f));
+          out += char(0x80 | (cp & 0x3f));
+        } else {
+          out += char(0xf0 | cp >> 18);
+          out += char(0x80 | ((cp >> 12) & 0x3f));
+          out += char(0x80 | ((cp >> 6) & 0x3f));
+          out += char(0x80 | (cp & 0x3f));
+        }
+        break;
+      }
+      default:
+        return error("bad escape in a string");
+      }
+    }
+  }
+  bool number(Json &v) {
+    size_t start = pos_;
+    if (s_[pos_] == '-')
+      ++pos_;
+    bool integral = true;
+    while (pos_ < s_.size() &&
+           (std::isdigit(static_cast<unsigned char>(s_[pos_])) ||
+            s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E' ||
+            s_[pos_] == '+' || s_[pos_] == '-')) {
+      if (!std::isdigit(static_cast<unsigned char>(s_[pos_])))
+        integral = false;
+      ++pos_;
+    }
+    std::string t = s_.substr(start, pos_ - start);
+    if (t.empty() || t == "-")
+      return error("bad number");
+    v.type = Json::Number;
+    char *end = nullptr;
+    errno = 0;
+    v.num = std::strtod(t.c_str(), &end);
+    if (*end)
+      return error("bad number");
+    if (integral) {
+      errno = 0;
+      long long i = std::strtoll(t.c_str(), &end, 10);
+      if (errno == 0 && !*end) {
+        v.isInt = true;
+        v.intValue = i;
+      }
+    }
+    return true;
+  }
+  bool value(Json &v, int depth) {
+    if (depth > 64)
+      return error("nested too deeply");
+    ws();
+    if (pos_ >= s_.size())
+      return error("unexpected end");
+    char c = s_[pos_];
+    if (c == '{') {
+      v.type = Json::Object;
+      ++pos_;
+      ws();
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
+      while (true) {
+        ws();
+        if (pos_ >= s_.size() || s_[pos_] != '"')
+          return error("expected a quoted key");
+        std::string key;
+        if (!string(key))
+          return false;
+        ws();
+        if (pos_ >= s_.size() || s_[pos_] != ':')
+          return error("expected ':'");
+        ++pos_;
+        Json item;
+        if (!value(item, depth + 1))
+          return false;
+        v.fields.emplace_back(std::move(key), std::move(item));
+        ws();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == '}') {
+          ++pos_;
+          return true;
+        }
+        return error("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      v.type = Json::Array;
+      ++pos_;
+      ws();
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return true;
+      }
+      while (true) {
+        Json item;
+        if (!value(item, depth + 1))
+          return false;
+        v.items.push_back(std::move(item));
+        ws();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == ']') {
+          ++pos_;
+          return true;
+        }
+        return error("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      v.type = Json::String;
+      return string(v.str);
+    }
+    if (c == 't' || c == 'f') {
+      v.type = Json::Bool;
+      return lit(c == 't' ? "true" : "false");
+    }
+    if (c == 'n')
+      return lit("null");
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c)))
+      return number(v);
+    return error("unexpected character");
+  }
+
+  const std::string &s_;
+  size_t pos_ = 0;
+  std::string why_;
+};
+
+} // namespace
+
+bool parseJson(const std::string &text, Json &out, std::string &why) {
+  return JsonParser(text).parse(out, why);
+}
+
+} // namespace tensorfile
+} // namespace attnrt

@@ -1,0 +1,161 @@
+//===- Safetensors.cpp - Hugging Face .safetensors headers ------*- C++ -*-===//
+//
+// An 8-byte little-endian header length, a JSON header (Json.h) mapping each
+// tensor name to its dtype, shape and data_offsets (plus an optional
+// __metadata__ object), then the raw little-endian data. The whole header
+// is checked: lengths against the file, offsets inside the data, sizes
+// against dtype and shape, no two tensors sharing bytes, no name twice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Json.h"
+#include "TensorFileSupport.h"
+
+#include <algorithm>
+#include <map>
+
+namespace attnrt {
+namespace tensorfile {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// safetensors
+//===----------------------------------------------------------------------===//
+
+/// Byte width of a safetensors dtype; 0 when unknown.
+size_t safetensorsWidth(const std::string &d, DType &t) {
+  t = d == "F16"    ? DType::F16
+      : d == "BF16" ? DType::BF16
+      : d == "F32"  ? DType::F32
+      : d == "F64"  ? DType::F64
+                    : DType::Unsupported;
+  static const std::map<std::string, size_t> widths = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"I64", 8},  {"U64", 8},     {"F64", 8}};
+  auto it = widths.find(d);
+  return it == widths.end() ? 0 : it->second;
+}
+
+} // namespace
+
+int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
+                    std::string &err) {
+  File f;
+  if (int rc = f.open(path, err))
+    return rc;
+  unsigned char lenBytes[8];
+  if (f.size() < 8)
+    return fail(err, path,
+                "truncated safetensors file (" + std::to_string(f.size()) +
+                    " bytes; the header length alone is 8)");
+  if (int rc = f.read(0, 8, lenBytes, err, "header length"))
+    return rc;
+  uint64_t n = le(lenBytes, 8);
+  if (n > f.size() - 8)
+    return fail(err, path,
+                "truncated safetensors file: header length " +
+                    std::to_string(n) + " but only " +
+                    std::to_string(f.size() - 8) + " bytes follow");
+  if (n > kMaxHeader)
+    return fail(err, path,
+                "safetensors header of " + std::to_string(n) +
+                    " bytes is larger than the 100 MB limit");
+  std::string text(size_t(n), '\0');
+  if (int rc = f.read(8, n, &text[0], err, "header"))
+    return rc;
+  if (text.empty() || text[0] != '{')
+    return fail(err, path, "bad safetensors header: not a JSON object");
+  Json root;
+  std::string why;
+  if (!parseJson(text, root, why))
+    return fail(err, path, "bad safetensors header JSON: " + why);
+  if (root.type != Json::Object)
+    return fail(err, path, "bad safetensors header: not a JSON object");
+  uint64_t dataStart = 8 + n, dataSize = f.size() - dataStart;
+  std::map<std::string, size_t> seen;
+  std::vector<TensorRef> refs;
+  for (const auto &kv : root.fields) {
+    const std::string &name = kv.first;
+    if (seen.count(name))
+      return fail(err, path, "tensor '" + name + "' appears twice in the header",
+                  ErrDuplicate);
+    seen[name] = refs.size();
+    if (name == "__metadata__") {
+      if (kv.second.type != Json::Object)
+        return fail(err, path, "bad safetensors header: __metadata__ is not an object");
+      continue;
+    }
+    const Json &t = kv.second;
+    std::string where = "tensor '" + name + "'";
+    if (t.type != Json::Object)
+      return fail(err, path, where + ": header entry is not an object");
+    const Json *dtype = nullptr, *shape = nullptr, *offs = nullptr;
+    for (const auto &fld : t.fields) {
+      if (fld.first == "dtype")
+        dtype = &fld.second;
+      else if (fld.first == "shape")
+        shape = &fld.second;
+      else if (fld.first == "data_offsets")
+        offs = &fld.second;
+    }
+    if (!dtype || dtype->type != Json::String)
+      return fail(err, path, where + ": no \"dtype\" string");
+    if (!shape || shape->type != Json::Array)
+      return fail(err, path, where + ": no \"shape\" list");
+    if (!offs || offs->type != Json::Array || offs->items.size() != 2)
+      return fail(err, path, where + ": no \"data_offsets\" [begin, end] pair");
+    TensorRef r;
+    r.name = name;
+    r.file = path;
+    r.kind = TensorRef::Raw;
+    r.dtypeName = dtype->str;
+    for (const Json &d : shape->items) {
+      if (d.type != Json::Number || !d.isInt || d.intValue < 0)
+        return fail(err, path, where + ": shape entries must be non-negative integers");
+      r.shape.push_back(d.intValue);
+    }
+    for (const Json &o : offs->items)
+      if (o.type != Json::Number || !o.isInt || o.intValue < 0)
+        return fail(err, path, where + ": data_offsets must be non-negative integers");
+    uint64_t b = uint64_t(offs->items[0].intValue), e = uint64_t(offs->items[1].intValue);
+    std::string range = "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "]";
+    if (b > e)
+      return fail(err, path, where + ": " + range + " end before they begin");
+    if (e > dataSize)
+      return fail(err, path,
+                  where + ": " + range + " are beyond the data (" +
+                      std::to_string(dataSize) + " bytes; truncated file?)");
+    r.offset = dataStart + b;
+    r.size = e - b;
+    size_t w = safetensorsWidth(r.dtypeName, r.dtype);
+    int64_t count;
+    if (!elementCount(r.shape, count))
+      return fail(err, path, where + ": shape " + shapeString(r.shape) + " is too large");
+    if (w && uint64_t(count) * w != r.size)
+      return fail(err, path,
+                  where + ": " + r.dtypeName + " " + shapeString(r.shape) +
+                      " needs " + std::to_string(uint64_t(count) * w) +
+                      " bytes but " + range + " span " + std::to_string(r.size));
+    refs.push_back(std::move(r));
+  }
+  // No two tensors may share bytes.
+  std::vector<const TensorRef *> byOffset;
+  for (const TensorRef &r : refs)
+    if (r.size)
+      byOffset.push_back(&r);
+  std::sort(byOffset.begin(), byOffset.end(),
+            [](const TensorRef *a, const TensorRef *b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (byOffset[i]->offset < byOffset[i - 1]->offset + byOffset[i - 1]->size)
+      return fail(err, path,
+                  "tensors '" + byOffset[i - 1]->name + "' and '" +
+                      byOffset[i]->name + "' overlap (data_offsets share bytes)");
+  for (TensorRef &r : refs)
+    out.push_back(std::move(r));
+  return Ok;
+}
+
+} // namespace tensorfile
+} // namespace attnrt

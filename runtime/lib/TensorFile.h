@@ -1,0 +1,72 @@
+//===- TensorFile.h - Named tensors in .npy/.npz/.safetensors ---*- C++ -*-===//
+//
+// The format half of the weights loader (weights.h): lists the tensors a
+// directory, a .npz archive or a .safetensors file holds without reading
+// their data, then reads one tensor and converts it to float32. Every
+// offset and size read from a file is checked against the file before it
+// is used. Internal to libattnrt.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_LIB_TENSORFILE_H
+#define ATTNC_RUNTIME_LIB_TENSORFILE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+namespace tensorfile {
+
+/// Element types the loader converts to float32.
+enum class DType { F16, BF16, F32, F64, Unsupported };
+
+/// One tensor a file offers, located but not read.
+struct TensorRef {
+  std::string name; ///< full name in the checkpoint
+  std::string file; ///< the file holding it (for messages and reading)
+  enum Kind { Raw, NpyFile, ZipEntry } kind = Raw;
+  // Raw (safetensors): type and shape from the header, bytes at
+  // [offset, offset + size) of `file`.
+  std::string dtypeName;
+  DType dtype = DType::Unsupported;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0, size = 0;
+  // ZipEntry: the entry's local header, method, sizes and CRC from the
+  // central directory.
+  uint64_t localHeader = 0, compSize = 0, usize = 0;
+  uint32_t method = 0, crc = 0;
+};
+
+/// A tensor read and converted to float32, C order.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+  std::string dtypeName; ///< as the file spells it ("BF16", "<f2", ...)
+  DType dtype = DType::F32;
+};
+
+/// Codes: the ATTNRT_WEIGHTS_ERR_* values of weights.h.
+enum Code { Ok = 0, ErrIo = 2, ErrFormat = 3, ErrDuplicate = 5, ErrDType = 6 };
+
+/// Lists the tensors `path` holds: a directory (its *.npy files, named by
+/// the file name without .npy, and the tensors of its *.safetensors and
+/// *.npz files), a .npz or a .safetensors file. Returns Ok or a code with
+/// `err` set ("FILE: what").
+int listTensors(const std::string &path, std::vector<TensorRef> &out,
+                std::string &err);
+
+/// Reads `ref` and converts it to float32. `maxFloats` bounds what may be
+/// allocated: a tensor with more elements is reported (as a shape error
+/// by the caller) from its header alone, before any data is read.
+int readTensor(const TensorRef &ref, int64_t maxFloats, Tensor &out,
+               std::string &err);
+
+/// "(768, 2304)" style.
+std::string shapeString(const std::vector<int64_t> &shape);
+/// "float16", "bfloat16", "float32", "float64".
+const char *dtypeName(DType t);
+
+} // namespace tensorfile
+} // namespace attnrt
+
+#endif // ATTNC_RUNTIME_LIB_TENSORFILE_H

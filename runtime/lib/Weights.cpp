@@ -1,0 +1,336 @@
+//===- Weights.cpp - A kernel's weights from checkpoint files ---*- C++ -*-===//
+//
+// The C API of weights.h: lists what a checkpoint holds (TensorFile.cpp),
+// keeps the names under the prefix, matches each of the kernel's storage
+// tensors to exactly one of them (its own name or a Hugging Face spelling,
+// table below), checks the shape and converts it to float32. Errors name
+// the file and the tensor, and say what to change when that is clear (a
+// prefix to pick, a transposed layout, a checkpoint without biases).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/runtime/weights.h"
+
+#include "TensorFile.h"
+
+#include <cstring>
+#include <map>
+#include <new>
+#include <set>
+
+using namespace attnrt::tensorfile;
+
+struct attnrt_weights {
+  std::vector<std::vector<float>> buffers;
+  std::vector<const float *> pointers;
+  std::vector<int64_t> floats;
+  std::vector<std::string> sources;
+  std::vector<std::string> notes;
+};
+
+namespace {
+
+/// Other spellings of a storage tensor of the `separate` layout: BERT
+/// (self.query, ..., output.dense under `encoder.layer.N.attention.`),
+/// OPT/BART (out_proj). Llama/Mistral/Qwen use attnc's own names.
+std::vector<std::string> spellings(const std::string &name) {
+  static const std::map<std::string, std::vector<std::string>> aliases = {
+      {"q_proj", {"self.query"}},
+      {"k_proj", {"self.key"}},
+      {"v_proj", {"self.value"}},
+      {"o_proj", {"output.dense", "out_proj"}},
+      {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
+  };
+  std::vector<std::string> r = {name};
+  size_t dot = name.find('.');
+  if (dot == std::string::npos)
+    return r;
+  auto it = aliases.find(name.substr(0, dot));
+  if (it != aliases.end())
+    for (const std::string &a : it->second)
+      r.push_back(a + name.substr(dot));
+  return r;
+}
+
+std::string quoteList(const std::vector<std::string> &v, size_t max) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < max; ++i)
+    s += (i ? ", '" : "'") + v[i] + "'";
+  if (v.size() > max)
+    s += ", ... (" + std::to_string(v.size()) + " in all)";
+  return s;
+}
+
+struct Loader {
+  std::string path, prefix;
+  const attnc_kernel_info &info;
+  std::string err;
+
+  int error(int code, const std::string &msg) {
+    err = msg;
+    return code;
+  }
+
+  /// Why a kernel tensor is not under the prefix, and what would help.
+  std::string missingHint(const std::vector<std::string> &names,
+                          const std::vector<TensorRef> &all,
+                          const std::map<std::string, size_t> &under) {
+    std::string hint;
+    // The same tensor under other prefixes: a whole checkpoint.
+    std::set<std::string> prefixes;
+    for (const TensorRef &r : all)
+      for (const std::string &n : names)
+        if (r.name.size() > n.size() &&
+            r.name.compare(r.name.size() - n.size(), n.size(), n) == 0 &&
+            r.name[r.name.size() - n.size() - 1] == '.')
+          prefixes.insert(r.name.substr(0, r.name.size() - n.size()));
+    if (!prefixes.empty()) {
+      std::vector<std::string> p(prefixes.begin(), prefixes.end());
+      hint += "; it is there under " + std::to_string(p.size()) +
+              " other prefix" + (p.size() > 1 ? "es" : "") + " (" +
+              quoteList(p, 3) +
+              "): pick one layer with a prefix (attnc-run --weights-prefix)";
+    } else if (names[0].size() > 5 &&
+               names[0].compare(names[0].size() - 5, 5, ".bias") == 0) {
+      hint += "; the kernel has bias: true, the checkpoint may have no "
+              "biases (compile the spec with bias: false)";
+    }
+    std::vector<std::string> have;
+    for (const auto &kv : under)
+      have.push_back(kv.first);
+    if (under.empty())
+      hint += "; no tensor name starts with '" + prefix + "'";
+    else
+      hint += "; names under the prefix: " + quoteList(have, 8);
+    return hint;
+  }
+
+  /// Indices of the tensors under the prefix spelled like `kernelName`.
+  std::vector<size_t> find(const std::string &kernelName,
+                           const std::map<std::string, size_t> &under) {
+    std::vector<size_t> found;
+    for (const std::string &n : spellings(kernelName)) {
+      auto it = under.find(n);
+      if (it != under.end())
+        found.push_back(it->second);
+    }
+    return found;
+  }
+
+  /// Reads `ref` for the kernel's `kernelName`, which must have shape
+  /// `want`; appends its values to `data` and a note when converted.
+  int readOne(const TensorRef &ref, const std::string &kernelName,
+              const std::vector<int64_t> &want, std::vector<float> &data,
+              attnrt_weights &w) {
+    int64_t count = 1;
+    for (int64_t d : want)
+      count *= d;
+    Tensor tensor;
+    if (int rc = readTensor(ref, count, tensor, err))
+      return rc;
+    // A .npy file's name already names its tensor.
+    std::string what = ref.kind == TensorRef::NpyFile
+                           ? ref.file
+                           : ref.file + ": tensor '" + ref.name + "'";
+    if (ref.name != prefix + kernelName)
+      what += " (the kernel's '" + kernelName + "')";
+    if (tensor.shape != want) {
+      std::string msg = what + ": expected shape " + shapeString(want) +
+                        ", found " + shapeString(tensor.shape);
+      if (want.size() == 2 && tensor.shape.size() == 2 &&
+          tensor.shape[0] == want[1] && tensor.shape[1] == want[0])
+        msg += " (the transpose: the spec's `weights:` layout may not be "
+               "the checkpoint's; gpt2_conv1d stores (in, out), "
+               "torch_in_proj and separate store (out, in))";
+      return error(ATTNRT_WEIGHTS_ERR_SHAPE, msg);
+    }
+    if (tensor.dtype != DType::F32)
+      w.notes.push_back(what + ": " + dtypeName(tensor.dtype) +
+                        " converted to float32");
+    data.insert(data.end(), tensor.data.begin(), tensor.data.end());
+    return ATTNRT_WEIGHTS_OK;
+  }
+
+  /// torch_in_proj's fused in_proj_weight (3d, d) / in_proj_bias (3d) from
+  /// separate Q, K and V tensors (BERT's self.query/key/value, q/k/v_proj),
+  /// stacked in that order. Returns -1 when the three are not all there.
+  int assemble(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+               const std::map<std::string, size_t> &under,
+               std::vector<float> &data, std::string &source,
+               attnrt_weights &w) {
+    std::string name = ti.name;
+    if ((name != "in_proj_weight" && name != "in_proj_bias") || ti.dims[0] % 3)
+      return -1;
+    std::string suffix = name == "in_proj_weight" ? ".weight" : ".bias";
+    std::vector<size_t> parts;
+    for (const char *p : {"q_proj", "k_proj", "v_proj"}) {
+      std::vector<size_t> f = find(p + suffix, under);
+      if (f.size() != 1)
+        return -1;
+      parts.push_back(f[0]);
+    }
+    std::vector<int64_t> want = {ti.dims[0] / 3};
+    if (ti.rank == 2)
+      want.push_back(ti.dims[1]);
+    for (size_t i = 0; i < 3; ++i) {
+      if (int rc = readOne(all[parts[i]], name + " (part " + "qkv"[i] + ")",
+                           want, data, w))
+        return rc;
+      source += (i ? "+" : "") + all[parts[i]].name;
+    }
+    w.notes.push_back(path + ": '" + name + "' stacked from '" +
+                      all[parts[0]].name + "', '" + all[parts[1]].name +
+                      "', '" + all[parts[2]].name + "'");
+    return ATTNRT_WEIGHTS_OK;
+  }
+
+  int load(attnrt_weights &w) {
+    std::vector<TensorRef> all;
+    if (int rc = listTensors(path, all, err))
+      return rc;
+    std::map<std::string, size_t> under; // name without the prefix -> index
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].name.compare(0, prefix.size(), prefix) == 0)
+        under[all[i].name.substr(prefix.size())] = i;
+    std::string where = prefix.empty() ? path : path + " (prefix '" + prefix + "')";
+    for (uint32_t t = 0; t < info.num_weights; ++t) {
+      const attnc_tensor_info &ti = info.weights[t];
+      std::vector<std::string> names = spellings(ti.name);
+      std::vector<size_t> found = find(ti.name, under);
+      std::vector<float> data;
+      std::string source;
+      if (found.empty()) {
+        int rc = assemble(ti, all, under, data, source, w);
+        if (rc > 0)
+          return rc;
+        if (rc < 0) {
+          std::vector<std::string> full;
+          for (const std::string &n : names)
+            full.push_back(prefix + n);
+          return error(ATTNRT_WEIGHTS_ERR_MISSING,
+                       where + ": no tensor for the kernel's '" + ti.name +
+                           "' (looked for " + quoteList(full, 4) + ")" +
+                           missingHint(names, all, under));
+        }
+      } else if (found.size() > 1) {
+        return error(ATTNRT_WEIGHTS_ERR_DUPLICATE,
+                     where + ": two tensors for the kernel's '" + ti.name +
+                         "': '" + all[found[0]].name + "' and '" +
+                         all[found[1]].name + "'");
+      } else {
+        std::vector<int64_t> want = {ti.dims[0]};
+        if (ti.rank == 2)
+          want.push_back(ti.dims[1]);
+        if (int rc = readOne(all[found[0]], ti.name, want, data, w))
+          return rc;
+        source = all[found[0]].name;
+      }
+      w.floats.push_back(int64_t(data.size()));
+      w.sources.push_back(source);
+      w.buffers.push_back(std::move(data));
+    }
+    for (const auto &b : w.buffers)
+      w.pointers.push_back(b.data());
+    return ATTNRT_WEIGHTS_OK;
+  }
+};
+
+void copyError(const std::string &msg, char *err, size_t size) {
+  if (!err || size == 0)
+    return;
+  size_t n = std::min(msg.size(), size - 1);
+  std::memcpy(err, msg.data(), n);
+  err[n] = '\0';
+}
+
+} // namespace
+
+extern "C" {
+
+int attnrt_weights_open(const char *path, const char *prefix,
+                        const attnc_kernel_info *info, attnrt_weights **out,
+                        char *err, size_t err_size) {
+  if (out)
+    *out = nullptr;
+  if (!path || !info || !out) {
+    copyError("attnrt_weights_open: path, info and out must not be NULL", err,
+              err_size);
+    return ATTNRT_WEIGHTS_ERR_ARG;
+  }
+  if (info->num_weights && !info->weights) {
+    copyError("attnrt_weights_open: info has no weights table", err, err_size);
+    return ATTNRT_WEIGHTS_ERR_ARG;
+  }
+  for (uint32_t i = 0; i < info->num_weights; ++i) {
+    const attnc_tensor_info &t = info->weights[i];
+    if (!t.name || (t.rank != 1 && t.rank != 2) || t.dims[0] < 0 ||
+        t.dims[1] < 0 || t.dims[0] > (int64_t(1) << 31) ||
+        t.dims[1] > (int64_t(1) << 31)) {
+      copyError("attnrt_weights_open: bad weights table entry " +
+                    std::to_string(i),
+                err, err_size);
+      return ATTNRT_WEIGHTS_ERR_ARG;
+    }
+  }
+  try {
+    auto *w = new attnrt_weights();
+    Loader l{path, prefix ? prefix : "", *info, {}};
+    int rc = l.load(*w);
+    if (rc != ATTNRT_WEIGHTS_OK) {
+      delete w;
+      copyError(l.err, err, err_size);
+      return rc;
+    }
+    *out = w;
+    return ATTNRT_WEIGHTS_OK;
+  } catch (const std::bad_alloc &) {
+    copyError(std::string(path) + ": out of memory", err, err_size);
+    return ATTNRT_WEIGHTS_ERR_NOMEM;
+  } catch (...) {
+    copyError(std::string(path) + ": unexpected error", err, err_size);
+    return ATTNRT_WEIGHTS_ERR_FORMAT;
+  }
+}
+
+uint32_t attnrt_weights_count(const attnrt_weights *w) {
+  return w ? uint32_t(w->pointers.size()) : 0;
+}
+
+const float *const *attnrt_weights_data(const attnrt_weights *w) {
+  return w ? w->pointers.data() : nullptr;
+}
+
+const int64_t *attnrt_weights_floats(const attnrt_weights *w) {
+  return w ? w->floats.data() : nullptr;
+}
+
+const char *attnrt_weights_source_name(const attnrt_weights *w, uint32_t i) {
+  return w && i < w->sources.size() ? w->sources[i].c_str() : nullptr;
+}
+
+uint32_t attnrt_weights_num_notes(const attnrt_weights *w) {
+  return w ? uint32_t(w->notes.size()) : 0;
+}
+
+const char *attnrt_weights_note(const attnrt_weights *w, uint32_t i) {
+  return w && i < w->notes.size() ? w->notes[i].c_str() : nullptr;
+}
+
+void attnrt_weights_close(attnrt_weights *w) { delete w; }
+
+const char *attnrt_weights_strerror(int code) {
+  switch (code) {
+  case ATTNRT_WEIGHTS_OK: return "ok";
+  case ATTNRT_WEIGHTS_ERR_ARG: return "bad_argument";
+  case ATTNRT_WEIGHTS_ERR_IO: return "io";
+  case ATTNRT_WEIGHTS_ERR_FORMAT: return "format";
+  case ATTNRT_WEIGHTS_ERR_MISSING: return "missing";
+  case ATTNRT_WEIGHTS_ERR_DUPLICATE: return "duplicate";
+  case ATTNRT_WEIGHTS_ERR_DTYPE: return "dtype";
+  case ATTNRT_WEIGHTS_ERR_SHAPE: return "shape";
+  case ATTNRT_WEIGHTS_ERR_NOMEM: return "no_memory";
+  default: return "unknown";
+  }
+}
+
+} // extern "C"

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""attnc.weights: save_safetensors/load_safetensors round trips (F32, F16,
+F64, BF16, BOOL, metadata) and map_names (prefix, BERT/OPT spellings,
+missing and ambiguous tensors), without a kernel. Prints PASS lines."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from attnc import load_safetensors, map_names, save_safetensors  # noqa: E402
+
+rng = np.random.default_rng(3)
+with tempfile.TemporaryDirectory() as d:
+    t = {"a.w": rng.standard_normal((3, 5)).astype(np.float32),
+         "b": rng.standard_normal(7).astype(np.float64),
+         "c": rng.standard_normal((2, 2)).astype(np.float16),
+         "mask": np.tril(np.ones((4, 4), np.bool_))}
+    p = os.path.join(d, "t.safetensors")
+    save_safetensors(p, t, metadata={"format": "pt"})
+    back = load_safetensors(p)
+    assert list(back) == list(t)
+    for k in t:
+        assert back[k].dtype == t[k].dtype and np.array_equal(back[k], t[k]), k
+    print("PASS: safetensors round trip keeps dtypes and values")
+    save_safetensors(p, {"x": t["a.w"]}, dtype="BF16")
+    x = load_safetensors(p)["x"]
+    want = (t["a.w"].view(np.uint32) & 0xFFFF0000).view(np.float32)
+    assert x.dtype == np.float32 and np.array_equal(x, want)
+    print("PASS: BF16 written by truncation, read back as float32")
+    with open(p, "rb") as f:
+        raw = f.read()
+    assert int.from_bytes(raw[:8], "little") % 8 == 0 and raw[8:9] == b"{"
+    print("PASS: header length is a multiple of 8 and the header is JSON")
+
+names = ["q_proj.weight", "q_proj.bias", "k_proj.weight", "v_proj.weight", "o_proj.weight"]
+bert = {f"encoder.layer.{i}.attention.{n}": i * 10 + j
+        for i in range(2) for j, n in enumerate(["self.query.weight", "self.query.bias",
+                                                 "self.key.weight", "self.value.weight",
+                                                 "output.dense.weight", "output.LayerNorm.weight"])}
+got = map_names(bert, names, prefix="encoder.layer.1.attention.")
+assert got == [10, 11, 12, 13, 14], got
+print("PASS: BERT names under a layer prefix map onto q/k/v/o_proj")
+opt = {"out_proj.weight": 1, "q_proj.weight": 2, "q_proj.bias": 3, "k_proj.weight": 4,
+       "v_proj.weight": 5}
+assert map_names(opt, names) == [2, 3, 4, 5, 1]
+print("PASS: OPT's out_proj maps onto o_proj")
+try:
+    map_names(bert, names)
+    raise AssertionError("no error without a prefix")
+except KeyError as e:
+    assert "encoder.layer.0.attention." in str(e), e
+    print("PASS: missing without a prefix names the prefixes that have it")
+try:
+    map_names(dict(opt, **{"o_proj.weight": 9}), names)
+    raise AssertionError("no error for two spellings")
+except ValueError as e:
+    assert "o_proj.weight" in str(e) and "out_proj.weight" in str(e), e
+    print("PASS: two spellings of one tensor are an error")
+
+torch_names = ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+parts = {f"self.{p}.{w}": np.full((2, 2) if w == "weight" else 2, i * 2 + (w == "bias"), np.float32)
+         for i, p in enumerate(["query", "key", "value"]) for w in ["weight", "bias"]}
+parts.update({"output.dense.weight": np.eye(2, dtype=np.float32), "output.dense.bias": np.ones(2)})
+wi, bi, wo, bo = map_names(parts, torch_names)
+assert wi.shape == (6, 2) and list(wi[:, 0]) == [0, 0, 2, 2, 4, 4], wi
+assert list(bi) == [1, 1, 3, 3, 5, 5], bi
+assert np.array_equal(wo, np.eye(2))
+print("PASS: BERT query/key/value stack into torch_in_proj's in_proj_weight/bias")
