@@ -88,8 +88,8 @@ compileOptions(const char *tool, const std::string &target, bool noFuse,
                bool noViews) {
   CompileOptions opts;
   if (!parseIsa(target, opts.isa)) {
-    llvm::errs() << tool << ": error: --target: expected multi, x86-avx512, "
-                 << "x86-avx2, x86-64 or host, found '" << target << "'\n";
+    llvm::errs() << tool << ": error: --target: expected multi (= x86-avx512,x86-avx2), "
+                 << "x86-avx512, x86-avx2, x86-64 or host, found '" << target << "'\n";
     return std::nullopt;
   }
   opts.fuseQKV = !noFuse;

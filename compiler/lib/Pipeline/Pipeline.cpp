@@ -64,7 +64,10 @@ int attnc::stageIndex(const std::string &name) {
 }
 
 bool attnc::parseIsa(const std::string &s, Isa &out) {
-  if (s == "multi") out = Isa::Multi;
+  // A list names the code paths of one library: the AVX-512 + AVX2 pair
+  // is the `multi` library.
+  if (s == "x86-avx512,x86-avx2" || s == "x86-avx2,x86-avx512") out = Isa::Multi;
+  else if (s == "multi") out = Isa::Multi;
   else if (s == "host") out = Isa::Host;
   else if (s == "x86-64") out = Isa::X86_64;
   else if (s == "x86-avx2") out = Isa::Avx2;
