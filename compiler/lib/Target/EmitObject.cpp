@@ -153,37 +153,40 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
   if (archive && !tool("ATTNC_AR", "ar", ar))
     return false;
 
-  // Temporaries: the kernel object, the glue source and its object.
-  SmallVector<sys::fs::TempFile, 3> temps;
-  auto temp = [&](const char *model) -> sys::fs::TempFile * {
-    SmallString<128> path;
-    sys::path::system_temp_directory(/*ErasedOnReboot=*/true, path);
-    sys::path::append(path, model);
-    Expected<sys::fs::TempFile> t = sys::fs::TempFile::create(path);
-    if (!t) {
-      error = "cannot create a temporary file: " + toString(t.takeError());
-      return nullptr;
-    }
-    temps.push_back(std::move(*t));
-    return &temps.back();
-  };
-  auto cleanup = [&] {
-    for (auto &t : temps)
-      consumeError(t.discard());
-  };
-  sys::fs::TempFile *obj = temp("attnc-%%%%%%%%.o");
-  sys::fs::TempFile *src = obj ? temp("attnc-%%%%%%%%.c") : nullptr;
-  sys::fs::TempFile *glueObj = src ? temp("attnc-%%%%%%%%.o") : nullptr;
-  if (!glueObj) {
-    cleanup();
+  // Temporaries in a private directory, with fixed names so a static
+  // archive's members are named the same every time (deterministic output).
+  SmallString<128> dir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("attnc", dir)) {
+    error = "cannot create a temporary directory: " + ec.message();
     return false;
   }
+  std::string base = sys::path::stem(soname).str();
+  SmallString<128> objPath(dir), srcPath(dir), glueObjPath(dir);
+  sys::path::append(objPath, base + ".o");
+  sys::path::append(srcPath, base + "_entry.c");
+  sys::path::append(glueObjPath, base + "_entry.o");
+  auto cleanup = [&] {
+    sys::fs::remove(objPath);
+    sys::fs::remove(srcPath);
+    sys::fs::remove(glueObjPath);
+    sys::fs::remove(dir);
+  };
   {
-    raw_fd_ostream os(obj->FD, /*shouldClose=*/false);
+    std::error_code ec1, ec2;
+    raw_fd_ostream os(objPath, ec1, sys::fs::OF_None);
+    raw_fd_ostream gs(srcPath, ec2, sys::fs::OF_None);
+    if (ec1 || ec2) {
+      error = "cannot write temporary files in " + dir.str().str();
+      cleanup();
+      return false;
+    }
     os.write(object.data(), object.size());
-    raw_fd_ostream gs(src->FD, /*shouldClose=*/false);
     gs << glue;
   }
+  struct {
+    std::string TmpName;
+  } objT{objPath.str().str()}, srcT{srcPath.str().str()}, glueT{glueObjPath.str().str()};
+  auto *obj = &objT, *src = &srcT, *glueObj = &glueT;
   auto exec = [&](ArrayRef<StringRef> args, const char *what) {
     std::string msg;
     int rc = sys::ExecuteAndWait(args[0], args, std::nullopt, {}, 0, 0, &msg);
@@ -196,7 +199,7 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
   // The glue: C99, position independent, only the ABI entry points visible.
   std::vector<StringRef> ccArgs = {cc, "-std=gnu99", "-O2", "-fPIC",
                                    "-fvisibility=hidden", "-pthread",
-                                   "-ffile-prefix-map=/tmp=.", "-c",
+                                   "-c",
                                    "-x", "c", src->TmpName, "-o", glueObj->TmpName};
   if (!archive)
     ccArgs.insert(ccArgs.begin() + 1, "-DATTNC_SHARED");
