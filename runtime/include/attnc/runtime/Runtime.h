@@ -60,10 +60,24 @@ public:
   int pack(const std::vector<const float *> &weights,
            std::vector<float> &packed) const;
 
+  /// Empty `why` and true when forward can take this shape: batch and
+  /// seqLen >= 1, seqLen <= max_seq_len (when set), and batch*seqLen*width*4
+  /// fits in 64 bits. Calls nothing in the library.
+  bool checkShape(int64_t batch, int64_t seqLen, std::string &why) const;
+
+  /// NAME_workspace_size(batch, seqLen, seqLen) after checkShape, checked
+  /// against what the metadata allows (workspace_fixed +
+  /// batch*seqLen*workspace_per_row*4 + 1024 bytes of alignment slack):
+  /// -1 with the reason when the shape is refused or the library asks for
+  /// more. Allocates nothing.
+  int64_t workspaceBytes(int64_t batch, int64_t seqLen, std::string &why) const;
+  /// The same without the reason.
   int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
 
   /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
-  /// when `workspace` is empty or too small. `threads` is passed on as
+  /// when `workspace` is empty or too small. Returns ATTNC_ERR_BAD_SHAPE
+  /// when checkShape refuses the shape and ATTNC_ERR_WORKSPACE when
+  /// workspaceBytes does, without calling the library's forward. `threads` is passed on as
   /// attnc_forward_args::num_threads (built-in pool; 1 = calling thread);
   /// a non-null `hook` runs the tasks instead.
   int forward(const float *packed, const float *x, float *y, int64_t batch,
@@ -98,9 +112,13 @@ struct NpyArray {
 };
 
 /// Reads a float32 C-order .npy. Anything else (other dtype, Fortran order,
-/// bad magic, truncated data, object arrays) returns false with a clear
-/// message naming the file.
-bool readNpy(const std::string &path, NpyArray &out, std::string &message);
+/// bad magic, truncated data, trailing bytes, object arrays, a directory, a
+/// header longer than 1 MiB, more than `maxDataBytes` of data) returns false
+/// with a clear message naming the file. Reads the preamble, the header and
+/// exactly the declared data incrementally, so a stream (a pipe,
+/// /dev/zero) is never read further than the format says.
+bool readNpy(const std::string &path, NpyArray &out, std::string &message,
+             int64_t maxDataBytes = INT64_MAX);
 /// Same, from an in-memory image of the file (`name` is used in messages).
 bool parseNpy(const std::string &bytes, const std::string &name,
               NpyArray &out, std::string &message);
