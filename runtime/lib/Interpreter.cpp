@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Checked.h"
 
 #include <algorithm>
 #include <cassert>
@@ -130,7 +131,8 @@ randomWeights(const std::vector<TensorShape> &tensors, std::mt19937_64 &rng) {
   for (const TensorShape &t : tensors) {
     int64_t n = 1;
     for (int64_t d : t.shape)
-      n *= d;
+      if (!checkedMul(n, d, n))
+        return {}; // callers pass validated shapes
     float scale = 1.0f / std::sqrt(static_cast<float>(
                              t.shape.size() == 2 ? std::min(t.shape[0], t.shape[1])
                                                  : 16));
@@ -413,6 +415,227 @@ std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen) {
   return interpretT<double>(p, weights, x, batch, seqLen);
+}
+
+//===----------------------------------------------------------------------===//
+// The float32 error bound (docs/checking.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Unit roundoff of float32, plus that of double so that the bound also
+/// covers the reference's own rounding.
+constexpr double kU = 0x1p-24 + 0x1p-53;
+
+double gammaN(int64_t n) {
+  double nu = double(n) * kU;
+  return nu < 0.5 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+}
+
+/// y = x W + b (as naive::linear, same loop order, so y is bit-identical to
+/// the reference) and, per element, a bound on |float32 result - exact|
+/// when x carries absolute errors ex (nullptr: x exact): the errors
+/// propagated through W plus gamma_{k+2} times the sum of absolute
+/// products (the +2: the bias add and a scale folded into the weights).
+void linearBound(const double *x, const double *ex, const double *w,
+                 const double *b, double *y, double *ey, int64_t m, int64_t k,
+                 int64_t n) {
+  const double g = gammaN(k + 2);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = b ? b[j] : 0.0;
+      double mag = b ? std::fabs(b[j]) : 0.0;
+      double prop = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        const double xv = x[i * k + t], wv = w[t * n + j];
+        acc += xv * wv;
+        const double e = ex ? ex[i * k + t] : 0.0;
+        mag += (std::fabs(xv) + e) * std::fabs(wv);
+        prop += e * std::fabs(wv);
+      }
+      y[i * n + j] = acc;
+      ey[i * n + j] = prop + g * mag;
+    }
+}
+
+/// naive::sdpa (same loops, same order) with the bound: errors of q, k, v
+/// propagated, plus rounding of the logits (gamma_{dh+2}), the exp
+/// arguments (u times the logits' magnitude), the exps themselves
+/// (kExpUlps each, up to T+2 of them per term with online-softmax
+/// rescaling), the normalisation and the weighted sum (gamma_{T+2}).
+constexpr double kExpUlps = 4;
+
+void sdpaBound(const double *q, const double *eq, const double *k,
+               const double *ek, const double *v, const double *ev, double *o,
+               double *eo, int64_t batch, int64_t hq, int64_t hkv, int64_t tq,
+               int64_t tkv, int64_t d, double scale, uint32_t mask,
+               bool topLeft, int64_t window,
+               const std::function<void(int64_t)> &tick) {
+  const int64_t group = hq / hkv;
+  const bool causal = mask == ATTNC_MASK_CAUSAL ||
+                      mask == ATTNC_MASK_CAUSAL_PADDING ||
+                      mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
+  const int64_t offset = topLeft ? 0 : tkv - tq;
+  const double gd = gammaN(d + 2);
+  std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size());
+  std::vector<char> visible(static_cast<size_t>(tkv));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kvh = h / group;
+      const size_t qo = size_t((b * hq + h) * tq * d);
+      const size_t ko = size_t((b * hkv + kvh) * tkv * d);
+      for (int64_t i = 0; i < tq; ++i) {
+        double maxScore = -std::numeric_limits<double>::infinity();
+        double maxMag = 0, maxErr = 0;
+        bool any = false;
+        int64_t nVis = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          bool see = true;
+          if (causal && j > i + offset)
+            see = false;
+          if (windowed && j <= i + offset - window)
+            see = false;
+          visible[j] = see;
+          if (!see)
+            continue;
+          ++nVis;
+          double s = 0, mag = 0, prop = 0;
+          for (int64_t c = 0; c < d; ++c) {
+            const double qv = q[qo + i * d + c], kv = k[ko + j * d + c];
+            const double qe = eq[qo + i * d + c], ke = ek[ko + j * d + c];
+            s += qv * kv;
+            mag += (std::fabs(qv) + qe) * (std::fabs(kv) + ke);
+            prop += qe * std::fabs(kv) + std::fabs(qv) * ke + qe * ke;
+          }
+          s *= scale;
+          scores[j] = s;
+          dS[j] = scale * (prop + gd * mag);
+          maxMag = std::max(maxMag, std::fabs(s));
+          maxErr = std::max(maxErr, dS[j]);
+          if (!any || s > maxScore)
+            maxScore = s;
+          any = true;
+        }
+        double *orow = o + qo + i * d;
+        double *erow = eo + qo + i * d;
+        for (int64_t c = 0; c < d; ++c)
+          orow[c] = erow[c] = 0;
+        if (!any)
+          continue;
+        double sum = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          scores[j] = std::exp(scores[j] - maxScore);
+          sum += scores[j];
+        }
+        // Relative error of each softmax weight: logits off by at most
+        // maxErr move every weight by a factor within exp(+-2 maxErr); the
+        // rounding of each numerator (its argument, its exp and up to nVis
+        // rescaling factors) within eps; the sum and division gamma.
+        const double eps =
+            std::expm1(kU * (6 * maxMag + 4 * maxErr) +
+                       double(nVis + 2) * kExpUlps * kU);
+        const double rho = (eps < 1 ? std::exp(2 * maxErr) * (1 + eps) /
+                                          (1 - eps) * (1 + gammaN(nVis + 2))
+                                    : std::numeric_limits<double>::infinity()) -
+                           1;
+        const double gT = gammaN(nVis + 2);
+        std::vector<double> vmax(size_t(d), 0.0);
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          const double p = scores[j] / sum;
+          for (int64_t c = 0; c < d; ++c) {
+            const double vv = std::fabs(v[ko + j * d + c]);
+            const double ve = ev[ko + j * d + c];
+            orow[c] += p * v[ko + j * d + c];
+            erow[c] += p * (rho * vv + (1 + rho) * ve) +
+                       gT * (1 + rho) * p * (vv + ve);
+            vmax[size_t(c)] = std::max(vmax[size_t(c)], vv + ve);
+          }
+        }
+        // Weights that underflow (or flush) to zero in float32.
+        for (int64_t c = 0; c < d; ++c)
+          erow[c] += double(nVis) * 0x1p-125 * vmax[size_t(c)];
+      }
+      if (tick)
+        tick(1);
+    }
+  }
+}
+
+} // namespace
+
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const std::function<void(double)> &progress) {
+  Reference r;
+  const int64_t d = p.dModel;
+  const int64_t qW = p.heads * p.headDim;
+  const int64_t kvW = p.kvHeads * p.headDim;
+  int64_t rows = 0;
+  if (p.layout > ATTNC_LAYOUT_SEPARATE || p.kvHeads <= 0 ||
+      p.heads % p.kvHeads != 0 ||
+      weights.size() != storageTensors(p).size() ||
+      !checkedMul(batch, seqLen, rows))
+    return r;
+  Projections w = unpack(p, weights);
+  // Progress: the projections (rows * d * (qW + 2 kvW)), the attention
+  // (batch * heads * T^2 * dh) and the output projection (rows * qW * d).
+  const double total = double(rows) * d * double(qW + 2 * kvW) +
+                       double(batch) * p.heads * double(seqLen) * seqLen *
+                           p.headDim +
+                       (p.outProj ? double(rows) * qW * d : 0.0);
+  double done = 0;
+  auto report = [&](double work) {
+    done += work;
+    if (progress && total > 0)
+      progress(std::min(1.0, done / total));
+  };
+
+  std::vector<double> xd(x, x + rows * d);
+  std::vector<double> q(size_t(rows * qW)), eq(q.size());
+  std::vector<double> k(size_t(rows * kvW)), ek(k.size());
+  std::vector<double> v(size_t(rows * kvW)), ev(v.size());
+  linearBound(xd.data(), nullptr, w.wq.data(), orNull(w.bq), q.data(),
+              eq.data(), rows, d, qW);
+  report(double(rows) * d * qW);
+  linearBound(xd.data(), nullptr, w.wk.data(), orNull(w.bk), k.data(),
+              ek.data(), rows, d, kvW);
+  report(double(rows) * d * kvW);
+  linearBound(xd.data(), nullptr, w.wv.data(), orNull(w.bv), v.data(),
+              ev.data(), rows, d, kvW);
+  report(double(rows) * d * kvW);
+
+  auto split = [&](const std::vector<double> &t, int64_t heads) {
+    return splitHeads(t, batch, seqLen, heads, p.headDim);
+  };
+  std::vector<double> qh = split(q, p.heads), eqh = split(eq, p.heads);
+  std::vector<double> kh = split(k, p.kvHeads), ekh = split(ek, p.kvHeads);
+  std::vector<double> vh = split(v, p.kvHeads), evh = split(ev, p.kvHeads);
+  std::vector<double> oh(qh.size()), eoh(qh.size());
+  double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
+  const double perHead = double(seqLen) * seqLen * p.headDim;
+  sdpaBound(qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
+            evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
+            seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft, p.window,
+            [&](int64_t n) { report(double(n) * perHead); });
+  std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
+  std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
+  if (!p.outProj) {
+    r.y = std::move(o);
+    r.bound = std::move(eo);
+    return r;
+  }
+  r.y.resize(size_t(rows * d));
+  r.bound.resize(r.y.size());
+  linearBound(o.data(), eo.data(), w.wo.data(), orNull(w.bo), r.y.data(),
+              r.bound.data(), rows, qW, d);
+  report(double(rows) * qW * d);
+  return r;
 }
 
 std::vector<double> interpretFloat32(const BlockParams &p,

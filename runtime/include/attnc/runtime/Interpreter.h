@@ -15,6 +15,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,10 +80,27 @@ std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen);
 
+/// The reference y (bit-identical to interpret()) and, per element, a bound
+/// on how far a correct float32 implementation of the block may be from it,
+/// whatever its summation order, blocking, FMA use or online-softmax
+/// rescaling: a running forward error analysis in double (gamma_n =
+/// n*u/(1-n*u) over each reduction length, times the sums of absolute
+/// products, errors propagated from stage to stage, the exp arguments'
+/// rounding scaled by the logits' magnitude, each exp within 4 ulp).
+/// docs/checking.md derives it. `progress`, when set, is called with the
+/// fraction of the work done (0..1) as the computation proceeds. Empty
+/// vectors when the block cannot be run (as interpret()).
+struct Reference {
+  std::vector<double> y, bound;
+};
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const std::function<void(double)> &progress = {});
+
 /// The same loops in float arithmetic ("naive32"): what a straightforward
-/// float32 implementation of the formula gets. Its error against
-/// interpret() is the yardstick for a compiled kernel's error (the
-/// FlashAttention test rule: |kernel - ref64| <= 2 |naive32 - ref64| + eps).
+/// float32 implementation of the formula gets (kept for experiments and
+/// tests; the --check gate uses referenceWithBound, not this).
 std::vector<double> interpretFloat32(const BlockParams &p,
                                      const std::vector<const float *> &weights,
                                      const float *x, int64_t batch,

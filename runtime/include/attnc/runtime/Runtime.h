@@ -132,16 +132,31 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
 //===----------------------------------------------------------------------===//
 
 struct CompareResult {
-  double maxAbs = 0;   ///< max |out - ref|
+  double maxAbs = 0;   ///< max |out - ref| over elements finite in both
   double maxRel = 0;   ///< max |out - ref| / max(|ref|, 1e-6)
   double meanAbs = 0;
-  int64_t worstIndex = -1;
-  int64_t nonFinite = 0; ///< NaN/inf in out where ref is finite
-  /// Every element has |out-ref| <= atol + rtol*|ref| and out is finite
-  /// wherever ref is.
+  int64_t worstIndex = -1;  ///< where |out - ref| is largest (or the first
+                            ///< non-finite mismatch)
+  double maxBound = 0;      ///< largest float32 bound used
+  /// The element closest to (or furthest past) its allowance:
+  /// |out - ref| / (atol + rtol*|ref| + bound).
+  double worstRatio = 0;
+  double worstAllowed = 0;
+  int64_t worstRatioIndex = -1;
+  int64_t outside = 0;             ///< finite elements past their allowance
+  int64_t nonFinite = 0;           ///< NaN/inf in out where ref is finite
+  int64_t finiteVsNonFiniteRef = 0; ///< out finite where ref is NaN/inf
+  int64_t nonFiniteBoth = 0;       ///< NaN/inf in both (bad inputs)
+  /// Every element is finite in both and within its allowance.
   bool ok = true;
 };
 
+/// The numeric gate (docs/checking.md): passes when every element of out
+/// and ref is finite and |out - ref| <= atol + rtol*|ref| + bound[i]
+/// (bound may be null: 0). Any NaN/inf on either side fails.
+CompareResult compare(const float *out, const double *ref, const double *bound,
+                      int64_t n, double atol, double rtol);
+/// The same without a bound.
 CompareResult compare(const float *out, const double *ref, int64_t n,
                       double atol, double rtol);
 
