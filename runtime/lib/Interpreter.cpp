@@ -478,7 +478,8 @@ void sdpaBound(const double *q, const double *eq, const double *k,
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
   const int64_t offset = topLeft ? 0 : tkv - tq;
   const double gd = gammaN(d + 2);
-  std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size());
+  std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size()),
+      arg(scores.size());
   std::vector<char> visible(static_cast<size_t>(tkv));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < hq; ++h) {
@@ -527,38 +528,65 @@ void sdpaBound(const double *q, const double *eq, const double *k,
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
+          arg[j] = maxScore - scores[j];
           scores[j] = std::exp(scores[j] - maxScore);
           sum += scores[j];
         }
-        // Relative error of each softmax weight: logits off by at most
-        // maxErr move every weight by a factor within exp(+-2 maxErr); the
-        // rounding of each numerator (its argument, its exp and up to nVis
-        // rescaling factors) within eps; the sum and division gamma.
-        const double eps =
-            std::expm1(kU * (6 * maxMag + 4 * maxErr) +
-                       double(nVis + 2) * kExpUlps * kU);
-        const double rho = (eps < 1 ? std::exp(2 * maxErr) * (1 + eps) /
-                                          (1 - eps) * (1 + gammaN(nVis + 2))
-                                    : std::numeric_limits<double>::infinity()) -
-                           1;
-        const double gT = gammaN(nVis + 2);
-        std::vector<double> vmax(size_t(d), 0.0);
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
-          const double p = scores[j] / sum;
+          const double pj = scores[j] / sum;
+          for (int64_t c = 0; c < d; ++c)
+            orow[c] += pj * v[ko + j * d + c];
+        }
+        // The float32 softmax weights are the exact softmax of logits
+        // perturbed by at most dL_j: the logit's own error, the rounding of
+        // the exp argument (relative to |s_j - max| plus the running-max
+        // shifts of an online softmax: 2 max|s|), and each exp's error
+        // (kExpUlps, up to nVis + 2 exps per term with rescaling). Then
+        // w'_j = w_j e^{e_j} / Z with |e_j| <= dL_j, so
+        //   |w'_j - w_j| <= w_j rho_j,  rho_j = expm1(dL_j + L),
+        //   L = log1p(sum_k w_k expm1(dL_k)),
+        // and since sum_j (w'_j - w_j) = 0, the output moves by
+        //   sum_j (w'_j - w_j)(v_j - o)  <=  sum_j w_j rho_j |v_j - o|,
+        // which vanishes for one-hot (peaky) rows. Plus the errors of v
+        // (weighted by w'_j <= w_j (1 + rho_j)) and the rounding of the
+        // sum, the normalisation and the weighted sum (gamma_{nVis+2}).
+        const double argErr = kU * (2 * maxErr + 2 * maxMag) +
+                              double(nVis + 2) * kExpUlps * kU;
+        double zHi = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          dS[j] += kU * arg[j] + argErr;
+          if (scores[j] > 0)
+            zHi += scores[j] / sum * std::expm1(dS[j]);
+        }
+        const double L = std::log1p(zHi);
+        const double gT = gammaN(nVis + 2);
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          const double pj = scores[j] / sum;
+          if (pj == 0)
+            continue; // underflowed: the term below covers it
+          const double rho = std::expm1(dS[j] + L);
           for (int64_t c = 0; c < d; ++c) {
-            const double vv = std::fabs(v[ko + j * d + c]);
+            const double vv = v[ko + j * d + c];
             const double ve = ev[ko + j * d + c];
-            orow[c] += p * v[ko + j * d + c];
-            erow[c] += p * (rho * vv + (1 + rho) * ve) +
-                       gT * (1 + rho) * p * (vv + ve);
-            vmax[size_t(c)] = std::max(vmax[size_t(c)], vv + ve);
+            erow[c] += pj * rho * std::fabs(vv - orow[c]) +
+                       pj * (1 + rho) * (ve + gT * (std::fabs(vv) + ve));
           }
         }
         // Weights that underflow (or flush) to zero in float32.
-        for (int64_t c = 0; c < d; ++c)
-          erow[c] += double(nVis) * 0x1p-125 * vmax[size_t(c)];
+        for (int64_t c = 0; c < d; ++c) {
+          double vmax = 0;
+          for (int64_t j = 0; j < tkv; ++j)
+            if (visible[j])
+              vmax = std::max(vmax, std::fabs(v[ko + j * d + c]) +
+                                        ev[ko + j * d + c]);
+          erow[c] += double(nVis) * 0x1p-125 * vmax;
+        }
       }
       if (tick)
         tick(1);

@@ -516,8 +516,10 @@ bool Kernel::checkShape(int64_t batch, int64_t seqLen, std::string &why) const {
   return true;
 }
 
-int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen,
-                               std::string &why) const {
+int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
+                               bool *libraryFault) const {
+  if (libraryFault)
+    *libraryFault = false;
   if (!checkShape(batch, seqLen, why))
     return -1;
   // The most the kernel may ask for: workspace_fixed + B*T*per_row floats
@@ -536,6 +538,8 @@ int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen,
     return -1;
   }
   if (need > limit) {
+    if (libraryFault)
+      *libraryFault = true;
     why = std::string(info_->name) + "_workspace_size(" + num(batch) + ", " +
           num(seqLen) + ") returned " + num(need) +
           " bytes, more than the metadata allows (" + num(limit) +

@@ -313,7 +313,7 @@ TEST_CASE("gate: the bound is tight enough to mean something", "[gate]") {
   // magnitude (else no planted error could fail). It is a worst-case bound:
   // typically two orders of magnitude above the errors float32 really
   // makes (see the peaky test's figures), and widest for long reductions
-  // (d_model = head_dim = 127 here: about 2% of max |y|).
+  // (d_model = head_dim = 127 here: about 1.6% of max |y|).
   for (const Shape &s : awkwardShapes()) {
     INFO(s.name);
     std::mt19937_64 rng(5);
@@ -325,7 +325,7 @@ TEST_CASE("gate: the bound is tight enough to mean something", "[gate]") {
       maxRef = std::max(maxRef, std::fabs(r.y[i]));
       maxBound = std::max(maxBound, r.bound[i]);
     }
-    CHECK(maxBound < 0.05 * maxRef);
+    CHECK(maxBound < 0.03 * maxRef);
     CHECK(maxBound > 1e-8 * maxRef); // and it is not zero
   }
 }

@@ -69,8 +69,10 @@ public:
   /// against what the metadata allows (workspace_fixed +
   /// batch*seqLen*workspace_per_row*4 + 1024 bytes of alignment slack):
   /// -1 with the reason when the shape is refused or the library asks for
-  /// more. Allocates nothing.
-  int64_t workspaceBytes(int64_t batch, int64_t seqLen, std::string &why) const;
+  /// more (then *libraryFault, when given, is set: the library, not the
+  /// shape, is at fault). Allocates nothing.
+  int64_t workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
+                         bool *libraryFault = nullptr) const;
   /// The same without the reason.
   int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
 
