@@ -17,6 +17,9 @@
  *   results:   nan (y[0] = NaN), inf (y[0] = +inf), wrong_scale (the
  *              softmax uses 1.05 x scale), drop_key (each query ignores
  *              key 0 unless it is its only key), perturb=X (y[0] += X)
+ *   state:     shared_scratch (q/k/v in one static buffer instead of the
+ *              caller's workspace: concurrent calls race), call_counter
+ *              (y[0] += calls so far: no two calls agree)
  *===---------------------------------------------------------------------===*/
 #include "attnc/runtime/abi.h"
 
@@ -47,6 +50,9 @@ static int64_t g_ws_override = -1;
 static int g_have_ws_override = 0;
 static int g_nan = 0, g_inf = 0, g_wrong_scale = 0, g_drop_key = 0;
 static double g_perturb = 0;
+static int g_shared = 0, g_counter = 0;
+static float g_scratch[1 << 20];
+static long g_calls = 0;
 
 static int item(const char *s, const char *key, const char **val) {
   size_t n = strlen(key);
@@ -96,6 +102,7 @@ static void configure(void) {
   g_have_ws_override = 0;
   g_nan = g_inf = g_wrong_scale = g_drop_key = 0;
   g_perturb = 0;
+  g_shared = g_counter = 0;
 
   const char *env = getenv("ATTNC_FAKE_KERNEL");
   for (const char *s = env; s && *s;) {
@@ -128,6 +135,8 @@ static void configure(void) {
     else if (item(s, "wrong_scale", &v)) g_wrong_scale = 1;
     else if (item(s, "drop_key", &v)) g_drop_key = 1;
     else if (item(s, "perturb", &v) && v) g_perturb = strtod(v, 0);
+    else if (item(s, "shared_scratch", &v)) g_shared = 1;
+    else if (item(s, "call_counter", &v)) g_counter = 1;
     s = strchr(s, ',');
     if (s) ++s;
   }
@@ -196,6 +205,8 @@ int fake_attn_forward(const attnc_forward_args *a) {
   wp = ba + N3;
   bp = wp + QW * D;
   qkv = (float *)a->workspace;
+  if (g_shared && rows * N3 <= (int64_t)(sizeof g_scratch / sizeof *g_scratch))
+    qkv = g_scratch; /* deliberately wrong: global state */
   o = (float *)((char *)a->workspace + align64(rows * N3 * 4));
   /* qkv = x Wa + ba */
   for (r = 0; r < rows; ++r)
@@ -247,5 +258,7 @@ int fake_attn_forward(const attnc_forward_args *a) {
   if (g_inf)
     a->y[0] = INFINITY;
   a->y[0] += (float)g_perturb;
+  if (g_counter)
+    a->y[0] += (float)++g_calls;
   return ATTNC_OK;
 }
