@@ -325,6 +325,7 @@ TEST_CASE("gate: the bound is tight enough to mean something", "[gate]") {
       maxRef = std::max(maxRef, std::fabs(r.y[i]));
       maxBound = std::max(maxBound, r.bound[i]);
     }
+    WARN("bound/max|y| " << s.name << ": " << maxBound / maxRef);
     CHECK(maxBound < 0.03 * maxRef);
     CHECK(maxBound > 1e-8 * maxRef); // and it is not zero
   }
