@@ -369,6 +369,24 @@ template <typename T> std::vector<T> as(const std::vector<double> &v) {
 } // namespace
 
 namespace {
+/// True when the block's shapes are sane and every buffer of a
+/// [batch*seqLen, width] activation (width up to d_model, the QKV width or
+/// out_dim) fits in 64-bit byte counts of doubles; rows is batch*seqLen.
+bool sizesOk(const BlockParams &p, int64_t batch, int64_t seqLen,
+             int64_t &rows) {
+  int64_t qW, kvW, width, bytes;
+  if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
+      p.heads % p.kvHeads != 0 || batch < 1 || seqLen < 1)
+    return false;
+  if (!checkedMul(p.heads, p.headDim, qW) ||
+      !checkedMul(p.kvHeads, p.headDim, kvW) ||
+      !checkedSum({qW, kvW, kvW, p.dModel}, width) ||
+      !checkedMul(batch, seqLen, rows) ||
+      !checkedProduct({rows, width, 8}, bytes))
+    return false;
+  return true;
+}
+
 template <typename T>
 std::vector<double> interpretT(const BlockParams &p,
                                const std::vector<const float *> &weights,
@@ -376,9 +394,10 @@ std::vector<double> interpretT(const BlockParams &p,
   const int64_t d = p.dModel;
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
-  const int64_t rows = batch * seqLen;
+  int64_t rows = 0;
   if (p.layout > ATTNC_LAYOUT_SEPARATE ||
-      weights.size() != storageTensors(p).size())
+      weights.size() != storageTensors(p).size() ||
+      !sizesOk(p, batch, seqLen, rows))
     return {}; // Not a block we can run; callers validate first.
   Projections w = unpack(p, weights);
   std::vector<T> wq = as<T>(w.wq), wk = as<T>(w.wk), wv = as<T>(w.wv),
@@ -605,10 +624,9 @@ Reference referenceWithBound(const BlockParams &p,
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
   int64_t rows = 0;
-  if (p.layout > ATTNC_LAYOUT_SEPARATE || p.kvHeads <= 0 ||
-      p.heads % p.kvHeads != 0 ||
+  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
       weights.size() != storageTensors(p).size() ||
-      !checkedMul(batch, seqLen, rows))
+      !sizesOk(p, batch, seqLen, rows))
     return r;
   Projections w = unpack(p, weights);
   // Progress: the projections (rows * d * (qW + 2 kvW)), the attention

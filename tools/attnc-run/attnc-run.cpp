@@ -605,8 +605,11 @@ int main(int argc, char **argv) {
   std::vector<std::vector<float>> weights;
   if (!loadWeights(o.wDir, tensors, rng, memory, weights))
     return kExitInput;
+  int64_t xFloats = 0, yFloats = 0; // checkShape: both fit
+  attnrt::checkedMul(rows, ki.d_model, xFloats);
+  attnrt::checkedMul(rows, ki.out_dim, yFloats);
   if (o.xPath.empty()) {
-    x = attnrt::randomNormal(rows * ki.d_model, rng);
+    x = attnrt::randomNormal(xFloats, rng);
     for (float &f : x)
       f *= static_cast<float>(o.xScale);
   }
@@ -641,7 +644,7 @@ int main(int argc, char **argv) {
           " (" + statusText(rc) + ")");
     return kExitFailed;
   }
-  std::vector<float> y(static_cast<size_t>(rows * ki.out_dim));
+  std::vector<float> y(static_cast<size_t>(yFloats));
   std::vector<unsigned char> ws(static_cast<size_t>(wsBytes));
   const int threads = static_cast<int>(o.threads);
   rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, threads);
