@@ -482,6 +482,7 @@ void linearBound(const double *x, const double *ex, const double *w,
 /// arguments (u times the logits' magnitude), the exps themselves
 /// (kExpUlps each, up to T+2 of them per term with online-softmax
 /// rescaling), the normalisation and the weighted sum (gamma_{T+2}).
+/// `tick(1)` after each query row.
 constexpr double kExpUlps = 4;
 
 void sdpaBound(const double *q, const double *eq, const double *k,
@@ -506,6 +507,8 @@ void sdpaBound(const double *q, const double *eq, const double *k,
       const size_t qo = size_t((b * hq + h) * tq * d);
       const size_t ko = size_t((b * hkv + kvh) * tkv * d);
       for (int64_t i = 0; i < tq; ++i) {
+        if (tick && i > 0)
+          tick(1);
         double maxScore = -std::numeric_limits<double>::infinity();
         double maxMag = 0, maxErr = 0;
         bool any = false;
@@ -608,7 +611,7 @@ void sdpaBound(const double *q, const double *eq, const double *k,
         }
       }
       if (tick)
-        tick(1);
+        tick(1); // the head's last row
     }
   }
 }
@@ -664,11 +667,11 @@ Reference referenceWithBound(const BlockParams &p,
   std::vector<double> vh = split(v, p.kvHeads), evh = split(ev, p.kvHeads);
   std::vector<double> oh(qh.size()), eoh(qh.size());
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
-  const double perHead = double(seqLen) * seqLen * p.headDim;
+  const double perRow = double(seqLen) * p.headDim;
   sdpaBound(qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft, p.window,
-            [&](int64_t n) { report(double(n) * perHead); });
+            [&](int64_t n) { report(double(n) * perRow); });
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj) {
