@@ -448,6 +448,12 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   LoadError e = checkInfo(*info, abiVersion, why);
   if (e != LoadError::None)
     return fail(e, why);
+  // The code path this CPU would run: a concrete instruction set, or NONE.
+  const uint32_t selected = info->selected_isa();
+  if (selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_NONE)
+    return fail(LoadError::BadMetadata,
+                "selected_isa() returned " + std::to_string(selected) +
+                    ", not a known instruction set");
   info_ = info;
 
   std::string name = info->name;

@@ -12,7 +12,8 @@
  *              stack_bytes=N max_seq_len=N mask=N isa=N dtype=N
  *              layout=N features=N num_weights=N out_dim=N scale=X
  *              causal_align=N long_name no_selected_isa null_triple
- *              unterminated_name
+ *              unterminated_name selected_isa=N (what selected_isa()
+ *              returns; forward then fails with ATTNC_ERR_ISA for 0xffffffff)
  *   entries:   workspace_size=N (what NAME_workspace_size returns)
  *   results:   nan (y[0] = NaN), inf (y[0] = +inf), wrong_scale (the
  *              softmax uses 1.05 x scale), drop_key (each query ignores
@@ -41,7 +42,8 @@ static attnc_tensor_info g_tensors[4] = {
 };
 #define PACKED (D * N3 + N3 + QW * D + D)
 
-static uint32_t select_isa(void) { return ATTNC_ISA_X86_64; }
+static uint32_t g_selected = ATTNC_ISA_X86_64;
+static uint32_t select_isa(void) { return g_selected; }
 
 static attnc_kernel_info g_info;
 static char g_long_name[400];
@@ -103,6 +105,7 @@ static void configure(void) {
   g_nan = g_inf = g_wrong_scale = g_drop_key = 0;
   g_perturb = 0;
   g_shared = g_counter = 0;
+  g_selected = ATTNC_ISA_X86_64;
 
   const char *env = getenv("ATTNC_FAKE_KERNEL");
   for (const char *s = env; s && *s;) {
@@ -136,6 +139,7 @@ static void configure(void) {
     else if (item(s, "drop_key", &v)) g_drop_key = 1;
     else if (item(s, "perturb", &v) && v) g_perturb = strtod(v, 0);
     else if (item(s, "shared_scratch", &v)) g_shared = 1;
+    else if (item(s, "selected_isa", &v) && v) g_selected = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "call_counter", &v)) g_counter = 1;
     s = strchr(s, ',');
     if (s) ++s;
@@ -191,6 +195,8 @@ int fake_attn_forward(const attnc_forward_args *a) {
     return ATTNC_ERR_NULL_ARG;
   if (a->struct_size != sizeof(attnc_forward_args))
     return ATTNC_ERR_ARGS;
+  if (g_selected == ATTNC_ISA_NONE)
+    return ATTNC_ERR_ISA;
   if (!a->packed || !a->x || !a->y || !a->workspace)
     return ATTNC_ERR_NULL_ARG;
   if (a->batch < 1 || a->seq_len < 1 ||

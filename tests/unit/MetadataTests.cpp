@@ -538,6 +538,8 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"unterminated_name", "target_cpu is longer than 256 bytes"},
       {"null_triple", "target_triple is null"},
       {"no_selected_isa", "selected_isa is null"},
+      {"selected_isa=4", "selected_isa() returned 4, not a known instruction set"},
+      {"selected_isa=77", "selected_isa() returned 77, not a known instruction set"},
   };
   for (const Case &c : cases) {
     INFO("ATTNC_FAKE_KERNEL=" << c.corruption);
@@ -599,6 +601,15 @@ TEST_CASE("loader: shapes are checked before the library is called",
   CHECK_FALSE(k.checkShape(0, 4, why));
   CHECK_THAT(why, Contains("at least 1"));
   CHECK_FALSE(k.checkShape(4, 0, why));
+  {
+    std::vector<float> x(64), y(64), packed(size_t(k.packedFloats()));
+    std::vector<unsigned char> ws;
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 0, 4, ws) ==
+          ATTNC_ERR_BAD_SHAPE);
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 1025, ws) ==
+          ATTNC_ERR_BAD_SHAPE);
+    CHECK(ws.empty());
+  }
   r = loadFake(k, ""); // no max_seq_len
   REQUIRE(r.ok);
   CHECK(k.checkShape(1, 1000000000000, why)); // the library decides

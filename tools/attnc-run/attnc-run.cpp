@@ -79,7 +79,8 @@ const char *kUsage =
     "\n"
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"
-    "   1  check failed, or the kernel returned an error status\n"
+    "   1  check failed, the kernel returned an error status, or this CPU\n"
+    "      has none of the library's code paths (selected_isa: none)\n"
     "   2  usage or input error (bad option or value, unreadable or\n"
     "      mis-shaped .npy, size out of range or too large for memory)\n"
     "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
@@ -515,6 +516,12 @@ int main(int argc, char **argv) {
   if (o.info) {
     printInfo(k);
     return kExitOk;
+  }
+  if (k.selectedIsa() == ATTNC_ISA_NONE) {
+    error(o.lib + ": this CPU has none of the library's code paths (built "
+          "for " + isaName(ki.isa) + ", " + ki.target_cpu +
+          "); nothing to run");
+    return kExitFailed;
   }
   attnrt::BlockParams p = attnrt::paramsFromInfo(ki);
   std::vector<attnrt::TensorShape> tensors = attnrt::storageTensors(p);
