@@ -572,8 +572,9 @@ int main(int argc, char **argv) {
   }
   int64_t rows = 0, weightFloats = 0, need = 0;
   {
-    // x, y (and a copy for --expected), the workspace, the weights and the
-    // packed buffer, and with --check the reference's double buffers
+    // x, y (with --expected also the file and its double copy), the
+    // workspace, the weights and the packed buffer, and with --check the
+    // reference's double buffers
     // (y, bound, q/k/v with their errors, twice for the head split, and
     // the attention output with its error).
     for (const auto &t : tensors) {
@@ -586,7 +587,9 @@ int main(int argc, char **argv) {
     int64_t perRowFloats = 0, perRowDoubles = 0, floatsBytes, doublesBytes,
             fixedBytes;
     bool ok = attnrt::checkedMul(batch, seq, rows) &&
-              attnrt::checkedSum({ki.d_model, 2 * ki.out_dim}, perRowFloats) &&
+              attnrt::checkedSum({ki.d_model, ki.out_dim,
+                                  o.expectedPath.empty() ? 0 : 3 * ki.out_dim},
+                                 perRowFloats) &&
               attnrt::checkedSum({ki.d_model, 4 * qkv,
                                   4 * ki.heads * ki.head_dim, 2 * ki.out_dim},
                                  perRowDoubles) &&
