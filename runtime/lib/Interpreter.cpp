@@ -119,6 +119,8 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
 
 std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  if (n < 0)
+    return {};
   std::vector<float> v(static_cast<size_t>(n));
   for (float &f : v)
     f = normal(rng);
