@@ -1,14 +1,18 @@
 //===- concurrency.cpp - 8 threads, one packed buffer, bit-identical ------===//
 //
 //   attnc-concurrency-test LIB.so [--threads N] [--calls C] [--batch B]
-//                          [--seq-len T] [--pool-threads P]
+//                          [--seq-len T] [--pool-threads P] [--hook]
 //
 // Loads a kernel library, packs one set of random weights once, computes
 // y_i = forward(x_i) single-threaded for N different inputs, then starts N
 // threads that, released together, each call NAME_forward C times on the
 // shared packed buffer with their own input, output and workspace
 // (num_threads = P, default 1: the calling thread only). Every result must
-// be bit-identical to the single-threaded one. Exit 0 and a PASS line, or
+// be bit-identical to the single-threaded one. With --hook the concurrent
+// calls run their tasks through attnc_forward_args::parallel_for instead,
+// a hook that runs them on the calling thread in reverse order and in
+// uneven chunks (the ABI: results do not depend on how tasks are split);
+// the test reports how many tasks the hook ran. Exit 0 and a PASS line, or
 // exit 1 naming the first difference; 2 for usage and load errors.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +20,7 @@
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -28,6 +33,26 @@
 #include <vector>
 
 namespace {
+
+/// A parallel-for hook: runs [0, n) on the calling thread, last chunk
+/// first, in chunks of 1, 2, 3, ... tasks. Counts the tasks it ran.
+struct HookStats {
+  std::atomic<int64_t> calls{0}, tasks{0};
+};
+
+int reverseChunksHook(void *ctx, int64_t n, attnc_task_fn task,
+                      void *taskCtx) {
+  auto *stats = static_cast<HookStats *>(ctx);
+  ++stats->calls;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (int64_t b = 0, len = 1; b < n; b += len, ++len)
+    chunks.push_back({b, std::min(n, b + len)});
+  for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) {
+    task(taskCtx, it->first, it->second);
+    stats->tasks += it->second - it->first;
+  }
+  return 0;
+}
 
 bool parsePositive(const char *s, int64_t &out, int64_t min) {
   char *end = nullptr;
@@ -43,8 +68,13 @@ bool parsePositive(const char *s, int64_t &out, int64_t min) {
 int main(int argc, char **argv) {
   std::string lib;
   int64_t threads = 8, calls = 4, batch = 2, seq = 33, pool = 1;
+  bool hook = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--hook") {
+      hook = true;
+      continue;
+    }
     int64_t *dst = a == "--threads"        ? &threads
                    : a == "--calls"        ? &calls
                    : a == "--batch"        ? &batch
@@ -68,7 +98,7 @@ int main(int argc, char **argv) {
   if (lib.empty()) {
     std::fprintf(stderr, "usage: attnc-concurrency-test LIB.so [--threads N] "
                          "[--calls C] [--batch B] [--seq-len T] "
-                         "[--pool-threads P]\n");
+                         "[--pool-threads P] [--hook]\n");
     return 2;
   }
 
@@ -132,6 +162,7 @@ int main(int argc, char **argv) {
     }
   }
 
+  HookStats stats;
   std::mutex mu;
   std::condition_variable cv;
   bool go = false;
@@ -157,7 +188,9 @@ int main(int argc, char **argv) {
       for (int64_t c = 0; c < calls && f.call < 0; ++c) {
         std::fill(y.begin(), y.end(), -1.0f);
         int r = k.forward(packed.data(), xs[size_t(t)].data(), y.data(), batch,
-                          seq, ws, int(pool));
+                          seq, ws, int(pool),
+                          hook ? &reverseChunksHook : nullptr,
+                          hook ? &stats : nullptr);
         const std::vector<float> &want = expected[size_t(t)];
         if (r != ATTNC_OK) {
           f.call = c;
@@ -203,7 +236,15 @@ int main(int argc, char **argv) {
                   (long long)t, (long long)f.call, (long long)f.count,
                   (long long)f.index, double(f.got), double(f.want));
   }
-  if (ok)
+  if (ok && hook)
+    std::printf("concurrency: %s: %lld threads x %lld calls (tasks through "
+                "a reverse-order hook: %lld hook calls, %lld tasks), batch "
+                "%lld, seq_len %lld, one packed buffer: all bit-identical to "
+                "single-threaded calls: PASS\n",
+                ki.name, (long long)threads, (long long)calls,
+                (long long)stats.calls.load(), (long long)stats.tasks.load(),
+                (long long)batch, (long long)seq);
+  else if (ok)
     std::printf("concurrency: %s: %lld threads x %lld calls (num_threads %lld "
                 "each), batch %lld, seq_len %lld, one packed buffer: all "
                 "bit-identical to single-threaded calls: PASS\n",

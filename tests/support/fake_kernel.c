@@ -187,8 +187,48 @@ int64_t fake_attn_workspace_size(int64_t batch, int64_t seq, int64_t kv_seq) {
   return align64(rows * N3 * 4) + align64(rows * QW * 4);
 }
 
+struct attn_ctx {
+  const float *qkv;
+  float *o;
+  int64_t seq;
+  float scale;
+};
+
+static void attn_task(void *ctx, int64_t begin, int64_t end) {
+  const struct attn_ctx *x = (const struct attn_ctx *)ctx;
+  int64_t bh, t, j, c;
+  for (bh = begin; bh < end; ++bh) {
+    int64_t b = bh / H, h = bh % H;
+    for (t = 0; t < x->seq; ++t) {
+      const float *q = x->qkv + (b * x->seq + t) * N3 + h * HD;
+      float m = -INFINITY, sum = 0, acc[HD];
+      int64_t first = (g_drop_key && t > 0) ? 1 : 0;
+      for (c = 0; c < HD; ++c)
+        acc[c] = 0;
+      /* online softmax: one pass over the visible keys */
+      for (j = first; j <= t; ++j) {
+        const float *k = x->qkv + (b * x->seq + j) * N3 + QW + h * HD;
+        const float *v = x->qkv + (b * x->seq + j) * N3 + 2 * QW + h * HD;
+        float s = 0, mnew, corr, p;
+        for (c = 0; c < HD; ++c)
+          s += q[c] * k[c];
+        s *= x->scale;
+        mnew = s > m ? s : m;
+        corr = expf(m - mnew);
+        p = expf(s - mnew);
+        sum = sum * corr + p;
+        for (c = 0; c < HD; ++c)
+          acc[c] = acc[c] * corr + p * v[c];
+        m = mnew;
+      }
+      for (c = 0; c < HD; ++c)
+        x->o[(b * x->seq + t) * QW + h * HD + c] = acc[c] / sum;
+    }
+  }
+}
+
 int fake_attn_forward(const attnc_forward_args *a) {
-  int64_t rows, b, t, j, c, h, r;
+  int64_t rows, j, c, r;
   float *qkv, *o;
   const float *wa, *ba, *wp, *bp;
   if (!a)
@@ -222,35 +262,21 @@ int fake_attn_forward(const attnc_forward_args *a) {
         acc += a->x[r * D + j] * wa[j * N3 + c];
       qkv[r * N3 + c] = acc;
     }
-  /* causal attention per head */
-  for (b = 0; b < a->batch; ++b)
-    for (h = 0; h < H; ++h)
-      for (t = 0; t < a->seq_len; ++t) {
-        const float *q = qkv + (b * a->seq_len + t) * N3 + h * HD;
-        float m = -INFINITY, sum = 0, acc[HD];
-        float scale = (float)g_info.scale * (g_wrong_scale ? 1.05f : 1.0f);
-        int64_t first = (g_drop_key && t > 0) ? 1 : 0;
-        for (c = 0; c < HD; ++c)
-          acc[c] = 0;
-        /* online softmax: one pass over the visible keys */
-        for (j = first; j <= t; ++j) {
-          const float *k = qkv + (b * a->seq_len + j) * N3 + QW + h * HD;
-          const float *v = qkv + (b * a->seq_len + j) * N3 + 2 * QW + h * HD;
-          float s = 0, mnew, corr, p;
-          for (c = 0; c < HD; ++c)
-            s += q[c] * k[c];
-          s *= scale;
-          mnew = s > m ? s : m;
-          corr = expf(m - mnew);
-          p = expf(s - mnew);
-          sum = sum * corr + p;
-          for (c = 0; c < HD; ++c)
-            acc[c] = acc[c] * corr + p * v[c];
-          m = mnew;
-        }
-        for (c = 0; c < HD; ++c)
-          o[(b * a->seq_len + t) * QW + h * HD + c] = acc[c] / sum;
-      }
+  /* causal attention: one task per (batch, head), through the caller's
+   * parallel-for hook when there is one */
+  {
+    struct attn_ctx c;
+    c.qkv = qkv;
+    c.o = o;
+    c.seq = a->seq_len;
+    c.scale = (float)g_info.scale * (g_wrong_scale ? 1.05f : 1.0f);
+    if (a->parallel_for) {
+      if (a->parallel_for(a->parallel_ctx, a->batch * H, attn_task, &c) != 0)
+        return ATTNC_ERR_THREADS;
+    } else {
+      attn_task(&c, 0, a->batch * H);
+    }
+  }
   /* y = o Wp + bp */
   for (r = 0; r < rows; ++r)
     for (c = 0; c < D; ++c) {
