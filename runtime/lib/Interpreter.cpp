@@ -460,9 +460,11 @@ double gammaN(int64_t n) {
 /// products (the +2: the bias add and a scale folded into the weights).
 void linearBound(const double *x, const double *ex, const double *w,
                  const double *b, double *y, double *ey, int64_t m, int64_t k,
-                 int64_t n) {
+                 int64_t n, const std::function<void(double)> &rowDone) {
   const double g = gammaN(k + 2);
-  for (int64_t i = 0; i < m; ++i)
+  for (int64_t i = 0; i < m; ++i) {
+    if (i > 0 && rowDone)
+      rowDone(double(k) * double(n));
     for (int64_t j = 0; j < n; ++j) {
       double acc = b ? b[j] : 0.0;
       double mag = b ? std::fabs(b[j]) : 0.0;
@@ -477,6 +479,9 @@ void linearBound(const double *x, const double *ex, const double *w,
       y[i * n + j] = acc;
       ey[i * n + j] = prop + g * mag;
     }
+  }
+  if (m > 0 && rowDone)
+    rowDone(double(k) * double(n));
 }
 
 /// naive::sdpa (same loops, same order) with the bound: errors of q, k, v
@@ -641,7 +646,7 @@ Reference referenceWithBound(const BlockParams &p,
                            p.headDim +
                        (p.outProj ? double(rows) * qW * d : 0.0);
   double done = 0;
-  auto report = [&](double work) {
+  std::function<void(double)> report = [&](double work) {
     done += work;
     if (progress && total > 0)
       progress(std::min(1.0, done / total));
@@ -652,14 +657,11 @@ Reference referenceWithBound(const BlockParams &p,
   std::vector<double> k(size_t(rows * kvW)), ek(k.size());
   std::vector<double> v(size_t(rows * kvW)), ev(v.size());
   linearBound(xd.data(), nullptr, w.wq.data(), orNull(w.bq), q.data(),
-              eq.data(), rows, d, qW);
-  report(double(rows) * d * qW);
+              eq.data(), rows, d, qW, report);
   linearBound(xd.data(), nullptr, w.wk.data(), orNull(w.bk), k.data(),
-              ek.data(), rows, d, kvW);
-  report(double(rows) * d * kvW);
+              ek.data(), rows, d, kvW, report);
   linearBound(xd.data(), nullptr, w.wv.data(), orNull(w.bv), v.data(),
-              ev.data(), rows, d, kvW);
-  report(double(rows) * d * kvW);
+              ev.data(), rows, d, kvW, report);
 
   auto split = [&](const std::vector<double> &t, int64_t heads) {
     return splitHeads(t, batch, seqLen, heads, p.headDim);
@@ -684,8 +686,7 @@ Reference referenceWithBound(const BlockParams &p,
   r.y.resize(size_t(rows * d));
   r.bound.resize(r.y.size());
   linearBound(o.data(), eo.data(), w.wo.data(), orNull(w.bo), r.y.data(),
-              r.bound.data(), rows, qW, d);
-  report(double(rows) * qW * d);
+              r.bound.data(), rows, qW, d, report);
   return r;
 }
 

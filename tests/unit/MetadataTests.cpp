@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 
@@ -635,4 +636,34 @@ TEST_CASE("loader: a directory or a FIFO is not opened as a library",
   CHECK_FALSE(k.load("/dev/zero", msg, err));
   CHECK(err == LoadError::OpenFailed);
   CHECK_THAT(msg, Contains("not a regular file"));
+}
+
+TEST_CASE("checked size arithmetic refuses overflow and negatives",
+          "[metadata][checked]") {
+  int64_t r = 0;
+  CHECK(checkedMul(3, 4, r));
+  CHECK(r == 12);
+  CHECK(checkedMul(0, INT64_MAX, r));
+  CHECK(r == 0);
+  CHECK(checkedMul(int64_t(1) << 31, int64_t(1) << 31, r));
+  CHECK(r == int64_t(1) << 62);
+  CHECK_FALSE(checkedMul(int64_t(1) << 32, int64_t(1) << 31, r));
+  CHECK_FALSE(checkedMul(4611686018427387904, 4, r));
+  CHECK_FALSE(checkedMul(-1, 4, r));
+  CHECK_FALSE(checkedMul(4, -1, r));
+  CHECK(checkedAdd(INT64_MAX - 1, 1, r));
+  CHECK(r == INT64_MAX);
+  CHECK_FALSE(checkedAdd(INT64_MAX, 1, r));
+  CHECK_FALSE(checkedAdd(-5, 10, r));
+  CHECK(checkedProduct({}, r));
+  CHECK(r == 1);
+  CHECK(checkedProduct({2, 3, 5, 7}, r));
+  CHECK(r == 210);
+  // issue 10: batch 2^62 x seq 4 x d_model wraps to 0 unchecked.
+  CHECK_FALSE(checkedProduct({4611686018427387904, 4, 768}, r));
+  CHECK_FALSE(checkedProduct({1, 1000000000000, 768, 4, 1000000}, r));
+  CHECK(checkedSum({1, 2, 3}, r));
+  CHECK(r == 6);
+  CHECK_FALSE(checkedSum({INT64_MAX, 0, 1}, r));
+  CHECK_FALSE(checkedSum({1, -1}, r));
 }
