@@ -465,3 +465,24 @@ TEST_CASE("gate: non-finite inputs never pass", "[gate]") {
                       int64_t(y.size()), 1e-5, 1e-4)
                   .ok);
 }
+
+TEST_CASE("gate: an infinite bound is no pass", "[gate][compare]") {
+  std::vector<double> ref = {1.0, 2.0};
+  std::vector<float> out = {1.0f, 2.0f};
+  std::vector<double> bound = {0.0, INFINITY};
+  CompareResult c = compare(out.data(), ref.data(), bound.data(), 2, 1e-5, 1e-4);
+  CHECK_FALSE(c.ok);
+  CHECK(c.unbounded == 1);
+  CHECK(c.worstRatioIndex == 1);
+  bound[1] = std::nan("");
+  CHECK_FALSE(compare(out.data(), ref.data(), bound.data(), 2, 1, 1).ok);
+  bound[1] = 0.5;
+  CHECK(compare(out.data(), ref.data(), bound.data(), 2, 0, 0).ok);
+  // A bound wider than the whole output checks nothing.
+  bound[1] = 2.5;
+  CompareResult wide = compare(out.data(), ref.data(), bound.data(), 2, 0, 0);
+  CHECK_FALSE(wide.ok);
+  CHECK(wide.unbounded == 1);
+  bound[1] = 2.0;
+  CHECK(compare(out.data(), ref.data(), bound.data(), 2, 0, 0).ok);
+}

@@ -271,13 +271,17 @@ bool report(const char *against, const attnrt::CompareResult &c,
     std::printf(" (in y only %lld, in the reference only %lld, in both %lld)",
                 (long long)c.nonFinite, (long long)c.finiteVsNonFiniteRef,
                 (long long)c.nonFiniteBoth);
+  if (c.unbounded)
+    std::printf(", unbounded %lld (the float32 bound there is infinite or "
+                "exceeds max |ref|: logits too large to check in float32)",
+                (long long)c.unbounded);
   std::printf(", outside the allowance %lld of %lld; allowance %.1e + %.1e*|ref|",
               (long long)c.outside, (long long)n, atol, rtol);
   if (boundModel)
     std::printf(" + float32 bound (%s, max %.3e)", boundModel, c.maxBound);
   if (c.worstRatioIndex >= 0) {
     int64_t i = c.worstRatioIndex;
-    if (nonFinite)
+    if (nonFinite || c.unbounded)
       std::printf("; first non-finite element %lld: y %.9g, ref %.9g",
                   (long long)i, double(y[i]), ref[i]);
     else

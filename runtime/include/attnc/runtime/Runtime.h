@@ -149,13 +149,16 @@ struct CompareResult {
   int64_t nonFinite = 0;           ///< NaN/inf in out where ref is finite
   int64_t finiteVsNonFiniteRef = 0; ///< out finite where ref is NaN/inf
   int64_t nonFiniteBoth = 0;       ///< NaN/inf in both (bad inputs)
+  int64_t unbounded = 0; ///< bound not finite or > max |ref|: no check
   /// Every element is finite in both and within its allowance.
   bool ok = true;
 };
 
 /// The numeric gate (docs/checking.md): passes when every element of out
 /// and ref is finite and |out - ref| <= atol + rtol*|ref| + bound[i]
-/// (bound may be null: 0). Any NaN/inf on either side fails.
+/// (bound may be null: 0). Any NaN/inf on either side fails, and so does an
+/// element whose bound is not finite or larger than both max |ref| over
+/// the output and atol (an inconclusive check is no pass).
 CompareResult compare(const float *out, const double *ref, const double *bound,
                       int64_t n, double atol, double rtol);
 /// The same without a bound.
