@@ -495,3 +495,59 @@ TEST_CASE("gate: an infinite bound is no pass", "[gate][compare]") {
   bound[1] = 2.0;
   CHECK(compare(out.data(), ref.data(), bound.data(), 2, 0, 0).ok);
 }
+
+TEST_CASE("gate: GPT-2 small's shape, ordinary and peaky", "[gate]") {
+  // d_model 768, 12 heads of 64, causal, GPT-2's Conv1D layout: the float32
+  // implementation with FMA and a 16-key online softmax passes with
+  // atol = rtol = 0 on N(0,1) and on x * 30 inputs; the bound stays a small
+  // fraction of max |y| (the rigorous one does not: it is shown here too);
+  // a 1% scale error (5% on peaky inputs) and a dropped key fail.
+  BlockParams p = block(768, 12, 12, 64, ATTNC_MASK_CAUSAL,
+                        ATTNC_LAYOUT_GPT2_CONV1D);
+  const int64_t T = 48;
+  for (float xs : {1.0f, 30.0f}) {
+    INFO("x scale " << xs);
+    std::mt19937_64 rng(1);
+    auto w = randomWeights(storageTensors(p), rng);
+    std::vector<float> x = randomNormal(T * 768, rng);
+    for (float &f : x)
+      f *= xs;
+    Variant v;
+    v.order = Variant::Forward;
+    v.fma = true;
+    std::vector<float> y = f32Block(p, ptrs(w), x.data(), 1, T, v);
+    Reference r = referenceWithBound(p, ptrs(w), x.data(), 1, T);
+    CompareResult c = compare(y.data(), r.y.data(), r.bound.data(),
+                              int64_t(y.size()), 0, 0);
+    double maxRef = 0;
+    for (double d : r.y)
+      maxRef = std::max(maxRef, std::fabs(d));
+    CHECK(c.ok);
+    CHECK(c.maxAbs > 0);
+    CHECK(c.maxBound < (xs == 1.0f ? 0.001 : 0.03) * maxRef);
+    BoundOptions rig;
+    rig.rigorous = true;
+    Reference rr = referenceWithBound(p, ptrs(w), x.data(), 1, T, {}, rig);
+    double maxRig = *std::max_element(rr.bound.begin(), rr.bound.end());
+    WARN("GPT-2 shape, x*" << xs << ": max|y| " << maxRef << ", max err "
+                           << c.maxAbs << ", bound " << c.maxBound
+                           << " (rigorous " << maxRig << ")");
+    CHECK(maxRig > 10 * c.maxBound);
+
+    // The smallest planted scale error that must fail: 1% on ordinary
+    // inputs; on peaky ones the softmax is nearly one-hot and float32's own
+    // error is larger (a 1% error uses 0.4 of the allowance there), 5%.
+    Variant wrong = v;
+    wrong.scaleFactor = xs == 1.0f ? 1.01f : 1.05f;
+    std::vector<float> yw = f32Block(p, ptrs(w), x.data(), 1, T, wrong);
+    CHECK_FALSE(compare(yw.data(), r.y.data(), r.bound.data(),
+                        int64_t(yw.size()), 1e-5, 1e-4)
+                    .ok);
+    Variant dropped = v;
+    dropped.dropKey = true;
+    std::vector<float> yd = f32Block(p, ptrs(w), x.data(), 1, T, dropped);
+    CHECK_FALSE(compare(yd.data(), r.y.data(), r.bound.data(),
+                        int64_t(yd.size()), 1e-5, 1e-4)
+                    .ok);
+  }
+}
