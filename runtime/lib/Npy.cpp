@@ -245,7 +245,8 @@ private:
 constexpr size_t kMaxHeaderLen = size_t(1) << 20;
 
 bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
-                 std::string &message, int64_t maxDataBytes) {
+                 std::string &message, int64_t maxDataBytes,
+                 const NpyShapeCheck &acceptShape = {}) {
   out = NpyArray();
   unsigned char pre[12];
   size_t got = src.read(pre, kMagicLen + 2);
@@ -353,6 +354,11 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                 "Fortran-order arrays are not supported (fortran_order is "
                 "True; save a C-contiguous array)");
 
+  if (acceptShape) {
+    std::string why;
+    if (!acceptShape(shape, why))
+      return fail(message, name, why);
+  }
   int64_t count, want;
   if (!elementCount(shape, count) || !checkedMul(count, 4, want))
     return fail(message, name, "shape " + shapeString(shape) + " is too large");
@@ -421,7 +427,7 @@ bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
 }
 
 bool readNpy(const std::string &path, NpyArray &out, std::string &message,
-             int64_t maxDataBytes) {
+             int64_t maxDataBytes, const NpyShapeCheck &acceptShape) {
   out = NpyArray();
   std::FILE *f = std::fopen(path.c_str(), "rb");
   if (!f)
@@ -440,7 +446,7 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &message,
   // Regular files have a known size; pipes, character devices and the
   // like are read as streams, exactly as far as the header says.
   FileSource src(f, S_ISREG(st.st_mode) ? int64_t(st.st_size) : -1);
-  bool ok = readNpyFrom(src, path, out, message, maxDataBytes);
+  bool ok = readNpyFrom(src, path, out, message, maxDataBytes, acceptShape);
   std::fclose(f);
   return ok;
 }

@@ -544,26 +544,32 @@ int main(int argc, char **argv) {
   int64_t batch = o.batch, seq = o.seq;
   std::vector<float> x;
   if (!o.xPath.empty()) {
+    // The shape is checked from the header, before the data is read.
     attnrt::NpyArray arr;
-    if (!attnrt::readNpy(o.xPath, arr, msg, memory)) {
+    auto acceptShape = [&](const std::vector<int64_t> &shape,
+                           std::string &why) {
+      if (shape.size() != 3 || shape[2] != ki.d_model) {
+        std::string got;
+        for (int64_t d : shape)
+          got += (got.empty() ? "" : ", ") + std::to_string(d);
+        why = "expected shape (batch, seq_len, " + std::to_string(ki.d_model) +
+              "), found (" + got + ")";
+        return false;
+      }
+      if (shape[0] < 1 || shape[1] < 1) {
+        why = "batch and seq_len must be at least 1, found batch " +
+              std::to_string(shape[0]) + ", seq_len " +
+              std::to_string(shape[1]);
+        return false;
+      }
+      return k.checkShape(shape[0], shape[1], why);
+    };
+    if (!attnrt::readNpy(o.xPath, arr, msg, memory, acceptShape)) {
       error(msg);
-      return kExitInput;
-    }
-    if (arr.shape.size() != 3 || arr.shape[2] != ki.d_model) {
-      std::string got;
-      for (int64_t d : arr.shape)
-        got += (got.empty() ? "" : ", ") + std::to_string(d);
-      error(o.xPath + ": expected shape (batch, seq_len, " +
-            std::to_string(ki.d_model) + "), found (" + got + ")");
       return kExitInput;
     }
     batch = arr.shape[0];
     seq = arr.shape[1];
-    if (batch < 1 || seq < 1) {
-      error(o.xPath + ": batch and seq_len must be at least 1, found batch " +
-            std::to_string(batch) + ", seq_len " + std::to_string(seq));
-      return kExitInput;
-    }
     x = std::move(arr.data);
   }
 

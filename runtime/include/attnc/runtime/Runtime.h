@@ -13,6 +13,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -119,8 +120,13 @@ struct NpyArray {
 /// with a clear message naming the file. Reads the preamble, the header and
 /// exactly the declared data incrementally, so a stream (a pipe,
 /// /dev/zero) is never read further than the format says.
+/// `acceptShape`, when set, sees the header's shape before any data is
+/// read or allocated; returning false (with a reason) fails the read.
+using NpyShapeCheck =
+    std::function<bool(const std::vector<int64_t> &shape, std::string &why)>;
 bool readNpy(const std::string &path, NpyArray &out, std::string &message,
-             int64_t maxDataBytes = INT64_MAX);
+             int64_t maxDataBytes = INT64_MAX,
+             const NpyShapeCheck &acceptShape = {});
 /// Same, from an in-memory image of the file (`name` is used in messages).
 bool parseNpy(const std::string &bytes, const std::string &name,
               NpyArray &out, std::string &message);
