@@ -19,6 +19,10 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%cc", config.c_compiler))
 config.substitutions.append(("%src", config.attnc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
+# A hand-written ABI-v2 kernel (tests/support/fake_kernel.c): runtime and
+# attnc-run tests that need no compiler.
+config.substitutions.append(("%fake_kernel", os.path.join(config.attnc_obj_root, "tests", "libattnc_fake_kernel.so")))
+config.substitutions.append(("%concurrency_test", os.path.join(config.attnc_obj_root, "tests", "attnc-concurrency-test")))
 config.substitutions.append(("%runtime_include", os.path.join(config.attnc_src_root, "runtime/include")))
 
 # Optional features.

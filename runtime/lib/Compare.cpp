@@ -2,7 +2,11 @@
 //
 // Element-wise comparison of a float32 kernel output with the double
 // reference: max/mean absolute error, max relative error, non-finite values,
-// and an allclose-style verdict (|out - ref| <= atol + rtol * |ref|).
+// and the verdict of the numeric gate (docs/checking.md):
+//   every element finite in both, and |out - ref| <= atol + rtol*|ref| + B
+// where B is the element's float32 error bound (0 without one); an element
+// whose bound is not finite or exceeds max |ref| over the whole output (and
+// atol) fails: nothing would be checked there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,26 +19,37 @@ namespace attnrt {
 
 CompareResult compare(const float *out, const double *ref, int64_t n,
                       double atol, double rtol) {
+  return compare(out, ref, nullptr, n, atol, rtol);
+}
+
+CompareResult compare(const float *out, const double *ref,
+                      const double *bound, int64_t n, double atol,
+                      double rtol) {
   CompareResult r;
+  // A bound wider than the whole output's magnitude checks nothing.
+  double maxRef = 0;
+  if (bound)
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(ref[i]))
+        maxRef = std::max(maxRef, std::fabs(ref[i]));
   double sumAbs = 0;
   int64_t finiteCount = 0;
   int64_t firstNonFinite = -1;
   for (int64_t i = 0; i < n; ++i) {
     const double o = out[i];
     const double e = ref[i];
-    if (!std::isfinite(e)) {
-      // A non-finite reference must be matched exactly (same infinity, or
-      // NaN for NaN); it does not enter the error statistics.
-      bool same = std::isnan(e) ? std::isnan(o) : o == e;
-      if (!same) {
-        r.ok = false;
-        if (firstNonFinite < 0)
-          firstNonFinite = i;
-      }
-      continue;
-    }
-    if (!std::isfinite(o)) {
-      ++r.nonFinite;
+    const bool oFinite = std::isfinite(o), eFinite = std::isfinite(e);
+    if (!oFinite || !eFinite) {
+      // Nothing non-finite passes: NaN/inf in the output where the
+      // reference is finite, a finite output where the reference is not,
+      // and NaN/inf on both sides (an input or weight was not finite:
+      // nothing was checked).
+      if (!oFinite && eFinite)
+        ++r.nonFinite;
+      else if (oFinite && !eFinite)
+        ++r.finiteVsNonFiniteRef;
+      else
+        ++r.nonFiniteBoth;
       r.ok = false;
       if (firstNonFinite < 0)
         firstNonFinite = i;
@@ -42,20 +57,44 @@ CompareResult compare(const float *out, const double *ref, int64_t n,
     }
     const double diff = std::fabs(o - e);
     const double rel = diff / std::max(std::fabs(e), 1e-6);
+    const double b = bound ? bound[i] : 0.0;
+    if (!std::isfinite(b) || (b > maxRef && b > atol)) {
+      // The bound says nothing here (logits so large that float32 can
+      // give anything): the check is inconclusive, which is no pass.
+      ++r.unbounded;
+      r.ok = false;
+      if (firstNonFinite < 0)
+        firstNonFinite = i;
+      continue;
+    }
+    const double allowed = atol + rtol * std::fabs(e) + b;
     sumAbs += diff;
     ++finiteCount;
+    r.maxBound = std::max(r.maxBound, b);
     if (r.worstIndex < 0 || diff > r.maxAbs) {
       r.worstIndex = i;
       r.maxAbs = diff;
     }
     r.maxRel = std::max(r.maxRel, rel);
-    if (!(diff <= atol + rtol * std::fabs(e)))
+    const double ratio = allowed > 0 ? diff / allowed
+                         : diff > 0  ? HUGE_VAL
+                                     : 0.0;
+    if (r.worstRatioIndex < 0 || ratio > r.worstRatio) {
+      r.worstRatioIndex = i;
+      r.worstRatio = ratio;
+      r.worstAllowed = allowed;
+    }
+    if (!(diff <= allowed)) {
+      ++r.outside;
       r.ok = false;
+    }
   }
   r.meanAbs = finiteCount ? sumAbs / double(finiteCount) : 0.0;
   // A non-finite mismatch is the worst kind of difference.
-  if (firstNonFinite >= 0)
+  if (firstNonFinite >= 0) {
     r.worstIndex = firstNonFinite;
+    r.worstRatioIndex = firstNonFinite;
+  }
   return r;
 }
 

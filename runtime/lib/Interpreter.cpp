@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Checked.h"
 
 #include <algorithm>
 #include <cassert>
@@ -118,6 +119,8 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
 
 std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  if (n < 0)
+    return {};
   std::vector<float> v(static_cast<size_t>(n));
   for (float &f : v)
     f = normal(rng);
@@ -130,7 +133,8 @@ randomWeights(const std::vector<TensorShape> &tensors, std::mt19937_64 &rng) {
   for (const TensorShape &t : tensors) {
     int64_t n = 1;
     for (int64_t d : t.shape)
-      n *= d;
+      if (!checkedMul(n, d, n))
+        return {}; // callers pass validated shapes
     float scale = 1.0f / std::sqrt(static_cast<float>(
                              t.shape.size() == 2 ? std::min(t.shape[0], t.shape[1])
                                                  : 16));
@@ -367,6 +371,24 @@ template <typename T> std::vector<T> as(const std::vector<double> &v) {
 } // namespace
 
 namespace {
+/// True when the block's shapes are sane and every buffer of a
+/// [batch*seqLen, width] activation (width up to d_model, the QKV width or
+/// out_dim) fits in 64-bit byte counts of doubles; rows is batch*seqLen.
+bool sizesOk(const BlockParams &p, int64_t batch, int64_t seqLen,
+             int64_t &rows) {
+  int64_t qW, kvW, width, bytes;
+  if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
+      p.heads % p.kvHeads != 0 || batch < 1 || seqLen < 1)
+    return false;
+  if (!checkedMul(p.heads, p.headDim, qW) ||
+      !checkedMul(p.kvHeads, p.headDim, kvW) ||
+      !checkedSum({qW, kvW, kvW, p.dModel}, width) ||
+      !checkedMul(batch, seqLen, rows) ||
+      !checkedProduct({rows, width, 8}, bytes))
+    return false;
+  return true;
+}
+
 template <typename T>
 std::vector<double> interpretT(const BlockParams &p,
                                const std::vector<const float *> &weights,
@@ -374,9 +396,10 @@ std::vector<double> interpretT(const BlockParams &p,
   const int64_t d = p.dModel;
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
-  const int64_t rows = batch * seqLen;
+  int64_t rows = 0;
   if (p.layout > ATTNC_LAYOUT_SEPARATE ||
-      weights.size() != storageTensors(p).size())
+      weights.size() != storageTensors(p).size() ||
+      !sizesOk(p, batch, seqLen, rows))
     return {}; // Not a block we can run; callers validate first.
   Projections w = unpack(p, weights);
   std::vector<T> wq = as<T>(w.wq), wk = as<T>(w.wk), wv = as<T>(w.wv),
@@ -413,6 +436,370 @@ std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen) {
   return interpretT<double>(p, weights, x, batch, seqLen);
+}
+
+//===----------------------------------------------------------------------===//
+// The float32 error bound (docs/checking.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Unit roundoff of float32, plus that of double so that the bound also
+/// covers the reference's own rounding.
+constexpr double kU = 0x1p-24 + 0x1p-53;
+
+double gammaN(int64_t n) {
+  double nu = double(n) * kU;
+  return nu < 0.5 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+}
+
+/// The error model (docs/checking.md). Rigorous: the worst case, gamma(n)
+/// per length-n reduction and errors added with their absolute values.
+/// Probabilistic (Higham & Mary 2019): rounding errors as independent,
+/// mean-zero random variables; a length-n reduction is within
+/// gammaTilde(n) = expm1(lambda sqrt(n) u + n u^2 / (1 - u)) times its sum
+/// of absolute products except with probability 2n exp(-lambda^2 (1-u)^2/2),
+/// and independent errors propagate as a root sum of squares.
+struct Model {
+  bool rigorous;
+  double lambda;
+  /// The relative rounding bound of a length-n reduction.
+  double g(int64_t n) const {
+    if (rigorous)
+      return gammaN(n);
+    return std::expm1(lambda * std::sqrt(double(n)) * kU +
+                      double(n) * kU * kU / (1 - kU));
+  }
+  /// How `count` independent error sources of one ulp each add up.
+  double count(int64_t n) const {
+    return rigorous ? double(n) : lambda * std::sqrt(double(n));
+  }
+  /// Accumulates one propagated error term (a bound for one source).
+  void add(double &acc, double term) const {
+    acc += rigorous ? term : term * term;
+  }
+  double total(double acc) const { return rigorous ? acc : std::sqrt(acc); }
+};
+
+/// The partial sums of one reduction, for the probabilistic model's
+/// rounding term: a sum of n terms rounds once per addition (error u times
+/// the partial sum) and once per product (u times the product). The
+/// kernel's order is unknown; forward and reverse partial sums of the
+/// reference's order stand for it, whichever is larger.
+struct PartialSums {
+  double sumS = 0, sumS2 = 0, prod2 = 0, last = 0;
+  int64_t n = 0;
+  /// Before adding `term` to the running sum `before`.
+  void add(double before, double term) {
+    sumS += before;
+    sumS2 += before * before;
+    prod2 += term * term;
+    ++n;
+  }
+  /// lambda * u * sqrt(max(forward, reverse) sum of squared partial sums +
+  /// 2 * sum of squared products) for the final value `total` (the 2: a
+  /// product and a scale folded into a weight).
+  double rounding(double lambda, double total) const {
+    double fwd = sumS2 + total * total;
+    double rev = double(n) * total * total - 2 * total * sumS + sumS2;
+    double worst = std::max(fwd, std::max(rev, 0.0));
+    return lambda * kU * std::sqrt(worst + 2 * prod2);
+  }
+};
+
+/// y = x W + b (as naive::linear, same loop order, so y is bit-identical to
+/// the reference) and, per element, a bound on |float32 result - exact|
+/// when x carries absolute errors ex (nullptr: x exact): the errors
+/// propagated through W plus g(k+2) times the sum of absolute products (the
+/// +2: the bias add and a scale folded into the weights). The inputs'
+/// errors are correlated within groups of `group` consecutive inputs (one
+/// attention head) and independent across groups: they add linearly within
+/// a group, and across groups as the model says.
+void linearBound(const Model &model, const double *x, const double *ex,
+                 const double *w, const double *b, double *y, double *ey,
+                 int64_t m, int64_t k, int64_t n, int64_t group,
+                 const std::function<void(double)> &rowDone) {
+  const double g = model.g(k + 2);
+  for (int64_t i = 0; i < m; ++i) {
+    if (i > 0 && rowDone)
+      rowDone(double(k) * double(n));
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = b ? b[j] : 0.0;
+      double mag = b ? std::fabs(b[j]) : 0.0;
+      double prop = 0, groupProp = 0;
+      PartialSums ps;
+      for (int64_t t = 0; t < k; ++t) {
+        const double xv = x[i * k + t], wv = w[t * n + j];
+        if (!model.rigorous)
+          ps.add(acc, xv * wv);
+        acc += xv * wv;
+        const double e = ex ? ex[i * k + t] : 0.0;
+        mag += (std::fabs(xv) + e) * std::fabs(wv);
+        groupProp += e * std::fabs(wv);
+        if ((t + 1) % group == 0 || t + 1 == k) {
+          model.add(prop, groupProp);
+          groupProp = 0;
+        }
+      }
+      y[i * n + j] = acc;
+      ey[i * n + j] = model.total(prop) + (model.rigorous
+                                               ? g * mag
+                                               : ps.rounding(model.lambda, acc));
+    }
+  }
+  if (m > 0 && rowDone)
+    rowDone(double(k) * double(n));
+}
+
+/// naive::sdpa (same loops, same order) with the bound: errors of q, k, v
+/// propagated, plus rounding of the logits (gamma_{dh+2}), the exp
+/// arguments (u times the logits' magnitude), the exps themselves
+/// (kExpUlps each, up to T+2 of them per term with online-softmax
+/// rescaling), the normalisation and the weighted sum (gamma_{T+2}).
+/// `tick(1)` after each query row.
+constexpr double kExpUlps = 4;
+
+void sdpaBound(const Model &model, const double *q, const double *eq,
+               const double *k,
+               const double *ek, const double *v, const double *ev, double *o,
+               double *eo, int64_t batch, int64_t hq, int64_t hkv, int64_t tq,
+               int64_t tkv, int64_t d, double scale, uint32_t mask,
+               bool topLeft, int64_t window,
+               const std::function<void(int64_t)> &tick) {
+  const int64_t group = hq / hkv;
+  const bool causal = mask == ATTNC_MASK_CAUSAL ||
+                      mask == ATTNC_MASK_CAUSAL_PADDING ||
+                      mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
+  const int64_t offset = topLeft ? 0 : tkv - tq;
+  const double gd = model.g(d + 2);
+  std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size()),
+      arg(scores.size());
+  std::vector<char> visible(static_cast<size_t>(tkv));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kvh = h / group;
+      const size_t qo = size_t((b * hq + h) * tq * d);
+      const size_t ko = size_t((b * hkv + kvh) * tkv * d);
+      for (int64_t i = 0; i < tq; ++i) {
+        if (tick && i > 0)
+          tick(1);
+        double maxScore = -std::numeric_limits<double>::infinity();
+        double maxMag = 0, maxErr = 0;
+        bool any = false;
+        int64_t nVis = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          bool see = true;
+          if (causal && j > i + offset)
+            see = false;
+          if (windowed && j <= i + offset - window)
+            see = false;
+          visible[j] = see;
+          if (!see)
+            continue;
+          ++nVis;
+          double s = 0, mag = 0, prop = 0, second = 0;
+          PartialSums ps;
+          for (int64_t c = 0; c < d; ++c) {
+            const double qv = q[qo + i * d + c], kv = k[ko + j * d + c];
+            const double qe = eq[qo + i * d + c], ke = ek[ko + j * d + c];
+            if (!model.rigorous)
+              ps.add(s, qv * kv);
+            s += qv * kv;
+            mag += (std::fabs(qv) + qe) * (std::fabs(kv) + ke);
+            // The errors of q_c and k_c (independent for different c, and
+            // between q and k): first-order terms by the model, the
+            // second-order one linearly.
+            model.add(prop, qe * std::fabs(kv));
+            model.add(prop, std::fabs(qv) * ke);
+            second += qe * ke;
+          }
+          s *= scale;
+          scores[j] = s;
+          dS[j] = scale * (model.total(prop) + second +
+                           (model.rigorous ? gd * mag
+                                           : ps.rounding(model.lambda, s) +
+                                                 model.lambda * kU *
+                                                     std::fabs(s)));
+          maxMag = std::max(maxMag, std::fabs(s));
+          maxErr = std::max(maxErr, dS[j]);
+          if (!any || s > maxScore)
+            maxScore = s;
+          any = true;
+        }
+        double *orow = o + qo + i * d;
+        double *erow = eo + qo + i * d;
+        for (int64_t c = 0; c < d; ++c)
+          orow[c] = erow[c] = 0;
+        if (!any)
+          continue;
+        double sum = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          arg[j] = maxScore - scores[j];
+          scores[j] = std::exp(scores[j] - maxScore);
+          sum += scores[j];
+        }
+        PartialSums expSum;
+        {
+          double run = 0;
+          for (int64_t j = 0; j < tkv; ++j)
+            if (visible[j]) {
+              expSum.add(run, scores[j]);
+              run += scores[j];
+            }
+        }
+        std::vector<PartialSums> wsum(model.rigorous ? 0 : size_t(d));
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          const double pj = scores[j] / sum;
+          for (int64_t c = 0; c < d; ++c) {
+            if (!model.rigorous)
+              wsum[size_t(c)].add(orow[c], pj * v[ko + j * d + c]);
+            orow[c] += pj * v[ko + j * d + c];
+          }
+        }
+        // The float32 softmax weights are the exact softmax of logits
+        // perturbed by at most dL_j: the logit's own error, the rounding of
+        // the exp argument (relative to |s_j - max| plus the running-max
+        // shifts of an online softmax: 2 max|s|), and each exp's error
+        // (kExpUlps, up to nVis + 2 exps per term with rescaling). Then
+        // w'_j = w_j e^{e_j} / Z with |e_j| <= dL_j, so
+        //   |w'_j - w_j| <= w_j rho_j,  rho_j = expm1(dL_j + L),
+        //   L = log1p(sum_k w_k expm1(dL_k)),
+        // and since sum_j (w'_j - w_j) = 0, the output moves by
+        //   sum_j (w'_j - w_j)(v_j - o)  <=  sum_j w_j rho_j |v_j - o|,
+        // which vanishes for one-hot (peaky) rows. Plus the errors of v
+        // (weighted by w'_j <= w_j (1 + rho_j)) and the rounding of the
+        // sum, the normalisation and the weighted sum (gamma_{nVis+2}).
+        const double argErr = kU * (2 * maxErr + 2 * maxMag) +
+                              model.count(nVis + 2) * kExpUlps * kU;
+        double zHi = 0;
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          dS[j] += kU * arg[j] + argErr;
+          if (scores[j] > 0)
+            zHi += scores[j] / sum * std::expm1(dS[j]);
+        }
+        const double L = std::log1p(zHi);
+        const double gT = model.g(nVis + 2);
+        // Probabilistic: the sum of the exps and the division round
+        // relative to o as a whole.
+        const double normRel =
+            model.rigorous ? 0.0
+                           : expSum.rounding(model.lambda, sum) / sum +
+                                 model.lambda * kU;
+        std::vector<double> vErr(model.rigorous ? 0 : size_t(d), 0.0);
+        for (int64_t j = 0; j < tkv; ++j) {
+          if (!visible[j])
+            continue;
+          const double pj = scores[j] / sum;
+          if (pj == 0)
+            continue; // underflowed: the term below covers it
+          const double rho = std::expm1(dS[j] + L);
+          for (int64_t c = 0; c < d; ++c) {
+            const double vv = v[ko + j * d + c];
+            const double ve = ev[ko + j * d + c];
+            erow[c] += pj * rho * std::fabs(vv - orow[c]);
+            if (model.rigorous)
+              erow[c] += pj * (1 + rho) * (ve + gT * (std::fabs(vv) + ve));
+            else
+              model.add(vErr[size_t(c)], pj * (1 + rho) * ve);
+          }
+        }
+        if (!model.rigorous)
+          for (int64_t c = 0; c < d; ++c)
+            erow[c] += model.total(vErr[size_t(c)]) +
+                       wsum[size_t(c)].rounding(model.lambda, orow[c]) +
+                       normRel * std::fabs(orow[c]);
+        // Weights that underflow (or flush) to zero in float32.
+        for (int64_t c = 0; c < d; ++c) {
+          double vmax = 0;
+          for (int64_t j = 0; j < tkv; ++j)
+            if (visible[j])
+              vmax = std::max(vmax, std::fabs(v[ko + j * d + c]) +
+                                        ev[ko + j * d + c]);
+          erow[c] += double(nVis) * 0x1p-125 * vmax;
+        }
+      }
+      if (tick)
+        tick(1); // the head's last row
+    }
+  }
+}
+
+} // namespace
+
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const std::function<void(double)> &progress,
+                             const BoundOptions &options) {
+  Reference r;
+  const Model model{options.rigorous, options.lambda};
+  const int64_t d = p.dModel;
+  const int64_t qW = p.heads * p.headDim;
+  const int64_t kvW = p.kvHeads * p.headDim;
+  int64_t rows = 0;
+  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
+      weights.size() != storageTensors(p).size() ||
+      !sizesOk(p, batch, seqLen, rows))
+    return r;
+  Projections w = unpack(p, weights);
+  // Progress: the projections (rows * d * (qW + 2 kvW)), the attention
+  // (batch * heads * T^2 * dh) and the output projection (rows * qW * d).
+  const double total = double(rows) * d * double(qW + 2 * kvW) +
+                       double(batch) * p.heads * double(seqLen) * seqLen *
+                           p.headDim +
+                       (p.outProj ? double(rows) * qW * d : 0.0);
+  double done = 0;
+  std::function<void(double)> report = [&](double work) {
+    done += work;
+    if (progress && total > 0)
+      progress(std::min(1.0, done / total));
+  };
+
+  std::vector<double> xd(x, x + rows * d);
+  std::vector<double> q(size_t(rows * qW)), eq(q.size());
+  std::vector<double> k(size_t(rows * kvW)), ek(k.size());
+  std::vector<double> v(size_t(rows * kvW)), ev(v.size());
+  linearBound(model, xd.data(), nullptr, w.wq.data(), orNull(w.bq),
+              q.data(), eq.data(), rows, d, qW, 1, report);
+  linearBound(model, xd.data(), nullptr, w.wk.data(), orNull(w.bk),
+              k.data(), ek.data(), rows, d, kvW, 1, report);
+  linearBound(model, xd.data(), nullptr, w.wv.data(), orNull(w.bv),
+              v.data(), ev.data(), rows, d, kvW, 1, report);
+
+  auto split = [&](const std::vector<double> &t, int64_t heads) {
+    return splitHeads(t, batch, seqLen, heads, p.headDim);
+  };
+  std::vector<double> qh = split(q, p.heads), eqh = split(eq, p.heads);
+  std::vector<double> kh = split(k, p.kvHeads), ekh = split(ek, p.kvHeads);
+  std::vector<double> vh = split(v, p.kvHeads), evh = split(ev, p.kvHeads);
+  std::vector<double> oh(qh.size()), eoh(qh.size());
+  double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
+  const double perRow = double(seqLen) * p.headDim;
+  sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
+            evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
+            seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft, p.window,
+            [&](int64_t n) { report(double(n) * perRow); });
+  std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
+  std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
+  if (!p.outProj) {
+    r.y = std::move(o);
+    r.bound = std::move(eo);
+    return r;
+  }
+  r.y.resize(size_t(rows * d));
+  r.bound.resize(r.y.size());
+  // The attention output's errors: correlated within a head (shared
+  // softmax weights), independent across heads.
+  linearBound(model, o.data(), eo.data(), w.wo.data(), orNull(w.bo),
+              r.y.data(), r.bound.data(), rows, qW, d, p.headDim, report);
+  return r;
 }
 
 std::vector<double> interpretFloat32(const BlockParams &p,

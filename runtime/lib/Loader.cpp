@@ -9,15 +9,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <utility>
@@ -48,6 +53,38 @@ namespace {
 
 /// Sizes beyond this are certainly corrupt (and would overflow products).
 constexpr int64_t kMaxDim = int64_t(1) << 24;
+/// Longest string the runtime reads out of a library's metadata.
+constexpr size_t kMaxString = 256;
+/// Most storage tensors any layout has (separate with biases: 8).
+constexpr uint32_t kMaxWeights = 16;
+/// Largest softmax scale accepted (the spec allows any positive float32 up
+/// to this; a scale beyond it makes every logit overflow).
+constexpr double kMaxScale = 1e6;
+/// Bounds of the workspace and stack fields (generous: a corrupt record is
+/// orders of magnitude off).
+constexpr int64_t kMaxWorkspaceFixed = int64_t(1) << 32; // bytes
+constexpr int64_t kMaxStackBytes = int64_t(64) << 20;    // bytes per thread
+constexpr int64_t kMaxSeqLenField = int64_t(1) << 40;
+/// NAME_workspace_size may exceed workspace_fixed + B*T*per_row*4 by this
+/// much: 64 bytes of alignment for each of up to 16 buffers.
+constexpr int64_t kWorkspaceSlack = 64 * 16;
+
+/// The length of `s` if it is a NUL-terminated string of at most kMaxString
+/// bytes, else -1. Reads at most kMaxString + 1 bytes.
+int64_t boundedLength(const char *s) {
+  if (!s)
+    return -1;
+  size_t n = strnlen(s, kMaxString + 1);
+  return n > kMaxString ? -1 : int64_t(n);
+}
+
+/// Printable ASCII only (messages and --info print these strings).
+bool isPrintable(const char *s) {
+  for (; *s; ++s)
+    if (*s < 0x20 || *s > 0x7e)
+      return false;
+  return true;
+}
 
 bool isIdentifier(const char *s) {
   if (!s || !*s)
@@ -70,6 +107,8 @@ std::string dimsString(const std::vector<int64_t> &dims) {
   return s + "]";
 }
 
+std::string num(int64_t v) { return std::to_string(v); }
+
 /// validateInfo with the error class: AbiMismatch for version/size skew,
 /// BadMetadata for everything else, None when valid.
 LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
@@ -91,27 +130,51 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (!info.name)
     return bad("kernel name is null");
+  if (boundedLength(info.name) < 0)
+    return bad("kernel name is longer than " + std::to_string(kMaxString) +
+               " bytes (or not terminated)");
   if (!isIdentifier(info.name))
     return bad("kernel name '" + std::string(info.name) +
                "' is not a valid C identifier");
+  const std::pair<const char *, const char *> strings[] = {
+      {"target_triple", info.target_triple},
+      {"target_cpu", info.target_cpu},
+      {"compiler_version", info.compiler_version}};
+  for (const auto &str : strings) {
+    if (!str.second)
+      return bad(std::string(str.first) + " is null");
+    if (boundedLength(str.second) < 0)
+      return bad(std::string(str.first) + " is longer than " +
+                 std::to_string(kMaxString) + " bytes (or not terminated)");
+    if (!isPrintable(str.second))
+      return bad(std::string(str.first) +
+                 " contains non-printable characters");
+  }
 
   const std::pair<const char *, int64_t> sizes[] = {
       {"d_model", info.d_model},
       {"heads", info.heads},
       {"kv_heads", info.kv_heads},
       {"head_dim", info.head_dim}};
-  for (const auto &s : sizes) {
-    if (s.second <= 0)
-      return bad(std::string(s.first) + " must be positive, got " +
-                 std::to_string(s.second));
-    if (s.second > kMaxDim)
-      return bad(std::string(s.first) + " is implausibly large (" +
-                 std::to_string(s.second) + ")");
+  for (const auto &sz : sizes) {
+    if (sz.second <= 0)
+      return bad(std::string(sz.first) + " must be positive, got " +
+                 num(sz.second));
+    if (sz.second > kMaxDim)
+      return bad(std::string(sz.first) + " is implausibly large (" +
+                 num(sz.second) + ")");
   }
   if (info.heads % info.kv_heads != 0)
-    return bad("heads (" + std::to_string(info.heads) +
-               ") is not a multiple of kv_heads (" +
-               std::to_string(info.kv_heads) + ")");
+    return bad("heads (" + num(info.heads) +
+               ") is not a multiple of kv_heads (" + num(info.kv_heads) + ")");
+  // heads, kv_heads, head_dim <= 2^24: the products fit easily, but go
+  // through the one helper anyway.
+  int64_t qW = 0, kvW = 0;
+  if (!checkedMul(info.heads, info.head_dim, qW) ||
+      !checkedMul(info.kv_heads, info.head_dim, kvW) || qW > kMaxDim ||
+      kvW > kMaxDim)
+    return bad("heads * head_dim is implausibly large (" +
+               num(info.heads) + " * " + num(info.head_dim) + ")");
   if (info.mask > ATTNC_MASK_SLIDING_WINDOW)
     return bad("unknown mask value " + std::to_string(info.mask));
   if (info.causal_align > 1)
@@ -119,18 +182,31 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                std::to_string(info.causal_align) +
                " (0 = bottom_right, 1 = top_left)");
   if (info.window < 0)
-    return bad("window must be non-negative, got " +
-               std::to_string(info.window));
+    return bad("window must be non-negative, got " + num(info.window));
   if (info.mask == ATTNC_MASK_SLIDING_WINDOW && info.window <= 0)
     return bad("sliding_window mask needs a positive window, got " +
-               std::to_string(info.window));
+               num(info.window));
+  if (info.mask != ATTNC_MASK_SLIDING_WINDOW && info.window != 0)
+    return bad("window is " + num(info.window) +
+               " but the mask is not sliding_window");
   if (info.bias > 1)
     return bad("bias flag must be 0 or 1, got " + std::to_string(info.bias));
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));
+  const int64_t outDim = info.out_proj ? info.d_model : qW;
+  if (info.out_dim != outDim)
+    return bad("out_dim is " + num(info.out_dim) + ", expected " +
+               num(outDim) +
+               (info.out_proj ? " (d_model, out_proj is set)"
+                              : " (heads * head_dim, no out_proj)"));
   if (!std::isfinite(info.scale))
     return bad("scale is not finite");
+  if (!(info.scale > 0) || info.scale > kMaxScale) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", info.scale);
+    return bad(std::string("scale ") + buf + " is outside (0, 1e6]");
+  }
   if (info.dtype != ATTNC_DTYPE_F32)
     return bad("unknown dtype value " + std::to_string(info.dtype));
   if (info.isa > ATTNC_ISA_MULTI)
@@ -138,29 +214,57 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
     return bad("unknown weight_layout value " +
                std::to_string(info.weight_layout));
-  if (info.packed_floats <= 0)
-    return bad("packed_floats must be positive, got " +
-               std::to_string(info.packed_floats));
-  if (info.max_seq_len < 0)
-    return bad("max_seq_len must be non-negative, got " +
-               std::to_string(info.max_seq_len));
+  const uint32_t knownFeatures =
+      ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS;
+  if (info.features & ~knownFeatures)
+    return bad("unknown features bits 0x" +
+               [&] {
+                 char buf[16];
+                 std::snprintf(buf, sizeof buf, "%x",
+                               info.features & ~knownFeatures);
+                 return std::string(buf);
+               }());
+  const bool paddingMask = info.mask == ATTNC_MASK_PADDING ||
+                           info.mask == ATTNC_MASK_CAUSAL_PADDING;
+  if (paddingMask != ((info.features & ATTNC_FEATURE_LENGTHS) != 0))
+    return bad(paddingMask
+                   ? "a padding mask needs the lengths feature, which "
+                     "features does not declare"
+                   : "features declares lengths, but the mask has no "
+                     "padding");
+  if (!info.selected_isa)
+    return bad("selected_isa is null");
+  if (info.max_seq_len < 0 || info.max_seq_len > kMaxSeqLenField)
+    return bad("max_seq_len must be in [0, 2^40], got " +
+               num(info.max_seq_len));
 
   // The weights table must be exactly the storage tensors of this block.
+  if (info.num_weights > kMaxWeights)
+    return bad("weights table has " + std::to_string(info.num_weights) +
+               " entries, more than any layout has (" +
+               std::to_string(kMaxWeights) + ")");
   std::vector<TensorShape> expected = storageTensors(paramsFromInfo(info));
   if (info.num_weights != expected.size())
     return bad("weights table has " + std::to_string(info.num_weights) +
                " entries, expected " + std::to_string(expected.size()));
   if (info.num_weights > 0 && !info.weights)
     return bad("weights table is null");
+  int64_t weightFloats = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
     const attnc_tensor_info &t = info.weights[i];
     const TensorShape &e = expected[i];
     std::string where = "weights[" + std::to_string(i) + "]";
     if (!t.name)
       return bad(where + " has a null name, expected '" + e.name + "'");
-    if (e.name != t.name)
-      return bad(where + " is named '" + t.name + "', expected '" + e.name +
+    if (boundedLength(t.name) < 0)
+      return bad(where + " has a name longer than " +
+                 std::to_string(kMaxString) + " bytes, expected '" + e.name +
                  "'");
+    if (e.name != t.name)
+      return bad(where + " is named '" +
+                 (isPrintable(t.name) ? std::string(t.name)
+                                      : std::string("<non-printable>")) +
+                 "', expected '" + e.name + "'");
     if (t.rank != e.shape.size())
       return bad(where + " ('" + e.name + "') has rank " +
                  std::to_string(t.rank) + ", expected " +
@@ -172,7 +276,41 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                                 ? std::vector<int64_t>{t.dims[0], t.dims[1]}
                                 : dims) +
                  ", expected " + dimsString(e.shape));
+    int64_t n;
+    if (!checkedMul(t.dims[0], t.dims[1], n) ||
+        !checkedAdd(weightFloats, n, weightFloats))
+      return bad(where + " ('" + e.name + "') is implausibly large");
   }
+  // The packed buffer holds every weight once, padded to 32-column panels:
+  // at least the storage floats, at most twice that plus 2^20.
+  int64_t maxPacked;
+  if (!checkedMul(weightFloats, 2, maxPacked) ||
+      !checkedAdd(maxPacked, int64_t(1) << 20, maxPacked))
+    return bad("weights are implausibly large");
+  if (info.packed_floats < weightFloats || info.packed_floats > maxPacked)
+    return bad("packed_floats is " + num(info.packed_floats) +
+               ", expected between " + num(weightFloats) +
+               " (the weight tensors' floats) and " + num(maxPacked) +
+               " (twice that + 2^20)");
+
+  // Workspace: per (batch, token) row at most a generous multiple of every
+  // activation a block has (x, q, k, v, attention output, y).
+  int64_t rowFloats;
+  if (!checkedSum({info.d_model, qW, kvW, kvW, qW, outDim}, rowFloats) ||
+      !checkedMul(rowFloats, 16, rowFloats) ||
+      !checkedAdd(rowFloats, 4096, rowFloats))
+    return bad("shapes are implausibly large");
+  if (info.workspace_per_row < 0 || info.workspace_per_row > rowFloats)
+    return bad("workspace_per_row is " + num(info.workspace_per_row) +
+               ", expected between 0 and " + num(rowFloats) +
+               " floats (16 x the activations of one row + 4096)");
+  if (info.workspace_fixed < 0 || info.workspace_fixed > kMaxWorkspaceFixed)
+    return bad("workspace_fixed is " + num(info.workspace_fixed) +
+               ", expected between 0 and " + num(kMaxWorkspaceFixed) +
+               " bytes");
+  if (info.stack_bytes < 0 || info.stack_bytes > kMaxStackBytes)
+    return bad("stack_bytes is " + num(info.stack_bytes) +
+               ", expected between 0 and " + num(kMaxStackBytes));
   why.clear();
   return LoadError::None;
 }
@@ -205,27 +343,35 @@ Kernel::~Kernel() {
 
 /// Empty when `path` is a complete 64-bit little-endian x86-64 ELF shared
 /// object (headers, program and section tables, and loadable segments all
-/// inside the file); otherwise the reason.
+/// inside the file); otherwise the reason. Reads only the headers, and only
+/// after stat() says `path` is a regular file (a directory, FIFO or device
+/// is refused before anything is read).
 static std::string checkElfFile(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
     return std::strerror(errno);
-  std::fseek(f, 0, SEEK_END);
-  long size = std::ftell(f);
-  std::fseek(f, 0, SEEK_SET);
-  std::vector<unsigned char> bytes(size > 0 ? static_cast<size_t>(size) : 0);
-  size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
-  if (got != bytes.size())
-    return "read error";
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return std::string("cannot stat: ") + std::strerror(errno);
+  if (S_ISDIR(st.st_mode))
+    return "is a directory, not a shared object";
+  if (!S_ISREG(st.st_mode))
+    return "not a regular file";
+  const uint64_t n = uint64_t(st.st_size);
+  auto readAt = [fd](void *dst, size_t len, uint64_t off) {
+    return ::pread(fd, dst, len, off_t(off)) == ssize_t(len);
+  };
   Elf64_Ehdr eh;
-  if (bytes.size() < sizeof(eh) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+  if (n < sizeof(eh) || !readAt(&eh, sizeof(eh), 0) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
     return "not an ELF file";
-  std::memcpy(&eh, bytes.data(), sizeof(eh));
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
       eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN)
     return "not an x86-64 ELF shared object";
-  uint64_t n = bytes.size();
   auto inside = [n](uint64_t off, uint64_t len) { return off <= n && len <= n - off; };
   if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
       !inside(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)) ||
@@ -233,7 +379,8 @@ static std::string checkElfFile(const std::string &path) {
     return "truncated or corrupt ELF file (headers outside the file)";
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
-    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+    if (!readAt(&ph, sizeof(ph), eh.e_phoff + uint64_t(i) * sizeof(ph)))
+      return "read error";
     if (ph.p_type == PT_LOAD && !inside(ph.p_offset, ph.p_filesz))
       return "truncated ELF file (segment " + std::to_string(i) +
              " ends past the end of the file)";
@@ -301,6 +448,12 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   LoadError e = checkInfo(*info, abiVersion, why);
   if (e != LoadError::None)
     return fail(e, why);
+  // The code path this CPU would run: a concrete instruction set, or NONE.
+  const uint32_t selected = info->selected_isa();
+  if (selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_NONE)
+    return fail(LoadError::BadMetadata,
+                "selected_isa() returned " + std::to_string(selected) +
+                    ", not a known instruction set");
   info_ = info;
 
   std::string name = info->name;
@@ -331,16 +484,82 @@ int Kernel::pack(const std::vector<const float *> &weights,
     if (!w)
       return ATTNC_ERR_NULL_ARG;
   std::vector<int64_t> counts;
-  for (uint32_t i = 0; i < info_->num_weights; ++i)
-    counts.push_back(info_->weights[i].dims[0] * info_->weights[i].dims[1]);
+  for (uint32_t i = 0; i < info_->num_weights; ++i) {
+    int64_t n = 0; // validated at load: cannot overflow
+    if (!checkedMul(info_->weights[i].dims[0], info_->weights[i].dims[1], n))
+      return ATTNC_ERR_BUFFER_SIZE;
+    counts.push_back(n);
+  }
   packed.assign(static_cast<size_t>(info_->packed_floats), 0.0f);
   return pack_(weights.data(), counts.data(),
                static_cast<int64_t>(counts.size()), packed.data(),
                info_->packed_floats);
 }
 
+bool Kernel::checkShape(int64_t batch, int64_t seqLen, std::string &why) const {
+  if (!info_) {
+    why = "no kernel loaded";
+    return false;
+  }
+  if (batch < 1 || seqLen < 1) {
+    why = "batch and seq_len must be at least 1, got batch " + num(batch) +
+          ", seq_len " + num(seqLen);
+    return false;
+  }
+  if (info_->max_seq_len > 0 && seqLen > info_->max_seq_len) {
+    why = "seq_len " + num(seqLen) + " exceeds the kernel's max_seq_len " +
+          num(info_->max_seq_len);
+    return false;
+  }
+  int64_t bytes;
+  const int64_t widest = std::max(info_->d_model, info_->out_dim);
+  if (!checkedProduct({batch, seqLen, widest, 4}, bytes)) {
+    why = "batch " + num(batch) + " x seq_len " + num(seqLen) + " x " +
+          num(widest) + " floats overflows a 64-bit byte count";
+    return false;
+  }
+  why.clear();
+  return true;
+}
+
+int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
+                               bool *libraryFault) const {
+  if (libraryFault)
+    *libraryFault = false;
+  if (!checkShape(batch, seqLen, why))
+    return -1;
+  // The most the kernel may ask for: workspace_fixed + B*T*per_row floats
+  // + alignment slack.
+  int64_t limit;
+  if (!checkedProduct({batch, seqLen, info_->workspace_per_row, 4}, limit) ||
+      !checkedSum({limit, info_->workspace_fixed, kWorkspaceSlack}, limit)) {
+    why = "the workspace for batch " + num(batch) + ", seq_len " +
+          num(seqLen) + " overflows a 64-bit byte count";
+    return -1;
+  }
+  int64_t need = wsSize_ ? wsSize_(batch, seqLen, seqLen) : -1;
+  if (need < 0) {
+    why = std::string(info_->name) + "_workspace_size(" + num(batch) + ", " +
+          num(seqLen) + ") returned " + num(need) + " (shape refused)";
+    return -1;
+  }
+  if (need > limit) {
+    if (libraryFault)
+      *libraryFault = true;
+    why = std::string(info_->name) + "_workspace_size(" + num(batch) + ", " +
+          num(seqLen) + ") returned " + num(need) +
+          " bytes, more than the metadata allows (" + num(limit) +
+          " = workspace_fixed + batch*seq_len*workspace_per_row*4 + " +
+          num(kWorkspaceSlack) + "); refusing to allocate it";
+    return -1;
+  }
+  why.clear();
+  return need;
+}
+
 int64_t Kernel::workspaceSize(int64_t batch, int64_t seqLen) const {
-  return wsSize_ ? wsSize_(batch, seqLen, seqLen) : -1;
+  std::string why;
+  return workspaceBytes(batch, seqLen, why);
 }
 
 uint32_t Kernel::selectedIsa() const {
@@ -353,9 +572,15 @@ int Kernel::forward(const float *packed, const float *x, float *y,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
-  int64_t need = workspaceSize(batch, seqLen);
-  if (need < 0)
+  std::string why;
+  if (!checkShape(batch, seqLen, why))
     return ATTNC_ERR_BAD_SHAPE;
+  int64_t need = workspaceBytes(batch, seqLen, why);
+  if (need < 0)
+    return ATTNC_ERR_WORKSPACE;
+  int64_t xFloats = 0, yFloats = 0; // checkShape: these fit
+  checkedProduct({batch, seqLen, info_->d_model}, xFloats);
+  checkedProduct({batch, seqLen, info_->out_dim}, yFloats);
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
   attnc_forward_args a{};
@@ -363,9 +588,9 @@ int Kernel::forward(const float *packed, const float *x, float *y,
   a.packed = packed;
   a.packed_floats = info_->packed_floats;
   a.x = x;
-  a.x_floats = batch * seqLen * info_->d_model;
+  a.x_floats = xFloats;
   a.y = y;
-  a.y_floats = batch * seqLen * info_->out_dim;
+  a.y_floats = yFloats;
   a.batch = batch;
   a.seq_len = seqLen;
   a.workspace = workspace.empty() ? nullptr : workspace.data();

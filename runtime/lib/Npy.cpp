@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Runtime.h"
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include <sys/stat.h>
 
 namespace attnrt {
 
@@ -161,14 +164,12 @@ bool fail(std::string &message, const std::string &name,
 
 /// Multiplies the dims, returning false on overflow of the byte count.
 bool elementCount(const std::vector<int64_t> &shape, int64_t &count) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
+  int64_t n = 1, bytes;
+  for (int64_t d : shape)
+    if (!checkedMul(n, d, n))
       return false;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 4 / d)
-      return false;
-    n *= d;
-  }
+  if (!checkedMul(n, 4, bytes)) // the byte count must fit too
+    return false;
   count = n;
   return true;
 }
@@ -187,15 +188,73 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
-              std::string &message) {
+namespace {
+
+/// Where the bytes of a .npy come from: a file or stream read exactly as far
+/// as the format says (never slurped: `--x /dev/zero` must not grow memory),
+/// or an in-memory image.
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  /// Reads up to n bytes; returns how many were read (short only at the
+  /// end of the data or on an error).
+  virtual size_t read(void *dst, size_t n) = 0;
+  /// Bytes left when known (regular files, memory); -1 for streams.
+  virtual int64_t remaining() const = 0;
+  virtual bool failed() const { return false; }
+};
+
+class MemorySource : public ByteSource {
+public:
+  explicit MemorySource(const std::string &b) : bytes_(b) {}
+  size_t read(void *dst, size_t n) override {
+    size_t k = std::min(n, bytes_.size() - pos_);
+    std::memcpy(dst, bytes_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  int64_t remaining() const override {
+    return static_cast<int64_t>(bytes_.size() - pos_);
+  }
+
+private:
+  const std::string &bytes_;
+  size_t pos_ = 0;
+};
+
+class FileSource : public ByteSource {
+public:
+  FileSource(std::FILE *f, int64_t size) : f_(f), left_(size) {}
+  size_t read(void *dst, size_t n) override {
+    size_t k = std::fread(dst, 1, n, f_);
+    if (left_ >= 0)
+      left_ -= static_cast<int64_t>(k);
+    return k;
+  }
+  int64_t remaining() const override { return left_; }
+  bool failed() const override { return std::ferror(f_) != 0; }
+
+private:
+  std::FILE *f_;
+  int64_t left_; // -1: a stream of unknown length
+};
+
+/// The longest header accepted. NumPy writes headers of a few hundred
+/// bytes (and itself refuses more than 10000 by default); a length beyond
+/// this is a corrupt or hostile file, refused before reading it.
+constexpr size_t kMaxHeaderLen = size_t(1) << 20;
+
+bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
+                 std::string &message, int64_t maxDataBytes,
+                 const NpyShapeCheck &acceptShape = {}) {
   out = NpyArray();
-  const auto *u = reinterpret_cast<const unsigned char *>(bytes.data());
-  if (bytes.size() < kMagicLen + 2 ||
-      std::memcmp(bytes.data(), kMagic, kMagicLen) != 0)
+  unsigned char pre[12];
+  size_t got = src.read(pre, kMagicLen + 2);
+  if (got < kMagicLen + 2 || std::memcmp(pre, kMagic, kMagicLen) != 0)
     return fail(message, name,
-                "not a .npy file (bad magic: expected '\\x93NUMPY')");
-  unsigned major = u[6], minor = u[7];
+                src.failed() ? std::string("read error")
+                             : "not a .npy file (bad magic: expected '\\x93NUMPY')");
+  unsigned major = pre[6], minor = pre[7];
   size_t lenBytes;
   if (major == 1)
     lenBytes = 2;
@@ -206,17 +265,28 @@ bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
                 "unsupported .npy format version " + std::to_string(major) +
                     "." + std::to_string(minor) +
                     " (expected 1.0, 2.0 or 3.0)");
-  size_t prefix = kMagicLen + 2 + lenBytes;
-  if (bytes.size() < prefix)
+  if (src.read(pre + 8, lenBytes) != lenBytes)
     return fail(message, name, "truncated header (file ends in the preamble)");
-  size_t headerLen =
-      lenBytes == 2 ? size_t(u[8]) | size_t(u[9]) << 8 : readLE32(u + 8);
-  if (bytes.size() - prefix < headerLen)
+  size_t headerLen = lenBytes == 2 ? size_t(pre[8]) | size_t(pre[9]) << 8
+                                   : readLE32(pre + 8);
+  if (headerLen > kMaxHeaderLen)
+    return fail(message, name,
+                "header length " + std::to_string(headerLen) +
+                    " bytes is implausible (at most " +
+                    std::to_string(kMaxHeaderLen) + " accepted)");
+  int64_t left = src.remaining();
+  if (left >= 0 && uint64_t(left) < headerLen)
     return fail(message, name,
                 "truncated header: header length is " +
                     std::to_string(headerLen) + " bytes but only " +
-                    std::to_string(bytes.size() - prefix) + " follow");
-  std::string header = bytes.substr(prefix, headerLen);
+                    std::to_string(left) + " follow");
+  std::string header(headerLen, '\0');
+  size_t hgot = headerLen ? src.read(&header[0], headerLen) : 0;
+  if (hgot != headerLen)
+    return fail(message, name,
+                "truncated header: header length is " +
+                    std::to_string(headerLen) + " bytes but only " +
+                    std::to_string(hgot) + " follow");
 
   // Parse the dict.
   HeaderParser p(header);
@@ -284,44 +354,101 @@ bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
                 "Fortran-order arrays are not supported (fortran_order is "
                 "True; save a C-contiguous array)");
 
-  int64_t count;
-  if (!elementCount(shape, count))
+  if (acceptShape) {
+    std::string why;
+    if (!acceptShape(shape, why))
+      return fail(message, name, why);
+  }
+  int64_t count, want;
+  if (!elementCount(shape, count) || !checkedMul(count, 4, want))
     return fail(message, name, "shape " + shapeString(shape) + " is too large");
-  size_t dataBytes = bytes.size() - prefix - headerLen;
-  uint64_t want = uint64_t(count) * 4;
-  if (dataBytes < want)
+  left = src.remaining();
+  if (left >= 0 && left < want)
     return fail(message, name,
                 "truncated data: shape " + shapeString(shape) + " needs " +
                     std::to_string(want) + " bytes, found " +
-                    std::to_string(dataBytes));
-  if (dataBytes > want)
+                    std::to_string(left));
+  if (left >= 0 && left > want)
     return fail(message, name,
                 "size mismatch: shape " + shapeString(shape) + " needs " +
                     std::to_string(want) + " bytes of data, found " +
-                    std::to_string(dataBytes) + " (trailing bytes)");
+                    std::to_string(left) + " (trailing bytes)");
+  if (want > maxDataBytes)
+    return fail(message, name,
+                "shape " + shapeString(shape) + " needs " +
+                    std::to_string(want) + " bytes of data, more than the " +
+                    std::to_string(maxDataBytes) + " allowed");
 
-  out.shape = shape;
-  out.data.resize(size_t(count));
-  const unsigned char *src = u + prefix + headerLen;
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t bits = readLE32(src + 4 * i);
-    std::memcpy(&out.data[size_t(i)], &bits, 4);
+  // Read exactly the declared data, in chunks (a stream that ends early
+  // fails without first allocating what it promised).
+  std::vector<float> data;
+  const int64_t chunk = int64_t(1) << 20; // floats
+  std::vector<unsigned char> buf;
+  for (int64_t done = 0; done < count;) {
+    int64_t n = std::min(chunk, count - done);
+    buf.resize(size_t(n) * 4);
+    size_t r = src.read(buf.data(), buf.size());
+    if (r != buf.size())
+      return fail(message, name,
+                  src.failed()
+                      ? std::string("read error")
+                      : "truncated data: shape " + shapeString(shape) +
+                            " needs " + std::to_string(want) +
+                            " bytes, found " +
+                            std::to_string(done * 4 + int64_t(r)));
+    data.resize(size_t(done + n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits = readLE32(&buf[size_t(i) * 4]);
+      std::memcpy(&data[size_t(done + i)], &bits, 4);
+    }
+    done += n;
   }
+  if (left < 0) {
+    unsigned char extra;
+    if (src.read(&extra, 1) == 1)
+      return fail(message, name,
+                  "size mismatch: shape " + shapeString(shape) + " needs " +
+                      std::to_string(want) +
+                      " bytes of data, found more (trailing bytes)");
+  }
+  out.shape = shape;
+  out.data = std::move(data);
   message.clear();
   return true;
 }
 
-bool readNpy(const std::string &path, NpyArray &out, std::string &message) {
+} // namespace
+
+bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
+              std::string &message) {
+  MemorySource src(bytes);
+  return readNpyFrom(src, name, out, message,
+                     std::numeric_limits<int64_t>::max());
+}
+
+bool readNpy(const std::string &path, NpyArray &out, std::string &message,
+             int64_t maxDataBytes, const NpyShapeCheck &acceptShape) {
   out = NpyArray();
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
     return fail(message, path,
                 std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return fail(message, path, "read error");
-  return parseNpy(ss.str(), path, out, message);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    int e = errno;
+    std::fclose(f);
+    return fail(message, path, std::string("cannot stat: ") + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    return fail(message, path, "is a directory, not a .npy file");
+  }
+  // Regular files have a known size; pipes, character devices and the
+  // like are read as streams, exactly as far as the header says.
+  FileSource src(f, S_ISREG(st.st_mode) ? int64_t(st.st_size) : -1);
+  bool ok = readNpyFrom(src, path, out, message, maxDataBytes, acceptShape);
+  std::fclose(f);
+  return ok;
 }
 
 bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,

@@ -488,10 +488,19 @@ TEST_CASE("compare: non-finite outputs fail", "[compare]") {
   CHECK_FALSE(r.ok);
   CHECK(r.nonFinite == 2);
   CHECK(r.worstIndex == 1);
-  // A matching infinity in the reference is fine.
+  // A matching infinity in the reference fails too: nothing non-finite
+  // passes the gate (an input or weight was not finite).
   std::vector<double> refInf = {1.0, 2.0, INFINITY};
   std::vector<float> outInf = {1.0f, 2.0f, INFINITY};
-  CHECK(compare(outInf.data(), refInf.data(), 3, 0, 0).ok);
+  CompareResult both = compare(outInf.data(), refInf.data(), 3, 0, 0);
+  CHECK_FALSE(both.ok);
+  CHECK(both.nonFiniteBoth == 1);
+  // A finite output where the reference is not.
+  std::vector<float> finite = {1.0f, 2.0f, 3.0f};
+  CompareResult fin = compare(finite.data(), refInf.data(), 3, 1e9, 1e9);
+  CHECK_FALSE(fin.ok);
+  CHECK(fin.finiteVsNonFiniteRef == 1);
+  CHECK(fin.worstIndex == 2);
 }
 
 TEST_CASE("interpretFloat32: the same block in float arithmetic", "[interp]") {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 
@@ -13,6 +14,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -34,17 +36,37 @@ static_assert(offsetof(attnc_kernel_info, name) == 8, "");
 static_assert(offsetof(attnc_kernel_info, spec_hash) == 16, "");
 static_assert(offsetof(attnc_kernel_info, d_model) == 24, "");
 static_assert(offsetof(attnc_kernel_info, head_dim) == 48, "");
+static_assert(offsetof(attnc_kernel_info, out_dim) == 56, "");
 static_assert(offsetof(attnc_kernel_info, mask) == 64, "");
+static_assert(offsetof(attnc_kernel_info, causal_align) == 68, "");
 static_assert(offsetof(attnc_kernel_info, window) == 72, "");
 static_assert(offsetof(attnc_kernel_info, bias) == 80, "");
+static_assert(offsetof(attnc_kernel_info, out_proj) == 84, "");
 static_assert(offsetof(attnc_kernel_info, scale) == 88, "");
 static_assert(offsetof(attnc_kernel_info, dtype) == 96, "");
+static_assert(offsetof(attnc_kernel_info, isa) == 100, "");
+static_assert(offsetof(attnc_kernel_info, weight_layout) == 104, "");
+static_assert(offsetof(attnc_kernel_info, features) == 108, "");
 static_assert(offsetof(attnc_kernel_info, num_weights) == 112, "");
 static_assert(offsetof(attnc_kernel_info, weights) == 120, "");
 static_assert(offsetof(attnc_kernel_info, packed_floats) == 128, "");
 static_assert(offsetof(attnc_kernel_info, max_seq_len) == 136, "");
+static_assert(offsetof(attnc_kernel_info, workspace_per_row) == 144, "");
+static_assert(offsetof(attnc_kernel_info, workspace_fixed) == 152, "");
+static_assert(offsetof(attnc_kernel_info, stack_bytes) == 160, "");
+static_assert(offsetof(attnc_kernel_info, selected_isa) == 168, "");
 static_assert(offsetof(attnc_kernel_info, target_triple) == 176, "");
+static_assert(offsetof(attnc_kernel_info, target_cpu) == 184, "");
 static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
+// attnc_forward_args (v2).
+static_assert(sizeof(attnc_forward_args) == 168, "attnc_forward_args layout");
+static_assert(offsetof(attnc_forward_args, packed) == 8, "");
+static_assert(offsetof(attnc_forward_args, batch) == 56, "");
+static_assert(offsetof(attnc_forward_args, workspace) == 72, "");
+static_assert(offsetof(attnc_forward_args, parallel_for) == 88, "");
+static_assert(offsetof(attnc_forward_args, num_threads) == 104, "");
+static_assert(offsetof(attnc_forward_args, lengths) == 112, "");
+static_assert(offsetof(attnc_forward_args, probs_floats) == 160, "");
 
 namespace {
 
@@ -73,16 +95,23 @@ struct InfoFixture {
     info.dtype = ATTNC_DTYPE_F32;
     info.isa = ATTNC_ISA_AVX2;
     info.weight_layout = layout;
-    info.packed_floats = 1000;
+    info.features = 0;
     info.max_seq_len = 0;
+    info.stack_bytes = 4096;
+    info.selected_isa = &selectIsa;
     info.target_triple = "x86_64-unknown-linux-gnu";
     info.target_cpu = "x86-64-v3";
     info.compiler_version = "attnc 0.1.0";
     fillWeights();
   }
 
-  /// Rebuilds the weights table from storageTensors of the current fields.
+  static uint32_t selectIsa() { return ATTNC_ISA_AVX2; }
+
+  /// Rebuilds the weights table from storageTensors of the current fields,
+  /// and the fields that follow from them (out_dim, packed_floats,
+  /// workspace_per_row).
   void fillWeights() {
+    info.out_dim = info.out_proj ? info.d_model : info.heads * info.head_dim;
     shapes = storageTensors(paramsFromInfo(info));
     tensors.clear();
     for (const TensorShape &s : shapes) {
@@ -95,6 +124,15 @@ struct InfoFixture {
     }
     info.num_weights = uint32_t(tensors.size());
     info.weights = tensors.data();
+    info.packed_floats = weightFloats() + 32 * info.d_model; // some padding
+    info.workspace_per_row = info.d_model + 3 * info.heads * info.head_dim;
+  }
+
+  int64_t weightFloats() const {
+    int64_t n = 0;
+    for (const TensorShape &s : shapes)
+      n += s.shape[0] * (s.shape.size() == 2 ? s.shape[1] : 1);
+    return n;
   }
 
   std::string check() const { return validateInfo(info); }
@@ -106,9 +144,7 @@ TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 2u);
   REQUIRE(sizeof(attnc_kernel_info) == 200);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
-  REQUIRE(offsetof(attnc_kernel_info, selected_isa) == 168);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
-  REQUIRE(sizeof(attnc_forward_args) == 168);
 }
 
 TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
@@ -163,11 +199,12 @@ TEST_CASE("metadata: sizes must be positive and heads divisible",
   f.info.kv_heads = int64_t(1) << 40;
   CHECK_THAT(f.check(), Contains("kv_heads is implausibly large"));
   f.info.kv_heads = 2;
-  f.info.packed_floats = 0;
-  CHECK(f.check() == "packed_floats must be positive, got 0");
-  f.info.packed_floats = 10;
   f.info.max_seq_len = -1;
-  CHECK(f.check() == "max_seq_len must be non-negative, got -1");
+  CHECK(f.check() == "max_seq_len must be in [0, 2^40], got -1");
+  f.info.max_seq_len = int64_t(1) << 41;
+  CHECK_THAT(f.check(), Contains("max_seq_len must be in [0, 2^40]"));
+  f.info.max_seq_len = 1024;
+  CHECK(f.check().empty());
 }
 
 TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
@@ -183,7 +220,17 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   f.info.dtype = ATTNC_DTYPE_F32;
   f.info.isa = 5;
   CHECK(f.check() == "unknown isa value 5");
-  f.info.isa = ATTNC_ISA_HOST;
+  f.info.isa = ATTNC_ISA_MULTI;
+  CHECK(f.check().empty());
+  f.info.features = 8;
+  CHECK(f.check() == "unknown features bits 0x8");
+  f.info.features = ATTNC_FEATURE_LENGTHS;
+  CHECK_THAT(f.check(), Contains("the mask has no padding"));
+  f.info.mask = ATTNC_MASK_PADDING;
+  CHECK(f.check().empty());
+  f.info.features = 0;
+  CHECK_THAT(f.check(), Contains("padding mask needs the lengths feature"));
+  f.info.mask = ATTNC_MASK_NONE;
   f.info.weight_layout = 3;
   CHECK(f.check() == "unknown weight_layout value 3");
 }
@@ -201,9 +248,112 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   f.info.window = -3;
   CHECK(f.check() == "window must be non-negative, got -3");
   f.info.mask = ATTNC_MASK_CAUSAL;
+  f.info.window = 5;
+  CHECK(f.check() == "window is 5 but the mask is not sliding_window");
   f.info.window = 0;
   f.info.scale = std::nan("");
   CHECK(f.check() == "scale is not finite");
+  f.info.scale = HUGE_VAL;
+  CHECK(f.check() == "scale is not finite");
+  for (double bad : {-1.0, 0.0, -0.0, 3.4e39, 1e6 * (1 + 1e-15) + 1}) {
+    INFO("scale " << bad);
+    f.info.scale = bad;
+    CHECK_THAT(f.check(), Contains("is outside (0, 1e6]"));
+  }
+  f.info.scale = 1e6;
+  CHECK(f.check().empty());
+  f.info.scale = 1e-30;
+  CHECK(f.check().empty());
+}
+
+TEST_CASE("metadata: strings are bounded and present", "[metadata]") {
+  InfoFixture f;
+  std::string longName(300, 'a');
+  f.info.name = longName.c_str();
+  CHECK(f.check() ==
+        "kernel name is longer than 256 bytes (or not terminated)");
+  std::string ok(256, 'a');
+  f.info.name = ok.c_str();
+  CHECK(f.check().empty());
+  // A string without a terminator within the limit: read at most 257
+  // bytes of it (ASan would flag a longer read of this buffer).
+  std::vector<char> raw(257, 'x');
+  f.info.target_cpu = raw.data();
+  CHECK(f.check() ==
+        "target_cpu is longer than 256 bytes (or not terminated)");
+  f.info.target_cpu = "x86-64-v3";
+  f.info.target_triple = nullptr;
+  CHECK(f.check() == "target_triple is null");
+  f.info.target_triple = "x86_64\n-linux";
+  CHECK(f.check() == "target_triple contains non-printable characters");
+  f.info.target_triple = "x86_64-unknown-linux-gnu";
+  f.info.compiler_version = nullptr;
+  CHECK(f.check() == "compiler_version is null");
+  f.info.compiler_version = "attnc";
+  std::string longTensor(400, 'w');
+  f.tensors[1].name = longTensor.c_str();
+  CHECK(f.check() == "weights[1] has a name longer than 256 bytes, expected "
+                     "'c_attn.bias'");
+}
+
+TEST_CASE("metadata: out_dim, selected_isa and counts", "[metadata]") {
+  InfoFixture f;
+  f.info.out_dim = 65;
+  CHECK(f.check() == "out_dim is 65, expected 64 (d_model, out_proj is set)");
+  InfoFixture g(ATTNC_LAYOUT_SEPARATE, true, false); // heads*head_dim = 64
+  g.info.d_model = 48;
+  g.fillWeights();
+  CHECK(g.check().empty());
+  g.info.out_dim = 48;
+  CHECK(g.check() ==
+        "out_dim is 48, expected 64 (heads * head_dim, no out_proj)");
+  f.info.out_dim = 64;
+  f.info.selected_isa = nullptr;
+  CHECK(f.check() == "selected_isa is null");
+  f.info.selected_isa = &InfoFixture::selectIsa;
+  f.info.num_weights = 1000000;
+  f.info.weights = nullptr; // never read: the count is refused first
+  CHECK(f.check() ==
+        "weights table has 1000000 entries, more than any layout has (16)");
+}
+
+TEST_CASE("metadata: packed_floats is bounded by the weight tensors",
+          "[metadata]") {
+  InfoFixture f;
+  const int64_t w = f.weightFloats(); // 64*128 + 128 + 64*64 + 64
+  REQUIRE(w == 64 * 128 + 128 + 64 * 64 + 64);
+  f.info.packed_floats = w;
+  CHECK(f.check().empty());
+  f.info.packed_floats = 2 * w + (1 << 20);
+  CHECK(f.check().empty());
+  for (int64_t bad : {int64_t(1), w - 1, 2 * w + (1 << 20) + 1,
+                      int64_t(1) << 40, int64_t(-5), int64_t(0)}) {
+    INFO("packed_floats " << bad);
+    f.info.packed_floats = bad;
+    CHECK_THAT(f.check(), Contains("packed_floats is " + std::to_string(bad) +
+                                   ", expected between " +
+                                   std::to_string(w)));
+  }
+}
+
+TEST_CASE("metadata: workspace and stack fields are bounded", "[metadata]") {
+  InfoFixture f;
+  f.info.workspace_per_row = -1;
+  CHECK_THAT(f.check(), Contains("workspace_per_row is -1"));
+  f.info.workspace_per_row = int64_t(1) << 40;
+  CHECK_THAT(f.check(), Contains("workspace_per_row is 1099511627776"));
+  f.info.workspace_per_row = 0;
+  CHECK(f.check().empty());
+  f.info.workspace_fixed = -64;
+  CHECK_THAT(f.check(), Contains("workspace_fixed is -64"));
+  f.info.workspace_fixed = int64_t(1) << 62;
+  CHECK_THAT(f.check(), Contains("workspace_fixed is 4611686018427387904"));
+  f.info.workspace_fixed = 1 << 20;
+  CHECK(f.check().empty());
+  f.info.stack_bytes = -1;
+  CHECK_THAT(f.check(), Contains("stack_bytes is -1"));
+  f.info.stack_bytes = int64_t(1) << 40;
+  CHECK_THAT(f.check(), Contains("stack_bytes is 1099511627776"));
 }
 
 TEST_CASE("metadata: weights table must match the storage tensors",
@@ -305,4 +455,215 @@ TEST_CASE("loader: a shared object without attnc_query is not a kernel",
   Kernel moved(std::move(k));
   Kernel other;
   other = std::move(moved);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel::load on a real library: tests/support/fake_kernel.c, corrupted
+// through ATTNC_FAKE_KERNEL.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Sets ATTNC_FAKE_KERNEL for the scope of one load.
+struct FakeEnv {
+  explicit FakeEnv(const char *v) { setenv("ATTNC_FAKE_KERNEL", v, 1); }
+  ~FakeEnv() { unsetenv("ATTNC_FAKE_KERNEL"); }
+};
+
+struct LoadResult {
+  bool ok;
+  LoadError err;
+  std::string msg;
+};
+
+LoadResult loadFake(Kernel &k, const char *corruption) {
+  FakeEnv env(corruption);
+  LoadResult r;
+  r.ok = k.load(ATTNC_FAKE_KERNEL_PATH, r.msg, r.err);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("loader: the hand-written v2 kernel loads, packs and runs",
+          "[metadata][loader]") {
+  Kernel k;
+  LoadResult r = loadFake(k, "");
+  REQUIRE(r.ok);
+  CHECK(r.err == LoadError::None);
+  CHECK(std::string(k.info().name) == "fake_attn");
+  CHECK(k.selectedIsa() == ATTNC_ISA_X86_64);
+  std::mt19937_64 rng(3);
+  BlockParams p = paramsFromInfo(k.info());
+  auto w = randomWeights(storageTensors(p), rng);
+  std::vector<const float *> wp;
+  for (auto &v : w)
+    wp.push_back(v.data());
+  std::vector<float> packed;
+  REQUIRE(k.pack(wp, packed) == ATTNC_OK);
+  CHECK(int64_t(packed.size()) == k.packedFloats());
+  std::vector<float> x = randomNormal(2 * 5 * 16, rng), y(2 * 5 * 16);
+  std::vector<unsigned char> ws;
+  REQUIRE(k.forward(packed.data(), x.data(), y.data(), 2, 5, ws) == ATTNC_OK);
+  std::vector<double> ref = interpret(p, wp, x.data(), 2, 5);
+  CompareResult c = compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4);
+  CHECK(c.ok);
+}
+
+TEST_CASE("loader: corrupt metadata in a library is refused",
+          "[metadata][loader]") {
+  struct Case {
+    const char *corruption;
+    const char *message;
+  } cases[] = {
+      {"packed_floats=1", "packed_floats is 1, expected between 1088"},
+      {"packed_floats=1099511627776", "packed_floats is 1099511627776"},
+      {"scale=-1", "scale -1 is outside (0, 1e6]"},
+      {"scale=3.4e39", "scale 3.4e+39 is outside (0, 1e6]"},
+      {"scale=1e300", "scale 1e+300 is outside (0, 1e6]"},
+      {"mask=7", "unknown mask value 7"},
+      {"mask=2", "padding mask needs the lengths feature"},
+      {"isa=9", "unknown isa value 9"},
+      {"dtype=1", "unknown dtype value 1"},
+      {"layout=3", "unknown weight_layout value 3"},
+      {"causal_align=2", "unknown causal_align value 2"},
+      {"features=16", "unknown features bits 0x10"},
+      {"num_weights=4000000000", "weights table has 4000000000 entries"},
+      {"num_weights=3", "weights table has 3 entries, expected 4"},
+      {"out_dim=17", "out_dim is 17, expected 16"},
+      {"workspace_per_row=-1", "workspace_per_row is -1"},
+      {"workspace_fixed=4611686018427387904", "workspace_fixed is"},
+      {"stack_bytes=-8", "stack_bytes is -8"},
+      {"max_seq_len=-1", "max_seq_len must be in [0, 2^40], got -1"},
+      {"long_name", "kernel name is longer than 256 bytes"},
+      {"unterminated_name", "target_cpu is longer than 256 bytes"},
+      {"null_triple", "target_triple is null"},
+      {"no_selected_isa", "selected_isa is null"},
+      {"selected_isa=4", "selected_isa() returned 4, not a known instruction set"},
+      {"selected_isa=77", "selected_isa() returned 77, not a known instruction set"},
+  };
+  for (const Case &c : cases) {
+    INFO("ATTNC_FAKE_KERNEL=" << c.corruption);
+    Kernel k;
+    LoadResult r = loadFake(k, c.corruption);
+    CHECK_FALSE(r.ok);
+    CHECK(r.err == LoadError::BadMetadata);
+    CHECK_THAT(r.msg, Contains(c.message));
+    CHECK_THAT(r.msg, Contains(ATTNC_FAKE_KERNEL_PATH));
+  }
+}
+
+TEST_CASE("loader: NAME_workspace_size is checked against the metadata",
+          "[metadata][loader]") {
+  Kernel k;
+  std::string why;
+  {
+    LoadResult r = loadFake(k, "workspace_size=4611686018427387904");
+    REQUIRE(r.ok); // the entry point is only called per shape
+    // The fake reads its override at query time, which load did.
+    CHECK(k.workspaceBytes(1, 4, why) == -1);
+    CHECK_THAT(why, Contains("fake_attn_workspace_size(1, 4) returned "
+                             "4611686018427387904 bytes, more than the "
+                             "metadata allows"));
+    std::vector<unsigned char> ws;
+    std::vector<float> x(64), y(64), packed(size_t(k.packedFloats()));
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 4, ws) ==
+          ATTNC_ERR_WORKSPACE);
+    CHECK(ws.empty()); // nothing allocated
+  }
+  {
+    LoadResult r = loadFake(k, "workspace_size=-3");
+    REQUIRE(r.ok);
+    CHECK(k.workspaceBytes(1, 4, why) == -1);
+    CHECK_THAT(why, Contains("returned -3 (shape refused)"));
+  }
+  {
+    // Honest: B*T*per_row*4 rounded to 64 per buffer fits the limit.
+    LoadResult r = loadFake(k, "");
+    REQUIRE(r.ok);
+    for (int64_t b : {1, 3})
+      for (int64_t t : {1, 7, 97}) {
+        int64_t need = k.workspaceBytes(b, t, why);
+        INFO("b " << b << " t " << t << ": " << why);
+        CHECK(need > 0);
+        CHECK(need <= b * t * k.info().workspace_per_row * 4 + 1024);
+      }
+  }
+}
+
+TEST_CASE("loader: shapes are checked before the library is called",
+          "[metadata][loader]") {
+  Kernel k;
+  LoadResult r = loadFake(k, "max_seq_len=1024");
+  REQUIRE(r.ok);
+  std::string why;
+  CHECK_FALSE(k.checkShape(1, 1025, why));
+  CHECK(why == "seq_len 1025 exceeds the kernel's max_seq_len 1024");
+  CHECK_FALSE(k.checkShape(0, 4, why));
+  CHECK_THAT(why, Contains("at least 1"));
+  CHECK_FALSE(k.checkShape(4, 0, why));
+  {
+    std::vector<float> x(64), y(64), packed(size_t(k.packedFloats()));
+    std::vector<unsigned char> ws;
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 0, 4, ws) ==
+          ATTNC_ERR_BAD_SHAPE);
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 1025, ws) ==
+          ATTNC_ERR_BAD_SHAPE);
+    CHECK(ws.empty());
+  }
+  r = loadFake(k, ""); // no max_seq_len
+  REQUIRE(r.ok);
+  CHECK(k.checkShape(1, 1000000000000, why)); // the library decides
+  CHECK_FALSE(k.checkShape(int64_t(1) << 32, int64_t(1) << 32, why));
+  CHECK_THAT(why, Contains("overflows a 64-bit byte count"));
+  CHECK_FALSE(k.checkShape(4611686018427387904, 4, why));
+  CHECK_THAT(why, Contains("overflows"));
+  // workspace_per_row * B * T overflows although B*T*d_model*4 does not.
+  CHECK(k.workspaceBytes(int64_t(1) << 28, int64_t(1) << 28, why) == -1);
+  CHECK_THAT(why, Contains("the workspace for batch 268435456, seq_len "
+                           "268435456 overflows a 64-bit byte count"));
+}
+
+TEST_CASE("loader: a directory or a FIFO is not opened as a library",
+          "[metadata][loader]") {
+  Kernel k;
+  std::string msg;
+  LoadError err = LoadError::None;
+  CHECK_FALSE(k.load("/tmp", msg, err));
+  CHECK(err == LoadError::OpenFailed);
+  CHECK(msg == "/tmp: cannot load kernel library: is a directory, not a "
+               "shared object");
+  CHECK_FALSE(k.load("/dev/zero", msg, err));
+  CHECK(err == LoadError::OpenFailed);
+  CHECK_THAT(msg, Contains("not a regular file"));
+}
+
+TEST_CASE("checked size arithmetic refuses overflow and negatives",
+          "[metadata][checked]") {
+  int64_t r = 0;
+  CHECK(checkedMul(3, 4, r));
+  CHECK(r == 12);
+  CHECK(checkedMul(0, INT64_MAX, r));
+  CHECK(r == 0);
+  CHECK(checkedMul(int64_t(1) << 31, int64_t(1) << 31, r));
+  CHECK(r == int64_t(1) << 62);
+  CHECK_FALSE(checkedMul(int64_t(1) << 32, int64_t(1) << 31, r));
+  CHECK_FALSE(checkedMul(4611686018427387904, 4, r));
+  CHECK_FALSE(checkedMul(-1, 4, r));
+  CHECK_FALSE(checkedMul(4, -1, r));
+  CHECK(checkedAdd(INT64_MAX - 1, 1, r));
+  CHECK(r == INT64_MAX);
+  CHECK_FALSE(checkedAdd(INT64_MAX, 1, r));
+  CHECK_FALSE(checkedAdd(-5, 10, r));
+  CHECK(checkedProduct({}, r));
+  CHECK(r == 1);
+  CHECK(checkedProduct({2, 3, 5, 7}, r));
+  CHECK(r == 210);
+  // issue 10: batch 2^62 x seq 4 x d_model wraps to 0 unchecked.
+  CHECK_FALSE(checkedProduct({4611686018427387904, 4, 768}, r));
+  CHECK_FALSE(checkedProduct({1, 1000000000000, 768, 4, 1000000}, r));
+  CHECK(checkedSum({1, 2, 3}, r));
+  CHECK(r == 6);
+  CHECK_FALSE(checkedSum({INT64_MAX, 0, 1}, r));
+  CHECK_FALSE(checkedSum({1, -1}, r));
 }

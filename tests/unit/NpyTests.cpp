@@ -10,6 +10,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -266,4 +272,101 @@ TEST_CASE("npy: readNpy on a missing file names it", "[npy]") {
   CHECK_FALSE(writeNpy("/nonexistent/dir/w.npy", {1},
                        std::vector<float>{1}.data(), msg));
   CHECK_THAT(msg, Contains("/nonexistent/dir/w.npy"));
+}
+
+namespace {
+
+/// A FIFO fed by a thread with `bytes` (then closed), for stream reads.
+struct Fifo {
+  std::string path;
+  std::thread writer;
+  explicit Fifo(std::string bytes) {
+    TempFile t; // a unique name
+    path = t.path + ".fifo";
+    REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+    std::signal(SIGPIPE, SIG_IGN); // the reader may stop early
+    writer = std::thread([p = path, b = std::move(bytes)] {
+      int fd = open(p.c_str(), O_WRONLY);
+      if (fd < 0)
+        return;
+      size_t off = 0;
+      while (off < b.size()) {
+        ssize_t n = write(fd, b.data() + off, b.size() - off);
+        if (n <= 0)
+          break; // EPIPE: the reader closed
+        off += size_t(n);
+      }
+      close(fd);
+    });
+  }
+  ~Fifo() {
+    writer.join();
+    std::remove(path.c_str());
+  }
+};
+
+} // namespace
+
+TEST_CASE("npy: streams are read exactly as far as the format says",
+          "[npy]") {
+  NpyArray arr;
+  std::string msg;
+  SECTION("/dev/zero fails at the magic, at once") {
+    CHECK_FALSE(readNpy("/dev/zero", arr, msg));
+    CHECK(msg == "/dev/zero: not a .npy file (bad magic: expected "
+                 "'\\x93NUMPY')");
+  }
+  SECTION("a valid array through a pipe") {
+    Fifo f(npyImage(dictFor("(2, 2)"), payload({1, 2, 3, 4})));
+    REQUIRE(readNpy(f.path, arr, msg));
+    CHECK(arr.shape == std::vector<int64_t>{2, 2});
+    CHECK(arr.data == std::vector<float>{1, 2, 3, 4});
+  }
+  SECTION("trailing bytes in a pipe: one byte is read past the data") {
+    Fifo f(npyImage(dictFor("(2,)"), payload({1, 2})) +
+           std::string(1 << 20, 'z'));
+    CHECK_FALSE(readNpy(f.path, arr, msg));
+    CHECK_THAT(msg, Contains("trailing bytes"));
+  }
+  SECTION("a pipe that promises 4 TiB and ends early") {
+    Fifo f(npyImage(dictFor("(1099511627776,)"), payload({1, 2, 3})));
+    CHECK_FALSE(readNpy(f.path, arr, msg));
+    CHECK_THAT(msg, Contains("truncated data") &&
+                        Contains("needs 4398046511104 bytes, found 12"));
+  }
+  SECTION("a pipe past the caller's data limit is refused before reading") {
+    Fifo f(npyImage(dictFor("(1024,)"), payload(std::vector<float>(1024))));
+    CHECK_FALSE(readNpy(f.path, arr, msg, 1000));
+    CHECK_THAT(msg, Contains("needs 4096 bytes of data, more than the 1000 "
+                             "allowed"));
+  }
+}
+
+TEST_CASE("npy: header length is bounded and directories are refused",
+          "[npy]") {
+  NpyArray arr;
+  std::string msg;
+  // Version 2.0 header claiming 2^31 bytes.
+  std::string img = "\x93NUMPY";
+  img += char(2);
+  img += char(0);
+  img += std::string("\x00\x00\x00\x80", 4);
+  img += "{'descr': '<f4'";
+  CHECK_FALSE(parseNpy(img, "big.npy", arr, msg));
+  CHECK(msg == "big.npy: header length 2147483648 bytes is implausible (at "
+               "most 1048576 accepted)");
+  // A regular file whose declared data is larger than the file: refused
+  // from the file size, before reading.
+  TempFile t;
+  {
+    std::ofstream out(t.path, std::ios::binary);
+    out << npyImage(dictFor("(1099511627776,)"), payload({1}));
+  }
+  CHECK_FALSE(readNpy(t.path, arr, msg));
+  CHECK_THAT(msg, Contains("truncated data") &&
+                      Contains("needs 4398046511104 bytes, found 4"));
+  const char *dir = std::getenv("TMPDIR");
+  std::string d = dir && *dir ? dir : "/tmp";
+  CHECK_FALSE(readNpy(d, arr, msg));
+  CHECK(msg == d + ": is a directory, not a .npy file");
 }

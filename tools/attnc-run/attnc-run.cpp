@@ -1,21 +1,24 @@
 //===- attnc-run.cpp - load, run, check and time a generated kernel -------===//
 //
 //   attnc-run LIB.so [--seq-len T] [--batch B] [--x x.npy] [--weights DIR]
-//             [--out y.npy] [--check] [--bench N] [--seed S] [--info]
+//             [--out y.npy] [--check] [--expected y.npy] [--bench N]
+//             [--threads P] [--seed S] [--info]
 //
-// Links only libattnrt (no MLIR/LLVM). Exit codes: 0 ok; 1 check failed or
-// kernel error; 2 usage or input error; 10 + attnrt::LoadError when the
-// library is refused.
+// Links only libattnrt (no MLIR/LLVM). Every size is checked (against the
+// kernel's max_seq_len, for 64-bit overflow with attnrt's checked
+// arithmetic, and against this machine's memory) before anything is
+// allocated. Exit codes: docs/exit-codes.md (and --help).
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/weights.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,280 +26,728 @@
 #include <string>
 #include <vector>
 
-static const char *kUsage =
-    "attnc-run: load an attnc kernel library, run it, check it, time it\n\n"
-    "usage: attnc-run LIB.so [options]\n\n"
+#include <unistd.h>
+
+namespace {
+
+// Exit codes (docs/exit-codes.md).
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1; // check failed, or the kernel returned an error
+constexpr int kExitInput = 2;  // usage or input error
+constexpr int kExitLoad = 10;  // + attnrt::LoadError (11..16)
+
+const char *kUsage =
+    "attnc-run: load an attnc kernel library, run it, check it, time it\n"
+    "\n"
+    "usage: attnc-run LIB.so [options]\n"
+    "\n"
+    "Every option that takes a value is spelled --opt VALUE or --opt=VALUE.\n"
+    "\n"
     "  --seq-len T        sequence length (default 128)\n"
     "  --batch B          batch size (default 1)\n"
-    "  --x FILE.npy       input x [B, T, d_model] float32 (default: random N(0,1))\n"
+    "  --x FILE.npy       input x [B, T, d_model] float32 (default: random\n"
+    "                     N(0,1)); its shape sets B and T\n"
+    "  --x-scale S        multiply the random input by S (finite; logits grow\n"
+    "                     with S^2: 'peaky' softmax rows)\n"
     "  --weights PATH     the storage tensors (names: see --info) from a directory\n"
     "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
     "                     converted); default: random, scaled like a trained layer\n"
     "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
     "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.')\n"
-    "  --out FILE.npy     write y [B, T, out_dim]\n"
-    "  --check            compare with the double-precision interpreter; exit 1\n"
-    "                     on NaN/inf or when |y - ref| > atol + rtol*|ref| somewhere\n"
-    "                     and the max error is also above twice that of the same\n"
-    "                     formula computed naively in float32\n"
-    "  --atol A, --rtol R tolerance of --check (default 1e-5 and 1e-4)\n"
-    "  --bench N          time N calls, print min/median ms per call\n"
-    "  --threads P        threads of the kernel's built-in pool (default 1; 0: all CPUs)\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
-    "  --x-scale S        multiply the random input by S (logits grow with S^2:\n"
-    "                     'peaky' softmax rows that need max-subtraction)\n"
-    "  --info             print the library's metadata and exit\n"
-    "  --help, --version  this text; the runtime's ABI version\n\n"
-    "exit codes: 0 ok, 1 check failed or kernel error, 2 usage/input error,\n"
-    "            10+k library refused (k: 1 open, 2 not attnc, 3 ABI too new,\n"
-    "            4 ABI mismatch, 5 bad metadata, 6 missing entry point)\n";
+    "  --out FILE.npy     write y [B, T, out_dim]\n"
+    "  --check            compare y with the double-precision interpreter:\n"
+    "                     FAIL (exit 1) on any NaN/inf in y or in the reference,\n"
+    "                     or when some element has |y - ref| > atol + rtol*|ref|\n"
+    "                     + B, B being that element's float32 error bound\n"
+    "                     (docs/checking.md: a probabilistic rounding-error\n"
+    "                     model, lambda 10); progress goes to stderr when the\n"
+    "                     reference takes more than a second\n"
+    "  --rigorous-bound   --check with the worst-case bound instead (never\n"
+    "                     exceeded by any float32 evaluation order, but wide:\n"
+    "                     at GPT-2 sizes it checks little)\n"
+    "  --expected FILE.npy  compare y with a reference file [B, T, out_dim]:\n"
+    "                     the same gate and report as --check, allowance\n"
+    "                     atol + rtol*|ref| only (no bound for a file)\n"
+    "  --no-bound         --check without the float32 bound: allowance\n"
+    "                     atol + rtol*|ref| only (strict: a correct float32\n"
+    "                     kernel can fail it on ill-conditioned inputs)\n"
+    "  --atol A, --rtol R tolerances of --check and --expected (finite, >= 0;\n"
+    "                     default 1e-5 and 1e-4)\n"
+    "  --threads P        threads of the kernel's built-in pool (default 1;\n"
+    "                     0 = one per online CPU)\n"
+    "  --bench N          time N calls: min and median ms per call, useful\n"
+    "                     GFLOP/s at the min, the thread count, and the pack time\n"
+    "  --info             print the library's metadata (names, not codes) and exit\n"
+    "  --help, --version  this text; the runtime's ABI version\n"
+    "\n"
+    "Sizes are checked before anything is allocated: batch and seq_len >= 1,\n"
+    "seq_len <= the kernel's max_seq_len, no 64-bit overflow, and the buffers\n"
+    "(x, y, workspace, weights, reference) within this machine's memory.\n"
+    "\n"
+    "exit codes (docs/exit-codes.md):\n"
+    "   0  ok (and, with --check/--expected, the gate passed)\n"
+    "   1  check failed, the kernel returned an error status, or this CPU\n"
+    "      has none of the library's code paths (selected_isa: none)\n"
+    "   2  usage or input error (bad option or value, unreadable or\n"
+    "      mis-shaped .npy, size out of range or too large for memory)\n"
+    "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
+    "      truncated)\n"
+    "  12  not an attnc kernel (no attnc_query)\n"
+    "  13  kernel ABI newer than this runtime\n"
+    "  14  ABI version or struct size mismatch\n"
+    "  15  metadata the runtime cannot trust (also: NAME_workspace_size asks\n"
+    "      for more than the metadata allows)\n"
+    "  16  missing entry point\n";
 
 /// Meaning of a NAME_pack / NAME_forward return code.
-static const char *statusText(int rc) {
+const char *statusText(int rc) {
   switch (rc) {
   case ATTNC_OK: return "ok";
   case ATTNC_ERR_NULL_ARG: return "a required pointer is NULL";
-  case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range (< 1 or > max_seq_len)";
+  case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range";
   case ATTNC_ERR_WORKSPACE: return "workspace too small";
-  case ATTNC_ERR_BUFFER_SIZE: return "a buffer's size does not match the shapes";
-  case ATTNC_ERR_ISA: return "this CPU lacks the instruction sets the library has code for";
-  case ATTNC_ERR_THREADS: return "the parallel-for hook or the thread pool failed";
-  case ATTNC_ERR_ARGS: return "bad argument record (struct_size, reserved or unused fields)";
+  case ATTNC_ERR_BUFFER_SIZE: return "a buffer's size is not what the shapes need";
+  case ATTNC_ERR_ISA: return "this CPU lacks the library's instruction sets";
+  case ATTNC_ERR_THREADS: return "the thread pool failed";
+  case ATTNC_ERR_ARGS: return "bad argument struct";
   default: return "unknown status";
   }
 }
 
-static int usageError(const std::string &msg) {
-  std::fprintf(stderr, "attnc-run: error: %s (see --help)\n", msg.c_str());
-  return 2;
+const char *maskName(uint32_t m) {
+  switch (m) {
+  case ATTNC_MASK_NONE: return "none";
+  case ATTNC_MASK_CAUSAL: return "causal";
+  case ATTNC_MASK_PADDING: return "padding";
+  case ATTNC_MASK_CAUSAL_PADDING: return "causal_padding";
+  case ATTNC_MASK_SLIDING_WINDOW: return "sliding_window";
+  default: return "unknown";
+  }
 }
 
-static bool parseInt(const char *s, int64_t &out) {
+const char *layoutName(uint32_t l) {
+  switch (l) {
+  case ATTNC_LAYOUT_GPT2_CONV1D: return "gpt2_conv1d";
+  case ATTNC_LAYOUT_TORCH_IN_PROJ: return "torch_in_proj";
+  case ATTNC_LAYOUT_SEPARATE: return "separate";
+  default: return "unknown";
+  }
+}
+
+const char *isaName(uint32_t isa) {
+  switch (isa) {
+  case ATTNC_ISA_X86_64: return "x86-64";
+  case ATTNC_ISA_AVX2: return "avx2";
+  case ATTNC_ISA_AVX512: return "avx512";
+  case ATTNC_ISA_HOST: return "host";
+  case ATTNC_ISA_MULTI: return "multi (avx512, avx2)";
+  case ATTNC_ISA_NONE: return "none (this CPU has none of the library's code paths)";
+  default: return "unknown";
+  }
+}
+
+std::string featureNames(uint32_t f) {
+  std::string s;
+  auto add = [&](uint32_t bit, const char *name) {
+    if (f & bit)
+      s += (s.empty() ? "" : ", ") + std::string(name);
+  };
+  add(ATTNC_FEATURE_LENGTHS, "lengths");
+  add(ATTNC_FEATURE_CROSS, "cross");
+  add(ATTNC_FEATURE_PROBS, "probs");
+  return s.empty() ? "none" : s;
+}
+
+void error(const std::string &msg) {
+  std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
+}
+
+int usageError(const std::string &msg) {
+  std::fprintf(stderr, "attnc-run: error: %s (see --help)\n", msg.c_str());
+  return kExitInput;
+}
+
+bool parseInt(const std::string &s, int64_t &out) {
+  if (s.empty())
+    return false;
   char *end = nullptr;
   errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno || !end || *end || end == s)
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || !end || *end)
     return false;
   out = v;
   return true;
 }
 
-static bool parseDouble(const char *s, double &out) {
+bool parseFinite(const std::string &s, double &out) {
+  if (s.empty())
+    return false;
   char *end = nullptr;
-  out = std::strtod(s, &end);
-  return end && !*end && end != s;
+  errno = 0;
+  out = std::strtod(s.c_str(), &end);
+  return end && !*end && std::isfinite(out) && errno != ERANGE;
 }
 
-int main(int argc, char **argv) {
-  std::string lib, xPath, wDir, wPrefix, outPath;
-  int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1, threads = 1;
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
+  return buf;
+}
+
+/// This machine's physical memory in bytes (INT64_MAX when unknown).
+int64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  int64_t bytes;
+  if (pages <= 0 || size <= 0 || !attnrt::checkedMul(pages, size, bytes))
+    return INT64_MAX;
+  return bytes;
+}
+
+/// The storage weights: random, or from PATH (a .npy directory, .npz or
+/// .safetensors, weights.h: names mapped onto the kernel's, shapes checked,
+/// other float types converted). All weight loading is here.
+bool loadWeights(const std::string &path, const std::string &prefix,
+                 const attnc_kernel_info &ki,
+                 const std::vector<attnrt::TensorShape> &tensors,
+                 std::mt19937_64 &rng, std::vector<std::vector<float>> &weights) {
+  weights.clear();
+  if (path.empty()) {
+    weights = attnrt::randomWeights(tensors, rng);
+    return true;
+  }
+  std::string msg;
+  attnrt::Weights loaded = attnrt::Weights::open(path, prefix, ki, msg);
+  if (!loaded) {
+    error(msg);
+    return false;
+  }
+  for (const std::string &note : loaded.notes())
+    std::fprintf(stderr, "attnc-run: note: %s\n", note.c_str());
+  for (uint32_t i = 0; i < loaded.count(); ++i)
+    weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
+  return true;
+}
+
+/// Prints "attnc-run: check: N% ..." on stderr at most once a second, and
+/// only once the work has taken more than a second.
+struct Progress {
+  using Clock = std::chrono::steady_clock;
+  const char *what;
+  Clock::time_point start = Clock::now(), last = start;
+  bool printed = false;
+  explicit Progress(const char *what) : what(what) {}
+  void operator()(double fraction) {
+    auto now = Clock::now();
+    if (now - start < std::chrono::seconds(1) ||
+        now - last < std::chrono::seconds(1))
+      return;
+    last = now;
+    printed = true;
+    std::fprintf(stderr, "attnc-run: %s: %3.0f%% (%.1f s)\n", what,
+                 100 * fraction,
+                 std::chrono::duration<double>(now - start).count());
+  }
+  void done() {
+    if (printed)
+      std::fprintf(stderr, "attnc-run: %s: done in %.1f s\n", what,
+                   std::chrono::duration<double>(Clock::now() - start).count());
+  }
+};
+
+/// One report line for --check / --expected; returns the verdict.
+bool report(const char *against, const attnrt::CompareResult &c,
+            const float *y, const double *ref, int64_t n, double atol,
+            double rtol, const char *boundModel) {
+  const int64_t nonFinite =
+      c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth;
+  std::printf("check vs %s: max_abs_err %.3e, max_rel_err %.3e, "
+              "mean_abs_err %.3e, non-finite %lld",
+              against, c.maxAbs, c.maxRel, c.meanAbs, (long long)nonFinite);
+  if (nonFinite)
+    std::printf(" (in y only %lld, in the reference only %lld, in both %lld)",
+                (long long)c.nonFinite, (long long)c.finiteVsNonFiniteRef,
+                (long long)c.nonFiniteBoth);
+  if (c.unbounded)
+    std::printf(", unbounded %lld (the float32 bound there is infinite or "
+                "exceeds max |ref|: logits too large to check in float32)",
+                (long long)c.unbounded);
+  std::printf(", outside the allowance %lld of %lld; allowance %.1e + %.1e*|ref|",
+              (long long)c.outside, (long long)n, atol, rtol);
+  if (boundModel)
+    std::printf(" + float32 bound (%s, max %.3e)", boundModel, c.maxBound);
+  if (c.worstRatioIndex >= 0) {
+    int64_t i = c.worstRatioIndex;
+    if (nonFinite || c.unbounded)
+      std::printf("; first non-finite element %lld: y %.9g, ref %.9g",
+                  (long long)i, double(y[i]), ref[i]);
+    else
+      std::printf("; worst element %lld: y %.9g, ref %.9g, |err| %.3e = "
+                  "%.3g x its allowance",
+                  (long long)i, double(y[i]), ref[i], std::fabs(y[i] - ref[i]),
+                  c.worstRatio);
+  }
+  std::printf(": %s\n", c.ok ? "PASS" : "FAIL");
+  return c.ok;
+}
+
+/// Useful FLOPs of one forward: the projections, the attention (only the
+/// (query, key) pairs the mask lets through) and W_O.
+double usefulFlops(const attnc_kernel_info &ki, int64_t batch, int64_t T) {
+  const double B = double(batch), t = double(T), d = double(ki.d_model);
+  const double qW = double(ki.heads * ki.head_dim);
+  const double kvW = double(ki.kv_heads * ki.head_dim);
+  double pairs = t * t;
+  if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING) {
+    pairs = t * (t + 1) / 2;
+  } else if (ki.mask == ATTNC_MASK_SLIDING_WINDOW) {
+    pairs = 0;
+    for (int64_t i = 0; i < T; ++i)
+      pairs += double(std::min<int64_t>(i + 1, ki.window));
+  }
+  double f = 2 * B * t * d * (qW + 2 * kvW);
+  if (ki.out_proj)
+    f += 2 * B * t * qW * double(ki.out_dim);
+  f += 4 * B * double(ki.heads) * double(ki.head_dim) * pairs;
+  return f;
+}
+
+void printInfo(const attnrt::Kernel &k) {
+  const attnc_kernel_info &ki = k.info();
+  std::printf("name: %s\nabi_version: %u\nspec_hash: 0x%016llx\n", ki.name,
+              ki.abi_version, (unsigned long long)ki.spec_hash);
+  std::printf("d_model: %lld\nheads: %lld\nkv_heads: %lld\nhead_dim: %lld\n"
+              "out_dim: %lld\n",
+              (long long)ki.d_model, (long long)ki.heads,
+              (long long)ki.kv_heads, (long long)ki.head_dim,
+              (long long)ki.out_dim);
+  std::printf("mask: %s\n", maskName(ki.mask));
+  if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
+      ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+    std::printf("causal_align: %s\n",
+                ki.causal_align ? "top_left" : "bottom_right");
+  if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+    std::printf("window: %lld\n", (long long)ki.window);
+  std::printf("bias: %s\nout_proj: %s\nscale: %.9g\ndtype: f32\n"
+              "weight_layout: %s\n",
+              ki.bias ? "true" : "false", ki.out_proj ? "true" : "false",
+              ki.scale, layoutName(ki.weight_layout));
+  std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki.isa),
+              isaName(k.selectedIsa()), featureNames(ki.features).c_str());
+  std::printf("target: %s (%s)\ncompiler: %s\n", ki.target_triple,
+              ki.target_cpu, ki.compiler_version);
+  std::printf("packed_floats: %lld\n", (long long)ki.packed_floats);
+  if (ki.max_seq_len > 0)
+    std::printf("max_seq_len: %lld\n", (long long)ki.max_seq_len);
+  else
+    std::printf("max_seq_len: none\n");
+  std::printf("workspace: %lld bytes + %lld floats per (batch, token) row\n"
+              "stack_bytes: %lld per thread\nweights:\n",
+              (long long)ki.workspace_fixed, (long long)ki.workspace_per_row,
+              (long long)ki.stack_bytes);
+  for (uint32_t i = 0; i < ki.num_weights; ++i) {
+    const attnc_tensor_info &t = ki.weights[i];
+    if (t.rank == 2)
+      std::printf("  %s [%lld, %lld]\n", t.name, (long long)t.dims[0],
+                  (long long)t.dims[1]);
+    else
+      std::printf("  %s [%lld]\n", t.name, (long long)t.dims[0]);
+  }
+}
+
+struct Options {
+  std::string lib, xPath, wDir, wPrefix, outPath, expectedPath;
+  int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
+  int64_t threads = 1;
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
-  bool check = false, info = false;
+  bool check = false, info = false, noBound = false, rigorous = false,
+       seqGiven = false, batchGiven = false;
+};
+
+/// Parses argv; returns -1 to go on, else the exit code.
+int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&](const char *what) -> const char * {
+    std::string a = argv[i], value;
+    bool inlineValue = false;
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        inlineValue = true;
+      }
+    }
+    bool missing = false;
+    auto next = [&]() -> std::string {
+      if (inlineValue)
+        return value;
       if (i + 1 >= argc) {
-        std::fprintf(stderr, "attnc-run: error: %s needs a value\n", what);
-        std::exit(2);
+        missing = true;
+        return "";
       }
       return argv[++i];
     };
+    auto flag = [&]() {
+      if (inlineValue)
+        return usageError(a + " takes no value");
+      return -1;
+    };
+    auto sizeOpt = [&](int64_t &dst, int64_t min) {
+      std::string v = next();
+      if (missing)
+        return usageError(a + " needs a value");
+      if (!parseInt(v, dst) || dst < min)
+        return usageError(a + ": expected an integer >= " +
+                          std::to_string(min) + " and < 2^63, found '" + v +
+                          "'");
+      return -1;
+    };
+    auto tolOpt = [&](double &dst) {
+      std::string v = next();
+      if (missing)
+        return usageError(a + " needs a value");
+      if (!parseFinite(v, dst) || dst < 0)
+        return usageError(a + ": expected a finite non-negative number, "
+                              "found '" + v + "'");
+      return -1;
+    };
+    auto strOpt = [&](std::string &dst) {
+      dst = next();
+      if (missing)
+        return usageError(a + " needs a value");
+      if (dst.empty())
+        return usageError(a + ": expected a path, found ''");
+      return -1;
+    };
+    int rc = -1;
     if (a == "--help" || a == "-h") {
+      if ((rc = flag()) >= 0)
+        return rc;
       std::fputs(kUsage, stdout);
-      return 0;
+      return kExitOk;
     } else if (a == "--version") {
-      std::printf("attnc-run (libattnrt), kernel ABI version %u\n", ATTNC_ABI_VERSION);
-      return 0;
+      if ((rc = flag()) >= 0)
+        return rc;
+      std::printf("attnc-run (libattnrt), kernel ABI version %u\n",
+                  ATTNC_ABI_VERSION);
+      return kExitOk;
     } else if (a == "--seq-len") {
-      if (!parseInt(next("--seq-len"), seq) || seq < 1)
-        return usageError("--seq-len: expected a positive integer");
+      rc = sizeOpt(o.seq, 1);
+      o.seqGiven = true;
     } else if (a == "--batch") {
-      if (!parseInt(next("--batch"), batch) || batch < 1)
-        return usageError("--batch: expected a positive integer");
+      rc = sizeOpt(o.batch, 1);
+      o.batchGiven = true;
     } else if (a == "--bench") {
-      if (!parseInt(next("--bench"), bench) || bench < 1)
-        return usageError("--bench: expected a positive integer");
+      rc = sizeOpt(o.bench, 1);
     } else if (a == "--threads") {
-      if (!parseInt(next("--threads"), threads) || threads < 0 || threads > 1024)
-        return usageError("--threads: expected an integer in [0, 1024] (0: all CPUs)");
+      rc = sizeOpt(o.threads, 0);
+      if (rc < 0 && o.threads > 4096)
+        rc = usageError("--threads: at most 4096, found " +
+                        std::to_string(o.threads));
     } else if (a == "--seed") {
-      if (!parseInt(next("--seed"), seed))
-        return usageError("--seed: expected an integer");
+      std::string v = next();
+      if (missing)
+        rc = usageError(a + " needs a value");
+      else if (!parseInt(v, o.seed))
+        rc = usageError("--seed: expected an integer, found '" + v + "'");
     } else if (a == "--testing-abi-version") { // hidden: ABI rejection tests
-      if (!parseInt(next(a.c_str()), abiOverride) || abiOverride < 0)
-        return usageError("--testing-abi-version: expected an integer");
+      rc = sizeOpt(o.abiOverride, 0);
     } else if (a == "--atol") {
-      if (!parseDouble(next("--atol"), atol) || atol < 0)
-        return usageError("--atol: expected a non-negative number");
+      rc = tolOpt(o.atol);
     } else if (a == "--rtol") {
-      if (!parseDouble(next("--rtol"), rtol) || rtol < 0)
-        return usageError("--rtol: expected a non-negative number");
+      rc = tolOpt(o.rtol);
     } else if (a == "--x-scale") {
-      if (!parseDouble(next("--x-scale"), xScale))
-        return usageError("--x-scale: expected a number");
+      std::string v = next();
+      if (missing)
+        rc = usageError(a + " needs a value");
+      else if (!parseFinite(v, o.xScale))
+        rc = usageError("--x-scale: expected a finite number, found '" + v +
+                        "'");
     } else if (a == "--x") {
-      xPath = next("--x");
+      rc = strOpt(o.xPath);
     } else if (a == "--weights") {
-      wDir = next("--weights");
+      rc = strOpt(o.wDir);
     } else if (a == "--weights-prefix") {
-      wPrefix = next("--weights-prefix");
+      rc = strOpt(o.wPrefix);
     } else if (a == "--out") {
-      outPath = next("--out");
+      rc = strOpt(o.outPath);
+    } else if (a == "--expected") {
+      rc = strOpt(o.expectedPath);
     } else if (a == "--check") {
-      check = true;
+      rc = flag();
+      o.check = true;
+    } else if (a == "--rigorous-bound") {
+      rc = flag();
+      o.rigorous = true;
+    } else if (a == "--no-bound") {
+      rc = flag();
+      o.noBound = true;
     } else if (a == "--info") {
-      info = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return usageError("unknown option '" + a + "'");
-    } else if (lib.empty()) {
-      lib = a;
+      rc = flag();
+      o.info = true;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      rc = usageError("unknown option '" + a + "'");
+    } else if (o.lib.empty()) {
+      o.lib = a;
     } else {
-      return usageError("more than one library given ('" + lib + "', '" + a + "')");
+      rc = usageError("more than one library given ('" + o.lib + "', '" + a +
+                      "')");
     }
+    if (rc >= 0)
+      return rc;
   }
-  if (lib.empty())
+  if (o.lib.empty())
     return usageError("no kernel library given");
+  if (!o.xPath.empty() && (o.seqGiven || o.batchGiven))
+    return usageError("--x sets batch and seq_len from its shape; do not "
+                      "also give --batch or --seq-len");
+  return -1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  int rc = parseArgs(argc, argv, o);
+  if (rc >= 0)
+    return rc;
 
   attnrt::Kernel k;
   std::string msg;
   attnrt::LoadError err;
-  uint32_t abi = abiOverride >= 0 ? static_cast<uint32_t>(abiOverride) : ATTNC_ABI_VERSION;
-  if (!k.load(lib, msg, err, abi)) {
+  uint32_t abi = o.abiOverride >= 0 ? static_cast<uint32_t>(o.abiOverride)
+                                    : ATTNC_ABI_VERSION;
+  if (!k.load(o.lib, msg, err, abi)) {
     // The message starts with the library's path.
-    std::fprintf(stderr, "attnc-run: error: %s (%s)\n", msg.c_str(), attnrt::toString(err));
-    return 10 + static_cast<int>(err);
+    std::fprintf(stderr, "attnc-run: error: %s (%s)\n", msg.c_str(),
+                 attnrt::toString(err));
+    return kExitLoad + static_cast<int>(err);
   }
   const attnc_kernel_info &ki = k.info();
+  if (o.info) {
+    printInfo(k);
+    return kExitOk;
+  }
+  if (k.selectedIsa() == ATTNC_ISA_NONE) {
+    error(o.lib + ": this CPU has none of the library's code paths (built "
+          "for " + isaName(ki.isa) + ", " + ki.target_cpu +
+          "); nothing to run");
+    return kExitFailed;
+  }
   attnrt::BlockParams p = attnrt::paramsFromInfo(ki);
   std::vector<attnrt::TensorShape> tensors = attnrt::storageTensors(p);
-  int64_t outDim = ki.out_proj ? ki.d_model : ki.heads * ki.head_dim;
-  if (info) {
-    std::printf("name: %s\nabi_version: %u\nspec_hash: 0x%016llx\nd_model: %lld\n"
-                "heads: %lld\nkv_heads: %lld\nhead_dim: %lld\nmask: %u\nscale: %.9g\n"
-                "bias: %u\nout_proj: %u\nweight_layout: %u\nisa: %u\ntarget: %s (%s)\n"
-                "compiler: %s\npacked_floats: %lld\nmax_seq_len: %lld\nweights:\n",
-                ki.name, ki.abi_version, (unsigned long long)ki.spec_hash,
-                (long long)ki.d_model, (long long)ki.heads, (long long)ki.kv_heads,
-                (long long)ki.head_dim, ki.mask, ki.scale, ki.bias, ki.out_proj,
-                ki.weight_layout, ki.isa, ki.target_triple, ki.target_cpu,
-                ki.compiler_version, (long long)ki.packed_floats,
-                (long long)ki.max_seq_len);
-    for (uint32_t i = 0; i < ki.num_weights; ++i) {
-      const attnc_tensor_info &t = ki.weights[i];
-      if (t.rank == 2)
-        std::printf("  %s [%lld, %lld]\n", t.name, (long long)t.dims[0],
-                    (long long)t.dims[1]);
-      else
-        std::printf("  %s [%lld]\n", t.name, (long long)t.dims[0]);
-    }
-    return 0;
-  }
+  const int64_t memory = physicalMemory();
 
-  // Inputs.
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::vector<std::vector<float>> weights;
-  if (wDir.empty()) {
-    weights = attnrt::randomWeights(tensors, rng);
-  } else {
-    // .npy directory, .npz or .safetensors (weights.h): names mapped onto
-    // the kernel's, shapes checked, other float types converted.
-    attnrt::Weights loaded = attnrt::Weights::open(wDir, wPrefix, ki, msg);
-    if (!loaded) {
-      std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
-      return 2;
-    }
-    for (const std::string &note : loaded.notes())
-      std::fprintf(stderr, "attnc-run: note: %s\n", note.c_str());
-    for (uint32_t i = 0; i < loaded.count(); ++i)
-      weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
-  }
+  // The input: from a file (its header sets the shape; at most `memory`
+  // bytes are read), or random once the shape is known to be acceptable.
+  int64_t batch = o.batch, seq = o.seq;
   std::vector<float> x;
-  if (!xPath.empty()) {
+  if (!o.xPath.empty()) {
+    // The shape is checked from the header, before the data is read.
     attnrt::NpyArray arr;
-    if (!attnrt::readNpy(xPath, arr, msg)) {
-      std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
-      return 2;
-    }
-    if (arr.shape.size() != 3 || arr.shape[2] != ki.d_model) {
-      std::fprintf(stderr, "attnc-run: error: %s: expected shape (batch, seq_len, %lld)\n",
-                   xPath.c_str(), (long long)ki.d_model);
-      return 2;
+    auto acceptShape = [&](const std::vector<int64_t> &shape,
+                           std::string &why) {
+      if (shape.size() != 3 || shape[2] != ki.d_model) {
+        std::string got;
+        for (int64_t d : shape)
+          got += (got.empty() ? "" : ", ") + std::to_string(d);
+        why = "expected shape (batch, seq_len, " + std::to_string(ki.d_model) +
+              "), found (" + got + ")";
+        return false;
+      }
+      if (shape[0] < 1 || shape[1] < 1) {
+        why = "batch and seq_len must be at least 1, found batch " +
+              std::to_string(shape[0]) + ", seq_len " +
+              std::to_string(shape[1]);
+        return false;
+      }
+      return k.checkShape(shape[0], shape[1], why);
+    };
+    if (!attnrt::readNpy(o.xPath, arr, msg, memory, acceptShape)) {
+      error(msg);
+      return kExitInput;
     }
     batch = arr.shape[0];
     seq = arr.shape[1];
     x = std::move(arr.data);
-  } else {
-    x = attnrt::randomNormal(batch * seq * ki.d_model, rng);
-    for (float &f : x)
-      f *= static_cast<float>(xScale);
   }
 
-  if (ki.max_seq_len > 0 && seq > ki.max_seq_len) {
-    std::fprintf(stderr, "attnc-run: error: seq_len %lld exceeds the kernel's max_seq_len %lld\n",
-                 (long long)seq, (long long)ki.max_seq_len);
-    return 2;
+  // Sizes, before anything shape-dependent is allocated.
+  if (!k.checkShape(batch, seq, msg)) {
+    error(msg);
+    return kExitInput;
   }
+  bool libraryFault = false;
+  const int64_t wsBytes = k.workspaceBytes(batch, seq, msg, &libraryFault);
+  if (wsBytes < 0) {
+    if (libraryFault) {
+      error(o.lib + ": " + msg + " (bad_metadata)");
+      return kExitLoad + static_cast<int>(attnrt::LoadError::BadMetadata);
+    }
+    error(msg);
+    return kExitInput;
+  }
+  int64_t rows = 0, weightFloats = 0, need = 0;
+  {
+    // x, y (with --expected also the file and its double copy), the
+    // workspace, the weights and the packed buffer, and with --check the
+    // reference's double buffers
+    // (y, bound, q/k/v with their errors, twice for the head split, and
+    // the attention output with its error).
+    for (const auto &t : tensors) {
+      int64_t n = 1;
+      for (int64_t d : t.shape)
+        attnrt::checkedMul(n, d, n); // validated at load
+      attnrt::checkedAdd(weightFloats, n, weightFloats);
+    }
+    const int64_t qkv = ki.heads * ki.head_dim + 2 * ki.kv_heads * ki.head_dim;
+    int64_t perRowFloats = 0, perRowDoubles = 0, floatsBytes, doublesBytes,
+            fixedBytes;
+    bool ok = attnrt::checkedMul(batch, seq, rows) &&
+              attnrt::checkedSum({ki.d_model, ki.out_dim,
+                                  o.expectedPath.empty() ? 0 : 3 * ki.out_dim},
+                                 perRowFloats) &&
+              attnrt::checkedSum({ki.d_model, 4 * qkv,
+                                  4 * ki.heads * ki.head_dim, 2 * ki.out_dim},
+                                 perRowDoubles) &&
+              attnrt::checkedProduct({rows, perRowFloats, 4}, floatsBytes) &&
+              attnrt::checkedProduct(
+                  {rows, o.check ? perRowDoubles : 0, 8}, doublesBytes) &&
+              attnrt::checkedProduct(
+                  {weightFloats + ki.packed_floats, 4}, fixedBytes) &&
+              attnrt::checkedSum({floatsBytes, doublesBytes, fixedBytes,
+                                  wsBytes},
+                                 need);
+    if (!ok || need > memory) {
+      error("batch " + std::to_string(batch) + " x seq_len " +
+            std::to_string(seq) + " needs " +
+            (ok ? std::to_string(need) + " bytes (" + gib(need) + ")"
+                : std::string("more than 2^63 bytes")) +
+            " of memory, more than this machine has (" + gib(memory) + ")");
+      return kExitInput;
+    }
+  }
+
+  std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
+  std::vector<std::vector<float>> weights;
+  if (!loadWeights(o.wDir, o.wPrefix, ki, tensors, rng, weights))
+    return kExitInput;
+  int64_t xFloats = 0, yFloats = 0; // checkShape: both fit
+  attnrt::checkedMul(rows, ki.d_model, xFloats);
+  attnrt::checkedMul(rows, ki.out_dim, yFloats);
+  if (o.xPath.empty()) {
+    x = attnrt::randomNormal(xFloats, rng);
+    for (float &f : x)
+      f *= static_cast<float>(o.xScale);
+  }
+  std::vector<float> expected;
+  if (!o.expectedPath.empty()) {
+    attnrt::NpyArray arr;
+    if (!attnrt::readNpy(o.expectedPath, arr, msg, memory)) {
+      error(msg);
+      return kExitInput;
+    }
+    if (arr.shape != std::vector<int64_t>{batch, seq, ki.out_dim}) {
+      std::string got;
+      for (int64_t d : arr.shape)
+        got += (got.empty() ? "" : ", ") + std::to_string(d);
+      error(o.expectedPath + ": expected shape (" + std::to_string(batch) +
+            ", " + std::to_string(seq) + ", " + std::to_string(ki.out_dim) +
+            "), found (" + got + ")");
+      return kExitInput;
+    }
+    expected = std::move(arr.data);
+  }
+
   std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
   std::vector<float> packed;
-  int rc = k.pack(wptrs, packed);
+  auto tp0 = std::chrono::steady_clock::now();
+  rc = k.pack(wptrs, packed);
+  auto tp1 = std::chrono::steady_clock::now();
   if (rc != ATTNC_OK) {
-    std::fprintf(stderr, "attnc-run: error: %s_pack returned %d (%s)\n", ki.name, rc,
-                 statusText(rc));
-    return 1;
+    error(std::string(ki.name) + "_pack returned " + std::to_string(rc) +
+          " (" + statusText(rc) + ")");
+    return kExitFailed;
   }
-  std::vector<float> y(batch * seq * outDim);
-  std::vector<unsigned char> ws;
-  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, (int)threads);
+  std::vector<float> y(static_cast<size_t>(yFloats));
+  std::vector<unsigned char> ws(static_cast<size_t>(wsBytes));
+  const int threads = static_cast<int>(o.threads);
+  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, threads);
   if (rc != ATTNC_OK) {
-    std::fprintf(stderr, "attnc-run: error: %s_forward returned %d (%s)\n", ki.name, rc,
-                 statusText(rc));
-    return 1;
+    error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
+          " (" + statusText(rc) + ")");
+    return kExitFailed;
   }
-  std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, workspace %lld bytes\n",
+  std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
+              "workspace %lld bytes\n",
               ki.name, (long long)batch, (long long)seq, (long long)ki.d_model,
               (long long)ki.heads, (long long)ws.size());
-  if (!outPath.empty() &&
-      !attnrt::writeNpy(outPath, {batch, seq, outDim}, y.data(), msg)) {
-    std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
-    return 2;
+  if (!o.outPath.empty() &&
+      !attnrt::writeNpy(o.outPath, {batch, seq, ki.out_dim}, y.data(), msg)) {
+    error(msg);
+    return kExitInput;
   }
-  int status = 0;
-  if (check) {
-    // Reference in double; yardstick: the same formula computed naively in
-    // float32. PASS when nothing is NaN/inf and every element is within
-    // atol + rtol*|ref|, or when the kernel is at most twice as far from the
-    // reference as the naive float32 computation (FlashAttention's rule).
-    std::vector<double> ref = attnrt::interpret(p, wptrs, x.data(), batch, seq);
-    std::vector<double> n64 = attnrt::interpretFloat32(p, wptrs, x.data(), batch, seq);
-    std::vector<float> naive32(n64.begin(), n64.end());
-    int64_t n = static_cast<int64_t>(y.size());
-    attnrt::CompareResult c = attnrt::compare(y.data(), ref.data(), n, atol, rtol);
-    attnrt::CompareResult c32 = attnrt::compare(naive32.data(), ref.data(), n, atol, rtol);
-    bool vsNaive = c.nonFinite == 0 && c.maxAbs <= 2 * c32.maxAbs + 1e-6;
-    bool pass = c.nonFinite == 0 && (c.ok || vsNaive);
-    std::printf("check vs interpreter (double): max_abs_err %.3e, max_rel_err %.3e, "
-                "mean_abs_err %.3e, non-finite %lld; naive float32 max_abs_err %.3e "
-                "(ratio %.2f); gate: |err| <= %.1e + %.1e*|ref| %s, or <= 2x naive32 %s: %s\n",
-                c.maxAbs, c.maxRel, c.meanAbs, (long long)c.nonFinite, c32.maxAbs,
-                c32.maxAbs > 0 ? c.maxAbs / c32.maxAbs : 0.0, atol, rtol,
-                c.ok ? "met" : "not met", vsNaive ? "met" : "not met",
-                pass ? "PASS" : "FAIL");
-    if (!pass)
-      status = 1;
+  int status = kExitOk;
+  const int64_t n = static_cast<int64_t>(y.size());
+  if (o.check) {
+    Progress progress("check: computing the reference");
+    attnrt::BoundOptions bopt;
+    bopt.rigorous = o.rigorous;
+    attnrt::Reference ref = attnrt::referenceWithBound(
+        p, wptrs, x.data(), batch, seq, [&](double f) { progress(f); }, bopt);
+    progress.done();
+    if (int64_t(ref.y.size()) != n) {
+      error("the interpreter cannot run this block");
+      return kExitFailed;
+    }
+    attnrt::CompareResult c = attnrt::compare(
+        y.data(), ref.y.data(), o.noBound ? nullptr : ref.bound.data(), n,
+        o.atol, o.rtol);
+    const char *model = o.noBound ? nullptr
+                        : o.rigorous ? "rigorous"
+                                     : "probabilistic";
+    if (!report("interpreter (double)", c, y.data(), ref.y.data(), n, o.atol,
+                o.rtol, model))
+      status = kExitFailed;
   }
-  if (bench > 0) {
+  if (!expected.empty()) {
+    std::vector<double> ref(expected.begin(), expected.end());
+    attnrt::CompareResult c =
+        attnrt::compare(y.data(), ref.data(), nullptr, n, o.atol, o.rtol);
+    std::string against = "expected (" + o.expectedPath + ")";
+    if (!report(against.c_str(), c, y.data(), ref.data(), n, o.atol, o.rtol,
+                nullptr))
+      status = kExitFailed;
+  }
+  if (o.bench > 0) {
     std::vector<double> ms;
-    for (int64_t i = 0; i < bench; ++i) {
+    for (int64_t i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, (int)threads);
+      rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws,
+                     threads);
       auto t1 = std::chrono::steady_clock::now();
+      if (rc != ATTNC_OK) {
+        error(std::string(ki.name) + "_forward returned " +
+              std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
+        return kExitFailed;
+      }
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("bench: %lld calls, min %.3f ms, median %.3f ms per call\n",
-                (long long)bench, ms.front(), ms[ms.size() / 2]);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
+    double gflops = usefulFlops(ki, batch, seq) / (ms.front() * 1e6);
+    std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
+                "ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                (long long)o.bench, (long long)shownThreads,
+                shownThreads == 1 ? "" : "s",
+                threads == 0 ? " (--threads 0: all online CPUs)" : "",
+                ms.front(), ms[ms.size() / 2], gflops);
+    std::printf("pack: %.3f ms (%lld floats)\n",
+                std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
+                (long long)ki.packed_floats);
   }
   return status;
 }

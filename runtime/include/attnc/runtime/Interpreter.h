@@ -15,6 +15,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,10 +80,40 @@ std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen);
 
+/// The reference y (bit-identical to interpret()) and, per element, a bound
+/// on how far a correct float32 implementation of the block may be from it,
+/// whatever its summation order, blocking, FMA use or online-softmax
+/// rescaling: a forward error analysis run in double alongside the
+/// reference (errors propagated stage to stage over each reduction length:
+/// d_model, head_dim, T_kv, heads*head_dim; the exp arguments' rounding
+/// scaled by the logits' magnitude; each exp within 4 ulp). Two models
+/// (docs/checking.md):
+///  * probabilistic (default): rounding errors as independent mean-zero
+///    random variables (Higham & Mary 2019), lambda*sqrt(n)*u per length-n
+///    reduction and root-sum-square propagation of independent errors;
+///    with lambda = 10 a reduction exceeds it with probability below
+///    2n*exp(-50);
+///  * rigorous: the worst case, gamma_n = n*u/(1-n*u) and absolute values
+///    throughout; never exceeded, but at GPT-2 sizes so wide (tens of
+///    percent, or unbounded for peaky inputs) that it checks little.
+/// `progress`, when set, is called with the fraction of the work done
+/// (0..1). Empty vectors when the block cannot be run (as interpret()).
+struct Reference {
+  std::vector<double> y, bound;
+};
+struct BoundOptions {
+  bool rigorous = false;
+  double lambda = 10; ///< probabilistic model's confidence parameter
+};
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const std::function<void(double)> &progress = {},
+                             const BoundOptions &options = BoundOptions());
+
 /// The same loops in float arithmetic ("naive32"): what a straightforward
-/// float32 implementation of the formula gets. Its error against
-/// interpret() is the yardstick for a compiled kernel's error (the
-/// FlashAttention test rule: |kernel - ref64| <= 2 |naive32 - ref64| + eps).
+/// float32 implementation of the formula gets (kept for experiments and
+/// tests; the --check gate uses referenceWithBound, not this).
 std::vector<double> interpretFloat32(const BlockParams &p,
                                      const std::vector<const float *> &weights,
                                      const float *x, int64_t batch,

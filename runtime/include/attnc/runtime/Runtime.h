@@ -13,6 +13,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,26 @@ public:
   int pack(const std::vector<const float *> &weights,
            std::vector<float> &packed) const;
 
+  /// Empty `why` and true when forward can take this shape: batch and
+  /// seqLen >= 1, seqLen <= max_seq_len (when set), and batch*seqLen*width*4
+  /// fits in 64 bits. Calls nothing in the library.
+  bool checkShape(int64_t batch, int64_t seqLen, std::string &why) const;
+
+  /// NAME_workspace_size(batch, seqLen, seqLen) after checkShape, checked
+  /// against what the metadata allows (workspace_fixed +
+  /// batch*seqLen*workspace_per_row*4 + 1024 bytes of alignment slack):
+  /// -1 with the reason when the shape is refused or the library asks for
+  /// more (then *libraryFault, when given, is set: the library, not the
+  /// shape, is at fault). Allocates nothing.
+  int64_t workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
+                         bool *libraryFault = nullptr) const;
+  /// The same without the reason.
   int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
 
   /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
-  /// when `workspace` is empty or too small. `threads` is passed on as
+  /// when `workspace` is empty or too small. Returns ATTNC_ERR_BAD_SHAPE
+  /// when checkShape refuses the shape and ATTNC_ERR_WORKSPACE when
+  /// workspaceBytes does, without calling the library's forward. `threads` is passed on as
   /// attnc_forward_args::num_threads (built-in pool; 1 = calling thread);
   /// a non-null `hook` runs the tasks instead.
   int forward(const float *packed, const float *x, float *y, int64_t batch,
@@ -98,9 +115,18 @@ struct NpyArray {
 };
 
 /// Reads a float32 C-order .npy. Anything else (other dtype, Fortran order,
-/// bad magic, truncated data, object arrays) returns false with a clear
-/// message naming the file.
-bool readNpy(const std::string &path, NpyArray &out, std::string &message);
+/// bad magic, truncated data, trailing bytes, object arrays, a directory, a
+/// header longer than 1 MiB, more than `maxDataBytes` of data) returns false
+/// with a clear message naming the file. Reads the preamble, the header and
+/// exactly the declared data incrementally, so a stream (a pipe,
+/// /dev/zero) is never read further than the format says.
+/// `acceptShape`, when set, sees the header's shape before any data is
+/// read or allocated; returning false (with a reason) fails the read.
+using NpyShapeCheck =
+    std::function<bool(const std::vector<int64_t> &shape, std::string &why)>;
+bool readNpy(const std::string &path, NpyArray &out, std::string &message,
+             int64_t maxDataBytes = INT64_MAX,
+             const NpyShapeCheck &acceptShape = {});
 /// Same, from an in-memory image of the file (`name` is used in messages).
 bool parseNpy(const std::string &bytes, const std::string &name,
               NpyArray &out, std::string &message);
@@ -114,16 +140,34 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
 //===----------------------------------------------------------------------===//
 
 struct CompareResult {
-  double maxAbs = 0;   ///< max |out - ref|
+  double maxAbs = 0;   ///< max |out - ref| over elements finite in both
   double maxRel = 0;   ///< max |out - ref| / max(|ref|, 1e-6)
   double meanAbs = 0;
-  int64_t worstIndex = -1;
-  int64_t nonFinite = 0; ///< NaN/inf in out where ref is finite
-  /// Every element has |out-ref| <= atol + rtol*|ref| and out is finite
-  /// wherever ref is.
+  int64_t worstIndex = -1;  ///< where |out - ref| is largest (or the first
+                            ///< non-finite mismatch)
+  double maxBound = 0;      ///< largest float32 bound used
+  /// The element closest to (or furthest past) its allowance:
+  /// |out - ref| / (atol + rtol*|ref| + bound).
+  double worstRatio = 0;
+  double worstAllowed = 0;
+  int64_t worstRatioIndex = -1;
+  int64_t outside = 0;             ///< finite elements past their allowance
+  int64_t nonFinite = 0;           ///< NaN/inf in out where ref is finite
+  int64_t finiteVsNonFiniteRef = 0; ///< out finite where ref is NaN/inf
+  int64_t nonFiniteBoth = 0;       ///< NaN/inf in both (bad inputs)
+  int64_t unbounded = 0; ///< bound not finite or > max |ref|: no check
+  /// Every element is finite in both and within its allowance.
   bool ok = true;
 };
 
+/// The numeric gate (docs/checking.md): passes when every element of out
+/// and ref is finite and |out - ref| <= atol + rtol*|ref| + bound[i]
+/// (bound may be null: 0). Any NaN/inf on either side fails, and so does an
+/// element whose bound is not finite or larger than both max |ref| over
+/// the output and atol (an inconclusive check is no pass).
+CompareResult compare(const float *out, const double *ref, const double *bound,
+                      int64_t n, double atol, double rtol);
+/// The same without a bound.
 CompareResult compare(const float *out, const double *ref, int64_t n,
                       double atol, double rtol);
 
