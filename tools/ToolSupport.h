@@ -9,6 +9,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -59,6 +62,18 @@ inline void installDiagnostics(mlir::MLIRContext &ctx) {
         llvm::errs() << "  note: " << n.str() << "\n";
     return mlir::success();
   });
+}
+
+/// MLIR's pass-manager, context and printer options (--mlir-timing,
+/// --mlir-print-ir-after-all, --mlir-pass-statistics, ...) as attnc-opt has
+/// them; the pipeline applies them to every pass manager it runs. Call
+/// before parsing the command line.
+inline void registerMLIROptions() {
+  registerAllAttncPasses(); // --mlir-print-ir-after=PASS names them
+  mlir::registerPassManagerCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
 }
 
 /// `--version` prints attnc's version (and the MLIR/LLVM it was built with).

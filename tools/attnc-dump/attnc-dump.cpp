@@ -58,6 +58,7 @@ static cl::opt<bool> noViews("no-heads-as-views", cl::desc("skip attn-heads-as-v
 
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
+  attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
       "attnc-dump: print the IR of an attention spec at each pipeline stage\n\n"

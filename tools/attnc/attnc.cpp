@@ -38,6 +38,7 @@ static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr")
 
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
+  attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
       "attnc: compile an attention-block spec (YAML) into a shared object\n\n"

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -133,6 +134,15 @@ attnc::Compilation::~Compilation() = default;
 
 LogicalResult attnc::Compilation::runPasses(StringRef pipeline) {
   PassManager pm(&ctx_, ModuleOp::getOperationName());
+  // --mlir-timing, --mlir-print-ir-after-all, --mlir-pass-statistics, ...
+  // when the tool registered them (registerPassManagerCLOptions).
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  // --mlir-timing: one report per stage's pass pipeline.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope root = timing.getRootScope();
+  pm.enableTiming(root);
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     return failure();
   return pm.run(*module_);

@@ -19,6 +19,10 @@ void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
 }
 
 void attnc::registerAllAttncPasses() {
+  static bool done = false; // the registries reject a second registration
+  if (done)
+    return;
+  done = true;
   mlir::registerAllPasses();
   attnc::attn::registerAttnPasses();
   attnc::registerAttnConversionPasses();
