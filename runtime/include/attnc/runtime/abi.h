@@ -112,19 +112,25 @@ typedef struct attnc_kernel_info {
   uint32_t num_weights;
   uint32_t reserved0;
   const attnc_tensor_info *weights; /* num_weights entries */
-  int64_t packed_floats; /* floats in the packed (compute-layout) buffer */
+  int64_t packed_floats; /* floats in the packed (compute-layout) buffer:
+                            the weights cut into 32-column panels (zero
+                            padded) and 16-float aligned */
   int64_t max_seq_len;   /* 0 = unbounded */
-  /* NAME_workspace_size(batch, T, T) = workspace_fixed
-   *   + align64(batch * T * workspace_per_row) summed over the buffers;
-   * workspace_per_row is the float count per (batch, token) row, an upper
-   * bound the runtime checks NAME_workspace_size against. */
+  /* A bound the runtime checks NAME_workspace_size against:
+   *   NAME_workspace_size(batch, T, 0)
+   *     <= workspace_fixed + 4 * batch * T * workspace_per_row
+   * (workspace_per_row floats per (batch, token) row over all buffers;
+   * workspace_fixed = 64 bytes of alignment per buffer). */
   int64_t workspace_per_row;
   int64_t workspace_fixed;
-  /* Bytes of stack one tile of work uses at most (per thread). */
+  /* Bytes of stack one task uses at most (per thread; the built-in pool's
+   * threads get twice this plus 1 MiB). */
   int64_t stack_bytes;
-  /* The instruction set of the code path that runs on this CPU
-   * (ATTNC_ISA_*), or ATTNC_ISA_NONE when this CPU has none of them:
-   * forward then returns ATTNC_ERR_ISA. */
+  /* The instruction set of the code path that runs on this CPU: a concrete
+   * ATTNC_ISA_AVX512 / _AVX2 / _X86_64 / _HOST (never _MULTI), or
+   * ATTNC_ISA_NONE when this CPU has none of them: forward then returns
+   * ATTNC_ERR_ISA. ATTNC_ISA=avx2 (or x86-64) in the environment caps the
+   * choice. */
   uint32_t (*selected_isa)(void);
   const char *target_triple;
   const char *target_cpu;       /* e.g. "x86-64-v4", "x86-64-v4,x86-64-v3" */
