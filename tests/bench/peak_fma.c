@@ -27,28 +27,48 @@ static volatile float sink;
 
 #define ITERS 200000L
 
+/* Twelve named accumulators (registers, not an array the compiler may
+ * keep in memory), each updated twice per iteration: 24 FMAs in flight. */
+#define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
 __attribute__((target("avx512f"))) static double run512(void) {
-  __m512 a[24], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (int i = 0; i < 24; ++i) a[i] = _mm512_set1_ps((float)i);
+  __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i), b##i = _mm512_set1_ps((float)i + 0.5f);
+  ACC12(DECL)
+#undef DECL
   double t0 = now();
-  for (long it = 0; it < ITERS; ++it)
-    for (int i = 0; i < 24; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+  for (long it = 0; it < ITERS; ++it) {
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, c); b##i = _mm512_fmadd_ps(b##i, m, c);
+    ACC12(STEP)
+#undef STEP
+    __asm__ volatile("" ::: "memory");
+  }
   double dt = now() - t0;
-  __m512 s = a[0];
-  for (int i = 1; i < 24; ++i) s = _mm512_add_ps(s, a[i]);
+  __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(a##i, b##i));
+  ACC12(SUM)
+#undef SUM
   sink = _mm512_reduce_add_ps(s);
   return 2.0 * 16 * 24 * ITERS / dt / 1e9;
 }
 
 __attribute__((target("avx2,fma"))) static double run256(void) {
-  __m256 a[12], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps((float)i);
+  __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps((float)i);
+  ACC12(DECL)
+#undef DECL
   double t0 = now();
-  for (long it = 0; it < ITERS; ++it)
-    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+  for (long it = 0; it < ITERS; ++it) {
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+    ACC12(STEP)
+#undef STEP
+    __asm__ volatile("" ::: "memory");
+  }
   double dt = now() - t0;
-  __m256 s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  __m256 s = _mm256_setzero_ps();
+#define SUM(i) s = _mm256_add_ps(s, a##i);
+  ACC12(SUM)
+#undef SUM
   float f[8];
   _mm256_storeu_ps(f, s);
   sink = f[0];

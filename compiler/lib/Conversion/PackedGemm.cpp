@@ -158,10 +158,12 @@ struct Gemm {
     int64_t numPanels = (n + panel - 1) / panel;
     int64_t fullPanels = n / panel;
     int64_t mc = t.getGemmMc();
-    // Panels per task: a group's K x panel slices fill about half of L2.
+    // Panels per task: a group's K x panel slices fill at most half of L2,
+    // and there are at least 8 groups where N allows (so a few threads can
+    // share even a short GEMM evenly; tasks are taken dynamically).
     int64_t panelBytes = kDim * panel * 4;
     int64_t group = std::max<int64_t>(1, (t.getL2Bytes() / 2) / panelBytes);
-    group = std::min(group, numPanels);
+    group = std::min({group, numPanels, (numPanels + 7) / 8});
     int64_t groups = (numPanels + group - 1) / group;
 
     Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
