@@ -75,10 +75,11 @@ attnc::EvalInputs attnc::randomInputs(const Spec &spec, int64_t batch,
 
 bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
                            const EvalInputs &in, std::vector<double> &out,
-                           std::string &error) {
-  auto fn = module.lookupSymbol<func::FuncOp>(spec.name);
+                           std::string &error, const std::string &function) {
+  std::string name = function.empty() ? spec.name : function;
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
   if (!fn || fn.isExternal()) {
-    error = "no function @" + spec.name;
+    error = "no function @" + name;
     return false;
   }
   DenseMap<Value, Tensor> t;

@@ -27,11 +27,12 @@ struct EvalInputs {
 EvalInputs randomInputs(const Spec &spec, int64_t batch, int64_t seq,
                         uint64_t seed);
 
-/// Evaluates @<spec.name> of `module`; returns false with `error` set when an
-/// op is not supported or the IR is inconsistent.
+/// Evaluates @<spec.name> of `module` (or @<function>: a code path's clone
+/// in the tiled stage); returns false with `error` set when an op is not
+/// supported or the IR is inconsistent.
 bool evaluateAttnIR(mlir::ModuleOp module, const Spec &spec,
                     const EvalInputs &in, std::vector<double> &out,
-                    std::string &error);
+                    std::string &error, const std::string &function = "");
 
 } // namespace attnc
 

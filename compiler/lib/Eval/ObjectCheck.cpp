@@ -1,0 +1,94 @@
+//===- ObjectCheck.cpp - run what a compilation produced ------------------===//
+#include "attnc/Eval/ObjectCheck.h"
+#include "attnc/Target/Target.h"
+#include "attnc/runtime/Runtime.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
+
+using namespace llvm;
+
+bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
+                             const EvalInputs &in, std::vector<CompiledRun> &runs,
+                             std::string &error) {
+  if (!comp.llvmModule() || !comp.targetMachine()) {
+    error = "the compilation did not reach llvm-ir-opt";
+    return false;
+  }
+  SmallVector<char, 0> obj;
+  if (!emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, error))
+    return false;
+  SmallString<128> dir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("attnc-check", dir)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return false;
+  }
+  SmallString<128> so(dir);
+  sys::path::append(so, "lib" + spec.name + ".so");
+  std::string glue = emitKernelGlue(spec, comp.plan(), isa,
+                                    comp.targetMachine()->getTargetCPU().str());
+  bool ok = linkSharedObject(obj, glue, sys::path::filename(so).str(),
+                             so.str().str(), error);
+  auto cleanup = [&] {
+    sys::fs::remove(so);
+    sys::fs::remove(dir);
+  };
+  if (!ok) {
+    cleanup();
+    return false;
+  }
+  // One run per code path: ATTNC_ISA caps the glue's choice.
+  const char *old = std::getenv("ATTNC_ISA");
+  std::string saved = old ? old : "";
+  std::vector<std::pair<std::string, const char *>> caps = {{"avx512", nullptr},
+                                                            {"avx2", "avx2"}};
+  if (isa != Isa::Multi)
+    caps.resize(1);
+  for (auto &[label, cap] : caps) {
+    if (cap)
+      setenv("ATTNC_ISA", cap, 1);
+    else if (old)
+      unsetenv("ATTNC_ISA");
+    attnrt::Kernel k;
+    attnrt::LoadError le;
+    std::string msg;
+    ok = k.load(so.str().str(), msg, le);
+    uint32_t sel = ok ? k.selectedIsa() : ATTNC_ISA_NONE;
+    if (ok && sel != ATTNC_ISA_NONE) {
+      std::vector<const float *> w;
+      for (const auto &t : in.storage)
+        w.push_back(t.data());
+      std::vector<float> packed;
+      std::vector<unsigned char> ws;
+      CompiledRun run;
+      run.isa = sel == ATTNC_ISA_AVX512 ? "avx512"
+                : sel == ATTNC_ISA_AVX2 ? "avx2"
+                : sel == ATTNC_ISA_HOST ? "host"
+                                        : "x86-64";
+      int64_t outDim = spec.outProj ? spec.dModel : spec.qWidth();
+      run.y.assign(in.batch * in.seq * outDim, 0.0f);
+      int rc = k.pack(w, packed);
+      if (rc == ATTNC_OK)
+        rc = k.forward(packed.data(), in.x.data(), run.y.data(), in.batch, in.seq, ws);
+      if (rc != ATTNC_OK) {
+        error = "the compiled kernel (" + run.isa + ") returned status " +
+                std::to_string(rc);
+        ok = false;
+      } else if (runs.empty() || runs.back().isa != run.isa) {
+        runs.push_back(std::move(run));
+      }
+    } else if (!ok) {
+      error = msg;
+    }
+    if (!ok)
+      break;
+  }
+  if (old)
+    setenv("ATTNC_ISA", saved.c_str(), 1);
+  else
+    unsetenv("ATTNC_ISA");
+  cleanup();
+  return ok;
+}
