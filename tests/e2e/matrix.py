@@ -137,10 +137,11 @@ def main():
             f.write(spec_text(s))
         if args.dump_check:
             for seed in (1, 2):
-                rc, out = run(["attnc-dump", path, "--check", "--stage", "viewed",
+                rc, out = run(["attnc-dump", path, "--check",
                                "--seq-len", "5", "--batch", "2", "--seed", str(seed)])
                 checks = [l for l in out.splitlines() if l.startswith("// check:")]
-                ok = rc == 0 and len(checks) == 3 and all(l.endswith("OK") for l in checks)
+                # conceptual, fused, viewed, tiled x 2 code paths, object x 2
+                ok = rc == 0 and len(checks) == 7 and all(l.endswith("OK") for l in checks)
                 print(f"{'PASS' if ok else 'FAIL'}: dump-check {name} seed {seed}")
                 for l in checks:
                     print("   ", l)

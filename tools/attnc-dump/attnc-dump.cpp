@@ -3,14 +3,23 @@
 //   attnc-dump SPEC.yaml [--stage NAME|all] [--list-stages] [--check]
 //
 // Prints a banner line `// ===== stage: NAME (summary)` and the IR of each
-// selected stage. --check runs the IR evaluator (double precision) on every
-// attn-level stage with the same random weights and input and reports the
-// max abs error against the conceptual stage; it exits 1 when a stage
-// changes the function (error above --check-tol).
+// selected stage (all of them by default). --check follows the function
+// through the pipeline on the same random weights and input and prints one
+// line per stage with its max abs error against the conceptual stage (and
+// no IR unless --stage asks for some): the IR evaluator (double) runs the
+// attn-level stages and each code path of the tiled stage (they must agree
+// to --check-tol), then the finished module is linked into a temporary
+// kernel and each of its code paths runs (it must pass the float32 gate of
+// attnc-run --check). Exit 1 at the first stage that computes something
+// else.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Eval/IREvaluator.h"
+#include "attnc/Eval/ObjectCheck.h"
+#include "attnc/Target/PackPlan.h"
+#include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Runtime.h"
 #include "attnc/Pipeline/Pipeline.h"
 #include "ToolSupport.h"
 
@@ -26,12 +35,15 @@ using namespace llvm;
 static cl::OptionCategory cat("attnc-dump options");
 static cl::opt<std::string> input(cl::Positional, cl::desc("SPEC.yaml"), cl::cat(cat));
 static cl::opt<std::string> stage("stage",
-    cl::desc("stage to print: a name from --list-stages, or all (default)"),
-    cl::init("all"), cl::cat(cat));
+    cl::desc("stage to print: a name from --list-stages, or all (the default "
+             "without --check; with --check, nothing unless asked)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<bool> listStages("list-stages", cl::desc("list the stages and exit"),
                                 cl::cat(cat));
 static cl::opt<bool> check("check",
-    cl::desc("evaluate every attn-level stage and compare with the conceptual one"),
+    cl::desc("run every stage on the same inputs (IR evaluator for the attn "
+             "stages and the tiled code paths, the compiled kernel's code "
+             "paths after that) and compare with the conceptual one"),
     cl::cat(cat));
 static cl::opt<double> checkTol("check-tol",
     cl::desc("max abs error (double) a stage may differ by (default 1e-9)"),
@@ -51,6 +63,10 @@ static cl::opt<bool> locations("locations",
 static cl::opt<std::string> testingBreakStage("testing-break-stage", cl::Hidden,
     cl::desc("testing only: swap the key and value operands of the attention "
              "after this stage, so --check must fail"),
+    cl::cat(cat));
+static cl::opt<std::string> testingBreakAfter("testing-break-after-check", cl::Hidden,
+    cl::desc("testing only: swap the key and value operands of the attention "
+             "after this stage was checked, so a later stage must fail"),
     cl::cat(cat));
 static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv"), cl::cat(cat));
 static cl::opt<bool> noViews("no-heads-as-views", cl::desc("skip attn-heads-as-views"),
@@ -72,9 +88,10 @@ int main(int argc, char **argv) {
     errs() << "attnc-dump: error: no spec given (see --help)\n";
     return 2;
   }
-  bool all = stage == "all";
-  int want = attnc::stageIndex(stage);
-  if (!all && want < 0) {
+  bool printNone = check && stage.empty();
+  bool all = stage == "all" || (stage.empty() && !check);
+  int want = stage.empty() ? -1 : attnc::stageIndex(stage);
+  if (!all && !printNone && want < 0) {
     errs() << "attnc-dump: error: --stage: unknown stage '" << stage
            << "' (see --list-stages)\n";
     return 2;
@@ -93,10 +110,10 @@ int main(int argc, char **argv) {
   }
 
   auto ctx = attnc::tools::makeContext();
-  // With --check alone, stop after the last attn-level stage.
+  // --check runs through llvm-ir-opt (the compiled kernel is checked too).
   int last = all ? static_cast<int>(attnc::stageList().size()) - 1 : want;
-  if (check && (all || want <= attnc::stageIndex("viewed")))
-    last = std::max(last, attnc::stageIndex("viewed"));
+  if (check)
+    last = std::max(last, attnc::stageIndex("llvm-ir-opt"));
   opts.lastStage = attnc::stageList()[last].name;
 
   attnc::EvalInputs inputs;
@@ -108,7 +125,7 @@ int main(int argc, char **argv) {
   attnc::Compilation comp(*ctx, *spec, opts);
   auto onStage = [&](const attnc::StageView &v) -> bool {
     int idx = attnc::stageIndex(v.stage->name);
-    bool print = all || idx == want;
+    bool print = !printNone && (all || idx == want);
     if (print) {
       outs() << "// ===== stage: " << v.stage->name << " (" << v.stage->summary
              << ")\n";
@@ -129,35 +146,94 @@ int main(int argc, char **argv) {
         op.getValueMutable().assign(k);
       });
     if (check && v.stage->attnLevel) {
-      std::vector<double> out;
-      std::string err;
-      if (!attnc::evaluateAttnIR(v.module, *spec, inputs, out, err)) {
-        errs() << "attnc-dump: error: --check: stage " << v.stage->name << ": "
-               << err << "\n";
-        checkFailed = true;
-        return false;
+      // The attn-level stages have one function; the tiled stage one clone
+      // per code path (attn.variant_of), each evaluated.
+      std::vector<std::pair<std::string, std::string>> fns; // label, function
+      if (v.stage->name == std::string("tiled")) {
+        for (auto f : mlir::ModuleOp(v.module).getOps<mlir::func::FuncOp>())
+          if (auto of = f->getAttrOfType<mlir::StringAttr>("attn.variant_of"))
+            if (of.getValue() == spec->name) {
+              auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+              fns.push_back({std::string("tiled[") + (t ? t.getIsa().str() : "?") + "]",
+                             f.getName().str()});
+            }
+      } else {
+        fns.push_back({v.stage->name, ""});
       }
-      if (reference.empty())
-        reference = out;
-      double maxAbs = 0, maxRef = 0;
-      bool sizeOk = out.size() == reference.size();
-      for (size_t i = 0; sizeOk && i < out.size(); ++i) {
-        double d = std::fabs(out[i] - reference[i]);
-        maxAbs = std::isnan(d) ? INFINITY : std::max(maxAbs, d);
-        maxRef = std::max(maxRef, std::fabs(reference[i]));
+      for (auto &[label, fn] : fns) {
+        std::vector<double> out;
+        std::string err;
+        if (!attnc::evaluateAttnIR(v.module, *spec, inputs, out, err, fn)) {
+          errs() << "attnc-dump: error: --check: stage " << label << ": " << err << "\n";
+          checkFailed = true;
+          return false;
+        }
+        if (reference.empty())
+          reference = out;
+        double maxAbs = 0, maxRef = 0;
+        bool sizeOk = out.size() == reference.size();
+        for (size_t i = 0; sizeOk && i < out.size(); ++i) {
+          double d = std::fabs(out[i] - reference[i]);
+          maxAbs = std::isnan(d) ? INFINITY : std::max(maxAbs, d);
+          maxRef = std::max(maxRef, std::fabs(reference[i]));
+        }
+        bool ok = sizeOk && maxAbs <= checkTol;
+        outs() << "// check: stage " << left_justify(label, 18)
+               << " max_abs_err vs conceptual = " << format("%.3e", maxAbs)
+               << " (max |y| = " << format("%.3g", maxRef) << ", batch " << batch
+               << ", seq_len " << seqLen << ", seed " << seed << ") "
+               << (ok ? "OK" : "FAILED: this stage changes the function") << "\n";
+        if (!ok) {
+          checkFailed = true;
+          return false; // the first stage that computes something else
+        }
       }
-      bool ok = sizeOk && maxAbs <= checkTol;
-      outs() << "// check: stage " << left_justify(v.stage->name, 10)
-             << " max_abs_err vs conceptual = " << format("%.3e", maxAbs)
-             << " (max |y| = " << format("%.3g", maxRef) << ", batch " << batch
-             << ", seq_len " << seqLen << ", seed " << seed << ") "
-             << (ok ? "OK" : "FAILED: this stage changes the function") << "\n";
-      if (!ok)
-        checkFailed = true;
     }
+    if (testingBreakAfter == v.stage->name)
+      mlir::ModuleOp(v.module).walk([](attnc::attn::SdpaOp op) {
+        mlir::Value k = op.getKey(), val = op.getValue();
+        op.getKeyMutable().assign(val);
+        op.getValueMutable().assign(k);
+      });
     return true;
   };
   if (mlir::failed(comp.run(onStage)))
     return 1;
+  if (check && !checkFailed) {
+    // The finished module, linked and run: loops -> llvm -> object, per
+    // code path, against the float32 gate of attnc-run --check.
+    std::vector<attnc::CompiledRun> runs;
+    std::string err;
+    if (!attnc::runCompiledPaths(comp, *spec, opts.isa, inputs, runs, err)) {
+      errs() << "attnc-dump: error: --check: compiled kernel: " << err << "\n";
+      return 1;
+    }
+    std::vector<const float *> w;
+    for (const auto &t : inputs.storage)
+      w.push_back(t.data());
+    attnrt::Reference ref = attnrt::referenceWithBound(
+        attnc::blockParams(*spec), w, inputs.x.data(), batch, seqLen);
+    for (const attnc::CompiledRun &r : runs) {
+      int64_t n = static_cast<int64_t>(r.y.size());
+      bool sizeOk = n == static_cast<int64_t>(reference.size()) &&
+                    n == static_cast<int64_t>(ref.y.size());
+      double maxAbs = 0;
+      for (int64_t i = 0; sizeOk && i < n; ++i) {
+        double d = std::fabs(double(r.y[i]) - reference[i]);
+        maxAbs = std::isnan(d) ? INFINITY : std::max(maxAbs, d);
+      }
+      attnrt::CompareResult c;
+      if (sizeOk)
+        c = attnrt::compare(r.y.data(), ref.y.data(), ref.bound.data(), n, 1e-5, 1e-4);
+      bool ok = sizeOk && c.ok;
+      outs() << "// check: stage " << left_justify("object[" + r.isa + "]", 18)
+             << " max_abs_err vs conceptual = " << format("%.3e", maxAbs)
+             << " (float32 kernel; gate |err| <= 1e-5 + 1e-4*|ref| + bound, max bound "
+             << format("%.2e", c.maxBound) << ") "
+             << (ok ? "OK" : "FAILED: the compiled kernel computes something else") << "\n";
+      if (!ok)
+        checkFailed = true;
+    }
+  }
   return checkFailed ? 1 : 0;
 }

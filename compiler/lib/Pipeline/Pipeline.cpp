@@ -43,7 +43,7 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
                  "views", true},
       {"tiled", "attnc-set-target: the target description (#attn.target: "
                 "ISA, registers, tiles, caches) on one function per code path",
-       false},
+       true},
       {"loops", "attn-to-loops + attnc-outline-tasks: buffers in a caller "
                 "workspace, packed-panel GEMMs and flash attention as "
                 "parallel task phases (ws/tasks/run functions); plus the "
