@@ -38,6 +38,6 @@ dict=()
 # dialect registries) that LeakSanitizer would report at exit.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-exec "build-fuzz/fuzz-$target" "$corpus" "tests/fuzz/corpus/$target" \
+exec "build-fuzz/tests/fuzz/fuzz-$target" "$corpus" "tests/fuzz/corpus/$target" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
   -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "$@"
