@@ -42,7 +42,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext ctx(setup.registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.getDiagEngine().registerHandler(
       [](mlir::Diagnostic &) { return mlir::success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer relies on a NUL after the buffer (files are read that way,
+  // with RequiresNullTerminator); libFuzzer's bytes have none, so copy them
+  // into a std::string (found by this fuzzer: a symbol name at the very end
+  // of the input read past it, regressions/attn-ir/symbol-at-end.mlir).
+  std::string owned(reinterpret_cast<const char *>(data), size);
+  llvm::StringRef text(owned.c_str(), owned.size());
   mlir::ParserConfig config(&ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, config);
