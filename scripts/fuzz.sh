@@ -34,8 +34,9 @@ corpus=build-fuzz/corpus/$target artifacts=build-fuzz/artifacts/$target
 mkdir -p "$corpus" "$artifacts"
 dict=()
 [ -f "tests/fuzz/$target.dict" ] && dict=(-dict="tests/fuzz/$target.dict")
-# detect_leaks=0: MLIR keeps process-lifetime registrations (pass and
-# dialect registries) that LeakSanitizer would report at exit.
+# detect_leaks=0: the attn-ir harness registers MLIR's passes and dialects
+# once, inside the first input, and those process-lifetime registrations
+# would count as that input's leak. scripts/test.sh --asan checks leaks.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 exec "build-fuzz/tests/fuzz/fuzz-$target" "$corpus" "tests/fuzz/corpus/$target" \
