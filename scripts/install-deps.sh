@@ -8,6 +8,9 @@ pkgs=(build-essential cmake ninja-build
       libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
       libyaml-cpp-dev libfmt-dev catch2 zlib1g-dev pkgconf
       python3 python3-numpy libopenblas0-pthread)
+# ATTNC_WITH_FUZZ=1 (set by scripts/fuzz.sh only): clang and its libFuzzer /
+# sanitizer runtimes for the fuzz harnesses; not needed to build or test.
+[ "${ATTNC_WITH_FUZZ:-0}" = 1 ] && pkgs+=(clang-22 libclang-rt-22-dev)
 # torch is optional (the torch test skips without it) but install it when we can.
 [ "${ATTNC_NO_TORCH:-0}" = 1 ] || pkgs+=(python3-torch)
 missing=()

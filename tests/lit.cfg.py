@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.join(config.attnc_src_root, "tests")
 config.test_exec_root = os.path.join(config.attnc_obj_root, "tests", "lit-out")
-config.excludes = ["unit", "Inputs", "CMakeLists.txt", "lit.cfg.py", "data"]
+config.excludes = ["unit", "fuzz", "Inputs", "CMakeLists.txt", "lit.cfg.py", "data"]
 
 # FileCheck, not, count: from the LLVM tools directory on PATH.
 config.environment["PATH"] = os.pathsep.join(
@@ -33,6 +33,10 @@ try:
     config.available_features.add("torch")
 except Exception:
     pass
+
+# Tests that need root (mknod of a device node copy).
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")
 
 try:
     with open("/proc/cpuinfo") as f:

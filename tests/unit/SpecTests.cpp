@@ -503,17 +503,43 @@ TEST_CASE("zero and negative sizes", "[spec][error]") {
 TEST_CASE("sizes that are too large", "[spec][error]") {
   CHECK(errorOf("name: attn\nd_model: 2000000\nheads: 16\n") ==
         "t.yaml:2:10: error: d_model: expected a positive integer <= "
-        "1048576, found '2000000'");
+        "65536, found '2000000'");
   CHECK(errorOf("name: attn\nd_model: 99999999999999999999999\n") ==
         "t.yaml:2:10: error: d_model: expected a positive integer <= "
-        "1048576, found '99999999999999999999999'");
+        "65536, found '99999999999999999999999'");
   CHECK(errorOf("name: attn\nd_model: -99999999999999999999999\n") ==
         "t.yaml:2:10: error: d_model: expected a positive integer, found "
         "'-99999999999999999999999'");
-  CHECK(errorOf(kBase + "max_seq_len: 1048577\n") ==
+  CHECK(errorOf(kBase + "max_seq_len: 16777217\n") ==
         "t.yaml:4:14: error: max_seq_len: expected a positive integer <= "
-        "1048576, found '1048577'");
-  CHECK(errorOf(kBase + "max_seq_len: 1048576\n").empty());
+        "16777216, found '16777217'");
+  CHECK(errorOf(kBase + "max_seq_len: 16777216\n").empty());
+}
+
+TEST_CASE("each size key has its own limit (docs/limits.md)", "[spec][error]") {
+  // One past each limit is refused with the limit in the message ...
+  CHECK(errorOf("name: attn\nd_model: 65537\nheads: 1\n") ==
+        "t.yaml:2:10: error: d_model: expected a positive integer <= 65536, "
+        "found '65537'");
+  CHECK(errorOf("name: attn\nd_model: 2048\nheads: 1025\n") ==
+        "t.yaml:3:8: error: heads: expected a positive integer <= 1024, found "
+        "'1025'");
+  CHECK(errorOf(kBase + "kv_heads: 1025\nweights: separate\n") ==
+        "t.yaml:4:11: error: kv_heads: expected a positive integer <= 1024, "
+        "found '1025'");
+  CHECK(errorOf(kBase + "head_dim: 1025\nweights: separate\n") ==
+        "t.yaml:4:11: error: head_dim: expected a positive integer <= 1024, "
+        "found '1025'");
+  CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 16777217\n") ==
+        "t.yaml:5:9: error: window: expected a positive integer <= 16777216, "
+        "found '16777217'");
+  // ... and the limit itself is accepted.
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: 8\n"
+                "weights: separate\n").empty());
+  CHECK(errorOf(kBase + "head_dim: 1024\nweights: separate\n").empty());
+  CHECK(errorOf("name: attn\nd_model: 1024\nheads: 1024\nkv_heads: 1024\n")
+            .empty());
+  CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 16777216\n").empty());
 }
 
 TEST_CASE("weight element count overflow", "[spec][error]") {
@@ -522,13 +548,14 @@ TEST_CASE("weight element count overflow", "[spec][error]") {
         "t.yaml:2:10: error: d_model: expected (heads + 2*kv_heads) * "
         "head_dim * d_model < 2^31 weight elements, found (64 + 2*64) * 1024 "
         "* 65536 = 12884901888");
-  CHECK(errorOf("name: attn\nd_model: 1048576\nheads: 1048576\nhead_dim: "
-                "1048576\nweights: separate\n")
-            .find("< 2^31 weight elements, found (1048576 + 2*1048576) * "
-                  "1048576 * 1048576 = ") != std::string::npos);
-  // Just below the limit is accepted: (1 + 2) * 682 * 1048576 < 2^31.
-  CHECK(errorOf("name: attn\nd_model: 1048576\nheads: 1\nhead_dim: 682\n"
-                "weights: separate\n")
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: "
+                "1024\nweights: separate\n") ==
+        "t.yaml:2:10: error: d_model: expected (heads + 2*kv_heads) * "
+        "head_dim * d_model < 2^31 weight elements, found (1024 + 2*1024) * "
+        "1024 * 65536 = 206158430208");
+  // Just below the limit is accepted: (16 + 2*4) * 1024 * 65536 < 2^31.
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 16\nkv_heads: 4\n"
+                "head_dim: 1024\nweights: separate\n")
             .empty());
 }
 

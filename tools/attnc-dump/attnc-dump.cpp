@@ -119,8 +119,14 @@ int main(int argc, char **argv) {
   attnc::EvalInputs inputs;
   std::vector<double> reference;
   bool checkFailed = false;
-  if (check)
-    inputs = attnc::randomInputs(*spec, batch, seqLen, seed);
+  if (check) {
+    // Sizes are checked (overflow-safe, bounded) before anything is allocated.
+    std::string err;
+    if (!attnc::randomInputs(*spec, batch, seqLen, seed, inputs, err)) {
+      errs() << "attnc-dump: error: --check: " << err << "\n";
+      return 2;
+    }
+  }
 
   attnc::Compilation comp(*ctx, *spec, opts);
   auto onStage = [&](const attnc::StageView &v) -> bool {

@@ -2,11 +2,15 @@
 //
 //   attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T] [-v]
 //
-// Exit codes: 0 success, 2 bad spec (one located error, nothing written),
-// 1 any other failure (nothing written).
+// Exit codes: 0 success, 2 bad spec (one located error) or bad usage, 1 any
+// other failure. On any failure every output is left exactly as it was: all
+// outputs go to temporaries that are moved into place only when all of them
+// are complete (attnc/Target/Outputs.h); an existing output that is not a
+// regular file (/dev/null, a FIFO) is written straight to, never replaced.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Pipeline/Pipeline.h"
+#include "attnc/Target/Outputs.h"
 #include "attnc/Target/Target.h"
 #include "ToolSupport.h"
 
@@ -34,6 +38,11 @@ static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv (three p
                             cl::cat(cat));
 static cl::opt<bool> noViews("no-heads-as-views",
     cl::desc("skip attn-heads-as-views (head split/merge are copies)"), cl::cat(cat));
+static cl::opt<bool> testingOutputsOnly("testing-outputs-only", cl::Hidden,
+    cl::desc("testing only: skip the compilation and write the line "
+             "'attnc test output: NAME' to each output, so the handling of "
+             "outputs is tested on its own"),
+    cl::cat(cat));
 static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr"), cl::cat(cat));
 
 int main(int argc, char **argv) {
@@ -43,12 +52,17 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
       "attnc: compile an attention-block spec (YAML) into a shared object\n\n"
       "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n\n"
-      "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL, nothing "
-      "written); 1 other failure.\n");
+      "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
+      "usage; 1 other failure. A failed run leaves every output as it was.\n");
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc", target, noFuse, noViews);
   if (!opts)
     return 1;
+  if (!header.empty() && attnc::samePath(output, header)) {
+    errs() << "attnc: error: -o and --header name the same file '" << header
+           << "'\n";
+    return 2;
+  }
   opts->verbose = verbose;
   opts->lastStage = "llvm-ir-opt";
   if (!StringRef(output).ends_with(".so") && !StringRef(output).ends_with(".a")) {
@@ -59,25 +73,42 @@ int main(int argc, char **argv) {
   std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
   if (!spec)
     return 2;
+  // Temporaries for every output first: an unwritable directory fails here,
+  // before any work, and nothing is touched until commit().
+  attnc::OutputFiles outs;
+  std::string err;
+  int soOut = outs.add(output, err);
+  int hOut = soOut < 0 || header.empty() ? -1 : outs.add(header, err);
+  if (soOut < 0 || (!header.empty() && hOut < 0)) {
+    errs() << "attnc: error: " << err << "\n";
+    return 1;
+  }
+  if (testingOutputsOnly) {
+    std::string text = "attnc test output: " + output + "\n";
+    bool ok = outs.write(soOut, text, err) &&
+              (hOut < 0 || outs.write(hOut, "attnc test output: " + header + "\n", err)) &&
+              outs.commit(err);
+    if (!ok)
+      errs() << "attnc: error: " << err << "\n";
+    return ok ? 0 : 1;
+  }
   auto ctx = attnc::tools::makeContext();
   attnc::Compilation comp(*ctx, *spec, *opts);
   if (mlir::failed(comp.run([](const attnc::StageView &) { return true; })))
     return 1;
   SmallVector<char, 0> obj;
-  std::string err;
   if (verbose)
     errs() << "attnc: [" << spec->name << "] object code + link\n";
-  if (!attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) ||
-      !attnc::linkSharedObject(obj,
-                               attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
-                                                     comp.targetMachine()->getTargetCPU().str()),
-                               sys::path::filename(output).str(), output, err)) {
-    errs() << "attnc: error: " << err << "\n";
-    return 1;
-  }
-  if (!header.empty() &&
-      !attnc::writeFileAtomic(header, attnc::emitHeader(*spec, comp.plan(), opts->isa), err)) {
-    sys::fs::remove(output);
+  // linkSharedObject renames its own temporary over ours (same directory).
+  bool ok = attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
+            attnc::linkSharedObject(obj,
+                                    attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
+                                                          comp.targetMachine()->getTargetCPU().str()),
+                                    sys::path::filename(output).str(),
+                                    StringRef(output).ends_with(".a"), outs.tempPath(soOut), err);
+  if (ok && hOut >= 0)
+    ok = outs.write(hOut, attnc::emitHeader(*spec, comp.plan(), opts->isa), err);
+  if (!ok || !outs.commit(err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;
   }

@@ -15,24 +15,66 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <array>
+#include <optional>
 #include <random>
 
 using namespace mlir;
 using namespace attnc::attn;
 
 namespace {
+/// a * b, or nullopt when it overflows int64 or either is negative. The one
+/// helper every size product of the evaluator goes through.
+std::optional<int64_t> mulSize(int64_t a, int64_t b) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+    return std::nullopt;
+  return r;
+}
+
+/// Product of `dims`, or nullopt when one is negative or it overflows.
+std::optional<int64_t> numelOf(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    std::optional<int64_t> m = mulSize(n, d);
+    if (!m)
+      return std::nullopt;
+    n = *m;
+  }
+  return n;
+}
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r;
+  for (int64_t d : s)
+    r += (r.empty() ? "" : "x") + std::to_string(d);
+  return "[" + r + "]";
+}
+
 struct Tensor {
   std::vector<int64_t> shape;
   std::vector<double> data;
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
+  /// Valid only for a tensor built by allocate() (or with a checked shape).
+  int64_t numel() const { return static_cast<int64_t>(data.size()); }
 };
 
-/// Row-major strides.
+/// Sets `t.shape` and allocates its elements (zeroed); false with `error`
+/// when the shape is negative, overflows or exceeds kMaxEvalElements.
+bool allocate(Tensor &t, std::vector<int64_t> shape, std::string &error) {
+  std::optional<int64_t> n = numelOf(shape);
+  if (!n || *n > attnc::kMaxEvalElements) {
+    error = "a tensor of shape " + shapeStr(shape) +
+            (n ? " has " + std::to_string(*n) + " elements"
+               : std::string(" has more elements than int64 counts")) +
+            ", more than the evaluator's limit of 2^27";
+    return false;
+  }
+  t.shape = std::move(shape);
+  t.data.assign(static_cast<size_t>(*n), 0.0);
+  return true;
+}
+
+/// Row-major strides of a shape whose product fits (checked by allocate).
 std::vector<int64_t> strides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
@@ -42,11 +84,17 @@ std::vector<int64_t> strides(const std::vector<int64_t> &shape) {
 
 /// out[idx] = src[perm(idx)] for a 4-D permutation: out dims are src dims
 /// permuted by `perm` (out dim i = src dim perm[i]).
-Tensor permute4(const Tensor &src, std::array<int, 4> perm) {
-  Tensor out;
+bool permute4(const Tensor &src, std::array<int, 4> perm, Tensor &out,
+              std::string &error) {
+  if (src.shape.size() != 4) {
+    error = "expected a rank-4 tensor, found " + shapeStr(src.shape);
+    return false;
+  }
+  std::vector<int64_t> shape;
   for (int i = 0; i < 4; ++i)
-    out.shape.push_back(src.shape[perm[i]]);
-  out.data.resize(out.numel());
+    shape.push_back(src.shape[perm[i]]);
+  if (!allocate(out, shape, error))
+    return false;
   auto ss = strides(src.shape);
   int64_t n = 0;
   for (int64_t a = 0; a < out.shape[0]; ++a)
@@ -58,19 +106,52 @@ Tensor permute4(const Tensor &src, std::array<int, 4> perm) {
             off += idx[i] * ss[perm[i]];
           out.data[n++] = src.data[off];
         }
-  return out;
+  return true;
 }
 } // namespace
 
-attnc::EvalInputs attnc::randomInputs(const Spec &spec, int64_t batch,
-                                      int64_t seq, uint64_t seed) {
-  EvalInputs in;
+bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
+                         uint64_t seed, EvalInputs &in, std::string &error) {
+  if (batch < 1 || seq < 1) {
+    error = "batch and seq_len must be >= 1";
+    return false;
+  }
+  auto fits = [&](const char *what, std::vector<int64_t> dims) {
+    std::optional<int64_t> n = numelOf(dims);
+    if (n && *n <= kMaxEvalElements)
+      return true;
+    std::string prod;
+    for (int64_t d : dims)
+      prod += (prod.empty() ? "" : " * ") + std::to_string(d);
+    error = std::string(what) + " has " + prod +
+            (n ? " = " + std::to_string(*n) : std::string(" (overflows int64)")) +
+            " elements, more than the evaluator's limit of 2^27 (134217728); "
+            "use a smaller batch or seq_len";
+    return false;
+  };
+  int64_t qkv = spec.qWidth() + 2 * spec.kvWidth();
+  if (!fits("the input [batch, seq_len, d_model]", {batch, seq, spec.dModel}) ||
+      !fits("the widest activation [batch, seq_len, max(d_model, q+k+v width)]",
+            {batch, seq, std::max(spec.dModel, qkv)}) ||
+      !fits("the attention [batch, heads, seq_len, head_dim]",
+            {batch, spec.heads, seq, spec.headDim}))
+    return false;
+  int64_t weights = 0;
+  for (const attnrt::TensorShape &t : storageTensors(spec)) {
+    std::optional<int64_t> n = numelOf(t.shape);
+    if (!n || __builtin_add_overflow(weights, *n, &weights) ||
+        weights > kMaxEvalElements) {
+      error = "the weights have more than the evaluator's limit of 2^27 "
+              "(134217728) elements";
+      return false;
+    }
+  }
   in.batch = batch;
   in.seq = seq;
   std::mt19937_64 rng(seed);
   in.storage = attnrt::randomWeights(storageTensors(spec), rng);
   in.x = attnrt::randomNormal(batch * seq * spec.dModel, rng);
-  return in;
+  return true;
 }
 
 bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
@@ -78,13 +159,41 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
                            std::string &error, const std::string &function) {
   std::string name = function.empty() ? spec.name : function;
   auto fn = module.lookupSymbol<func::FuncOp>(name);
-  if (!fn || fn.isExternal()) {
+  if (!fn || fn.isExternal() || fn.getBody().empty()) {
     error = "no function @" + name;
     return false;
   }
   DenseMap<Value, Tensor> t;
   DenseMap<Value, int64_t> ix;
   auto storage = storageTensors(spec);
+  if (in.storage.size() != storage.size()) {
+    error = "the inputs were made for another spec";
+    return false;
+  }
+
+  // Values of operands; nullptr (with `error`) when the IR uses a value the
+  // evaluator has not computed (a block argument of a nested region, ...).
+  auto tensorOf = [&](Value v) -> const Tensor * {
+    auto it = t.find(v);
+    if (it == t.end()) {
+      error = "an operand is not a tensor the evaluator computed";
+      return nullptr;
+    }
+    return &it->second;
+  };
+  auto indexOf = [&](Value v, int64_t &r) {
+    auto it = ix.find(v);
+    if (it == ix.end()) {
+      error = "an index operand is not a value the evaluator computed";
+      return false;
+    }
+    r = it->second;
+    return true;
+  };
+  auto fail = [&](Operation &op, const std::string &why) {
+    error = "'" + op.getName().getStringRef().str() + "': " + why;
+    return false;
+  };
 
   // Arguments.
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -96,7 +205,13 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
     }
     Tensor v;
     if (fn.getArgAttr(i, "attn.input")) {
-      v.shape = {in.batch, in.seq, spec.dModel};
+      if (!allocate(v, {in.batch, in.seq, spec.dModel}, error))
+        return false;
+      if (static_cast<int64_t>(in.x.size()) != v.numel()) {
+        error = "the input has " + std::to_string(in.x.size()) +
+                " elements, expected " + shapeStr(v.shape);
+        return false;
+      }
       v.data.assign(in.x.begin(), in.x.end());
       t[a] = std::move(v);
       continue;
@@ -107,13 +222,25 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       return false;
     }
     std::vector<std::string> parts;
-    if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of"))
-      for (Attribute s : p)
-        parts.push_back(cast<StringAttr>(s).str());
-    else
+    if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
+      for (Attribute s : p) {
+        auto str = dyn_cast<StringAttr>(s);
+        if (!str) {
+          error = "argument " + std::to_string(i) + ": attn.concat_of must list strings";
+          return false;
+        }
+        parts.push_back(str.str());
+      }
+    } else {
       parts.push_back(role.str());
-    v.shape.assign(ty.getShape().begin(), ty.getShape().end());
-    v.data.assign(v.numel(), 0.0);
+    }
+    if (!ty.hasStaticShape() || ty.getRank() < 1 || ty.getRank() > 2) {
+      error = "weight argument " + std::to_string(i) +
+              " must have a static 1-D or 2-D shape";
+      return false;
+    }
+    if (!allocate(v, {ty.getShape().begin(), ty.getShape().end()}, error))
+      return false;
     int64_t n = v.shape.back(), rows = v.shape.size() == 2 ? v.shape[0] : 1;
     int64_t start = 0;
     for (const std::string &p : parts) {
@@ -124,6 +251,13 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       }
       const std::vector<float> &s = in.storage[src.tensor];
       int64_t sc = storage[src.tensor].shape.back();
+      // The role's columns must fit the argument, its rows must match.
+      if (src.cols > n - start || (!src.isBias && src.rows != rows) ||
+          (src.isBias && rows != 1)) {
+        error = "weight argument " + std::to_string(i) + " of shape " +
+                shapeStr(v.shape) + " does not fit its roles";
+        return false;
+      }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < src.cols; ++c) {
           double x = src.isBias       ? s[src.colOff + c]
@@ -141,43 +275,85 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       ix[c] = c.value();
     } else if (auto d = dyn_cast<tensor::DimOp>(op)) {
       auto c = d.getConstantIndex();
-      if (!c) {
-        error = "tensor.dim with a dynamic index";
+      if (!c)
+        return fail(op, "a dynamic index is not supported");
+      const Tensor *src = tensorOf(d.getSource());
+      if (!src)
         return false;
-      }
-      ix[d] = t[d.getSource()].shape[*c];
-    } else if (auto m = dyn_cast<arith::MulIOp>(op)) {
-      ix[m] = ix[m.getLhs()] * ix[m.getRhs()];
-    } else if (auto a = dyn_cast<arith::AddIOp>(op)) {
-      ix[a] = ix[a.getLhs()] + ix[a.getRhs()];
+      if (*c < 0 || *c >= static_cast<int64_t>(src->shape.size()))
+        return fail(op, "index " + std::to_string(*c) + " is out of range for a "
+                        "tensor of rank " + std::to_string(src->shape.size()));
+      ix[d] = src->shape[*c];
+    } else if (isa<arith::MulIOp, arith::AddIOp>(op)) {
+      int64_t l, r, v;
+      if (!indexOf(op.getOperand(0), l) || !indexOf(op.getOperand(1), r))
+        return false;
+      bool ovf = isa<arith::MulIOp>(op) ? __builtin_mul_overflow(l, r, &v)
+                                        : __builtin_add_overflow(l, r, &v);
+      if (ovf)
+        return fail(op, "overflows int64");
+      ix[op.getResult(0)] = v;
     } else if (auto l = dyn_cast<LinearOp>(op)) {
-      const Tensor &x = t[l.getInput()], &w = t[l.getWeight()];
+      const Tensor *x = tensorOf(l.getInput()), *w = tensorOf(l.getWeight());
+      const Tensor *b = l.getBias() ? tensorOf(l.getBias()) : nullptr;
+      if (!x || !w || (l.getBias() && !b))
+        return false;
+      if (x->shape.empty() || w->shape.size() != 2 ||
+          x->shape.back() != w->shape[0] ||
+          (b && (b->shape.size() != 1 || b->shape[0] != w->shape[1])))
+        return fail(op, "shapes " + shapeStr(x->shape) + " and " +
+                        shapeStr(w->shape) + " do not fit");
       Tensor y;
-      y.shape = x.shape;
-      y.shape.back() = w.shape[1];
-      y.data.resize(y.numel());
-      int64_t k = x.shape.back(), m = x.numel() / k;
-      attnrt::naive::linear(x.data.data(), w.data.data(),
-                            l.getBias() ? t[l.getBias()].data.data() : nullptr,
-                            y.data.data(), m, k, w.shape[1]);
+      std::vector<int64_t> shape = x->shape;
+      shape.back() = w->shape[1];
+      if (!allocate(y, shape, error))
+        return false;
+      int64_t k = x->shape.back(), m = k ? x->numel() / k : 0;
+      if (m > 0 && k > 0)
+        attnrt::naive::linear(x->data.data(), w->data.data(),
+                              b ? b->data.data() : nullptr, y.data.data(), m, k,
+                              w->shape[1]);
       t[l] = std::move(y);
     } else if (auto s = dyn_cast<SliceOp>(op)) {
-      const Tensor &x = t[s.getInput()];
+      const Tensor *x = tensorOf(s.getInput());
+      if (!x)
+        return false;
+      int64_t off = s.getOffset(), size = s.getSize();
+      int64_t n = x->shape.empty() ? 0 : x->shape.back();
+      if (x->shape.empty() || off < 0 || size < 0 || off > n || size > n - off)
+        return fail(op, "[" + std::to_string(off) + ", +" + std::to_string(size) +
+                        ") does not fit " + shapeStr(x->shape));
+      std::vector<int64_t> shape = x->shape;
+      shape.back() = size;
       Tensor y;
-      y.shape = x.shape;
-      y.shape.back() = s.getSize();
-      int64_t n = x.shape.back(), rows = x.numel() / n;
+      if (!allocate(y, shape, error))
+        return false;
+      int64_t rows = n ? x->numel() / n : 0, e = 0;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < static_cast<int64_t>(s.getSize()); ++c)
-          y.data.push_back(x.data[r * n + s.getOffset() + c]);
+        for (int64_t c = 0; c < size; ++c)
+          y.data[e++] = x->data[r * n + off + c];
       t[s] = std::move(y);
     } else if (auto s = dyn_cast<SplitHeadsOp>(op)) {
-      Tensor x = t[s.getInput()]; // [B, T, H*D] -> [B, T, H, D] -> [B, H, T, D]
+      const Tensor *xp = tensorOf(s.getInput());
+      if (!xp)
+        return false;
       int64_t h = s.getHeads();
+      if (xp->shape.size() != 3 || h < 1 || xp->shape[2] % h != 0)
+        return fail(op, std::to_string(h) + " heads do not split " +
+                        shapeStr(xp->shape));
+      Tensor x = *xp; // [B, T, H*D] -> [B, T, H, D] -> [B, H, T, D]
       x.shape = {x.shape[0], x.shape[1], h, x.shape[2] / h};
-      t[s] = permute4(x, {0, 2, 1, 3});
+      Tensor y;
+      if (!permute4(x, {0, 2, 1, 3}, y, error))
+        return false;
+      t[s] = std::move(y);
     } else if (auto m = dyn_cast<MergeHeadsOp>(op)) {
-      Tensor y = permute4(t[m.getInput()], {0, 2, 1, 3}); // [B, T, H, D]
+      const Tensor *x = tensorOf(m.getInput());
+      if (!x)
+        return false;
+      Tensor y; // [B, H, T, D] -> [B, T, H, D]
+      if (!permute4(*x, {0, 2, 1, 3}, y, error))
+        return false;
       y.shape = {y.shape[0], y.shape[1], y.shape[2] * y.shape[3]};
       t[m] = std::move(y);
     } else if (auto s = dyn_cast<SdpaOp>(op)) {
@@ -185,75 +361,127 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         error = "the evaluator supports masks none and causal only";
         return false;
       }
-      const Tensor &q = t[s.getQuery()], &k = t[s.getKey()], &v = t[s.getValue()];
+      const Tensor *q = tensorOf(s.getQuery()), *k = tensorOf(s.getKey()),
+                   *v = tensorOf(s.getValue());
+      if (!q || !k || !v)
+        return false;
+      if (q->shape.size() != 4 || k->shape != v->shape || k->shape.size() != 4 ||
+          q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3] ||
+          k->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
+        return fail(op, "query " + shapeStr(q->shape) + ", key " +
+                        shapeStr(k->shape) + " and value " + shapeStr(v->shape) +
+                        " do not fit");
       Tensor o;
-      o.shape = q.shape;
-      o.data.resize(o.numel());
-      attnrt::naive::sdpa(q.data.data(), k.data.data(), v.data.data(),
-                          o.data.data(), q.shape[0], q.shape[1], k.shape[1],
-                          q.shape[2], k.shape[2], q.shape[3],
-                          s.getScale().convertToDouble(),
-                          s.getMask() == attn::MaskKind::causal ? ATTNC_MASK_CAUSAL
-                                                          : ATTNC_MASK_NONE,
-                          s.getCausalAlign() == attn::CausalAlign::top_left);
-      t[s] = s.getLayout() == attn::HeadLayout::bthd ? permute4(o, {0, 2, 1, 3}) : o;
+      if (!allocate(o, q->shape, error))
+        return false;
+      if (o.numel() > 0 && k->numel() > 0)
+        attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
+                            o.data.data(), q->shape[0], q->shape[1], k->shape[1],
+                            q->shape[2], k->shape[2], q->shape[3],
+                            s.getScale().convertToDouble(),
+                            s.getMask() == attn::MaskKind::causal ? ATTNC_MASK_CAUSAL
+                                                                  : ATTNC_MASK_NONE,
+                            s.getCausalAlign() == attn::CausalAlign::top_left);
+      if (s.getLayout() == attn::HeadLayout::bthd) {
+        Tensor p;
+        if (!permute4(o, {0, 2, 1, 3}, p, error))
+          return false;
+        o = std::move(p);
+      }
+      t[s] = std::move(o);
     } else if (auto s = dyn_cast<ScaleOp>(op)) {
-      Tensor y = t[s.getInput()];
+      const Tensor *x = tensorOf(s.getInput());
+      if (!x)
+        return false;
+      Tensor y = *x;
       for (double &d : y.data)
         d *= s.getFactor().convertToDouble();
       t[s] = std::move(y);
     } else if (auto v = dyn_cast<ViewOp>(op)) {
-      const Tensor &src = t[v.getSource()];
+      const Tensor *src = tensorOf(v.getSource());
+      if (!src)
+        return false;
       std::vector<int64_t> sizes, st;
+      auto valueOf = [&](OpFoldResult f, int64_t &x) {
+        if (isa<Value>(f))
+          return indexOf(cast<Value>(f), x);
+        x = getConstantIntValue(f).value_or(0);
+        return true;
+      };
       for (OpFoldResult f : v.getMixedSizes())
-        sizes.push_back(isa<Value>(f) ? ix[cast<Value>(f)] : *getConstantIntValue(f));
+        if (!valueOf(f, sizes.emplace_back()))
+          return false;
       for (OpFoldResult f : v.getMixedStrides())
-        st.push_back(isa<Value>(f) ? ix[cast<Value>(f)] : *getConstantIntValue(f));
+        if (!valueOf(f, st.emplace_back()))
+          return false;
+      if (sizes.size() != st.size())
+        return fail(op, "sizes and strides differ in number");
       Tensor y;
-      y.shape = sizes;
-      int64_t n = y.numel();
-      y.data.resize(n);
+      if (!allocate(y, sizes, error))
+        return false;
+      int64_t n = y.numel(), srcN = src->numel();
       auto ys = strides(sizes);
       for (int64_t e = 0; e < n; ++e) {
         int64_t off = v.getOffset(), rem = e;
+        bool ovf = false;
         for (size_t d = 0; d < sizes.size(); ++d) {
-          off += (rem / ys[d]) * st[d];
+          int64_t term;
+          ovf |= __builtin_mul_overflow(rem / ys[d], st[d], &term) ||
+                 __builtin_add_overflow(off, term, &off);
           rem %= ys[d];
         }
-        if (off < 0 || off >= static_cast<int64_t>(src.data.size())) {
-          error = "attn.view reads outside its source";
-          return false;
-        }
-        y.data[e] = src.data[off];
+        if (ovf || off < 0 || off >= srcN)
+          return fail(op, "reads outside its source");
+        y.data[e] = src->data[off];
       }
       t[v] = std::move(y);
     } else if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
       int64_t dim = c.getDim();
+      std::vector<const Tensor *> ins;
+      for (Value v : c.getInputs()) {
+        const Tensor *x = tensorOf(v);
+        if (!x)
+          return false;
+        ins.push_back(x);
+      }
+      if (ins.empty() || dim < 0 || dim >= static_cast<int64_t>(ins[0]->shape.size()))
+        return fail(op, "dimension " + std::to_string(dim) + " is out of range");
+      std::vector<int64_t> shape = ins[0]->shape;
+      shape[dim] = 0;
+      for (const Tensor *x : ins) {
+        std::vector<int64_t> a = x->shape, b = ins[0]->shape;
+        if (a.size() != b.size())
+          return fail(op, "operand ranks differ");
+        a[dim] = b[dim] = 0;
+        if (a != b || __builtin_add_overflow(shape[dim], x->shape[dim], &shape[dim]))
+          return fail(op, "operand shapes do not fit");
+      }
       Tensor y;
-      y.shape = t[c.getInputs()[0]].shape;
-      y.shape[dim] = 0;
-      for (Value v : c.getInputs())
-        y.shape[dim] += t[v].shape[dim];
-      y.data.resize(y.numel());
+      if (!allocate(y, shape, error))
+        return false;
       auto ys = strides(y.shape);
       int64_t start = 0;
-      for (Value v : c.getInputs()) {
-        const Tensor &x = t[v];
-        auto xs = strides(x.shape);
-        for (int64_t e = 0; e < x.numel(); ++e) {
+      for (const Tensor *x : ins) {
+        auto xs = strides(x->shape);
+        for (int64_t e = 0; e < x->numel(); ++e) {
           int64_t off = 0, rem = e;
-          for (size_t d = 0; d < x.shape.size(); ++d) {
+          for (size_t d = 0; d < x->shape.size(); ++d) {
             int64_t i = rem / xs[d];
             rem %= xs[d];
             off += (d == static_cast<size_t>(dim) ? i + start : i) * ys[d];
           }
-          y.data[off] = x.data[e];
+          y.data[off] = x->data[e];
         }
-        start += x.shape[dim];
+        start += x->shape[dim];
       }
       t[c] = std::move(y);
     } else if (auto r = dyn_cast<func::ReturnOp>(op)) {
-      out = t[r.getOperand(0)].data;
+      if (r.getNumOperands() < 1)
+        return fail(op, "returns nothing");
+      const Tensor *y = tensorOf(r.getOperand(0));
+      if (!y)
+        return false;
+      out = y->data;
       return true;
     } else {
       error = "the evaluator does not support '" +

@@ -30,7 +30,7 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
   std::string glue = emitKernelGlue(spec, comp.plan(), isa,
                                     comp.targetMachine()->getTargetCPU().str());
   bool ok = linkSharedObject(obj, glue, sys::path::filename(so).str(),
-                             so.str().str(), error);
+                             /*archive=*/false, so.str().str(), error);
   auto cleanup = [&] {
     sys::fs::remove(so);
     sys::fs::remove(dir);

@@ -54,8 +54,27 @@ namespace {
 constexpr size_t kMaxSpecBytes = size_t(1) << 20;
 /// Deepest accepted collection nesting (the top-level mapping is level 1).
 constexpr size_t kMaxDepth = 4;
-/// Largest accepted size (d_model, heads, ...).
-constexpr int64_t kMaxSize = int64_t(1) << 20;
+/// Largest accepted value of each size key (docs/limits.md). Real models
+/// stay far below: d_model 18432 (the largest published dense models),
+/// 128 heads, head_dim 256, contexts up to about 10^6 tokens. The bounds keep
+/// every size product the compiler, the runtime and the generated code form
+/// inside int64 and compile time independent of sizes that are loop bounds.
+struct SizeLimit {
+  const char *key;
+  int64_t max;
+};
+constexpr SizeLimit kSizeLimits[] = {
+    {"d_model", int64_t(1) << 16},     {"heads", int64_t(1) << 10},
+    {"kv_heads", int64_t(1) << 10},    {"head_dim", int64_t(1) << 10},
+    {"max_seq_len", int64_t(1) << 24}, {"window", int64_t(1) << 24}};
+
+/// The largest accepted value of the size key `key`.
+int64_t maxSizeOf(const std::string &key) {
+  for (const SizeLimit &l : kSizeLimits)
+    if (key == l.key)
+      return l.max;
+  return 1; // not a size key: callers only ask for the keys above
+}
 /// Longest accepted `name`.
 constexpr size_t kMaxNameLen = 128;
 
@@ -572,9 +591,9 @@ private:
     if (!n || *n <= 0)
       fail(key,
            fmt::format("expected a positive integer, found {}", describe(v)));
-    if (overflow || *n > kMaxSize)
+    if (overflow || *n > maxSizeOf(key))
       fail(key, fmt::format("expected a positive integer <= {}, found {}",
-                            kMaxSize, describe(v)));
+                            maxSizeOf(key), describe(v)));
     return *n;
   }
 

@@ -132,7 +132,7 @@ bool attnc::writeFileAtomic(const std::string &path, StringRef text,
 }
 
 bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
-                             const std::string &soname,
+                             const std::string &soname, bool archive,
                              const std::string &outPath, std::string &error) {
   auto tool = [&](const char *env, const char *dflt, std::string &path) {
     const char *e = std::getenv(env);
@@ -148,7 +148,6 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
   std::string cc;
   if (!tool("ATTNC_CC", "cc", cc))
     return false;
-  bool archive = StringRef(outPath).ends_with(".a");
   std::string ar;
   if (archive && !tool("ATTNC_AR", "ar", ar))
     return false;

@@ -23,13 +23,26 @@ struct EvalInputs {
   int64_t batch = 1, seq = 1;
 };
 
+/// Most elements the evaluator holds in one tensor (values in double: 1 GiB),
+/// and in all weight tensors together. Larger inputs are refused with an
+/// error before anything is allocated.
+constexpr int64_t kMaxEvalElements = int64_t(1) << 27;
+
 /// Random storage weights and input for `spec` (deterministic in `seed`).
-EvalInputs randomInputs(const Spec &spec, int64_t batch, int64_t seq,
-                        uint64_t seed);
+/// Returns false with `error` set, allocating nothing, when batch or seq is
+/// not positive or a tensor of the evaluation (the input, the widest
+/// activation [batch, seq, max(d_model, (heads + 2*kv_heads) * head_dim)],
+/// the attention's [batch, heads, seq, head_dim], or all weights together)
+/// would exceed kMaxEvalElements (sizes multiply without overflow).
+bool randomInputs(const Spec &spec, int64_t batch, int64_t seq, uint64_t seed,
+                  EvalInputs &out, std::string &error);
 
 /// Evaluates @<spec.name> of `module` (or @<function>: a code path's clone
 /// in the tiled stage); returns false with `error` set when an op is not
-/// supported or the IR is inconsistent.
+/// supported, the IR is inconsistent (an operand with no value, shapes that
+/// do not fit, a view outside its source) or a tensor would exceed
+/// kMaxEvalElements. Never reads or writes out of bounds, whatever the
+/// (verified) IR says.
 bool evaluateAttnIR(mlir::ModuleOp module, const Spec &spec,
                     const EvalInputs &in, std::vector<double> &out,
                     std::string &error, const std::string &function = "");

@@ -44,13 +44,13 @@ bool emitCode(llvm::Module &m, llvm::TargetMachine &tm, bool assembly,
               llvm::SmallVectorImpl<char> &out, std::string &error);
 
 /// Compiles `glue` (C) and links it with `object` into a shared object
-/// (with `soname`: attnc uses the output's file name, as -l expects) or, when `outPath` ends in .a, a static
-/// archive, with the system C compiler driver ($ATTNC_CC or cc) and ar
+/// (with `soname`: attnc uses the output's file name, as -l expects) or,
+/// with `archive`, a static archive, with the system C compiler driver ($ATTNC_CC or cc) and ar
 /// ($ATTNC_AR or ar); writes to a temporary file in the same directory and
 /// renames it, so no half-written file is ever left.
 bool linkSharedObject(llvm::ArrayRef<char> object, const std::string &glue,
-                      const std::string &soname, const std::string &outPath,
-                      std::string &error);
+                      const std::string &soname, bool archive,
+                      const std::string &outPath, std::string &error);
 
 /// The C99 header for the kernel (self-contained: embeds abi.h).
 std::string emitHeader(const Spec &spec, const PackPlan &plan, Isa isa);

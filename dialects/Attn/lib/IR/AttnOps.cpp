@@ -12,12 +12,32 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace attnc::attn;
 
 /// Two dimension sizes are compatible when equal or either is dynamic.
 static bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// a * b, or nullopt when it overflows int64. Every size product a verifier
+/// forms goes through it: a verifier must not accept because of a wrap.
+static std::optional<int64_t> mulSize(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    return std::nullopt;
+  return r;
+}
+
+/// Number of elements of a static shape, or nullopt when it overflows.
+static std::optional<int64_t> numElements(ArrayRef<int64_t> shape) {
+  std::optional<int64_t> n = 1;
+  for (int64_t d : shape)
+    if (!(n = mulSize(*n, d)))
+      return std::nullopt;
+  return n;
 }
 
 static std::string dimStr(int64_t d) {
@@ -81,10 +101,13 @@ LogicalResult SliceOp::verify() {
            << res.getRank() << " must equal input rank " << in.getRank()
            << " (>= 1)";
   int64_t n = in.getShape().back();
-  if (!ShapedType::isDynamic(n) && static_cast<int64_t>(getOffset() + getSize()) > n)
+  // offset and size are each <= 2^63-1 (attribute constraints), so their
+  // sum fits in uint64; compare without converting it back to int64.
+  uint64_t off = getOffset(), size = getSize();
+  if (!ShapedType::isDynamic(n) &&
+      (size > static_cast<uint64_t>(n) || off > static_cast<uint64_t>(n) - size))
     return emitOpError("slice [")
-           << getOffset() << ", " << getOffset() + getSize()
-           << ") exceeds the last dimension (" << n << ")";
+           << off << ", " << off + size << ") exceeds the last dimension (" << n << ")";
   if (!compatible(res.getShape().back(), getSize()))
     return emitOpError("result last dimension ")
            << dimStr(res.getShape().back()) << " differs from size "
@@ -139,10 +162,13 @@ struct SliceOfSlice : OpRewritePattern<SliceOp> {
     auto inner = op.getInput().getDefiningOp<SliceOp>();
     if (!inner)
       return failure();
-    rewriter.replaceOpWithNewOp<SliceOp>(
-        op, op.getType(), inner.getInput(),
-        rewriter.getI64IntegerAttr(inner.getOffset() + op.getOffset()),
-        op.getSizeAttr());
+    int64_t off;
+    if (__builtin_add_overflow(static_cast<int64_t>(inner.getOffset()),
+                               static_cast<int64_t>(op.getOffset()), &off))
+      return failure(); // out of bounds anyway; leave it to the verifier
+    rewriter.replaceOpWithNewOp<SliceOp>(op, op.getType(), inner.getInput(),
+                                         rewriter.getI64IntegerAttr(off),
+                                         op.getSizeAttr());
     return success();
   }
 };
@@ -195,11 +221,16 @@ LogicalResult MergeHeadsOp::verify() {
     return emitOpError("expects [B, H, T, D] -> [B, T, H*D], found rank ")
            << in.getRank() << " -> rank " << res.getRank();
   int64_t h = in.getDimSize(1), d = in.getDimSize(3);
-  if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(d) &&
-      !compatible(res.getDimSize(2), h * d))
-    return emitOpError("result model dimension ")
-           << dimStr(res.getDimSize(2)) << " differs from heads * head_dim = "
-           << h * d;
+  if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(d)) {
+    std::optional<int64_t> hd = mulSize(h, d);
+    if (!hd)
+      return emitOpError("heads * head_dim = ")
+             << h << " * " << d << " overflows int64";
+    if (!compatible(res.getDimSize(2), *hd))
+      return emitOpError("result model dimension ")
+             << dimStr(res.getDimSize(2)) << " differs from heads * head_dim = "
+             << *hd;
+  }
   if (!compatible(res.getDimSize(0), in.getDimSize(0)) ||
       !compatible(res.getDimSize(1), in.getDimSize(2)))
     return emitOpError("batch/sequence dimensions of result and input differ");
@@ -332,15 +363,25 @@ LogicalResult ViewOp::verify() {
     if (!ShapedType::isDynamic(st[i]) && st[i] < 0)
       return emitOpError("stride ") << i << " is negative (" << st[i] << ")";
   }
-  // When everything is static, the view must stay inside the source.
+  // When everything is static, the view must stay inside the source: its
+  // last element, offset + sum_i (size_i - 1) * stride_i, computed without
+  // overflow (a wrapped sum would look in bounds).
   if (src.hasStaticShape() && res.hasStaticShape() && countDyn(st) == 0) {
-    int64_t last = getOffset();
-    for (int64_t i = 0; i < res.getRank(); ++i)
-      last += (res.getDimSize(i) - 1) * st[i];
-    if (res.getNumElements() > 0 && last >= src.getNumElements())
+    std::optional<int64_t> srcN = numElements(src.getShape());
+    if (!srcN)
+      return emitOpError("source ") << src << " has more elements than int64 counts";
+    if (llvm::is_contained(res.getShape(), 0))
+      return success();
+    int64_t last = static_cast<int64_t>(getOffset());
+    for (int64_t i = 0; i < res.getRank(); ++i) {
+      std::optional<int64_t> term = mulSize(res.getDimSize(i) - 1, st[i]);
+      if (!term || __builtin_add_overflow(last, *term, &last))
+        return emitOpError("view's last element (offset + sum of (size - 1) * "
+                           "stride) overflows int64");
+    }
+    if (last >= *srcN)
       return emitOpError("view reaches element ")
-             << last << " of a source with " << src.getNumElements()
-             << " elements";
+             << last << " of a source with " << *srcN << " elements";
   }
   return success();
 }

@@ -158,3 +158,68 @@ func.func @view_count(%x: tensor<2x3x8xf32>) {
   %0 = attn.view %x[2, 24] strides [24, 1] offset 0 : tensor<2x3x8xf32> -> tensor<2x3x8xf32>
   return
 }
+
+// -----
+
+// The bound check of a static view must not wrap: (8 - 1) * (2^63 - 1)
+// overflows int64 and used to come out "in bounds".
+func.func @view_stride_overflow(%x: tensor<64xf32>) {
+  // expected-error @+1 {{view's last element (offset + sum of (size - 1) * stride) overflows int64}}
+  %0 = attn.view %x[8] strides [9223372036854775807] offset 0 : tensor<64xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// The offset plus one in-range step overflows too.
+func.func @view_offset_overflow(%x: tensor<64xf32>) {
+  // expected-error @+1 {{view's last element (offset + sum of (size - 1) * stride) overflows int64}}
+  %0 = attn.view %x[2] strides [2] offset 9223372036854775807 : tensor<64xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Just past the end is still reported with the element it reaches.
+func.func @view_past_end(%x: tensor<64xf32>) {
+  // expected-error @+1 {{view reaches element 64 of a source with 64 elements}}
+  %0 = attn.view %x[8] strides [9] offset 1 : tensor<64xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// A slice whose offset + size wraps as int64 is out of bounds.
+func.func @slice_offset_overflow(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{slice [9223372036854775807, 9223372036854775839) exceeds the last dimension (64)}}
+  %0 = attn.slice %x [9223372036854775807, 32] : tensor<?x?x64xf32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @merge_overflow(%x: tensor<?x4611686018427387904x?x4xf32>) {
+  // expected-error @+1 {{heads * head_dim = 4611686018427387904 * 4 overflows int64}}
+  %0 = attn.merge_heads %x : tensor<?x4611686018427387904x?x4xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+// tensor.dim with an index beyond the rank: upstream's verifier accepts it
+// (undefined behaviour), attn-to-loops would read past the shape array.
+func.func @dim_out_of_range(%x: tensor<?x?x64xf32> {attn.input = "x"}) -> tensor<?x?x64xf32> {
+  %c64 = arith.constant 64 : index
+  // expected-error @+1 {{'tensor.dim' op index 64 is out of range for a tensor of rank 3 (in a function with attn.input, which attn-to-loops lowers: expected 0 <= index < rank)}}
+  %d = tensor.dim %x, %c64 : tensor<?x?x64xf32>
+  return %x : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @dim_negative(%x: tensor<?x?x64xf32> {attn.input = "x"}) -> tensor<?x?x64xf32> {
+  %cm1 = arith.constant -1 : index
+  // expected-error @+1 {{'tensor.dim' op index -1 is out of range for a tensor of rank 3}}
+  %d = tensor.dim %x, %cm1 : tensor<?x?x64xf32>
+  return %x : tensor<?x?x64xf32>
+}

@@ -24,6 +24,9 @@ def Attn_Dialect : Dialect {
   let cppNamespace = "::attnc::attn";
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 0;
+  // attn.input / attn.weight / attn.concat_of on function arguments: checks
+  // their values and what attn-to-loops needs of the function (AttnDialect.cpp).
+  let hasRegionArgAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,31 @@
+func.func @all_ops(%x: tensor<?x?x64xf32>, %w: tensor<64x192xf32>, %b: tensor<192xf32>,
+                   %lens: tensor<?xi64>) -> tensor<?x?x64xf32> {
+  %qkv = attn.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<64x192xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+  %q = attn.slice %qkv [0, 64] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
+  %k = attn.slice %qkv [64, 64] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
+  %qh = attn.split_heads %q heads(4) : tensor<?x?x64xf32> -> tensor<?x4x?x16xf32>
+  %kh = attn.split_heads %k heads(2) : tensor<?x?x64xf32> -> tensor<?x2x?x32xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bsz = tensor.dim %qkv, %c0 : tensor<?x?x192xf32>
+  %t = tensor.dim %qkv, %c1 : tensor<?x?x192xf32>
+  %s = arith.muli %t, %c1 : index
+  %vh = attn.view %qkv[%bsz, 4, %t, 16] strides [%s, 16, 192, 1] offset 128 : tensor<?x?x192xf32> -> tensor<?x4x?x16xf32>
+  %qs = attn.scale %qh by 0.25 : tensor<?x4x?x16xf32>
+  %o = attn.sdpa %qs, %vh, %vh {mask = #attn<mask causal>, scale = 1.0 : f64}
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  %o2 = attn.sdpa %qs, %vh, %vh kv_lens(%lens : tensor<?xi64>)
+      {mask = #attn<mask causal_padding>, causal_align = #attn<align top_left>,
+       layout = #attn<layout bthd>, scale = 0.5 : f64}
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x?x4x16xf32>
+  %o3 = attn.sdpa %qs, %vh, %vh {mask = #attn<mask sliding_window>, window = 8, scale = 1.0 : f64}
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  %m = attn.merge_heads %o : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
+  return %m : tensor<?x?x64xf32>
+}
+
+func.func @gqa_cross(%q: tensor<2x8x5x16xf32>, %k: tensor<2x2x9x16xf32>, %v: tensor<2x2x9x16xf32>) -> tensor<2x8x5x16xf32> {
+  %o = attn.sdpa %q, %k, %v {mask = #attn<mask none>, scale = 0.25 : f64}
+      : tensor<2x8x5x16xf32>, tensor<2x2x9x16xf32>, tensor<2x2x9x16xf32> -> tensor<2x8x5x16xf32>
+  return %o : tensor<2x8x5x16xf32>
+}

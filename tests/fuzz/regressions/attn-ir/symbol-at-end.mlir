@@ -1,0 +1,1 @@
+func.func @split_of_merge_func.oftuh
