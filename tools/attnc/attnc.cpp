@@ -65,7 +65,13 @@ int main(int argc, char **argv) {
   }
   opts->verbose = verbose;
   opts->lastStage = "llvm-ir-opt";
-  if (!StringRef(output).ends_with(".so") && !StringRef(output).ends_with(".a")) {
+  // The extension says what to write; an existing non-regular file
+  // (/dev/null, a FIFO) gets a shared object whatever its name.
+  sys::fs::file_status st;
+  bool special = !sys::fs::status(output, st) && sys::fs::exists(st) &&
+                 !sys::fs::is_regular_file(st) && !sys::fs::is_directory(st);
+  if (!special && !StringRef(output).ends_with(".so") &&
+      !StringRef(output).ends_with(".a")) {
     errs() << "attnc: error: -o " << output
            << ": expected a .so (shared object) or .a (static archive) file name\n";
     return 2;
