@@ -95,12 +95,27 @@ inline std::unique_ptr<mlir::MLIRContext> makeContext() {
   return ctx;
 }
 
-/// Compile options shared by attnc and attnc-dump (--target, --no-fuse-qkv,
-/// --no-heads-as-views). Prints the error and returns nullopt for an
-/// unknown target.
-inline std::optional<CompileOptions>
-compileOptions(const char *tool, const std::string &target, bool noFuse,
-               bool noViews) {
+/// The options attnc and attnc-dump share, declared once (each tool that
+/// includes this header gets them, in this category).
+inline llvm::cl::OptionCategory sharedCategory("compile options (attnc, attnc-dump)");
+inline llvm::cl::opt<std::string> targetOpt("target",
+    llvm::cl::desc("instruction sets: multi (default: AVX-512 and AVX2 code in one "
+                   "library, the path chosen at load time from CPUID; also spelled "
+                   "x86-avx512,x86-avx2), x86-avx512, x86-avx2, x86-64, host (this CPU)"),
+    llvm::cl::init("multi"), llvm::cl::cat(sharedCategory));
+inline llvm::cl::opt<bool> noFuseOpt("no-fuse-qkv",
+    llvm::cl::desc("skip attn-fuse-qkv (three projection GEMMs)"),
+    llvm::cl::cat(sharedCategory));
+inline llvm::cl::opt<bool> noViewsOpt("no-heads-as-views",
+    llvm::cl::desc("skip attn-heads-as-views (head split/merge are copies)"),
+    llvm::cl::cat(sharedCategory));
+
+/// Compile options from the shared command-line options (--target,
+/// --no-fuse-qkv, --no-heads-as-views). Prints the error and returns
+/// nullopt for an unknown target.
+inline std::optional<CompileOptions> compileOptions(const char *tool) {
+  const std::string &target = targetOpt;
+  bool noFuse = noFuseOpt, noViews = noViewsOpt;
   CompileOptions opts;
   if (!parseIsa(target, opts.isa)) {
     llvm::errs() << tool << ": error: --target: expected multi (= x86-avx512,x86-avx2), "

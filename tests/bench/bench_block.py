@@ -126,6 +126,7 @@ def run_peer(kind, mode, t, p, reps, procs):
 # ---------------------------------------------------------------- attnc ----
 def run_attnc(attnc_run, lib, t, p, reps, procs, isa):
     env = dict(os.environ)
+    env.pop("ATTNC_ISA", None)
     if isa == "avx2":
         env["ATTNC_ISA"] = "avx2"
     mins, meds = [], []
@@ -182,10 +183,20 @@ def attnc_phases(lib_path, name, t, reps, isa):
     """Min ms of each phase (QKV GEMM, attention, W_O GEMM) on one thread,
     timed by a parallel-for hook that runs all tasks of a phase in one call."""
     import numpy as np
+    # The code path is chosen per call from ATTNC_ISA: set it for this
+    # measurement only.
+    saved = os.environ.pop("ATTNC_ISA", None)
     if isa == "avx2":
         os.environ["ATTNC_ISA"] = "avx2"
-    else:
+    try:
+        return _phases(lib_path, name, t, reps, np)
+    finally:
         os.environ.pop("ATTNC_ISA", None)
+        if saved is not None:
+            os.environ["ATTNC_ISA"] = saved
+
+
+def _phases(lib_path, name, t, reps, np):
     lib = ctypes.CDLL(lib_path)
     q = getattr(lib, name + "_pack")
     q.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,

@@ -54,9 +54,6 @@ static cl::opt<int64_t> batch("batch", cl::desc("batch for --check (default 2)")
                               cl::init(2), cl::cat(cat));
 static cl::opt<uint64_t> seed("seed", cl::desc("random seed for --check (default 1)"),
                               cl::init(1), cl::cat(cat));
-static cl::opt<std::string> target("target",
-    cl::desc("instruction set from the tiled stage on: multi (default), x86-avx512, x86-avx2, x86-64, host"),
-    cl::init("multi"), cl::cat(cat));
 static cl::opt<bool> locations("locations",
     cl::desc("print MLIR locations (they point at the spec's YAML lines)"),
     cl::cat(cat));
@@ -68,12 +65,9 @@ static cl::opt<std::string> testingBreakAfter("testing-break-after-check", cl::H
     cl::desc("testing only: swap the key and value operands of the attention "
              "after this stage was checked, so a later stage must fail"),
     cl::cat(cat));
-static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv"), cl::cat(cat));
-static cl::opt<bool> noViews("no-heads-as-views", cl::desc("skip attn-heads-as-views"),
-                             cl::cat(cat));
 
 int main(int argc, char **argv) {
-  cl::HideUnrelatedOptions(cat);
+  cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
@@ -97,7 +91,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::optional<attnc::CompileOptions> optsOr =
-      attnc::tools::compileOptions("attnc-dump", target, noFuse, noViews);
+      attnc::tools::compileOptions("attnc-dump");
   if (!optsOr)
     return 2;
   attnc::CompileOptions opts = *optsOr;

@@ -30,14 +30,6 @@ static cl::opt<std::string> output("o",
                                    cl::value_desc("file"), cl::Required, cl::cat(cat));
 static cl::opt<std::string> header("header", cl::desc("also write the C99 header here"),
                                    cl::value_desc("NAME.h"), cl::cat(cat));
-static cl::opt<std::string> target("target",
-    cl::desc("instruction set: multi (default: AVX-512 and AVX2 code in one library, "
-             "chosen at load time from CPUID), x86-avx512, x86-avx2, x86-64, host (this CPU)"),
-    cl::init("multi"), cl::cat(cat));
-static cl::opt<bool> noFuse("no-fuse-qkv", cl::desc("skip attn-fuse-qkv (three projection GEMMs)"),
-                            cl::cat(cat));
-static cl::opt<bool> noViews("no-heads-as-views",
-    cl::desc("skip attn-heads-as-views (head split/merge are copies)"), cl::cat(cat));
 static cl::opt<bool> testingOutputsOnly("testing-outputs-only", cl::Hidden,
     cl::desc("testing only: skip the compilation and write the line "
              "'attnc test output: NAME' to each output, so the handling of "
@@ -46,7 +38,7 @@ static cl::opt<bool> testingOutputsOnly("testing-outputs-only", cl::Hidden,
 static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr"), cl::cat(cat));
 
 int main(int argc, char **argv) {
-  cl::HideUnrelatedOptions(cat);
+  cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
@@ -55,9 +47,9 @@ int main(int argc, char **argv) {
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
       "usage; 1 other failure. A failed run leaves every output as it was.\n");
   std::optional<attnc::CompileOptions> opts =
-      attnc::tools::compileOptions("attnc", target, noFuse, noViews);
+      attnc::tools::compileOptions("attnc");
   if (!opts)
-    return 1;
+    return 2;
   if (!header.empty() && attnc::samePath(output, header)) {
     errs() << "attnc: error: -o and --header name the same file '" << header
            << "'\n";
