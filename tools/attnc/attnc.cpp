@@ -42,8 +42,13 @@ int main(int argc, char **argv) {
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
-      "attnc: compile an attention-block spec (YAML) into a shared object\n\n"
-      "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n\n"
+      "attnc: compile an attention-block spec (YAML) into a kernel library\n\n"
+      "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n"
+      "  attnc SPEC.yaml -o libNAME.a  (static archive: only NAME_* symbols)\n\n"
+      "The library holds AVX-512 and AVX2 code by default (--target multi) and\n"
+      "runs the first path this CPU supports (ATTNC_ISA=avx2 caps the choice).\n"
+      "MLIR's --mlir-* options (timing, IR printing, statistics) apply to every\n"
+      "pass pipeline of the compilation.\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
       "usage; 1 other failure. A failed run leaves every output as it was.\n");
   std::optional<attnc::CompileOptions> opts =
