@@ -33,23 +33,10 @@ std::unique_ptr<TargetMachine> attnc::createTargetMachine(Isa isa,
   const Target *target = TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
+  // The multi-ISA library's baseline is plain x86-64: each function of a
+  // code path carries its own target-cpu/target-features (EntryPoints.cpp).
   std::string cpu, features;
-  switch (isa) {
-  case Isa::Host: {
-    cpu = sys::getHostCPUName().str();
-    std::vector<std::string> fs;
-    for (auto &f : sys::getHostCPUFeatures())
-      fs.push_back((f.second ? "+" : "-") + f.first().str());
-    std::sort(fs.begin(), fs.end()); // deterministic order
-    for (auto &f : fs)
-      features += (features.empty() ? "" : ",") + f;
-    break;
-  }
-  case Isa::Multi: cpu = "x86-64"; break; // each function says its own
-  case Isa::X86_64: cpu = "x86-64"; break;
-  case Isa::Avx2: cpu = "x86-64-v3"; break;
-  case Isa::Avx512: cpu = "x86-64-v4"; features = "+prefer-no-scatter"; break;
-  }
+  targetCpuAndFeatures(isa == Isa::Multi ? "x86-64" : isaName(isa), cpu, features);
   TargetOptions opts;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, opts, Reloc::PIC_, std::nullopt,
