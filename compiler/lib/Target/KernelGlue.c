@@ -132,6 +132,7 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t work, done;
   int started;
+  int alive; /* workers that reached their wait loop */
   unsigned long long gen;
   int limit;   /* workers [0, limit) take part in the current job */
   int pending; /* workers still in the current job */
@@ -141,7 +142,7 @@ static struct {
   int64_t next;
 } k_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
             PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-            0, 0, 0, 0, NULL, NULL, 0, 0};
+            0, 0, 0, 0, 0, NULL, NULL, 0, 0};
 
 static void k_pool_drain(void) {
   for (;;) {
@@ -155,6 +156,10 @@ static void k_pool_drain(void) {
 static void *k_pool_worker(void *arg) {
   int id = (int)(intptr_t)arg;
   unsigned long long seen = 0;
+  pthread_mutex_lock(&k_pool.mu);
+  ++k_pool.alive;
+  pthread_cond_broadcast(&k_pool.done);
+  pthread_mutex_unlock(&k_pool.mu);
   for (;;) {
     pthread_mutex_lock(&k_pool.mu);
     while (k_pool.gen == seen)
@@ -199,6 +204,11 @@ static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
       break;
     ++k_pool.started;
   }
+  /* Every worker is parked in its wait loop before the pool is used: no
+   * thread is still starting when the caller returns (or the process
+   * exits right after, which sanitizers' exit-time checks do not survive). */
+  while (k_pool.alive < k_pool.started)
+    pthread_cond_wait(&k_pool.done, &k_pool.mu);
   int workers = threads - 1 < k_pool.started ? threads - 1 : k_pool.started;
   k_pool.fn = fn;
   k_pool.ctx = ctx;
