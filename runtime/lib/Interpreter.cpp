@@ -18,6 +18,13 @@
 namespace attnrt {
 namespace naive {
 
+/// The mask as a predicate: query i sees key j unless a causal mask hides
+/// later keys (j > i + offset) or a window hides keys too far back.
+inline bool keyVisible(bool causal, bool windowed, int64_t offset,
+                       int64_t window, int64_t i, int64_t j) {
+  return !(causal && j > i + offset) && !(windowed && j <= i + offset - window);
+}
+
 // The kernels are templates so that the same loops also run in float
 // (interpretFloat32: the "naive32" baseline of the accuracy gate).
 template <typename T>
@@ -60,11 +67,7 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
         T maxScore = -std::numeric_limits<T>::infinity();
         bool any = false;
         for (int64_t j = 0; j < tkv; ++j) {
-          bool see = true;
-          if (causal && j > i + offset)
-            see = false;
-          if (windowed && j <= i + offset - window)
-            see = false;
+          bool see = keyVisible(causal, windowed, offset, window, i, j);
           visible[j] = see;
           if (!see)
             continue;
@@ -589,11 +592,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
         bool any = false;
         int64_t nVis = 0;
         for (int64_t j = 0; j < tkv; ++j) {
-          bool see = true;
-          if (causal && j > i + offset)
-            see = false;
-          if (windowed && j <= i + offset - window)
-            see = false;
+          bool see = naive::keyVisible(causal, windowed, offset, window, i, j);
           visible[j] = see;
           if (!see)
             continue;

@@ -89,6 +89,15 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
                                         ValueRange{idx(c, dTail)});
   };
+  // The accumulators of a micro-kernel loop (rows x vecs vectors, row
+  // major) to rows [row0, row0 + rows) of a [*, vecs * VL] stack buffer.
+  auto storeBlock = [&](ImplicitLocOpBuilder &c, scf::ForOp acc, int64_t rows,
+                        int64_t vecs, Value buf, Value row0) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < vecs; ++v)
+        vector::StoreOp::create(c, acc.getResult(r * vecs + v), buf,
+                                ValueRange{add(c, row0, r), idx(c, v * vl)});
+  };
   // exp of an argument clamped to the range where f32 exp is normal: keeps
   // the polynomial in range; -inf (masked) gives ~1e-38, and rows that
   // see no key at all are zeroed at the end.
@@ -182,10 +191,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
               }
               return next;
             });
-        for (int64_t jj = 0; jj < kr; ++jj)
-          for (int64_t m = 0; m < mv; ++m)
-            vector::StoreOp::create(c1, dl.getResult(jj * mv + m), ST,
-                                    ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
+        storeBlock(c1, dl, kr, mv, ST, jg);
         return SmallVector<Value>{};
       });
       // The mask, element-wise, only where this block crosses its boundary.
@@ -273,10 +279,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
           }
           return next;
         });
-        for (int64_t i = 0; i < rr; ++i)
-          for (int64_t ch = 0; ch < dv; ++ch)
-            vector::StoreOp::create(c1, pv.getResult(i * dv + ch), O,
-                                    ValueRange{add(c1, r0, i), idx(c1, ch * vl)});
+        storeBlock(c1, pv, rr, dv, O, r0);
         return SmallVector<Value>{};
       });
       SmallVector<Value> next(mNew);
