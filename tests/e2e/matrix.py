@@ -72,9 +72,29 @@ def spec_text(s):
     return "\n".join(lines) + "\n"
 
 
+FAILURES = []
+
+
+def report(ok, line, detail=""):
+    """Prints a PASS/FAIL line (stdout, for FileCheck); failures also go to
+    stderr with their details, so a CI log shows them in full."""
+    print(f"{'PASS' if ok else 'FAIL'}: {line}")
+    if detail and not ok:
+        print(detail)
+    if not ok:
+        FAILURES.append(line)
+        print(f"matrix: FAIL: {line}\n{detail}", file=sys.stderr, flush=True)
+    return ok
+
+
 def run(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return p.returncode, p.stdout
+    out = p.stdout
+    if p.returncode < 0:
+        out += f"\n[{cmd[0]} killed by signal {-p.returncode}]"
+    elif p.returncode != 0:
+        out += f"\n[{cmd[0]} exited with status {p.returncode}]"
+    return p.returncode, out
 
 
 def big(work):
@@ -90,7 +110,7 @@ def big(work):
             lib = os.path.join(work, f"lib{name}_{isa}.so")
             rc, out = run(["attnc", path, "-o", lib, "--target", isa])
             if rc != 0:
-                print(f"FAIL: compile {name} {isa}\n{out}")
+                report(False, f"compile {name} {isa}", out)
                 failed += 1
                 continue
             for t, b in runs:
@@ -106,18 +126,16 @@ def big(work):
                     if threads == 1:
                         line = next((l for l in out.splitlines() if l.startswith("check")),
                                     out.strip())
-                        ok = rc == 0 and "PASS" in line
-                        print(f"{'PASS' if ok else 'FAIL'}: {name} {isa} T={t} B={b}: {line}")
-                        if not ok:
-                            print(out)
+                        ok = report(rc == 0 and "PASS" in line,
+                                    f"{name} {isa} T={t} B={b}: {line}", out)
                         passed, failed = passed + ok, failed + (not ok)
                     elif rc != 0:
-                        print(f"FAIL: {name} {isa} T={t} B={b} 2 threads\n{out}")
+                        report(False, f"{name} {isa} T={t} B={b} 2 threads", out)
                         failed += 1
                 same = all(os.path.exists(o) for o in outs) and \
                     open(outs[0], "rb").read() == open(outs[1], "rb").read()
-                print(f"{'PASS' if same else 'FAIL'}: {name} {isa} T={t} B={b}: "
-                      f"1 and 2 threads bit-identical: {'yes' if same else 'no'}")
+                report(same, f"{name} {isa} T={t} B={b}: "
+                       f"1 and 2 threads bit-identical: {'yes' if same else 'no'}")
                 passed, failed = passed + same, failed + (not same)
     return passed, failed
 
@@ -142,11 +160,9 @@ def main():
                 checks = [l for l in out.splitlines() if l.startswith("// check:")]
                 # conceptual, fused, viewed, tiled x 2 code paths, object x 2
                 ok = rc == 0 and len(checks) == 7 and all(l.endswith("OK") for l in checks)
-                print(f"{'PASS' if ok else 'FAIL'}: dump-check {name} seed {seed}")
+                report(ok, f"dump-check {name} seed {seed}", out)
                 for l in checks:
                     print("   ", l)
-                if not ok:
-                    print(out)
                 passed, failed = passed + ok, failed + (not ok)
             continue
         variants = [("", [])]
@@ -156,7 +172,7 @@ def main():
             lib = os.path.join(args.work, f"lib{name}{suffix}.so")
             rc, out = run(["attnc", path, "-o", lib] + flags)
             if rc != 0:
-                print(f"FAIL: compile {name}{suffix}\n{out}")
+                report(False, f"compile {name}{suffix}", out)
                 failed += 1
                 continue
             for t, b, xs in [r + (1.0,) for r in RUNS] + [(33, 2, PEAKY)]:
@@ -164,10 +180,8 @@ def main():
                                "--check", "--seed", str(t * 7 + b), "--x-scale", str(xs),
                                "--rtol", "1e-4", "--atol", str(1e-5 * xs * xs)])
                 line = next((l for l in out.splitlines() if l.startswith("check")), out.strip())
-                ok = rc == 0 and "PASS" in line
-                print(f"{'PASS' if ok else 'FAIL'}: {name}{suffix} T={t} B={b} x*{xs:g}: {line}")
-                if not ok:
-                    print(out)
+                ok = report(rc == 0 and "PASS" in line,
+                            f"{name}{suffix} T={t} B={b} x*{xs:g}: {line}", out)
                 passed, failed = passed + ok, failed + (not ok)
     if not args.dump_check:
         p, f = big(args.work)

@@ -10,7 +10,8 @@
  * This file checks every argument of the ABI (sizes included), picks the
  * code path the CPU supports, and runs the phases through the caller's
  * parallel-for hook or a small built-in pthread pool. It has no state but
- * the pool, which is created on first use with more than one thread.
+ * the pool, which is created on first use with more than one thread and
+ * stopped (its workers joined) at exit() and at dlclose().
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
 #include <stdlib.h>
@@ -133,6 +134,8 @@ static struct {
   pthread_cond_t work, done;
   int started;
   int alive; /* workers that reached their wait loop */
+  int quit;  /* set by k_pool_stop: workers return */
+  int hooked; /* k_pool_stop is registered with atexit */
   unsigned long long gen;
   int limit;   /* workers [0, limit) take part in the current job */
   int pending; /* workers still in the current job */
@@ -140,9 +143,9 @@ static struct {
   void *ctx;
   int64_t n;
   int64_t next;
+  pthread_t threads[K_MAX_THREADS];
 } k_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-            PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-            0, 0, 0, 0, 0, NULL, NULL, 0, 0};
+            PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static void k_pool_drain(void) {
   for (;;) {
@@ -162,8 +165,12 @@ static void *k_pool_worker(void *arg) {
   pthread_mutex_unlock(&k_pool.mu);
   for (;;) {
     pthread_mutex_lock(&k_pool.mu);
-    while (k_pool.gen == seen)
+    while (k_pool.gen == seen && !k_pool.quit)
       pthread_cond_wait(&k_pool.work, &k_pool.mu);
+    if (k_pool.quit) {
+      pthread_mutex_unlock(&k_pool.mu);
+      return NULL;
+    }
     seen = k_pool.gen;
     int mine = id < k_pool.limit;
     pthread_mutex_unlock(&k_pool.mu);
@@ -175,7 +182,34 @@ static void *k_pool_worker(void *arg) {
       pthread_cond_signal(&k_pool.done);
     pthread_mutex_unlock(&k_pool.mu);
   }
-  return NULL;
+}
+
+/* Stops and joins the workers. Registered with atexit() when the first
+ * worker starts; in a shared object that registration belongs to the
+ * object, so it runs at exit() (before the exit-time checks of sanitizers,
+ * which registered earlier) and at dlclose(): no worker is ever left
+ * running, or parked, in code that is about to be unmapped. */
+static void k_pool_stop(void) {
+  pthread_mutex_lock(&k_pool.use);
+  pthread_mutex_lock(&k_pool.mu);
+  k_pool.quit = 1;
+  pthread_cond_broadcast(&k_pool.work);
+  pthread_mutex_unlock(&k_pool.mu);
+  for (int i = 0; i < k_pool.started; ++i)
+    pthread_join(k_pool.threads[i], NULL);
+  k_pool.started = k_pool.alive = k_pool.quit = 0;
+  pthread_mutex_unlock(&k_pool.use);
+}
+
+/* In a child of fork() only the forking thread exists: start afresh. */
+static void k_pool_after_fork(void) {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  k_pool.use = m;
+  k_pool.mu = m;
+  k_pool.work = c;
+  k_pool.done = c;
+  k_pool.started = k_pool.alive = k_pool.quit = 0;
 }
 
 /* Runs fn over [0, n) on `threads` threads (the caller is one of them). */
@@ -190,15 +224,23 @@ static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
   }
   pthread_mutex_lock(&k_pool.use);
   pthread_mutex_lock(&k_pool.mu);
+  if (!k_pool.hooked && k_pool.started < threads - 1) {
+    if (atexit(k_pool_stop) != 0 ||
+        pthread_atfork(NULL, NULL, k_pool_after_fork) != 0) {
+      pthread_mutex_unlock(&k_pool.mu);
+      pthread_mutex_unlock(&k_pool.use);
+      fn(ctx, 0, n); /* no pool without a way to stop it */
+      return 0;
+    }
+    k_pool.hooked = 1;
+  }
   while (k_pool.started < threads - 1) {
     pthread_attr_t attr;
-    pthread_t th;
     pthread_attr_init(&attr);
     size_t stack = (size_t)K_STACK_BYTES * 2 + ((size_t)1 << 20);
     pthread_attr_setstacksize(&attr, stack);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, k_pool_worker,
-                            (void *)(intptr_t)k_pool.started);
+    int rc = pthread_create(&k_pool.threads[k_pool.started], &attr,
+                            k_pool_worker, (void *)(intptr_t)k_pool.started);
     pthread_attr_destroy(&attr);
     if (rc != 0)
       break;
