@@ -40,34 +40,57 @@ void linearT(const T *x, const T *w, const T *b, T *y, int64_t m, int64_t k,
   }
 }
 
+/// The causal/window parts of the mask (docs: naive::sdpa).
+inline bool isCausal(uint32_t mask) {
+  return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
+         mask == ATTNC_MASK_SLIDING_WINDOW;
+}
+
+/// Sequence b's valid queries and keys, and where query i sits among the
+/// keys (i + offset): bottom-right alignment lines the last valid query up
+/// with the last valid key.
+struct RowRange {
+  int64_t qValid, kvValid, offset;
+};
+inline RowRange rowRange(int64_t b, int64_t tq, int64_t tkv,
+                         const int64_t *qValid, const int64_t *kvValid,
+                         bool topLeft) {
+  RowRange r;
+  r.qValid = qValid ? qValid[b] : tq;
+  r.kvValid = kvValid ? kvValid[b] : tkv;
+  r.offset = topLeft ? 0 : r.kvValid - r.qValid;
+  return r;
+}
+
 template <typename T>
 void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
            int64_t hkv, int64_t tq, int64_t tkv, int64_t d, double scale,
-           uint32_t mask, bool topLeft, int64_t window) {
+           uint32_t mask, bool topLeft, int64_t window, const int64_t *qValid,
+           const int64_t *kvValid, T *probs) {
   assert(hkv > 0 && hq % hkv == 0 && "query heads must be a multiple of kv");
   const int64_t group = hq / hkv;
-  const bool causal = mask == ATTNC_MASK_CAUSAL ||
-                      mask == ATTNC_MASK_CAUSAL_PADDING ||
-                      mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool causal = isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
-  // Query i sits at absolute key position i + offset.
-  const int64_t offset = topLeft ? 0 : tkv - tq;
   std::vector<T> scores(static_cast<size_t>(tkv));
   std::vector<char> visible(static_cast<size_t>(tkv));
 
   for (int64_t b = 0; b < batch; ++b) {
+    const RowRange rr = rowRange(b, tq, tkv, qValid, kvValid, topLeft);
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kvh = h / group;
       const T *qh = q + (b * hq + h) * tq * d;
       const T *kh = k + (b * hkv + kvh) * tkv * d;
       const T *vh = v + (b * hkv + kvh) * tkv * d;
       T *oh = o + (b * hq + h) * tq * d;
+      T *ph = probs ? probs + (b * hq + h) * tq * tkv : nullptr;
       for (int64_t i = 0; i < tq; ++i) {
-        // Scores and the mask.
+        // Scores and the mask. Padding: only valid queries see anything,
+        // and only valid keys are seen.
         T maxScore = -std::numeric_limits<T>::infinity();
         bool any = false;
         for (int64_t j = 0; j < tkv; ++j) {
-          bool see = keyVisible(causal, windowed, offset, window, i, j);
+          bool see = i < rr.qValid && j < rr.kvValid &&
+                     keyVisible(causal, windowed, rr.offset, window, i, j);
           visible[j] = see;
           if (!see)
             continue;
@@ -83,6 +106,10 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
         T *orow = oh + i * d;
         for (int64_t c = 0; c < d; ++c)
           orow[c] = 0;
+        T *prow = ph ? ph + i * tkv : nullptr;
+        if (prow)
+          for (int64_t j = 0; j < tkv; ++j)
+            prow[j] = 0;
         if (!any)
           continue; // Every key masked: the row is zero.
         // Softmax with the maximum subtracted, then the weighted sum of V.
@@ -97,6 +124,8 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
           if (!visible[j])
             continue;
           T p = scores[j] / sum;
+          if (prow)
+            prow[j] = p;
           for (int64_t c = 0; c < d; ++c)
             orow[c] += p * vh[j * d + c];
         }
@@ -113,9 +142,10 @@ void linear(const double *x, const double *w, const double *b, double *y,
 void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft,
-          int64_t window) {
+          int64_t window, const int64_t *qValid, const int64_t *kvValid,
+          double *probs) {
   sdpaT<double>(q, k, v, o, batch, hq, hkv, tq, tkv, d, scale, mask, topLeft,
-                window);
+                window, qValid, kvValid, probs);
 }
 
 } // namespace naive
@@ -162,6 +192,8 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   p.outProj = info.out_proj != 0;
   p.scale = info.scale;
   p.layout = info.weight_layout;
+  p.cross = (info.features & ATTNC_FEATURE_CROSS) != 0;
+  p.wantProbs = (info.features & ATTNC_FEATURE_PROBS) != 0;
   return p;
 }
 
@@ -374,71 +406,177 @@ template <typename T> std::vector<T> as(const std::vector<double> &v) {
 } // namespace
 
 namespace {
+std::string num(int64_t v) { return std::to_string(v); }
+
 /// True when the block's shapes are sane and every buffer of a
 /// [batch*seqLen, width] activation (width up to d_model, the QKV width or
-/// out_dim) fits in 64-bit byte counts of doubles; rows is batch*seqLen.
+/// out_dim), of the K/V input's [batch*kvSeqLen, width] ones and of the
+/// attention weights [batch, heads, seqLen, kvSeqLen] fits in 64-bit byte
+/// counts of doubles; rows is batch*seqLen, kvRows batch*kvSeqLen.
 bool sizesOk(const BlockParams &p, int64_t batch, int64_t seqLen,
-             int64_t &rows) {
+             int64_t kvSeqLen, int64_t &rows, int64_t &kvRows) {
   int64_t qW, kvW, width, bytes;
   if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
-      p.heads % p.kvHeads != 0 || batch < 1 || seqLen < 1)
+      p.heads % p.kvHeads != 0 || batch < 1 || seqLen < 1 || kvSeqLen < 1)
     return false;
   if (!checkedMul(p.heads, p.headDim, qW) ||
       !checkedMul(p.kvHeads, p.headDim, kvW) ||
       !checkedSum({qW, kvW, kvW, p.dModel}, width) ||
       !checkedMul(batch, seqLen, rows) ||
-      !checkedProduct({rows, width, 8}, bytes))
+      !checkedMul(batch, kvSeqLen, kvRows) ||
+      !checkedProduct({rows, width, 8}, bytes) ||
+      !checkedProduct({kvRows, width, 8}, bytes) ||
+      !checkedProduct({rows, p.heads, kvSeqLen, 8}, bytes))
     return false;
   return true;
+}
+
+/// A block's run, once its inputs are checked: the K/V source and length,
+/// and the valid lengths as the naive kernels take them (empty: all valid).
+struct Run {
+  int64_t rows = 0, kvRows = 0, kvSeq = 0;
+  const float *kvSource = nullptr;
+  std::vector<int64_t> qValid, kvValid;
+  const int64_t *q() const { return qValid.empty() ? nullptr : qValid.data(); }
+  const int64_t *kv() const {
+    return kvValid.empty() ? nullptr : kvValid.data();
+  }
+};
+
+/// Checks everything interpret() needs; false when it cannot run.
+bool prepare(const BlockParams &p, const std::vector<const float *> &weights,
+             const float *x, int64_t batch, int64_t seqLen,
+             const VariantInputs &in, Run &r) {
+  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
+      weights.size() != storageTensors(p).size() || !x ||
+      !checkVariantInputs(p, batch, seqLen, in).empty())
+    return false;
+  r.kvSeq = p.cross ? in.kvSeqLen : seqLen;
+  r.kvSource = p.cross ? in.xKv : x;
+  if (!sizesOk(p, batch, seqLen, r.kvSeq, r.rows, r.kvRows))
+    return false;
+  if (in.lengths)
+    r.qValid.assign(in.lengths, in.lengths + batch);
+  // Self-attention: the valid tokens are the valid keys too.
+  if (!p.cross && in.lengths)
+    r.kvValid = r.qValid;
+  if (p.cross && in.kvLengths)
+    r.kvValid.assign(in.kvLengths, in.kvLengths + batch);
+  return true;
+}
+
+/// Zeroes the rows t >= qValid[b] of a [batch, seq, width] tensor: padded
+/// queries give zero output rows (not the output bias).
+template <typename T>
+void zeroPaddedRows(std::vector<T> &y, const Run &r, int64_t batch,
+                    int64_t seq, int64_t width) {
+  if (r.qValid.empty())
+    return;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = r.qValid[size_t(b)]; t < seq; ++t)
+      for (int64_t c = 0; c < width; ++c)
+        y[size_t((b * seq + t) * width + c)] = 0;
 }
 
 template <typename T>
 std::vector<double> interpretT(const BlockParams &p,
                                const std::vector<const float *> &weights,
-                               const float *x, int64_t batch, int64_t seqLen) {
+                               const float *x, int64_t batch, int64_t seqLen,
+                               const VariantInputs &in,
+                               std::vector<double> *probs) {
   const int64_t d = p.dModel;
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
-  int64_t rows = 0;
-  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
-      weights.size() != storageTensors(p).size() ||
-      !sizesOk(p, batch, seqLen, rows))
+  Run run;
+  if (!prepare(p, weights, x, batch, seqLen, in, run))
     return {}; // Not a block we can run; callers validate first.
+  const int64_t rows = run.rows, kvRows = run.kvRows, kvSeq = run.kvSeq;
   Projections w = unpack(p, weights);
   std::vector<T> wq = as<T>(w.wq), wk = as<T>(w.wk), wv = as<T>(w.wv),
                  wo = as<T>(w.wo), bq = as<T>(w.bq), bk = as<T>(w.bk),
                  bv = as<T>(w.bv), bo = as<T>(w.bo);
 
   std::vector<T> xd(x, x + rows * d);
+  std::vector<T> xkv(run.kvSource, run.kvSource + kvRows * d);
   std::vector<T> q(static_cast<size_t>(rows * qW));
-  std::vector<T> k(static_cast<size_t>(rows * kvW));
-  std::vector<T> v(static_cast<size_t>(rows * kvW));
+  std::vector<T> k(static_cast<size_t>(kvRows * kvW));
+  std::vector<T> v(static_cast<size_t>(kvRows * kvW));
   naive::linearT<T>(xd.data(), wq.data(), orNull(bq), q.data(), rows, d, qW);
-  naive::linearT<T>(xd.data(), wk.data(), orNull(bk), k.data(), rows, d, kvW);
-  naive::linearT<T>(xd.data(), wv.data(), orNull(bv), v.data(), rows, d, kvW);
+  naive::linearT<T>(xkv.data(), wk.data(), orNull(bk), k.data(), kvRows, d,
+                    kvW);
+  naive::linearT<T>(xkv.data(), wv.data(), orNull(bv), v.data(), kvRows, d,
+                    kvW);
 
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
-  std::vector<T> kh = splitHeads(k, batch, seqLen, p.kvHeads, p.headDim);
-  std::vector<T> vh = splitHeads(v, batch, seqLen, p.kvHeads, p.headDim);
+  std::vector<T> kh = splitHeads(k, batch, kvSeq, p.kvHeads, p.headDim);
+  std::vector<T> vh = splitHeads(v, batch, kvSeq, p.kvHeads, p.headDim);
   std::vector<T> oh(qh.size());
+  std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
   naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
-                  p.kvHeads, seqLen, seqLen, p.headDim, scale, p.mask,
-                  p.topLeft, p.window);
+                  p.kvHeads, seqLen, kvSeq, p.headDim, scale, p.mask,
+                  p.topLeft, p.window, run.q(), run.kv(),
+                  probs ? ph.data() : nullptr);
+  if (probs)
+    probs->assign(ph.begin(), ph.end());
   std::vector<T> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
-  if (!p.outProj)
+  if (!p.outProj) {
+    zeroPaddedRows(o, run, batch, seqLen, qW);
     return std::vector<double>(o.begin(), o.end());
+  }
 
   std::vector<T> y(static_cast<size_t>(rows * d));
   naive::linearT<T>(o.data(), wo.data(), orNull(bo), y.data(), rows, qW, d);
+  zeroPaddedRows(y, run, batch, seqLen, d);
   return std::vector<double>(y.begin(), y.end());
 }
 } // namespace
 
+std::string checkVariantInputs(const BlockParams &p, int64_t batch,
+                               int64_t seqLen, const VariantInputs &in) {
+  if (batch < 1 || seqLen < 1)
+    return "batch and seq_len must be at least 1, got batch " + num(batch) +
+           ", seq_len " + num(seqLen);
+  if (p.cross) {
+    if (!in.xKv)
+      return "cross-attention needs x_kv";
+    if (in.kvSeqLen < 1)
+      return "cross-attention needs kv_seq_len >= 1, got " + num(in.kvSeqLen);
+  } else {
+    if (in.xKv)
+      return "x_kv given, but the block is self-attention";
+    if (in.kvSeqLen != 0 && in.kvSeqLen != seqLen)
+      return "kv_seq_len " + num(in.kvSeqLen) + " differs from seq_len " +
+             num(seqLen) + " in self-attention";
+    if (in.kvLengths)
+      return "kv_lengths given, but the block is self-attention (lengths "
+             "are the keys' lengths too)";
+  }
+  const int64_t kvSeq = p.cross ? in.kvSeqLen : seqLen;
+  for (int64_t b = 0; b < batch; ++b) {
+    if (in.lengths && (in.lengths[b] < 0 || in.lengths[b] > seqLen))
+      return "lengths[" + num(b) + "] is " + num(in.lengths[b]) +
+             ", expected 0.." + num(seqLen) + " (seq_len)";
+    if (in.kvLengths && (in.kvLengths[b] < 0 || in.kvLengths[b] > kvSeq))
+      return "kv_lengths[" + num(b) + "] is " + num(in.kvLengths[b]) +
+             ", expected 0.." + num(kvSeq) + " (kv_seq_len)";
+  }
+  return "";
+}
+
 std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen) {
-  return interpretT<double>(p, weights, x, batch, seqLen);
+  return interpretT<double>(p, weights, x, batch, seqLen, VariantInputs(),
+                            nullptr);
+}
+
+std::vector<double> interpret(const BlockParams &p,
+                              const std::vector<const float *> &weights,
+                              const float *x, int64_t batch, int64_t seqLen,
+                              const VariantInputs &in,
+                              std::vector<double> *probs) {
+  return interpretT<double>(p, weights, x, batch, seqLen, in, probs);
 }
 
 //===----------------------------------------------------------------------===//
@@ -559,7 +697,9 @@ void linearBound(const Model &model, const double *x, const double *ex,
 /// arguments (u times the logits' magnitude), the exps themselves
 /// (kExpUlps each, up to T+2 of them per term with online-softmax
 /// rescaling), the normalisation and the weighted sum (gamma_{T+2}).
-/// `tick(1)` after each query row.
+/// `tick(1)` after each query row. Valid lengths and the mask as in
+/// naive::sdpa; `probs`/`eprobs`, when not null, receive the softmax
+/// weights [B, Hq, Tq, Tkv] and their bounds.
 constexpr double kExpUlps = 4;
 
 void sdpaBound(const Model &model, const double *q, const double *eq,
@@ -567,19 +707,19 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                const double *ek, const double *v, const double *ev, double *o,
                double *eo, int64_t batch, int64_t hq, int64_t hkv, int64_t tq,
                int64_t tkv, int64_t d, double scale, uint32_t mask,
-               bool topLeft, int64_t window,
+               bool topLeft, int64_t window, const int64_t *qValid,
+               const int64_t *kvValid, double *probs, double *eprobs,
                const std::function<void(int64_t)> &tick) {
   const int64_t group = hq / hkv;
-  const bool causal = mask == ATTNC_MASK_CAUSAL ||
-                      mask == ATTNC_MASK_CAUSAL_PADDING ||
-                      mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool causal = naive::isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
-  const int64_t offset = topLeft ? 0 : tkv - tq;
   const double gd = model.g(d + 2);
   std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size()),
       arg(scores.size());
   std::vector<char> visible(static_cast<size_t>(tkv));
   for (int64_t b = 0; b < batch; ++b) {
+    const naive::RowRange rr =
+        naive::rowRange(b, tq, tkv, qValid, kvValid, topLeft);
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kvh = h / group;
       const size_t qo = size_t((b * hq + h) * tq * d);
@@ -587,12 +727,20 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
       for (int64_t i = 0; i < tq; ++i) {
         if (tick && i > 0)
           tick(1);
+        double *prow =
+            probs ? probs + size_t(((b * hq + h) * tq + i) * tkv) : nullptr;
+        double *eprow =
+            eprobs ? eprobs + size_t(((b * hq + h) * tq + i) * tkv) : nullptr;
+        for (int64_t j = 0; prow && j < tkv; ++j)
+          prow[j] = eprow[j] = 0;
         double maxScore = -std::numeric_limits<double>::infinity();
         double maxMag = 0, maxErr = 0;
         bool any = false;
         int64_t nVis = 0;
         for (int64_t j = 0; j < tkv; ++j) {
-          bool see = naive::keyVisible(causal, windowed, offset, window, i, j);
+          bool see = i < rr.qValid && j < rr.kvValid &&
+                     naive::keyVisible(causal, windowed, rr.offset, window,
+                                       i, j);
           visible[j] = see;
           if (!see)
             continue;
@@ -696,6 +844,15 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           if (!visible[j])
             continue;
           const double pj = scores[j] / sum;
+          if (prow) {
+            // The weight itself: the perturbation below, the rounding of
+            // the sum and the division, and a weight that underflows or
+            // flushes to zero in float32.
+            prow[j] = pj;
+            eprow[j] = pj * (std::expm1(dS[j] + L) +
+                             (model.rigorous ? gT : normRel)) +
+                       0x1p-125;
+          }
           if (pj == 0)
             continue; // underflowed: the term below covers it
           const double rho = std::expm1(dS[j] + L);
@@ -737,21 +894,32 @@ Reference referenceWithBound(const BlockParams &p,
                              const float *x, int64_t batch, int64_t seqLen,
                              const std::function<void(double)> &progress,
                              const BoundOptions &options) {
+  return referenceWithBound(p, weights, x, batch, seqLen, VariantInputs(),
+                            progress, options);
+}
+
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const VariantInputs &in,
+                             const std::function<void(double)> &progress,
+                             const BoundOptions &options) {
   Reference r;
   const Model model{options.rigorous, options.lambda};
   const int64_t d = p.dModel;
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
-  int64_t rows = 0;
-  if (p.layout > ATTNC_LAYOUT_SEPARATE ||
-      weights.size() != storageTensors(p).size() ||
-      !sizesOk(p, batch, seqLen, rows))
+  Run run;
+  if (!prepare(p, weights, x, batch, seqLen, in, run))
     return r;
+  const int64_t rows = run.rows, kvRows = run.kvRows, kvSeq = run.kvSeq;
   Projections w = unpack(p, weights);
-  // Progress: the projections (rows * d * (qW + 2 kvW)), the attention
-  // (batch * heads * T^2 * dh) and the output projection (rows * qW * d).
-  const double total = double(rows) * d * double(qW + 2 * kvW) +
-                       double(batch) * p.heads * double(seqLen) * seqLen *
+  // Progress: the projections (rows * d * qW + kvRows * d * 2 kvW), the
+  // attention (batch * heads * T * T_kv * dh) and the output projection
+  // (rows * qW * d).
+  const double total = double(rows) * d * double(qW) +
+                       double(kvRows) * d * double(2 * kvW) +
+                       double(batch) * p.heads * double(seqLen) * kvSeq *
                            p.headDim +
                        (p.outProj ? double(rows) * qW * d : 0.0);
   double done = 0;
@@ -762,34 +930,46 @@ Reference referenceWithBound(const BlockParams &p,
   };
 
   std::vector<double> xd(x, x + rows * d);
+  std::vector<double> xkv(run.kvSource, run.kvSource + kvRows * d);
   std::vector<double> q(size_t(rows * qW)), eq(q.size());
-  std::vector<double> k(size_t(rows * kvW)), ek(k.size());
-  std::vector<double> v(size_t(rows * kvW)), ev(v.size());
+  std::vector<double> k(size_t(kvRows * kvW)), ek(k.size());
+  std::vector<double> v(size_t(kvRows * kvW)), ev(v.size());
   linearBound(model, xd.data(), nullptr, w.wq.data(), orNull(w.bq),
               q.data(), eq.data(), rows, d, qW, 1, report);
-  linearBound(model, xd.data(), nullptr, w.wk.data(), orNull(w.bk),
-              k.data(), ek.data(), rows, d, kvW, 1, report);
-  linearBound(model, xd.data(), nullptr, w.wv.data(), orNull(w.bv),
-              v.data(), ev.data(), rows, d, kvW, 1, report);
+  linearBound(model, xkv.data(), nullptr, w.wk.data(), orNull(w.bk),
+              k.data(), ek.data(), kvRows, d, kvW, 1, report);
+  linearBound(model, xkv.data(), nullptr, w.wv.data(), orNull(w.bv),
+              v.data(), ev.data(), kvRows, d, kvW, 1, report);
 
-  auto split = [&](const std::vector<double> &t, int64_t heads) {
-    return splitHeads(t, batch, seqLen, heads, p.headDim);
+  auto split = [&](const std::vector<double> &t, int64_t seq, int64_t heads) {
+    return splitHeads(t, batch, seq, heads, p.headDim);
   };
-  std::vector<double> qh = split(q, p.heads), eqh = split(eq, p.heads);
-  std::vector<double> kh = split(k, p.kvHeads), ekh = split(ek, p.kvHeads);
-  std::vector<double> vh = split(v, p.kvHeads), evh = split(ev, p.kvHeads);
+  std::vector<double> qh = split(q, seqLen, p.heads),
+                      eqh = split(eq, seqLen, p.heads);
+  std::vector<double> kh = split(k, kvSeq, p.kvHeads),
+                      ekh = split(ek, kvSeq, p.kvHeads);
+  std::vector<double> vh = split(v, kvSeq, p.kvHeads),
+                      evh = split(ev, kvSeq, p.kvHeads);
   std::vector<double> oh(qh.size()), eoh(qh.size());
+  if (p.wantProbs) {
+    r.probs.assign(size_t(batch * p.heads * seqLen * kvSeq), 0.0);
+    r.probsBound.assign(r.probs.size(), 0.0);
+  }
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
-  const double perRow = double(seqLen) * p.headDim;
+  const double perRow = double(kvSeq) * p.headDim;
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
-            seqLen, seqLen, p.headDim, scale, p.mask, p.topLeft, p.window,
+            seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,
+            run.q(), run.kv(), p.wantProbs ? r.probs.data() : nullptr,
+            p.wantProbs ? r.probsBound.data() : nullptr,
             [&](int64_t n) { report(double(n) * perRow); });
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj) {
     r.y = std::move(o);
     r.bound = std::move(eo);
+    zeroPaddedRows(r.y, run, batch, seqLen, qW);
+    zeroPaddedRows(r.bound, run, batch, seqLen, qW);
     return r;
   }
   r.y.resize(size_t(rows * d));
@@ -798,6 +978,9 @@ Reference referenceWithBound(const BlockParams &p,
   // softmax weights), independent across heads.
   linearBound(model, o.data(), eo.data(), w.wo.data(), orNull(w.bo),
               r.y.data(), r.bound.data(), rows, qW, d, p.headDim, report);
+  // Padded query rows are exactly zero: nothing to round.
+  zeroPaddedRows(r.y, run, batch, seqLen, d);
+  zeroPaddedRows(r.bound, run, batch, seqLen, d);
   return r;
 }
 
@@ -805,7 +988,15 @@ std::vector<double> interpretFloat32(const BlockParams &p,
                                      const std::vector<const float *> &weights,
                                      const float *x, int64_t batch,
                                      int64_t seqLen) {
-  return interpretT<float>(p, weights, x, batch, seqLen);
+  return interpretT<float>(p, weights, x, batch, seqLen, VariantInputs(),
+                           nullptr);
+}
+
+std::vector<double> interpretFloat32(const BlockParams &p,
+                                     const std::vector<const float *> &weights,
+                                     const float *x, int64_t batch,
+                                     int64_t seqLen, const VariantInputs &in) {
+  return interpretT<float>(p, weights, x, batch, seqLen, in, nullptr);
 }
 
 } // namespace attnrt

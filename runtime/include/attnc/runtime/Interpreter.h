@@ -1,12 +1,15 @@
 //===- Interpreter.h - Reference semantics in double precision -*- C++ -*-===//
 //
 // The textbook attention block, as plain loops in double precision:
-//   q = x Wq + bq, k = x Wk + bk, v = x Wv + bv      (per head h)
+//   q = x Wq + bq, k = x_kv Wk + bk, v = x_kv Wv + bv   (per head h;
+//                                    x_kv = x unless cross-attention)
 //   o_h = softmax(q_h k_hᵀ · scale + M) v_h
-//   y = concat_h(o_h) Wo + bo
-// written independently of the compiler's lowering. Two faces use these
-// naive kernels: runtime checks of compiled kernels (from metadata) and the
-// compiler's IR evaluator (attn-dialect stages).
+//   y = concat_h(o_h) Wo + bo, rows past a sequence's length set to 0
+// written independently of the compiler's lowering. M is the mask of the
+// metadata plus the per-call valid lengths (padding), as docs/abi.md
+// defines them. Two faces use these naive kernels: runtime checks of
+// compiled kernels (from metadata) and the compiler's IR evaluator
+// (attn-dialect stages).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_INTERPRETER_H
@@ -29,17 +32,25 @@ void linear(const double *x, const double *w, const double *b, double *y,
 
 /// Scaled dot-product attention over [B, H, T, D] tensors (row-major):
 /// q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D], o [B, Hq, Tq, D]. Query head h
-/// reads kv head h / (Hq / Hkv). mask: ATTNC_MASK_NONE, _CAUSAL or
-/// _SLIDING_WINDOW (_PADDING / _CAUSAL_PADDING with every token valid are
-/// the same as _NONE / _CAUSAL). Causal uses bottom-right alignment (query i
-/// sees keys j <= i + Tkv - Tq) unless topLeft (then j <= i). The sliding
-/// window is causal and further restricts query i to the `window` most
-/// recent keys: j > i + off - window (window <= 0: no restriction). A row
-/// whose keys are all masked yields zeros.
+/// reads kv head h / (Hq / Hkv).
+///
+/// Valid lengths (padding): sequence b has qValid[b] valid queries and
+/// kvValid[b] valid keys (null: Tq and Tkv; callers check 0 <= qValid[b]
+/// <= Tq and 0 <= kvValid[b] <= Tkv). Query i < qValid[b] sees key j iff
+/// j < kvValid[b] and the mask lets it through:
+///  * ATTNC_MASK_NONE, _PADDING: nothing more;
+///  * _CAUSAL, _CAUSAL_PADDING: j <= i + off_b, off_b = kvValid[b] -
+///    qValid[b] (bottom-right alignment) or 0 when topLeft;
+///  * _SLIDING_WINDOW: causal, and j > i + off_b - window (the `window`
+///    most recent keys; window <= 0: no restriction).
+/// Query rows i >= qValid[b], and rows that see no key, are zero (and so
+/// are their probs rows). `probs`, when not null, receives the softmax
+/// weights [B, Hq, Tq, Tkv], 0 for masked keys.
 void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft = false,
-          int64_t window = 0);
+          int64_t window = 0, const int64_t *qValid = nullptr,
+          const int64_t *kvValid = nullptr, double *probs = nullptr);
 
 } // namespace naive
 
@@ -52,9 +63,41 @@ struct BlockParams {
   bool bias = true, outProj = true;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
+  /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second
+  /// input x_kv [batch, kvSeqLen, dModel] (VariantInputs::xKv).
+  bool cross = false;
+  /// The attention weights are an output too (ATTNC_FEATURE_PROBS):
+  /// referenceWithBound then also returns them, with their bound.
+  bool wantProbs = false;
 };
 
+/// The block a kernel computes, from its metadata (features: cross from
+/// ATTNC_FEATURE_CROSS, wantProbs from ATTNC_FEATURE_PROBS).
 BlockParams paramsFromInfo(const attnc_kernel_info &info);
+
+/// The per-call inputs of the attention variants, as in attnc_forward_args
+/// (docs/abi.md). The default is plain self-attention with every token
+/// valid, which is what the entry points without a VariantInputs run.
+struct VariantInputs {
+  /// [batch] valid query rows per sequence, 0 <= lengths[b] <= seqLen
+  /// (null: all); for self-attention also the valid keys. Query rows past
+  /// the length give zero y rows.
+  const int32_t *lengths = nullptr;
+  /// Cross-attention only: K/V input [batch, kvSeqLen, dModel].
+  const float *xKv = nullptr;
+  /// Cross-attention: T_kv (>= 1). Self-attention: 0 or seqLen.
+  int64_t kvSeqLen = 0;
+  /// Cross-attention only: [batch] valid keys, 0 <= kvLengths[b] <=
+  /// kvSeqLen (null: all).
+  const int32_t *kvLengths = nullptr;
+};
+
+/// Empty when `in` fits a block `p` with this batch and seqLen (xKv and a
+/// kvSeqLen >= 1 exactly for cross-attention, kvLengths only with it, every
+/// length in range); otherwise the reason, naming the offending entry.
+/// What interpret() and referenceWithBound() check before running.
+std::string checkVariantInputs(const BlockParams &p, int64_t batch,
+                               int64_t seqLen, const VariantInputs &in);
 
 /// The storage tensors (names and shapes) a block of this shape takes, in
 /// the order the pack entry expects. Must agree with the compiler's list.
@@ -79,6 +122,15 @@ std::vector<std::vector<float>> randomWeights(const std::vector<TensorShape> &te
 std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen);
+/// The same with the variants' inputs: K/V from in.xKv for a cross block,
+/// padding lengths; y rows past lengths[b] are zero. `probs`, when not
+/// null, receives the attention weights [batch, heads, seqLen, T_kv].
+/// Empty (and probs untouched) when checkVariantInputs refuses `in`.
+std::vector<double> interpret(const BlockParams &p,
+                              const std::vector<const float *> &weights,
+                              const float *x, int64_t batch, int64_t seqLen,
+                              const VariantInputs &in,
+                              std::vector<double> *probs = nullptr);
 
 /// The reference y (bit-identical to interpret()) and, per element, a bound
 /// on how far a correct float32 implementation of the block may be from it,
@@ -98,8 +150,13 @@ std::vector<double> interpret(const BlockParams &p,
 ///    percent, or unbounded for peaky inputs) that it checks little.
 /// `progress`, when set, is called with the fraction of the work done
 /// (0..1). Empty vectors when the block cannot be run (as interpret()).
+/// With p.wantProbs, also the attention weights [batch, heads, seqLen, T_kv]
+/// and per weight a bound on a correct float32 kernel's error: w_j rho_j
+/// (the softmax perturbation of the y bound, docs/checking.md) plus the
+/// rounding of the normalisation; 0 for masked keys.
 struct Reference {
   std::vector<double> y, bound;
+  std::vector<double> probs, probsBound;
 };
 struct BoundOptions {
   bool rigorous = false;
@@ -110,6 +167,15 @@ Reference referenceWithBound(const BlockParams &p,
                              const float *x, int64_t batch, int64_t seqLen,
                              const std::function<void(double)> &progress = {},
                              const BoundOptions &options = BoundOptions());
+/// The same with the variants' inputs (as interpret()). Masked keys shorten
+/// each row's softmax and weighted sum to its visible keys; rows past
+/// lengths[b] are zero with a zero bound.
+Reference referenceWithBound(const BlockParams &p,
+                             const std::vector<const float *> &weights,
+                             const float *x, int64_t batch, int64_t seqLen,
+                             const VariantInputs &in,
+                             const std::function<void(double)> &progress = {},
+                             const BoundOptions &options = BoundOptions());
 
 /// The same loops in float arithmetic ("naive32"): what a straightforward
 /// float32 implementation of the formula gets (kept for experiments and
@@ -118,6 +184,10 @@ std::vector<double> interpretFloat32(const BlockParams &p,
                                      const std::vector<const float *> &weights,
                                      const float *x, int64_t batch,
                                      int64_t seqLen);
+std::vector<double> interpretFloat32(const BlockParams &p,
+                                     const std::vector<const float *> &weights,
+                                     const float *x, int64_t batch,
+                                     int64_t seqLen, const VariantInputs &in);
 
 } // namespace attnrt
 
