@@ -522,35 +522,92 @@ bool Kernel::checkShape(int64_t batch, int64_t seqLen, std::string &why) const {
   return true;
 }
 
+bool Kernel::checkShape(int64_t batch, int64_t seqLen, int64_t kvSeqLen,
+                        std::string &why) const {
+  if (!checkShape(batch, seqLen, why))
+    return false;
+  if (!(info_->features & ATTNC_FEATURE_CROSS)) {
+    if (kvSeqLen != 0 && kvSeqLen != seqLen) {
+      why = "kv_seq_len " + num(kvSeqLen) + " differs from seq_len " +
+            num(seqLen) + ", but the kernel is self-attention (no cross "
+            "feature)";
+      return false;
+    }
+    kvSeqLen = seqLen;
+  } else {
+    // The K/V input obeys the same rules as x (the kernel applies its
+    // max_seq_len to both).
+    if (kvSeqLen < 1) {
+      why = "kv_seq_len must be at least 1, got " + num(kvSeqLen);
+      return false;
+    }
+    if (info_->max_seq_len > 0 && kvSeqLen > info_->max_seq_len) {
+      why = "kv_seq_len " + num(kvSeqLen) +
+            " exceeds the kernel's max_seq_len " + num(info_->max_seq_len);
+      return false;
+    }
+    int64_t bytes;
+    if (!checkedProduct({batch, kvSeqLen, info_->d_model, 4}, bytes)) {
+      why = "batch " + num(batch) + " x kv_seq_len " + num(kvSeqLen) + " x " +
+            num(info_->d_model) + " floats overflows a 64-bit byte count";
+      return false;
+    }
+  }
+  int64_t bytes;
+  if ((info_->features & ATTNC_FEATURE_PROBS) &&
+      !checkedProduct({batch, info_->heads, seqLen, kvSeqLen, 4}, bytes)) {
+    why = "the attention weights (batch " + num(batch) + " x heads " +
+          num(info_->heads) + " x seq_len " + num(seqLen) + " x kv_seq_len " +
+          num(kvSeqLen) + " floats) overflow a 64-bit byte count";
+    return false;
+  }
+  why.clear();
+  return true;
+}
+
 int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
                                bool *libraryFault) const {
+  return workspaceBytes(batch, seqLen, seqLen, why, libraryFault);
+}
+
+int64_t Kernel::workspaceBytes(int64_t batch, int64_t seqLen, int64_t kvSeqLen,
+                               std::string &why, bool *libraryFault) const {
   if (libraryFault)
     *libraryFault = false;
-  if (!checkShape(batch, seqLen, why))
+  if (!checkShape(batch, seqLen, kvSeqLen, why))
     return -1;
-  // The most the kernel may ask for: workspace_fixed + B*T*per_row floats
-  // + alignment slack.
-  int64_t limit;
-  if (!checkedProduct({batch, seqLen, info_->workspace_per_row, 4}, limit) ||
+  const bool cross = (info_->features & ATTNC_FEATURE_CROSS) != 0;
+  if (!cross)
+    kvSeqLen = seqLen;
+  // The most the kernel may ask for: workspace_fixed + B*rows*per_row
+  // floats + alignment slack, where a row is a query token, plus a K/V
+  // token for cross-attention (whose K/V buffers scale with kv_seq_len).
+  int64_t tokens = seqLen, limit;
+  if ((cross && !checkedAdd(seqLen, kvSeqLen, tokens)) ||
+      !checkedProduct({batch, tokens, info_->workspace_per_row, 4}, limit) ||
       !checkedSum({limit, info_->workspace_fixed, kWorkspaceSlack}, limit)) {
     why = "the workspace for batch " + num(batch) + ", seq_len " +
-          num(seqLen) + " overflows a 64-bit byte count";
+          num(seqLen) + (cross ? ", kv_seq_len " + num(kvSeqLen) : "") +
+          " overflows a 64-bit byte count";
     return -1;
   }
-  int64_t need = wsSize_ ? wsSize_(batch, seqLen, seqLen) : -1;
+  const std::string call = std::string(info_->name) + "_workspace_size(" +
+                           num(batch) + ", " + num(seqLen) + ", " +
+                           num(kvSeqLen) + ")";
+  int64_t need = wsSize_ ? wsSize_(batch, seqLen, kvSeqLen) : -1;
   if (need < 0) {
-    why = std::string(info_->name) + "_workspace_size(" + num(batch) + ", " +
-          num(seqLen) + ") returned " + num(need) + " (shape refused)";
+    why = call + " returned " + num(need) + " (shape refused)";
     return -1;
   }
   if (need > limit) {
     if (libraryFault)
       *libraryFault = true;
-    why = std::string(info_->name) + "_workspace_size(" + num(batch) + ", " +
-          num(seqLen) + ") returned " + num(need) +
+    why = call + " returned " + num(need) +
           " bytes, more than the metadata allows (" + num(limit) +
-          " = workspace_fixed + batch*seq_len*workspace_per_row*4 + " +
-          num(kWorkspaceSlack) + "); refusing to allocate it";
+          " = workspace_fixed + batch*" +
+          (cross ? "(seq_len + kv_seq_len)" : "seq_len") +
+          "*workspace_per_row*4 + " + num(kWorkspaceSlack) +
+          "); refusing to allocate it";
     return -1;
   }
   why.clear();
@@ -562,8 +619,45 @@ int64_t Kernel::workspaceSize(int64_t batch, int64_t seqLen) const {
   return workspaceBytes(batch, seqLen, why);
 }
 
+int64_t Kernel::workspaceSize(int64_t batch, int64_t seqLen,
+                              int64_t kvSeqLen) const {
+  std::string why;
+  return workspaceBytes(batch, seqLen, kvSeqLen, why);
+}
+
 uint32_t Kernel::selectedIsa() const {
   return info_ && info_->selected_isa ? info_->selected_isa() : ATTNC_ISA_NONE;
+}
+
+bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
+                           const VariantInputs &variants, const float *probs,
+                           std::string &why) const {
+  if (!info_) {
+    why = "no kernel loaded";
+    return false;
+  }
+  // A field set that the kernel does not read is an error in the ABI
+  // (ATTNC_ERR_ARGS): refuse it here with its name.
+  const uint32_t f = info_->features;
+  auto notTaken = [&](const char *field, const char *feature) {
+    why = std::string(field) + " given, but the kernel " + info_->name +
+          " does not take it (no " + feature + " feature)";
+    return false;
+  };
+  if (variants.lengths && !(f & ATTNC_FEATURE_LENGTHS))
+    return notTaken("lengths", "lengths");
+  if (variants.xKv && !(f & ATTNC_FEATURE_CROSS))
+    return notTaken("x_kv", "cross");
+  if (variants.kvLengths && !(f & ATTNC_FEATURE_CROSS))
+    return notTaken("kv_lengths", "cross");
+  if (variants.kvLengths && !(f & ATTNC_FEATURE_LENGTHS))
+    return notTaken("kv_lengths", "lengths");
+  if (probs && !(f & ATTNC_FEATURE_PROBS))
+    return notTaken("probs", "probs");
+  if (!checkShape(batch, seqLen, variants.kvSeqLen, why))
+    return false;
+  why = checkVariantInputs(paramsFromInfo(*info_), batch, seqLen, variants);
+  return why.empty();
 }
 
 int Kernel::forward(const float *packed, const float *x, float *y,
@@ -575,10 +669,44 @@ int Kernel::forward(const float *packed, const float *x, float *y,
   std::string why;
   if (!checkShape(batch, seqLen, why))
     return ATTNC_ERR_BAD_SHAPE;
-  int64_t need = workspaceBytes(batch, seqLen, why);
+  // No variant fields: what every kernel took before the variants. A
+  // cross-attention kernel needs x_kv, which this form cannot pass.
+  if (info_->features & ATTNC_FEATURE_CROSS)
+    return ATTNC_ERR_NULL_ARG;
+  return forwardChecked(packed, x, y, batch, seqLen, VariantInputs(), nullptr,
+                        workspace, threads, hook, hookCtx);
+}
+
+int Kernel::forward(const float *packed, const float *x, float *y,
+                    int64_t batch, int64_t seqLen,
+                    const VariantInputs &variants, float *probs,
+                    std::vector<unsigned char> &workspace, int threads,
+                    attnc_parallel_for_fn hook, void *hookCtx) const {
+  if (!forward_)
+    return ATTNC_ERR_NULL_ARG;
+  std::string why;
+  if (!checkShape(batch, seqLen, why) ||
+      !checkShape(batch, seqLen, variants.kvSeqLen, why))
+    return ATTNC_ERR_BAD_SHAPE;
+  if (!checkVariants(batch, seqLen, variants, probs, why))
+    return ATTNC_ERR_ARGS;
+  return forwardChecked(packed, x, y, batch, seqLen, variants, probs,
+                        workspace, threads, hook, hookCtx);
+}
+
+int Kernel::forwardChecked(const float *packed, const float *x, float *y,
+                           int64_t batch, int64_t seqLen,
+                           const VariantInputs &variants, float *probs,
+                           std::vector<unsigned char> &workspace, int threads,
+                           attnc_parallel_for_fn hook, void *hookCtx) const {
+  std::string why;
+  const bool cross = (info_->features & ATTNC_FEATURE_CROSS) != 0;
+  const int64_t kvSeq = cross ? variants.kvSeqLen : seqLen;
+  int64_t need = workspaceBytes(batch, seqLen, cross ? kvSeq : seqLen, why);
   if (need < 0)
     return ATTNC_ERR_WORKSPACE;
-  int64_t xFloats = 0, yFloats = 0; // checkShape: these fit
+  // checkShape: these fit.
+  int64_t xFloats = 0, yFloats = 0, xKvFloats = 0, probsFloats = 0;
   checkedProduct({batch, seqLen, info_->d_model}, xFloats);
   checkedProduct({batch, seqLen, info_->out_dim}, yFloats);
   if (workspace.size() < static_cast<uint64_t>(need))
@@ -598,6 +726,21 @@ int Kernel::forward(const float *packed, const float *x, float *y,
   a.parallel_for = hook;
   a.parallel_ctx = hookCtx;
   a.num_threads = threads;
+  // The variant fields, each only when the kernel reads it (abi.h: a field
+  // outside info->features must be NULL / 0).
+  a.lengths = variants.lengths;
+  if (cross && variants.xKv) {
+    checkedProduct({batch, kvSeq, info_->d_model}, xKvFloats);
+    a.x_kv = variants.xKv;
+    a.x_kv_floats = xKvFloats;
+    a.kv_seq_len = kvSeq;
+    a.kv_lengths = variants.kvLengths;
+  }
+  if (probs) {
+    checkedProduct({batch, info_->heads, seqLen, kvSeq}, probsFloats);
+    a.probs = probs;
+    a.probs_floats = probsFloats;
+  }
   return forward_(&a);
 }
 

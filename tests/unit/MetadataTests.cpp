@@ -562,7 +562,7 @@ TEST_CASE("loader: NAME_workspace_size is checked against the metadata",
     REQUIRE(r.ok); // the entry point is only called per shape
     // The fake reads its override at query time, which load did.
     CHECK(k.workspaceBytes(1, 4, why) == -1);
-    CHECK_THAT(why, Contains("fake_attn_workspace_size(1, 4) returned "
+    CHECK_THAT(why, Contains("fake_attn_workspace_size(1, 4, 4) returned "
                              "4611686018427387904 bytes, more than the "
                              "metadata allows"));
     std::vector<unsigned char> ws;

@@ -10,6 +10,7 @@
 #ifndef ATTNC_RUNTIME_RUNTIME_H
 #define ATTNC_RUNTIME_RUNTIME_H
 
+#include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
@@ -65,17 +66,38 @@ public:
   /// seqLen >= 1, seqLen <= max_seq_len (when set), and batch*seqLen*width*4
   /// fits in 64 bits. Calls nothing in the library.
   bool checkShape(int64_t batch, int64_t seqLen, std::string &why) const;
+  /// The same for a call with K/V sequence length kvSeqLen: for a
+  /// cross-attention kernel (ATTNC_FEATURE_CROSS) kvSeqLen obeys the same
+  /// rules as seqLen (and batch*kvSeqLen*d_model*4 and the attention
+  /// weights' batch*heads*seqLen*kvSeqLen*4 bytes fit in 64 bits); for
+  /// self-attention it must be 0 or seqLen.
+  bool checkShape(int64_t batch, int64_t seqLen, int64_t kvSeqLen,
+                  std::string &why) const;
 
-  /// NAME_workspace_size(batch, seqLen, seqLen) after checkShape, checked
+  /// NAME_workspace_size(batch, seqLen, kvSeqLen) after checkShape, checked
   /// against what the metadata allows (workspace_fixed +
-  /// batch*seqLen*workspace_per_row*4 + 1024 bytes of alignment slack):
-  /// -1 with the reason when the shape is refused or the library asks for
-  /// more (then *libraryFault, when given, is set: the library, not the
-  /// shape, is at fault). Allocates nothing.
+  /// batch*rows*workspace_per_row*4 + 1024 bytes of alignment slack, rows
+  /// = seqLen, or seqLen + kvSeqLen for cross-attention): -1 with the
+  /// reason when the shape is refused or the library asks for more (then
+  /// *libraryFault, when given, is set: the library, not the shape, is at
+  /// fault). Allocates nothing. Without kvSeqLen: self-attention
+  /// (kvSeqLen = seqLen).
   int64_t workspaceBytes(int64_t batch, int64_t seqLen, std::string &why,
                          bool *libraryFault = nullptr) const;
+  int64_t workspaceBytes(int64_t batch, int64_t seqLen, int64_t kvSeqLen,
+                         std::string &why, bool *libraryFault = nullptr) const;
   /// The same without the reason.
   int64_t workspaceSize(int64_t batch, int64_t seqLen) const;
+  int64_t workspaceSize(int64_t batch, int64_t seqLen, int64_t kvSeqLen) const;
+
+  /// Empty `why` and true when a forward call may pass these variant
+  /// fields: each one set (lengths, xKv/kvSeqLen, kvLengths, probs) is one
+  /// this kernel reads (info().features), a cross-attention kernel gets
+  /// xKv and kvSeqLen, every length is in range, and the shapes pass
+  /// checkShape. Calls nothing in the library.
+  bool checkVariants(int64_t batch, int64_t seqLen,
+                     const VariantInputs &variants, const float *probs,
+                     std::string &why) const;
 
   /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
   /// when `workspace` is empty or too small. Returns ATTNC_ERR_BAD_SHAPE
@@ -87,12 +109,31 @@ public:
               int64_t seqLen, std::vector<unsigned char> &workspace,
               int threads = 1, attnc_parallel_for_fn hook = nullptr,
               void *hookCtx = nullptr) const;
+  /// The same with the attention variants' fields (abi.h): padding
+  /// lengths, the cross-attention input (xKv [batch, kvSeqLen, d_model]),
+  /// and `probs` ([batch, heads, seqLen, kvSeqLen], kvSeqLen = seqLen for
+  /// self-attention; null: not asked for). Returns ATTNC_ERR_ARGS without
+  /// calling the library when checkVariants refuses them (a field this
+  /// kernel does not read, a length out of range) and ATTNC_ERR_BAD_SHAPE
+  /// for a kvSeqLen checkShape refuses.
+  int forward(const float *packed, const float *x, float *y, int64_t batch,
+              int64_t seqLen, const VariantInputs &variants, float *probs,
+              std::vector<unsigned char> &workspace, int threads = 1,
+              attnc_parallel_for_fn hook = nullptr,
+              void *hookCtx = nullptr) const;
 
   /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
   /// none fits).
   uint32_t selectedIsa() const;
 
 private:
+  /// forward after the shape and variant checks.
+  int forwardChecked(const float *packed, const float *x, float *y,
+                     int64_t batch, int64_t seqLen,
+                     const VariantInputs &variants, float *probs,
+                     std::vector<unsigned char> &workspace, int threads,
+                     attnc_parallel_for_fn hook, void *hookCtx) const;
+
   void *handle_ = nullptr;
   const attnc_kernel_info *info_ = nullptr;
   attnc_pack_fn pack_ = nullptr;
