@@ -7,20 +7,31 @@
  *   packed buffer = the storage tensors back to back.
  *
  * The environment variable ATTNC_FAKE_KERNEL (read by every query call)
- * corrupts it on purpose, one comma-separated item at a time:
+ * changes or corrupts it on purpose, one comma-separated item at a time:
  *   metadata:  packed_floats=N workspace_per_row=N workspace_fixed=N
  *              stack_bytes=N max_seq_len=N mask=N isa=N dtype=N
  *              layout=N features=N num_weights=N out_dim=N scale=X
- *              causal_align=N long_name no_selected_isa null_triple
- *              unterminated_name selected_isa=N (what selected_isa()
- *              returns; forward then fails with ATTNC_ERR_ISA for 0xffffffff)
+ *              causal_align=N window=N long_name no_selected_isa
+ *              null_triple unterminated_name selected_isa=N (what
+ *              selected_isa() returns; forward then fails with
+ *              ATTNC_ERR_ISA for 0xffffffff)
  *   entries:   workspace_size=N (what NAME_workspace_size returns)
  *   results:   nan (y[0] = NaN), inf (y[0] = +inf), wrong_scale (the
  *              softmax uses 1.05 x scale), drop_key (each query ignores
- *              key 0 unless it is its only key), perturb=X (y[0] += X)
+ *              its first visible key unless it is its only one),
+ *              perturb=X (y[0] += X)
+ *   variants:  ignore_lengths (every token valid whatever lengths says),
+ *              pad_bias (padded query rows get the output bias, not 0),
+ *              wrong_align (the other causal alignment), probs_off=X (the
+ *              first valid weight of every probs row += X)
  *   state:     shared_scratch (q/k/v in one static buffer instead of the
  *              caller's workspace: concurrent calls race), call_counter
  *              (y[0] += calls so far: no two calls agree)
+ *
+ * The mask, causal_align, window and features it declares are the ones it
+ * computes (docs/abi.md, the attention variants): padding lengths
+ * (ATTNC_FEATURE_LENGTHS), K/V from x_kv (ATTNC_FEATURE_CROSS) and the
+ * attention weights (ATTNC_FEATURE_PROBS), in plain loops of its own.
  *===---------------------------------------------------------------------===*/
 #include "attnc/runtime/abi.h"
 
@@ -53,6 +64,8 @@ static int g_have_ws_override = 0;
 static int g_nan = 0, g_inf = 0, g_wrong_scale = 0, g_drop_key = 0;
 static double g_perturb = 0;
 static int g_shared = 0, g_counter = 0;
+static int g_ignore_lengths = 0, g_pad_bias = 0, g_wrong_align = 0;
+static float g_probs_off = 0;
 static float g_scratch[1 << 20];
 static long g_calls = 0;
 
@@ -105,6 +118,8 @@ static void configure(void) {
   g_nan = g_inf = g_wrong_scale = g_drop_key = 0;
   g_perturb = 0;
   g_shared = g_counter = 0;
+  g_ignore_lengths = g_pad_bias = g_wrong_align = 0;
+  g_probs_off = 0;
   g_selected = ATTNC_ISA_X86_64;
 
   const char *env = getenv("ATTNC_FAKE_KERNEL");
@@ -118,6 +133,7 @@ static void configure(void) {
     else if (item(s, "max_seq_len", &v) && v) i.max_seq_len = strtoll(v, 0, 0);
     else if (item(s, "mask", &v) && v) i.mask = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "causal_align", &v) && v) i.causal_align = (uint32_t)strtoul(v, 0, 0);
+    else if (item(s, "window", &v) && v) i.window = strtoll(v, 0, 0);
     else if (item(s, "isa", &v) && v) i.isa = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "dtype", &v) && v) i.dtype = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "layout", &v) && v) i.weight_layout = (uint32_t)strtoul(v, 0, 0);
@@ -141,6 +157,10 @@ static void configure(void) {
     else if (item(s, "shared_scratch", &v)) g_shared = 1;
     else if (item(s, "selected_isa", &v) && v) g_selected = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "call_counter", &v)) g_counter = 1;
+    else if (item(s, "ignore_lengths", &v)) g_ignore_lengths = 1;
+    else if (item(s, "pad_bias", &v)) g_pad_bias = 1;
+    else if (item(s, "wrong_align", &v)) g_wrong_align = 1;
+    else if (item(s, "probs_off", &v) && v) g_probs_off = (float)strtod(v, 0);
     s = strchr(s, ',');
     if (s) ++s;
   }
@@ -176,39 +196,70 @@ int fake_attn_pack(const float *const *weights, const int64_t *weight_floats,
 
 static int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
+/* The workspace: q/k/v of x's rows, the attention output, and (cross)
+ * q/k/v of x_kv's rows. */
 int64_t fake_attn_workspace_size(int64_t batch, int64_t seq, int64_t kv_seq) {
-  int64_t rows;
+  int64_t rows, kv_rows = 0;
+  const int cross = (g_info.features & ATTNC_FEATURE_CROSS) != 0;
   if (g_have_ws_override)
     return g_ws_override;
-  if (batch < 1 || seq < 1 || kv_seq != seq)
+  if (batch < 1 || seq < 1 || (cross ? kv_seq < 1 : kv_seq != seq))
     return -1;
   if (__builtin_mul_overflow(batch, seq, &rows) || rows > (INT64_MAX / 4) / (N3 + QW + 64))
     return -1;
-  return align64(rows * N3 * 4) + align64(rows * QW * 4);
+  if (cross && (__builtin_mul_overflow(batch, kv_seq, &kv_rows) ||
+                kv_rows > (INT64_MAX / 4) / (N3 + QW + 64) - rows))
+    return -1;
+  return align64(rows * N3 * 4) + align64(rows * QW * 4) +
+         (cross ? align64(kv_rows * N3 * 4) : 0);
 }
 
 struct attn_ctx {
-  const float *qkv;
+  const float *qkv;    /* [batch * seq, N3]: q of x (and k, v for self) */
+  const float *kv;     /* [batch * kv_seq, N3]: k, v (cross: of x_kv) */
   float *o;
-  int64_t seq;
+  float *probs;        /* [batch, H, seq, kv_seq] or NULL */
+  const int32_t *lengths, *kv_lengths;
+  int64_t seq, kv_seq;
   float scale;
 };
 
 static void attn_task(void *ctx, int64_t begin, int64_t end) {
   const struct attn_ctx *x = (const struct attn_ctx *)ctx;
+  const uint32_t mask = g_info.mask;
+  const int causal = mask == ATTNC_MASK_CAUSAL ||
+                     mask == ATTNC_MASK_CAUSAL_PADDING ||
+                     mask == ATTNC_MASK_SLIDING_WINDOW;
+  const int top_left = (g_info.causal_align == 1) != g_wrong_align;
   int64_t bh, t, j, c;
   for (bh = begin; bh < end; ++bh) {
     int64_t b = bh / H, h = bh % H;
+    /* Valid queries and keys of this sequence (self-attention: the same). */
+    int64_t qv = x->lengths ? x->lengths[b] : x->seq;
+    int64_t kvv = x->kv_lengths ? x->kv_lengths[b]
+                  : x->kv == x->qkv ? qv : x->kv_seq;
+    int64_t off = top_left ? 0 : kvv - qv;
     for (t = 0; t < x->seq; ++t) {
       const float *q = x->qkv + (b * x->seq + t) * N3 + h * HD;
+      float *orow = x->o + (b * x->seq + t) * QW + h * HD;
+      float *prow = x->probs ? x->probs + ((b * H + h) * x->seq + t) * x->kv_seq : 0;
       float m = -INFINITY, sum = 0, acc[HD];
-      int64_t first = (g_drop_key && t > 0) ? 1 : 0;
+      int64_t lo = 0, hi = t < qv ? kvv : 0; /* visible keys: [lo, hi) */
+      if (causal && hi > t + off + 1)
+        hi = t + off + 1;
+      if (mask == ATTNC_MASK_SLIDING_WINDOW && lo < t + off - g_info.window + 1)
+        lo = t + off - g_info.window + 1;
+      if (g_drop_key && hi - lo > 1)
+        ++lo;
       for (c = 0; c < HD; ++c)
         acc[c] = 0;
+      if (prow)
+        for (j = 0; j < x->kv_seq; ++j)
+          prow[j] = 0;
       /* online softmax: one pass over the visible keys */
-      for (j = first; j <= t; ++j) {
-        const float *k = x->qkv + (b * x->seq + j) * N3 + QW + h * HD;
-        const float *v = x->qkv + (b * x->seq + j) * N3 + 2 * QW + h * HD;
+      for (j = lo; j < hi; ++j) {
+        const float *k = x->kv + (b * x->kv_seq + j) * N3 + QW + h * HD;
+        const float *v = x->kv + (b * x->kv_seq + j) * N3 + 2 * QW + h * HD;
         float s = 0, mnew, corr, p;
         for (c = 0; c < HD; ++c)
           s += q[c] * k[c];
@@ -222,30 +273,77 @@ static void attn_task(void *ctx, int64_t begin, int64_t end) {
         m = mnew;
       }
       for (c = 0; c < HD; ++c)
-        x->o[(b * x->seq + t) * QW + h * HD + c] = acc[c] / sum;
+        orow[c] = hi > lo ? acc[c] / sum : 0.0f;
+      /* the weights: a second pass with the final max and sum */
+      if (prow && hi > lo) {
+        for (j = lo; j < hi; ++j) {
+          const float *k = x->kv + (b * x->kv_seq + j) * N3 + QW + h * HD;
+          float s = 0;
+          for (c = 0; c < HD; ++c)
+            s += q[c] * k[c];
+          prow[j] = expf(s * x->scale - m) / sum;
+        }
+        prow[lo] += g_probs_off;
+      }
     }
   }
 }
 
+/* rows [r0, r1) of out = in Wa + ba (the fused q/k/v projection) */
+static void project(const float *in, const float *wa, const float *ba,
+                    float *out, int64_t rows) {
+  int64_t r, c, j;
+  for (r = 0; r < rows; ++r)
+    for (c = 0; c < N3; ++c) {
+      float acc = ba[c];
+      for (j = 0; j < D; ++j)
+        acc += in[r * D + j] * wa[j * N3 + c];
+      out[r * N3 + c] = acc;
+    }
+}
+
 int fake_attn_forward(const attnc_forward_args *a) {
-  int64_t rows, j, c, r;
-  float *qkv, *o;
+  int64_t rows, kv_rows = 0, kv_seq, j, c, r, b;
+  float *qkv, *o, *kvbuf;
   const float *wa, *ba, *wp, *bp;
+  const uint32_t f = g_info.features;
+  const int32_t *lengths;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
   if (a->struct_size != sizeof(attnc_forward_args))
     return ATTNC_ERR_ARGS;
   if (g_selected == ATTNC_ISA_NONE)
     return ATTNC_ERR_ISA;
+  /* A variant field this kernel does not read must be NULL / 0. */
+  if ((!(f & ATTNC_FEATURE_LENGTHS) && (a->lengths || a->kv_lengths)) ||
+      (!(f & ATTNC_FEATURE_CROSS) &&
+       (a->x_kv || a->x_kv_floats || a->kv_seq_len || a->kv_lengths)) ||
+      (!(f & ATTNC_FEATURE_PROBS) && (a->probs || a->probs_floats)))
+    return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y || !a->workspace)
     return ATTNC_ERR_NULL_ARG;
-  if (a->batch < 1 || a->seq_len < 1 ||
-      __builtin_mul_overflow(a->batch, a->seq_len, &rows) || rows > INT64_MAX / 1024)
+  if ((f & ATTNC_FEATURE_CROSS) && !a->x_kv)
+    return ATTNC_ERR_NULL_ARG;
+  kv_seq = (f & ATTNC_FEATURE_CROSS) ? a->kv_seq_len : a->seq_len;
+  if (a->batch < 1 || a->seq_len < 1 || kv_seq < 1 ||
+      __builtin_mul_overflow(a->batch, a->seq_len, &rows) || rows > INT64_MAX / 1024 ||
+      __builtin_mul_overflow(a->batch, kv_seq, &kv_rows) || kv_rows > INT64_MAX / 1024 ||
+      (a->probs && (a->seq_len > INT64_MAX / 1024 / kv_seq ||
+                    a->seq_len * kv_seq > INT64_MAX / 1024 / a->batch)))
     return ATTNC_ERR_BAD_SHAPE;
   if (a->packed_floats != PACKED || a->x_floats != rows * D || a->y_floats != rows * D)
     return ATTNC_ERR_BUFFER_SIZE;
-  if (a->workspace_bytes < fake_attn_workspace_size(a->batch, a->seq_len, a->seq_len))
+  if ((f & ATTNC_FEATURE_CROSS) && a->x_kv_floats != kv_rows * D)
+    return ATTNC_ERR_BUFFER_SIZE;
+  if (a->probs && a->probs_floats != a->batch * H * a->seq_len * kv_seq)
+    return ATTNC_ERR_BUFFER_SIZE;
+  for (b = 0; b < a->batch; ++b)
+    if ((a->lengths && (a->lengths[b] < 0 || a->lengths[b] > a->seq_len)) ||
+        (a->kv_lengths && (a->kv_lengths[b] < 0 || a->kv_lengths[b] > kv_seq)))
+      return ATTNC_ERR_ARGS;
+  if (a->workspace_bytes < fake_attn_workspace_size(a->batch, a->seq_len, kv_seq))
     return ATTNC_ERR_WORKSPACE;
+  lengths = g_ignore_lengths ? 0 : a->lengths;
   wa = a->packed;
   ba = wa + D * N3;
   wp = ba + N3;
@@ -254,21 +352,26 @@ int fake_attn_forward(const attnc_forward_args *a) {
   if (g_shared && rows * N3 <= (int64_t)(sizeof g_scratch / sizeof *g_scratch))
     qkv = g_scratch; /* deliberately wrong: global state */
   o = (float *)((char *)a->workspace + align64(rows * N3 * 4));
-  /* qkv = x Wa + ba */
-  for (r = 0; r < rows; ++r)
-    for (c = 0; c < N3; ++c) {
-      float acc = ba[c];
-      for (j = 0; j < D; ++j)
-        acc += a->x[r * D + j] * wa[j * N3 + c];
-      qkv[r * N3 + c] = acc;
-    }
-  /* causal attention: one task per (batch, head), through the caller's
+  kvbuf = qkv;
+  /* qkv = x Wa + ba; cross: also of x_kv (only its k, v columns are read) */
+  project(a->x, wa, ba, qkv, rows);
+  if (f & ATTNC_FEATURE_CROSS) {
+    kvbuf = (float *)((char *)a->workspace + align64(rows * N3 * 4) +
+                      align64(rows * QW * 4));
+    project(a->x_kv, wa, ba, kvbuf, kv_rows);
+  }
+  /* attention: one task per (batch, head), through the caller's
    * parallel-for hook when there is one */
   {
     struct attn_ctx c;
     c.qkv = qkv;
+    c.kv = kvbuf;
     c.o = o;
+    c.probs = a->probs;
+    c.lengths = lengths;
+    c.kv_lengths = g_ignore_lengths ? 0 : a->kv_lengths;
     c.seq = a->seq_len;
+    c.kv_seq = kv_seq;
     c.scale = (float)g_info.scale * (g_wrong_scale ? 1.05f : 1.0f);
     if (a->parallel_for) {
       if (a->parallel_for(a->parallel_ctx, a->batch * H, attn_task, &c) != 0)
@@ -277,14 +380,16 @@ int fake_attn_forward(const attnc_forward_args *a) {
       attn_task(&c, 0, a->batch * H);
     }
   }
-  /* y = o Wp + bp */
-  for (r = 0; r < rows; ++r)
+  /* y = o Wp + bp; padded query rows are zero */
+  for (r = 0; r < rows; ++r) {
+    int64_t t = r % a->seq_len, len = lengths ? lengths[r / a->seq_len] : a->seq_len;
     for (c = 0; c < D; ++c) {
       float acc = bp[c];
       for (j = 0; j < QW; ++j)
         acc += o[r * QW + j] * wp[j * D + c];
-      a->y[r * D + c] = acc;
+      a->y[r * D + c] = t < len || g_pad_bias ? acc : 0.0f;
     }
+  }
   if (g_nan)
     a->y[0] = NAN;
   if (g_inf)
