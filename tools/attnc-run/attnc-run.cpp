@@ -3,6 +3,9 @@
 //   attnc-run LIB.so [--seq-len T] [--batch B] [--x x.npy] [--weights DIR]
 //             [--out y.npy] [--check] [--expected y.npy] [--bench N]
 //             [--threads P] [--seed S] [--info]
+//             [--lengths L,..] [--x-kv x_kv.npy | --kv-seq-len N]
+//             [--kv-lengths L,..] [--probs p.npy]
+//             [--heatmap p.svg [--head H] [--heatmap-batch B]]
 //
 // Links only libattnrt (no MLIR/LLVM). Every size is checked (against the
 // kernel's max_seq_len, for 64-bit overflow with attnrt's checked
@@ -11,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Checked.h"
+#include "attnc/runtime/Heatmap.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/weights.h"
@@ -79,7 +83,33 @@ const char *kUsage =
     "  --bench N          time N calls: min and median ms per call, useful\n"
     "                     GFLOP/s at the min, the thread count, and the pack time\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
+    "\n"
+    "attention variants (each only for a kernel whose --info features list it):\n"
+    "  --lengths L1,L2,.. valid tokens per sequence, one per batch entry, each\n"
+    "                     0..seq_len (features: lengths; padding masks); query\n"
+    "                     rows past the length give zero y rows. 'random': drawn\n"
+    "                     from --seed, uniform in 0..seq_len. Default: none\n"
+    "                     passed (NULL: every token valid)\n"
+    "  --x-kv FILE.npy    the K/V input [B, T_kv, d_model] float32 of a\n"
+    "                     cross-attention kernel (features: cross); B must be\n"
+    "                     the batch; its shape sets T_kv\n"
+    "  --kv-seq-len N     T_kv for a random K/V input (drawn after x from the\n"
+    "                     same seed); default for a cross kernel: seq_len\n"
+    "  --kv-lengths L,..  valid keys per sequence, each 0..T_kv, or 'random'\n"
+    "                     (features: cross and lengths); default: none (all)\n"
+    "  --probs FILE.npy   write the kernel's attention weights [B, heads, T,\n"
+    "                     T_kv] (features: probs). With --check the weights are\n"
+    "                     checked too (a second PASS/FAIL line, same --atol/\n"
+    "                     --rtol plus their own float32 bound)\n"
+    "  --heatmap FILE.svg draw the attention weights of one sequence as an SVG\n"
+    "                     heatmap (features: probs): one panel per head\n"
+    "  --head H           only head H in the heatmap\n"
+    "  --heatmap-batch B  the sequence to draw (default 0)\n"
     "  --help, --version  this text; the runtime's ABI version\n"
+    "\n"
+    "Variant options on a kernel without the feature, a count of lengths other\n"
+    "than the batch, a length out of range, or a --x-kv whose batch differs\n"
+    "are usage errors (2).\n"
     "\n"
     "Sizes are checked before anything is allocated: batch and seq_len >= 1,\n"
     "seq_len <= the kernel's max_seq_len, no 64-bit overflow, and the buffers\n"
@@ -255,15 +285,17 @@ struct Progress {
   }
 };
 
-/// One report line for --check / --expected; returns the verdict.
+/// One report line for --check / --expected; returns the verdict. `what`
+/// names the output when it is not y ("probs ").
 bool report(const char *against, const attnrt::CompareResult &c,
             const float *y, const double *ref, int64_t n, double atol,
-            double rtol, const char *boundModel) {
+            double rtol, const char *boundModel, const char *what = "") {
   const int64_t nonFinite =
       c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth;
-  std::printf("check vs %s: max_abs_err %.3e, max_rel_err %.3e, "
+  std::printf("check %svs %s: max_abs_err %.3e, max_rel_err %.3e, "
               "mean_abs_err %.3e, non-finite %lld",
-              against, c.maxAbs, c.maxRel, c.meanAbs, (long long)nonFinite);
+              what, against, c.maxAbs, c.maxRel, c.meanAbs,
+              (long long)nonFinite);
   if (nonFinite)
     std::printf(" (in y only %lld, in the reference only %lld, in both %lld)",
                 (long long)c.nonFinite, (long long)c.finiteVsNonFiniteRef,
@@ -291,25 +323,82 @@ bool report(const char *against, const attnrt::CompareResult &c,
   return c.ok;
 }
 
-/// Useful FLOPs of one forward: the projections, the attention (only the
-/// (query, key) pairs the mask lets through) and W_O.
-double usefulFlops(const attnc_kernel_info &ki, int64_t batch, int64_t T) {
+/// The (query, key) pairs the mask and the valid lengths let through, over
+/// the batch (docs/abi.md: the visible keys of query i < qv are
+/// [lo, hi) with hi = min(kv, i + off + 1) when causal, lo = i + off -
+/// window + 1 with a sliding window).
+double visiblePairs(const attnc_kernel_info &ki, int64_t batch, int64_t T,
+                    int64_t Tkv, const attnrt::VariantInputs &in) {
+  const bool causal = ki.mask == ATTNC_MASK_CAUSAL ||
+                      ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
+                      ki.mask == ATTNC_MASK_SLIDING_WINDOW;
+  const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
+  double pairs = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t qv = in.lengths ? in.lengths[b] : T;
+    const int64_t kv = cross ? (in.kvLengths ? in.kvLengths[b] : Tkv) : qv;
+    const int64_t off = ki.causal_align == 1 ? 0 : kv - qv;
+    for (int64_t i = 0; i < qv; ++i) {
+      int64_t lo = 0, hi = kv;
+      if (causal)
+        hi = std::min(hi, i + off + 1);
+      if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+        lo = std::max(lo, i + off - ki.window + 1);
+      pairs += double(std::max<int64_t>(0, hi - lo));
+    }
+  }
+  return pairs;
+}
+
+/// Useful FLOPs of one forward: the projections (K/V over the T_kv rows),
+/// the attention (only the (query, key) pairs the mask lets through) and
+/// W_O.
+double usefulFlops(const attnc_kernel_info &ki, int64_t batch, int64_t T,
+                   int64_t Tkv, const attnrt::VariantInputs &in) {
   const double B = double(batch), t = double(T), d = double(ki.d_model);
   const double qW = double(ki.heads * ki.head_dim);
   const double kvW = double(ki.kv_heads * ki.head_dim);
-  double pairs = t * t;
-  if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING) {
-    pairs = t * (t + 1) / 2;
-  } else if (ki.mask == ATTNC_MASK_SLIDING_WINDOW) {
-    pairs = 0;
-    for (int64_t i = 0; i < T; ++i)
-      pairs += double(std::min<int64_t>(i + 1, ki.window));
-  }
-  double f = 2 * B * t * d * (qW + 2 * kvW);
+  double f = 2 * B * t * d * qW + 2 * B * double(Tkv) * d * 2 * kvW;
   if (ki.out_proj)
     f += 2 * B * t * qW * double(ki.out_dim);
-  f += 4 * B * double(ki.heads) * double(ki.head_dim) * pairs;
+  f += 4 * double(ki.heads) * double(ki.head_dim) *
+       visiblePairs(ki, batch, T, Tkv, in);
   return f;
+}
+
+/// A list of lengths for --lengths / --kv-lengths: "random", or
+/// comma-separated integers (range-checked later, once the shapes are
+/// known).
+bool parseLengths(const std::string &v, std::vector<int64_t> &out,
+                  bool &random) {
+  out.clear();
+  random = v == "random";
+  if (random)
+    return true;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = v.find(',', pos);
+    std::string item = v.substr(pos, comma == std::string::npos
+                                         ? std::string::npos
+                                         : comma - pos);
+    int64_t n;
+    if (!parseInt(item, n))
+      return false;
+    out.push_back(n);
+    if (comma == std::string::npos)
+      return true;
+    pos = comma + 1;
+  }
+}
+
+/// "37,20,1" (the first 16, then "... (N in all)").
+std::string lengthsText(const std::vector<int32_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 16; ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
+  if (v.size() > 16)
+    s += ",... (" + std::to_string(v.size()) + " in all)";
+  return s;
 }
 
 void printInfo(const attnrt::Kernel &k) {
@@ -362,6 +451,12 @@ struct Options {
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   bool check = false, info = false, noBound = false, rigorous = false,
        seqGiven = false, batchGiven = false;
+  // Attention variants.
+  std::string lengthsArg, kvLengthsArg, xKvPath, probsPath, heatmapPath;
+  std::vector<int64_t> lengths, kvLengths;
+  bool lengthsRandom = false, kvLengthsRandom = false;
+  int64_t kvSeq = 0, head = -1, heatmapBatch = 0;
+  bool kvSeqGiven = false, headGiven = false, heatmapBatchGiven = false;
 };
 
 /// Parses argv; returns -1 to go on, else the exit code.
@@ -485,6 +580,32 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (a == "--info") {
       rc = flag();
       o.info = true;
+    } else if (a == "--lengths" || a == "--kv-lengths") {
+      const bool kv = a == "--kv-lengths";
+      std::string &arg = kv ? o.kvLengthsArg : o.lengthsArg;
+      arg = next();
+      if (missing)
+        rc = usageError(a + " needs a value");
+      else if (!parseLengths(arg, kv ? o.kvLengths : o.lengths,
+                             kv ? o.kvLengthsRandom : o.lengthsRandom))
+        rc = usageError(a + ": expected comma-separated integers, one per "
+                            "sequence (such as 37,20,1), or 'random', found '" +
+                        arg + "'");
+    } else if (a == "--x-kv") {
+      rc = strOpt(o.xKvPath);
+    } else if (a == "--kv-seq-len") {
+      rc = sizeOpt(o.kvSeq, 1);
+      o.kvSeqGiven = true;
+    } else if (a == "--probs") {
+      rc = strOpt(o.probsPath);
+    } else if (a == "--heatmap") {
+      rc = strOpt(o.heatmapPath);
+    } else if (a == "--head") {
+      rc = sizeOpt(o.head, 0);
+      o.headGiven = true;
+    } else if (a == "--heatmap-batch") {
+      rc = sizeOpt(o.heatmapBatch, 0);
+      o.heatmapBatchGiven = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       rc = usageError("unknown option '" + a + "'");
     } else if (o.lib.empty()) {
@@ -501,6 +622,72 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (!o.xPath.empty() && (o.seqGiven || o.batchGiven))
     return usageError("--x sets batch and seq_len from its shape; do not "
                       "also give --batch or --seq-len");
+  if (!o.xKvPath.empty() && o.kvSeqGiven)
+    return usageError("--x-kv sets kv_seq_len from its shape; do not also "
+                      "give --kv-seq-len");
+  if ((o.headGiven || o.heatmapBatchGiven) && o.heatmapPath.empty())
+    return usageError(std::string(o.headGiven ? "--head" : "--heatmap-batch") +
+                      " applies to --heatmap, which is not given");
+  return -1;
+}
+
+/// The variant options against the kernel's features (usage errors, before
+/// any shape is known): each needs its feature.
+int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
+  const uint32_t f = ki.features;
+  auto lacks = [&](const char *opt, const char *feature) {
+    return usageError(std::string(opt) + ": the kernel " + ki.name +
+                      " has no " + feature + " feature (features: " +
+                      featureNames(f) + ", mask: " + maskName(ki.mask) + ")");
+  };
+  if (!o.lengthsArg.empty() && !(f & ATTNC_FEATURE_LENGTHS))
+    return lacks("--lengths", "lengths");
+  if (!o.xKvPath.empty() && !(f & ATTNC_FEATURE_CROSS))
+    return lacks("--x-kv", "cross");
+  if (o.kvSeqGiven && !(f & ATTNC_FEATURE_CROSS))
+    return lacks("--kv-seq-len", "cross");
+  if (!o.kvLengthsArg.empty() && !(f & ATTNC_FEATURE_CROSS))
+    return lacks("--kv-lengths", "cross");
+  if (!o.kvLengthsArg.empty() && !(f & ATTNC_FEATURE_LENGTHS))
+    return lacks("--kv-lengths", "lengths");
+  if (!o.probsPath.empty() && !(f & ATTNC_FEATURE_PROBS))
+    return lacks("--probs", "probs");
+  if (!o.heatmapPath.empty() && !(f & ATTNC_FEATURE_PROBS))
+    return lacks("--heatmap", "probs");
+  if (o.headGiven && o.head >= ki.heads)
+    return usageError("--head: " + std::to_string(o.head) +
+                      " is not a head of the kernel (heads 0.." +
+                      std::to_string(ki.heads - 1) + ")");
+  return -1;
+}
+
+/// Valid lengths for `opt` (one per sequence, each 0..limit): the list
+/// given, or random ones; usage error (exit 2) otherwise.
+int makeLengths(const char *opt, const std::vector<int64_t> &given,
+                bool random, int64_t batch, int64_t limit,
+                const char *limitName, std::mt19937_64 &rng,
+                std::vector<int32_t> &out) {
+  out.clear();
+  limit = std::min<int64_t>(limit, INT32_MAX); // the ABI's lengths are int32
+  if (random) {
+    std::uniform_int_distribution<int64_t> pick(0, limit);
+    for (int64_t b = 0; b < batch; ++b)
+      out.push_back(static_cast<int32_t>(pick(rng)));
+    return -1;
+  }
+  if (int64_t(given.size()) != batch)
+    return usageError(std::string(opt) + ": " + std::to_string(given.size()) +
+                      " value" + (given.size() == 1 ? "" : "s") +
+                      " for batch " + std::to_string(batch) +
+                      " (one per sequence)");
+  for (size_t b = 0; b < given.size(); ++b) {
+    if (given[b] < 0 || given[b] > limit)
+      return usageError(std::string(opt) + ": " + std::to_string(given[b]) +
+                        " (sequence " + std::to_string(b) +
+                        ") is outside 0.." + std::to_string(limit) + " (" +
+                        limitName + ")");
+    out.push_back(static_cast<int32_t>(given[b]));
+  }
   return -1;
 }
 
@@ -528,6 +715,8 @@ int main(int argc, char **argv) {
     printInfo(k);
     return kExitOk;
   }
+  if ((rc = checkVariantOptions(o, ki)) >= 0)
+    return rc;
   if (k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": this CPU has none of the library's code paths (built "
           "for " + isaName(ki.isa) + ", " + ki.target_cpu +
@@ -537,6 +726,14 @@ int main(int argc, char **argv) {
   attnrt::BlockParams p = attnrt::paramsFromInfo(ki);
   std::vector<attnrt::TensorShape> tensors = attnrt::storageTensors(p);
   const int64_t memory = physicalMemory();
+  const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
+  const bool wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0;
+  auto shapeText = [](const std::vector<int64_t> &shape) {
+    std::string got;
+    for (int64_t d : shape)
+      got += (got.empty() ? "" : ", ") + std::to_string(d);
+    return "(" + got + ")";
+  };
 
   // The input: from a file (its header sets the shape; at most `memory`
   // bytes are read), or random once the shape is known to be acceptable.
@@ -548,11 +745,8 @@ int main(int argc, char **argv) {
     auto acceptShape = [&](const std::vector<int64_t> &shape,
                            std::string &why) {
       if (shape.size() != 3 || shape[2] != ki.d_model) {
-        std::string got;
-        for (int64_t d : shape)
-          got += (got.empty() ? "" : ", ") + std::to_string(d);
         why = "expected shape (batch, seq_len, " + std::to_string(ki.d_model) +
-              "), found (" + got + ")";
+              "), found " + shapeText(shape);
         return false;
       }
       if (shape[0] < 1 || shape[1] < 1) {
@@ -577,8 +771,53 @@ int main(int argc, char **argv) {
     error(msg);
     return kExitInput;
   }
+  // The K/V input of a cross-attention kernel: from a file (its batch must
+  // be x's), or random with --kv-seq-len (default: seq_len) rows.
+  int64_t kvSeq = cross ? (o.kvSeqGiven ? o.kvSeq : seq) : seq;
+  std::vector<float> xKv;
+  if (!o.xKvPath.empty()) {
+    attnrt::NpyArray arr;
+    auto acceptShape = [&](const std::vector<int64_t> &shape,
+                           std::string &why) {
+      if (shape.size() != 3 || shape[0] != batch || shape[2] != ki.d_model) {
+        why = "expected shape (" + std::to_string(batch) + ", kv_seq_len, " +
+              std::to_string(ki.d_model) + ") (the batch of x), found " +
+              shapeText(shape);
+        return false;
+      }
+      return k.checkShape(batch, seq, shape[1], why);
+    };
+    if (!attnrt::readNpy(o.xKvPath, arr, msg, memory, acceptShape)) {
+      error(msg);
+      return kExitInput;
+    }
+    kvSeq = arr.shape[1];
+    xKv = std::move(arr.data);
+  }
+  if (!k.checkShape(batch, seq, kvSeq, msg)) {
+    error(msg);
+    return kExitInput;
+  }
+  if (o.heatmapBatchGiven && o.heatmapBatch >= batch)
+    return usageError("--heatmap-batch: " + std::to_string(o.heatmapBatch) +
+                      " is not a sequence of the batch (0.." +
+                      std::to_string(batch - 1) + ")");
+  // Fixed lengths are checked now; random ones are drawn after the data.
+  std::vector<int32_t> lengths, kvLengths;
+  {
+    std::mt19937_64 unused;
+    if (!o.lengthsArg.empty() && !o.lengthsRandom &&
+        (rc = makeLengths("--lengths", o.lengths, false, batch, seq,
+                          "seq_len", unused, lengths)) >= 0)
+      return rc;
+    if (!o.kvLengthsArg.empty() && !o.kvLengthsRandom &&
+        (rc = makeLengths("--kv-lengths", o.kvLengths, false, batch, kvSeq,
+                          "kv_seq_len", unused, kvLengths)) >= 0)
+      return rc;
+  }
   bool libraryFault = false;
-  const int64_t wsBytes = k.workspaceBytes(batch, seq, msg, &libraryFault);
+  const int64_t wsBytes =
+      k.workspaceBytes(batch, seq, kvSeq, msg, &libraryFault);
   if (wsBytes < 0) {
     if (libraryFault) {
       error(o.lib + ": " + msg + " (bad_metadata)");
@@ -587,40 +826,54 @@ int main(int argc, char **argv) {
     error(msg);
     return kExitInput;
   }
-  int64_t rows = 0, weightFloats = 0, need = 0;
+  int64_t rows = 0, kvRows = 0, weightFloats = 0, need = 0, probsFloats = 0;
   {
-    // x, y (with --expected also the file and its double copy), the
-    // workspace, the weights and the packed buffer, and with --check the
-    // reference's double buffers
-    // (y, bound, q/k/v with their errors, twice for the head split, and
-    // the attention output with its error).
+    // x, y (with --expected also the file and its double copy), x_kv, the
+    // workspace, the weights and the packed buffer, the attention weights,
+    // and with --check the reference's double buffers (y, bound, q with its
+    // error, twice for the head split, the attention output with its
+    // error; per K/V row x_kv and k/v with their errors, twice; the
+    // weights and their bounds).
     for (const auto &t : tensors) {
       int64_t n = 1;
       for (int64_t d : t.shape)
         attnrt::checkedMul(n, d, n); // validated at load
       attnrt::checkedAdd(weightFloats, n, weightFloats);
     }
-    const int64_t qkv = ki.heads * ki.head_dim + 2 * ki.kv_heads * ki.head_dim;
-    int64_t perRowFloats = 0, perRowDoubles = 0, floatsBytes, doublesBytes,
+    const int64_t qW = ki.heads * ki.head_dim, kvW = ki.kv_heads * ki.head_dim;
+    int64_t perRowFloats = 0, perRowDoubles = 0, perKvRowDoubles = 0,
+            floatsBytes, kvBytes, doublesBytes, kvDoublesBytes, probsBytes,
             fixedBytes;
     bool ok = attnrt::checkedMul(batch, seq, rows) &&
+              attnrt::checkedMul(batch, kvSeq, kvRows) &&
+              (!wantProbs ||
+               attnrt::checkedProduct({rows, ki.heads, kvSeq}, probsFloats)) &&
               attnrt::checkedSum({ki.d_model, ki.out_dim,
                                   o.expectedPath.empty() ? 0 : 3 * ki.out_dim},
                                  perRowFloats) &&
-              attnrt::checkedSum({ki.d_model, 4 * qkv,
-                                  4 * ki.heads * ki.head_dim, 2 * ki.out_dim},
+              attnrt::checkedSum({ki.d_model, 4 * qW, 4 * qW, 2 * ki.out_dim},
                                  perRowDoubles) &&
+              attnrt::checkedSum({ki.d_model, 8 * kvW}, perKvRowDoubles) &&
               attnrt::checkedProduct({rows, perRowFloats, 4}, floatsBytes) &&
+              attnrt::checkedProduct({cross ? kvRows : 0, ki.d_model, 4},
+                                     kvBytes) &&
               attnrt::checkedProduct(
                   {rows, o.check ? perRowDoubles : 0, 8}, doublesBytes) &&
               attnrt::checkedProduct(
+                  {kvRows, o.check ? perKvRowDoubles : 0, 8}, kvDoublesBytes) &&
+              attnrt::checkedProduct({probsFloats, o.check ? 4 + 16 : 4},
+                                     probsBytes) &&
+              attnrt::checkedProduct(
                   {weightFloats + ki.packed_floats, 4}, fixedBytes) &&
-              attnrt::checkedSum({floatsBytes, doublesBytes, fixedBytes,
+              attnrt::checkedSum({floatsBytes, kvBytes, doublesBytes,
+                                  kvDoublesBytes, probsBytes, fixedBytes,
                                   wsBytes},
                                  need);
     if (!ok || need > memory) {
       error("batch " + std::to_string(batch) + " x seq_len " +
-            std::to_string(seq) + " needs " +
+            std::to_string(seq) +
+            (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
+            " needs " +
             (ok ? std::to_string(need) + " bytes (" + gib(need) + ")"
                 : std::string("more than 2^63 bytes")) +
             " of memory, more than this machine has (" + gib(memory) + ")");
@@ -628,6 +881,8 @@ int main(int argc, char **argv) {
     }
   }
 
+  // Random data, in this order from one seed: weights, x, x_kv, lengths,
+  // kv_lengths (so that adding a later one never changes an earlier one).
   std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
   std::vector<std::vector<float>> weights;
   if (!loadWeights(o.wDir, o.wPrefix, ki, tensors, rng, weights))
@@ -640,6 +895,23 @@ int main(int argc, char **argv) {
     for (float &f : x)
       f *= static_cast<float>(o.xScale);
   }
+  if (cross && o.xKvPath.empty()) {
+    xKv = attnrt::randomNormal(kvRows * ki.d_model, rng);
+    for (float &f : xKv)
+      f *= static_cast<float>(o.xScale);
+  }
+  if (o.lengthsRandom)
+    makeLengths("--lengths", {}, true, batch, seq, "seq_len", rng, lengths);
+  if (o.kvLengthsRandom)
+    makeLengths("--kv-lengths", {}, true, batch, kvSeq, "kv_seq_len", rng,
+                kvLengths);
+  attnrt::VariantInputs variants;
+  variants.lengths = lengths.empty() ? nullptr : lengths.data();
+  variants.kvLengths = kvLengths.empty() ? nullptr : kvLengths.data();
+  if (cross) {
+    variants.xKv = xKv.data();
+    variants.kvSeqLen = kvSeq;
+  }
   std::vector<float> expected;
   if (!o.expectedPath.empty()) {
     attnrt::NpyArray arr;
@@ -648,12 +920,9 @@ int main(int argc, char **argv) {
       return kExitInput;
     }
     if (arr.shape != std::vector<int64_t>{batch, seq, ki.out_dim}) {
-      std::string got;
-      for (int64_t d : arr.shape)
-        got += (got.empty() ? "" : ", ") + std::to_string(d);
       error(o.expectedPath + ": expected shape (" + std::to_string(batch) +
             ", " + std::to_string(seq) + ", " + std::to_string(ki.out_dim) +
-            "), found (" + got + ")");
+            "), found " + shapeText(arr.shape));
       return kExitInput;
     }
     expected = std::move(arr.data);
@@ -672,22 +941,60 @@ int main(int argc, char **argv) {
     return kExitFailed;
   }
   std::vector<float> y(static_cast<size_t>(yFloats));
+  // A kernel with the probs feature always gets the buffer: --check
+  // compares it, --probs and --heatmap show it.
+  std::vector<float> probs(static_cast<size_t>(probsFloats));
+  float *probsPtr = wantProbs ? probs.data() : nullptr;
   std::vector<unsigned char> ws(static_cast<size_t>(wsBytes));
   const int threads = static_cast<int>(o.threads);
-  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws, threads);
+  if (!k.checkVariants(batch, seq, variants, probsPtr, msg)) {
+    error(msg);
+    return kExitInput;
+  }
+  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
+                 probsPtr, ws, threads);
   if (rc != ATTNC_OK) {
     error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
           " (" + statusText(rc) + ")");
     return kExitFailed;
   }
   std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
-              "workspace %lld bytes\n",
+              "workspace %lld bytes",
               ki.name, (long long)batch, (long long)seq, (long long)ki.d_model,
               (long long)ki.heads, (long long)ws.size());
+  if (cross)
+    std::printf(", kv_seq_len %lld", (long long)kvSeq);
+  if (!lengths.empty())
+    std::printf(", lengths %s", lengthsText(lengths).c_str());
+  if (!kvLengths.empty())
+    std::printf(", kv_lengths %s", lengthsText(kvLengths).c_str());
+  std::printf("\n");
   if (!o.outPath.empty() &&
       !attnrt::writeNpy(o.outPath, {batch, seq, ki.out_dim}, y.data(), msg)) {
     error(msg);
     return kExitInput;
+  }
+  if (!o.probsPath.empty() &&
+      !attnrt::writeNpy(o.probsPath, {batch, ki.heads, seq, kvSeq},
+                        probs.data(), msg)) {
+    error(msg);
+    return kExitInput;
+  }
+  if (!o.heatmapPath.empty()) {
+    attnrt::HeatmapOptions hopt;
+    hopt.title = std::string(ki.name) + ": attention weights of sequence " +
+                 std::to_string(o.heatmapBatch) + " of " +
+                 std::to_string(batch);
+    if (!lengths.empty())
+      hopt.title += " (length " +
+                    std::to_string(lengths[size_t(o.heatmapBatch)]) + ")";
+    const float *pb =
+        probs.data() + o.heatmapBatch * ki.heads * seq * kvSeq;
+    if (!attnrt::writeHeatmapSvg(o.heatmapPath, pb, ki.heads, seq, kvSeq,
+                                 o.headGiven ? o.head : -1, hopt, msg)) {
+      error(msg);
+      return kExitInput;
+    }
   }
   int status = kExitOk;
   const int64_t n = static_cast<int64_t>(y.size());
@@ -696,9 +1003,11 @@ int main(int argc, char **argv) {
     attnrt::BoundOptions bopt;
     bopt.rigorous = o.rigorous;
     attnrt::Reference ref = attnrt::referenceWithBound(
-        p, wptrs, x.data(), batch, seq, [&](double f) { progress(f); }, bopt);
+        p, wptrs, x.data(), batch, seq, variants,
+        [&](double f) { progress(f); }, bopt);
     progress.done();
-    if (int64_t(ref.y.size()) != n) {
+    if (int64_t(ref.y.size()) != n ||
+        (wantProbs && int64_t(ref.probs.size()) != probsFloats)) {
       error("the interpreter cannot run this block");
       return kExitFailed;
     }
@@ -711,6 +1020,15 @@ int main(int argc, char **argv) {
     if (!report("interpreter (double)", c, y.data(), ref.y.data(), n, o.atol,
                 o.rtol, model))
       status = kExitFailed;
+    if (wantProbs) {
+      attnrt::CompareResult cp = attnrt::compare(
+          probs.data(), ref.probs.data(),
+          o.noBound ? nullptr : ref.probsBound.data(), probsFloats, o.atol,
+          o.rtol);
+      if (!report("interpreter (double)", cp, probs.data(), ref.probs.data(),
+                  probsFloats, o.atol, o.rtol, model, "probs "))
+        status = kExitFailed;
+    }
   }
   if (!expected.empty()) {
     std::vector<double> ref(expected.begin(), expected.end());
@@ -725,8 +1043,8 @@ int main(int argc, char **argv) {
     std::vector<double> ms;
     for (int64_t i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, ws,
-                     threads);
+      rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
+                     probsPtr, ws, threads);
       auto t1 = std::chrono::steady_clock::now();
       if (rc != ATTNC_OK) {
         error(std::string(ki.name) + "_forward returned " +
@@ -738,7 +1056,8 @@ int main(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
-    double gflops = usefulFlops(ki, batch, seq) / (ms.front() * 1e6);
+    double gflops =
+        usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
     std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
                 "ms per call, %.2f GFLOP/s (useful, at the min)\n",
                 (long long)o.bench, (long long)shownThreads,
