@@ -7,9 +7,9 @@
 //   y = concat_h(o_h) Wo + bo, rows past a sequence's length set to 0
 // written independently of the compiler's lowering. M is the mask of the
 // metadata plus the per-call valid lengths (padding), as docs/abi.md
-// defines them. Two faces use these naive kernels: runtime checks of
-// compiled kernels (from metadata) and the compiler's IR evaluator
-// (attn-dialect stages).
+// ("The attention variants") defines them. Two faces use these naive
+// kernels: runtime checks of compiled kernels (from metadata) and the
+// compiler's IR evaluator (attn-dialect stages).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_INTERPRETER_H
