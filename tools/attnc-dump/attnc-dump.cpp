@@ -212,7 +212,8 @@ int main(int argc, char **argv) {
     for (const auto &t : inputs.storage)
       w.push_back(t.data());
     attnrt::Reference ref = attnrt::referenceWithBound(
-        attnc::blockParams(*spec), w, inputs.x.data(), batch, seqLen);
+        attnc::blockParams(*spec), w, inputs.x.data(), batch, seqLen,
+        attnc::variantInputs(*spec, inputs));
     for (const attnc::CompiledRun &r : runs) {
       int64_t n = static_cast<int64_t>(r.y.size());
       bool sizeOk = n == static_cast<int64_t>(reference.size()) &&

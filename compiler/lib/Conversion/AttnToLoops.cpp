@@ -86,9 +86,10 @@ private:
   DenseMap<Operation *, SmallVector<Value>> aux;
   DenseMap<Operation *, SmallVector<std::pair<Value, Value>>> preCopies;
   Operation *current = nullptr;
-  Value wsBuf, total, outBuf;
+  Value wsBuf, total;
+  SmallVector<Value> outBufs; ///< one output argument per result
   DenseMap<Value, int64_t> packedCols; ///< packed weight/bias -> logical N
-  Value returned;             ///< the tensor the old function returns
+  SmallVector<Value> returned; ///< the tensors the old function returns
 };
 
 Value FunctionLowering::alloc(RankedTensorType ty, ArrayRef<OpFoldResult> dims) {
@@ -121,10 +122,10 @@ Value FunctionLowering::alloc(RankedTensorType ty, ArrayRef<OpFoldResult> dims) 
 /// The buffer a tensor-producing op writes: the output argument when the op
 /// computes the returned value, else a fresh workspace buffer.
 Value FunctionLowering::allocFor(Value tensor, ArrayRef<OpFoldResult> dims) {
-  if (tensor == returned &&
-      cast<ShapedType>(tensor.getType()).getShape() ==
-          cast<MemRefType>(outBuf.getType()).getShape())
-    return outBuf;
+  for (auto [r, out] : llvm::zip(returned, outBufs))
+    if (tensor == r && cast<ShapedType>(tensor.getType()).getShape() ==
+                           cast<MemRefType>(out.getType()).getShape())
+      return out;
   return alloc(cast<RankedTensorType>(tensor.getType()), dims);
 }
 
@@ -264,12 +265,24 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), out);
     return success();
   }
+  if (auto m = dyn_cast<MaskRowsOp>(op)) {
+    // In place when this op is the input's only user; else on a copy.
+    Value in = map.lookup(m.getInput());
+    if (!m.getInput().hasOneUse()) {
+      Value out = allocFor(m.getResult(), resolve(m.getResult(), dimsOf(in)));
+      preCopies[op].push_back({in, out});
+      in = out;
+    }
+    map.map(m.getResult(), in);
+    return success();
+  }
+  if (auto p = dyn_cast<ProbsOp>(op)) {
+    auto dq = dimsOf(map.lookup(p.getQuery())), dk = dimsOf(map.lookup(p.getKey()));
+    map.map(p.getResult(), allocFor(p.getResult(),
+                                    resolve(p.getResult(), {dq[0], dq[1], dq[2], dk[2]})));
+    return success();
+  }
   if (auto s = dyn_cast<SdpaOp>(op)) {
-    if (s.getMask() != MaskKind::none && s.getMask() != MaskKind::causal)
-      return op->emitOpError("mask ")
-             << stringifyMaskKind(s.getMask())
-             << " is not supported by the CPU lowering yet (supported: none, "
-                "causal)";
     Value q = map.lookup(s.getQuery()), k = map.lookup(s.getKey());
     auto d = dimsOf(q); // B, H, T, D
     if (s.getLayout() == HeadLayout::bthd)
@@ -402,10 +415,36 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     Value src = map.lookup(m.getInput()), dst = aux[op][0];
     oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   } else if (auto s = dyn_cast<SdpaOp>(op)) {
-    return attnc::buildFlashAttention(b, target, s, map.lookup(s.getQuery()),
-                                      map.lookup(s.getKey()),
-                                      map.lookup(s.getValue()),
-                                      map.lookup(s.getResult()));
+    return attnc::buildFlashAttention(
+        b, target, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
+        map.lookup(s.getValue()), map.lookup(s.getResult()),
+        s.getQLens() ? map.lookup(s.getQLens()) : Value(),
+        s.getKvLens() ? map.lookup(s.getKvLens()) : Value());
+  } else if (auto p = dyn_cast<ProbsOp>(op)) {
+    return attnc::buildProbs(b, target, p, map.lookup(p.getQuery()),
+                             map.lookup(p.getKey()), map.lookup(p.getResult()),
+                             p.getQLens() ? map.lookup(p.getQLens()) : Value(),
+                             p.getKvLens() ? map.lookup(p.getKvLens()) : Value());
+  } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
+    // One task per sequence: rows [lens[b], T) of y become zeros.
+    Value y = map.lookup(m.getResult()), lens = map.lookup(m.getLens());
+    Value nb = memref::DimOp::create(b, y, 0), t = memref::DimOp::create(b, y, 1);
+    Value n = memref::DimOp::create(b, y, 2);
+    attnc::taskLoop(b, nb, [&](ImplicitLocOpBuilder &c, Value bi) {
+      Value len = attnc::validLength(c, lens, bi, t);
+      Value zero = arith::ConstantOp::create(
+          c, c.getFloatAttr(cast<MemRefType>(y.getType()).getElementType(), 0.0));
+      Value start = arith::MinSIOp::create(
+          c, arith::MaxSIOp::create(c, len, arith::ConstantIndexOp::create(c, 0)), t);
+      attnc::loop(c, start, t, {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
+        attnc::loop(c1, arith::ConstantIndexOp::create(c1, 0), n, {},
+                    [&](ImplicitLocOpBuilder &c2, Value col, ValueRange) {
+                      memref::StoreOp::create(c2, zero, y, ValueRange{bi, r, col});
+                      return SmallVector<Value>{};
+                    });
+        return SmallVector<Value>{};
+      });
+    });
   } else if (auto s = dyn_cast<ScaleOp>(op)) {
     Value in = map.lookup(s.getInput()), out = map.lookup(s.getResult());
     double f = s.getFactor().convertToDouble();
@@ -431,9 +470,11 @@ LogicalResult FunctionLowering::emit(Operation *op) {
         copy(c, src, dst);
     });
   } else if (isa<func::ReturnOp>(op)) {
-    Value buf = map.lookup(returned);
-    if (buf != outBuf)
-      oneTask([&](ImplicitLocOpBuilder &c) { copy(c, buf, outBuf); });
+    for (auto [r, out] : llvm::zip(returned, outBufs)) {
+      Value buf = map.lookup(r), dst = out;
+      if (buf != dst)
+        oneTask([&](ImplicitLocOpBuilder &c) { copy(c, buf, dst); });
+    }
   }
   return success();
 }
@@ -461,7 +502,15 @@ static bool packable(BlockArgument arg) {
 
 LogicalResult FunctionLowering::run() {
   auto ret = cast<func::ReturnOp>(oldFn.getBody().front().getTerminator());
-  returned = ret.getOperand(0);
+  for (Value r : ret.getOperands()) {
+    // attn.mask_rows works in place: its input is what lands in the output.
+    while (auto m = r.getDefiningOp<MaskRowsOp>()) {
+      if (!m.getInput().hasOneUse())
+        break;
+      r = m.getInput();
+    }
+    returned.push_back(r);
+  }
   Block *entry = newFn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   unsigned n = oldFn.getNumArguments();
@@ -471,8 +520,10 @@ LogicalResult FunctionLowering::run() {
       packedCols[newFn.getArgument(i)] =
           cast<RankedTensorType>(oldFn.getArgument(i).getType()).getShape().back();
   }
-  outBuf = newFn.getArgument(n);
-  wsBuf = newFn.getArgument(n + 1);
+  unsigned results = oldFn.getNumResults();
+  for (unsigned i = 0; i < results; ++i)
+    outBufs.push_back(newFn.getArgument(n + i));
+  wsBuf = newFn.getArgument(n + results);
   total = idx(0);
   for (Operation &op : oldFn.getBody().front())
     if (failed(prologue(&op)))
@@ -498,15 +549,16 @@ struct AttnToLoopsPass final
         return isa<AttnDialect>(op->getDialect()) ? WalkResult::interrupt()
                                                   : WalkResult::advance();
       });
-      if (f.getNumResults() == 1 && isa<RankedTensorType>(f.getResultTypes()[0]) &&
+      if (f.getNumResults() >= 1 &&
+          llvm::all_of(f.getResultTypes(), llvm::IsaPred<RankedTensorType>) &&
           (hasAttn.wasInterrupted() || f->hasAttr("attn.target"))) {
         funcs.push_back(f);
         continue;
       }
       // Anything else must not contain attn ops: they would survive silently.
       if (hasAttn.wasInterrupted()) {
-        f.emitError("attn-to-loops lowers functions with exactly one ranked "
-                    "tensor result; @")
+        f.emitError("attn-to-loops lowers functions whose results are ranked "
+                    "tensors (one or more); @")
             << f.getName() << " has " << f.getNumResults() << " results";
         return signalPassFailure();
       }
@@ -547,8 +599,10 @@ struct AttnToLoopsPass final
           args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
         }
       }
-      auto rt = cast<RankedTensorType>(f.getResultTypes()[0]);
-      args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+      for (Type t : f.getResultTypes()) {
+        auto rt = cast<RankedTensorType>(t);
+        args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+      }
       args.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8)));
       OpBuilder mb(f);
       mb.setInsertionPointAfter(f);
@@ -564,8 +618,11 @@ struct AttnToLoopsPass final
                         DenseI64ArrayAttr::get(ctx, rt.getShape()));
         }
       }
-      nf.setArgAttr(n, "attn.output", UnitAttr::get(ctx));
-      nf.setArgAttr(n + 1, "attn.workspace", UnitAttr::get(ctx));
+      unsigned results = f.getNumResults();
+      for (unsigned i = 0; i < results; ++i) // y, then probs (MLIRGen's order)
+        nf.setArgAttr(n + i, "attn.output",
+                      StringAttr::get(ctx, i == 0 ? "y" : "probs"));
+      nf.setArgAttr(n + results, "attn.workspace", UnitAttr::get(ctx));
       nf->setDiscardableAttrs(f->getDiscardableAttrDictionary());
       FunctionLowering lowering(f, nf, target);
       if (failed(lowering.run())) {

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace attnc::attn;
@@ -44,7 +45,8 @@ bool unitInner(Value buf) {
 
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          TargetAttr t, SdpaOp op, Value q,
-                                         Value k, Value v, Value o) {
+                                         Value k, Value v, Value o,
+                                         Value qLens, Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
   Type f32 = b.getF32Type();
   int64_t D = qt.getDimSize(3);
@@ -65,7 +67,11 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       rr = c;
       break;
     }
-  bool causal = op.getMask() == MaskKind::causal;
+  MaskKind mask = op.getMask();
+  bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
+                mask == MaskKind::sliding_window;
+  bool windowed = mask == MaskKind::sliding_window;
+  int64_t window = windowed ? *op.getWindow() : 0;
   bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   bool bthd = op.getLayout() == HeadLayout::bthd;
   double scale = op.getScale().convertToDouble();
@@ -113,16 +119,31 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          idx(b, mq));
   Value perBatch = arith::MulIOp::create(b, hq, qBlocks);
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
-  // Keys a query i sees under a causal mask: j <= i + off.
-  Value off = topLeft ? idx(b, 0) : arith::SubIOp::create(b, tkv, tq).getResult();
 
-  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, perBatch);
-    Value rest = arith::RemUIOp::create(c, task, perBatch);
-    Value h = arith::DivUIOp::create(c, rest, qBlocks);
-    Value i0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, qBlocks), idx(c, mq));
-    Value hk = arith::DivUIOp::create(c, h, group);
-    Value rows = arith::MinUIOp::create(c, idx(c, mq), arith::SubIOp::create(c, tq, i0));
+  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
+    Value bi = arith::DivUIOp::create(ct, task, perBatch);
+    Value rest = arith::RemUIOp::create(ct, task, perBatch);
+    Value h = arith::DivUIOp::create(ct, rest, qBlocks);
+    Value i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, mq));
+    Value hk = arith::DivUIOp::create(ct, h, group);
+    // Valid lengths of this sequence (padding): queries [0, qv), keys
+    // [0, kvv). A query block wholly past qv is skipped (its rows are
+    // padding, zeroed by attn.mask_rows), not computed and masked.
+    auto length = [&](Value lens, Value full) -> Value {
+      return lens ? attnc::validLength(ct, lens, bi, full) : full;
+    };
+    Value qv = length(qLens, tq), kvv = length(kvLens, tkv);
+    // Keys a query i sees under a causal mask: j <= i + off (bottom-right:
+    // the last valid query sees the last valid key).
+    Value off = topLeft ? idx(ct, 0) : arith::SubIOp::create(ct, kvv, qv).getResult();
+    std::optional<ImplicitLocOpBuilder> inner;
+    if (qLens) {
+      Value active = arith::CmpIOp::create(ct, arith::CmpIPredicate::slt, i0, qv);
+      auto ifOp = scf::IfOp::create(ct, active, /*withElse=*/false);
+      inner.emplace(ct.getLoc(), ifOp.getThenBodyBuilder());
+    }
+    ImplicitLocOpBuilder &c = inner ? *inner : ct;
+    Value rows = arith::MinUIOp::create(c, idx(c, mq), arith::SubIOp::create(c, qv, i0));
     Value zero = idx(c, 0);
 
     auto QT = memref::AllocaOp::create(c, MemRefType::get({D, mq}, f32));
@@ -145,15 +166,21 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       return SmallVector<Value>{};
     });
 
-    // Visible keys: [0, kEnd) for some row of the block, [0, kFull) for all.
-    Value kEnd = tkv, kFull = tkv;
+    // Visible keys: [kStart, kEnd) for some row of the block; [kLow, kFull)
+    // for all of them (the window's lower edge and the causal diagonal).
+    Value kStart = zero, kLow = zero, kEnd = kvv, kFull = kvv;
+    auto clampK = [&](Value x) -> Value {
+      Value lo = arith::MaxSIOp::create(c, x, zero);
+      return arith::MinSIOp::create(c, lo, kvv);
+    };
+    Value diag0 = arith::AddIOp::create(c, i0, off); // row i0's last key
     if (causal) {
-      auto clampK = [&](Value x) -> Value {
-        Value lo = arith::MaxSIOp::create(c, x, zero);
-        return arith::MinSIOp::create(c, lo, tkv);
-      };
-      kEnd = clampK(arith::AddIOp::create(c, arith::AddIOp::create(c, i0, rows), off));
-      kFull = clampK(add(c, arith::AddIOp::create(c, i0, off), 1));
+      kEnd = clampK(arith::AddIOp::create(c, diag0, rows));
+      kFull = clampK(add(c, diag0, 1));
+    }
+    if (windowed) {
+      kStart = clampK(add(c, diag0, 1 - window));
+      kLow = clampK(add(c, arith::AddIOp::create(c, diag0, rows), -window));
     }
     Value lastKey = arith::SubIOp::create(c, tkv, idx(c, 1));
     // Lane r of query vector m is query i0 + m*VL + r.
@@ -167,7 +194,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
     for (int64_t m = 0; m < mv; ++m)
       init.push_back(splat(c, 0.0));
-    scf::ForOp blocks = loop(c, zero, kEnd, idx(c, nk), init,
+    scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
       Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
       // Scores of KR keys at a time (rows past kEnd are clamped reads and
@@ -198,6 +225,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       if (causal) {
         Value crosses = arith::CmpIOp::create(
             cb, arith::CmpIPredicate::sgt, arith::AddIOp::create(cb, j0, cnt), kFull);
+        if (windowed)
+          crosses = arith::OrIOp::create(
+              cb, crosses, arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, j0, kLow));
         auto ifOp = scf::IfOp::create(cb, crosses, /*withElse=*/false);
         ImplicitLocOpBuilder ci(cb.getLoc(), ifOp.getThenBodyBuilder());
         Value base = arith::IndexCastOp::create(
@@ -214,6 +244,13 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                      c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
                 laneIdx);
             Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
+            if (windowed) {
+              Value lowest = arith::SubIOp::create(
+                  c1, lim, vector::BroadcastOp::create(
+                               c1, ivt, arith::ConstantIntOp::create(c1, window, 32)));
+              ok = arith::AndIOp::create(
+                  c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sgt, jv, lowest));
+            }
             Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
             vector::StoreOp::create(c1, arith::SelectOp::create(c1, ok, s, negInf), ST,
                                     ValueRange{jj, idx(c1, m * vl)});
@@ -319,6 +356,97 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         else
           vector::MaskedStoreOp::create(c1, o, at, tailMask(c1), val);
       }
+      return SmallVector<Value>{};
+    });
+  });
+  return success();
+}
+
+// attn.probs: plain loops (an inspection output; its T x T store dominates
+// anyway). Row i of head h: visible keys [jLo, jHi) (the same range the
+// flash kernel walks), max of the scores, sum of their exponentials, then
+// the normalised weights; everything else in the row is zero.
+LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
+                                Value q, Value k, Value p, Value qLens,
+                                Value kvLens) {
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
+    return op.emitOpError("attn-to-loops needs f32 operands with a static head_dim");
+  MaskKind mask = op.getMask();
+  bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
+                mask == MaskKind::sliding_window;
+  bool windowed = mask == MaskKind::sliding_window;
+  int64_t window = windowed ? *op.getWindow() : 0;
+  bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  auto idx = [](ImplicitLocOpBuilder &c, int64_t x) -> Value {
+    return arith::ConstantIndexOp::create(c, x);
+  };
+  auto fc = [&](ImplicitLocOpBuilder &c, double x) -> Value {
+    return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
+  };
+  Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
+  Value tq = memref::DimOp::create(b, q, 2);
+  Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  // No output buffer (NULL probs in the C ABI): no tasks.
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, p);
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ptr, idx(b, 0));
+  Value tasks = arith::SelectOp::create(b, none, idx(b, 0),
+                                        arith::MulIOp::create(b, nb, hq));
+  double scale = op.getScale().convertToDouble();
+
+  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, hq);
+    Value h = arith::RemUIOp::create(c, task, hq);
+    Value hk = arith::DivUIOp::create(c, h, group);
+    Value qv = qLens ? validLength(c, qLens, bi, tq) : tq;
+    Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
+    Value off = topLeft ? idx(c, 0) : arith::SubIOp::create(c, kvv, qv).getResult();
+    Value zero = idx(c, 0), one = idx(c, 1);
+    auto clampK = [&](ImplicitLocOpBuilder &cc, Value x) -> Value {
+      return arith::MinSIOp::create(cc, arith::MaxSIOp::create(cc, x, zero), kvv);
+    };
+    loop(c, zero, tq, {}, [&](ImplicitLocOpBuilder &c1, Value i, ValueRange) {
+      loop(c1, zero, tkv, {}, [&](ImplicitLocOpBuilder &c2, Value j, ValueRange) {
+        memref::StoreOp::create(c2, fc(c2, 0.0), p, ValueRange{bi, h, i, j});
+        return SmallVector<Value>{};
+      });
+      Value diag = arith::AddIOp::create(c1, i, off);
+      Value jHi = causal ? clampK(c1, arith::AddIOp::create(c1, diag, one)) : kvv;
+      Value jLo = windowed ? clampK(c1, arith::AddIOp::create(c1, diag, idx(c1, 1 - window)))
+                           : zero;
+      // Rows past the valid queries stay zero.
+      jHi = arith::SelectOp::create(
+          c1, arith::CmpIOp::create(c1, arith::CmpIPredicate::slt, i, qv), jHi, jLo);
+      auto score = [&](ImplicitLocOpBuilder &c2, Value j) -> Value {
+        scf::ForOp dot = loop(c2, zero, idx(c2, D), ValueRange{fc(c2, 0.0)},
+            [&](ImplicitLocOpBuilder &c3, Value d, ValueRange a) {
+              Value x = memref::LoadOp::create(c3, q, ValueRange{bi, h, i, d});
+              Value y = memref::LoadOp::create(c3, k, ValueRange{bi, hk, j, d});
+              return SmallVector<Value>{arith::AddFOp::create(
+                  c3, a[0], arith::MulFOp::create(c3, x, y))};
+            });
+        return arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
+      };
+      scf::ForOp mx = loop(c1, jLo, jHi, ValueRange{fc(c1, -std::numeric_limits<double>::infinity())},
+          [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {
+            return SmallVector<Value>{arith::MaximumFOp::create(c2, a[0], score(c2, j))};
+          });
+      Value m = mx.getResult(0);
+      scf::ForOp sum = loop(c1, jLo, jHi, ValueRange{fc(c1, 0.0)},
+          [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {
+            Value e = math::ExpOp::create(c2, arith::SubFOp::create(c2, score(c2, j), m));
+            memref::StoreOp::create(c2, e, p, ValueRange{bi, h, i, j});
+            return SmallVector<Value>{arith::AddFOp::create(c2, a[0], e)};
+          });
+      Value inv = arith::DivFOp::create(c1, fc(c1, 1.0), sum.getResult(0));
+      loop(c1, jLo, jHi, {}, [&](ImplicitLocOpBuilder &c2, Value j, ValueRange) {
+        Value e = memref::LoadOp::create(c2, p, ValueRange{bi, h, i, j});
+        memref::StoreOp::create(c2, arith::MulFOp::create(c2, e, inv), p,
+                                ValueRange{bi, h, i, j});
+        return SmallVector<Value>{};
+      });
       return SmallVector<Value>{};
     });
   });

@@ -2,6 +2,7 @@
 #include "LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 
@@ -32,4 +33,20 @@ scf::ForallOp attnc::taskLoop(
   ib.setInsertionPoint(forall.getBody()->getTerminator());
   fn(ib, forall.getInductionVar(0));
   return forall;
+}
+
+Value attnc::validLength(ImplicitLocOpBuilder &c, Value lens, Value b,
+                         Value full) {
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(c, lens);
+  Value isNull = arith::CmpIOp::create(c, arith::CmpIPredicate::eq, ptr,
+                                       arith::ConstantIndexOp::create(c, 0));
+  auto ifOp = scf::IfOp::create(
+      c, isNull,
+      [&](OpBuilder &nb, Location loc) { scf::YieldOp::create(nb, loc, full); },
+      [&](OpBuilder &nb, Location loc) {
+        Value l = memref::LoadOp::create(nb, loc, lens, ValueRange{b});
+        Value i = arith::IndexCastOp::create(nb, loc, nb.getIndexType(), l);
+        scf::YieldOp::create(nb, loc, i);
+      });
+  return ifOp.getResult(0);
 }

@@ -51,12 +51,29 @@ void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
 /// queries). Each task keeps Q (pre-scaled, transposed), one block of
 /// scores and its output rows on the stack, walks only the key blocks its
 /// mask leaves visible with an online softmax, and masks element-wise only
-/// the blocks that straddle the mask's boundary.
+/// the blocks that straddle the mask's boundary. qLens/kvLens (memref<?xi32>
+/// or null): valid lengths per sequence; query blocks past qLens[b] are
+/// skipped and keys past kvLens[b] never read.
 mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
                                         attn::TargetAttr target,
                                         attn::SdpaOp op, mlir::Value q,
                                         mlir::Value k, mlir::Value v,
-                                        mlir::Value o);
+                                        mlir::Value o, mlir::Value qLens,
+                                        mlir::Value kvLens);
+
+/// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
+/// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
+/// over its visible keys (max, sum, write), recomputing the scores. A null
+/// p buffer (the caller did not ask) gives no tasks.
+mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
+                               attn::TargetAttr target, attn::ProbsOp op,
+                               mlir::Value q, mlir::Value k, mlir::Value p,
+                               mlir::Value qLens, mlir::Value kvLens);
+
+/// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
+/// passes NULL for "every token valid"; the caller checked the values).
+mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,
+                        mlir::Value b, mlir::Value full);
 
 } // namespace attnc
 

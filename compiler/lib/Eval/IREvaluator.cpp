@@ -151,7 +151,38 @@ bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
   std::mt19937_64 rng(seed);
   in.storage = attnrt::randomWeights(storageTensors(spec), rng);
   in.x = attnrt::randomNormal(batch * seq * spec.dModel, rng);
+  in.xKv.clear();
+  in.lengths.clear();
+  in.kvLengths.clear();
+  in.kvSeq = seq;
+  if (spec.crossAttention) {
+    in.kvSeq = seq + 2;
+    if (!fits("the second input [batch, kv_seq_len, d_model]",
+              {batch, in.kvSeq, std::max(spec.dModel, qkv)}))
+      return false;
+    in.xKv = attnrt::randomNormal(batch * in.kvSeq * spec.dModel, rng);
+  }
+  if (spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding) {
+    for (int64_t b = 0; b < batch; ++b) {
+      in.lengths.push_back(static_cast<int32_t>(seq - (b * (seq + 1)) / batch));
+      if (spec.crossAttention)
+        in.kvLengths.push_back(
+            static_cast<int32_t>(in.kvSeq - (b * (in.kvSeq - 1)) / batch));
+    }
+  }
   return true;
+}
+
+attnrt::VariantInputs attnc::variantInputs(const Spec &spec,
+                                           const EvalInputs &in) {
+  attnrt::VariantInputs v;
+  v.lengths = in.lengths.empty() ? nullptr : in.lengths.data();
+  if (spec.crossAttention) {
+    v.xKv = in.xKv.data();
+    v.kvSeqLen = in.kvSeq;
+    v.kvLengths = in.kvLengths.empty() ? nullptr : in.kvLengths.data();
+  }
+  return v;
 }
 
 bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
@@ -204,15 +235,34 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       return false;
     }
     Tensor v;
-    if (fn.getArgAttr(i, "attn.input")) {
-      if (!allocate(v, {in.batch, in.seq, spec.dModel}, error))
+    if (auto inName = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
+      std::string what = inName.str();
+      if (what == "lengths" || what == "kv_lengths") {
+        const std::vector<int32_t> &l = what == "lengths" ? in.lengths : in.kvLengths;
+        int64_t full = what == "lengths" ? in.seq : in.kvSeq;
+        if (!allocate(v, {in.batch}, error))
+          return false;
+        for (int64_t b = 0; b < in.batch; ++b) {
+          int64_t len = l.empty() ? full : b < (int64_t)l.size() ? l[b] : -1;
+          if (len < 0 || len > full) {
+            error = "the " + what + " do not fit batch " + std::to_string(in.batch);
+            return false;
+          }
+          v.data[b] = static_cast<double>(len);
+        }
+        t[a] = std::move(v);
+        continue;
+      }
+      bool kv = what == "x_kv";
+      const std::vector<float> &src = kv ? in.xKv : in.x;
+      if (!allocate(v, {in.batch, kv ? in.kvSeq : in.seq, spec.dModel}, error))
         return false;
-      if (static_cast<int64_t>(in.x.size()) != v.numel()) {
-        error = "the input has " + std::to_string(in.x.size()) +
+      if (static_cast<int64_t>(src.size()) != v.numel()) {
+        error = "the input " + what + " has " + std::to_string(src.size()) +
                 " elements, expected " + shapeStr(v.shape);
         return false;
       }
-      v.data.assign(in.x.begin(), in.x.end());
+      v.data.assign(src.begin(), src.end());
       t[a] = std::move(v);
       continue;
     }
@@ -357,13 +407,13 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       y.shape = {y.shape[0], y.shape[1], y.shape[2] * y.shape[3]};
       t[m] = std::move(y);
     } else if (auto s = dyn_cast<SdpaOp>(op)) {
-      if (s.getMask() != attn::MaskKind::none && s.getMask() != attn::MaskKind::causal) {
-        error = "the evaluator supports masks none and causal only";
-        return false;
-      }
       const Tensor *q = tensorOf(s.getQuery()), *k = tensorOf(s.getKey()),
                    *v = tensorOf(s.getValue());
       if (!q || !k || !v)
+        return false;
+      const Tensor *qLens = s.getQLens() ? tensorOf(s.getQLens()) : nullptr;
+      const Tensor *kvLens = s.getKvLens() ? tensorOf(s.getKvLens()) : nullptr;
+      if ((s.getQLens() && !qLens) || (s.getKvLens() && !kvLens))
         return false;
       if (q->shape.size() != 4 || k->shape != v->shape || k->shape.size() != 4 ||
           q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3] ||
@@ -371,17 +421,51 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         return fail(op, "query " + shapeStr(q->shape) + ", key " +
                         shapeStr(k->shape) + " and value " + shapeStr(v->shape) +
                         " do not fit");
+      for (const Tensor *l : {qLens, kvLens})
+        if (l && (l->shape.size() != 1 || l->shape[0] != q->shape[0]))
+          return fail(op, "lengths " + shapeStr(l->shape) + " do not fit batch " +
+                          std::to_string(q->shape[0]));
       Tensor o;
       if (!allocate(o, q->shape, error))
         return false;
-      if (o.numel() > 0 && k->numel() > 0)
-        attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
-                            o.data.data(), q->shape[0], q->shape[1], k->shape[1],
-                            q->shape[2], k->shape[2], q->shape[3],
-                            s.getScale().convertToDouble(),
-                            s.getMask() == attn::MaskKind::causal ? ATTNC_MASK_CAUSAL
-                                                                  : ATTNC_MASK_NONE,
-                            s.getCausalAlign() == attn::CausalAlign::top_left);
+      uint32_t mask = ATTNC_MASK_NONE;
+      switch (s.getMask()) {
+      case attn::MaskKind::none: case attn::MaskKind::padding: break;
+      case attn::MaskKind::causal: case attn::MaskKind::causal_padding:
+        mask = ATTNC_MASK_CAUSAL; break;
+      case attn::MaskKind::sliding_window: mask = ATTNC_MASK_SLIDING_WINDOW; break;
+      }
+      // One sequence at a time, cut to its valid lengths: the bottom-right
+      // alignment then uses them (j <= i + kv_len - q_len); rows past q_len
+      // are left zero.
+      const int64_t hq = q->shape[1], hkv = k->shape[1], tq = q->shape[2],
+                    tkv = k->shape[2], d = q->shape[3];
+      for (int64_t b = 0; b < q->shape[0]; ++b) {
+        int64_t ql = qLens ? static_cast<int64_t>(qLens->data[b]) : tq;
+        int64_t kl = kvLens ? static_cast<int64_t>(kvLens->data[b]) : tkv;
+        if (ql < 0 || ql > tq || kl < 0 || kl > tkv)
+          return fail(op, "a valid length is outside [0, T]");
+        if (ql == 0 || d == 0)
+          continue;
+        std::vector<double> qb(hq * ql * d), kb(hkv * kl * d), vb(hkv * kl * d),
+            ob(hq * ql * d, 0.0);
+        for (int64_t h = 0; h < hq; ++h)
+          for (int64_t i = 0; i < ql * d; ++i)
+            qb[h * ql * d + i] = q->data[((b * hq + h) * tq) * d + i];
+        for (int64_t h = 0; h < hkv; ++h)
+          for (int64_t i = 0; i < kl * d; ++i) {
+            kb[h * kl * d + i] = k->data[((b * hkv + h) * tkv) * d + i];
+            vb[h * kl * d + i] = v->data[((b * hkv + h) * tkv) * d + i];
+          }
+        if (kl > 0)
+          attnrt::naive::sdpa(qb.data(), kb.data(), vb.data(), ob.data(), 1, hq,
+                              hkv, ql, kl, d, s.getScale().convertToDouble(), mask,
+                              s.getCausalAlign() == attn::CausalAlign::top_left,
+                              s.getWindow() ? *s.getWindow() : 0);
+        for (int64_t h = 0; h < hq; ++h)
+          for (int64_t i = 0; i < ql * d; ++i)
+            o.data[((b * hq + h) * tq) * d + i] = ob[h * ql * d + i];
+      }
       if (s.getLayout() == attn::HeadLayout::bthd) {
         Tensor p;
         if (!permute4(o, {0, 2, 1, 3}, p, error))
@@ -389,6 +473,58 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         o = std::move(p);
       }
       t[s] = std::move(o);
+    } else if (auto pr = dyn_cast<ProbsOp>(op)) {
+      const Tensor *q = tensorOf(pr.getQuery()), *k = tensorOf(pr.getKey());
+      const Tensor *qLens = pr.getQLens() ? tensorOf(pr.getQLens()) : nullptr;
+      const Tensor *kvLens = pr.getKvLens() ? tensorOf(pr.getKvLens()) : nullptr;
+      if (!q || !k || (pr.getQLens() && !qLens) || (pr.getKvLens() && !kvLens))
+        return false;
+      if (q->shape.size() != 4 || k->shape.size() != 4 || q->shape[0] != k->shape[0] ||
+          q->shape[3] != k->shape[3] || k->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
+        return fail(op, "query " + shapeStr(q->shape) + " and key " +
+                        shapeStr(k->shape) + " do not fit");
+      const int64_t nb = q->shape[0];
+      std::vector<int64_t> qv(nb), kv(nb);
+      for (int64_t b = 0; b < nb; ++b) {
+        qv[b] = qLens ? static_cast<int64_t>(qLens->data[b]) : q->shape[2];
+        kv[b] = kvLens ? static_cast<int64_t>(kvLens->data[b]) : k->shape[2];
+        if (qv[b] < 0 || qv[b] > q->shape[2] || kv[b] < 0 || kv[b] > k->shape[2])
+          return fail(op, "a valid length is outside [0, T]");
+      }
+      uint32_t mask = ATTNC_MASK_NONE;
+      switch (pr.getMask()) {
+      case attn::MaskKind::none: case attn::MaskKind::padding: break;
+      case attn::MaskKind::causal: case attn::MaskKind::causal_padding:
+        mask = ATTNC_MASK_CAUSAL; break;
+      case attn::MaskKind::sliding_window: mask = ATTNC_MASK_SLIDING_WINDOW; break;
+      }
+      Tensor o, probs;
+      if (!allocate(o, q->shape, error) ||
+          !allocate(probs, {nb, q->shape[1], q->shape[2], k->shape[2]}, error))
+        return false;
+      if (probs.numel() > 0)
+        attnrt::naive::sdpa(q->data.data(), k->data.data(), k->data.data(),
+                            o.data.data(), nb, q->shape[1], k->shape[1], q->shape[2],
+                            k->shape[2], q->shape[3], pr.getScale().convertToDouble(),
+                            mask, pr.getCausalAlign() == attn::CausalAlign::top_left,
+                            pr.getWindow() ? *pr.getWindow() : 0, qv.data(),
+                            kv.data(), probs.data.data());
+      t[pr] = std::move(probs);
+    } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
+      const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
+      if (!x || !l)
+        return false;
+      if (x->shape.size() != 3 || l->shape.size() != 1 || l->shape[0] != x->shape[0])
+        return fail(op, "lengths " + shapeStr(l->shape) + " do not fit " +
+                        shapeStr(x->shape));
+      Tensor y = *x;
+      int64_t rowLen = x->shape[2];
+      for (int64_t b = 0; b < x->shape[0]; ++b)
+        for (int64_t r = std::max<int64_t>(0, static_cast<int64_t>(l->data[b]));
+             r < x->shape[1]; ++r)
+          for (int64_t c = 0; c < rowLen; ++c)
+            y.data[(b * x->shape[1] + r) * rowLen + c] = 0;
+      t[m] = std::move(y);
     } else if (auto s = dyn_cast<ScaleOp>(op)) {
       const Tensor *x = tensorOf(s.getInput());
       if (!x)

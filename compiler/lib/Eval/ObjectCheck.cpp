@@ -71,7 +71,8 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
       run.y.assign(in.batch * in.seq * outDim, 0.0f);
       int rc = k.pack(w, packed);
       if (rc == ATTNC_OK)
-        rc = k.forward(packed.data(), in.x.data(), run.y.data(), in.batch, in.seq, ws);
+        rc = k.forward(packed.data(), in.x.data(), run.y.data(), in.batch, in.seq,
+                       variantInputs(spec, in), /*probs=*/nullptr, ws);
       if (rc != ATTNC_OK) {
         error = "the compiled kernel (" + run.isa + ") returned status " +
                 std::to_string(rc);

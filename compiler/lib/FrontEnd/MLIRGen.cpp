@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace attnc::attn;
 
@@ -36,9 +38,27 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     return RankedTensorType::get({dyn, h, dyn, dh}, f32);
   };
 
-  // Arguments: x, then (w, b) per projection.
+  // Arguments: the run-time inputs (x; x_kv for cross-attention; the
+  // valid lengths with a padding mask), then (w, b) per projection.
+  bool padding = spec.mask == attnc::MaskKind::Padding ||
+                 spec.mask == attnc::MaskKind::CausalPadding;
+  bool cross = spec.crossAttention;
+  auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
   SmallVector<Type> argTypes{act(d)};
   SmallVector<std::string> argNames{"x"};
+  if (cross) {
+    argTypes.push_back(act(d));
+    argNames.push_back("x_kv");
+  }
+  if (padding) {
+    argTypes.push_back(lensType);
+    argNames.push_back("lengths");
+    if (cross) {
+      argTypes.push_back(lensType);
+      argNames.push_back("kv_lengths");
+    }
+  }
+  const unsigned numInputs = argNames.size();
   auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
     argTypes.push_back(RankedTensorType::get({in, out}, f32));
     argNames.push_back(w);
@@ -53,27 +73,39 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   if (spec.outProj)
     addWeight("wo", "bo", qw, d);
   Type resultType = act(spec.outProj ? d : qw);
+  bool wantProbs = std::find(spec.outputs.begin(), spec.outputs.end(),
+                             "probs") != spec.outputs.end();
+  SmallVector<Type> resultTypes{resultType};
+  if (wantProbs)
+    resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, f32));
 
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, locOf("name", spec.name.c_str()), spec.name,
-                                 b.getFunctionType(argTypes, {resultType}));
-  fn.setArgAttr(0, "attn.input", b.getStringAttr("x"));
-  for (unsigned i = 1; i < argNames.size(); ++i)
-    fn.setArgAttr(i, "attn.weight", b.getStringAttr(argNames[i]));
+                                 b.getFunctionType(argTypes, resultTypes));
+  for (unsigned i = 0; i < argNames.size(); ++i)
+    fn.setArgAttr(i, i < numInputs ? "attn.input" : "attn.weight",
+                  b.getStringAttr(argNames[i]));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  unsigned next = 1;
+  unsigned next = numInputs;
   auto nextArg = [&]() { return entry->getArgument(next++); };
-  Value x = entry->getArgument(0);
+  auto input = [&](const char *name) -> Value {
+    for (unsigned i = 0; i < numInputs; ++i)
+      if (argNames[i] == name)
+        return entry->getArgument(i);
+    return Value();
+  };
+  Value x = input("x");
+  Value xkv = cross ? input("x_kv") : x;
   auto project = [&](Value in, int64_t out, const char *what) -> Value {
     Value w = nextArg();
     Value bias = spec.bias ? nextArg() : Value();
     return LinearOp::create(b, locOf("weights", what), act(out), in, w, bias);
   };
   Value q = project(x, qw, "q_proj");
-  Value k = project(x, kvw, "k_proj");
-  Value v = project(x, kvw, "v_proj");
+  Value k = project(xkv, kvw, "k_proj");
+  Value v = project(xkv, kvw, "v_proj");
   Location headsLoc = locOf("heads", "split_heads");
   Value qh = SplitHeadsOp::create(b, headsLoc, heads(spec.heads), q,
                                   b.getI64IntegerAttr(spec.heads));
@@ -94,7 +126,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   }
   auto sdpa = SdpaOp::create(
       b, locOf("mask", "sdpa"), heads(spec.heads), qh, kh, vh,
-      /*kv_lens=*/Value(), /*q_lens=*/Value(), MaskKindAttr::get(&ctx, mask),
+      /*kv_lens=*/padding ? (cross ? input("kv_lengths") : input("lengths"))
+                          : Value(),
+      /*q_lens=*/padding ? input("lengths") : Value(),
+      MaskKindAttr::get(&ctx, mask),
       b.getF64FloatAttr(spec.effectiveScale()),
       CausalAlignAttr::get(&ctx, spec.causalAlign == attnc::CausalAlign::TopLeft
                                      ? attn::CausalAlign::top_left
@@ -103,9 +138,19 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
           ? b.getI64IntegerAttr(spec.window)
           : IntegerAttr(),
       HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd));
+  SmallVector<Value> results;
+  if (wantProbs)
+    results.push_back(ProbsOp::create(
+        b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
+        sdpa.getKvLens(), sdpa.getQLens(), sdpa.getMaskAttr(),
+        sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr()));
   Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), act(qw),
                                       sdpa.getResult());
   Value y = spec.outProj ? project(merged, d, "o_proj") : merged;
-  func::ReturnOp::create(b, locOf("out_proj", "return"), y);
+  if (padding) // padding rows are zeros, not the output bias
+    y = MaskRowsOp::create(b, locOf("mask", "mask_rows"), y.getType(), y,
+                           input("lengths"));
+  results.insert(results.begin(), y);
+  func::ReturnOp::create(b, locOf("out_proj", "return"), results);
   return module;
 }

@@ -163,23 +163,10 @@ std::string printSpec(const Spec &s) {
 std::string unsupportedFeature(const Spec &s) {
   try {
     const char *supportedBy = "is not supported by this version of attnc";
-    if (s.mask != MaskKind::None && s.mask != MaskKind::Causal)
-      return located(s, s.valuePosOf("mask"),
-                     fmt::format("mask: {} {} (supported: none, causal)",
-                                 toString(s.mask), supportedBy));
     if (s.decode)
       return located(
           s, s.valuePosOf("decode"),
           fmt::format("decode: true {} (supported: false)", supportedBy));
-    if (s.crossAttention)
-      return located(s, s.valuePosOf("cross_attention"),
-                     fmt::format("cross_attention: true {} (supported: false)",
-                                 supportedBy));
-    for (size_t i = 0; i < s.outputs.size(); ++i)
-      if (s.outputs[i] != "y")
-        return located(s, s.valuePosOf(fmt::format("outputs[{}]", i)),
-                       fmt::format("outputs: {} {} (supported: [y])",
-                                   s.outputs[i], supportedBy));
     return "";
   } catch (const std::exception &) {
     return s.file + ": error: out of memory";

@@ -9,7 +9,7 @@
 //
 // and once `void NAME__pack_impl(const float *const *w, float *packed)`,
 // which the C glue (KernelGlue.c) calls; `attnc_call` is the record the glue
-// fills (pointers, workspace, batch, seq_len). Every function of a code path
+// fills (pointers, workspace, batch, seq_len, and the variants' inputs). Every function of a code path
 // gets that path's target-cpu/target-features, so one module (and one .so)
 // holds AVX-512 and AVX2 code side by side.
 //
@@ -39,9 +39,11 @@ struct WrapperBuilder {
     i64 = b.getInt64Ty();
     ptr = b.getPtrTy();
     f32 = b.getFloatTy();
-    // struct attnc_call { packed, x, y, ws, ws_bytes, batch, seq }
-    callTy = StructType::create(ctx, {ptr, ptr, ptr, ptr, i64, i64, i64},
-                                "attnc_call");
+    // struct attnc_call { packed, x, y, ws, ws_bytes, batch, seq,
+    //                      lengths, x_kv, kv_seq, kv_lengths, probs }
+    callTy = StructType::create(
+        ctx, {ptr, ptr, ptr, ptr, i64, i64, i64, ptr, ptr, i64, ptr, ptr},
+        "attnc_call");
   }
 
   Constant *c64(int64_t v) { return ConstantInt::get(i64, v); }
@@ -73,25 +75,41 @@ struct WrapperBuilder {
     Value *packed = field(call, 0, ptr), *x = field(call, 1, ptr),
           *y = field(call, 2, ptr), *ws = field(call, 3, ptr),
           *wsBytes = field(call, 4, i64), *batch = field(call, 5, i64),
-          *seq = field(call, 6, i64);
-    auto dims = [&](const std::vector<int64_t> &shape) {
+          *seq = field(call, 6, i64), *lengths = field(call, 7, ptr),
+          *xKv = field(call, 8, ptr), *kvSeq = field(call, 9, i64),
+          *kvLengths = field(call, 10, ptr);
+    auto dims = [&](const std::vector<int64_t> &shape, Value *seqLen) {
       SmallVector<Value *> d;
       for (size_t i = 0; i < shape.size(); ++i)
-        d.push_back(shape[i] >= 0 ? c64(shape[i]) : i == 0 ? batch : seq);
+        d.push_back(shape[i] >= 0 ? c64(shape[i]) : i == 0 ? batch : seqLen);
       return d;
     };
     SmallVector<Value *> args;
     for (const attnc::ForwardArg &a : plan.forwardArgs) {
       switch (a.kind) {
       case attnc::ForwardArg::Input:
-        pushMemref(args, x, dims(a.shape));
+        if (a.input == "x_kv")
+          pushMemref(args, xKv, dims(a.shape, kvSeq));
+        else if (a.input == "lengths")
+          pushMemref(args, lengths, dims(a.shape, seq));
+        else if (a.input == "kv_lengths")
+          pushMemref(args, kvLengths, dims(a.shape, seq));
+        else
+          pushMemref(args, x, dims(a.shape, seq));
         break;
       case attnc::ForwardArg::Output:
-        pushMemref(args, y, dims(a.shape));
+        if (a.input == "probs") { // [batch, heads, seq, kv_seq]
+          auto d = dims(a.shape, seq);
+          if (d.size() == 4 && a.shape[3] < 0)
+            d[3] = kvSeq;
+          pushMemref(args, field(call, 11, ptr), d);
+        } else {
+          pushMemref(args, y, dims(a.shape, seq));
+        }
         break;
       case attnc::ForwardArg::Weight:
         pushMemref(args, b.CreateGEP(f32, packed, c64(plan.weights[a.weight].offset)),
-                   dims(a.shape));
+                   dims(a.shape, seq));
         break;
       case attnc::ForwardArg::Workspace:
         pushMemref(args, ws, {wsBytes});

@@ -27,6 +27,11 @@ typedef struct attnc_call {
   int64_t ws_bytes;
   int64_t batch;
   int64_t seq;
+  const int32_t *lengths;    /* NULL: every token valid */
+  const float *x_kv;         /* cross-attention: [batch, kv_seq, d_model] */
+  int64_t kv_seq;
+  const int32_t *kv_lengths; /* NULL: every key valid */
+  float *probs;
 } attnc_call;
 
 typedef struct attnc_variant {
@@ -91,12 +96,19 @@ static int k_shape_ok(int64_t batch, int64_t seq) {
 
 K_EXPORT int64_t KSYM(workspace_size)(int64_t batch, int64_t seq_len,
                              int64_t kv_seq_len) {
-  if (!k_shape_ok(batch, seq_len) || (kv_seq_len != 0 && kv_seq_len != seq_len))
+  if (!k_shape_ok(batch, seq_len))
     return -1;
+  if (K_FEATURES & ATTNC_FEATURE_CROSS) {
+    if (!k_shape_ok(batch, kv_seq_len))
+      return -1;
+  } else if (kv_seq_len != 0 && kv_seq_len != seq_len) {
+    return -1;
+  }
   attnc_call c;
   memset(&c, 0, sizeof(c));
   c.batch = batch;
   c.seq = seq_len;
+  c.kv_seq = kv_seq_len;
   int64_t need = 0;
   for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
     int64_t n = k_variants[i].ws(&c);
@@ -305,6 +317,27 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (a->packed_floats != K_PACKED_FLOATS || a->x_floats != rows * K_D_MODEL ||
       a->y_floats != rows * K_OUT_DIM)
     return ATTNC_ERR_BUFFER_SIZE;
+  int64_t kv_seq = a->seq_len;
+  if (K_FEATURES & ATTNC_FEATURE_CROSS) {
+    if (!a->x_kv)
+      return ATTNC_ERR_NULL_ARG;
+    kv_seq = a->kv_seq_len;
+    if (!k_shape_ok(a->batch, kv_seq))
+      return ATTNC_ERR_BAD_SHAPE;
+    if (a->x_kv_floats != a->batch * kv_seq * K_D_MODEL)
+      return ATTNC_ERR_BUFFER_SIZE;
+  }
+  /* Attention weights: optional (NULL: not computed), exactly sized. */
+  if ((K_FEATURES & ATTNC_FEATURE_PROBS) &&
+      (a->probs ? a->probs_floats / K_HEADS / a->batch / a->seq_len != kv_seq ||
+                      a->probs_floats % (K_HEADS * a->batch * a->seq_len) != 0
+                : a->probs_floats != 0))
+    return ATTNC_ERR_BUFFER_SIZE;
+  /* Valid lengths (right padding): 0 <= lengths[b] <= seq_len. */
+  for (int64_t b = 0; b < a->batch; ++b)
+    if ((a->lengths && (a->lengths[b] < 0 || a->lengths[b] > a->seq_len)) ||
+        (a->kv_lengths && (a->kv_lengths[b] < 0 || a->kv_lengths[b] > kv_seq)))
+      return ATTNC_ERR_ARGS;
   const attnc_variant *v = k_select();
   if (!v)
     return ATTNC_ERR_ISA;
@@ -316,6 +349,11 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
   c.batch = a->batch;
   c.seq = a->seq_len;
+  c.lengths = a->lengths;
+  c.x_kv = a->x_kv;
+  c.kv_seq = kv_seq;
+  c.kv_lengths = a->kv_lengths;
+  c.probs = a->probs;
   if (v->ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
   int threads = a->num_threads;

@@ -7,6 +7,7 @@
 // every field against abi.h.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include "attnc/Target/Target.h"
 #include "attnc/Conversion/Passes.h"
 #include "attnc/runtime/abi.h"
@@ -68,13 +69,21 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_EXPORT __attribute__((visibility(\"default\")))\n"
      << "#define K_D_MODEL " << spec.dModel << "\n"
      << "#define K_OUT_DIM " << outDim << "\n"
+     << "#define K_HEADS " << spec.heads << "\n"
      << "#define K_NUM_WEIGHTS " << plan.storage.size() << "\n"
      << "#define K_PACKED_FLOATS " << plan.packedFloats << "\n"
      << "#define K_MAX_SEQ_LEN " << spec.maxSeqLen << "\n"
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
      << "#define K_STACK_BYTES " << lw.stackBytes << "\n"
-     << "#define K_FEATURES 0u\n"
+     << "#define K_FEATURES (0u"
+     << (spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding
+             ? " | ATTNC_FEATURE_LENGTHS" : "")
+     << (spec.crossAttention ? " | ATTNC_FEATURE_CROSS" : "")
+     << (std::find(spec.outputs.begin(), spec.outputs.end(), "probs") !=
+                 spec.outputs.end()
+             ? " | ATTNC_FEATURE_PROBS" : "")
+     << ")\n"
      << "static const int64_t k_weight_floats[] = {";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     int64_t f = 1;

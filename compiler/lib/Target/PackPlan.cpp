@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/PackPlan.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -27,6 +29,8 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.scale = s.effectiveScale();
   p.window = s.window;
   p.topLeft = s.causalAlign == CausalAlign::TopLeft;
+  p.cross = s.crossAttention;
+  p.wantProbs = std::find(s.outputs.begin(), s.outputs.end(), "probs") != s.outputs.end();
   switch (s.weights) {
   case WeightLayout::Gpt2Conv1D: p.layout = ATTNC_LAYOUT_GPT2_CONV1D; break;
   case WeightLayout::TorchInProj: p.layout = ATTNC_LAYOUT_TORCH_IN_PROJ; break;
@@ -230,10 +234,17 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
     if (auto mt = dyn_cast<MemRefType>(t))
       for (int64_t d : mt.getShape())
         a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
-    if (fn.getArgAttr(i, "attn.input"))
+    if (auto in = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
       a.kind = ForwardArg::Input;
-    else if (fn.getArgAttr(i, "attn.output"))
+      a.input = in.str();
+      if (a.input != "x" && a.input != "x_kv" && a.input != "lengths" &&
+          a.input != "kv_lengths")
+        return fn.emitError("unknown forward input '") << a.input << "'";
+    }
+    else if (auto out = fn.getArgAttrOfType<StringAttr>(i, "attn.output")) {
       a.kind = ForwardArg::Output;
+      a.input = out.str(); // "y" or "probs"
+    }
     else if (fn.getArgAttr(i, "attn.workspace"))
       a.kind = ForwardArg::Workspace;
     else if (fn.getArgAttr(i, "attn.weight")) {

@@ -10,6 +10,7 @@
 #define ATTNC_EVAL_IREVALUATOR_H
 
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Interpreter.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -21,14 +22,26 @@ struct EvalInputs {
   std::vector<std::vector<float>> storage; ///< storageTensors(spec) order
   std::vector<float> x;                    ///< [batch, seq, d_model]
   int64_t batch = 1, seq = 1;
+  /// Cross-attention: x_kv [batch, kvSeq, d_model].
+  std::vector<float> xKv;
+  int64_t kvSeq = 0;
+  /// Padding masks: valid lengths per sequence (empty: every token valid).
+  std::vector<int32_t> lengths, kvLengths;
 };
+
+/// The run-time inputs of the variants (padding lengths, x_kv) as the
+/// runtime's interpreter and loader take them; points into `in`.
+attnrt::VariantInputs variantInputs(const Spec &spec, const EvalInputs &in);
 
 /// Most elements the evaluator holds in one tensor (values in double: 1 GiB),
 /// and in all weight tensors together. Larger inputs are refused with an
 /// error before anything is allocated.
 constexpr int64_t kMaxEvalElements = int64_t(1) << 27;
 
-/// Random storage weights and input for `spec` (deterministic in `seed`).
+/// Random storage weights and input for `spec` (deterministic in `seed`);
+/// for cross-attention also x_kv with kvSeq = seq + 2 tokens, and for
+/// padding masks mixed lengths (seq for the first sequence, shorter ones
+/// after it).
 /// Returns false with `error` set, allocating nothing, when batch or seq is
 /// not positive or a tensor of the evaluation (the input, the widest
 /// activation [batch, seq, max(d_model, (heads + 2*kv_heads) * head_dim)],

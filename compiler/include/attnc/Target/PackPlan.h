@@ -60,7 +60,10 @@ struct PackedArg {
 /// One argument of the lowered forward function (memref form).
 struct ForwardArg {
   enum Kind { Input, Weight, Output, Workspace } kind = Input;
-  std::vector<int64_t> shape; ///< memref shape, -1 for dynamic (dim 0 = batch, 1 = seq)
+  std::string input;          ///< Input: "x", "x_kv", "lengths" or "kv_lengths";
+                              ///< Output: "y" or "probs"
+  std::vector<int64_t> shape; ///< memref shape, -1 for dynamic (dim 0 = batch,
+                              ///< 1 = seq, or kv_seq for "x_kv")
   int weight = -1;            ///< index into PackPlan::weights for Weight
 };
 

@@ -298,9 +298,63 @@ LogicalResult SdpaOp::verify() {
                                 << " needs a kv_lens operand";
   if (!padding && (getKvLens() || getQLens()))
     return emitOpError("kv_lens/q_lens are only valid with a padding mask");
+  for (Value lens : {getKvLens(), getQLens()})
+    if (lens) {
+      auto lt = cast<RankedTensorType>(lens.getType());
+      if (lt.getRank() != 1 || !compatible(lt.getDimSize(0), q.getDimSize(0)))
+        return emitOpError("lengths ") << lt << " must be [batch] for query " << q;
+    }
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive, found ")
            << getScale().convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ProbsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProbsOp::verify() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto o = cast<RankedTensorType>(getResult().getType());
+  if (q.getRank() != 4 || k.getRank() != 4 || o.getRank() != 4)
+    return emitOpError("query, key and result must be rank 4");
+  if (!compatible(q.getDimSize(3), k.getDimSize(3)))
+    return emitOpError("query and key head_dim differ");
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && hq % hkv != 0)
+    return emitOpError("kv heads (") << hkv << ") must divide query heads (" << hq << ")";
+  if (!compatible(o.getDimSize(0), q.getDimSize(0)) ||
+      !compatible(o.getDimSize(1), hq) || !compatible(o.getDimSize(2), q.getDimSize(2)) ||
+      !compatible(o.getDimSize(3), k.getDimSize(2)))
+    return emitOpError("result ") << o << " must be [B, Hq, Tq, Tkv] for query "
+                                  << q << " and key " << k;
+  MaskKind m = getMask();
+  if ((m == MaskKind::sliding_window) != getWindow().has_value())
+    return emitOpError("a window goes with mask sliding_window, and only with it");
+  bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
+  if (padding != static_cast<bool>(getKvLens()) ||
+      (!padding && getQLens()))
+    return emitOpError("kv_lens (and q_lens) go with padding masks, and only with them");
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MaskRowsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskRowsOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto lt = cast<RankedTensorType>(getLens().getType());
+  if (in.getRank() != 3)
+    return emitOpError("input must be [B, T, N], found ") << in;
+  if (lt.getRank() != 1 || (!ShapedType::isDynamic(lt.getDimSize(0)) &&
+                            !ShapedType::isDynamic(in.getDimSize(0)) &&
+                            lt.getDimSize(0) != in.getDimSize(0)))
+    return emitOpError("lengths ") << lt << " must be [batch] for input " << in;
   return success();
 }
 

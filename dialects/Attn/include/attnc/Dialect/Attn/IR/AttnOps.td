@@ -124,9 +124,13 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     `mask` selects the additive mask: `causal` masks key j for query i
     unless j <= i + Tkv - Tq (`bottom_right`) or j <= i (`top_left`);
     `sliding_window` also masks j < i + Tkv - Tq - window + 1; `padding`
-    masks keys at or beyond `kv_lens[b]` (an optional [B] i64 operand; the
-    optional `q_lens` zeroes rows at or beyond it). A row whose keys are
-    all masked produces zeros. `layout` is the layout of the result:
+    masks keys at or beyond `kv_lens[b]` (an optional [B] i32 or i64
+    operand). The optional `q_lens` ([B]) gives the valid query rows:
+    rows at or beyond it are padding (their values are unspecified; mask
+    them with `attn.mask_rows`), and with both operands the bottom-right
+    alignment uses the valid lengths (j <= i + kv_lens[b] - q_lens[b], as
+    FlashAttention's variable-length form does). A row whose keys are all
+    masked produces zeros. `layout` is the layout of the result:
     `bhtd` ([B, Hq, Tq, D]) or `bthd` ([B, Tq, Hq, D], heads last, so that
     merging heads is a reshape).
 
@@ -139,8 +143,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   }];
   let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
                        AnyRankedTensor:$value,
-                       Optional<RankedTensorOf<[I64]>>:$kv_lens,
-                       Optional<RankedTensorOf<[I64]>>:$q_lens,
+                       Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
+                       Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -160,6 +164,59 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
 //===----------------------------------------------------------------------===//
 // ScaleOp
 //===----------------------------------------------------------------------===//
+
+def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
+  let summary = "The attention weights softmax(Q·Kᵀ·scale + M) of attn.sdpa";
+  let description = [{
+    The softmax weights [B, Hq, Tq, Tkv] that `attn.sdpa` with the same
+    operands and attributes multiplies V by (0 for masked keys and for rows
+    at or past `q_lens[b]`): torch's `need_weights=True` per head. An
+    inspection output; it costs a Tq x Tkv buffer per head.
+
+    Example:
+    ```mlir
+    %p = attn.probs %q, %k {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
+        : tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32> -> tensor<?x12x?x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
+                       Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
+                       Attn_MaskAttr:$mask,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_CausalAlignAttr,
+                         "::attnc::attn::CausalAlign::bottom_right">:$causal_align,
+                       OptionalAttr<I64Attr>:$window);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
+    (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
+    attr-dict `:` type($query) `,` type($key) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MaskRowsOp : Attn_Op<"mask_rows", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Zero the rows of each sequence past its valid length";
+  let description = [{
+    `input` is [B, T, N] and `lens` a [B] i32 or i64 tensor of valid
+    lengths (right padding): `result[b, t, :] = t < lens[b] ? input[b, t, :]
+    : 0`. The output of a padded block: padding rows are zeros, not the
+    output projection's bias.
+
+    Example:
+    ```mlir
+    %y2 = attn.mask_rows %y lens(%lengths : tensor<?xi32>) : tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       RankedTensorOf<[I32, I64]>:$lens);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `lens` `(` $lens `:` type($lens) `)` attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
 
 def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication by a constant factor";
