@@ -15,6 +15,15 @@
 #       a static archive: prints SKIPPED and exits 77.
 set -euo pipefail
 mode=$1 build=$2 src=$3 work=$4
+# Sanitizer builds (-DATTNC_ASAN=ON) install instrumented libraries: their
+# consumers are built with the same flags (ATTNC_CONSUMER_FLAGS, set by
+# tests/CMakeLists.txt), or the sanitizer runtime would not load first.
+consumer_flags=${ATTNC_CONSUMER_FLAGS:-}
+consumer_cmake=()
+if [ -n "$consumer_flags" ]; then
+  consumer_cmake=("-DCMAKE_C_FLAGS=$consumer_flags" "-DCMAKE_CXX_FLAGS=$consumer_flags"
+                  "-DCMAKE_EXE_LINKER_FLAGS=$consumer_flags" "-DCMAKE_SHARED_LINKER_FLAGS=$consumer_flags")
+fi
 prefix=$work/prefix
 py=/usr/bin/python3
 step() { echo "== $*"; }
@@ -95,7 +104,7 @@ PY
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
   pkg-config --modversion attnc-runtime
   # shellcheck disable=SC2046
-  cc -std=c99 -Wall -Werror "$work/consumer/main.c" -o "$work/consumer/c-shared" \
+  cc -std=c99 -Wall -Werror $consumer_flags "$work/consumer/main.c" -o "$work/consumer/c-shared" \
      $(pkg-config --cflags --libs attnc-runtime)
   "$work/consumer/c-shared" "$work/consumer/w.npz" h.0.attn. | tee "$work/consumer/out.txt"
   grep -q "consumer: h.0.attn.c_attn.bias = \[1.5, -2, 0.25\]" "$work/consumer/out.txt"
@@ -121,7 +130,7 @@ set_target_properties(c-cmake-static PROPERTIES LINKER_LANGUAGE CXX)
 target_link_libraries(c-cmake-static PRIVATE attnc::runtime_static)
 CM
   cmake -G Ninja -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DCMAKE_BUILD_TYPE=Release | grep -E "attnc|Configuring done"
+        -DCMAKE_BUILD_TYPE=Release "${consumer_cmake[@]}" | grep -E "attnc|Configuring done"
   cmake --build "$work/consumer/build" > "$work/consumer/build.log"
   for exe in c-cmake-shared c-cmake-static; do
     "$work/consumer/build/$exe" "$work/consumer/w.npz" h.0.attn.
@@ -147,7 +156,7 @@ PY
 
   step "examples/embed-cmake configures against the prefix"
   cmake -G Ninja -S "$src/examples/embed-cmake" -B "$work/embed-configure" \
-        -DCMAKE_PREFIX_PATH="$prefix" | grep -E "Configuring done|Generating done"
+        -DCMAKE_PREFIX_PATH="$prefix" "${consumer_cmake[@]}" | grep -E "Configuring done|Generating done"
   echo "PASS: install and package"
   exit 0
 fi
@@ -168,7 +177,7 @@ if [ "$mode" = embed ]; then
   step "configure + build examples/embed-cmake ($kind) against $prefix"
   cp -r "$src/examples/embed-cmake" "$dir/src" # a copy: the test touches its spec
   cmake -G Ninja -S "$dir/src" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DCMAKE_BUILD_TYPE=Release -DEMBED_KERNEL_TYPE="$kind" "${extra[@]}" > "$dir/configure.log"
+        -DCMAKE_BUILD_TYPE=Release -DEMBED_KERNEL_TYPE="$kind" "${extra[@]}" "${consumer_cmake[@]}" > "$dir/configure.log"
   cmake --build "$dir/build" -v > "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log"; exit 1; }
   lib=$(ls "$dir/build/attnc/embed_block/"libembed_block.*)
   echo "kernel library: ${lib#$dir/build/}"
@@ -237,8 +246,13 @@ static float run(const attnc_kernel_info *info,
     w[i] = b;
   }
   float *packed = malloc(sizeof(float) * (size_t)info->packed_floats);
-  if (pack(w, n, info->num_weights, packed, info->packed_floats) != ATTNC_OK)
+  int prc = pack(w, n, info->num_weights, packed, info->packed_floats);
+  for (uint32_t i = 0; i < info->num_weights; ++i)
+    free((void *)w[i]);
+  if (prc != ATTNC_OK) {
+    free(packed);
     return NAN;
+  }
   int64_t B = 2, T = 5, bytes = ws(B, T, T);
   float *x = malloc(sizeof(float) * (size_t)(B * T * info->d_model));
   float *y = malloc(sizeof(float) * (size_t)(B * T * info->out_dim));
@@ -253,7 +267,9 @@ static float run(const attnc_kernel_info *info,
   a.workspace = malloc((size_t)bytes); a.workspace_bytes = bytes;
   a.num_threads = 1;
   int rc = fwd(&a);
-  return rc == ATTNC_OK ? y[0] : NAN;
+  float y0 = rc == ATTNC_OK ? y[0] : NAN;
+  free(packed), free(x), free(y), free(a.workspace);
+  return y0;
 }
 
 int main(void) {
@@ -266,7 +282,8 @@ int main(void) {
   return isfinite(ye) && isfinite(yd) ? 0 : 1;
 }
 C
-  cmake -G Ninja -S "$dir/src" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]}" > "$dir/configure.log"
+  cmake -G Ninja -S "$dir/src" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]}" \
+        "${consumer_cmake[@]}" > "$dir/configure.log"
   cmake --build "$dir/build" > "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log"; exit 1; }
   for k in enc dec; do
     foreign=$(nm -g --defined-only "$dir/build/attnc/$k/lib$k.a" | awk 'NF == 3 {print $3}' | grep -v "^${k}_" || true)
