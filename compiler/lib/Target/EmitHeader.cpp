@@ -6,6 +6,7 @@
 // prototype per entry point.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include "attnc/Target/Target.h"
 
 #include "llvm/Support/Format.h"
@@ -46,10 +47,20 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   def("PACKED_FLOATS", plan.packedFloats);
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(specHash(spec), 16) << "ull\n";
-  os << "/* mask: " << toString(spec.mask) << ", weights: "
-     << toString(spec.weights) << ", scale: "
+  bool padding = spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding;
+  bool probs = std::find(spec.outputs.begin(), spec.outputs.end(), "probs") !=
+               spec.outputs.end();
+  os << "/* mask: " << toString(spec.mask);
+  if (spec.mask == MaskKind::SlidingWindow)
+    os << " (window " << spec.window << ")";
+  if (spec.mask != MaskKind::None && spec.mask != MaskKind::Padding)
+    os << ", causal_align: " << toString(spec.causalAlign);
+  os << ", weights: " << toString(spec.weights) << ", scale: "
      << llvm::format("%.9g", spec.effectiveScale()) << ", target: "
-     << isaName(isa) << " */\n\n";
+     << isaName(isa) << " */\n";
+  os << "#define " << N << "_FEATURES (0u" << (padding ? " | ATTNC_FEATURE_LENGTHS" : "")
+     << (spec.crossAttention ? " | ATTNC_FEATURE_CROSS" : "")
+     << (probs ? " | ATTNC_FEATURE_PROBS" : "") << ")\n\n";
   os << "/* Storage-layout weights NAME_pack reads, in this order "
         "(float32, row-major):\n";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
@@ -61,8 +72,8 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   os << " */\n\n";
   const LoweredInfo &lw = plan.lowered;
   os << "/* Workspace (bytes) NAME_workspace_size returns, for batch B and\n"
-        " * sequence length T: at most " << 64 * lw.wsBuffers << " + 4 * B * T * "
-     << lw.wsPerRow << "\n"
+        " * sequence length T: at most " << 64 * lw.wsBuffers << " + 4 * B * "
+     << (spec.crossAttention ? "(T + T_kv)" : "T") << " * " << lw.wsPerRow << "\n"
         " * (linear in T: Q/K/V and the attention output, one row per token;\n"
         " * no T x T term). Each task also uses up to " << lw.stackBytes
      << " bytes of the stack of\n * the thread that runs it. */\n"
@@ -80,8 +91,11 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
      << "int " << n << "_pack(const float *const *weights, const int64_t *weight_floats,\n"
         "    int64_t num_weights, float *packed, int64_t packed_floats);\n\n"
      << "/* Bytes of workspace NAME_forward needs for this batch and sequence\n"
-        " * length (kv_seq_len: 0 or seq_len); -1 when batch < 1, seq_len < 1,\n"
-        " * seq_len > MAX_SEQ_LEN (when set) or the sizes overflow. */\n"
+     << (spec.crossAttention
+             ? " * length and kv_seq_len, the length of x_kv (>= 1); -1 when batch < 1,\n"
+               " * a length < 1, > MAX_SEQ_LEN (when set) or the sizes overflow. */\n"
+             : " * length (kv_seq_len: 0 or seq_len); -1 when batch < 1, seq_len < 1,\n"
+               " * seq_len > MAX_SEQ_LEN (when set) or the sizes overflow. */\n")
      << "int64_t " << n << "_workspace_size(int64_t batch, int64_t seq_len,\n"
         "    int64_t kv_seq_len);\n\n"
      << "/* y = attention block(x): args->x is [batch, seq_len, " << N
@@ -92,7 +106,21 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
         " * threads) or the built-in pool (args->num_threads). Results are\n"
         " * bit-identical for any thread count. Returns ATTNC_OK or an\n"
         " * ATTNC_ERR_* code (see above); reentrant: calls with separate\n"
-        " * workspaces may run concurrently. */\n"
+        " * workspaces may run concurrently.";
+  if (spec.crossAttention)
+    os << "\n * Cross-attention: args->x_kv is [batch, kv_seq_len, " << N
+       << "_D_MODEL]\n * (x_kv_floats its size): K and V are projected from it.";
+  if (padding)
+    os << "\n * Padding: args->lengths (int32 [batch], each 0..seq_len; NULL: all\n"
+          " * valid) gives each sequence's valid tokens (right padding); keys past\n"
+          " * it get no weight and its rows past it are zeros in y."
+       << (spec.crossAttention
+               ? "\n * args->kv_lengths does the same for the keys of x_kv." : "");
+  if (probs)
+    os << "\n * args->probs (optional; NULL: not computed) receives the attention\n"
+          " * weights [batch, " << N << "_HEADS, seq_len, kv_seq_len], probs_floats\n"
+          " * their count.";
+  os << "\n * Variant fields not listed here must be NULL / 0. */\n"
      << "int " << n << "_forward(const attnc_forward_args *args);\n\n"
      << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return out;
