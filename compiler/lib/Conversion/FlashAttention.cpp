@@ -35,6 +35,28 @@ using namespace mlir;
 using namespace attnc::attn;
 
 namespace {
+/// What a mask means for the key range of a query (the visible keys of
+/// query i are (i + off - window, i + off] for a windowed mask, [0, i + off]
+/// for a causal one, all for the others; padding lengths clamp them).
+struct MaskShape {
+  bool causal, windowed;
+  int64_t window;
+  template <typename Op> explicit MaskShape(Op op) {
+    MaskKind m = op.getMask();
+    causal = m == MaskKind::causal || m == MaskKind::causal_padding ||
+             m == MaskKind::sliding_window;
+    windowed = m == MaskKind::sliding_window;
+    window = windowed ? *op.getWindow() : 0;
+  }
+};
+
+Value indexConst(ImplicitLocOpBuilder &c, int64_t x) {
+  return arith::ConstantIndexOp::create(c, x);
+}
+Value f32Const(ImplicitLocOpBuilder &c, double x) {
+  return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
+}
+
 bool unitInner(Value buf) {
   auto t = cast<MemRefType>(buf.getType());
   SmallVector<int64_t> strides;
@@ -67,23 +89,17 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       rr = c;
       break;
     }
-  MaskKind mask = op.getMask();
-  bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
-                mask == MaskKind::sliding_window;
-  bool windowed = mask == MaskKind::sliding_window;
-  int64_t window = windowed ? *op.getWindow() : 0;
+  const MaskShape ms(op);
+  const bool causal = ms.causal, windowed = ms.windowed;
+  const int64_t window = ms.window;
   bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   bool bthd = op.getLayout() == HeadLayout::bthd;
   double scale = op.getScale().convertToDouble();
 
   auto vt = VectorType::get({vl}, f32);
   auto ivt = VectorType::get({vl}, b.getI32Type());
-  auto idx = [](ImplicitLocOpBuilder &c, int64_t x) -> Value {
-    return arith::ConstantIndexOp::create(c, x);
-  };
-  auto fc = [&](ImplicitLocOpBuilder &c, double x) -> Value {
-    return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
-  };
+  auto idx = indexConst;
+  auto fc = f32Const;
   auto splat = [&](ImplicitLocOpBuilder &c, double x) -> Value {
     return arith::ConstantOp::create(
         c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
@@ -373,18 +389,12 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
   int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("attn-to-loops needs f32 operands with a static head_dim");
-  MaskKind mask = op.getMask();
-  bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
-                mask == MaskKind::sliding_window;
-  bool windowed = mask == MaskKind::sliding_window;
-  int64_t window = windowed ? *op.getWindow() : 0;
+  const MaskShape ms(op);
+  const bool causal = ms.causal, windowed = ms.windowed;
+  const int64_t window = ms.window;
   bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
-  auto idx = [](ImplicitLocOpBuilder &c, int64_t x) -> Value {
-    return arith::ConstantIndexOp::create(c, x);
-  };
-  auto fc = [&](ImplicitLocOpBuilder &c, double x) -> Value {
-    return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
-  };
+  auto idx = indexConst;
+  auto fc = f32Const;
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value tq = memref::DimOp::create(b, q, 2);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);

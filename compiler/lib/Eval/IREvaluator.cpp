@@ -110,6 +110,22 @@ bool permute4(const Tensor &src, std::array<int, 4> perm, Tensor &out,
 }
 } // namespace
 
+/// The interpreter's mask code for an attn mask; padding is given to it as
+/// valid lengths, so padding masks become none / causal.
+static uint32_t interpreterMask(attnc::attn::MaskKind m) {
+  switch (m) {
+  case attnc::attn::MaskKind::none:
+  case attnc::attn::MaskKind::padding:
+    return ATTNC_MASK_NONE;
+  case attnc::attn::MaskKind::causal:
+  case attnc::attn::MaskKind::causal_padding:
+    return ATTNC_MASK_CAUSAL;
+  case attnc::attn::MaskKind::sliding_window:
+    return ATTNC_MASK_SLIDING_WINDOW;
+  }
+  return ATTNC_MASK_NONE;
+}
+
 bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
                          uint64_t seed, EvalInputs &in, std::string &error) {
   if (batch < 1 || seq < 1) {
@@ -428,13 +444,7 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       Tensor o;
       if (!allocate(o, q->shape, error))
         return false;
-      uint32_t mask = ATTNC_MASK_NONE;
-      switch (s.getMask()) {
-      case attn::MaskKind::none: case attn::MaskKind::padding: break;
-      case attn::MaskKind::causal: case attn::MaskKind::causal_padding:
-        mask = ATTNC_MASK_CAUSAL; break;
-      case attn::MaskKind::sliding_window: mask = ATTNC_MASK_SLIDING_WINDOW; break;
-      }
+      uint32_t mask = interpreterMask(s.getMask());
       // One sequence at a time, cut to its valid lengths: the bottom-right
       // alignment then uses them (j <= i + kv_len - q_len); rows past q_len
       // are left zero.
@@ -491,13 +501,7 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         if (qv[b] < 0 || qv[b] > q->shape[2] || kv[b] < 0 || kv[b] > k->shape[2])
           return fail(op, "a valid length is outside [0, T]");
       }
-      uint32_t mask = ATTNC_MASK_NONE;
-      switch (pr.getMask()) {
-      case attn::MaskKind::none: case attn::MaskKind::padding: break;
-      case attn::MaskKind::causal: case attn::MaskKind::causal_padding:
-        mask = ATTNC_MASK_CAUSAL; break;
-      case attn::MaskKind::sliding_window: mask = ATTNC_MASK_SLIDING_WINDOW; break;
-      }
+      uint32_t mask = interpreterMask(pr.getMask());
       Tensor o, probs;
       if (!allocate(o, q->shape, error) ||
           !allocate(probs, {nb, q->shape[1], q->shape[2], k->shape[2]}, error))
