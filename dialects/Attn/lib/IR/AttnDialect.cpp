@@ -38,10 +38,67 @@ void AttnDialect::initialize() {
 /// rejected here, by the verifier, rather than read past an array there:
 /// tensor.dim's index must be in [0, rank) of its source (upstream's
 /// verifier accepts any index: out of range is undefined behaviour there).
+/// The argument attributes of the attn dialect, their values and what they
+/// mean (the contract between the front end, the passes and the code
+/// generator, which reads the forward signature off them):
+///   attn.input = "x" | "x_kv" | "lengths" | "kv_lengths"   a run-time input
+///   attn.weight = "wq" | "wq|wk|wv" | ...                  weight roles
+///   attn.concat_of = ["wq", ...], attn.concat_dim = 0 | 1  fused weights
+///   attn.panel = N (> 0), attn.logical_shape = [K, N]      packed weights
+///   attn.output = "y" | "probs"                            results (buffers)
+///   attn.workspace (unit)                                  the scratch buffer
+static LogicalResult verifyArgAttr(Operation *op, unsigned argIndex,
+                                   NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute v = attr.getValue();
+  auto bad = [&](StringRef expected) {
+    return op->emitOpError("argument ")
+           << argIndex << ": " << name << " must be " << expected << ", found "
+           << v;
+  };
+  auto oneOf = [&](ArrayRef<StringRef> values) {
+    auto str = dyn_cast<StringAttr>(v);
+    return str && llvm::is_contained(values, str.getValue());
+  };
+  if (name == "attn.input")
+    return oneOf({"x", "x_kv", "lengths", "kv_lengths"})
+               ? success()
+               : bad("one of \"x\", \"x_kv\", \"lengths\", \"kv_lengths\"");
+  if (name == "attn.output")
+    return oneOf({"y", "probs"}) ? success() : bad("\"y\" or \"probs\"");
+  if (name == "attn.weight") {
+    auto str = dyn_cast<StringAttr>(v);
+    return str && !str.getValue().empty() ? success() : bad("a role name");
+  }
+  if (name == "attn.workspace")
+    return isa<UnitAttr>(v) ? success() : bad("a unit attribute");
+  if (name == "attn.concat_of") {
+    auto arr = dyn_cast<ArrayAttr>(v);
+    return arr && !arr.empty() &&
+                   llvm::all_of(arr, [](Attribute a) { return isa<StringAttr>(a); })
+               ? success()
+               : bad("a non-empty list of role names");
+  }
+  if (name == "attn.concat_dim") {
+    auto i = dyn_cast<IntegerAttr>(v);
+    return i && (i.getInt() == 0 || i.getInt() == 1) ? success() : bad("0 or 1");
+  }
+  if (name == "attn.panel") {
+    auto i = dyn_cast<IntegerAttr>(v);
+    return i && i.getInt() > 0 ? success() : bad("a positive integer");
+  }
+  if (name == "attn.logical_shape")
+    return isa<DenseI64ArrayAttr>(v) ? success() : bad("an i64 array");
+  return op->emitOpError("argument ")
+         << argIndex << ": unknown attn argument attribute " << name;
+}
+
 LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
+  if (failed(verifyArgAttr(op, argIndex, attr)))
+    return failure();
   if (attr.getName() != "attn.input" || regionIndex >= op->getNumRegions())
     return success();
   LogicalResult result = success();

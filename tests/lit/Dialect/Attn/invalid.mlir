@@ -223,3 +223,32 @@ func.func @dim_negative(%x: tensor<?x?x64xf32> {attn.input = "x"}) -> tensor<?x?
   %d = tensor.dim %x, %cm1 : tensor<?x?x64xf32>
   return %x : tensor<?x?x64xf32>
 }
+
+// -----
+
+// The dialect's argument attributes are checked by value.
+// expected-error @+1 {{'func.func' op argument 0: attn.input must be one of "x", "x_kv", "lengths", "kv_lengths", found "q"}}
+func.func @bad_input(%x: tensor<?x?x64xf32> {attn.input = "q"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 1: attn.output must be "y" or "probs", found unit}}
+func.func @bad_output(%x: memref<?x?x64xf32> {attn.input = "x"}, %y: memref<?x?x64xf32> {attn.output}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: attn.concat_dim must be 0 or 1, found 2 : i64}}
+func.func @bad_concat_dim(%w: tensor<8x8xf32> {attn.weight = "wq|wk", attn.concat_of = ["wq", "wk"], attn.concat_dim = 2 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: unknown attn argument attribute attn.wieght}}
+func.func @misspelt(%w: tensor<8x8xf32> {attn.wieght = "wq"}) {
+  return
+}
