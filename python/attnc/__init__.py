@@ -5,12 +5,16 @@
     print(k)                                 # name, shapes, layout, weights
     packed = k.pack(weights)                 # dict name -> array, or a list
     y = k.forward(x, packed, num_threads=4)  # x: [batch, seq, d_model] float32
+    # The variants, where k.features has them ("lengths", "cross", "probs"):
+    y, probs = k.forward(x, packed, lengths=[7, 3], x_kv=mem, kv_lengths=[9, 4],
+                         want_probs=True)
 
 Pure Python: the kernel library is opened with ctypes, its
 attnc_kernel_info (ABI version 2) is mirrored in attnc._abi, and nothing
 is compiled. Weights are packed once (NAME_pack) into a float32 array;
-forward allocates the workspace NAME_workspace_size asks for. See
-docs/embedding.md.
+forward allocates the workspace NAME_workspace_size asks for and checks
+every argument (features, shapes, dtypes, length ranges) before the call,
+raising attnc.ArgumentError. See docs/embedding.md.
 """
 import ctypes as C
 import os
@@ -21,7 +25,7 @@ from . import _abi
 from ._abi import ABI_VERSION
 from .weights import load_safetensors, save_safetensors, map_names
 
-__all__ = ["Kernel", "AttncError", "ABI_VERSION", "load_safetensors",
+__all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",
            "save_safetensors", "map_names"]
 __version__ = "0.1.0"
 
@@ -34,9 +38,26 @@ class AttncError(RuntimeError):
         self.status = status
 
 
+class ArgumentError(AttncError, ValueError):
+    """An argument forward() refuses before calling the library: a variant
+    field the kernel does not take, a shape, a dtype or a length out of
+    range. `.status` is the code the library would have returned
+    (ATTNC_ERR_ARGS, _BAD_SHAPE or _BUFFER_SIZE)."""
+
+
+def _numpy(a):
+    """`a` as a NumPy array (torch tensors detached and moved to the CPU)."""
+    if hasattr(a, "detach"):
+        a = a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
 def _f32(a, name):
-    """A C-contiguous float32 view or copy of `a`."""
-    a = np.asarray(a)
+    """A C-contiguous float32 view or copy of `a` (a real-valued array)."""
+    a = _numpy(a)
+    if a.dtype.kind not in "biuf":
+        raise ArgumentError(f"{name} must hold real numbers, got dtype {a.dtype}",
+                            _abi.ERR_ARGS)
     if a.dtype != np.float32:
         a = a.astype(np.float32)
     return np.ascontiguousarray(a)
@@ -44,6 +65,9 @@ def _f32(a, name):
 
 def _fptr(a):
     return a.ctypes.data_as(C.POINTER(C.c_float))
+
+
+_FEATURE_ORDER = list(_abi.FEATURES.values())
 
 
 class Kernel:
@@ -103,7 +127,8 @@ class Kernel:
             "scale": i.scale, "dtype": _abi.DTYPES.get(i.dtype, i.dtype),
             "isa": _abi.ISAS.get(i.isa, i.isa),
             "weight_layout": _abi.LAYOUTS.get(i.weight_layout, i.weight_layout),
-            "features": i.features, "packed_floats": i.packed_floats,
+            "features": sorted(self.features, key=_FEATURE_ORDER.index),
+            "feature_bits": i.features, "packed_floats": i.packed_floats,
             "max_seq_len": i.max_seq_len,
             "selected_isa": _abi.ISAS.get(self.selected_isa, self.selected_isa),
             "target_triple": (i.target_triple or b"").decode(),
@@ -111,6 +136,26 @@ class Kernel:
             "compiler_version": (i.compiler_version or b"").decode(),
             "weights": self.weight_shapes,
         }
+
+    @property
+    def features(self):
+        """The optional forward arguments this kernel takes, as a frozenset
+        of "lengths" (padding masks), "cross" (x_kv, kv_lengths) and
+        "probs" (the attention weights)."""
+        f = self._info.features
+        return frozenset(n for bit, n in _abi.FEATURES.items() if f & bit)
+
+    @property
+    def takes_lengths(self):
+        return bool(self._info.features & _abi.FEATURE_LENGTHS)
+
+    @property
+    def cross_attention(self):
+        return bool(self._info.features & _abi.FEATURE_CROSS)
+
+    @property
+    def has_probs(self):
+        return bool(self._info.features & _abi.FEATURE_PROBS)
 
     @property
     def selected_isa(self):
@@ -141,8 +186,15 @@ class Kernel:
 
     def __repr__(self):
         i = self.info
+        mask = i["mask"]
+        if mask == "sliding_window":
+            mask += f" {i['window']}"
+        if i["mask"] in ("causal", "causal+padding", "sliding_window"):
+            mask += f" ({i['causal_align']})"
+        feats = ", ".join(i["features"]) or "none"
         return (f"<attnc.Kernel {self.name}: d_model {i['d_model']}, heads {i['heads']}, "
-                f"kv_heads {i['kv_heads']}, head_dim {i['head_dim']}, mask {i['mask']}, "
+                f"kv_heads {i['kv_heads']}, head_dim {i['head_dim']}, mask {mask}, "
+                f"features [{feats}], "
                 f"weights {i['weight_layout']} {list(i['weights'])}>")
 
     # -- pack -------------------------------------------------------------
@@ -165,7 +217,7 @@ class Kernel:
         for (wname, shape), w in zip(shapes.items(), weights):
             if hasattr(w, "detach"):  # a torch tensor
                 w = w.detach().cpu().numpy()
-            a = _f32(w, wname)
+            a = _f32(w, f"{self.name}: weight '{wname}'")
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
                                  f"got {a.shape}")
@@ -180,35 +232,155 @@ class Kernel:
         return packed
 
     # -- forward ----------------------------------------------------------
-    def workspace_size(self, batch, seq_len):
-        return int(self._workspace_size(batch, seq_len, seq_len))
+    def workspace_size(self, batch, seq_len, kv_seq_len=None):
+        """NAME_workspace_size: bytes of scratch forward needs (-1: shape
+        refused). kv_seq_len: T_kv of a cross-attention kernel (default
+        seq_len)."""
+        kv = seq_len if kv_seq_len is None else kv_seq_len
+        return int(self._workspace_size(batch, seq_len, kv))
 
-    def forward(self, x, packed, num_threads=1, out=None):
+    def _refuse(self, message, status=_abi.ERR_ARGS):
+        raise ArgumentError(f"{self.name}: {message}", status)
+
+    def _not_taken(self, field, feature, why):
+        self._refuse(f"{field} given, but this kernel does not take it "
+                     f"(no '{feature}' feature: {why})")
+
+    def _lengths(self, value, field, batch, limit, limit_name, squeeze):
+        """`value` as a C-contiguous int32 [batch] array, each in 0..limit."""
+        a = _numpy(value)
+        if squeeze and a.ndim == 0:
+            a = a.reshape(1)
+        if a.shape != (batch,):
+            self._refuse(f"{field} must have one entry per sequence, shape ({batch},) "
+                         f"for batch {batch}, got shape {a.shape}")
+        if a.dtype == np.bool_ or a.dtype.kind not in "iu":
+            self._refuse(f"{field} must be integers, got dtype {a.dtype}")
+        bad = np.flatnonzero((a < 0) | (a > limit))
+        if bad.size:
+            b = int(bad[0])
+            self._refuse(f"{field}[{b}] is {int(a[b])}, expected 0..{limit} ({limit_name})")
+        return np.ascontiguousarray(a, dtype=np.int32)
+
+    def forward(self, x, packed, num_threads=1, out=None, *, lengths=None, x_kv=None,
+                kv_lengths=None, want_probs=False, probs_out=None):
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
         [seq_len, d_model]). `packed` comes from pack(). num_threads: the
-        library's built-in pool (0: one per CPU, 1: this thread only)."""
-        x = _f32(x, "x")
+        library's built-in pool (0: one per CPU, 1: this thread only).
+
+        The variants (docs/abi.md), each only where `features` has it:
+          lengths     ("lengths") int [batch]: valid tokens per sequence,
+                      0..seq_len (right padding); None: all valid. With
+                      cross-attention, the queries' lengths.
+          x_kv        ("cross", required there) [batch, kv_seq_len, d_model]
+                      (or [kv_seq_len, d_model] with a 2-D x): K and V's input.
+          kv_lengths  ("cross" and "lengths") int [batch]: valid keys,
+                      0..kv_seq_len; None: all valid.
+          want_probs  ("probs"): also return the attention weights
+                      [batch, heads, seq_len, kv_seq_len] as (y, probs);
+                      probs_out: a C-contiguous float32 array to write them to
+                      (implies want_probs).
+        Query rows at or past a sequence's length are zero in y and probs.
+        Every argument is checked here first (ArgumentError)."""
+        info = self._info
+        feats = info.features
+        want_probs = bool(want_probs) or probs_out is not None
+        # Fields the kernel does not read (the library: ATTNC_ERR_ARGS).
+        mask = _abi.MASKS.get(info.mask, info.mask)
+        if lengths is not None and not feats & _abi.FEATURE_LENGTHS:
+            self._not_taken("lengths", "lengths", f"mask {mask}")
+        if x_kv is not None and not feats & _abi.FEATURE_CROSS:
+            self._not_taken("x_kv", "cross", "a self-attention kernel")
+        if kv_lengths is not None and not feats & _abi.FEATURE_CROSS:
+            self._not_taken("kv_lengths", "cross",
+                            "a self-attention kernel; lengths are the keys' lengths too")
+        if kv_lengths is not None and not feats & _abi.FEATURE_LENGTHS:
+            self._not_taken("kv_lengths", "lengths", f"mask {mask}")
+        if want_probs and not feats & _abi.FEATURE_PROBS:
+            self._not_taken("want_probs" if probs_out is None else "probs_out", "probs",
+                            "compile the spec with outputs: [y, probs]")
+        if x_kv is None and feats & _abi.FEATURE_CROSS:
+            self._refuse("a cross-attention kernel needs x_kv "
+                         f"[batch, kv_seq_len, {info.d_model}]")
+
+        d = info.d_model
+        x = _f32(x, f"{self.name}: x")
         squeeze = x.ndim == 2
         if squeeze:
             x = x[None]
-        if x.ndim != 3 or x.shape[2] != self._info.d_model:
-            raise AttncError(f"{self.name}: x must be [batch, seq_len, {self._info.d_model}], "
-                             f"got {x.shape}")
-        packed = np.asarray(packed)
-        if packed.dtype != np.float32 or packed.size != self._info.packed_floats:
-            raise AttncError(f"{self.name}: packed must be the float32 array pack() returns")
-        packed = np.ascontiguousarray(packed)
+        if x.ndim != 3 or x.shape[2] != d:
+            self._refuse(f"x must be [batch, seq_len, {d}] or [seq_len, {d}], "
+                         f"got {x.shape[1:] if squeeze else x.shape}", _abi.ERR_BAD_SHAPE)
         batch, seq = x.shape[0], x.shape[1]
-        shape = (batch, seq, self._info.out_dim)
+        if batch < 1 or seq < 1:
+            self._refuse(f"batch and seq_len must be at least 1, got x of shape {x.shape}",
+                         _abi.ERR_BAD_SHAPE)
+        if info.max_seq_len > 0 and seq > info.max_seq_len:
+            self._refuse(f"seq_len {seq} exceeds the kernel's max_seq_len "
+                         f"{info.max_seq_len}", _abi.ERR_BAD_SHAPE)
+        kv_seq = seq
+        if x_kv is not None:
+            x_kv = _f32(x_kv, f"{self.name}: x_kv")
+            if squeeze:
+                x_kv = x_kv[None]
+            want = f"[kv_seq_len, {d}]" if squeeze else f"[{batch}, kv_seq_len, {d}]"
+            if x_kv.ndim != 3 or x_kv.shape[0] != batch or x_kv.shape[2] != d:
+                self._refuse(f"x_kv must be {want} (x is "
+                             f"{'2-D' if squeeze else f'[{batch}, {seq}, {d}]'}), "
+                             f"got {x_kv.shape[1:] if squeeze else x_kv.shape}",
+                             _abi.ERR_BAD_SHAPE)
+            kv_seq = x_kv.shape[1]
+            if kv_seq < 1:
+                self._refuse("kv_seq_len must be at least 1, got x_kv of shape "
+                             f"{x_kv.shape}", _abi.ERR_BAD_SHAPE)
+            if info.max_seq_len > 0 and kv_seq > info.max_seq_len:
+                self._refuse(f"kv_seq_len {kv_seq} exceeds the kernel's max_seq_len "
+                             f"{info.max_seq_len}", _abi.ERR_BAD_SHAPE)
+        if lengths is not None:
+            lengths = self._lengths(lengths, "lengths", batch, seq, "seq_len", squeeze)
+        if kv_lengths is not None:
+            kv_lengths = self._lengths(kv_lengths, "kv_lengths", batch, kv_seq,
+                                       "kv_seq_len", squeeze)
+
+        packed = _numpy(packed)
+        if packed.dtype != np.float32 or packed.size != info.packed_floats:
+            self._refuse("packed must be the float32 array pack() returns "
+                         f"({info.packed_floats} floats), got {packed.dtype} "
+                         f"with {packed.size}", _abi.ERR_BUFFER_SIZE)
+        packed = np.ascontiguousarray(packed)
+        shape = (batch, seq, info.out_dim)
         if out is None:
             out = np.empty(shape, dtype=np.float32)
         elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-            raise AttncError(f"{self.name}: out must be C-contiguous float32 {shape}")
-        ws_bytes = self.workspace_size(batch, seq)
+            self._refuse(f"out must be C-contiguous float32 {shape}", _abi.ERR_BUFFER_SIZE)
+        probs = None
+        if want_probs:
+            pshape = (batch, info.heads, seq, kv_seq)
+            if probs_out is None:
+                probs = np.empty(pshape, dtype=np.float32)
+            else:
+                probs = probs_out[None] if squeeze and isinstance(probs_out, np.ndarray) \
+                    and probs_out.ndim == 3 else probs_out
+                if (not isinstance(probs, np.ndarray) or probs.shape != pshape
+                        or probs.dtype != np.float32 or not probs.flags.c_contiguous
+                        or not probs.flags.writeable):
+                    self._refuse(f"probs_out must be a writable C-contiguous float32 "
+                                 f"array of shape {pshape[1:] if squeeze else pshape}",
+                                 _abi.ERR_BUFFER_SIZE)
+        try:
+            threads = int(num_threads)
+        except (TypeError, ValueError):
+            threads = -1
+        if threads < 0 or threads > 2**31 - 1 or threads != num_threads:
+            self._refuse(f"num_threads must be an integer >= 0, got {num_threads!r}",
+                         _abi.ERR_THREADS)
+
+        cross = bool(feats & _abi.FEATURE_CROSS)
+        ws_bytes = self.workspace_size(batch, seq, kv_seq)
         if ws_bytes < 0:
-            raise AttncError(f"{self.name}: batch {batch} / seq_len {seq} out of range "
-                             f"(max_seq_len {self._info.max_seq_len})",
-                             2)
+            raise AttncError(f"{self.name}: {self.name}_workspace_size(batch {batch}, "
+                             f"seq_len {seq}, kv_seq_len {kv_seq}) refused the shape "
+                             f"(max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
         off = (-ws.ctypes.data) % 64
         args = _abi.ForwardArgs()
@@ -223,11 +395,26 @@ class Kernel:
         args.seq_len = seq
         args.workspace = ws.ctypes.data + off
         args.workspace_bytes = ws_bytes
-        args.num_threads = int(num_threads)
+        args.num_threads = threads
+        # The variant fields: NULL / 0 unless the kernel reads them.
+        if lengths is not None:
+            args.lengths = lengths.ctypes.data_as(C.POINTER(C.c_int32))
+        if cross:
+            args.x_kv = _fptr(x_kv)
+            args.x_kv_floats = x_kv.size
+            args.kv_seq_len = kv_seq
+            if kv_lengths is not None:
+                args.kv_lengths = kv_lengths.ctypes.data_as(C.POINTER(C.c_int32))
+        if probs is not None:
+            args.probs = _fptr(probs)
+            args.probs_floats = probs.size
         rc = self._forward(C.byref(args))
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
-        return out[0] if squeeze else out
+        y = out[0] if squeeze else out
+        if probs is None:
+            return y
+        return y, (probs[0] if squeeze else probs)
 
     __call__ = forward

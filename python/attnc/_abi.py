@@ -26,9 +26,17 @@ LAYOUTS = {0: "gpt2_conv1d", 1: "torch_in_proj", 2: "separate"}
 DTYPES = {0: "f32"}
 ISAS = {0: "x86-64", 1: "avx2", 2: "avx512", 3: "host", 4: "multi", 0xFFFFFFFF: "none"}
 
-FEATURE_LENGTHS = 1
-FEATURE_CROSS = 2
-FEATURE_PROBS = 4
+# attnc_kernel_info.features: the optional forward fields a kernel reads.
+FEATURE_LENGTHS = 1  # lengths (padding masks)
+FEATURE_CROSS = 2    # x_kv, kv_seq_len, kv_lengths (cross-attention)
+FEATURE_PROBS = 4    # probs (the attention weights)
+FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs"}
+
+# Status codes by name (the ones the package raises itself).
+ERR_BAD_SHAPE = 2
+ERR_BUFFER_SIZE = 4
+ERR_THREADS = 6
+ERR_ARGS = 7
 
 
 class TensorInfo(C.Structure):

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """python/attnc/_abi.py mirrors abi.h exactly: every struct's size and
 every field's offset, as ctypes computes them, equal what the C compiler
-computes from runtime/include/attnc/runtime/abi.h (a C program generated
-from the ctypes field lists prints sizeof/offsetof).
+computes from runtime/include/attnc/runtime/abi.h, and the constants the
+package decodes (features, masks, status codes) equal abi.h's macros (a C
+program generated from the ctypes field lists prints sizeof/offsetof and
+the macros).
 
 Usage: abi_layout.py --cc CC --include DIR --work DIR
 """
@@ -35,9 +37,23 @@ def main():
         for fname, _ in py._fields_:
             lines.append(f'  printf("{cname}.{fname} %zu\\n", offsetof({cname}, {fname}));')
             expect.append(f"{cname}.{fname} {getattr(py, fname).offset}")
-    for macro in ("ATTNC_ABI_VERSION",):
+    # The constants the package decodes: version, features, masks, status.
+    macros = {"ATTNC_ABI_VERSION": _abi.ABI_VERSION,
+              "ATTNC_FEATURE_LENGTHS": _abi.FEATURE_LENGTHS,
+              "ATTNC_FEATURE_CROSS": _abi.FEATURE_CROSS,
+              "ATTNC_FEATURE_PROBS": _abi.FEATURE_PROBS,
+              "ATTNC_ERR_BAD_SHAPE": _abi.ERR_BAD_SHAPE,
+              "ATTNC_ERR_BUFFER_SIZE": _abi.ERR_BUFFER_SIZE,
+              "ATTNC_ERR_THREADS": _abi.ERR_THREADS,
+              "ATTNC_ERR_ARGS": _abi.ERR_ARGS}
+    masks = {v: k for k, v in _abi.MASKS.items()}
+    for name, c in (("none", "NONE"), ("causal", "CAUSAL"), ("padding", "PADDING"),
+                    ("causal+padding", "CAUSAL_PADDING"),
+                    ("sliding_window", "SLIDING_WINDOW")):
+        macros[f"ATTNC_MASK_{c}"] = masks[name]
+    for macro, value in macros.items():
         lines.append(f'  printf("{macro} %u\\n", (unsigned){macro});')
-        expect.append(f"{macro} {_abi.ABI_VERSION}")
+        expect.append(f"{macro} {value}")
     lines.append("  return 0;\n}")
     src = os.path.join(a.work, "layout.c")
     exe = os.path.join(a.work, "layout")
