@@ -37,6 +37,10 @@ except Exception:
 # Tests that need root (mknod of a device node copy).
 if hasattr(os, "geteuid") and os.geteuid() == 0:
     config.available_features.add("root")
+# Sanitizer builds (-DATTNC_ASAN=ON, scripts/test.sh --asan) run several
+# times slower: tests that measure time (not memory errors) skip there.
+if getattr(config, "attnc_asan", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
 
 try:
     with open("/proc/cpuinfo") as f:
