@@ -350,17 +350,25 @@ double visiblePairs(const attnc_kernel_info &ki, int64_t batch, int64_t T,
   return pairs;
 }
 
-/// Useful FLOPs of one forward: the projections (K/V over the T_kv rows),
-/// the attention (only the (query, key) pairs the mask lets through) and
-/// W_O.
+/// Useful FLOPs of one forward: the projections over the valid rows (Q and
+/// W_O over each sequence's valid queries, K/V over its valid keys: padding
+/// rows are not useful work), the attention (only the (query, key) pairs
+/// the mask lets through) and W_O.
 double usefulFlops(const attnc_kernel_info &ki, int64_t batch, int64_t T,
                    int64_t Tkv, const attnrt::VariantInputs &in) {
-  const double B = double(batch), t = double(T), d = double(ki.d_model);
+  const double d = double(ki.d_model);
   const double qW = double(ki.heads * ki.head_dim);
   const double kvW = double(ki.kv_heads * ki.head_dim);
-  double f = 2 * B * t * d * qW + 2 * B * double(Tkv) * d * 2 * kvW;
+  double qRows = 0, kvRows = 0; // valid rows over the batch
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t q = in.lengths ? in.lengths[b] : T;
+    int64_t kv = in.xKv ? (in.kvLengths ? in.kvLengths[b] : Tkv) : q;
+    qRows += double(q);
+    kvRows += double(kv);
+  }
+  double f = 2 * qRows * d * qW + 2 * kvRows * d * 2 * kvW;
   if (ki.out_proj)
-    f += 2 * B * t * qW * double(ki.out_dim);
+    f += 2 * qRows * qW * double(ki.out_dim);
   f += 4 * double(ki.heads) * double(ki.head_dim) *
        visiblePairs(ki, batch, T, Tkv, in);
   return f;

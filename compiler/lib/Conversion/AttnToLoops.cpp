@@ -401,7 +401,8 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     auto it = cast<MemRefType>(in.getType());
     bool packed = packedCols.count(w) && (!bias || packedCols.count(bias));
     if (packed && it.getRank() == 3 && it.getElementType().isF32()) {
-      attnc::buildPackedGemm(b, target, in, w, bias, out, packedCols.lookup(w));
+      attnc::buildPackedGemm(b, target, in, w, bias, out, packedCols.lookup(w),
+                             l.getRowLens() ? map.lookup(l.getRowLens()) : Value());
     } else if (packed) {
       return op->emitOpError("attn-to-loops: a packed weight needs a rank-3 "
                              "f32 input");

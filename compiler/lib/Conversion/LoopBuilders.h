@@ -41,9 +41,10 @@ taskLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value numTasks,
 /// strides with a unit innermost one. Tasks: (batch, row block of gemm_mc
 /// rows, group of panels); inside, K is blocked by gemm_kc and each
 /// gemm_mr x gemm_nr block of y accumulates in registers.
+/// rowLens (memref<?xi32> or null): only rows t < rowLens[b] are computed.
 void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
                      mlir::Value x, mlir::Value wp, mlir::Value bias,
-                     mlir::Value y, int64_t n);
+                     mlir::Value y, int64_t n, mlir::Value rowLens = {});
 
 /// attn.sdpa as flash attention: q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D]
 /// (strided views, unit innermost stride, static D), o [B, Hq, Tq, D] or

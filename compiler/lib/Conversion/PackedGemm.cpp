@@ -34,7 +34,7 @@ namespace {
 struct Gemm {
   ImplicitLocOpBuilder &b;
   attnc::attn::TargetAttr t;
-  Value x, wp, bias, y;
+  Value x, wp, bias, y, rowLens;
   int64_t n, kDim, panel, vl, nr, mr, kc;
   VectorType vt;
 
@@ -178,6 +178,11 @@ struct Gemm {
       Value rb = arith::RemUIOp::create(c, rest, rowBlocks);
       Value r0 = arith::MulIOp::create(c, rb, idx(c, mc));
       Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, mc)), nt);
+      // Rows past the sequence's valid length are skipped (a block wholly
+      // past it does nothing).
+      if (rowLens)
+        r1 = arith::MaxSIOp::create(
+            c, r0, arith::MinSIOp::create(c, r1, attnc::validLength(c, rowLens, bi, nt)));
       Value p0 = arith::MulIOp::create(c, pg, idx(c, group));
       Value p1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, p0, idx(c, group)),
                                         idx(c, numPanels));
@@ -226,10 +231,11 @@ struct Gemm {
 } // namespace
 
 void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::TargetAttr t,
-                            Value x, Value wp, Value bias, Value y, int64_t n) {
+                            Value x, Value wp, Value bias, Value y, int64_t n,
+                            Value rowLens) {
   auto wt = cast<MemRefType>(wp.getType());
   int64_t vl = t.getVectorWidth();
-  Gemm g{b, t, x, wp, bias, y, n, wt.getDimSize(1), wt.getDimSize(2), vl,
+  Gemm g{b, t, x, wp, bias, y, rowLens, n, wt.getDimSize(1), wt.getDimSize(2), vl,
          t.getGemmNr(), t.getGemmMr(), t.getGemmKc(),
          VectorType::get({vl}, b.getF32Type())};
   g.build();

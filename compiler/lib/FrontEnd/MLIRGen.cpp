@@ -98,14 +98,18 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   };
   Value x = input("x");
   Value xkv = cross ? input("x_kv") : x;
-  auto project = [&](Value in, int64_t out, const char *what) -> Value {
+  // With a padding mask, rows past a sequence's length are never used
+  // unmasked: the projections may skip them (rows(...)).
+  Value qRows = padding ? input("lengths") : Value();
+  Value kvRows = padding ? (cross ? input("kv_lengths") : input("lengths")) : Value();
+  auto project = [&](Value in, int64_t out, const char *what, Value rows) -> Value {
     Value w = nextArg();
     Value bias = spec.bias ? nextArg() : Value();
-    return LinearOp::create(b, locOf("weights", what), act(out), in, w, bias);
+    return LinearOp::create(b, locOf("weights", what), act(out), in, w, bias, rows);
   };
-  Value q = project(x, qw, "q_proj");
-  Value k = project(xkv, kvw, "k_proj");
-  Value v = project(xkv, kvw, "v_proj");
+  Value q = project(x, qw, "q_proj", qRows);
+  Value k = project(xkv, kvw, "k_proj", kvRows);
+  Value v = project(xkv, kvw, "v_proj", kvRows);
   Location headsLoc = locOf("heads", "split_heads");
   Value qh = SplitHeadsOp::create(b, headsLoc, heads(spec.heads), q,
                                   b.getI64IntegerAttr(spec.heads));
@@ -146,7 +150,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr()));
   Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), act(qw),
                                       sdpa.getResult());
-  Value y = spec.outProj ? project(merged, d, "o_proj") : merged;
+  Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;
   if (padding) // padding rows are zeros, not the output bias
     y = MaskRowsOp::create(b, locOf("mask", "mask_rows"), y.getType(), y,
                            input("lengths"));

@@ -54,6 +54,12 @@ LogicalResult LinearOp::verify() {
   auto res = getResult().getType();
   if (in.getRank() < 1)
     return emitOpError("input must have rank >= 1, found rank 0");
+  if (Value lens = getRowLens()) {
+    auto lt = cast<RankedTensorType>(lens.getType());
+    if (in.getRank() != 3 || lt.getRank() != 1 ||
+        !compatible(lt.getDimSize(0), in.getDimSize(0)))
+      return emitOpError("rows(") << lt << ") needs a [B, T, K] input and [B] lengths, found input " << in;
+  }
   if (w.getRank() != 2)
     return emitOpError("weight must be [K, N] (rank 2), found rank ")
            << w.getRank();

@@ -42,7 +42,8 @@ bool compatibleGroupMember(LinearOp a, LinearOp b) {
   auto et = [](Value v) {
     return v ? cast<ShapedType>(v.getType()).getElementType() : Type();
   };
-  return et(a.getWeight()) == et(b.getWeight()) &&
+  return a.getRowLens() == b.getRowLens() &&
+         et(a.getWeight()) == et(b.getWeight()) &&
          static_cast<bool>(a.getBias()) == static_cast<bool>(b.getBias()) &&
          et(a.getBias()) == et(b.getBias()) &&
          a.getType().getElementType() == b.getType().getElementType() &&
@@ -185,7 +186,8 @@ struct FuseQKVPass final
     SmallVector<int64_t> shape(inTy.getShape());
     shape.back() = cast<RankedTensorType>(w.getType()).getDimSize(1);
     auto fusedTy = RankedTensorType::get(shape, inTy.getElementType());
-    auto fused = LinearOp::create(b, loc, fusedTy, first.getInput(), w, bias);
+    auto fused = LinearOp::create(b, loc, fusedTy, first.getInput(), w, bias,
+                                  first.getRowLens());
 
     int64_t offset = 0;
     for (LinearOp op : group) {

@@ -7,6 +7,10 @@ func.func @all_ops(%x: tensor<?x?x64xf32>, %w: tensor<64x192xf32>, %b: tensor<19
                    %lens: tensor<?xi64>) -> tensor<?x?x64xf32> {
   // CHECK: attn.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<64x192xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
   %qkv = attn.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<64x192xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+  // CHECK: attn.linear %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}) : (tensor<?x?x64xf32>, tensor<64x192xf32>, tensor<192xf32>, tensor<?xi64>) -> tensor<?x?x192xf32>
+  %rows = attn.linear %x, %w, %b rows(%lens) : (tensor<?x?x64xf32>, tensor<64x192xf32>, tensor<192xf32>, tensor<?xi64>) -> tensor<?x?x192xf32>
+  // CHECK: attn.mask_rows %{{.*}} lens(%{{.*}} : tensor<?xi64>) : tensor<?x?x192xf32>
+  %masked = attn.mask_rows %rows lens(%lens : tensor<?xi64>) : tensor<?x?x192xf32>
   // CHECK: attn.slice %{{.*}}[0, 64] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
   %q = attn.slice %qkv [0, 64] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
   %k = attn.slice %qkv [64, 64] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>

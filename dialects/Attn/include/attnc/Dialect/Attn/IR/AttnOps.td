@@ -17,12 +17,17 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 // LinearOp
 //===----------------------------------------------------------------------===//
 
-def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
+def Attn_LinearOp : Attn_Op<"linear", [Pure, AttrSizedOperandSegments]> {
   let summary = "Affine projection y = x·W + b over the last dimension";
   let description = [{
     `input` is [..., K], `weight` is [K, N] (in × out: the compute layout,
     whatever the storage layout of the user's weights), optional `bias` is
     [N]; the result is [..., N]. Leading dimensions pass through.
+
+    Optional `rows(%lens)` ([B] i32/i64, for a [B, T, K] input): only rows
+    t < lens[b] of the result are defined; the others may hold anything (the
+    lowering skips their row blocks). The front end sets it with a padding
+    mask, where every later use of those rows is masked.
 
     Example:
     ```mlir
@@ -32,10 +37,12 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
-                       Optional<AnyRankedTensor>:$bias);
+                       Optional<AnyRankedTensor>:$bias,
+                       Optional<RankedTensorOf<[I32, I64]>>:$row_lens);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+    $input `,` $weight (`,` $bias^)? (`rows` `(` $row_lens^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
