@@ -178,7 +178,7 @@ bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
       return false;
     in.xKv = attnrt::randomNormal(batch * in.kvSeq * spec.dModel, rng);
   }
-  if (spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding) {
+  if (spec.paddingMask()) {
     for (int64_t b = 0; b < batch; ++b) {
       in.lengths.push_back(static_cast<int32_t>(seq - (b * (seq + 1)) / batch));
       if (spec.crossAttention)
@@ -422,14 +422,22 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         return false;
       y.shape = {y.shape[0], y.shape[1], y.shape[2] * y.shape[3]};
       t[m] = std::move(y);
-    } else if (auto s = dyn_cast<SdpaOp>(op)) {
-      const Tensor *q = tensorOf(s.getQuery()), *k = tensorOf(s.getKey()),
-                   *v = tensorOf(s.getValue());
-      if (!q || !k || !v)
-        return false;
-      const Tensor *qLens = s.getQLens() ? tensorOf(s.getQLens()) : nullptr;
-      const Tensor *kvLens = s.getKvLens() ? tensorOf(s.getKvLens()) : nullptr;
-      if ((s.getQLens() && !qLens) || (s.getKvLens() && !kvLens))
+    } else if (isa<SdpaOp, ProbsOp>(op)) {
+      // attn.sdpa's output (bhtd, then permuted for bthd) or attn.probs'
+      // weights, from the interpreter's attention with per-sequence valid
+      // lengths (rows past q_len are zero).
+      auto sdpa = dyn_cast<SdpaOp>(op);
+      auto pr = dyn_cast<ProbsOp>(op);
+      auto operand = [&](Value v) -> const Tensor * {
+        return v ? tensorOf(v) : nullptr;
+      };
+      const Tensor *q = operand(sdpa ? sdpa.getQuery() : pr.getQuery());
+      const Tensor *k = operand(sdpa ? sdpa.getKey() : pr.getKey());
+      const Tensor *v = sdpa ? operand(sdpa.getValue()) : k;
+      Value qLensV = sdpa ? sdpa.getQLens() : pr.getQLens();
+      Value kvLensV = sdpa ? sdpa.getKvLens() : pr.getKvLens();
+      const Tensor *qLens = operand(qLensV), *kvLens = operand(kvLensV);
+      if (!q || !k || !v || (qLensV && !qLens) || (kvLensV && !kvLens))
         return false;
       if (q->shape.size() != 4 || k->shape != v->shape || k->shape.size() != 4 ||
           q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3] ||
@@ -437,83 +445,44 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         return fail(op, "query " + shapeStr(q->shape) + ", key " +
                         shapeStr(k->shape) + " and value " + shapeStr(v->shape) +
                         " do not fit");
+      const int64_t nb = q->shape[0], tq = q->shape[2], tkv = k->shape[2];
       for (const Tensor *l : {qLens, kvLens})
-        if (l && (l->shape.size() != 1 || l->shape[0] != q->shape[0]))
+        if (l && (l->shape.size() != 1 || l->shape[0] != nb))
           return fail(op, "lengths " + shapeStr(l->shape) + " do not fit batch " +
-                          std::to_string(q->shape[0]));
-      Tensor o;
-      if (!allocate(o, q->shape, error))
-        return false;
-      uint32_t mask = interpreterMask(s.getMask());
-      // One sequence at a time, cut to its valid lengths: the bottom-right
-      // alignment then uses them (j <= i + kv_len - q_len); rows past q_len
-      // are left zero.
-      const int64_t hq = q->shape[1], hkv = k->shape[1], tq = q->shape[2],
-                    tkv = k->shape[2], d = q->shape[3];
-      for (int64_t b = 0; b < q->shape[0]; ++b) {
-        int64_t ql = qLens ? static_cast<int64_t>(qLens->data[b]) : tq;
-        int64_t kl = kvLens ? static_cast<int64_t>(kvLens->data[b]) : tkv;
-        if (ql < 0 || ql > tq || kl < 0 || kl > tkv)
+                          std::to_string(nb));
+      std::vector<int64_t> qv(nb), kv(nb);
+      for (int64_t b = 0; b < nb; ++b) {
+        qv[b] = qLens ? static_cast<int64_t>(qLens->data[b]) : tq;
+        kv[b] = kvLens ? static_cast<int64_t>(kvLens->data[b]) : tkv;
+        if (qv[b] < 0 || qv[b] > tq || kv[b] < 0 || kv[b] > tkv)
           return fail(op, "a valid length is outside [0, T]");
-        if (ql == 0 || d == 0)
-          continue;
-        std::vector<double> qb(hq * ql * d), kb(hkv * kl * d), vb(hkv * kl * d),
-            ob(hq * ql * d, 0.0);
-        for (int64_t h = 0; h < hq; ++h)
-          for (int64_t i = 0; i < ql * d; ++i)
-            qb[h * ql * d + i] = q->data[((b * hq + h) * tq) * d + i];
-        for (int64_t h = 0; h < hkv; ++h)
-          for (int64_t i = 0; i < kl * d; ++i) {
-            kb[h * kl * d + i] = k->data[((b * hkv + h) * tkv) * d + i];
-            vb[h * kl * d + i] = v->data[((b * hkv + h) * tkv) * d + i];
-          }
-        if (kl > 0)
-          attnrt::naive::sdpa(qb.data(), kb.data(), vb.data(), ob.data(), 1, hq,
-                              hkv, ql, kl, d, s.getScale().convertToDouble(), mask,
-                              s.getCausalAlign() == attn::CausalAlign::top_left,
-                              s.getWindow() ? *s.getWindow() : 0);
-        for (int64_t h = 0; h < hq; ++h)
-          for (int64_t i = 0; i < ql * d; ++i)
-            o.data[((b * hq + h) * tq) * d + i] = ob[h * ql * d + i];
       }
-      if (s.getLayout() == attn::HeadLayout::bthd) {
+      Tensor o, probs;
+      if (!allocate(o, q->shape, error) ||
+          (pr && !allocate(probs, {nb, q->shape[1], tq, tkv}, error)))
+        return false;
+      std::optional<int64_t> window = sdpa ? sdpa.getWindow() : pr.getWindow();
+      if (o.numel() > 0 && k->numel() > 0)
+        attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
+                            o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,
+                            q->shape[3],
+                            (sdpa ? sdpa.getScale() : pr.getScale()).convertToDouble(),
+                            interpreterMask(sdpa ? sdpa.getMask() : pr.getMask()),
+                            (sdpa ? sdpa.getCausalAlign() : pr.getCausalAlign()) ==
+                                attn::CausalAlign::top_left,
+                            window.value_or(0), qv.data(), kv.data(),
+                            pr ? probs.data.data() : nullptr);
+      if (pr) {
+        t[pr] = std::move(probs);
+        continue;
+      }
+      if (sdpa.getLayout() == attn::HeadLayout::bthd) {
         Tensor p;
         if (!permute4(o, {0, 2, 1, 3}, p, error))
           return false;
         o = std::move(p);
       }
-      t[s] = std::move(o);
-    } else if (auto pr = dyn_cast<ProbsOp>(op)) {
-      const Tensor *q = tensorOf(pr.getQuery()), *k = tensorOf(pr.getKey());
-      const Tensor *qLens = pr.getQLens() ? tensorOf(pr.getQLens()) : nullptr;
-      const Tensor *kvLens = pr.getKvLens() ? tensorOf(pr.getKvLens()) : nullptr;
-      if (!q || !k || (pr.getQLens() && !qLens) || (pr.getKvLens() && !kvLens))
-        return false;
-      if (q->shape.size() != 4 || k->shape.size() != 4 || q->shape[0] != k->shape[0] ||
-          q->shape[3] != k->shape[3] || k->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
-        return fail(op, "query " + shapeStr(q->shape) + " and key " +
-                        shapeStr(k->shape) + " do not fit");
-      const int64_t nb = q->shape[0];
-      std::vector<int64_t> qv(nb), kv(nb);
-      for (int64_t b = 0; b < nb; ++b) {
-        qv[b] = qLens ? static_cast<int64_t>(qLens->data[b]) : q->shape[2];
-        kv[b] = kvLens ? static_cast<int64_t>(kvLens->data[b]) : k->shape[2];
-        if (qv[b] < 0 || qv[b] > q->shape[2] || kv[b] < 0 || kv[b] > k->shape[2])
-          return fail(op, "a valid length is outside [0, T]");
-      }
-      uint32_t mask = interpreterMask(pr.getMask());
-      Tensor o, probs;
-      if (!allocate(o, q->shape, error) ||
-          !allocate(probs, {nb, q->shape[1], q->shape[2], k->shape[2]}, error))
-        return false;
-      if (probs.numel() > 0)
-        attnrt::naive::sdpa(q->data.data(), k->data.data(), k->data.data(),
-                            o.data.data(), nb, q->shape[1], k->shape[1], q->shape[2],
-                            k->shape[2], q->shape[3], pr.getScale().convertToDouble(),
-                            mask, pr.getCausalAlign() == attn::CausalAlign::top_left,
-                            pr.getWindow() ? *pr.getWindow() : 0, qv.data(),
-                            kv.data(), probs.data.data());
-      t[pr] = std::move(probs);
+      t[sdpa] = std::move(o);
     } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
       const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
       if (!x || !l)

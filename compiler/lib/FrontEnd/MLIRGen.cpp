@@ -40,8 +40,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
 
   // Arguments: the run-time inputs (x; x_kv for cross-attention; the
   // valid lengths with a padding mask), then (w, b) per projection.
-  bool padding = spec.mask == attnc::MaskKind::Padding ||
-                 spec.mask == attnc::MaskKind::CausalPadding;
+  bool padding = spec.paddingMask();
   bool cross = spec.crossAttention;
   auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
   SmallVector<Type> argTypes{act(d)};
@@ -73,8 +72,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   if (spec.outProj)
     addWeight("wo", "bo", qw, d);
   Type resultType = act(spec.outProj ? d : qw);
-  bool wantProbs = std::find(spec.outputs.begin(), spec.outputs.end(),
-                             "probs") != spec.outputs.end();
+  bool wantProbs = spec.wantsProbs();
   SmallVector<Type> resultTypes{resultType};
   if (wantProbs)
     resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, f32));

@@ -47,9 +47,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   def("PACKED_FLOATS", plan.packedFloats);
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(specHash(spec), 16) << "ull\n";
-  bool padding = spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding;
-  bool probs = std::find(spec.outputs.begin(), spec.outputs.end(), "probs") !=
-               spec.outputs.end();
+  bool padding = spec.paddingMask(), probs = spec.wantsProbs();
   os << "/* mask: " << toString(spec.mask);
   if (spec.mask == MaskKind::SlidingWindow)
     os << " (window " << spec.window << ")";
@@ -58,9 +56,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   os << ", weights: " << toString(spec.weights) << ", scale: "
      << llvm::format("%.9g", spec.effectiveScale()) << ", target: "
      << isaName(isa) << " */\n";
-  os << "#define " << N << "_FEATURES (0u" << (padding ? " | ATTNC_FEATURE_LENGTHS" : "")
-     << (spec.crossAttention ? " | ATTNC_FEATURE_CROSS" : "")
-     << (probs ? " | ATTNC_FEATURE_PROBS" : "") << ")\n\n";
+  os << "#define " << N << "_FEATURES " << featuresExpr(spec) << "\n\n";
   os << "/* Storage-layout weights NAME_pack reads, in this order "
         "(float32, row-major):\n";
   for (size_t i = 0; i < plan.storage.size(); ++i) {

@@ -77,7 +77,7 @@ struct WrapperBuilder {
           *wsBytes = field(call, 4, i64), *batch = field(call, 5, i64),
           *seq = field(call, 6, i64), *lengths = field(call, 7, ptr),
           *xKv = field(call, 8, ptr), *kvSeq = field(call, 9, i64),
-          *kvLengths = field(call, 10, ptr);
+          *kvLengths = field(call, 10, ptr), *probs = field(call, 11, ptr);
     auto dims = [&](const std::vector<int64_t> &shape, Value *seqLen) {
       SmallVector<Value *> d;
       for (size_t i = 0; i < shape.size(); ++i)
@@ -102,7 +102,7 @@ struct WrapperBuilder {
           auto d = dims(a.shape, seq);
           if (d.size() == 4 && a.shape[3] < 0)
             d[3] = kvSeq;
-          pushMemref(args, field(call, 11, ptr), d);
+          pushMemref(args, probs, d);
         } else {
           pushMemref(args, y, dims(a.shape, seq));
         }

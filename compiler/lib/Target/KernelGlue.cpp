@@ -44,6 +44,17 @@ const char *isaMacro(const std::string &isa, int64_t vw) {
 }
 } // namespace
 
+std::string attnc::featuresExpr(const Spec &spec) {
+  std::string e = "(0u";
+  if (spec.paddingMask())
+    e += " | ATTNC_FEATURE_LENGTHS";
+  if (spec.crossAttention)
+    e += " | ATTNC_FEATURE_CROSS";
+  if (spec.wantsProbs())
+    e += " | ATTNC_FEATURE_PROBS";
+  return e + ")";
+}
+
 std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
                                   Isa isa, const std::string &targetCpu) {
   std::string out;
@@ -76,14 +87,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
      << "#define K_STACK_BYTES " << lw.stackBytes << "\n"
-     << "#define K_FEATURES (0u"
-     << (spec.mask == MaskKind::Padding || spec.mask == MaskKind::CausalPadding
-             ? " | ATTNC_FEATURE_LENGTHS" : "")
-     << (spec.crossAttention ? " | ATTNC_FEATURE_CROSS" : "")
-     << (std::find(spec.outputs.begin(), spec.outputs.end(), "probs") !=
-                 spec.outputs.end()
-             ? " | ATTNC_FEATURE_PROBS" : "")
-     << ")\n"
+     << "#define K_FEATURES " << featuresExpr(spec) << "\n"
      << "static const int64_t k_weight_floats[] = {";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     int64_t f = 1;

@@ -30,7 +30,7 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.window = s.window;
   p.topLeft = s.causalAlign == CausalAlign::TopLeft;
   p.cross = s.crossAttention;
-  p.wantProbs = std::find(s.outputs.begin(), s.outputs.end(), "probs") != s.outputs.end();
+  p.wantProbs = s.wantsProbs();
   switch (s.weights) {
   case WeightLayout::Gpt2Conv1D: p.layout = ATTNC_LAYOUT_GPT2_CONV1D; break;
   case WeightLayout::TorchInProj: p.layout = ATTNC_LAYOUT_TORCH_IN_PROJ; break;

@@ -66,6 +66,17 @@ struct Spec {
   double effectiveScale() const;        ///< scale or 1/sqrt(headDim)
   int64_t qWidth() const { return heads * headDim; }
   int64_t kvWidth() const { return kvHeads * headDim; }
+  /// A padding mask: the kernel takes per-sequence valid lengths.
+  bool paddingMask() const {
+    return mask == MaskKind::Padding || mask == MaskKind::CausalPadding;
+  }
+  /// `outputs` asks for the attention weights too.
+  bool wantsProbs() const {
+    for (const std::string &o : outputs)
+      if (o == "probs")
+        return true;
+    return false;
+  }
   SrcPos posOf(const std::string &key) const; ///< {0,0} when absent
   /// Position of the value of `key` ({0,0} when absent).
   SrcPos valuePosOf(const std::string &key) const;

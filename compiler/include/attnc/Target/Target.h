@@ -36,6 +36,11 @@ bool addEntryPoints(llvm::Module &m, const Spec &spec, const PackPlan &plan,
 std::string emitKernelGlue(const Spec &spec, const PackPlan &plan, Isa isa,
                            const std::string &targetCpu);
 
+/// The kernel's ATTNC_FEATURE_* bits as a C expression, e.g.
+/// "(0u | ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS)": the glue's metadata
+/// and the header's NAME_FEATURES both print this one.
+std::string featuresExpr(const Spec &spec);
+
 /// Runs LLVM's O3 pipeline for the target.
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);
 
