@@ -497,14 +497,18 @@ std::vector<double> interpretT(const BlockParams &p,
                  bv = as<T>(w.bv), bo = as<T>(w.bo);
 
   std::vector<T> xd(x, x + rows * d);
-  std::vector<T> xkv(run.kvSource, run.kvSource + kvRows * d);
+  // K/V's source: x_kv for cross-attention, else x itself (no second copy).
+  std::vector<T> xkvCopy;
+  if (p.cross)
+    xkvCopy.assign(run.kvSource, run.kvSource + kvRows * d);
+  const T *xkv = p.cross ? xkvCopy.data() : xd.data();
   std::vector<T> q(static_cast<size_t>(rows * qW));
   std::vector<T> k(static_cast<size_t>(kvRows * kvW));
   std::vector<T> v(static_cast<size_t>(kvRows * kvW));
   naive::linearT<T>(xd.data(), wq.data(), orNull(bq), q.data(), rows, d, qW);
-  naive::linearT<T>(xkv.data(), wk.data(), orNull(bk), k.data(), kvRows, d,
+  naive::linearT<T>(xkv, wk.data(), orNull(bk), k.data(), kvRows, d,
                     kvW);
-  naive::linearT<T>(xkv.data(), wv.data(), orNull(bv), v.data(), kvRows, d,
+  naive::linearT<T>(xkv, wv.data(), orNull(bv), v.data(), kvRows, d,
                     kvW);
 
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
@@ -930,15 +934,19 @@ Reference referenceWithBound(const BlockParams &p,
   };
 
   std::vector<double> xd(x, x + rows * d);
-  std::vector<double> xkv(run.kvSource, run.kvSource + kvRows * d);
+  // K/V's source: x_kv for cross-attention, else x itself (no second copy).
+  std::vector<double> xkvCopy;
+  if (p.cross)
+    xkvCopy.assign(run.kvSource, run.kvSource + kvRows * d);
+  const double *xkv = p.cross ? xkvCopy.data() : xd.data();
   std::vector<double> q(size_t(rows * qW)), eq(q.size());
   std::vector<double> k(size_t(kvRows * kvW)), ek(k.size());
   std::vector<double> v(size_t(kvRows * kvW)), ev(v.size());
   linearBound(model, xd.data(), nullptr, w.wq.data(), orNull(w.bq),
               q.data(), eq.data(), rows, d, qW, 1, report);
-  linearBound(model, xkv.data(), nullptr, w.wk.data(), orNull(w.bk),
+  linearBound(model, xkv, nullptr, w.wk.data(), orNull(w.bk),
               k.data(), ek.data(), kvRows, d, kvW, 1, report);
-  linearBound(model, xkv.data(), nullptr, w.wv.data(), orNull(w.bv),
+  linearBound(model, xkv, nullptr, w.wv.data(), orNull(w.bv),
               v.data(), ev.data(), kvRows, d, kvW, 1, report);
 
   auto split = [&](const std::vector<double> &t, int64_t seq, int64_t heads) {

@@ -685,8 +685,7 @@ int Kernel::forward(const float *packed, const float *x, float *y,
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
   std::string why;
-  if (!checkShape(batch, seqLen, why) ||
-      !checkShape(batch, seqLen, variants.kvSeqLen, why))
+  if (!checkShape(batch, seqLen, variants.kvSeqLen, why)) // also (batch, seqLen)
     return ATTNC_ERR_BAD_SHAPE;
   if (!checkVariants(batch, seqLen, variants, probs, why))
     return ATTNC_ERR_ARGS;
@@ -702,7 +701,7 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
   std::string why;
   const bool cross = (info_->features & ATTNC_FEATURE_CROSS) != 0;
   const int64_t kvSeq = cross ? variants.kvSeqLen : seqLen;
-  int64_t need = workspaceBytes(batch, seqLen, cross ? kvSeq : seqLen, why);
+  int64_t need = workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0)
     return ATTNC_ERR_WORKSPACE;
   // checkShape: these fit.
