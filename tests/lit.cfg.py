@@ -22,6 +22,7 @@ config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "e
 # A hand-written ABI-v2 kernel (tests/support/fake_kernel.c): runtime and
 # attnc-run tests that need no compiler.
 config.substitutions.append(("%fake_kernel", os.path.join(config.attnc_obj_root, "tests", "libattnc_fake_kernel.so")))
+config.substitutions.append(("%decode_test", os.path.join(config.attnc_obj_root, "tests", "attnc-decode-test")))
 config.substitutions.append(("%concurrency_test", os.path.join(config.attnc_obj_root, "tests", "attnc-concurrency-test")))
 config.substitutions.append(("%runtime_include", os.path.join(config.attnc_src_root, "runtime/include")))
 

@@ -215,7 +215,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
     return bad("unknown weight_layout value " +
                std::to_string(info.weight_layout));
   const uint32_t knownFeatures =
-      ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS;
+      ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS |
+      ATTNC_FEATURE_DECODE;
   if (info.features & ~knownFeatures)
     return bad("unknown features bits 0x" +
                [&] {
@@ -332,6 +333,8 @@ Kernel &Kernel::operator=(Kernel &&other) noexcept {
     std::swap(pack_, other.pack_);
     std::swap(wsSize_, other.wsSize_);
     std::swap(forward_, other.forward_);
+    std::swap(decodeWsSize_, other.decodeWsSize_);
+    std::swap(decode_, other.decode_);
   }
   return *this;
 }
@@ -403,6 +406,8 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
     pack_ = nullptr;
     wsSize_ = nullptr;
     forward_ = nullptr;
+    decodeWsSize_ = nullptr;
+    decode_ = nullptr;
     return false;
   };
 
@@ -470,6 +475,16 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   if (missing)
     return fail(LoadError::MissingEntry,
                 "missing entry point " + name + missing);
+  if (info->features & ATTNC_FEATURE_DECODE) {
+    decodeWsSize_ = reinterpret_cast<attnc_decode_workspace_size_fn>(
+        sym("_decode_workspace_size"));
+    decode_ = reinterpret_cast<attnc_decode_fn>(sym("_decode"));
+    if (!decodeWsSize_ || !decode_)
+      return fail(LoadError::MissingEntry,
+                  "missing entry point " + name +
+                      (!decodeWsSize_ ? "_decode_workspace_size" : "_decode") +
+                      " (features declares decode)");
+  }
 
   err = LoadError::None;
   message.clear();
@@ -654,6 +669,15 @@ bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
     return notTaken("kv_lengths", "lengths");
   if (probs && !(f & ATTNC_FEATURE_PROBS))
     return notTaken("probs", "probs");
+  if ((variants.kCache || variants.vCache || variants.cacheLen) &&
+      !(f & ATTNC_FEATURE_DECODE))
+    return notTaken("a KV cache", "decode");
+  if ((variants.kCache != nullptr) != (variants.vCache != nullptr) ||
+      (variants.kCache && variants.cacheLen < seqLen)) {
+    why = "the KV cache needs both k_cache and v_cache with cache_len >= "
+          "seq_len (" + num(seqLen) + "), got cache_len " + num(variants.cacheLen);
+    return false;
+  }
   if (!checkShape(batch, seqLen, variants.kvSeqLen, why))
     return false;
   why = checkVariantInputs(paramsFromInfo(*info_), batch, seqLen, variants);
@@ -740,7 +764,95 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
     a.probs = probs;
     a.probs_floats = probsFloats;
   }
+  // The cache fields came later in ABI version 2: without a cache, pass
+  // the first version-2 size, which kernels of either age accept.
+  if (variants.kCache) {
+    int64_t cacheFloats = 0;
+    if (!checkedProduct({batch, info_->kv_heads, variants.cacheLen, info_->head_dim},
+                        cacheFloats))
+      return ATTNC_ERR_BAD_SHAPE;
+    a.k_cache = variants.kCache;
+    a.v_cache = variants.vCache;
+    a.cache_floats = cacheFloats;
+    a.cache_len = variants.cacheLen;
+  } else {
+    a.struct_size = ATTNC_FORWARD_ARGS_SIZE_V2_0;
+  }
   return forward_(&a);
+}
+
+int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
+                                     std::string &why) const {
+  if (!decodeWsSize_) {
+    why = info_ ? std::string("the kernel ") + info_->name +
+                      " has no decode entry (spec: decode: true)"
+                : "no kernel loaded";
+    return -1;
+  }
+  if (!checkShape(batch, 1, why) || !checkShape(batch, cacheLen, why))
+    return -1;
+  int64_t limit = 0;
+  if (!checkedProduct({batch, info_->workspace_per_row, 4}, limit) ||
+      !checkedSum({limit, info_->workspace_fixed, kWorkspaceSlack}, limit)) {
+    why = "the decode workspace for batch " + num(batch) + " overflows";
+    return -1;
+  }
+  int64_t need = decodeWsSize_(batch, cacheLen);
+  const std::string call = std::string(info_->name) + "_decode_workspace_size(" +
+                           num(batch) + ", " + num(cacheLen) + ")";
+  if (need < 0) {
+    why = call + " returned " + num(need) + " (shape refused)";
+    return -1;
+  }
+  if (need > limit) {
+    why = call + " returned " + num(need) +
+          " bytes, more than the metadata allows (" + num(limit) +
+          " = workspace_fixed + batch*workspace_per_row*4 + " +
+          num(kWorkspaceSlack) + "); refusing to allocate it";
+    return -1;
+  }
+  why.clear();
+  return need;
+}
+
+int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
+                   const int32_t *positions, float *kCache, float *vCache,
+                   int64_t cacheLen, std::vector<unsigned char> &workspace,
+                   int threads, attnc_parallel_for_fn hook, void *hookCtx) const {
+  if (!decode_ || !positions)
+    return ATTNC_ERR_ARGS;
+  std::string why;
+  int64_t need = decodeWorkspaceBytes(batch, cacheLen, why);
+  if (need < 0)
+    return ATTNC_ERR_BAD_SHAPE;
+  for (int64_t b = 0; b < batch; ++b)
+    if (positions[b] < 0 || positions[b] >= cacheLen)
+      return ATTNC_ERR_ARGS;
+  int64_t cacheFloats = 0;
+  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheFloats))
+    return ATTNC_ERR_BAD_SHAPE;
+  if (workspace.size() < static_cast<uint64_t>(need))
+    workspace.resize(static_cast<size_t>(need));
+  attnc_decode_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_floats = info_->packed_floats;
+  a.x = x;
+  a.x_floats = batch * info_->d_model;
+  a.y = y;
+  a.y_floats = batch * info_->out_dim;
+  a.batch = batch;
+  a.positions = positions;
+  a.k_cache = kCache;
+  a.v_cache = vCache;
+  a.cache_floats = cacheFloats;
+  a.cache_len = cacheLen;
+  a.workspace = workspace.empty() ? nullptr : workspace.data();
+  a.workspace_bytes = static_cast<int64_t>(workspace.size());
+  a.parallel_for = hook;
+  a.parallel_ctx = hookCtx;
+  a.num_threads = threads;
+  return decode_(&a);
 }
 
 } // namespace attnrt

@@ -310,7 +310,13 @@ int fake_attn_forward(const attnc_forward_args *a) {
   const int32_t *lengths;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  if (a->struct_size != sizeof(attnc_forward_args))
+  /* Both version-2 sizes (abi.h); this kernel has no KV cache, so the
+   * later cache fields, when present, must be empty. */
+  if (a->struct_size != sizeof(attnc_forward_args) &&
+      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
+    return ATTNC_ERR_ARGS;
+  if (a->struct_size == sizeof(attnc_forward_args) &&
+      (a->k_cache || a->v_cache || a->cache_floats || a->cache_len))
     return ATTNC_ERR_ARGS;
   if (g_selected == ATTNC_ISA_NONE)
     return ATTNC_ERR_ISA;

@@ -58,8 +58,10 @@ static_assert(offsetof(attnc_kernel_info, selected_isa) == 168, "");
 static_assert(offsetof(attnc_kernel_info, target_triple) == 176, "");
 static_assert(offsetof(attnc_kernel_info, target_cpu) == 184, "");
 static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
-// attnc_forward_args (v2).
-static_assert(sizeof(attnc_forward_args) == 168, "attnc_forward_args layout");
+// attnc_forward_args (v2; the KV-cache fields appended later in v2, the
+// first v2 size stays accepted).
+static_assert(sizeof(attnc_forward_args) == 200, "attnc_forward_args layout");
+static_assert(ATTNC_FORWARD_ARGS_SIZE_V2_0 == 168, "first v2 size");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
 static_assert(offsetof(attnc_forward_args, batch) == 56, "");
 static_assert(offsetof(attnc_forward_args, workspace) == 72, "");
@@ -67,6 +69,15 @@ static_assert(offsetof(attnc_forward_args, parallel_for) == 88, "");
 static_assert(offsetof(attnc_forward_args, num_threads) == 104, "");
 static_assert(offsetof(attnc_forward_args, lengths) == 112, "");
 static_assert(offsetof(attnc_forward_args, probs_floats) == 160, "");
+static_assert(offsetof(attnc_forward_args, k_cache) == 168, "");
+static_assert(offsetof(attnc_forward_args, cache_len) == 192, "");
+// attnc_decode_args.
+static_assert(sizeof(attnc_decode_args) == 144, "attnc_decode_args layout");
+static_assert(offsetof(attnc_decode_args, batch) == 56, "");
+static_assert(offsetof(attnc_decode_args, positions) == 64, "");
+static_assert(offsetof(attnc_decode_args, cache_len) == 96, "");
+static_assert(offsetof(attnc_decode_args, workspace) == 104, "");
+static_assert(offsetof(attnc_decode_args, num_threads) == 136, "");
 
 namespace {
 
@@ -222,8 +233,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   CHECK(f.check() == "unknown isa value 5");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
-  f.info.features = 8;
-  CHECK(f.check() == "unknown features bits 0x8");
+  f.info.features = 16;
+  CHECK(f.check() == "unknown features bits 0x10");
   f.info.features = ATTNC_FEATURE_LENGTHS;
   CHECK_THAT(f.check(), Contains("the mask has no padding"));
   f.info.mask = ATTNC_MASK_PADDING;

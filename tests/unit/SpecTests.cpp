@@ -172,9 +172,12 @@ TEST_CASE("features this version cannot lower parse and are reported",
   Spec s;
   s = specOf(kBase + "mask: causal\ndecode: true\n");
   CHECK(s.decode);
+  CHECK(unsupportedFeature(s).empty());
+  s = specOf(kBase + "mask: causal\ncross_attention: true\ndecode: true\n");
   CHECK(unsupportedFeature(s) ==
-        "t.yaml:5:9: error: decode: true is not supported by this version of "
-        "attnc (supported: false)");
+        "t.yaml:6:9: error: decode: true with cross_attention: true is not "
+        "supported by this version of attnc (decode is self-attention with a "
+        "KV cache)");
 
   s = specOf(kBase + "outputs: [y, probs]\n");
   CHECK(s.outputs == std::vector<std::string>{"y", "probs"});

@@ -6,6 +6,7 @@
 //             [--lengths L,..] [--x-kv x_kv.npy | --kv-seq-len N]
 //             [--kv-lengths L,..] [--probs p.npy]
 //             [--heatmap p.svg [--head H] [--heatmap-batch B]]
+//             [--decode-steps K]
 //
 // Links only libattnrt (no MLIR/LLVM). Every size is checked (against the
 // kernel's max_seq_len, for 64-bit overflow with attnrt's checked
@@ -105,6 +106,15 @@ const char *kUsage =
     "                     heatmap (features: probs): one panel per head\n"
     "  --head H           only head H in the heatmap\n"
     "  --heatmap-batch B  the sequence to draw (default 0)\n"
+    "  --decode-steps K   KV-cache decode (features: decode): forward over the\n"
+    "                     first T-K tokens of x fills a cache of T rows, then\n"
+    "                     NAME_decode runs the last K tokens one at a time;\n"
+    "                     y (--out, --check) holds all T rows, so --check\n"
+    "                     compares prefill + decode with the interpreter's\n"
+    "                     forward over T tokens. 1 <= K <= T (K = T: no\n"
+    "                     prefill). With --bench N: N calls of the last\n"
+    "                     decode step (position T-1), with the bytes it reads\n"
+    "                     (weights + cache) and their rate\n"
     "  --help, --version  this text; the runtime's ABI version\n"
     "\n"
     "Variant options on a kernel without the feature, a count of lengths other\n"
@@ -186,6 +196,7 @@ std::string featureNames(uint32_t f) {
   add(ATTNC_FEATURE_LENGTHS, "lengths");
   add(ATTNC_FEATURE_CROSS, "cross");
   add(ATTNC_FEATURE_PROBS, "probs");
+  add(ATTNC_FEATURE_DECODE, "decode");
   return s.empty() ? "none" : s;
 }
 
@@ -463,7 +474,7 @@ struct Options {
   std::string lengthsArg, kvLengthsArg, xKvPath, probsPath, heatmapPath;
   std::vector<int64_t> lengths, kvLengths;
   bool lengthsRandom = false, kvLengthsRandom = false;
-  int64_t kvSeq = 0, head = -1, heatmapBatch = 0;
+  int64_t kvSeq = 0, head = -1, heatmapBatch = 0, decodeSteps = 0;
   bool kvSeqGiven = false, headGiven = false, heatmapBatchGiven = false;
 };
 
@@ -611,6 +622,8 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (a == "--head") {
       rc = sizeOpt(o.head, 0);
       o.headGiven = true;
+    } else if (a == "--decode-steps") {
+      rc = sizeOpt(o.decodeSteps, 1);
     } else if (a == "--heatmap-batch") {
       rc = sizeOpt(o.heatmapBatch, 0);
       o.heatmapBatchGiven = true;
@@ -662,6 +675,12 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
     return lacks("--probs", "probs");
   if (!o.heatmapPath.empty() && !(f & ATTNC_FEATURE_PROBS))
     return lacks("--heatmap", "probs");
+  if (o.decodeSteps > 0 && !(f & ATTNC_FEATURE_DECODE))
+    return lacks("--decode-steps", "decode");
+  if (o.decodeSteps > 0 && (!o.lengthsArg.empty() || !o.probsPath.empty() ||
+                            !o.heatmapPath.empty()))
+    return usageError("--decode-steps runs whole sequences (no --lengths) "
+                      "and has no attention weights (no --probs/--heatmap)");
   if (o.headGiven && o.head >= ki.heads)
     return usageError("--head: " + std::to_string(o.head) +
                       " is not a head of the kernel (heads 0.." +
@@ -959,12 +978,79 @@ int main(int argc, char **argv) {
     error(msg);
     return kExitInput;
   }
-  rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
-                 probsPtr, ws, threads);
-  if (rc != ATTNC_OK) {
-    error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
-          " (" + statusText(rc) + ")");
-    return kExitFailed;
+  // --decode-steps K: prefill P = T-K tokens into a cache of T rows, then
+  // decode the last K tokens one at a time.
+  const int64_t steps = o.decodeSteps, prefill = seq - steps;
+  std::vector<float> kCache, vCache, xTok, yTok;
+  std::vector<int32_t> positions;
+  std::vector<unsigned char> decodeWs;
+  auto decodeStep = [&](int64_t pos) {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::copy_n(x.data() + (b * seq + pos) * ki.d_model, ki.d_model,
+                  xTok.data() + b * ki.d_model);
+      positions[size_t(b)] = static_cast<int32_t>(pos);
+    }
+    return k.decode(packed.data(), xTok.data(), yTok.data(), batch,
+                    positions.data(), kCache.data(), vCache.data(), seq,
+                    decodeWs, threads);
+  };
+  if (steps > 0) {
+    if (steps > seq)
+      return usageError("--decode-steps " + std::to_string(steps) +
+                        " is more than seq_len " + std::to_string(seq));
+    int64_t cacheFloats = 0;
+    if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
+                                cacheFloats) ||
+        k.decodeWorkspaceBytes(batch, seq, msg) < 0) {
+      error(msg.empty() ? "the KV cache overflows" : msg);
+      return kExitInput;
+    }
+    kCache.assign(size_t(cacheFloats), 0.0f);
+    vCache.assign(size_t(cacheFloats), 0.0f);
+    xTok.resize(size_t(batch * ki.d_model));
+    yTok.resize(size_t(batch * ki.out_dim));
+    positions.resize(size_t(batch));
+    if (prefill > 0) {
+      std::vector<float> xp(size_t(batch * prefill * ki.d_model)),
+          yp(size_t(batch * prefill * ki.out_dim));
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy_n(x.data() + b * seq * ki.d_model, prefill * ki.d_model,
+                    xp.data() + b * prefill * ki.d_model);
+      attnrt::VariantInputs pv;
+      pv.kCache = kCache.data();
+      pv.vCache = vCache.data();
+      pv.cacheLen = seq;
+      rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill, pv,
+                     nullptr, ws, threads);
+      if (rc != ATTNC_OK) {
+        error(std::string(ki.name) + "_forward (prefill of " +
+              std::to_string(prefill) + " tokens) returned " +
+              std::to_string(rc) + " (" + statusText(rc) + ")");
+        return kExitFailed;
+      }
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy_n(yp.data() + b * prefill * ki.out_dim, prefill * ki.out_dim,
+                    y.data() + b * seq * ki.out_dim);
+    }
+    for (int64_t pos = prefill; pos < seq; ++pos) {
+      rc = decodeStep(pos);
+      if (rc != ATTNC_OK) {
+        error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
+              ") returned " + std::to_string(rc) + " (" + statusText(rc) + ")");
+        return kExitFailed;
+      }
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy_n(yTok.data() + b * ki.out_dim, ki.out_dim,
+                    y.data() + (b * seq + pos) * ki.out_dim);
+    }
+  } else {
+    rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
+                   probsPtr, ws, threads);
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
+            " (" + statusText(rc) + ")");
+      return kExitFailed;
+    }
   }
   std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
               "workspace %lld bytes",
@@ -976,6 +1062,9 @@ int main(int argc, char **argv) {
     std::printf(", lengths %s", lengthsText(lengths).c_str());
   if (!kvLengths.empty())
     std::printf(", kv_lengths %s", lengthsText(kvLengths).c_str());
+  if (steps > 0)
+    std::printf(", prefill %lld + %lld decode steps (KV cache of %lld rows)",
+                (long long)prefill, (long long)steps, (long long)seq);
   std::printf("\n");
   if (!o.outPath.empty() &&
       !attnrt::writeNpy(o.outPath, {batch, seq, ki.out_dim}, y.data(), msg)) {
@@ -1047,7 +1136,33 @@ int main(int argc, char **argv) {
                 nullptr))
       status = kExitFailed;
   }
-  if (o.bench > 0) {
+  if (o.bench > 0 && steps > 0) {
+    // The last decode step again (same position: it rewrites the same
+    // cache row with the same values). It reads every packed weight and
+    // the cache's rows [0, T) of K and V once.
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      rc = decodeStep(seq - 1);
+      auto t1 = std::chrono::steady_clock::now();
+      if (rc != ATTNC_OK) {
+        error(std::string(ki.name) + "_decode returned " + std::to_string(rc) +
+              " (" + statusText(rc) + ") in --bench");
+        return kExitFailed;
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double bytes = 4.0 * (double(ki.packed_floats) +
+                          2.0 * double(batch * ki.kv_heads * seq * ki.head_dim));
+    std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
+                "%lld calls, %lld thread%s, min %.3f ms, median %.3f ms per call; "
+                "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
+                (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
+                (long long)o.bench, (long long)threads, threads == 1 ? "" : "s",
+                ms.front(), ms[ms.size() / 2], bytes / 1e6,
+                bytes / (ms.front() * 1e6));
+  } else if (o.bench > 0) {
     std::vector<double> ms;
     for (int64_t i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();

@@ -39,6 +39,19 @@ namespace {
 
 constexpr int64_t kAlign = 64;
 
+/// The function argument a result is tied to: the updated KV caches of
+/// attn.cache_append are written in place into the caller's cache buffers
+/// (no output argument of their own), as IREE's tied results are.
+BlockArgument tiedArgument(Value result) {
+  auto app = result.getDefiningOp<CacheAppendOp>();
+  if (!app)
+    return {};
+  Value cache = result == app.getNewKeyCache()     ? app.getKeyCache()
+                : result == app.getNewValueCache() ? app.getValueCache()
+                                                   : Value();
+  return dyn_cast_or_null<BlockArgument>(cache);
+}
+
 /// Lowers one function. `b` inserts into the new function's prologue (where
 /// sizes and buffers are set up); `body` into the guarded compute region.
 class FunctionLowering {
@@ -276,6 +289,20 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), in);
     return success();
   }
+  if (auto a = dyn_cast<CacheAppendOp>(op)) {
+    // In place: the caches must be the caller's buffers, read by nothing
+    // but this op (every later reader sees the updated values).
+    for (Value cache : {a.getKeyCache(), a.getValueCache()})
+      if (!isa<BlockArgument>(cache) || !cache.hasOneUse())
+        return op->emitOpError("attn-to-loops writes KV caches in place: each "
+                               "cache must be a function argument used only "
+                               "by this op");
+    map.map(a.getNewKeyCache(), map.lookup(a.getKeyCache()));
+    map.map(a.getNewValueCache(), map.lookup(a.getValueCache()));
+    auto dk = dimsOf(map.lookup(a.getKey()));
+    map.map(a.getLens(), alloc(cast<RankedTensorType>(a.getLens().getType()), {dk[0]}));
+    return success();
+  }
   if (auto p = dyn_cast<ProbsOp>(op)) {
     auto dq = dimsOf(map.lookup(p.getQuery())), dk = dimsOf(map.lookup(p.getKey()));
     map.map(p.getResult(), allocFor(p.getResult(),
@@ -426,6 +453,50 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                              map.lookup(p.getKey()), map.lookup(p.getResult()),
                              p.getQLens() ? map.lookup(p.getQLens()) : Value(),
                              p.getKvLens() ? map.lookup(p.getKvLens()) : Value());
+  } else if (auto a = dyn_cast<CacheAppendOp>(op)) {
+    // One task per (sequence, kv head): rows [pos, pos + Tn) of both caches
+    // take the new rows (pos = positions[b], 0 without positions); the
+    // head-0 task also writes lens[b] = pos + Tn. A NULL cache (forward
+    // called without one) is not written.
+    Value k = map.lookup(a.getKey()), v = map.lookup(a.getValue());
+    Value kc = map.lookup(a.getKeyCache()), vc = map.lookup(a.getValueCache());
+    Value lens = map.lookup(a.getLens());
+    Value pos = a.getPositions() ? map.lookup(a.getPositions()) : Value();
+    Value nb = memref::DimOp::create(b, k, 0), hkv = memref::DimOp::create(b, k, 1);
+    Value tn = memref::DimOp::create(b, k, 2), dd = memref::DimOp::create(b, k, 3);
+    attnc::taskLoop(b, arith::MulIOp::create(b, nb, hkv),
+                    [&](ImplicitLocOpBuilder &c, Value task) {
+      Value bi = arith::DivUIOp::create(c, task, hkv);
+      Value h = arith::RemUIOp::create(c, task, hkv);
+      Value zero = arith::ConstantIndexOp::create(c, 0);
+      Value p0 = pos ? attnc::validLength(c, pos, bi, zero) : zero;
+      Value end = arith::AddIOp::create(c, p0, tn);
+      Value first = arith::CmpIOp::create(c, arith::CmpIPredicate::eq, h, zero);
+      scf::IfOp::create(c, first, [&](OpBuilder &nb2, Location loc) {
+        Value l = arith::IndexCastOp::create(nb2, loc, nb2.getI32Type(), end);
+        memref::StoreOp::create(nb2, loc, l, lens, ValueRange{bi});
+        scf::YieldOp::create(nb2, loc);
+      });
+      auto notNull = [&](Value buf) -> Value {
+        Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(c, buf);
+        return arith::CmpIOp::create(c, arith::CmpIPredicate::ne, ptr, zero);
+      };
+      for (auto [src, dst] : {std::pair{k, kc}, std::pair{v, vc}}) {
+        scf::IfOp::create(c, notNull(dst), [&, src = src, dst = dst](OpBuilder &nb2, Location loc) {
+          ImplicitLocOpBuilder c1(loc, nb2);
+          attnc::loop(c1, zero, tn, {}, [&](ImplicitLocOpBuilder &c2, Value t, ValueRange) {
+            Value row = arith::AddIOp::create(c2, p0, t);
+            attnc::loop(c2, zero, dd, {}, [&](ImplicitLocOpBuilder &c3, Value d, ValueRange) {
+              Value x = memref::LoadOp::create(c3, src, ValueRange{bi, h, t, d});
+              memref::StoreOp::create(c3, x, dst, ValueRange{bi, h, row, d});
+              return SmallVector<Value>{};
+            });
+            return SmallVector<Value>{};
+          });
+          scf::YieldOp::create(c1);
+        });
+      }
+    });
   } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
     // One task per sequence: rows [lens[b], T) of y become zeros.
     Value y = map.lookup(m.getResult()), lens = map.lookup(m.getLens());
@@ -504,6 +575,8 @@ static bool packable(BlockArgument arg) {
 LogicalResult FunctionLowering::run() {
   auto ret = cast<func::ReturnOp>(oldFn.getBody().front().getTerminator());
   for (Value r : ret.getOperands()) {
+    if (tiedArgument(r))
+      continue; // written in place into its argument
     // attn.mask_rows works in place: its input is what lands in the output.
     while (auto m = r.getDefiningOp<MaskRowsOp>()) {
       if (!m.getInput().hasOneUse())
@@ -521,7 +594,7 @@ LogicalResult FunctionLowering::run() {
       packedCols[newFn.getArgument(i)] =
           cast<RankedTensorType>(oldFn.getArgument(i).getType()).getShape().back();
   }
-  unsigned results = oldFn.getNumResults();
+  unsigned results = returned.size();
   for (unsigned i = 0; i < results; ++i)
     outBufs.push_back(newFn.getArgument(n + i));
   wsBuf = newFn.getArgument(n + results);
@@ -600,9 +673,14 @@ struct AttnToLoopsPass final
           args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
         }
       }
-      for (Type t : f.getResultTypes()) {
-        auto rt = cast<RankedTensorType>(t);
+      auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+      unsigned results = 0;
+      for (Value r : ret.getOperands()) {
+        if (tiedArgument(r))
+          continue; // updated in place through its argument
+        auto rt = cast<RankedTensorType>(r.getType());
         args.push_back(MemRefType::get(rt.getShape(), rt.getElementType()));
+        ++results;
       }
       args.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8)));
       OpBuilder mb(f);
@@ -619,7 +697,6 @@ struct AttnToLoopsPass final
                         DenseI64ArrayAttr::get(ctx, rt.getShape()));
         }
       }
-      unsigned results = f.getNumResults();
       for (unsigned i = 0; i < results; ++i) // y, then probs (MLIRGen's order)
         nf.setArgAttr(n + i, "attn.output",
                       StringAttr::get(ctx, i == 0 ? "y" : "probs"));

@@ -57,6 +57,12 @@ Value f32Const(ImplicitLocOpBuilder &c, double x) {
   return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
 }
 
+Value add(ImplicitLocOpBuilder &c, Value a, int64_t x) {
+  return x == 0 ? a
+                : arith::AddIOp::create(c, a, arith::ConstantIndexOp::create(c, x))
+                      .getResult();
+}
+
 bool unitInner(Value buf) {
   auto t = cast<MemRefType>(buf.getType());
   SmallVector<int64_t> strides;
@@ -64,6 +70,218 @@ bool unitInner(Value buf) {
   return succeeded(t.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 } // namespace
+
+/// One query row per (batch, head): a decode step against a KV cache. The
+/// query-block kernel above would spend its MQ lanes on one row, so here
+/// lanes run along head_dim instead, and G query heads that share a kv head
+/// (GQA) share each key/value load:
+///
+///   q_g = scale * q[b, h0+g, 0, :]                      (registers)
+///   for key block j0 in [kStart, kEnd) step NK:        (mask -> key range)
+///     S[g][j] = reduce_add(q_g * k[b, hk, j0+j, :])     (horizontal sums)
+///     mNew = max(m, max_j S[g][j]);  alpha = exp(m - mNew)
+///     S[g][j] = exp(S[g][j] - mNew) (lanes along keys); l = alpha*l + sum
+///     O_g = alpha*O_g + sum_j S[g][j] * v[b, hk, j0+j, :]
+///   o[b, h0+g, 0, :] = O_g / l   (0 when no key is visible)
+///
+/// Keys and values stream once from the cache, contiguous per head in the
+/// [B, Hkv, L, D] layout: the kernel is bound by that read.
+static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
+                                          SdpaOp op, Value q, Value k, Value v,
+                                          Value o, Value qLens, Value kvLens) {
+  using attnc::loop;
+  using attnc::taskLoop;
+  using attnc::validLength;
+  auto qt = cast<MemRefType>(q.getType());
+  Type f32 = b.getF32Type();
+  const int64_t D = qt.getDimSize(3);
+  const int64_t vl = t.getVectorWidth(), nk = t.getAttnNk();
+  const int64_t dv = (D + vl - 1) / vl, dTail = D - (dv - 1) * vl;
+  const MaskShape ms(op);
+  const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const bool bthd = op.getLayout() == HeadLayout::bthd;
+  const double scale = op.getScale().convertToDouble();
+  // Query heads per task: as many of a kv head's group as keep G*dv output
+  // accumulators + dv value vectors + G*dv query vectors in registers.
+  auto kt = cast<MemRefType>(k.getType());
+  int64_t hqS = qt.getDimSize(1), hkvS = kt.getDimSize(1);
+  int64_t gq = 1;
+  if (!ShapedType::isDynamic(hqS) && !ShapedType::isDynamic(hkvS) && hkvS > 0)
+    for (int64_t g = hqS / hkvS; g >= 1; --g)
+      if ((hqS / hkvS) % g == 0 && 2 * g * dv + dv + 2 <= t.getRegisters()) {
+        gq = g;
+        break;
+      }
+
+  auto vt = VectorType::get({vl}, f32);
+  auto idx = indexConst;
+  auto splat = [&](ImplicitLocOpBuilder &c, double x) -> Value {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
+  };
+  auto laneMask = [&](ImplicitLocOpBuilder &c, Value n) -> Value {
+    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
+                                        ValueRange{n});
+  };
+  // Row `row` of a [.., D] operand as dv vectors (the last one masked when
+  // D is not a multiple of VL).
+  auto loadRow = [&](ImplicitLocOpBuilder &c, Value buf, SmallVector<Value> at) {
+    SmallVector<Value> out;
+    for (int64_t ch = 0; ch < dv; ++ch) {
+      SmallVector<Value> pos(at);
+      pos.push_back(idx(c, ch * vl));
+      if (ch + 1 < dv || dTail == vl)
+        out.push_back(vector::LoadOp::create(c, vt, buf, pos));
+      else
+        out.push_back(vector::MaskedLoadOp::create(c, vt, buf, pos,
+                                                   laneMask(c, idx(c, dTail)),
+                                                   splat(c, 0.0)));
+    }
+    return out;
+  };
+  auto expv = [&](ImplicitLocOpBuilder &c, Value x) -> Value {
+    return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, splat(c, -87.0)));
+  };
+
+  Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
+  Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  Value chunks = arith::DivUIOp::create(b, hq, idx(b, gq)); // tasks per batch
+  Value tasks = arith::MulIOp::create(b, nb, chunks);
+
+  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, chunks);
+    Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, chunks), idx(c, gq));
+    Value hk = arith::DivUIOp::create(c, h0, group);
+    Value zero = idx(c, 0), one = idx(c, 1);
+    Value qv = qLens ? validLength(c, qLens, bi, one) : one;
+    Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
+    auto clampK = [&](Value x) -> Value {
+      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
+    };
+    // The one query row sees keys [kStart, kEnd): j <= off (causal), and
+    // j > off - window (sliding window); none when the row is padding.
+    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, qv).getResult();
+    Value kEnd = ms.causal ? clampK(arith::AddIOp::create(c, off, one)) : kvv;
+    Value kStart = ms.windowed ? clampK(arith::AddIOp::create(c, off, idx(c, 1 - ms.window)))
+                               : zero;
+    Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, zero);
+    kEnd = arith::SelectOp::create(c, rowValid, kEnd, kStart);
+
+    auto S = memref::AllocaOp::create(c, MemRefType::get({gq, nk}, f32));
+    SmallVector<SmallVector<Value>> qs;
+    for (int64_t g = 0; g < gq; ++g) {
+      SmallVector<Value> row = loadRow(c, q, {bi, add(c, h0, g), zero});
+      for (Value &x : row)
+        x = arith::MulFOp::create(c, x, splat(c, scale));
+      qs.push_back(row);
+    }
+    // Loop state per head: m (splat), l (splat), O (dv vectors).
+    SmallVector<Value> init;
+    for (int64_t g = 0; g < gq; ++g) {
+      init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
+      init.push_back(splat(c, 0.0));
+      for (int64_t ch = 0; ch < dv; ++ch)
+        init.push_back(splat(c, 0.0));
+    }
+    const int64_t per = 2 + dv;
+    scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
+        [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange st) {
+      Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
+      // Scores.
+      loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+        SmallVector<Value> kr = loadRow(c1, k, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+        for (int64_t g = 0; g < gq; ++g) {
+          Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
+          for (int64_t ch = 1; ch < dv; ++ch)
+            acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
+          Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc);
+          memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
+        }
+        return SmallVector<Value>{};
+      });
+      // Softmax statistics, lanes along keys (masked tail).
+      SmallVector<Value> next;
+      SmallVector<Value> alphas;
+      for (int64_t g = 0; g < gq; ++g) {
+        Value gi = idx(cb, g);
+        Value mOld = st[g * per], lOld = st[g * per + 1];
+        scf::ForOp mx = loop(cb, zero, cnt, idx(cb, vl), ValueRange{mOld},
+            [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+              Value n = arith::SubIOp::create(c1, cnt, jj);
+              Value sv = vector::MaskedLoadOp::create(
+                  c1, vt, S, ValueRange{gi, jj}, laneMask(c1, n),
+                  splat(c1, -std::numeric_limits<double>::infinity()));
+              return SmallVector<Value>{arith::MaximumFOp::create(c1, a[0], sv)};
+            });
+        Value mNew = vector::BroadcastOp::create(
+            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
+                                                mx.getResult(0)));
+        Value alpha = expv(cb, arith::SubFOp::create(cb, mOld, mNew));
+        scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{splat(cb, 0.0)},
+            [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+              Value n = arith::SubIOp::create(c1, cnt, jj);
+              Value msk = laneMask(c1, n);
+              Value sv = vector::MaskedLoadOp::create(c1, vt, S, ValueRange{gi, jj}, msk,
+                                                      splat(c1, 0.0));
+              Value p = arith::SelectOp::create(
+                  c1, msk, expv(c1, arith::SubFOp::create(c1, sv, mNew)), splat(c1, 0.0));
+              vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
+              return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
+            });
+        Value lBlk = vector::BroadcastOp::create(
+            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::ADD, ps.getResult(0)));
+        next.push_back(mNew);
+        next.push_back(arith::AddFOp::create(cb, arith::MulFOp::create(cb, lOld, alpha), lBlk));
+        alphas.push_back(alpha);
+      }
+      // O = alpha*O + P·V: each value row is loaded once for the G heads.
+      SmallVector<Value> acc;
+      for (int64_t g = 0; g < gq; ++g)
+        for (int64_t ch = 0; ch < dv; ++ch)
+          acc.push_back(arith::MulFOp::create(cb, st[g * per + 2 + ch], alphas[g]));
+      scf::ForOp pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+        SmallVector<Value> vr = loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+        SmallVector<Value> out(a.begin(), a.end());
+        for (int64_t g = 0; g < gq; ++g) {
+          Value p = vector::BroadcastOp::create(
+              c1, vt, memref::LoadOp::create(c1, S, ValueRange{idx(c1, g), jj}));
+          for (int64_t ch = 0; ch < dv; ++ch)
+            out[g * dv + ch] = vector::FMAOp::create(c1, p, vr[ch], a[g * dv + ch]);
+        }
+        return out;
+      });
+      SmallVector<Value> state;
+      for (int64_t g = 0; g < gq; ++g) {
+        state.push_back(next[2 * g]);
+        state.push_back(next[2 * g + 1]);
+        for (int64_t ch = 0; ch < dv; ++ch)
+          state.push_back(pv.getResult(g * dv + ch));
+      }
+      return state;
+    });
+
+    // o = O / l (zeros when no key was visible: l = 0).
+    for (int64_t g = 0; g < gq; ++g) {
+      Value l = blocks.getResult(g * per + 1);
+      Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, splat(c, 0.0));
+      Value inv = arith::SelectOp::create(c, pos, arith::DivFOp::create(c, splat(c, 1.0), l),
+                                          splat(c, 0.0));
+      Value h = add(c, h0, g);
+      for (int64_t ch = 0; ch < dv; ++ch) {
+        Value val = arith::MulFOp::create(c, blocks.getResult(g * per + 2 + ch), inv);
+        Value dIdx = idx(c, ch * vl);
+        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, zero, h, dIdx}
+                                     : SmallVector<Value>{bi, h, zero, dIdx};
+        if (ch + 1 < dv || dTail == vl)
+          vector::StoreOp::create(c, val, o, at);
+        else
+          vector::MaskedStoreOp::create(c, o, at, laneMask(c, idx(c, dTail)), val);
+      }
+    }
+  });
+  return success();
+}
 
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          TargetAttr t, SdpaOp op, Value q,
@@ -76,6 +294,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       !unitInner(q) || !unitInner(k) || !unitInner(v) || !unitInner(o))
     return op.emitOpError("attn-to-loops needs f32 operands with a static "
                           "head_dim and unit innermost stride");
+  // One query per (batch, head): the decode kernel.
+  if (qt.getDimSize(2) == 1)
+    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens);
   const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
                 kr = t.getAttnKr(), nk = t.getAttnNk();
   const int64_t mv = mq / vl;             // query vectors per task

@@ -253,6 +253,17 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
     Tensor v;
     if (auto inName = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
       std::string what = inName.str();
+      if (what == "k_cache" || what == "v_cache") {
+        // An empty cache of seq rows (forward fills rows [0, seq)).
+        if (!allocate(v, {in.batch, spec.kvHeads, in.seq, spec.headDim}, error))
+          return false;
+        t[a] = std::move(v);
+        continue;
+      }
+      if (what == "positions") {
+        error = "the evaluator runs the forward function, not the decode entry";
+        return false;
+      }
       if (what == "lengths" || what == "kv_lengths") {
         const std::vector<int32_t> &l = what == "lengths" ? in.lengths : in.kvLengths;
         int64_t full = what == "lengths" ? in.seq : in.kvSeq;
@@ -483,6 +494,44 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         o = std::move(p);
       }
       t[sdpa] = std::move(o);
+    } else if (auto a = dyn_cast<CacheAppendOp>(op)) {
+      // Functional: copies of the caches with each sequence's new rows at
+      // its position, and the filled lengths.
+      const Tensor *k = tensorOf(a.getKey()), *v = tensorOf(a.getValue());
+      const Tensor *kc = tensorOf(a.getKeyCache()), *vc = tensorOf(a.getValueCache());
+      const Tensor *pos = a.getPositions() ? tensorOf(a.getPositions()) : nullptr;
+      if (!k || !v || !kc || !vc || (a.getPositions() && !pos))
+        return false;
+      if (k->shape.size() != 4 || k->shape != v->shape || kc->shape != vc->shape ||
+          kc->shape.size() != 4 || kc->shape[0] != k->shape[0] ||
+          kc->shape[1] != k->shape[1] || kc->shape[3] != k->shape[3] ||
+          (pos && (pos->shape.size() != 1 || pos->shape[0] != k->shape[0])))
+        return fail(op, "new rows " + shapeStr(k->shape) + " do not fit cache " +
+                        shapeStr(kc->shape));
+      const int64_t nb = k->shape[0], hk = k->shape[1], tn = k->shape[2],
+                    cap = kc->shape[2], dd = k->shape[3];
+      Tensor nk = *kc, nv = *vc, lens;
+      if (!allocate(lens, {nb}, error))
+        return false;
+      for (int64_t b = 0; b < nb; ++b) {
+        int64_t p0 = pos ? static_cast<int64_t>(pos->data[b]) : 0;
+        if (p0 < 0 || p0 + tn > cap)
+          return fail(op, "position " + std::to_string(p0) + " + " +
+                          std::to_string(tn) + " rows is outside the cache of " +
+                          std::to_string(cap) + " rows");
+        lens.data[b] = static_cast<double>(p0 + tn);
+        for (int64_t h = 0; h < hk; ++h)
+          for (int64_t r = 0; r < tn; ++r)
+            for (int64_t d = 0; d < dd; ++d) {
+              int64_t src = ((b * hk + h) * tn + r) * dd + d;
+              int64_t dst = ((b * hk + h) * cap + p0 + r) * dd + d;
+              nk.data[dst] = k->data[src];
+              nv.data[dst] = v->data[src];
+            }
+      }
+      t[a.getNewKeyCache()] = std::move(nk);
+      t[a.getNewValueCache()] = std::move(nv);
+      t[a.getLens()] = std::move(lens);
     } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
       const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
       if (!x || !l)

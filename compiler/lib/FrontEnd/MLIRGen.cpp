@@ -37,122 +37,175 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   auto heads = [&](int64_t h) {
     return RankedTensorType::get({dyn, h, dyn, dh}, f32);
   };
-
-  // Arguments: the run-time inputs (x; x_kv for cross-attention; the
-  // valid lengths with a padding mask), then (w, b) per projection.
-  bool padding = spec.paddingMask();
-  bool cross = spec.crossAttention;
+  auto cacheType = RankedTensorType::get({dyn, spec.kvHeads, dyn, dh}, f32);
   auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
-  SmallVector<Type> argTypes{act(d)};
-  SmallVector<std::string> argNames{"x"};
-  if (cross) {
-    argTypes.push_back(act(d));
-    argNames.push_back("x_kv");
-  }
-  if (padding) {
-    argTypes.push_back(lensType);
-    argNames.push_back("lengths");
+
+  // Builds @NAME (forward; with decode: true it also fills the caller's KV
+  // cache) or, for `decodeEntry`, @NAME_decode: one new token per sequence
+  // ([B, 1, d_model]), its K/V appended to the cache at `positions`,
+  // attention over the cache's filled rows (Q is never cached).
+  auto buildFunction = [&](bool decodeEntry) {
+    // Arguments: the run-time inputs (x; x_kv for cross-attention; the
+    // valid lengths with a padding mask; the caches), then (w, b) per
+    // projection.
+    bool padding = spec.paddingMask() && !decodeEntry;
+    bool cross = spec.crossAttention;
+    bool cache = spec.decode;
+    SmallVector<Type> argTypes{decodeEntry ? RankedTensorType::get({dyn, 1, d}, f32)
+                                           : act(d)};
+    SmallVector<std::string> argNames{"x"};
     if (cross) {
+      argTypes.push_back(act(d));
+      argNames.push_back("x_kv");
+    }
+    if (padding) {
       argTypes.push_back(lensType);
-      argNames.push_back("kv_lengths");
+      argNames.push_back("lengths");
+      if (cross) {
+        argTypes.push_back(lensType);
+        argNames.push_back("kv_lengths");
+      }
     }
-  }
-  const unsigned numInputs = argNames.size();
-  auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
-    argTypes.push_back(RankedTensorType::get({in, out}, f32));
-    argNames.push_back(w);
-    if (spec.bias) {
-      argTypes.push_back(RankedTensorType::get({out}, f32));
-      argNames.push_back(bias);
+    if (decodeEntry) {
+      argTypes.push_back(lensType);
+      argNames.push_back("positions");
     }
-  };
-  addWeight("wq", "bq", d, qw);
-  addWeight("wk", "bk", d, kvw);
-  addWeight("wv", "bv", d, kvw);
-  if (spec.outProj)
-    addWeight("wo", "bo", qw, d);
-  Type resultType = act(spec.outProj ? d : qw);
-  bool wantProbs = spec.wantsProbs();
-  SmallVector<Type> resultTypes{resultType};
-  if (wantProbs)
-    resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, f32));
+    if (cache) {
+      argTypes.append({cacheType, cacheType});
+      argNames.append({"k_cache", "v_cache"});
+    }
+    const unsigned numInputs = argNames.size();
+    auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
+      argTypes.push_back(RankedTensorType::get({in, out}, f32));
+      argNames.push_back(w);
+      if (spec.bias) {
+        argTypes.push_back(RankedTensorType::get({out}, f32));
+        argNames.push_back(bias);
+      }
+    };
+    addWeight("wq", "bq", d, qw);
+    addWeight("wk", "bk", d, kvw);
+    addWeight("wv", "bv", d, kvw);
+    if (spec.outProj)
+      addWeight("wo", "bo", qw, d);
+    Type xType = argTypes[0];
+    auto rowsOf = [&](int64_t w) -> Type {
+      auto t = cast<RankedTensorType>(xType);
+      return RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), w}, f32);
+    };
+    auto headsOf = [&](int64_t h) -> Type {
+      return RankedTensorType::get(
+          {dyn, h, cast<RankedTensorType>(xType).getDimSize(1), dh}, f32);
+    };
+    Type resultType = rowsOf(spec.outProj ? d : qw);
+    bool wantProbs = spec.wantsProbs() && !decodeEntry;
+    SmallVector<Type> resultTypes{resultType};
+    if (wantProbs)
+      resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, f32));
+    if (cache) // the caches, updated (tied to the cache arguments)
+      resultTypes.append({cacheType, cacheType});
 
-  b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, locOf("name", spec.name.c_str()), spec.name,
-                                 b.getFunctionType(argTypes, resultTypes));
-  for (unsigned i = 0; i < argNames.size(); ++i)
-    fn.setArgAttr(i, i < numInputs ? "attn.input" : "attn.weight",
-                  b.getStringAttr(argNames[i]));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
+    std::string fnName = decodeEntry ? spec.name + "_decode" : spec.name;
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, locOf(decodeEntry ? "decode" : "name",
+                                            fnName.c_str()),
+                                   fnName, b.getFunctionType(argTypes, resultTypes));
+    if (decodeEntry)
+      fn->setAttr("attn.entry", b.getStringAttr("decode"));
+    for (unsigned i = 0; i < argNames.size(); ++i)
+      fn.setArgAttr(i, i < numInputs ? "attn.input" : "attn.weight",
+                    b.getStringAttr(argNames[i]));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
 
-  unsigned next = numInputs;
-  auto nextArg = [&]() { return entry->getArgument(next++); };
-  auto input = [&](const char *name) -> Value {
-    for (unsigned i = 0; i < numInputs; ++i)
-      if (argNames[i] == name)
-        return entry->getArgument(i);
-    return Value();
-  };
-  Value x = input("x");
-  Value xkv = cross ? input("x_kv") : x;
-  // With a padding mask, rows past a sequence's length are never used
-  // unmasked: the projections may skip them (rows(...)).
-  Value qRows = padding ? input("lengths") : Value();
-  Value kvRows = padding ? (cross ? input("kv_lengths") : input("lengths")) : Value();
-  auto project = [&](Value in, int64_t out, const char *what, Value rows) -> Value {
-    Value w = nextArg();
-    Value bias = spec.bias ? nextArg() : Value();
-    return LinearOp::create(b, locOf("weights", what), act(out), in, w, bias, rows);
-  };
-  Value q = project(x, qw, "q_proj", qRows);
-  Value k = project(xkv, kvw, "k_proj", kvRows);
-  Value v = project(xkv, kvw, "v_proj", kvRows);
-  Location headsLoc = locOf("heads", "split_heads");
-  Value qh = SplitHeadsOp::create(b, headsLoc, heads(spec.heads), q,
-                                  b.getI64IntegerAttr(spec.heads));
-  Location kvLoc = spec.keyPos.count("kv_heads") ? locOf("kv_heads", "split_heads")
-                                                  : headsLoc;
-  Value kh = SplitHeadsOp::create(b, kvLoc, heads(spec.kvHeads), k,
-                                  b.getI64IntegerAttr(spec.kvHeads));
-  Value vh = SplitHeadsOp::create(b, kvLoc, heads(spec.kvHeads), v,
-                                  b.getI64IntegerAttr(spec.kvHeads));
+    unsigned next = numInputs;
+    auto nextArg = [&]() { return entry->getArgument(next++); };
+    auto input = [&](const char *name) -> Value {
+      for (unsigned i = 0; i < numInputs; ++i)
+        if (argNames[i] == name)
+          return entry->getArgument(i);
+      return Value();
+    };
+    Value x = input("x");
+    Value xkv = cross ? input("x_kv") : x;
+    // With a padding mask, rows past a sequence's length are never used
+    // unmasked: the projections may skip them (rows(...)).
+    Value qRows = padding ? input("lengths") : Value();
+    Value kvRows = padding ? (cross ? input("kv_lengths") : input("lengths")) : Value();
+    auto project = [&](Value in, int64_t out, const char *what, Value rows) -> Value {
+      Value w = nextArg();
+      Value bias = spec.bias ? nextArg() : Value();
+      return LinearOp::create(b, locOf("weights", what), rowsOf(out), in, w, bias, rows);
+    };
+    Value q = project(x, qw, "q_proj", qRows);
+    Value k = project(xkv, kvw, "k_proj", kvRows);
+    Value v = project(xkv, kvw, "v_proj", kvRows);
+    Location headsLoc = locOf("heads", "split_heads");
+    Value qh = SplitHeadsOp::create(b, headsLoc, headsOf(spec.heads), q,
+                                    b.getI64IntegerAttr(spec.heads));
+    Location kvLoc = spec.keyPos.count("kv_heads") ? locOf("kv_heads", "split_heads")
+                                                    : headsLoc;
+    Value kh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), k,
+                                    b.getI64IntegerAttr(spec.kvHeads));
+    Value vh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), v,
+                                    b.getI64IntegerAttr(spec.kvHeads));
+    SmallVector<Value> cacheResults;
+    Value cacheLens;
+    if (cache) {
+      auto app = CacheAppendOp::create(
+          b, locOf("decode", "kv_cache"), cacheType, cacheType, lensType, kh, vh,
+          input("k_cache"), input("v_cache"),
+          decodeEntry ? input("positions") : Value());
+      cacheResults = {app.getNewKeyCache(), app.getNewValueCache()};
+      cacheLens = app.getLens();
+    }
 
-  attn::MaskKind mask = attn::MaskKind::none;
-  switch (spec.mask) {
-  case attnc::MaskKind::None: mask = attn::MaskKind::none; break;
-  case attnc::MaskKind::Causal: mask = attn::MaskKind::causal; break;
-  case attnc::MaskKind::Padding: mask = attn::MaskKind::padding; break;
-  case attnc::MaskKind::CausalPadding: mask = attn::MaskKind::causal_padding; break;
-  case attnc::MaskKind::SlidingWindow: mask = attn::MaskKind::sliding_window; break;
-  }
-  auto sdpa = SdpaOp::create(
-      b, locOf("mask", "sdpa"), heads(spec.heads), qh, kh, vh,
-      /*kv_lens=*/padding ? (cross ? input("kv_lengths") : input("lengths"))
-                          : Value(),
-      /*q_lens=*/padding ? input("lengths") : Value(),
-      MaskKindAttr::get(&ctx, mask),
-      b.getF64FloatAttr(spec.effectiveScale()),
-      CausalAlignAttr::get(&ctx, spec.causalAlign == attnc::CausalAlign::TopLeft
-                                     ? attn::CausalAlign::top_left
-                                     : attn::CausalAlign::bottom_right),
-      spec.mask == attnc::MaskKind::SlidingWindow
-          ? b.getI64IntegerAttr(spec.window)
-          : IntegerAttr(),
-      HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd));
-  SmallVector<Value> results;
-  if (wantProbs)
-    results.push_back(ProbsOp::create(
-        b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
-        sdpa.getKvLens(), sdpa.getQLens(), sdpa.getMaskAttr(),
-        sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr()));
-  Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), act(qw),
-                                      sdpa.getResult());
-  Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;
-  if (padding) // padding rows are zeros, not the output bias
-    y = MaskRowsOp::create(b, locOf("mask", "mask_rows"), y.getType(), y,
-                           input("lengths"));
-  results.insert(results.begin(), y);
-  func::ReturnOp::create(b, locOf("out_proj", "return"), results);
+    attn::MaskKind mask = attn::MaskKind::none;
+    switch (spec.mask) {
+    case attnc::MaskKind::None: mask = attn::MaskKind::none; break;
+    case attnc::MaskKind::Causal: mask = attn::MaskKind::causal; break;
+    case attnc::MaskKind::Padding: mask = attn::MaskKind::padding; break;
+    case attnc::MaskKind::CausalPadding: mask = attn::MaskKind::causal_padding; break;
+    case attnc::MaskKind::SlidingWindow: mask = attn::MaskKind::sliding_window; break;
+    }
+    // A decode step attends over the cache's filled rows: the new token is
+    // the last of them (bottom-right alignment), padding is the positions.
+    if (decodeEntry && mask == attn::MaskKind::causal_padding)
+      mask = attn::MaskKind::causal;
+    Value keys = decodeEntry ? cacheResults[0] : kh;
+    Value values = decodeEntry ? cacheResults[1] : vh;
+    Value kvLens = decodeEntry ? cacheLens
+                   : padding   ? (cross ? input("kv_lengths") : input("lengths"))
+                               : Value();
+    auto align = spec.causalAlign == attnc::CausalAlign::TopLeft && !decodeEntry
+                     ? attn::CausalAlign::top_left
+                     : attn::CausalAlign::bottom_right;
+    auto sdpa = SdpaOp::create(
+        b, locOf("mask", "sdpa"), headsOf(spec.heads), qh, keys, values, kvLens,
+        /*q_lens=*/padding ? input("lengths") : Value(),
+        MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
+        CausalAlignAttr::get(&ctx, align),
+        spec.mask == attnc::MaskKind::SlidingWindow ? b.getI64IntegerAttr(spec.window)
+                                                    : IntegerAttr(),
+        HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd));
+    SmallVector<Value> results;
+    if (wantProbs)
+      results.push_back(ProbsOp::create(
+          b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
+          sdpa.getKvLens(), sdpa.getQLens(), sdpa.getMaskAttr(),
+          sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr()));
+    Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), rowsOf(qw),
+                                        sdpa.getResult());
+    Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;
+    if (padding) // padding rows are zeros, not the output bias
+      y = MaskRowsOp::create(b, locOf("mask", "mask_rows"), y.getType(), y,
+                             input("lengths"));
+    results.insert(results.begin(), y);
+    results.append(cacheResults.begin(), cacheResults.end());
+    func::ReturnOp::create(b, locOf("out_proj", "return"), results);
+  };
+  buildFunction(/*decodeEntry=*/false);
+  if (spec.decode)
+    buildFunction(/*decodeEntry=*/true);
   return module;
 }

@@ -200,9 +200,21 @@ LogicalResult attnc::Compilation::run(
       // The plan and what the C glue needs, read off the lowered functions
       // (every code path has the same arguments and workspace).
       LoweredInfo info;
-      func::FuncOp first;
+      func::FuncOp first, firstDecode;
       for (auto f : module_->getOps<func::FuncOp>()) {
         StringRef n = f.getName();
+        // @NAME_decode__ISA__*: the decode entry's code paths.
+        if (n.consume_front(spec_.name + "_decode__")) {
+          if (n.ends_with("__ws") && !firstDecode)
+            firstDecode = f;
+          if (n.ends_with("__run")) {
+            info.decodePhases = f->getAttrOfType<IntegerAttr>("attn.phases").getInt();
+            info.stackBytes = std::max<int64_t>(
+                info.stackBytes,
+                f->getAttrOfType<IntegerAttr>("attn.stack_bytes").getInt());
+          }
+          continue;
+        }
         if (!n.consume_front(spec_.name + "__"))
           continue;
         if (n.ends_with("__ws") && !first)
@@ -221,12 +233,26 @@ LogicalResult attnc::Compilation::run(
         return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
       info.wsPerRow = first->getAttrOfType<IntegerAttr>("attn.workspace_per_row").getInt();
       info.wsBuffers = first->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt();
+      if (firstDecode) { // one bound (abi.h) covers both entries, per token
+        info.wsPerRow = std::max<int64_t>(
+            info.wsPerRow,
+            firstDecode->getAttrOfType<IntegerAttr>("attn.workspace_per_row").getInt());
+        info.wsBuffers = std::max<int64_t>(
+            info.wsBuffers,
+            firstDecode->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt());
+      }
       FailureOr<PackPlan> plan = computePackPlan(first, spec_);
       if (failed(plan))
         return failure();
       plan_ = *plan;
       plan_.lowered = info;
+      if (spec_.decode != static_cast<bool>(firstDecode))
+        return emitError(module_->getLoc(), "decode: ")
+               << spec_.decode << " but the decode entry was "
+               << (firstDecode ? "" : "not ") << "lowered";
       if (failed(recordForwardSignature(first, plan_)) ||
+          (firstDecode &&
+           failed(recordForwardSignature(firstDecode, plan_, /*decode=*/true))) ||
           failed(addPackFunction(*module_, spec_, plan_)) ||
           failed(runPasses("func.func(canonicalize,cse)")) ||
           failed(verify(*module_)))

@@ -116,8 +116,30 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
     os << "\n * args->probs (optional; NULL: not computed) receives the attention\n"
           " * weights [batch, " << N << "_HEADS, seq_len, kv_seq_len], probs_floats\n"
           " * their count.";
+  if (spec.decode)
+    os << "\n * KV cache (optional; NULL: not filled): args->k_cache and v_cache,\n"
+          " * each [batch, " << N << "_KV_HEADS, cache_len, " << N << "_HEAD_DIM] with\n"
+          " * cache_len >= seq_len and cache_floats their size, receive rows\n"
+          " * [0, seq_len) of every sequence's K and V, for " << n << "_decode.";
   os << "\n * Variant fields not listed here must be NULL / 0. */\n"
-     << "int " << n << "_forward(const attnc_forward_args *args);\n\n"
-     << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+     << "int " << n << "_forward(const attnc_forward_args *args);\n\n";
+  if (spec.decode)
+    os << "/* Bytes of workspace " << n << "_decode needs (independent of how full\n"
+          " * the cache is); -1 when batch < 1 or cache_len is out of range. */\n"
+       << "int64_t " << n << "_decode_workspace_size(int64_t batch, int64_t cache_len);\n\n"
+       << "/* One decode step: args->x [batch, 1, " << N << "_D_MODEL] holds each\n"
+          " * sequence's new token; its K and V go into row positions[b] of the\n"
+          " * caches (layout as above, filled by " << n << "_forward and earlier\n"
+          " * steps), its query attends over rows [0, positions[b]]"
+       << (spec.mask == MaskKind::SlidingWindow
+               ? " (the last\n * " + std::to_string(spec.window) + " of them)"
+               : "")
+       << ", and args->y\n * [batch, 1, " << N << "_OUT_DIM] receives the block's output. Q is never\n"
+          " * cached. Prefill of n tokens, then decode steps at positions n, n+1,\n"
+          " * ..., equals one forward over all the tokens. Returns ATTNC_OK or an\n"
+          " * ATTNC_ERR_* code (ATTNC_ERR_ARGS: a position outside\n"
+          " * [0, cache_len)). */\n"
+       << "int " << n << "_decode(const attnc_decode_args *args);\n\n";
+  os << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return out;
 }

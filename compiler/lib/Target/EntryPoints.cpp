@@ -9,7 +9,9 @@
 //
 // and once `void NAME__pack_impl(const float *const *w, float *packed)`,
 // which the C glue (KernelGlue.c) calls; `attnc_call` is the record the glue
-// fills (pointers, workspace, batch, seq_len, and the variants' inputs). Every function of a code path
+// fills (pointers, workspace, batch, seq_len, and the variants' inputs). With
+// decode: true, NAME_decode__V_ws/_tasks/_run wrap the decode entry's code
+// path the same way (same record; seq_len = 1). Every function of a code path
 // gets that path's target-cpu/target-features, so one module (and one .so)
 // holds AVX-512 and AVX2 code side by side.
 //
@@ -40,9 +42,11 @@ struct WrapperBuilder {
     ptr = b.getPtrTy();
     f32 = b.getFloatTy();
     // struct attnc_call { packed, x, y, ws, ws_bytes, batch, seq,
-    //                      lengths, x_kv, kv_seq, kv_lengths, probs }
+    //                      lengths, x_kv, kv_seq, kv_lengths, probs,
+    //                      positions, k_cache, v_cache, cache_len }
     callTy = StructType::create(
-        ctx, {ptr, ptr, ptr, ptr, i64, i64, i64, ptr, ptr, i64, ptr, ptr},
+        ctx, {ptr, ptr, ptr, ptr, i64, i64, i64, ptr, ptr, i64, ptr, ptr,
+              ptr, ptr, ptr, i64},
         "attnc_call");
   }
 
@@ -71,13 +75,15 @@ struct WrapperBuilder {
   }
 
   /// The lowered functions' leading arguments, from an attnc_call.
-  SmallVector<Value *> forwardArgs(Value *call) {
+  SmallVector<Value *> forwardArgs(Value *call, bool decode) {
     Value *packed = field(call, 0, ptr), *x = field(call, 1, ptr),
           *y = field(call, 2, ptr), *ws = field(call, 3, ptr),
           *wsBytes = field(call, 4, i64), *batch = field(call, 5, i64),
           *seq = field(call, 6, i64), *lengths = field(call, 7, ptr),
           *xKv = field(call, 8, ptr), *kvSeq = field(call, 9, i64),
-          *kvLengths = field(call, 10, ptr), *probs = field(call, 11, ptr);
+          *kvLengths = field(call, 10, ptr), *probs = field(call, 11, ptr),
+          *positions = field(call, 12, ptr), *kCache = field(call, 13, ptr),
+          *vCache = field(call, 14, ptr), *cacheLen = field(call, 15, i64);
     auto dims = [&](const std::vector<int64_t> &shape, Value *seqLen) {
       SmallVector<Value *> d;
       for (size_t i = 0; i < shape.size(); ++i)
@@ -85,10 +91,16 @@ struct WrapperBuilder {
       return d;
     };
     SmallVector<Value *> args;
-    for (const attnc::ForwardArg &a : plan.forwardArgs) {
+    for (const attnc::ForwardArg &a : decode ? plan.decodeArgs : plan.forwardArgs) {
       switch (a.kind) {
       case attnc::ForwardArg::Input:
-        if (a.input == "x_kv")
+        if (a.input == "k_cache" || a.input == "v_cache") {
+          // [batch, kv_heads, cache_len, head_dim]
+          auto d = dims(a.shape, cacheLen);
+          pushMemref(args, a.input == "k_cache" ? kCache : vCache, d);
+        } else if (a.input == "positions")
+          pushMemref(args, positions, dims(a.shape, seq));
+        else if (a.input == "x_kv")
           pushMemref(args, xKv, dims(a.shape, kvSeq));
         else if (a.input == "lengths")
           pushMemref(args, lengths, dims(a.shape, seq));
@@ -128,8 +140,9 @@ struct WrapperBuilder {
     return fn;
   }
 
-  bool variant(const std::string &isa, std::string &error) {
-    std::string base = spec.name + "__" + attnc::variantSuffix(isa).str();
+  bool variant(const std::string &isa, bool decode, std::string &error) {
+    std::string base = spec.name + (decode ? "_decode__" : "__") +
+                       attnc::variantSuffix(isa).str();
     Function *ws = m.getFunction(base + "__ws");
     Function *tasks = m.getFunction(base + "__tasks");
     Function *run = m.getFunction(base + "__run");
@@ -139,17 +152,17 @@ struct WrapperBuilder {
     }
     {
       Function *fn = define(base + "_ws", i64, {ptr});
-      b.CreateRet(b.CreateCall(ws, forwardArgs(fn->getArg(0))));
+      b.CreateRet(b.CreateCall(ws, forwardArgs(fn->getArg(0), decode)));
     }
     {
       Function *fn = define(base + "_tasks", i64, {ptr, i64});
-      auto args = forwardArgs(fn->getArg(0));
+      auto args = forwardArgs(fn->getArg(0), decode);
       args.push_back(fn->getArg(1));
       b.CreateRet(b.CreateCall(tasks, args));
     }
     {
       Function *fn = define(base + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
-      auto args = forwardArgs(fn->getArg(0));
+      auto args = forwardArgs(fn->getArg(0), decode);
       for (unsigned i = 1; i < 4; ++i)
         args.push_back(fn->getArg(i));
       b.CreateCall(run, args);
@@ -229,7 +242,8 @@ bool attnc::addEntryPoints(Module &m, const Spec &spec, const PackPlan &plan,
       f.setLinkage(GlobalValue::InternalLinkage);
   WrapperBuilder wb(m, spec, plan);
   for (const std::string &isa : plan.lowered.variants)
-    if (!wb.variant(isa, error))
+    if (!wb.variant(isa, /*decode=*/false, error) ||
+        (spec.decode && !wb.variant(isa, /*decode=*/true, error)))
       return false;
   if (!wb.pack(error))
     return false;

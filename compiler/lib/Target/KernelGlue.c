@@ -32,6 +32,10 @@ typedef struct attnc_call {
   int64_t kv_seq;
   const int32_t *kv_lengths; /* NULL: every key valid */
   float *probs;
+  const int32_t *positions;  /* decode: [batch] rows already in the cache */
+  float *k_cache;            /* NULL: forward does not fill a cache */
+  float *v_cache;
+  int64_t cache_len;
 } attnc_call;
 
 typedef struct attnc_variant {
@@ -40,6 +44,10 @@ typedef struct attnc_variant {
   int64_t (*ws)(const attnc_call *);
   int64_t (*tasks)(const attnc_call *, int64_t);
   void (*run)(const attnc_call *, int64_t, int64_t, int64_t);
+  /* The decode entry's code path (NULL without decode: true). */
+  int64_t (*decode_ws)(const attnc_call *);
+  int64_t (*decode_tasks)(const attnc_call *, int64_t);
+  void (*decode_run)(const attnc_call *, int64_t, int64_t, int64_t);
 } attnc_variant;
 
 static int k_has_avx512(void) {
@@ -284,8 +292,11 @@ static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
 
 /*===----------------------------- forward ------------------------------===*/
 
+typedef void (*k_run_fn)(const attnc_call *, int64_t, int64_t, int64_t);
+typedef int64_t (*k_tasks_fn)(const attnc_call *, int64_t);
+
 typedef struct k_phase {
-  const attnc_variant *v;
+  k_run_fn run;
   const attnc_call *c;
   int64_t phase;
 } k_phase;
@@ -293,14 +304,47 @@ typedef struct k_phase {
 static void k_run_task(void *ctx, int64_t begin, int64_t end) {
   const k_phase *p = (const k_phase *)ctx;
   if (begin < end)
-    p->v->run(p->c, p->phase, begin, end);
+    p->run(p->c, p->phase, begin, end);
+}
+
+/* Runs the phases of one entry in order, each through the caller's hook or
+ * the built-in pool. */
+static int k_run_phases(k_tasks_fn tasks, k_run_fn run, int64_t phases,
+                        const attnc_call *c, attnc_parallel_for_fn parallel_for,
+                        void *parallel_ctx, int32_t num_threads) {
+  int threads = num_threads;
+  if (!parallel_for && threads == 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = cpus > 0 ? (int)cpus : 1;
+  }
+  for (int64_t phase = 0; phase < phases; ++phase) {
+    int64_t n = tasks(c, phase);
+    if (n <= 0)
+      continue;
+    k_phase p = {run, c, phase};
+    int rc = parallel_for ? parallel_for(parallel_ctx, n, k_run_task, &p)
+                          : k_pool_run(threads, n, k_run_task, &p);
+    if (rc != 0)
+      return ATTNC_ERR_THREADS;
+  }
+  return ATTNC_OK;
 }
 
 K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  if (a->struct_size != sizeof(attnc_forward_args) || a->reserved0 != 0 ||
-      a->reserved1 != 0 || a->num_threads < 0)
+  /* The KV-cache fields came later in version 2: a caller built against
+   * the first version-2 header passes the smaller size. */
+  int has_cache_fields = a->struct_size == sizeof(attnc_forward_args);
+  if ((!has_cache_fields && a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0) ||
+      a->reserved0 != 0 || a->reserved1 != 0 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  float *k_cache = has_cache_fields ? a->k_cache : NULL;
+  float *v_cache = has_cache_fields ? a->v_cache : NULL;
+  int64_t cache_floats = has_cache_fields ? a->cache_floats : 0;
+  int64_t cache_len = has_cache_fields ? a->cache_len : 0;
+  if ((K_FEATURES & ATTNC_FEATURE_DECODE) == 0 &&
+      (k_cache || v_cache || cache_floats || cache_len))
     return ATTNC_ERR_ARGS;
   /* Variant fields this kernel does not take must be empty. */
   if (((K_FEATURES & ATTNC_FEATURE_LENGTHS) == 0 && a->lengths) ||
@@ -338,10 +382,25 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
     if ((a->lengths && (a->lengths[b] < 0 || a->lengths[b] > a->seq_len)) ||
         (a->kv_lengths && (a->kv_lengths[b] < 0 || a->kv_lengths[b] > kv_seq)))
       return ATTNC_ERR_ARGS;
+  /* KV cache: both or neither; long enough for the prompt. */
+  if ((k_cache != NULL) != (v_cache != NULL))
+    return ATTNC_ERR_NULL_ARG;
+  if (k_cache) {
+    if (cache_len < a->seq_len || !k_shape_ok(a->batch, cache_len))
+      return ATTNC_ERR_BAD_SHAPE;
+    if (cache_floats != a->batch * cache_len * K_KV_HEADS * K_HEAD_DIM)
+      return ATTNC_ERR_BUFFER_SIZE;
+  } else if (cache_floats || cache_len) {
+    return ATTNC_ERR_BUFFER_SIZE;
+  }
   const attnc_variant *v = k_select();
   if (!v)
     return ATTNC_ERR_ISA;
   attnc_call c;
+  memset(&c, 0, sizeof(c));
+  c.k_cache = k_cache;
+  c.v_cache = v_cache;
+  c.cache_len = k_cache ? cache_len : 0;
   c.packed = a->packed;
   c.x = a->x;
   c.y = a->y;
@@ -356,21 +415,66 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   c.probs = a->probs;
   if (v->ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
-  int threads = a->num_threads;
-  if (!a->parallel_for && threads == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cpus > 0 ? (int)cpus : 1;
-  }
-  for (int64_t phase = 0; phase < K_PHASES; ++phase) {
-    int64_t n = v->tasks(&c, phase);
-    if (n <= 0)
-      continue;
-    k_phase p = {v, &c, phase};
-    int rc = a->parallel_for
-                 ? a->parallel_for(a->parallel_ctx, n, k_run_task, &p)
-                 : k_pool_run(threads, n, k_run_task, &p);
-    if (rc != 0)
-      return ATTNC_ERR_THREADS;
-  }
-  return ATTNC_OK;
+  return k_run_phases(v->tasks, v->run, K_PHASES, &c, a->parallel_for,
+                      a->parallel_ctx, a->num_threads);
 }
+
+#if K_FEATURES & ATTNC_FEATURE_DECODE
+K_EXPORT int64_t KSYM(decode_workspace_size)(int64_t batch, int64_t cache_len) {
+  if (!k_shape_ok(batch, 1) || !k_shape_ok(batch, cache_len))
+    return -1;
+  attnc_call c;
+  memset(&c, 0, sizeof(c));
+  c.batch = batch;
+  c.seq = 1;
+  c.cache_len = cache_len;
+  int64_t need = 0;
+  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
+    int64_t n = k_variants[i].decode_ws(&c);
+    if (n > need)
+      need = n;
+  }
+  return need;
+}
+
+K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
+  if (!a)
+    return ATTNC_ERR_NULL_ARG;
+  if (a->struct_size != sizeof(attnc_decode_args) || a->reserved0 != 0 ||
+      a->reserved1 != 0 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  if (!a->packed || !a->x || !a->y || !a->positions || !a->k_cache ||
+      !a->v_cache)
+    return ATTNC_ERR_NULL_ARG;
+  if (!k_shape_ok(a->batch, 1) || !k_shape_ok(a->batch, a->cache_len))
+    return ATTNC_ERR_BAD_SHAPE;
+  if (a->packed_floats != K_PACKED_FLOATS ||
+      a->x_floats != a->batch * K_D_MODEL || a->y_floats != a->batch * K_OUT_DIM ||
+      a->cache_floats != a->batch * a->cache_len * K_KV_HEADS * K_HEAD_DIM)
+    return ATTNC_ERR_BUFFER_SIZE;
+  for (int64_t b = 0; b < a->batch; ++b)
+    if (a->positions[b] < 0 || a->positions[b] >= a->cache_len)
+      return ATTNC_ERR_ARGS;
+  const attnc_variant *v = k_select();
+  if (!v)
+    return ATTNC_ERR_ISA;
+  attnc_call c;
+  memset(&c, 0, sizeof(c));
+  c.packed = a->packed;
+  c.x = a->x;
+  c.y = a->y;
+  c.ws = a->workspace;
+  c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
+  c.batch = a->batch;
+  c.seq = 1;
+  c.kv_seq = 1;
+  c.positions = a->positions;
+  c.k_cache = a->k_cache;
+  c.v_cache = a->v_cache;
+  c.cache_len = a->cache_len;
+  if (v->decode_ws(&c) > c.ws_bytes)
+    return ATTNC_ERR_WORKSPACE;
+  return k_run_phases(v->decode_tasks, v->decode_run, K_DECODE_PHASES, &c,
+                      a->parallel_for, a->parallel_ctx, a->num_threads);
+}
+#endif

@@ -52,6 +52,8 @@ std::string attnc::featuresExpr(const Spec &spec) {
     e += " | ATTNC_FEATURE_CROSS";
   if (spec.wantsProbs())
     e += " | ATTNC_FEATURE_PROBS";
+  if (spec.decode)
+    e += " | ATTNC_FEATURE_DECODE";
   return e + ")";
 }
 
@@ -88,6 +90,9 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_PHASES " << lw.phases << "\n"
      << "#define K_STACK_BYTES " << lw.stackBytes << "\n"
      << "#define K_FEATURES " << featuresExpr(spec) << "\n"
+     << "#define K_KV_HEADS " << spec.kvHeads << "\n"
+     << "#define K_HEAD_DIM " << spec.headDim << "\n"
+     << "#define K_DECODE_PHASES " << lw.decodePhases << "\n"
      << "static const int64_t k_weight_floats[] = {";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     int64_t f = 1;
@@ -101,12 +106,15 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
   // The code path table, preferred first.
   std::string table;
   llvm::raw_string_ostream ts(table);
-  for (const std::string &v : lw.variants) {
-    std::string base = n + "__" + variantSuffix(v).str();
-    ts << "int64_t " << base << "_ws(const attnc_call *);\n"
-       << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
-       << "void " << base << "_run(const attnc_call *, int64_t, int64_t, int64_t);\n";
-  }
+  for (const std::string &v : lw.variants)
+    for (bool decode : {false, true}) {
+      if (decode && !spec.decode)
+        continue;
+      std::string base = n + (decode ? "_decode__" : "__") + variantSuffix(v).str();
+      ts << "int64_t " << base << "_ws(const attnc_call *);\n"
+         << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
+         << "void " << base << "_run(const attnc_call *, int64_t, int64_t, int64_t);\n";
+    }
   ts << "static const attnc_variant k_variants[] = {\n";
   for (const std::string &v : lw.variants) {
     std::string base = n + "__" + variantSuffix(v).str();
@@ -121,7 +129,13 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
                                                               : "k_has_baseline";
     }
     ts << "  {" << isaMacro(v, 0) << ", " << check << ", " << base << "_ws, "
-       << base << "_tasks, " << base << "_run},\n";
+       << base << "_tasks, " << base << "_run, ";
+    if (spec.decode) {
+      std::string dbase = n + "_decode__" + variantSuffix(v).str();
+      ts << dbase << "_ws, " << dbase << "_tasks, " << dbase << "_run},\n";
+    } else {
+      ts << "0, 0, 0},\n";
+    }
   }
   ts << "};\n";
   std::string glue = kGlue;

@@ -115,6 +115,7 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
       continue;
     PackedArg arg;
     arg.argIndex = i;
+    arg.role = role.str();
     auto st = cast<ShapedType>(fn.getArgumentTypes()[i]);
     if (auto logical = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, "attn.logical_shape")) {
       arg.shape.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
@@ -148,6 +149,7 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     arg.offset = offset;
     offset += (arg.floats + 15) / 16 * 16;
     plan.weights.push_back(arg);
+    plan.weightTypes.push_back(fn.getArgumentTypes()[i]);
   }
   plan.packedFloats = offset;
   return plan;
@@ -226,8 +228,10 @@ LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
   return success();
 }
 
-LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
-  plan.forwardArgs.clear();
+LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
+                                            bool decode) {
+  std::vector<ForwardArg> &args = decode ? plan.decodeArgs : plan.forwardArgs;
+  args.clear();
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ForwardArg a;
     Type t = fn.getArgumentTypes()[i];
@@ -238,7 +242,8 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
       a.kind = ForwardArg::Input;
       a.input = in.str();
       if (a.input != "x" && a.input != "x_kv" && a.input != "lengths" &&
-          a.input != "kv_lengths")
+          a.input != "kv_lengths" && a.input != "positions" &&
+          a.input != "k_cache" && a.input != "v_cache")
         return fn.emitError("unknown forward input '") << a.input << "'";
     }
     else if (auto out = fn.getArgAttrOfType<StringAttr>(i, "attn.output")) {
@@ -247,16 +252,23 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan) {
     }
     else if (fn.getArgAttr(i, "attn.workspace"))
       a.kind = ForwardArg::Workspace;
-    else if (fn.getArgAttr(i, "attn.weight")) {
+    else if (auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight")) {
+      // The decode entry reads the forward's packed weights: matched by
+      // role, and they must have the same packed type.
       a.kind = ForwardArg::Weight;
       for (size_t w = 0; w < plan.weights.size(); ++w)
-        if (plan.weights[w].argIndex == i)
+        if (plan.weights[w].role == role.getValue())
           a.weight = static_cast<int>(w);
+      if (a.weight >= 0 && t != plan.weightTypes[a.weight])
+        return fn.emitError("weight argument ")
+               << i << " (" << role << ") has type " << t
+               << " but the forward function packs it as "
+               << plan.weightTypes[a.weight];
     }
     if ((a.kind == ForwardArg::Weight && a.weight < 0) ||
         !isa<MemRefType>(t))
       return fn.emitError("unexpected forward argument ") << i << ": " << t;
-    plan.forwardArgs.push_back(a);
+    args.push_back(a);
   }
   return success();
 }

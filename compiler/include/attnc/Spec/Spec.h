@@ -103,10 +103,9 @@ uint64_t specHash(const Spec &spec);
 
 /// Returns "" when this version of attnc can lower `spec`, otherwise one
 /// located error for the first feature that parses and validates but cannot
-/// be lowered yet (mask padding/causal+padding/sliding_window, decode: true,
-/// cross_attention: true, outputs containing probs), e.g.
-/// "FILE:LINE:COL: error: mask: sliding_window is not supported by this
-/// version of attnc (supported: none, causal)". Never throws.
+/// be lowered yet (decode: true together with cross_attention: true), e.g.
+/// "FILE:LINE:COL: error: decode: true with cross_attention: true is not
+/// supported by this version of attnc (...)". Never throws.
 std::string unsupportedFeature(const Spec &spec);
 
 /// Canonical YAML-like dump of the semantic fields (used by attnc-dump's

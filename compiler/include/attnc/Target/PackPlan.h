@@ -49,6 +49,7 @@ bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
 /// One weight argument of the forward function.
 struct PackedArg {
   unsigned argIndex = 0;            ///< position in the forward function
+  std::string role;                 ///< its attn.weight: "wq|wk|wv", "wo", ...
   std::vector<int64_t> shape;       ///< logical shape: [K, N] or [N]
   int64_t panel = 0;                ///< >0: packed in panels of this width
   int64_t floats = 0;               ///< floats it occupies in the buffer
@@ -60,7 +61,8 @@ struct PackedArg {
 /// One argument of the lowered forward function (memref form).
 struct ForwardArg {
   enum Kind { Input, Weight, Output, Workspace } kind = Input;
-  std::string input;          ///< Input: "x", "x_kv", "lengths" or "kv_lengths";
+  std::string input;          ///< Input: "x", "x_kv", "lengths", "kv_lengths",
+                              ///< "positions", "k_cache" or "v_cache";
                               ///< Output: "y" or "probs"
   std::vector<int64_t> shape; ///< memref shape, -1 for dynamic (dim 0 = batch,
                               ///< 1 = seq, or kv_seq for "x_kv")
@@ -72,6 +74,7 @@ struct ForwardArg {
 struct LoweredInfo {
   std::vector<std::string> variants; ///< ISA names, preferred first
   int64_t phases = 0;
+  int64_t decodePhases = 0;  ///< phases of the decode entry (0: none)
   int64_t stackBytes = 0;    ///< largest task frame of any variant
   int64_t wsPerRow = 0;      ///< workspace floats per (batch, token) row
   int64_t wsBuffers = 0;     ///< workspace buffers (64-byte aligned each)
@@ -80,6 +83,8 @@ struct LoweredInfo {
 struct PackPlan {
   std::vector<PackedArg> weights;
   std::vector<ForwardArg> forwardArgs; ///< filled once attn-to-loops ran
+  std::vector<ForwardArg> decodeArgs;  ///< the decode entry's (decode: true)
+  std::vector<mlir::Type> weightTypes; ///< memref type of each weights[i]
   int64_t packedFloats = 0;
   std::vector<attnrt::TensorShape> storage;
   LoweredInfo lowered;
@@ -92,9 +97,11 @@ struct PackPlan {
 mlir::FailureOr<PackPlan> computePackPlan(mlir::func::FuncOp forward,
                                           const Spec &spec);
 
-/// Fills plan.forwardArgs from the lowered (memref) forward function.
-mlir::LogicalResult recordForwardSignature(mlir::func::FuncOp forward,
-                                           PackPlan &plan);
+/// Fills plan.forwardArgs (plan.decodeArgs for `decode`) from a lowered
+/// (memref) function. Weights are matched to plan.weights by role, with the
+/// same packed type: both entries read one packed buffer.
+mlir::LogicalResult recordForwardSignature(mlir::func::FuncOp fn,
+                                           PackPlan &plan, bool decode = false);
 
 /// Emits `func.func @<name>_pack(storage memrefs..., packed memref)` that
 /// executes the plan with scf loops.

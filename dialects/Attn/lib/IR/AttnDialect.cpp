@@ -42,6 +42,7 @@ void AttnDialect::initialize() {
 /// mean (the contract between the front end, the passes and the code
 /// generator, which reads the forward signature off them):
 ///   attn.input = "x" | "x_kv" | "lengths" | "kv_lengths"   a run-time input
+///              | "positions" | "k_cache" | "v_cache"       (decode, KV cache)
 ///   attn.weight = "wq" | "wq|wk|wv" | ...                  weight roles
 ///   attn.concat_of = ["wq", ...], attn.concat_dim = 0 | 1  fused weights
 ///   attn.panel = N (> 0), attn.logical_shape = [K, N]      packed weights
@@ -61,9 +62,11 @@ static LogicalResult verifyArgAttr(Operation *op, unsigned argIndex,
     return str && llvm::is_contained(values, str.getValue());
   };
   if (name == "attn.input")
-    return oneOf({"x", "x_kv", "lengths", "kv_lengths"})
+    return oneOf({"x", "x_kv", "lengths", "kv_lengths", "positions", "k_cache",
+                  "v_cache"})
                ? success()
-               : bad("one of \"x\", \"x_kv\", \"lengths\", \"kv_lengths\"");
+               : bad("one of \"x\", \"x_kv\", \"lengths\", \"kv_lengths\", "
+                     "\"positions\", \"k_cache\", \"v_cache\"");
   if (name == "attn.output")
     return oneOf({"y", "probs"}) ? success() : bad("\"y\" or \"probs\"");
   if (name == "attn.weight") {

@@ -302,8 +302,8 @@ LogicalResult SdpaOp::verify() {
   if (padding && !getKvLens())
     return emitOpError("mask ") << stringifyMaskKind(m)
                                 << " needs a kv_lens operand";
-  if (!padding && (getKvLens() || getQLens()))
-    return emitOpError("kv_lens/q_lens are only valid with a padding mask");
+  if (!padding && getQLens())
+    return emitOpError("q_lens is only valid with a padding mask");
   for (Value lens : {getKvLens(), getQLens()})
     if (lens) {
       auto lt = cast<RankedTensorType>(lens.getType());
@@ -340,9 +340,8 @@ LogicalResult ProbsOp::verify() {
   if ((m == MaskKind::sliding_window) != getWindow().has_value())
     return emitOpError("a window goes with mask sliding_window, and only with it");
   bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
-  if (padding != static_cast<bool>(getKvLens()) ||
-      (!padding && getQLens()))
-    return emitOpError("kv_lens (and q_lens) go with padding masks, and only with them");
+  if ((padding && !getKvLens()) || (!padding && getQLens()))
+    return emitOpError("padding masks need kv_lens; q_lens goes with them only");
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
   return success();
@@ -361,6 +360,36 @@ LogicalResult MaskRowsOp::verify() {
                             !ShapedType::isDynamic(in.getDimSize(0)) &&
                             lt.getDimSize(0) != in.getDimSize(0)))
     return emitOpError("lengths ") << lt << " must be [batch] for input " << in;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CacheAppendOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheAppendOp::verify() {
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto c = cast<RankedTensorType>(getKeyCache().getType());
+  auto l = cast<RankedTensorType>(getLens().getType());
+  if (k.getRank() != 4 || c.getRank() != 4)
+    return emitOpError("new rows and caches must be [B, Hkv, T, D], found ")
+           << k << " and " << c;
+  if (!compatible(k.getDimSize(0), c.getDimSize(0)) ||
+      !compatible(k.getDimSize(1), c.getDimSize(1)) ||
+      !compatible(k.getDimSize(3), c.getDimSize(3)))
+    return emitOpError("new rows ") << k << " do not fit cache " << c
+                                    << " (batch, kv heads and head_dim must agree)";
+  if (!ShapedType::isDynamic(k.getDimSize(2)) &&
+      !ShapedType::isDynamic(c.getDimSize(2)) && k.getDimSize(2) > c.getDimSize(2))
+    return emitOpError("cache of ") << c.getDimSize(2) << " rows cannot take "
+                                    << k.getDimSize(2) << " new rows";
+  for (Value lens : {getPositions(), getLens()})
+    if (lens) {
+      auto lt = cast<RankedTensorType>(lens.getType());
+      if (lt.getRank() != 1 || !compatible(lt.getDimSize(0), k.getDimSize(0)))
+        return emitOpError("positions and lens must be [batch], found ") << lt;
+    }
+  (void)l;
   return success();
 }
 

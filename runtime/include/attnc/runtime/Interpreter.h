@@ -90,6 +90,12 @@ struct VariantInputs {
   /// Cross-attention only: [batch] valid keys, 0 <= kvLengths[b] <=
   /// kvSeqLen (null: all).
   const int32_t *kvLengths = nullptr;
+  /// KV cache to fill (kernels with decode: true; forward only): each
+  /// [batch, kv_heads, cacheLen, head_dim], cacheLen >= seqLen. The
+  /// interpreter ignores them.
+  float *kCache = nullptr;
+  float *vCache = nullptr;
+  int64_t cacheLen = 0;
 };
 
 /// Empty when `in` fits a block `p` with this batch and seqLen (xKv and a

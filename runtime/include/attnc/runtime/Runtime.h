@@ -30,6 +30,7 @@ enum class LoadError {
   AbiMismatch,     ///< abi_version or struct_size disagree with this runtime
   BadMetadata,     ///< inconsistent metadata (sizes, layout, weights table)
   MissingEntry,    ///< NAME_pack / NAME_forward / NAME_workspace_size absent
+                   ///< (or NAME_decode* when features declares decode)
 };
 
 /// A short stable name for an error class: "none", "open_failed",
@@ -126,6 +127,23 @@ public:
   /// none fits).
   uint32_t selectedIsa() const;
 
+  /// True when the kernel has the decode entry (ATTNC_FEATURE_DECODE).
+  bool hasDecode() const { return decode_ != nullptr; }
+  /// NAME_decode_workspace_size(batch, cacheLen), checked against the
+  /// metadata's bound for batch tokens; -1 with the reason when refused.
+  int64_t decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
+                               std::string &why) const;
+  /// One decode step (abi.h, attnc_decode_args): x [batch, 1, d_model],
+  /// y [batch, 1, out_dim], positions [batch] in [0, cacheLen), caches
+  /// [batch, kv_heads, cacheLen, head_dim]. Returns ATTNC_ERR_ARGS without
+  /// calling the library for a kernel without decode or a position out of
+  /// range; else the C status code.
+  int decode(const float *packed, const float *x, float *y, int64_t batch,
+             const int32_t *positions, float *kCache, float *vCache,
+             int64_t cacheLen, std::vector<unsigned char> &workspace,
+             int threads = 1, attnc_parallel_for_fn hook = nullptr,
+             void *hookCtx = nullptr) const;
+
 private:
   /// forward after the shape and variant checks.
   int forwardChecked(const float *packed, const float *x, float *y,
@@ -139,6 +157,8 @@ private:
   attnc_pack_fn pack_ = nullptr;
   attnc_workspace_size_fn wsSize_ = nullptr;
   attnc_forward_fn forward_ = nullptr;
+  attnc_decode_workspace_size_fn decodeWsSize_ = nullptr;
+  attnc_decode_fn decode_ = nullptr;
 };
 
 /// Validates a metadata record on its own (used by Kernel::load, exposed for

@@ -11,6 +11,11 @@
  *                               int64_t kv_seq_len);
  *   int     NAME_forward(const attnc_forward_args *args);
  *
+ * and, when info->features has ATTNC_FEATURE_DECODE (spec: decode: true),
+ *
+ *   int64_t NAME_decode_workspace_size(int64_t batch, int64_t cache_len);
+ *   int     NAME_decode(const attnc_decode_args *args);
+ *
  * and, in shared objects only, attnc_query (the same as NAME_query) so a
  * loader can open a library without knowing NAME. Static archives export
  * only NAME_-prefixed symbols, so several kernels link into one program.
@@ -23,11 +28,19 @@
  * the metadata names the instruction set each code path needs and which one
  * runs on this CPU.
  *
+ * Additions within version 2 (older callers keep working): the KV-cache
+ * fields at the end of attnc_forward_args and the decode entry points.
+ * A kernel accepts struct_size = sizeof(attnc_forward_args) or
+ * ATTNC_FORWARD_ARGS_SIZE_V2_0 (the struct without the cache fields, as
+ * the first version-2 header declared it), so a caller that does not use
+ * the cache can pass the smaller size to kernels of either age.
+ *
  * Plain C99; no C++ types cross this boundary.
  *===---------------------------------------------------------------------===*/
 #ifndef ATTNC_RUNTIME_ABI_H
 #define ATTNC_RUNTIME_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -40,7 +53,8 @@ extern "C" {
 #define ATTNC_OK 0
 #define ATTNC_ERR_NULL_ARG 1    /* a required pointer is NULL */
 #define ATTNC_ERR_BAD_SHAPE 2   /* batch or seq_len < 1, > max_seq_len, or the
-                                   sizes overflow 64-bit byte counts */
+                                   sizes overflow 64-bit byte counts; a KV
+                                   cache shorter than seq_len */
 #define ATTNC_ERR_WORKSPACE 3   /* workspace smaller than NAME_workspace_size */
 #define ATTNC_ERR_BUFFER_SIZE 4 /* a buffer's stated size is not what the
                                    shapes need (x, y, packed, a weight) */
@@ -49,7 +63,8 @@ extern "C" {
 #define ATTNC_ERR_THREADS 6     /* the parallel-for hook returned non-zero,
                                    or the built-in pool could not start */
 #define ATTNC_ERR_ARGS 7        /* args->struct_size unknown, or a field set
-                                   that this kernel does not take */
+                                   that this kernel does not take, or a
+                                   length / position out of its range */
 
 /* attnc_kernel_info.mask */
 #define ATTNC_MASK_NONE 0u
@@ -80,6 +95,8 @@ extern "C" {
 #define ATTNC_FEATURE_LENGTHS 1u    /* args->lengths (padding masks) */
 #define ATTNC_FEATURE_CROSS 2u      /* args->x_kv, kv_seq_len, kv_lengths */
 #define ATTNC_FEATURE_PROBS 4u      /* args->probs (attention weights) */
+#define ATTNC_FEATURE_DECODE 8u     /* args->k_cache, v_cache, cache_len and
+                                       the NAME_decode entry points */
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
@@ -175,7 +192,55 @@ typedef struct attnc_forward_args {
   const int32_t *kv_lengths; /* [batch] */
   float *probs;           /* [batch, heads, seq_len, kv_seq_len] */
   int64_t probs_floats;
+  /* KV cache (ATTNC_FEATURE_DECODE; optional: NULL = not filled). Forward
+   * writes rows [0, seq_len) of each sequence's K and V into the caches, so
+   * NAME_decode can continue at position seq_len (with a padding mask, at
+   * position lengths[b]; rows past it hold unspecified values). Layout of
+   * each cache: [batch, kv_heads, cache_len, head_dim], row-major, so one
+   * head's keys are contiguous and a decode step reads them as one stream.
+   * cache_len >= seq_len; cache_floats = batch*kv_heads*cache_len*head_dim
+   * (each cache). */
+  float *k_cache;
+  float *v_cache;
+  int64_t cache_floats;
+  int64_t cache_len;
 } attnc_forward_args;
+
+/* sizeof(attnc_forward_args) without the KV-cache fields (see above). */
+#define ATTNC_FORWARD_ARGS_SIZE_V2_0 \
+  ((uint32_t)offsetof(attnc_forward_args, k_cache))
+
+/* One decode step (ATTNC_FEATURE_DECODE): one new token per sequence.
+ * For each sequence b, the token's K and V are written into row
+ * positions[b] of the caches (the caller's, in the layout above), then its
+ * query attends over rows [0, positions[b]] (the causal mask's bottom-right
+ * alignment; a sliding window keeps the last `window` of them), and y gets
+ * the block's output for the token. Q is never cached. After forward over
+ * n tokens, positions[b] = n (or lengths[b]) continues the sequence; each
+ * step then adds 1. Prefill + decode steps equal one forward over all the
+ * tokens (up to float rounding). */
+typedef struct attnc_decode_args {
+  uint32_t struct_size;   /* sizeof(attnc_decode_args) */
+  uint32_t reserved0;     /* 0 */
+  const float *packed;    /* from NAME_pack (the same buffer forward reads) */
+  int64_t packed_floats;
+  const float *x;         /* [batch, 1, d_model]: each sequence's new token */
+  int64_t x_floats;       /* batch * d_model */
+  float *y;               /* [batch, 1, out_dim] */
+  int64_t y_floats;       /* batch * out_dim */
+  int64_t batch;
+  const int32_t *positions; /* [batch]: 0 <= positions[b] < cache_len */
+  float *k_cache;         /* [batch, kv_heads, cache_len, head_dim] */
+  float *v_cache;
+  int64_t cache_floats;   /* each cache: batch*kv_heads*cache_len*head_dim */
+  int64_t cache_len;
+  void *workspace;
+  int64_t workspace_bytes; /* >= NAME_decode_workspace_size(batch, cache_len) */
+  attnc_parallel_for_fn parallel_for; /* as in attnc_forward_args */
+  void *parallel_ctx;
+  int32_t num_threads;
+  int32_t reserved1;      /* 0 */
+} attnc_decode_args;
 
 typedef const attnc_kernel_info *(*attnc_query_fn)(uint32_t max_abi_version);
 typedef int (*attnc_pack_fn)(const float *const *weights,
@@ -184,6 +249,9 @@ typedef int (*attnc_pack_fn)(const float *const *weights,
 typedef int64_t (*attnc_workspace_size_fn)(int64_t batch, int64_t seq_len,
                                            int64_t kv_seq_len);
 typedef int (*attnc_forward_fn)(const attnc_forward_args *args);
+typedef int64_t (*attnc_decode_workspace_size_fn)(int64_t batch,
+                                                  int64_t cache_len);
+typedef int (*attnc_decode_fn)(const attnc_decode_args *args);
 
 #ifdef __cplusplus
 } /* extern "C" */

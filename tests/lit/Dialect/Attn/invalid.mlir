@@ -227,7 +227,7 @@ func.func @dim_negative(%x: tensor<?x?x64xf32> {attn.input = "x"}) -> tensor<?x?
 // -----
 
 // The dialect's argument attributes are checked by value.
-// expected-error @+1 {{'func.func' op argument 0: attn.input must be one of "x", "x_kv", "lengths", "kv_lengths", found "q"}}
+// expected-error @+1 {{'func.func' op argument 0: attn.input must be one of "x", "x_kv", "lengths", "kv_lengths", "positions", "k_cache", "v_cache", found "q"}}
 func.func @bad_input(%x: tensor<?x?x64xf32> {attn.input = "q"}) {
   return
 }
@@ -250,5 +250,46 @@ func.func @bad_concat_dim(%w: tensor<8x8xf32> {attn.weight = "wq|wk", attn.conca
 
 // expected-error @+1 {{'func.func' op argument 0: unknown attn argument attribute attn.wieght}}
 func.func @misspelt(%w: tensor<8x8xf32> {attn.wieght = "wq"}) {
+  return
+}
+
+// -----
+
+func.func @cache_append_rank(%k: tensor<1x4x1x8xf32>, %c: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{new rows and caches must be [B, Hkv, T, D]}}
+  %0:3 = attn.cache_append %k, %k into %c, %c : tensor<1x4x1x8xf32>, tensor<1x4x16xf32> -> tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @cache_append_heads(%k: tensor<1x4x1x8xf32>, %c: tensor<1x2x16x8xf32>) {
+  // expected-error @+1 {{do not fit cache 'tensor<1x2x16x8xf32>' (batch, kv heads and head_dim must agree)}}
+  %0:3 = attn.cache_append %k, %k into %c, %c : tensor<1x4x1x8xf32>, tensor<1x2x16x8xf32> -> tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @cache_append_overflow(%k: tensor<1x4x20x8xf32>, %c: tensor<1x4x16x8xf32>) {
+  // expected-error @+1 {{cache of 16 rows cannot take 20 new rows}}
+  %0:3 = attn.cache_append %k, %k into %c, %c : tensor<1x4x20x8xf32>, tensor<1x4x16x8xf32> -> tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @cache_append_positions(%k: tensor<2x4x1x8xf32>, %c: tensor<2x4x16x8xf32>, %p: tensor<3xi32>) {
+  // expected-error @+1 {{positions and lens must be [batch], found 'tensor<3xi32>'}}
+  %0:3 = attn.cache_append %k, %k into %c, %c at(%p : tensor<3xi32>) : tensor<2x4x1x8xf32>, tensor<2x4x16x8xf32> -> tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @sdpa_q_lens_without_padding(%q: tensor<1x4x3x8xf32>, %l: tensor<1xi32>) {
+  // expected-error @+1 {{q_lens is only valid with a padding mask}}
+  %0 = attn.sdpa %q, %q, %q kv_lens(%l : tensor<1xi32>) q_lens(%l : tensor<1xi32>) {mask = #attn<mask causal>, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return
 }

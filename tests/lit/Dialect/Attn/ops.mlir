@@ -50,3 +50,22 @@ func.func @gqa_cross(%q: tensor<2x8x5x16xf32>, %k: tensor<2x2x9x16xf32>, %v: ten
       : tensor<2x8x5x16xf32>, tensor<2x2x9x16xf32>, tensor<2x2x9x16xf32> -> tensor<2x8x5x16xf32>
   return %o : tensor<2x8x5x16xf32>
 }
+
+// Decode: the new token's K/V go into the cache at each sequence's position;
+// attention reads the cache's filled rows (kv_lens with a causal mask).
+// CHECK-LABEL: func.func @decode_step
+func.func @decode_step(%q: tensor<?x12x1x64xf32>, %k: tensor<?x12x1x64xf32>, %v: tensor<?x12x1x64xf32>,
+                       %kc: tensor<?x12x?x64xf32>, %vc: tensor<?x12x?x64xf32>, %pos: tensor<?xi32>)
+    -> (tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>) {
+  // CHECK: %[[KC:.*]], %{{.*}}, %[[LENS:.*]] = attn.cache_append %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} at(%{{.*}} : tensor<?xi32>) : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32> -> tensor<?xi32>
+  %kc2, %vc2, %lens = attn.cache_append %k, %v into %kc, %vc at(%pos : tensor<?xi32>)
+      : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32> -> tensor<?xi32>
+  // CHECK: attn.sdpa %{{.*}}, %[[KC]], %{{.*}} kv_lens(%[[LENS]] : tensor<?xi32>) {mask = #attn<mask causal>
+  %o = attn.sdpa %q, %kc2, %vc2 kv_lens(%lens : tensor<?xi32>) {mask = #attn<mask causal>, scale = 0.125 : f64}
+      : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32> -> tensor<?x12x1x64xf32>
+  // Without positions (prefill fills rows [0, T)).
+  // CHECK: attn.cache_append %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} : tensor<?x12x1x64xf32>
+  %kc3, %vc3, %l3 = attn.cache_append %k, %v into %kc, %vc
+      : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32> -> tensor<?xi32>
+  return %o, %kc2, %vc2 : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>
+}

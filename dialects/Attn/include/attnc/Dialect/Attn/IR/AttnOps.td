@@ -132,7 +132,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     unless j <= i + Tkv - Tq (`bottom_right`) or j <= i (`top_left`);
     `sliding_window` also masks j < i + Tkv - Tq - window + 1; `padding`
     masks keys at or beyond `kv_lens[b]` (an optional [B] i32 or i64
-    operand). The optional `q_lens` ([B]) gives the valid query rows:
+    operand; it may also come with the other masks, where it gives the
+    filled rows of a KV cache: `attn.cache_append`'s `lens`). The optional `q_lens` ([B]) gives the valid query rows:
     rows at or beyond it are padding (their values are unspecified; mask
     them with `attn.mask_rows`), and with both operands the bottom-right
     alignment uses the valid lengths (j <= i + kv_lens[b] - q_lens[b], as
@@ -221,6 +222,46 @@ def Attn_MaskRowsOp : Attn_Op<"mask_rows", [Pure, AllTypesMatch<["input", "resul
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `lens` `(` $lens `:` type($lens) `)` attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_CacheAppendOp : Attn_Op<"cache_append",
+    [Pure, AllTypesMatch<["key", "value"]>,
+     AllTypesMatch<["key_cache", "value_cache", "new_key_cache",
+                    "new_value_cache"]>]> {
+  let summary = "Write new K/V rows into a KV cache at per-sequence positions";
+  let description = [{
+    `key` and `value` are the new rows [B, Hkv, Tn, D]; `key_cache` and
+    `value_cache` are caches [B, Hkv, L, D]; `positions` ([B], i32 or i64,
+    optional: all 0) says how many rows of each sequence's cache are
+    already filled. The results are the caches with rows
+    `[positions[b], positions[b] + Tn)` of sequence b replaced by the new
+    rows (all other rows unchanged), and `lens[b] = positions[b] + Tn`, the
+    rows now filled, which `attn.sdpa` takes as its `kv_lens`. Requires
+    `positions[b] + Tn <= L` (the C entry points check it).
+
+    attn-to-loops writes the rows in place when the caches are function
+    arguments: the updated caches are then the caller's buffers (results
+    tied to arguments, as IREE's tied operands), and Q is never cached.
+
+    Example (one decode step):
+    ```mlir
+    %kc2, %vc2, %lens = attn.cache_append %k, %v into %kc, %vc
+        at(%pos : tensor<?xi32>)
+        : tensor<?x12x1x64xf32>, tensor<?x12x?x64xf32> -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$key, AnyRankedTensor:$value,
+                       AnyRankedTensor:$key_cache, AnyRankedTensor:$value_cache,
+                       Optional<RankedTensorOf<[I32, I64]>>:$positions);
+  let results = (outs AnyRankedTensor:$new_key_cache,
+                      AnyRankedTensor:$new_value_cache,
+                      RankedTensorOf<[I32]>:$lens);
+  let assemblyFormat = [{
+    $key `,` $value `into` $key_cache `,` $value_cache
+    (`at` `(` $positions^ `:` type($positions) `)`)?
+    attr-dict `:` type($key) `,` type($key_cache) `->` type($lens)
   }];
   let hasVerifier = 1;
 }
