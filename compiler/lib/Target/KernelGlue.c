@@ -15,6 +15,7 @@
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -167,6 +168,25 @@ static struct {
 } k_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
             PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
+/* Busy-waits (with pause) while *p == v, for at most about K_SPIN_NS
+ * nanoseconds. Only a hint: callers re-check under the mutex. */
+#define K_SPIN_NS 50000
+static void k_spin_while_equal(const unsigned long long *p, unsigned long long v) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v ||
+          __atomic_load_n(&k_pool.quit, __ATOMIC_ACQUIRE))
+        return;
+      __builtin_ia32_pause();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > K_SPIN_NS)
+      return;
+  }
+}
+
 static void k_pool_drain(void) {
   for (;;) {
     int64_t t = __atomic_fetch_add(&k_pool.next, 1, __ATOMIC_RELAXED);
@@ -184,6 +204,10 @@ static void *k_pool_worker(void *arg) {
   pthread_cond_broadcast(&k_pool.done);
   pthread_mutex_unlock(&k_pool.mu);
   for (;;) {
+    /* The phases of a call follow each other within microseconds: spin a
+     * little for the next job before sleeping on the condition variable
+     * (a futex round trip costs more than a short phase). */
+    k_spin_while_equal(&k_pool.gen, seen);
     pthread_mutex_lock(&k_pool.mu);
     while (k_pool.gen == seen && !k_pool.quit)
       pthread_cond_wait(&k_pool.work, &k_pool.mu);
@@ -198,7 +222,7 @@ static void *k_pool_worker(void *arg) {
       continue;
     k_pool_drain();
     pthread_mutex_lock(&k_pool.mu);
-    if (--k_pool.pending == 0)
+    if (__atomic_sub_fetch(&k_pool.pending, 1, __ATOMIC_ACQ_REL) == 0)
       pthread_cond_signal(&k_pool.done);
     pthread_mutex_unlock(&k_pool.mu);
   }
@@ -212,7 +236,7 @@ static void *k_pool_worker(void *arg) {
 static void k_pool_stop(void) {
   pthread_mutex_lock(&k_pool.use);
   pthread_mutex_lock(&k_pool.mu);
-  k_pool.quit = 1;
+  __atomic_store_n(&k_pool.quit, 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&k_pool.work);
   pthread_mutex_unlock(&k_pool.mu);
   for (int i = 0; i < k_pool.started; ++i)
@@ -277,13 +301,22 @@ static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
   k_pool.n = n;
   k_pool.next = 0;
   k_pool.limit = workers;
-  k_pool.pending = workers;
-  ++k_pool.gen;
+  __atomic_store_n(&k_pool.pending, workers, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&k_pool.gen, 1, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&k_pool.work);
   pthread_mutex_unlock(&k_pool.mu);
   k_pool_drain();
+  /* The workers finish their last tasks about when this thread does. */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (__atomic_load_n(&k_pool.pending, __ATOMIC_ACQUIRE) > 0) {
+    __builtin_ia32_pause();
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > K_SPIN_NS)
+      break;
+  }
   pthread_mutex_lock(&k_pool.mu);
-  while (k_pool.pending > 0)
+  while (__atomic_load_n(&k_pool.pending, __ATOMIC_ACQUIRE) > 0)
     pthread_cond_wait(&k_pool.done, &k_pool.mu);
   pthread_mutex_unlock(&k_pool.mu);
   pthread_mutex_unlock(&k_pool.use);
