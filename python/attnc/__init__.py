@@ -8,13 +8,18 @@
     # The variants, where k.features has them ("lengths", "cross", "probs"):
     y, probs = k.forward(x, packed, lengths=[7, 3], x_kv=mem, kv_lengths=[9, 4],
                          want_probs=True)
+    # KV-cache decode ("decode" in k.features; spec: decode: true):
+    kc, vc = k.new_cache(batch=2, cache_len=64)  # [2, kv_heads, 64, head_dim] each
+    y = k.forward(prompt, packed, k_cache=kc, v_cache=vc)  # fills rows [0, T)
+    y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
 attnc_kernel_info (ABI version 2) is mirrored in attnc._abi, and nothing
 is compiled. Weights are packed once (NAME_pack) into a float32 array;
-forward allocates the workspace NAME_workspace_size asks for and checks
-every argument (features, shapes, dtypes, length ranges) before the call,
-raising attnc.ArgumentError. See docs/embedding.md.
+forward (and decode) allocate the workspace NAME_workspace_size
+(NAME_decode_workspace_size) asks for and check every argument (features,
+shapes, dtypes, length and position ranges) before the call, raising
+attnc.ArgumentError. See docs/embedding.md.
 """
 import ctypes as C
 import os
@@ -39,10 +44,11 @@ class AttncError(RuntimeError):
 
 
 class ArgumentError(AttncError, ValueError):
-    """An argument forward() refuses before calling the library: a variant
-    field the kernel does not take, a shape, a dtype or a length out of
-    range. `.status` is the code the library would have returned
-    (ATTNC_ERR_ARGS, _BAD_SHAPE or _BUFFER_SIZE)."""
+    """An argument forward() or decode() refuses before calling the library:
+    a variant field the kernel does not take, a shape, a dtype, a length or
+    a position out of range. `.status` is the code the library would have
+    returned (ATTNC_ERR_ARGS, _BAD_SHAPE, _BUFFER_SIZE, _NULL_ARG for one
+    cache without the other, _THREADS for num_threads)."""
 
 
 def _numpy(a):
@@ -104,13 +110,22 @@ class Kernel:
             self._forward = sym("forward")
         except AttributeError as e:
             raise AttncError(f"{self.path}: missing entry point ({e})")
-        self._pack.restype = C.c_int
-        self._pack.argtypes = [C.POINTER(C.POINTER(C.c_float)), C.POINTER(C.c_int64),
-                               C.c_int64, C.POINTER(C.c_float), C.c_int64]
-        self._workspace_size.restype = C.c_int64
-        self._workspace_size.argtypes = [C.c_int64, C.c_int64, C.c_int64]
-        self._forward.restype = C.c_int
-        self._forward.argtypes = [C.POINTER(_abi.ForwardArgs)]
+        self._decode = self._decode_workspace_size = None
+        if info.features & _abi.FEATURE_DECODE:
+            try:
+                self._decode_workspace_size = sym("decode_workspace_size")
+                self._decode = sym("decode")
+            except AttributeError as e:
+                raise AttncError(f"{self.path}: missing entry point ({e}; features "
+                                 "declares decode)")
+        for fn, (restype, argtypes) in (
+                (self._pack, _abi.PACK_PROTO),
+                (self._workspace_size, _abi.WORKSPACE_SIZE_PROTO),
+                (self._forward, _abi.FORWARD_PROTO),
+                (self._decode_workspace_size, _abi.DECODE_WORKSPACE_SIZE_PROTO),
+                (self._decode, _abi.DECODE_PROTO)):
+            if fn is not None:
+                fn.restype, fn.argtypes = restype, argtypes
 
     # -- metadata ---------------------------------------------------------
     @property
@@ -139,9 +154,10 @@ class Kernel:
 
     @property
     def features(self):
-        """The optional forward arguments this kernel takes, as a frozenset
-        of "lengths" (padding masks), "cross" (x_kv, kv_lengths) and
-        "probs" (the attention weights)."""
+        """The optional arguments and entries this kernel takes, as a
+        frozenset of "lengths" (padding masks), "cross" (x_kv, kv_lengths),
+        "probs" (the attention weights) and "decode" (forward's k_cache /
+        v_cache, decode() and new_cache())."""
         f = self._info.features
         return frozenset(n for bit, n in _abi.FEATURES.items() if f & bit)
 
@@ -156,6 +172,10 @@ class Kernel:
     @property
     def has_probs(self):
         return bool(self._info.features & _abi.FEATURE_PROBS)
+
+    @property
+    def has_decode(self):
+        return bool(self._info.features & _abi.FEATURE_DECODE)
 
     @property
     def selected_isa(self):
@@ -262,8 +282,86 @@ class Kernel:
             self._refuse(f"{field}[{b}] is {int(a[b])}, expected 0..{limit} ({limit_name})")
         return np.ascontiguousarray(a, dtype=np.int32)
 
+    def _packed(self, packed):
+        packed = _numpy(packed)
+        if packed.dtype != np.float32 or packed.size != self._info.packed_floats:
+            self._refuse("packed must be the float32 array pack() returns "
+                         f"({self._info.packed_floats} floats), got {packed.dtype} "
+                         f"with {packed.size}", _abi.ERR_BUFFER_SIZE)
+        return np.ascontiguousarray(packed)
+
+    def _threads(self, num_threads):
+        try:
+            threads = int(num_threads)
+        except (TypeError, ValueError):
+            threads = -1
+        if threads < 0 or threads > 2**31 - 1 or threads != num_threads:
+            self._refuse(f"num_threads must be an integer >= 0, got {num_threads!r}",
+                         _abi.ERR_THREADS)
+        return threads
+
+    def _cache_len_ok(self, cache_len):
+        m = self._info.max_seq_len
+        if cache_len < 1 or (m > 0 and cache_len > m):
+            self._refuse(f"cache_len must be 1..{m if m > 0 else 'any'} (the kernel's "
+                         f"max_seq_len), got {cache_len}", _abi.ERR_BAD_SHAPE)
+
+    def _caches(self, k_cache, v_cache, batch, squeeze):
+        """The K and V caches as the writable float32 arrays the kernel
+        writes in place (never copies): [batch, kv_heads, cache_len,
+        head_dim] each, or [kv_heads, cache_len, head_dim] when `squeeze`
+        (a 2-D x); returns (k, v, cache_len) with the batch axis."""
+        i = self._info
+        if (k_cache is None) != (v_cache is None):
+            self._refuse("the KV cache needs both k_cache and v_cache, got only "
+                         f"{'k_cache' if v_cache is None else 'v_cache'}",
+                         _abi.ERR_NULL_ARG)
+        want = (f"[kv_heads {i.kv_heads}, cache_len, head_dim {i.head_dim}]" if squeeze
+                else f"[batch {batch}, kv_heads {i.kv_heads}, cache_len, "
+                     f"head_dim {i.head_dim}]")
+        out = []
+        for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if hasattr(c, "detach"):  # a torch tensor: a view of its memory
+                if getattr(c, "device", None) is not None and c.device.type != "cpu":
+                    self._refuse(f"{name} must be in CPU memory (it is written in "
+                                 f"place), got a tensor on {c.device}",
+                                 _abi.ERR_BUFFER_SIZE)
+                c = c.detach().numpy()
+            if not isinstance(c, np.ndarray):
+                self._refuse(f"{name} must be a NumPy array (it is written in place), "
+                             f"got {type(c).__name__}", _abi.ERR_BUFFER_SIZE)
+            given = c.shape
+            if squeeze and c.ndim == 3:
+                c = c[None]
+            if (c.ndim != 4 or c.shape[0] != batch or c.shape[1] != i.kv_heads
+                    or c.shape[3] != i.head_dim):
+                self._refuse(f"{name} must be {want}, got shape {given}",
+                             _abi.ERR_BUFFER_SIZE)
+            if (c.dtype != np.float32 or not c.flags.c_contiguous
+                    or not c.flags.writeable):
+                self._refuse(f"{name} must be a writable C-contiguous float32 array "
+                             f"(it is written in place), got {c.dtype}"
+                             f"{'' if c.flags.c_contiguous else ', not C-contiguous'}"
+                             f"{'' if c.flags.writeable else ', read-only'}",
+                             _abi.ERR_BUFFER_SIZE)
+            out.append(c)
+        k, v = out
+        if k.shape != v.shape:
+            self._refuse(f"k_cache and v_cache must have the same shape, got {k.shape} "
+                         f"and {v.shape}", _abi.ERR_BUFFER_SIZE)
+        if np.may_share_memory(k, v):
+            self._refuse("k_cache and v_cache overlap in memory", _abi.ERR_BUFFER_SIZE)
+        self._cache_len_ok(k.shape[2])
+        return k, v, k.shape[2]
+
+    def _no_decode(self, what):
+        if not self._info.features & _abi.FEATURE_DECODE:
+            self._refuse(f"{what}: this kernel has no KV-cache decode (no 'decode' "
+                         "feature: compile the spec with decode: true)")
+
     def forward(self, x, packed, num_threads=1, out=None, *, lengths=None, x_kv=None,
-                kv_lengths=None, want_probs=False, probs_out=None):
+                kv_lengths=None, want_probs=False, probs_out=None, k_cache=None,
+                v_cache=None):
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
         [seq_len, d_model]). `packed` comes from pack(). num_threads: the
         library's built-in pool (0: one per CPU, 1: this thread only).
@@ -280,6 +378,15 @@ class Kernel:
                       [batch, heads, seq_len, kv_seq_len] as (y, probs);
                       probs_out: a C-contiguous float32 array to write them to
                       (implies want_probs).
+          k_cache, v_cache  ("decode", both or neither) writable C-contiguous
+                      float32 NumPy arrays (or CPU torch tensors)
+                      [batch, kv_heads, cache_len, head_dim] (or without the
+                      batch axis, with a 2-D x), seq_len <= cache_len <=
+                      max_seq_len, e.g. from new_cache(): forward writes
+                      each sequence's K and V into rows [0, seq_len), in
+                      place, so decode() continues at position seq_len
+                      (with lengths, at lengths[b]; the rows from there to
+                      seq_len hold unspecified values).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
         info = self._info
@@ -302,6 +409,10 @@ class Kernel:
         if x_kv is None and feats & _abi.FEATURE_CROSS:
             self._refuse("a cross-attention kernel needs x_kv "
                          f"[batch, kv_seq_len, {info.d_model}]")
+        use_cache = k_cache is not None or v_cache is not None
+        if use_cache and not feats & _abi.FEATURE_DECODE:
+            self._not_taken("k_cache" if k_cache is not None else "v_cache", "decode",
+                            "compile the spec with decode: true")
 
         d = info.d_model
         x = _f32(x, f"{self.name}: x")
@@ -338,16 +449,16 @@ class Kernel:
                              f"{info.max_seq_len}", _abi.ERR_BAD_SHAPE)
         if lengths is not None:
             lengths = self._lengths(lengths, "lengths", batch, seq, "seq_len", squeeze)
+        if use_cache:
+            k_cache, v_cache, cache_len = self._caches(k_cache, v_cache, batch, squeeze)
+            if cache_len < seq:
+                self._refuse(f"the KV cache has {cache_len} rows, fewer than seq_len "
+                             f"{seq}: forward writes rows [0, seq_len)", _abi.ERR_BAD_SHAPE)
         if kv_lengths is not None:
             kv_lengths = self._lengths(kv_lengths, "kv_lengths", batch, kv_seq,
                                        "kv_seq_len", squeeze)
 
-        packed = _numpy(packed)
-        if packed.dtype != np.float32 or packed.size != info.packed_floats:
-            self._refuse("packed must be the float32 array pack() returns "
-                         f"({info.packed_floats} floats), got {packed.dtype} "
-                         f"with {packed.size}", _abi.ERR_BUFFER_SIZE)
-        packed = np.ascontiguousarray(packed)
+        packed = self._packed(packed)
         shape = (batch, seq, info.out_dim)
         if out is None:
             out = np.empty(shape, dtype=np.float32)
@@ -367,13 +478,7 @@ class Kernel:
                     self._refuse(f"probs_out must be a writable C-contiguous float32 "
                                  f"array of shape {pshape[1:] if squeeze else pshape}",
                                  _abi.ERR_BUFFER_SIZE)
-        try:
-            threads = int(num_threads)
-        except (TypeError, ValueError):
-            threads = -1
-        if threads < 0 or threads > 2**31 - 1 or threads != num_threads:
-            self._refuse(f"num_threads must be an integer >= 0, got {num_threads!r}",
-                         _abi.ERR_THREADS)
+        threads = self._threads(num_threads)
 
         cross = bool(feats & _abi.FEATURE_CROSS)
         ws_bytes = self.workspace_size(batch, seq, kv_seq)
@@ -384,7 +489,10 @@ class Kernel:
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
         off = (-ws.ctypes.data) % 64
         args = _abi.ForwardArgs()
-        args.struct_size = C.sizeof(_abi.ForwardArgs)
+        # As the C runtime: without a cache, the first version-2 size (which
+        # kernels built before the cache fields accept too).
+        args.struct_size = C.sizeof(_abi.ForwardArgs) if use_cache \
+            else _abi.FORWARD_ARGS_SIZE_V2_0
         args.packed = _fptr(packed)
         args.packed_floats = packed.size
         args.x = _fptr(x)
@@ -408,6 +516,11 @@ class Kernel:
         if probs is not None:
             args.probs = _fptr(probs)
             args.probs_floats = probs.size
+        if use_cache:
+            args.k_cache = _fptr(k_cache)
+            args.v_cache = _fptr(v_cache)
+            args.cache_floats = k_cache.size
+            args.cache_len = cache_len
         rc = self._forward(C.byref(args))
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
@@ -418,3 +531,126 @@ class Kernel:
         return y, (probs[0] if squeeze else probs)
 
     __call__ = forward
+
+    # -- decode -----------------------------------------------------------
+    def new_cache(self, batch, cache_len=None):
+        """(k_cache, v_cache): two zero float32 arrays [batch, kv_heads,
+        cache_len, head_dim] for forward(k_cache=, v_cache=) and decode().
+        cache_len: the most tokens a sequence will hold (prompt + decoded);
+        default the kernel's max_seq_len."""
+        self._no_decode("new_cache")
+        i = self._info
+        if cache_len is None:
+            if i.max_seq_len <= 0:
+                self._refuse("new_cache: the kernel has no max_seq_len; pass cache_len",
+                             _abi.ERR_BAD_SHAPE)
+            cache_len = i.max_seq_len
+        def integral(v):
+            try:
+                return not isinstance(v, bool) and int(v) == v
+            except (TypeError, ValueError):
+                return False
+        if not integral(batch) or not integral(cache_len):
+            self._refuse(f"new_cache: batch and cache_len must be integers, got "
+                         f"{batch!r}, {cache_len!r}", _abi.ERR_BAD_SHAPE)
+        batch, cache_len = int(batch), int(cache_len)
+        if batch < 1:
+            self._refuse(f"new_cache: batch must be at least 1, got {batch}",
+                         _abi.ERR_BAD_SHAPE)
+        self._cache_len_ok(cache_len)
+        shape = (batch, i.kv_heads, cache_len, i.head_dim)
+        return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+
+    def decode_workspace_size(self, batch, cache_len):
+        """NAME_decode_workspace_size: bytes of scratch decode needs (-1:
+        shape refused)."""
+        self._no_decode("decode_workspace_size")
+        return int(self._decode_workspace_size(batch, cache_len))
+
+    def decode(self, x, packed, positions, k_cache, v_cache, num_threads=1, out=None):
+        """One KV-cache decode step ("decode" feature): one new token per
+        sequence. x: [batch, 1, d_model] (or [batch, d_model]), each
+        sequence's new token. positions: int [batch], each in
+        0..cache_len-1: where sequence b's token goes (its tokens so far; after
+        forward over T tokens, T, or lengths[b] with a padding mask; then
+        +1 a step). k_cache, v_cache: as in forward(), [batch, kv_heads,
+        cache_len, head_dim], written in place: the token's K and V go to
+        row positions[b], and its query attends over rows
+        [0, positions[b]] (a sliding window: the last `window` of them).
+        Returns y [batch, 1, out_dim] ([batch, out_dim] for a 2-D x);
+        out: a C-contiguous float32 array of that shape to write it to.
+        num_threads as in forward(). Every argument is checked here first
+        (ArgumentError)."""
+        self._no_decode("decode")
+        info = self._info
+        d = info.d_model
+        x = _f32(x, f"{self.name}: x")
+        squeeze = x.ndim == 2
+        x3 = x[:, None] if squeeze else x
+        if x3.ndim != 3 or x3.shape[1] != 1 or x3.shape[2] != d:
+            self._refuse(f"decode: x must be [batch, 1, {d}] or [batch, {d}] (one token "
+                         f"per sequence), got {x.shape}", _abi.ERR_BAD_SHAPE)
+        batch = x3.shape[0]
+        if batch < 1:
+            self._refuse(f"decode: batch must be at least 1, got x of shape {x.shape}",
+                         _abi.ERR_BAD_SHAPE)
+        for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if c is None:
+                self._refuse(f"decode needs {name} [batch, kv_heads, cache_len, "
+                             "head_dim] (see new_cache())", _abi.ERR_NULL_ARG)
+        k_cache, v_cache, cache_len = self._caches(k_cache, v_cache, batch, False)
+        pos = _numpy(positions)
+        if pos.ndim == 0 and batch == 1:
+            pos = pos.reshape(1)
+        if pos.shape != (batch,):
+            self._refuse(f"positions must have one entry per sequence, shape ({batch},) "
+                         f"for batch {batch}, got shape {pos.shape}")
+        if pos.dtype == np.bool_ or pos.dtype.kind not in "iu":
+            self._refuse(f"positions must be integers, got dtype {pos.dtype}")
+        bad = np.flatnonzero((pos < 0) | (pos >= cache_len))
+        if bad.size:
+            b = int(bad[0])
+            self._refuse(f"positions[{b}] is {int(pos[b])}, expected 0..{cache_len - 1} "
+                         f"(cache_len {cache_len} rows)")
+        pos = np.ascontiguousarray(pos, dtype=np.int32)
+        packed = self._packed(packed)
+        shape = (batch, info.out_dim) if squeeze else (batch, 1, info.out_dim)
+        if out is None:
+            out = np.empty(shape, dtype=np.float32)
+        elif (not isinstance(out, np.ndarray) or out.shape != shape
+              or out.dtype != np.float32 or not out.flags.c_contiguous
+              or not out.flags.writeable):
+            self._refuse(f"out must be a writable C-contiguous float32 {shape}",
+                         _abi.ERR_BUFFER_SIZE)
+        threads = self._threads(num_threads)
+        x3 = np.ascontiguousarray(x3)
+
+        ws_bytes = self.decode_workspace_size(batch, cache_len)
+        if ws_bytes < 0:
+            raise AttncError(f"{self.name}: {self.name}_decode_workspace_size(batch "
+                             f"{batch}, cache_len {cache_len}) refused the shape "
+                             f"(max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
+        ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
+        off = (-ws.ctypes.data) % 64
+        args = _abi.DecodeArgs()
+        args.struct_size = C.sizeof(_abi.DecodeArgs)
+        args.packed = _fptr(packed)
+        args.packed_floats = packed.size
+        args.x = _fptr(x3)
+        args.x_floats = x3.size
+        args.y = _fptr(out)
+        args.y_floats = out.size
+        args.batch = batch
+        args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
+        args.k_cache = _fptr(k_cache)
+        args.v_cache = _fptr(v_cache)
+        args.cache_floats = k_cache.size
+        args.cache_len = cache_len
+        args.workspace = ws.ctypes.data + off
+        args.workspace_bytes = ws_bytes
+        args.num_threads = threads
+        rc = self._decode(C.byref(args))
+        if rc != _abi.OK:
+            raise AttncError(f"{self.name}_decode returned {rc} "
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+        return out

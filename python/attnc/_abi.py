@@ -30,9 +30,12 @@ ISAS = {0: "x86-64", 1: "avx2", 2: "avx512", 3: "host", 4: "multi", 0xFFFFFFFF: 
 FEATURE_LENGTHS = 1  # lengths (padding masks)
 FEATURE_CROSS = 2    # x_kv, kv_seq_len, kv_lengths (cross-attention)
 FEATURE_PROBS = 4    # probs (the attention weights)
-FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs"}
+FEATURE_DECODE = 8   # k_cache, v_cache, cache_len and the NAME_decode entries
+FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
+            FEATURE_DECODE: "decode"}
 
 # Status codes by name (the ones the package raises itself).
+ERR_NULL_ARG = 1
 ERR_BAD_SHAPE = 2
 ERR_BUFFER_SIZE = 4
 ERR_THREADS = 6
@@ -118,7 +121,57 @@ class ForwardArgs(C.Structure):
         ("kv_lengths", C.POINTER(C.c_int32)),
         ("probs", C.POINTER(C.c_float)),
         ("probs_floats", C.c_int64),
+        # KV cache (FEATURE_DECODE); added within version 2, see below.
+        ("k_cache", C.POINTER(C.c_float)),
+        ("v_cache", C.POINTER(C.c_float)),
+        ("cache_floats", C.c_int64),
+        ("cache_len", C.c_int64),
+    ]
+
+
+# ATTNC_FORWARD_ARGS_SIZE_V2_0: sizeof(attnc_forward_args) without the
+# KV-cache fields (the first version-2 struct). Kernels of either age accept
+# it, so a call without a cache passes it (as the C runtime does); a call
+# with a cache passes C.sizeof(ForwardArgs).
+FORWARD_ARGS_SIZE_V2_0 = ForwardArgs.k_cache.offset
+
+
+class DecodeArgs(C.Structure):
+    """attnc_decode_args: one decode step (FEATURE_DECODE)."""
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("reserved0", C.c_uint32),
+        ("packed", C.POINTER(C.c_float)),
+        ("packed_floats", C.c_int64),
+        ("x", C.POINTER(C.c_float)),
+        ("x_floats", C.c_int64),
+        ("y", C.POINTER(C.c_float)),
+        ("y_floats", C.c_int64),
+        ("batch", C.c_int64),
+        ("positions", C.POINTER(C.c_int32)),
+        ("k_cache", C.POINTER(C.c_float)),
+        ("v_cache", C.POINTER(C.c_float)),
+        ("cache_floats", C.c_int64),
+        ("cache_len", C.c_int64),
+        ("workspace", C.c_void_p),
+        ("workspace_bytes", C.c_int64),
+        ("parallel_for", ParallelForFn),
+        ("parallel_ctx", C.c_void_p),
+        ("num_threads", C.c_int32),
+        ("reserved1", C.c_int32),
     ]
 
 
 QueryFn = C.CFUNCTYPE(C.POINTER(KernelInfo), C.c_uint32)
+
+# Entry-point prototypes (restype, argtypes), set on the library's symbols.
+PACK_PROTO = (C.c_int, [C.POINTER(C.POINTER(C.c_float)), C.POINTER(C.c_int64), C.c_int64,
+                        C.POINTER(C.c_float), C.c_int64])
+# int64_t NAME_workspace_size(int64_t batch, int64_t seq_len, int64_t kv_seq_len)
+WORKSPACE_SIZE_PROTO = (C.c_int64, [C.c_int64, C.c_int64, C.c_int64])
+# int NAME_forward(const attnc_forward_args *)
+FORWARD_PROTO = (C.c_int, [C.POINTER(ForwardArgs)])
+# int64_t NAME_decode_workspace_size(int64_t batch, int64_t cache_len)
+DECODE_WORKSPACE_SIZE_PROTO = (C.c_int64, [C.c_int64, C.c_int64])
+# int NAME_decode(const attnc_decode_args *)
+DECODE_PROTO = (C.c_int, [C.POINTER(DecodeArgs)])

@@ -4,7 +4,9 @@ every field's offset, as ctypes computes them, equal what the C compiler
 computes from runtime/include/attnc/runtime/abi.h, and the constants the
 package decodes (features, masks, status codes) equal abi.h's macros (a C
 program generated from the ctypes field lists prints sizeof/offsetof and
-the macros).
+the macros). Structs: attnc_tensor_info, attnc_kernel_info,
+attnc_forward_args (with the KV-cache fields, and
+ATTNC_FORWARD_ARGS_SIZE_V2_0, the size without them) and attnc_decode_args.
 
 Usage: abi_layout.py --cc CC --include DIR --work DIR
 """
@@ -18,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from attnc import _abi  # noqa: E402
 
 STRUCTS = {"attnc_tensor_info": _abi.TensorInfo, "attnc_kernel_info": _abi.KernelInfo,
-           "attnc_forward_args": _abi.ForwardArgs}
+           "attnc_forward_args": _abi.ForwardArgs, "attnc_decode_args": _abi.DecodeArgs}
 
 
 def main():
@@ -42,10 +44,19 @@ def main():
               "ATTNC_FEATURE_LENGTHS": _abi.FEATURE_LENGTHS,
               "ATTNC_FEATURE_CROSS": _abi.FEATURE_CROSS,
               "ATTNC_FEATURE_PROBS": _abi.FEATURE_PROBS,
+              "ATTNC_FEATURE_DECODE": _abi.FEATURE_DECODE,
+              "ATTNC_FORWARD_ARGS_SIZE_V2_0": _abi.FORWARD_ARGS_SIZE_V2_0,
+              "ATTNC_ERR_NULL_ARG": _abi.ERR_NULL_ARG,
               "ATTNC_ERR_BAD_SHAPE": _abi.ERR_BAD_SHAPE,
               "ATTNC_ERR_BUFFER_SIZE": _abi.ERR_BUFFER_SIZE,
               "ATTNC_ERR_THREADS": _abi.ERR_THREADS,
               "ATTNC_ERR_ARGS": _abi.ERR_ARGS}
+    # Every feature bit the package names, and nothing else.
+    named = {"ATTNC_FEATURE_" + n.upper(): bit for bit, n in _abi.FEATURES.items()}
+    for macro in named:
+        if macro not in macros or macros[macro] != named[macro]:
+            print(f"FAIL: _abi.FEATURES names {macro} = {named[macro]}, not checked")
+            return 1
     masks = {v: k for k, v in _abi.MASKS.items()}
     for name, c in (("none", "NONE"), ("causal", "CAUSAL"), ("padding", "PADDING"),
                     ("causal+padding", "CAUSAL_PADDING"),
