@@ -3,8 +3,12 @@
 # examples/gpt2-small.yaml (default target: AVX-512 + AVX2 in one library)
 # and the FP32 peak probe, installs the peers' OpenMP OpenBLAS if missing,
 # then runs tests/bench/bench_block.py: one table, bench.csv and bench.svg
-# in build/bench/. Takes 10-20 minutes on a 2-core machine; extra arguments
-# go to bench_block.py (e.g. --seq 128 512 --threads 1 for a quick look).
+# in build/bench/; then the KV-cache decode step at T_past = 1024
+# (tests/bench/bench_decode.py: attnc against the read-bandwidth floor and
+# torch/NumPy decode steps, build/bench/decode.csv). Takes 10-20 minutes
+# on a 2-core machine; extra arguments go to bench_block.py (e.g. --seq
+# 128 512 --threads 1 for a quick look). BENCH_DECODE=0 skips the decode
+# row, BENCH_BLOCK=0 the block table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -19,6 +23,16 @@ mkdir -p "$out"
 grep -v '^max_seq_len' examples/gpt2-small.yaml > "$out/gpt2-small-unbounded.yaml"
 ./build/tools/attnc "$out/gpt2-small-unbounded.yaml" -o "$out/libgpt2_small_attn.so"
 cc -O2 -pthread tests/bench/peak_fma.c -o "$out/peak_fma"
-/usr/bin/python3 tests/bench/bench_block.py --attnc-run build/tools/attnc-run \
-  --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" --peer-procs 1 \
-  --csv "$out/bench.csv" --svg "$out/bench.svg" "$@"
+if [ "${BENCH_BLOCK:-1}" != 0 ]; then
+  /usr/bin/python3 tests/bench/bench_block.py --attnc-run build/tools/attnc-run \
+    --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" --peer-procs 1 \
+    --csv "$out/bench.csv" --svg "$out/bench.svg" "$@"
+fi
+if [ "${BENCH_DECODE:-1}" != 0 ]; then
+  ./build/tools/attnc examples/gpt2-decode.yaml -o "$out/libgpt2_decode_attn.so"
+  cc -O2 -pthread tests/bench/read_bw.c -o "$out/read_bw"
+  rm -f "$out/decode.csv"
+  /usr/bin/python3 tests/bench/bench_decode.py --attnc-run build/tools/attnc-run \
+    --lib "$out/libgpt2_decode_attn.so" --read-bw "$out/read_bw" --threads 1 2 \
+    --csv "$out/decode.csv"
+fi
