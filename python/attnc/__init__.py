@@ -17,7 +17,7 @@ Pure Python: the kernel library is opened with ctypes, its
 attnc_kernel_info (ABI version 2) is mirrored in attnc._abi, and nothing
 is compiled. Weights are packed once (NAME_pack) into a float32 array;
 forward (and decode) allocate the workspace NAME_workspace_size
-(NAME_decode_workspace_size) asks for and check every argument (features,
+(NAME_decode_workspace_bytes) asks for and check every argument (features,
 shapes, dtypes, length and position ranges) before the call, raising
 attnc.ArgumentError. See docs/embedding.md.
 """
@@ -113,7 +113,7 @@ class Kernel:
         self._decode = self._decode_workspace_size = None
         if info.features & _abi.FEATURE_DECODE:
             try:
-                self._decode_workspace_size = sym("decode_workspace_size")
+                self._decode_workspace_size = sym("decode_workspace_bytes")
                 self._decode = sym("decode")
             except AttributeError as e:
                 raise AttncError(f"{self.path}: missing entry point ({e}; features "
@@ -562,7 +562,7 @@ class Kernel:
         return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
 
     def decode_workspace_size(self, batch, cache_len):
-        """NAME_decode_workspace_size: bytes of scratch decode needs (-1:
+        """NAME_decode_workspace_bytes: bytes of scratch decode needs (-1:
         shape refused)."""
         self._no_decode("decode_workspace_size")
         return int(self._decode_workspace_size(batch, cache_len))
@@ -627,7 +627,7 @@ class Kernel:
 
         ws_bytes = self.decode_workspace_size(batch, cache_len)
         if ws_bytes < 0:
-            raise AttncError(f"{self.name}: {self.name}_decode_workspace_size(batch "
+            raise AttncError(f"{self.name}: {self.name}_decode_workspace_bytes(batch "
                              f"{batch}, cache_len {cache_len}) refused the shape "
                              f"(max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view

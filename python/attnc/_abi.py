@@ -171,7 +171,7 @@ PACK_PROTO = (C.c_int, [C.POINTER(C.POINTER(C.c_float)), C.POINTER(C.c_int64), C
 WORKSPACE_SIZE_PROTO = (C.c_int64, [C.c_int64, C.c_int64, C.c_int64])
 # int NAME_forward(const attnc_forward_args *)
 FORWARD_PROTO = (C.c_int, [C.POINTER(ForwardArgs)])
-# int64_t NAME_decode_workspace_size(int64_t batch, int64_t cache_len)
+# int64_t NAME_decode_workspace_bytes(int64_t batch, int64_t cache_len)
 DECODE_WORKSPACE_SIZE_PROTO = (C.c_int64, [C.c_int64, C.c_int64])
 # int NAME_decode(const attnc_decode_args *)
 DECODE_PROTO = (C.c_int, [C.POINTER(DecodeArgs)])

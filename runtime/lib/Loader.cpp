@@ -476,13 +476,13 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
     return fail(LoadError::MissingEntry,
                 "missing entry point " + name + missing);
   if (info->features & ATTNC_FEATURE_DECODE) {
-    decodeWsSize_ = reinterpret_cast<attnc_decode_workspace_size_fn>(
-        sym("_decode_workspace_size"));
+    decodeWsSize_ = reinterpret_cast<attnc_decode_workspace_bytes_fn>(
+        sym("_decode_workspace_bytes"));
     decode_ = reinterpret_cast<attnc_decode_fn>(sym("_decode"));
     if (!decodeWsSize_ || !decode_)
       return fail(LoadError::MissingEntry,
                   "missing entry point " + name +
-                      (!decodeWsSize_ ? "_decode_workspace_size" : "_decode") +
+                      (!decodeWsSize_ ? "_decode_workspace_bytes" : "_decode") +
                       " (features declares decode)");
   }
 
@@ -673,9 +673,15 @@ bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
       !(f & ATTNC_FEATURE_DECODE))
     return notTaken("a KV cache", "decode");
   if ((variants.kCache != nullptr) != (variants.vCache != nullptr) ||
-      (variants.kCache && variants.cacheLen < seqLen)) {
+      (variants.kCache && variants.cacheLen < seqLen) ||
+      (!variants.kCache && variants.cacheLen != 0)) {
     why = "the KV cache needs both k_cache and v_cache with cache_len >= "
-          "seq_len (" + num(seqLen) + "), got cache_len " + num(variants.cacheLen);
+          "seq_len (" + num(seqLen) + "), got cache_len " + num(variants.cacheLen) +
+          (variants.kCache ? "" : variants.vCache ? " and no k_cache" : " and no caches");
+    return false;
+  }
+  if (variants.kCache && variants.kCache == variants.vCache) {
+    why = "k_cache and v_cache are the same buffer";
     return false;
   }
   if (!checkShape(batch, seqLen, variants.kvSeqLen, why))
@@ -711,6 +717,18 @@ int Kernel::forward(const float *packed, const float *x, float *y,
   std::string why;
   if (!checkShape(batch, seqLen, variants.kvSeqLen, why)) // also (batch, seqLen)
     return ATTNC_ERR_BAD_SHAPE;
+  // The KV cache's refusals carry the codes the library gives them.
+  if ((info_->features & ATTNC_FEATURE_DECODE) &&
+      (variants.kCache || variants.vCache || variants.cacheLen)) {
+    if ((variants.kCache != nullptr) != (variants.vCache != nullptr))
+      return ATTNC_ERR_NULL_ARG;
+    if (!variants.kCache)
+      return ATTNC_ERR_BUFFER_SIZE; // a cache_len without caches
+    if (variants.kCache == variants.vCache)
+      return ATTNC_ERR_ARGS;
+    if (variants.cacheLen < seqLen || !checkShape(batch, variants.cacheLen, why))
+      return ATTNC_ERR_BAD_SHAPE;
+  }
   if (!checkVariants(batch, seqLen, variants, probs, why))
     return ATTNC_ERR_ARGS;
   return forwardChecked(packed, x, y, batch, seqLen, variants, probs,
@@ -798,7 +816,7 @@ int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
     return -1;
   }
   int64_t need = decodeWsSize_(batch, cacheLen);
-  const std::string call = std::string(info_->name) + "_decode_workspace_size(" +
+  const std::string call = std::string(info_->name) + "_decode_workspace_bytes(" +
                            num(batch) + ", " + num(cacheLen) + ")";
   if (need < 0) {
     why = call + " returned " + num(need) + " (shape refused)";
@@ -819,7 +837,11 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
                    const int32_t *positions, float *kCache, float *vCache,
                    int64_t cacheLen, std::vector<unsigned char> &workspace,
                    int threads, attnc_parallel_for_fn hook, void *hookCtx) const {
-  if (!decode_ || !positions)
+  if (!decode_)
+    return ATTNC_ERR_ARGS;
+  if (!positions || !x || !y || !kCache || !vCache || !packed)
+    return ATTNC_ERR_NULL_ARG;
+  if (kCache == vCache)
     return ATTNC_ERR_ARGS;
   std::string why;
   int64_t need = decodeWorkspaceBytes(batch, cacheLen, why);

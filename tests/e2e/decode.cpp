@@ -190,7 +190,8 @@ int main(int argc, char **argv) {
   }
 
   // The entry's checks: a position outside [0, cache_len), a cache
-  // shorter than the prompt, one cache without the other.
+  // shorter than the prompt, one cache without the other, one buffer as
+  // both caches, no positions.
   pos[0] = int32_t(cacheLen);
   int bad1 = k.decode(packed.data(), x.data(), y.data(), batch, pos.data(),
                       kCache.data(), vCache.data(), cacheLen, ws, int(threads));
@@ -209,12 +210,23 @@ int main(int argc, char **argv) {
   oneCache.cacheLen = cacheLen;
   int bad4 = k.forward(packed.data(), tokens[1].data(), y2.data(), 1, 2, oneCache,
                        nullptr, ws, int(threads));
-  if (bad1 != ATTNC_ERR_ARGS || bad2 != ATTNC_ERR_ARGS || bad3 != ATTNC_ERR_ARGS ||
-      bad4 != ATTNC_ERR_ARGS) {
-    std::printf("decode: FAIL: bad arguments returned %d %d %d %d, expected %d\n",
-                bad1, bad2, bad3, bad4, ATTNC_ERR_ARGS);
-    return 1;
-  }
+  attnrt::VariantInputs sameCache;
+  sameCache.kCache = sameCache.vCache = kCache.data();
+  sameCache.cacheLen = cacheLen;
+  int bad5 = k.forward(packed.data(), tokens[1].data(), y2.data(), 1, 2, sameCache,
+                       nullptr, ws, int(threads));
+  int bad6 = k.decode(packed.data(), x.data(), y.data(), batch, nullptr, kCache.data(),
+                      vCache.data(), cacheLen, ws, int(threads));
+  // The runtime refuses these with the codes the library gives them.
+  const int want[] = {ATTNC_ERR_ARGS, ATTNC_ERR_ARGS, ATTNC_ERR_BAD_SHAPE,
+                      ATTNC_ERR_NULL_ARG, ATTNC_ERR_ARGS, ATTNC_ERR_NULL_ARG};
+  const int got6[] = {bad1, bad2, bad3, bad4, bad5, bad6};
+  for (int i = 0; i < 6; ++i)
+    if (got6[i] != want[i]) {
+      std::printf("decode: FAIL: bad argument case %d returned %d, expected %d\n",
+                  i + 1, got6[i], want[i]);
+      return 1;
+    }
 
   std::printf("decode: %s, batch %lld, prompts", ki.name, (long long)batch);
   for (int64_t n : prompt)

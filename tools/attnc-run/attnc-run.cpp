@@ -1153,8 +1153,11 @@ int main(int argc, char **argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
     std::sort(ms.begin(), ms.end());
+    // A sliding window reads only the last `window` rows of the cache.
+    const int64_t rowsRead =
+        ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
     double bytes = 4.0 * (double(ki.packed_floats) +
-                          2.0 * double(batch * ki.kv_heads * seq * ki.head_dim));
+                          2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim));
     std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
                 "%lld calls, %lld thread%s, min %.3f ms, median %.3f ms per call; "
                 "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",

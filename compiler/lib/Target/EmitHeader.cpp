@@ -126,7 +126,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   if (spec.decode)
     os << "/* Bytes of workspace " << n << "_decode needs (independent of how full\n"
           " * the cache is); -1 when batch < 1 or cache_len is out of range. */\n"
-       << "int64_t " << n << "_decode_workspace_size(int64_t batch, int64_t cache_len);\n\n"
+       << "int64_t " << n << "_decode_workspace_bytes(int64_t batch, int64_t cache_len);\n\n"
        << "/* One decode step: args->x [batch, 1, " << N << "_D_MODEL] holds each\n"
           " * sequence's new token; its K and V go into row positions[b] of the\n"
           " * caches (layout as above, filled by " << n << "_forward and earlier\n"

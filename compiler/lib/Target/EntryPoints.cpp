@@ -10,7 +10,7 @@
 // and once `void NAME__pack_impl(const float *const *w, float *packed)`,
 // which the C glue (KernelGlue.c) calls; `attnc_call` is the record the glue
 // fills (pointers, workspace, batch, seq_len, and the variants' inputs). With
-// decode: true, NAME_decode__V_ws/_tasks/_run wrap the decode entry's code
+// decode: true, NAME__V_decode_ws/_tasks/_run wrap the decode entry's code
 // path the same way (same record; seq_len = 1). Every function of a code path
 // gets that path's target-cpu/target-features, so one module (and one .so)
 // holds AVX-512 and AVX2 code side by side.
@@ -141,8 +141,14 @@ struct WrapperBuilder {
   }
 
   bool variant(const std::string &isa, bool decode, std::string &error) {
-    std::string base = spec.name + (decode ? "_decode__" : "__") +
-                       attnc::variantSuffix(isa).str();
+    // The lowered functions (internal after this) and the wrappers the C
+    // glue calls (hidden, so they must not collide when several kernels
+    // link into one program): NAME__ISA_{ws,tasks,run} for forward,
+    // NAME__ISA_decode_{ws,tasks,run} for decode. No other kernel's name
+    // plus a suffix spells these.
+    std::string suffix = attnc::variantSuffix(isa).str();
+    std::string base = spec.name + (decode ? "_decode__" : "__") + suffix;
+    std::string wrap = spec.name + "__" + suffix + (decode ? "_decode" : "");
     Function *ws = m.getFunction(base + "__ws");
     Function *tasks = m.getFunction(base + "__tasks");
     Function *run = m.getFunction(base + "__run");
@@ -151,17 +157,17 @@ struct WrapperBuilder {
       return false;
     }
     {
-      Function *fn = define(base + "_ws", i64, {ptr});
+      Function *fn = define(wrap + "_ws", i64, {ptr});
       b.CreateRet(b.CreateCall(ws, forwardArgs(fn->getArg(0), decode)));
     }
     {
-      Function *fn = define(base + "_tasks", i64, {ptr, i64});
+      Function *fn = define(wrap + "_tasks", i64, {ptr, i64});
       auto args = forwardArgs(fn->getArg(0), decode);
       args.push_back(fn->getArg(1));
       b.CreateRet(b.CreateCall(tasks, args));
     }
     {
-      Function *fn = define(base + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
+      Function *fn = define(wrap + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
       auto args = forwardArgs(fn->getArg(0), decode);
       for (unsigned i = 1; i < 4; ++i)
         args.push_back(fn->getArg(i));
@@ -172,7 +178,8 @@ struct WrapperBuilder {
     std::string cpu, features;
     attnc::targetCpuAndFeatures(isa, cpu, features);
     for (Function &f : m)
-      if (!f.isDeclaration() && f.getName().starts_with(base + "_")) {
+      if (!f.isDeclaration() && (f.getName().starts_with(base + "_") ||
+                                 f.getName().starts_with(wrap + "_"))) {
         f.addFnAttr("target-cpu", cpu);
         if (!features.empty())
           f.addFnAttr("target-features", features);

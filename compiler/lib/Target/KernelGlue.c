@@ -198,8 +198,11 @@ static void k_pool_drain(void) {
 
 static void *k_pool_worker(void *arg) {
   int id = (int)(intptr_t)arg;
-  unsigned long long seen = 0;
+  int mine = 0;
   pthread_mutex_lock(&k_pool.mu);
+  /* A job started before this worker existed is not its job (after a fork
+   * or k_pool_stop, gen keeps counting). */
+  unsigned long long seen = k_pool.gen;
   ++k_pool.alive;
   pthread_cond_broadcast(&k_pool.done);
   pthread_mutex_unlock(&k_pool.mu);
@@ -207,7 +210,8 @@ static void *k_pool_worker(void *arg) {
     /* The phases of a call follow each other within microseconds: spin a
      * little for the next job before sleeping on the condition variable
      * (a futex round trip costs more than a short phase). */
-    k_spin_while_equal(&k_pool.gen, seen);
+    if (mine)
+      k_spin_while_equal(&k_pool.gen, seen);
     pthread_mutex_lock(&k_pool.mu);
     while (k_pool.gen == seen && !k_pool.quit)
       pthread_cond_wait(&k_pool.work, &k_pool.mu);
@@ -216,7 +220,7 @@ static void *k_pool_worker(void *arg) {
       return NULL;
     }
     seen = k_pool.gen;
-    int mine = id < k_pool.limit;
+    mine = id < k_pool.limit;
     pthread_mutex_unlock(&k_pool.mu);
     if (!mine)
       continue;
@@ -419,6 +423,8 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if ((k_cache != NULL) != (v_cache != NULL))
     return ATTNC_ERR_NULL_ARG;
   if (k_cache) {
+    if (k_cache == v_cache)
+      return ATTNC_ERR_ARGS;
     if (cache_len < a->seq_len || !k_shape_ok(a->batch, cache_len))
       return ATTNC_ERR_BAD_SHAPE;
     if (cache_floats != a->batch * cache_len * K_KV_HEADS * K_HEAD_DIM)
@@ -453,7 +459,7 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
 }
 
 #if K_FEATURES & ATTNC_FEATURE_DECODE
-K_EXPORT int64_t KSYM(decode_workspace_size)(int64_t batch, int64_t cache_len) {
+K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t cache_len) {
   if (!k_shape_ok(batch, 1) || !k_shape_ok(batch, cache_len))
     return -1;
   attnc_call c;
@@ -479,6 +485,8 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   if (!a->packed || !a->x || !a->y || !a->positions || !a->k_cache ||
       !a->v_cache)
     return ATTNC_ERR_NULL_ARG;
+  if (a->k_cache == a->v_cache)
+    return ATTNC_ERR_ARGS;
   if (!k_shape_ok(a->batch, 1) || !k_shape_ok(a->batch, a->cache_len))
     return ATTNC_ERR_BAD_SHAPE;
   if (a->packed_floats != K_PACKED_FLOATS ||

@@ -110,7 +110,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     for (bool decode : {false, true}) {
       if (decode && !spec.decode)
         continue;
-      std::string base = n + (decode ? "_decode__" : "__") + variantSuffix(v).str();
+      std::string base = n + "__" + variantSuffix(v).str() + (decode ? "_decode" : "");
       ts << "int64_t " << base << "_ws(const attnc_call *);\n"
          << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
          << "void " << base << "_run(const attnc_call *, int64_t, int64_t, int64_t);\n";
@@ -131,7 +131,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     ts << "  {" << isaMacro(v, 0) << ", " << check << ", " << base << "_ws, "
        << base << "_tasks, " << base << "_run, ";
     if (spec.decode) {
-      std::string dbase = n + "_decode__" + variantSuffix(v).str();
+      std::string dbase = base + "_decode";
       ts << dbase << "_ws, " << dbase << "_tasks, " << dbase << "_run},\n";
     } else {
       ts << "0, 0, 0},\n";

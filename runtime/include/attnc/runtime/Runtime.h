@@ -129,7 +129,7 @@ public:
 
   /// True when the kernel has the decode entry (ATTNC_FEATURE_DECODE).
   bool hasDecode() const { return decode_ != nullptr; }
-  /// NAME_decode_workspace_size(batch, cacheLen), checked against the
+  /// NAME_decode_workspace_bytes(batch, cacheLen), checked against the
   /// metadata's bound for batch tokens; -1 with the reason when refused.
   int64_t decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
                                std::string &why) const;
@@ -157,7 +157,7 @@ private:
   attnc_pack_fn pack_ = nullptr;
   attnc_workspace_size_fn wsSize_ = nullptr;
   attnc_forward_fn forward_ = nullptr;
-  attnc_decode_workspace_size_fn decodeWsSize_ = nullptr;
+  attnc_decode_workspace_bytes_fn decodeWsSize_ = nullptr;
   attnc_decode_fn decode_ = nullptr;
 };
 

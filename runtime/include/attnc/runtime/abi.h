@@ -13,8 +13,12 @@
  *
  * and, when info->features has ATTNC_FEATURE_DECODE (spec: decode: true),
  *
- *   int64_t NAME_decode_workspace_size(int64_t batch, int64_t cache_len);
+ *   int64_t NAME_decode_workspace_bytes(int64_t batch, int64_t cache_len);
  *   int     NAME_decode(const attnc_decode_args *args);
+ *
+ * (no exported suffix ends with another one, so no kernel's NAME_suffix
+ * spells another kernel's symbol: a kernel named NAME_decode exports
+ * NAME_decode_workspace_size, never NAME_decode_workspace_bytes)
  *
  * and, in shared objects only, attnc_query (the same as NAME_query) so a
  * loader can open a library without knowing NAME. Static archives export
@@ -34,6 +38,8 @@
  * ATTNC_FORWARD_ARGS_SIZE_V2_0 (the struct without the cache fields, as
  * the first version-2 header declared it), so a caller that does not use
  * the cache can pass the smaller size to kernels of either age.
+ * A runtime older than these additions refuses a library that declares
+ * ATTNC_FEATURE_DECODE (an unknown features bit) as bad metadata.
  *
  * Plain C99; no C++ types cross this boundary.
  *===---------------------------------------------------------------------===*/
@@ -235,7 +241,7 @@ typedef struct attnc_decode_args {
   int64_t cache_floats;   /* each cache: batch*kv_heads*cache_len*head_dim */
   int64_t cache_len;
   void *workspace;
-  int64_t workspace_bytes; /* >= NAME_decode_workspace_size(batch, cache_len) */
+  int64_t workspace_bytes; /* >= NAME_decode_workspace_bytes(batch, cache_len) */
   attnc_parallel_for_fn parallel_for; /* as in attnc_forward_args */
   void *parallel_ctx;
   int32_t num_threads;
@@ -249,7 +255,7 @@ typedef int (*attnc_pack_fn)(const float *const *weights,
 typedef int64_t (*attnc_workspace_size_fn)(int64_t batch, int64_t seq_len,
                                            int64_t kv_seq_len);
 typedef int (*attnc_forward_fn)(const attnc_forward_args *args);
-typedef int64_t (*attnc_decode_workspace_size_fn)(int64_t batch,
+typedef int64_t (*attnc_decode_workspace_bytes_fn)(int64_t batch,
                                                   int64_t cache_len);
 typedef int (*attnc_decode_fn)(const attnc_decode_args *args);
 
