@@ -303,13 +303,22 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   const int64_t dv = (D + vl - 1) / vl;   // head_dim vectors (last may be partial)
   const int64_t dTail = D - (dv - 1) * vl; // lanes of the last one
   const int64_t dp = dv * vl;
-  // Rows of O updated together: RR*dv accumulators + dv V vectors + 1.
-  int64_t rr = 1;
-  for (int64_t c = mq; c >= 1; --c)
-    if (mq % c == 0 && c * dv + dv + 1 <= t.getRegisters()) {
-      rr = c;
-      break;
-    }
+  // P·V in register blocks of RR rows x DC head_dim vectors: RR*DC
+  // accumulators + DC V vectors + 1 broadcast within the register file
+  // (head_dim in DC-vector chunks when a whole row of O does not fit, as
+  // with AVX2's 16 registers and head_dim 64). The largest RR*DC wins, a
+  // wider DC on ties (fewer passes over the block's scores).
+  int64_t rr = 1, dc = 1;
+  for (int64_t d = dv; d >= 1; --d) {
+    if (dv % d != 0)
+      continue;
+    for (int64_t c = mq; c >= 1; --c)
+      if (mq % c == 0 && c * d + d + 1 <= t.getRegisters()) {
+        if (c * d > rr * dc)
+          rr = c, dc = d;
+        break;
+      }
+  }
   const MaskShape ms(op);
   const bool causal = ms.causal, windowed = ms.windowed;
   const int64_t window = ms.window;
@@ -523,13 +532,14 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         }
         return next;
       });
-      // O = alpha*O + P·V, RR rows at a time with the rows in registers.
+      // O = alpha*O + P·V, RR rows x DC vectors at a time in registers.
+      for (int64_t c0 = 0; c0 < dv; c0 += dc)
       loop(cb, zero, idx(cb, mq), idx(cb, rr), {}, [&](ImplicitLocOpBuilder &c1, Value r0, ValueRange) {
         SmallVector<Value> acc;
         for (int64_t i = 0; i < rr; ++i) {
           Value a = vector::BroadcastOp::create(
               c1, vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 0), add(c1, r0, i)}));
-          for (int64_t ch = 0; ch < dv; ++ch)
+          for (int64_t ch = c0; ch < c0 + dc; ++ch)
             acc.push_back(arith::MulFOp::create(
                 c1, vector::LoadOp::create(c1, vt, O, ValueRange{add(c1, r0, i), idx(c1, ch * vl)}),
                 a));
@@ -537,7 +547,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         scf::ForOp pv = loop(c1, zero, cnt, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
           Value j = arith::AddIOp::create(c2, j0, jj);
           SmallVector<Value> vv, next(a.begin(), a.end());
-          for (int64_t ch = 0; ch < dv; ++ch) {
+          for (int64_t ch = c0; ch < c0 + dc; ++ch) {
             SmallVector<Value> at{bi, hk, j, idx(c2, ch * vl)};
             if (ch + 1 < dv || dTail == vl)
               vv.push_back(vector::LoadOp::create(c2, vt, v, at));
@@ -548,12 +558,15 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
           for (int64_t i = 0; i < rr; ++i) {
             Value p = vector::BroadcastOp::create(
                 c2, vt, memref::LoadOp::create(c2, ST, ValueRange{jj, add(c2, r0, i)}));
-            for (int64_t ch = 0; ch < dv; ++ch)
-              next[i * dv + ch] = vector::FMAOp::create(c2, p, vv[ch], a[i * dv + ch]);
+            for (int64_t ch = 0; ch < dc; ++ch)
+              next[i * dc + ch] = vector::FMAOp::create(c2, p, vv[ch], a[i * dc + ch]);
           }
           return next;
         });
-        storeBlock(c1, pv, rr, dv, O, r0);
+        for (int64_t i = 0; i < rr; ++i)
+          for (int64_t ch = 0; ch < dc; ++ch)
+            vector::StoreOp::create(c1, pv.getResult(i * dc + ch), O,
+                                    ValueRange{add(c1, r0, i), idx(c1, (c0 + ch) * vl)});
         return SmallVector<Value>{};
       });
       SmallVector<Value> next(mNew);
