@@ -103,6 +103,19 @@ static int k_shape_ok(int64_t batch, int64_t seq) {
   return 1;
 }
 
+/* The workspace of a call: the largest any code path asks for (the one
+ * that runs is chosen per call), for forward or, with `decode`, the decode
+ * entry. */
+static int64_t k_max_ws(const attnc_call *c, int decode) {
+  int64_t need = 0;
+  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
+    int64_t n = decode ? k_variants[i].decode_ws(c) : k_variants[i].ws(c);
+    if (n > need)
+      need = n;
+  }
+  return need;
+}
+
 K_EXPORT int64_t KSYM(workspace_size)(int64_t batch, int64_t seq_len,
                              int64_t kv_seq_len) {
   if (!k_shape_ok(batch, seq_len))
@@ -118,13 +131,7 @@ K_EXPORT int64_t KSYM(workspace_size)(int64_t batch, int64_t seq_len,
   c.batch = batch;
   c.seq = seq_len;
   c.kv_seq = kv_seq_len;
-  int64_t need = 0;
-  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
-    int64_t n = k_variants[i].ws(&c);
-    if (n > need)
-      need = n;
-  }
-  return need;
+  return k_max_ws(&c, 0);
 }
 
 K_EXPORT int KSYM(pack)(const float *const *weights, const int64_t *weight_floats,
@@ -467,13 +474,7 @@ K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t cache_len) 
   c.batch = batch;
   c.seq = 1;
   c.cache_len = cache_len;
-  int64_t need = 0;
-  for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i) {
-    int64_t n = k_variants[i].decode_ws(&c);
-    if (n > need)
-      need = n;
-  }
-  return need;
+  return k_max_ws(&c, 1);
 }
 
 K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
