@@ -106,7 +106,8 @@ int main(int argc, char **argv) {
   bool ok = attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
             attnc::linkSharedObject(obj,
                                     attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
-                                                          comp.targetMachine()->getTargetCPU().str()),
+                                                          comp.targetMachine()->getTargetCPU().str(),
+                                                          comp.ptx()),
                                     sys::path::filename(output).str(),
                                     StringRef(output).ends_with(".a"), outs.tempPath(soOut), err);
   if (ok && hOut >= 0)

@@ -419,6 +419,39 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
 
 LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
+  // The CUDA target has kernels for the fused block (packed GEMMs and
+  // flash attention, GpuKernels.cpp); anything else would be a host loop
+  // over device memory.
+  if (target.getIsa().starts_with("cuda")) {
+    if (!preCopies.lookup(op).empty())
+      return op->emitOpError("the CUDA target needs the copy-free form "
+                             "(attn-fuse-qkv and attn-heads-as-views)");
+    if (auto l = dyn_cast<LinearOp>(op)) {
+      Value in = map.lookup(l.getInput()), w = map.lookup(l.getWeight());
+      Value bias = l.getBias() ? map.lookup(l.getBias()) : Value();
+      auto it = cast<MemRefType>(in.getType());
+      if (!packedCols.count(w) || (bias && !packedCols.count(bias)) ||
+          it.getRank() != 3 || !it.getElementType().isF32())
+        return op->emitOpError("the CUDA target needs packed f32 weights and "
+                               "a rank-3 input");
+      attnc::buildGpuGemm(b, target, in, w, bias, map.lookup(l.getResult()),
+                          packedCols.lookup(w));
+      return success();
+    }
+    if (auto s = dyn_cast<SdpaOp>(op))
+      return attnc::buildGpuAttention(b, target, s, map.lookup(s.getQuery()),
+                                      map.lookup(s.getKey()),
+                                      map.lookup(s.getValue()),
+                                      map.lookup(s.getResult()));
+    if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ProbsOp, CacheAppendOp,
+            MaskRowsOp, ScaleOp, tensor::ConcatOp>(op))
+      return op->emitOpError("is not supported by the CUDA target yet");
+    if (isa<func::ReturnOp>(op))
+      for (auto [r, out] : llvm::zip(returned, outBufs))
+        if (map.lookup(r) != out)
+          return op->emitOpError("the CUDA target needs the result computed "
+                                 "in place (no final copy)");
+  }
   for (auto [src, dst] : preCopies.lookup(op))
     oneTask([&, src = src, dst = dst](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   if (auto l = dyn_cast<LinearOp>(op)) {

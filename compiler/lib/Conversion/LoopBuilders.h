@@ -71,6 +71,22 @@ mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
                                mlir::Value q, mlir::Value k, mlir::Value p,
                                mlir::Value qLens, mlir::Value kvLens);
 
+/// The CUDA target's GEMM (GpuKernels.cpp): the same contract as
+/// buildPackedGemm (no row lengths), as one phase of CUDA blocks of
+/// gemm_mr x gemm_nr outputs with gemm_mc threads; thread regions and
+/// shared/private buffers as GpuKernels.cpp describes.
+void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                  mlir::Value x, mlir::Value wp, mlir::Value bias,
+                  mlir::Value y, int64_t n);
+
+/// The CUDA target's flash attention: blocks of attn_mq queries of one
+/// (batch, head), one thread per query, K/V staged attn_nk rows at a time
+/// in shared memory, online softmax, only the mask's visible key range.
+mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
+                                      attn::TargetAttr target, attn::SdpaOp op,
+                                      mlir::Value q, mlir::Value k,
+                                      mlir::Value v, mlir::Value o);
+
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).
 mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,

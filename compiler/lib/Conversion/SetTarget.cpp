@@ -45,6 +45,20 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isa) {
     return make("x86-avx2", "x86-64-v3", "", 8, 16);
   if (isa == "x86-64")
     return make("x86-64", "x86-64", "", 4, 16);
+  if (isa == "cuda-sm80" || isa == "cuda-sm90") {
+    // A CUDA block is the unit of a task. GEMM: 64 x 64 tiles of y per
+    // block (gemm_mr x gemm_nr), 256 threads (gemm_mc) of 4 x 4 outputs,
+    // K staged through shared memory 16 (gemm_kc) at a time. Attention:
+    // 64 queries per block (attn_mq), one thread per query, keys staged
+    // 32 (attn_nk) at a time. "l1" is the static shared memory a block may
+    // use (48 KiB), "l2" the device's L2 (A100 40 MiB, H100/H200 50 MiB).
+    bool h = isa == "cuda-sm90";
+    return TargetAttr::get(ctx, isa, h ? "sm_90" : "sm_80", "+ptx78",
+                           /*vector_width=*/1, /*registers=*/255, panel,
+                           /*gemm_mr=*/64, /*gemm_nr=*/64, /*gemm_kc=*/16,
+                           /*gemm_mc=*/256, /*attn_mq=*/64, /*attn_kr=*/1,
+                           /*attn_nk=*/32, 48 << 10, (h ? 50 : 40) << 20);
+  }
   if (isa == "host") {
     std::string cpu = llvm::sys::getHostCPUName().str();
     auto f = llvm::sys::getHostCPUFeatures();
@@ -63,6 +77,8 @@ StringRef attnc::variantSuffix(StringRef isa) {
   if (isa == "x86-avx2") return "avx2";
   if (isa == "x86-64") return "x86_64";
   if (isa == "host") return "host";
+  if (isa == "cuda-sm80") return "cuda_sm80";
+  if (isa == "cuda-sm90") return "cuda_sm90";
   return "";
 }
 
@@ -80,7 +96,7 @@ struct SetTargetPass final
       isas = {isa};
     else {
       module.emitError("attnc-set-target: unknown isa '")
-          << isa << "' (multi, x86-avx512, x86-avx2, x86-64, host)";
+          << isa << "' (multi, x86-avx512, x86-avx2, x86-64, host, cuda-sm80, cuda-sm90)";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> fns;

@@ -11,6 +11,15 @@
 //            (wrappers)  (O3, per-ISA            points, metadata, pool)
 //                         function attrs)
 //
+// CUDA targets (cuda-sm80, cuda-sm90) add three stages after loops, whose
+// task bodies are CUDA blocks made of thread regions (GpuKernels.cpp):
+//
+//   loops ──► gpu ──────────► nvvm ─────────► ptx ──► llvm (host part) ...
+//             (gpu.func per   (LLVM + NVVM    (NVPTX back end;
+//              phase, block/   dialects in     embedded in the
+//              thread ids,     the gpu.module) C glue, launched
+//              barriers)                       via libcuda)
+//
 // Every arrow is a pass pipeline (MLIR) or a translation step (LLVM); the
 // same list drives attnc, attnc-dump and attnc-opt.
 //
@@ -22,6 +31,8 @@
 
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "attnc/Conversion/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -48,7 +59,15 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
                 "workspace, packed-panel GEMMs and flash attention as "
                 "parallel task phases (ws/tasks/run functions); plus the "
                 "pack function", false},
-      {"llvm", "the LLVM dialect", false},
+      {"gpu", "CUDA targets: attnc-map-to-gpu, each phase a gpu.func kernel "
+              "(task = block id, thread regions guarded by the thread id and "
+              "separated by barriers, shared and per-thread buffers as "
+              "attributions); ws/tasks stay host functions", false, true},
+      {"nvvm", "CUDA targets: the kernels in the LLVM and NVVM dialects "
+               "(convert-gpu-to-nvvm)", false, true},
+      {"ptx", "CUDA targets: PTX from LLVM's NVPTX back end, embedded in the "
+              "library and loaded through the CUDA driver", false, true},
+      {"llvm", "the LLVM dialect (for CUDA targets, the host part)", false},
       {"llvm-ir", "LLVM IR with the C entry points and metadata record", false},
       {"llvm-ir-opt", "LLVM IR after O3 for the target CPU", false},
       {"asm", "target assembly", false},
@@ -73,6 +92,8 @@ bool attnc::parseIsa(const std::string &s, Isa &out) {
   else if (s == "x86-64") out = Isa::X86_64;
   else if (s == "x86-avx2") out = Isa::Avx2;
   else if (s == "x86-avx512") out = Isa::Avx512;
+  else if (s == "cuda-sm80") out = Isa::CudaSm80;
+  else if (s == "cuda-sm90") out = Isa::CudaSm90;
   else return false;
   return true;
 }
@@ -84,6 +105,8 @@ const char *attnc::isaName(Isa isa) {
   case Isa::X86_64: return "x86-64";
   case Isa::Avx2: return "x86-avx2";
   case Isa::Avx512: return "x86-avx512";
+  case Isa::CudaSm80: return "cuda-sm80";
+  case Isa::CudaSm90: return "cuda-sm90";
   }
   return "?";
 }
@@ -107,6 +130,18 @@ const char *attnc::stagePipeline(const std::string &stage) {
            "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
            "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize";
   return nullptr;
+}
+
+const char *attnc::nvvmPipeline() {
+  // math.exp becomes polynomial arithmetic first (no libdevice calls).
+  return "attnc-approximate-exp,"
+         "gpu.module(expand-strided-metadata,lower-affine,canonicalize,cse,"
+         "loop-invariant-code-motion,convert-scf-to-cf,"
+         // math.fma, math.floor as LLVM intrinsics (fma.rn, cvt.rmi), not
+         // libdevice calls: the PTX has no external references.
+         "convert-math-to-llvm,"
+         "convert-gpu-to-nvvm{index-bitwidth=64},canonicalize,cse,"
+         "reconcile-unrealized-casts)";
 }
 
 std::string attnc::tiledPipeline(Isa isa) {
@@ -197,6 +232,10 @@ LogicalResult attnc::Compilation::run(
     } else if (name == "loops") {
       if (failed(runPasses(stagePipeline("loops"))))
         return failure();
+      // attnc-dump --check of a CUDA target: the same loops, run by the host.
+      if (isCuda(opts_.isa) && opts_.emulateGpuOnHost &&
+          failed(runPasses("attnc-gpu-on-host")))
+        return failure();
       // The plan and what the C glue needs, read off the lowered functions
       // (every code path has the same arguments and workspace).
       LoweredInfo info;
@@ -257,12 +296,49 @@ LogicalResult attnc::Compilation::run(
           failed(runPasses("func.func(canonicalize,cse)")) ||
           failed(verify(*module_)))
         return failure();
+    } else if (stages[i].cudaOnly) {
+      if (!isCuda(opts_.isa) || opts_.emulateGpuOnHost)
+        continue; // not a stage of this target
+      if (name == "gpu") {
+        if (failed(runPasses("attnc-map-to-gpu")))
+          return failure();
+        for (auto f : module_->getOps<func::FuncOp>())
+          if (f.getName() == spec_.name + "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks")
+            if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads"))
+              plan_.lowered.blockThreads.assign(a.asArrayRef().begin(),
+                                                a.asArrayRef().end());
+        if (plan_.lowered.blockThreads.size() != static_cast<size_t>(plan_.lowered.phases))
+          return emitError(module_->getLoc(), "attnc-map-to-gpu: ")
+                 << plan_.lowered.blockThreads.size() << " kernels for "
+                 << plan_.lowered.phases << " phases";
+      } else if (name == "nvvm") {
+        if (failed(runPasses(nvvmPipeline())))
+          return failure();
+      } else if (name == "ptx") {
+        gpu::GPUModuleOp gm;
+        for (auto m : module_->getOps<gpu::GPUModuleOp>())
+          gm = m;
+        if (!gm)
+          return emitError(module_->getLoc(), "no gpu.module to translate");
+        std::string err;
+        if (!emitPtx(gm, opts_.isa, ptx_, err))
+          return emitError(gm.getLoc(), err);
+        // The host part goes on alone: the kernels now live in the PTX.
+        gm.erase();
+        (*module_)->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+        StageView v;
+        v.stage = &stages[i];
+        v.text = ptx_;
+        if (!onStage(v))
+          return success();
+        continue;
+      }
     } else if (name == "llvm") {
       if (failed(runPasses(stagePipeline("llvm"))))
         return failure();
     } else if (name == "llvm-ir") {
       std::string err;
-      tm_ = createTargetMachine(opts_.isa, err);
+      tm_ = createTargetMachine(objectIsa(), err);
       if (!tm_)
         return emitError(module_->getLoc(), err);
       // attn.* argument tags have served their purpose (pack plan, ABI);

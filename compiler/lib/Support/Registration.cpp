@@ -9,6 +9,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
@@ -16,6 +17,7 @@ void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
   registry.insert<attnc::attn::AttnDialect>();
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry); // CUDA kernels -> PTX
 }
 
 void attnc::registerAllAttncPasses() {

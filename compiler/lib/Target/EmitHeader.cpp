@@ -56,7 +56,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   os << ", weights: " << toString(spec.weights) << ", scale: "
      << llvm::format("%.9g", spec.effectiveScale()) << ", target: "
      << isaName(isa) << " */\n";
-  os << "#define " << N << "_FEATURES " << featuresExpr(spec) << "\n\n";
+  os << "#define " << N << "_FEATURES " << featuresExpr(spec, isa) << "\n\n";
   os << "/* Storage-layout weights NAME_pack reads, in this order "
         "(float32, row-major):\n";
   for (size_t i = 0; i < plan.storage.size(); ++i) {

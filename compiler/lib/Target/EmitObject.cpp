@@ -10,6 +10,9 @@
 #include "attnc/Target/Target.h"
 #include "attnc/runtime/abi.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -36,7 +39,9 @@ std::unique_ptr<TargetMachine> attnc::createTargetMachine(Isa isa,
   // The multi-ISA library's baseline is plain x86-64: each function of a
   // code path carries its own target-cpu/target-features (EntryPoints.cpp).
   std::string cpu, features;
-  targetCpuAndFeatures(isa == Isa::Multi ? "x86-64" : isaName(isa), cpu, features);
+  // A CUDA library's host part (glue, sizes, grids) is plain x86-64 too.
+  targetCpuAndFeatures(isa == Isa::Multi || isCuda(isa) ? "x86-64" : isaName(isa),
+                       cpu, features);
   TargetOptions opts;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, opts, Reloc::PIC_, std::nullopt,
@@ -44,6 +49,48 @@ std::unique_ptr<TargetMachine> attnc::createTargetMachine(Isa isa,
   if (!tm)
     error = "cannot create a target machine for " + cpu;
   return tm;
+}
+
+bool attnc::emitPtx(mlir::gpu::GPUModuleOp gm, Isa isa, std::string &ptx,
+                    std::string &error) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  // The kernels (llvm.func in the gpu.module) as a module of their own.
+  mlir::OpBuilder b(gm.getContext());
+  mlir::OwningOpRef<mlir::ModuleOp> m = mlir::ModuleOp::create(gm.getLoc());
+  b.setInsertionPointToEnd(m->getBody());
+  for (mlir::Operation &op : gm.getBody()->getOperations())
+    b.clone(op);
+  LLVMContext ctx;
+  std::unique_ptr<Module> lm =
+      mlir::translateModuleToLLVMIR(*m, ctx, gm.getName());
+  if (!lm) {
+    error = "translation of the kernels to LLVM IR failed";
+    return false;
+  }
+  Triple triple("nvptx64-nvidia-cuda");
+  const Target *target = TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  const char *sm = isa == Isa::CudaSm80 ? "sm_80" : "sm_90";
+  TargetOptions opts;
+  std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
+      triple, sm, "+ptx78", opts, std::nullopt, std::nullopt,
+      CodeGenOptLevel::Aggressive));
+  if (!tm) {
+    error = std::string("cannot create an NVPTX target machine for ") + sm;
+    return false;
+  }
+  lm->setTargetTriple(triple);
+  lm->setDataLayout(tm->createDataLayout());
+  optimizeModule(*lm, *tm);
+  SmallVector<char, 0> text;
+  if (!emitCode(*lm, *tm, /*assembly=*/true, text, error))
+    return false;
+  ptx.assign(text.begin(), text.end());
+  return true;
 }
 
 void attnc::optimizeModule(Module &m, TargetMachine &tm) {

@@ -152,7 +152,8 @@ struct WrapperBuilder {
     Function *ws = m.getFunction(base + "__ws");
     Function *tasks = m.getFunction(base + "__tasks");
     Function *run = m.getFunction(base + "__run");
-    if (!ws || !tasks || !run) {
+    bool cuda = StringRef(isa).starts_with("cuda");
+    if (!ws || !tasks || (!run && !cuda)) {
       error = "internal error: lowered functions of code path " + base + " not found";
       return false;
     }
@@ -166,7 +167,19 @@ struct WrapperBuilder {
       args.push_back(fn->getArg(1));
       b.CreateRet(b.CreateCall(tasks, args));
     }
-    {
+    if (cuda) {
+      // The kernels' parameters (the PTX entries take the same expanded
+      // memref descriptors as the host functions): int64_t
+      // NAME__V_args(const attnc_call *c, int64_t *out) stores them in
+      // order (pointers as integers) and returns how many there are.
+      Function *fn = define(wrap + "_args", i64, {ptr, ptr});
+      auto args = forwardArgs(fn->getArg(0), decode);
+      for (auto [i, v] : llvm::enumerate(args)) {
+        Value *x = v->getType()->isPointerTy() ? b.CreatePtrToInt(v, i64) : v;
+        b.CreateStore(x, b.CreateGEP(i64, fn->getArg(1), c64(i)));
+      }
+      b.CreateRet(c64(args.size()));
+    } else {
       Function *fn = define(wrap + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
       auto args = forwardArgs(fn->getArg(0), decode);
       for (unsigned i = 1; i < 4; ++i)

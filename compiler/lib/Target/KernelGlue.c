@@ -9,7 +9,8 @@
  *
  * This file checks every argument of the ABI (sizes included), picks the
  * code path the CPU supports, and runs the phases through the caller's
- * parallel-for hook or a small built-in pthread pool. It has no state but
+ * parallel-for hook or a small built-in pthread pool. With K_CUDA (a CUDA
+ * target) the phases are kernel launches through the CUDA driver instead. It has no state but
  * the pool, which is created on first use with more than one thread and
  * stopped (its workers joined) at exit() and at dlclose().
  *===---------------------------------------------------------------------===*/
@@ -60,6 +61,139 @@ static int k_has_avx2(void) {
   return __builtin_cpu_supports("x86-64-v3") != 0;
 }
 static int k_has_baseline(void) { return 1; }
+
+#ifdef K_CUDA
+/*===------------------------ CUDA driver (dlopen) -----------------------===*
+ * A CUDA kernel library carries its kernels as PTX (k_ptx) and launches
+ * them through the CUDA driver API, which it loads at run time: the library
+ * itself depends on nothing but libc, so it loads on a machine without
+ * CUDA and forward returns ATTNC_ERR_NO_DRIVER / ATTNC_ERR_NO_DEVICE
+ * there. The driver JIT-compiles the PTX for the device on first use (per
+ * CUDA context); the functions are cached per context. Only the handful of
+ * driver entry points used here are declared (their C ABI is stable). */
+#include <dlfcn.h>
+typedef int k_cu_result;
+typedef int k_cu_device;
+typedef struct k_cu_opaque *k_cu_handle;
+#define K_CU_ATTR_CC_MAJOR 75
+#define K_CU_ATTR_CC_MINOR 76
+#define K_CU_ERROR_NO_DEVICE 100
+#define K_CU_MAX_CONTEXTS 8
+static struct {
+  pthread_mutex_t mu;
+  int tried, status; /* status: ATTNC_OK or the first try's error */
+  void *lib;
+  k_cu_result (*init)(unsigned);
+  k_cu_result (*device_count)(int *);
+  k_cu_result (*device_get)(k_cu_device *, int);
+  k_cu_result (*device_attr)(int *, int, k_cu_device);
+  k_cu_result (*ctx_get_current)(k_cu_handle *);
+  k_cu_result (*ctx_set_current)(k_cu_handle);
+  k_cu_result (*ctx_get_device)(k_cu_device *);
+  k_cu_result (*primary_ctx_retain)(k_cu_handle *, k_cu_device);
+  k_cu_result (*module_load_data)(k_cu_handle *, const void *);
+  k_cu_result (*module_get_function)(k_cu_handle *, k_cu_handle, const char *);
+  k_cu_result (*launch)(k_cu_handle, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, k_cu_handle, void **, void **);
+  int contexts;
+  k_cu_handle ctx[K_CU_MAX_CONTEXTS];
+  k_cu_handle fn[K_CU_MAX_CONTEXTS][K_PHASES];
+} k_cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {{0}}};
+
+/* Loads the driver once. Caller holds k_cu.mu. */
+static int k_cu_load_locked(void) {
+  if (k_cu.tried)
+    return k_cu.status;
+  k_cu.tried = 1;
+  k_cu.status = ATTNC_ERR_NO_DRIVER;
+  k_cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!k_cu.lib)
+    return k_cu.status;
+#define K_CU_SYM(field, name)                                  \
+  if (!(*(void **)&k_cu.field = dlsym(k_cu.lib, name)))        \
+    return k_cu.status;
+  K_CU_SYM(init, "cuInit")
+  K_CU_SYM(device_count, "cuDeviceGetCount")
+  K_CU_SYM(device_get, "cuDeviceGet")
+  K_CU_SYM(device_attr, "cuDeviceGetAttribute")
+  K_CU_SYM(ctx_get_current, "cuCtxGetCurrent")
+  K_CU_SYM(ctx_set_current, "cuCtxSetCurrent")
+  K_CU_SYM(ctx_get_device, "cuCtxGetDevice")
+  K_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain_v2")
+  K_CU_SYM(module_load_data, "cuModuleLoadData")
+  K_CU_SYM(module_get_function, "cuModuleGetFunction")
+  K_CU_SYM(launch, "cuLaunchKernel")
+#undef K_CU_SYM
+  k_cu_result r = k_cu.init(0);
+  if (r == K_CU_ERROR_NO_DEVICE)
+    return k_cu.status = ATTNC_ERR_NO_DEVICE;
+  if (r != 0)
+    return k_cu.status;
+  int n = 0;
+  if (k_cu.device_count(&n) != 0 || n < 1)
+    return k_cu.status = ATTNC_ERR_NO_DEVICE;
+  return k_cu.status = ATTNC_OK;
+}
+
+static int k_cu_sm_ok(k_cu_device dev) {
+  int major = 0, minor = 0;
+  if (k_cu.device_attr(&major, K_CU_ATTR_CC_MAJOR, dev) != 0 ||
+      k_cu.device_attr(&minor, K_CU_ATTR_CC_MINOR, dev) != 0)
+    return 0;
+  return major * 10 + minor >= K_CUDA_SM;
+}
+
+/* The variant table's "supported": a driver and a device 0 new enough. */
+static int k_cuda_usable(void) {
+  pthread_mutex_lock(&k_cu.mu);
+  int ok = k_cu_load_locked() == ATTNC_OK;
+  k_cu_device dev;
+  if (ok)
+    ok = k_cu.device_get(&dev, 0) == 0 && k_cu_sm_ok(dev);
+  pthread_mutex_unlock(&k_cu.mu);
+  return ok;
+}
+
+/* The kernels in the calling thread's current context (the primary
+ * context of device 0 when there is none), loaded on first use. */
+static int k_cu_functions(k_cu_handle **fns) {
+  pthread_mutex_lock(&k_cu.mu);
+  int rc = k_cu_load_locked();
+  k_cu_handle ctx = 0;
+  k_cu_device dev;
+  if (rc == ATTNC_OK && (k_cu.ctx_get_current(&ctx) != 0 || !ctx)) {
+    if (k_cu.device_get(&dev, 0) != 0 || k_cu.primary_ctx_retain(&ctx, dev) != 0 ||
+        k_cu.ctx_set_current(ctx) != 0)
+      rc = ATTNC_ERR_DEVICE;
+  }
+  if (rc == ATTNC_OK && (k_cu.ctx_get_device(&dev) != 0 || !k_cu_sm_ok(dev)))
+    rc = ATTNC_ERR_NO_DEVICE;
+  int slot = -1;
+  for (int i = 0; rc == ATTNC_OK && i < k_cu.contexts; ++i)
+    if (k_cu.ctx[i] == ctx)
+      slot = i;
+  if (rc == ATTNC_OK && slot < 0) {
+    k_cu_handle mod;
+    if (k_cu.contexts == K_CU_MAX_CONTEXTS ||
+        k_cu.module_load_data(&mod, k_ptx) != 0) {
+      rc = ATTNC_ERR_DEVICE;
+    } else {
+      slot = k_cu.contexts;
+      for (int p = 0; p < K_PHASES && rc == ATTNC_OK; ++p)
+        if (k_cu.module_get_function(&k_cu.fn[slot][p], mod, k_cuda_kernels[p]) != 0)
+          rc = ATTNC_ERR_DEVICE;
+      if (rc == ATTNC_OK) {
+        k_cu.ctx[slot] = ctx;
+        k_cu.contexts++;
+      }
+    }
+  }
+  if (rc == ATTNC_OK)
+    *fns = k_cu.fn[slot];
+  pthread_mutex_unlock(&k_cu.mu);
+  return rc;
+}
+#endif
 
 K_VARIANT_TABLE
 
@@ -152,6 +286,7 @@ K_EXPORT int KSYM(pack)(const float *const *weights, const int64_t *weight_float
   return ATTNC_OK;
 }
 
+#ifndef K_CUDA
 /*===--------------------------- thread pool ----------------------------===*/
 
 #define K_MAX_THREADS 256
@@ -374,14 +509,48 @@ static int k_run_phases(k_tasks_fn tasks, k_run_fn run, int64_t phases,
   return ATTNC_OK;
 }
 
+#else
+/* One launch per phase on `stream`: grid = the phase's tasks, block = the
+ * kernel's threads; every kernel takes the same parameters (the expanded
+ * memref descriptors of the lowered function's arguments). */
+static int k_cuda_run(const attnc_variant *v, const attnc_call *c, void *stream) {
+  k_cu_handle *fns;
+  int rc = k_cu_functions(&fns);
+  if (rc != ATTNC_OK)
+    return rc;
+  int64_t vals[256];
+  void *params[256];
+  int64_t n = K_CUDA_ARGS_FN(c, vals);
+  if (n > 256)
+    return ATTNC_ERR_ARGS;
+  for (int64_t i = 0; i < n; ++i)
+    params[i] = &vals[i];
+  for (int64_t p = 0; p < K_PHASES; ++p) {
+    int64_t blocks = v->tasks(c, p);
+    if (blocks <= 0)
+      continue;
+    if (blocks > 0x7fffffff)
+      return ATTNC_ERR_BAD_SHAPE;
+    if (k_cu.launch(fns[p], (unsigned)blocks, 1, 1, k_cuda_threads[p], 1, 1, 0,
+                    (k_cu_handle)stream, params, NULL) != 0)
+      return ATTNC_ERR_DEVICE;
+  }
+  return ATTNC_OK;
+}
+#endif
+
 K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The KV-cache fields came later in version 2: a caller built against
-   * the first version-2 header passes the smaller size. */
-  int has_cache_fields = a->struct_size == sizeof(attnc_forward_args);
+  /* The KV-cache fields, then the stream, came later in version 2: a
+   * caller built against an older version-2 header passes a smaller size. */
+  int has_stream = a->struct_size == sizeof(attnc_forward_args);
+  int has_cache_fields = has_stream || a->struct_size == ATTNC_FORWARD_ARGS_SIZE_V2_1;
   if ((!has_cache_fields && a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0) ||
       a->reserved0 != 0 || a->reserved1 != 0 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  void *stream = has_stream ? a->stream : NULL;
+  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && stream)
     return ATTNC_ERR_ARGS;
   float *k_cache = has_cache_fields ? a->k_cache : NULL;
   float *v_cache = has_cache_fields ? a->v_cache : NULL;
@@ -439,9 +608,13 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   } else if (cache_floats || cache_len) {
     return ATTNC_ERR_BUFFER_SIZE;
   }
+#ifdef K_CUDA
+  const attnc_variant *v = &k_variants[0];
+#else
   const attnc_variant *v = k_select();
   if (!v)
     return ATTNC_ERR_ISA;
+#endif
   attnc_call c;
   memset(&c, 0, sizeof(c));
   c.k_cache = k_cache;
@@ -461,8 +634,12 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   c.probs = a->probs;
   if (v->ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
+#ifdef K_CUDA
+  return k_cuda_run(v, &c, stream);
+#else
   return k_run_phases(v->tasks, v->run, K_PHASES, &c, a->parallel_for,
                       a->parallel_ctx, a->num_threads);
+#endif
 }
 
 #if K_FEATURES & ATTNC_FEATURE_DECODE

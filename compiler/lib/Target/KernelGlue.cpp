@@ -36,6 +36,8 @@ std::string cString(const std::string &s) {
 }
 
 const char *isaMacro(const std::string &isa, int64_t vw) {
+  if (isa == "cuda-sm80") return "ATTNC_ISA_CUDA_SM80";
+  if (isa == "cuda-sm90") return "ATTNC_ISA_CUDA_SM90";
   if (isa == "x86-avx512") return "ATTNC_ISA_AVX512";
   if (isa == "x86-avx2") return "ATTNC_ISA_AVX2";
   if (isa == "host") return "ATTNC_ISA_HOST";
@@ -43,6 +45,13 @@ const char *isaMacro(const std::string &isa, int64_t vw) {
   return "ATTNC_ISA_X86_64";
 }
 } // namespace
+
+std::string attnc::featuresExpr(const Spec &spec, Isa isa) {
+  std::string e = featuresExpr(spec);
+  if (isCuda(isa))
+    e.insert(e.size() - 1, " | ATTNC_FEATURE_CUDA");
+  return e;
+}
 
 std::string attnc::featuresExpr(const Spec &spec) {
   std::string e = "(0u";
@@ -58,7 +67,8 @@ std::string attnc::featuresExpr(const Spec &spec) {
 }
 
 std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
-                                  Isa isa, const std::string &targetCpu) {
+                                  Isa isa, const std::string &targetCpu,
+                                  const std::string &ptx) {
   std::string out;
   llvm::raw_string_ostream os(out);
   const std::string &n = spec.name;
@@ -71,6 +81,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
   for (const std::string &v : lw.variants) {
     std::string cpu, features;
     targetCpuAndFeatures(v, cpu, features);
+    if (llvm::StringRef(v).starts_with("cuda-sm")) // the device's architecture
+      cpu = "sm_" + v.substr(v.size() - 2);
     cpus += (cpus.empty() ? "" : ",") + cpu;
   }
   (void)targetCpu;
@@ -89,7 +101,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
      << "#define K_STACK_BYTES " << lw.stackBytes << "\n"
-     << "#define K_FEATURES " << featuresExpr(spec) << "\n"
+     << "#define K_FEATURES " << featuresExpr(spec, isa) << "\n"
      << "#define K_KV_HEADS " << spec.kvHeads << "\n"
      << "#define K_HEAD_DIM " << spec.headDim << "\n"
      << "#define K_DECODE_PHASES " << lw.decodePhases << "\n"
@@ -106,7 +118,47 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
   // The code path table, preferred first.
   std::string table;
   llvm::raw_string_ostream ts(table);
-  for (const std::string &v : lw.variants)
+  if (isCuda(isa)) {
+    // One code path: PTX kernels launched by the glue (KernelGlue.c, K_CUDA).
+    const std::string &v = lw.variants.at(0);
+    std::string base = n + "__" + variantSuffix(v).str();
+    std::string sm = v.substr(v.size() - 2);
+    os << "#define K_CUDA 1\n#define K_CUDA_SM " << sm << "\n"
+       << "#define K_CUDA_ARGS_FN " << base << "_args\n"
+       << "static const char *const k_cuda_kernels[" << lw.phases << "] = {";
+    for (int64_t p = 0; p < lw.phases; ++p)
+      os << (p ? ", " : "") << cString(base + "__k" + std::to_string(p));
+    os << "};\nstatic const unsigned k_cuda_threads[" << lw.phases << "] = {";
+    for (int64_t p = 0; p < lw.phases; ++p)
+      os << (p ? ", " : "") << lw.blockThreads.at(p) << "u";
+    os << "};\n/* The kernels, as LLVM's NVPTX back end wrote them. */\n"
+       << "static const char k_ptx[] =\n";
+    size_t start = 0;
+    while (start < ptx.size()) {
+      size_t end = ptx.find('\n', start);
+      if (end == std::string::npos)
+        end = ptx.size();
+      os << "  \"";
+      for (char ch : ptx.substr(start, end - start)) {
+        if (ch == '\\' || ch == '"')
+          os << '\\';
+        if (ch == '\t')
+          os << "\\t";
+        else
+          os << ch;
+      }
+      os << "\\n\"\n";
+      start = end + 1;
+    }
+    os << "  ;\n";
+    ts << "int64_t " << base << "_ws(const attnc_call *);\n"
+       << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
+       << "int64_t " << base << "_args(const attnc_call *, int64_t *);\n"
+       << "static const attnc_variant k_variants[] = {\n"
+       << "  {" << isaMacro(v, 0) << ", k_cuda_usable, " << base << "_ws, "
+       << base << "_tasks, 0, 0, 0, 0},\n};\n";
+  }
+  for (const std::string &v : isCuda(isa) ? std::vector<std::string>{} : lw.variants)
     for (bool decode : {false, true}) {
       if (decode && !spec.decode)
         continue;
@@ -115,8 +167,9 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
          << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
          << "void " << base << "_run(const attnc_call *, int64_t, int64_t, int64_t);\n";
     }
-  ts << "static const attnc_variant k_variants[] = {\n";
-  for (const std::string &v : lw.variants) {
+  if (!isCuda(isa))
+    ts << "static const attnc_variant k_variants[] = {\n";
+  for (const std::string &v : isCuda(isa) ? std::vector<std::string>{} : lw.variants) {
     std::string base = n + "__" + variantSuffix(v).str();
     std::string check = v == "x86-avx512" ? "k_has_avx512"
                         : v == "x86-avx2" ? "k_has_avx2"
@@ -137,7 +190,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       ts << "0, 0, 0},\n";
     }
   }
-  ts << "};\n";
+  if (!isCuda(isa))
+    ts << "};\n";
   std::string glue = kGlue;
   size_t at = glue.find("K_VARIANT_TABLE");
   glue.replace(at, strlen("K_VARIANT_TABLE"), table);
@@ -151,7 +205,9 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     os << "  {.name = " << cString(t.name) << ", .rank = " << t.shape.size()
        << ", .reserved = 0, .dims = {" << d0 << ", " << d1 << "}},\n";
   }
-  const char *isaCode = isa == Isa::Multi    ? "ATTNC_ISA_MULTI"
+  const char *isaCode = isa == Isa::CudaSm80 ? "ATTNC_ISA_CUDA_SM80"
+                        : isa == Isa::CudaSm90 ? "ATTNC_ISA_CUDA_SM90"
+                        : isa == Isa::Multi    ? "ATTNC_ISA_MULTI"
                         : isa == Isa::Avx512 ? "ATTNC_ISA_AVX512"
                         : isa == Isa::Avx2   ? "ATTNC_ISA_AVX2"
                         : isa == Isa::Host   ? "ATTNC_ISA_HOST"
@@ -186,7 +242,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "  .workspace_fixed = " << 64 * lw.wsBuffers << ",\n"
      << "  .stack_bytes = K_STACK_BYTES,\n"
      << "  .selected_isa = k_selected_isa,\n"
-     << "  .target_triple = \"x86_64-unknown-linux-gnu\",\n"
+     << "  .target_triple = \""
+     << (isCuda(isa) ? "nvptx64-nvidia-cuda" : "x86_64-unknown-linux-gnu") << "\",\n"
      << "  .target_cpu = " << cString(cpus) << ",\n"
      << "  .compiler_version = " << cString(std::string("attnc ") + ATTNC_VERSION)
      << ",\n};\n"

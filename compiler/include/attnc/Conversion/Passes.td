@@ -16,7 +16,7 @@ def AttnSetTargetPass : Pass<"attnc-set-target", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"isa", "isa", "std::string", /*default=*/"\"multi\"",
-           "multi | x86-avx512 | x86-avx2 | x86-64 | host">
+           "multi | x86-avx512 | x86-avx2 | x86-64 | host | cuda-sm80 | cuda-sm90">
   ];
 }
 
@@ -69,11 +69,49 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
     head_dim when it is a multiple of 16.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect",
                            "mlir::vector::VectorDialect"];
+}
+
+def AttnMapToGpuPass : Pass<"attnc-map-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Turn the phases of a CUDA code path into gpu.func kernels";
+  let description = [{
+    Runs after attnc-outline-tasks on functions whose #attn.target is a
+    CUDA one. For each phase of `@f__run(args, %phase, %lo, %hi)` it
+    creates `gpu.func @f__k<phase>(args) kernel` in `gpu.module
+    @<name>_kernels`: the task index is `gpu.block_id x`; each thread
+    region (`scf.forall` mapped to `#gpu.thread<x>`) becomes
+    `if (gpu.thread_id x < N) {...}` followed by `gpu.barrier`; workgroup
+    buffers become the kernel's workgroup attributions and `[N, ...]`
+    private buffers one private attribution per thread (their first index,
+    always the region's thread id, is dropped). f32 `math.exp` becomes the
+    hardware's `ex2.approx` (`llvm.nvvm.ex2.approx.ftz.f`, as CUDA's
+    __expf). `@f__run` is erased (the
+    host launches the kernels); `@f__tasks` (the grid size of each phase)
+    and `@f__ws` stay host functions and get `attn.phases` and
+    `attn.block_threads` (the block size of each kernel).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def AttnStripGpuSpacesPass : Pass<"attnc-gpu-on-host", "mlir::ModuleOp"> {
+  let summary = "Make a CUDA code path's loops a host code path (for checking)";
+  let description = [{
+    For `attnc-dump --check --target cuda-*`: drops the GPU memory spaces
+    of the workgroup/private buffers and the thread/block mappings, and
+    renames the CUDA code path @f__cuda_smXY__* to the host's @f__host__*
+    with the host's #attn.target, so the CPU back end compiles the tiled
+    GPU loops as they are and they run sequentially (which is their
+    meaning: thread regions one after another).
+  }];
 }
 
 def AttnApproximateExpPass : Pass<"attnc-approximate-exp", "mlir::ModuleOp"> {

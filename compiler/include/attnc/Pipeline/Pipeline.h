@@ -3,8 +3,9 @@
 // One list of stages, shared by attnc (compile), attnc-dump (print/check)
 // and attnc-opt (the MLIR-level lowering is registered as a pipeline):
 //
-//   spec -> conceptual -> fused -> viewed -> tiled -> loops -> llvm
-//        -> llvm-ir -> llvm-ir-opt -> asm
+//   spec -> conceptual -> fused -> viewed -> tiled -> loops
+//        [-> gpu -> nvvm -> ptx: CUDA targets] -> llvm -> llvm-ir
+//        -> llvm-ir-opt -> asm
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_PIPELINE_PIPELINE_H
@@ -32,6 +33,7 @@ struct StageInfo {
   const char *name;
   const char *summary;
   bool attnLevel; ///< the IR evaluator can run this stage
+  bool cudaOnly = false; ///< exists only for CUDA targets (gpu, nvvm, ptx)
 };
 
 /// Every stage in order.
@@ -39,16 +41,24 @@ const std::vector<StageInfo> &stageList();
 /// Index of `name` in stageList(), or -1.
 int stageIndex(const std::string &name);
 
-enum class Isa { Multi, Host, X86_64, Avx2, Avx512 };
-/// Parses "multi", "host", "x86-64", "x86-avx2", "x86-avx512".
+enum class Isa { Multi, Host, X86_64, Avx2, Avx512, CudaSm80, CudaSm90 };
+/// Parses "multi", "host", "x86-64", "x86-avx2", "x86-avx512",
+/// "cuda-sm80", "cuda-sm90".
 bool parseIsa(const std::string &s, Isa &out);
 const char *isaName(Isa isa);
+/// A CUDA target: kernels in PTX, launched by the host glue.
+inline bool isCuda(Isa isa) { return isa == Isa::CudaSm80 || isa == Isa::CudaSm90; }
 
 struct CompileOptions {
   Isa isa = Isa::Multi; ///< AVX-512 + AVX2 code, chosen at load time
   bool fuseQKV = true;     ///< run attn-fuse-qkv in the `fused` stage
   bool headsAsViews = true; ///< run attn-heads-as-views in the `viewed` stage
   bool verbose = false;    ///< progress on stderr
+  /// CUDA targets only (attnc-dump --check): after the loops stage, lower
+  /// the GPU-shaped loops for the host CPU instead of to PTX, so the tiled
+  /// kernels run sequentially (one block after another, the threads of a
+  /// block one region after another) and can be checked without a GPU.
+  bool emulateGpuOnHost = false;
   std::string lastStage = "asm"; ///< stop after this stage
 };
 
@@ -75,6 +85,13 @@ public:
   const PackPlan &plan() const { return plan_; }
   llvm::Module *llvmModule() { return llvm_.get(); }
   llvm::TargetMachine *targetMachine() { return tm_.get(); }
+  /// CUDA targets: the PTX (once the ptx stage ran).
+  const std::string &ptx() const { return ptx_; }
+  /// The instruction set the compiled object's code paths are for (the
+  /// host's x86-64 when a CUDA target is emulated on the host).
+  Isa objectIsa() const {
+    return opts_.emulateGpuOnHost ? Isa::X86_64 : opts_.isa;
+  }
   mlir::ModuleOp module() { return *module_; }
 
 private:
@@ -87,6 +104,7 @@ private:
   std::unique_ptr<llvm::Module> llvm_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   PackPlan plan_;
+  std::string ptx_;
 };
 
 /// The textual pass pipeline (on builtin.module) that produces an MLIR-level
@@ -94,6 +112,9 @@ private:
 /// target: multi), "loops" or "llvm"; null for other stages. The loops stage also gets a pack function, which needs
 /// the spec and so is added by Compilation, not by the pipeline.
 const char *stagePipeline(const std::string &stage);
+/// The `nvvm` stage's pipeline (CUDA targets): the gpu.module's kernels to
+/// the LLVM and NVVM dialects.
+const char *nvvmPipeline();
 /// The `tiled` stage's pipeline for a given instruction set.
 std::string tiledPipeline(Isa isa);
 

@@ -5,6 +5,7 @@
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Target/PackPlan.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
@@ -34,12 +35,21 @@ bool addEntryPoints(llvm::Module &m, const Spec &spec, const PackPlan &plan,
 /// NAME_pack, NAME_workspace_size, NAME_forward (and attnc_query when
 /// ATTNC_SHARED is defined).
 std::string emitKernelGlue(const Spec &spec, const PackPlan &plan, Isa isa,
-                           const std::string &targetCpu);
+                           const std::string &targetCpu,
+                           const std::string &ptx = "");
 
 /// The kernel's ATTNC_FEATURE_* bits as a C expression, e.g.
 /// "(0u | ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS)": the glue's metadata
 /// and the header's NAME_FEATURES both print this one.
 std::string featuresExpr(const Spec &spec);
+/// The same plus ATTNC_FEATURE_CUDA for a CUDA target.
+std::string featuresExpr(const Spec &spec, Isa isa);
+
+/// CUDA targets: translates the (LLVM/NVVM dialect) kernels of `gm` to
+/// LLVM IR, optimizes them for sm_80 / sm_90 and writes PTX with LLVM's
+/// NVPTX back end.
+bool emitPtx(mlir::gpu::GPUModuleOp gm, Isa isa, std::string &ptx,
+             std::string &error);
 
 /// Runs LLVM's O3 pipeline for the target.
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);

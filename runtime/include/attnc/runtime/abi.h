@@ -33,11 +33,14 @@
  * runs on this CPU.
  *
  * Additions within version 2 (older callers keep working): the KV-cache
- * fields at the end of attnc_forward_args and the decode entry points.
- * A kernel accepts struct_size = sizeof(attnc_forward_args) or
- * ATTNC_FORWARD_ARGS_SIZE_V2_0 (the struct without the cache fields, as
- * the first version-2 header declared it), so a caller that does not use
- * the cache can pass the smaller size to kernels of either age.
+ * fields at the end of attnc_forward_args and the decode entry points;
+ * then CUDA kernels (ATTNC_FEATURE_CUDA, ATTNC_ISA_CUDA_*, the stream
+ * field, ATTNC_ERR_NO_DRIVER / _NO_DEVICE / _DEVICE).
+ * A kernel accepts struct_size = sizeof(attnc_forward_args),
+ * ATTNC_FORWARD_ARGS_SIZE_V2_1 (without the stream) or
+ * ATTNC_FORWARD_ARGS_SIZE_V2_0 (without the cache fields either, as the
+ * first version-2 header declared it), so a caller that does not use the
+ * newer fields can pass a smaller size to kernels of any age.
  * A runtime older than these additions refuses a library that declares
  * ATTNC_FEATURE_DECODE (an unknown features bit) as bad metadata.
  *
@@ -71,6 +74,14 @@ extern "C" {
 #define ATTNC_ERR_ARGS 7        /* args->struct_size unknown, or a field set
                                    that this kernel does not take, or a
                                    length / position out of its range */
+/* CUDA kernels (ATTNC_FEATURE_CUDA) only: */
+#define ATTNC_ERR_NO_DRIVER 8   /* no CUDA driver: libcuda.so.1 cannot be
+                                   loaded, or cuInit failed */
+#define ATTNC_ERR_NO_DEVICE 9   /* no CUDA device, or the current device is
+                                   older than the kernel's sm_XY */
+#define ATTNC_ERR_DEVICE 10     /* a CUDA driver call failed (loading the
+                                   PTX, a launch, a pointer that is not
+                                   device memory) */
 
 /* attnc_kernel_info.mask */
 #define ATTNC_MASK_NONE 0u
@@ -94,6 +105,8 @@ extern "C" {
 #define ATTNC_ISA_AVX512 2u   /* x86-64-v4 (AVX-512 F/BW/CD/DQ/VL) */
 #define ATTNC_ISA_HOST 3u     /* the compiling machine's CPU (-mcpu=native) */
 #define ATTNC_ISA_MULTI 4u    /* AVX-512 and AVX2 code, chosen at run time */
+#define ATTNC_ISA_CUDA_SM80 5u /* CUDA, PTX for sm_80 (Ampere and newer) */
+#define ATTNC_ISA_CUDA_SM90 6u /* CUDA, PTX for sm_90 (Hopper and newer) */
 #define ATTNC_ISA_NONE 0xffffffffu /* selected_isa(): no code path fits */
 
 /* attnc_kernel_info.features: optional attnc_forward_args fields the
@@ -103,6 +116,13 @@ extern "C" {
 #define ATTNC_FEATURE_PROBS 4u      /* args->probs (attention weights) */
 #define ATTNC_FEATURE_DECODE 8u     /* args->k_cache, v_cache, cache_len and
                                        the NAME_decode entry points */
+#define ATTNC_FEATURE_CUDA 16u      /* the device kind: a CUDA kernel. forward
+                                       takes device pointers (packed, x, y,
+                                       workspace and the variants' buffers)
+                                       and args->stream; NAME_pack stays a
+                                       host function (copy its result to the
+                                       device once). Without this bit every
+                                       pointer is host memory. */
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
@@ -210,11 +230,19 @@ typedef struct attnc_forward_args {
   float *v_cache;
   int64_t cache_floats;
   int64_t cache_len;
+  /* CUDA kernels (ATTNC_FEATURE_CUDA): the CUstream the kernels are
+   * launched on (NULL: the default stream). forward returns once the
+   * launches are queued; the caller synchronizes the stream before reading
+   * y. Must be NULL for a CPU kernel. */
+  void *stream;
 } attnc_forward_args;
 
 /* sizeof(attnc_forward_args) without the KV-cache fields (see above). */
 #define ATTNC_FORWARD_ARGS_SIZE_V2_0 \
   ((uint32_t)offsetof(attnc_forward_args, k_cache))
+/* sizeof(attnc_forward_args) without the stream field. */
+#define ATTNC_FORWARD_ARGS_SIZE_V2_1 \
+  ((uint32_t)offsetof(attnc_forward_args, stream))
 
 /* One decode step (ATTNC_FEATURE_DECODE): one new token per sequence.
  * For each sequence b, the token's K and V are written into row

@@ -1,0 +1,402 @@
+//===- GpuKernels.cpp - GEMM and flash attention shaped for CUDA blocks ---===//
+//
+// The CUDA target's kernels, in the same form as the CPU ones: one
+// top-level `scf.forall` per phase whose iterations (tasks) are CUDA blocks
+// (mapping [#gpu.block<x>]). Inside a task, the work of the block's threads
+// is written as a sequence of *thread regions*
+//
+//   scf.forall (%tid) in (NT) { ... } {mapping = [#gpu.thread<x>]}
+//
+// with the semantics upstream gives them (map_nested_forall_to_threads): a
+// region completes, for every thread, before the next one starts. So the IR
+// is an ordinary sequential program (the CPU runs it as nested loops, which
+// is how `attnc-dump --check --target cuda-*` checks it without a GPU), and
+// attnc-map-to-gpu turns each region into `if (tid < NT) {...};
+// gpu.barrier`. Memory a block shares is a `memref.alloca` in workgroup
+// memory; state a thread keeps from one region to the next is a
+// `[NT, ...]` alloca in private memory whose first index is always the
+// region's %tid (attnc-map-to-gpu gives each thread its own slice).
+//
+//===----------------------------------------------------------------------===//
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace attnc::attn;
+
+namespace {
+
+Value idx(ImplicitLocOpBuilder &c, int64_t x) {
+  return arith::ConstantIndexOp::create(c, x);
+}
+Value f32c(ImplicitLocOpBuilder &c, double x) {
+  return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
+}
+Value dim(ImplicitLocOpBuilder &c, Value m, int64_t i) {
+  return memref::DimOp::create(c, m, i);
+}
+Value ceilDiv(ImplicitLocOpBuilder &c, Value a, int64_t d) {
+  return arith::DivUIOp::create(c, arith::AddIOp::create(c, a, idx(c, d - 1)),
+                                idx(c, d));
+}
+Value lt(ImplicitLocOpBuilder &c, Value a, Value b) {
+  return arith::CmpIOp::create(c, arith::CmpIPredicate::slt, a, b);
+}
+
+MemRefType bufferType(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                      gpu::AddressSpace space) {
+  return MemRefType::get(shape, Float32Type::get(ctx), MemRefLayoutAttrInterface{},
+                         gpu::AddressSpaceAttr::get(ctx, space));
+}
+
+/// Memory the threads of one block share (CUDA __shared__).
+Value sharedBuffer(ImplicitLocOpBuilder &c, ArrayRef<int64_t> shape) {
+  return memref::AllocaOp::create(
+      c, bufferType(c.getContext(), shape, gpu::AddressSpace::Workgroup));
+}
+
+/// State each of `nt` threads keeps from one region to the next: slice t
+/// of a [nt, shape...] buffer belongs to thread t (registers or local
+/// memory on the GPU).
+Value privateBuffer(ImplicitLocOpBuilder &c, int64_t nt, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s{nt};
+  s.append(shape.begin(), shape.end());
+  return memref::AllocaOp::create(
+      c, bufferType(c.getContext(), s, gpu::AddressSpace::Private));
+}
+
+/// One thread region: fn(tid) for every tid in [0, nt), all of them done
+/// before whatever follows.
+void threadRegion(ImplicitLocOpBuilder &c, int64_t nt,
+                  function_ref<void(ImplicitLocOpBuilder &, Value)> fn) {
+  auto mapping = c.getArrayAttr(
+      {gpu::GPUThreadMappingAttr::get(c.getContext(), gpu::MappingId::DimX)});
+  auto forall = scf::ForallOp::create(c, ArrayRef<OpFoldResult>{c.getIndexAttr(nt)},
+                                      ValueRange{}, mapping);
+  OpBuilder::InsertionGuard g(c);
+  c.setInsertionPoint(forall.getBody()->getTerminator());
+  fn(c, forall.getInductionVar(0));
+}
+
+void mapToBlocks(scf::ForallOp phase) {
+  MLIRContext *ctx = phase.getContext();
+  phase.setMappingAttr(ArrayAttr::get(
+      ctx, {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+}
+
+/// exp(x) for x <= 0, clamped where f32 exp is normal (the polynomial's
+/// range; the result is then ~1e-38, not a denormal).
+Value expNeg(ImplicitLocOpBuilder &c, Value x) {
+  return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, f32c(c, -87.0)));
+}
+
+/// `cond ? load : 0.0`.
+Value guardedLoad(ImplicitLocOpBuilder &c, Value cond, Value buf, ValueRange at) {
+  auto ifOp = scf::IfOp::create(
+      c, cond,
+      [&](OpBuilder &nb, Location loc) {
+        scf::YieldOp::create(nb, loc, memref::LoadOp::create(nb, loc, buf, at).getResult());
+      },
+      [&](OpBuilder &nb, Location loc) {
+        Value z = arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f));
+        scf::YieldOp::create(nb, loc, z);
+      });
+  return ifOp.getResult(0);
+}
+
+} // namespace
+
+void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
+                         Value wp, Value bias, Value y, int64_t n) {
+  // A block computes a BM x BN tile of y; NT threads, each TM x TN outputs
+  // (TN adjacent columns, so a warp's stores are contiguous). K is staged
+  // through shared memory BK at a time: the x tile as [BK][BM] and the
+  // weight tile as [BK][BN], read from the 32-column panels NAME_pack wrote.
+  const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
+                NT = t.getGemmMc(), panel = t.getPanel();
+  const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
+  assert(BN % TN == 0 && NT % colThreads == 0 && BM % (NT / colThreads) == 0 &&
+         (BM * BK) % NT == 0 && (BN * BK) % NT == 0 && "GEMM tile table");
+  const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
+  Value nb = dim(b, x, 0), tt = dim(b, x, 1);
+  Value rowBlocks = ceilDiv(b, tt, BM);
+  Value colBlocks = idx(b, (n + BN - 1) / BN);
+  Value tasks = arith::MulIOp::create(b, arith::MulIOp::create(b, nb, rowBlocks), colBlocks);
+  Value kDim = idx(b, K), nDim = idx(b, n);
+
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value cb = arith::RemUIOp::create(c, task, colBlocks);
+    Value rest = arith::DivUIOp::create(c, task, colBlocks);
+    Value rb = arith::RemUIOp::create(c, rest, rowBlocks);
+    Value bi = arith::DivUIOp::create(c, rest, rowBlocks);
+    Value row0 = arith::MulIOp::create(c, rb, idx(c, BM));
+    Value col0 = arith::MulIOp::create(c, cb, idx(c, BN));
+    Value xs = sharedBuffer(c, {BK, BM});
+    Value ws = sharedBuffer(c, {BK, BN});
+    Value acc = privateBuffer(c, NT, {TM * TN});
+
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      for (int64_t e = 0; e < TM * TN; ++e)
+        memref::StoreOp::create(r, f32c(r, 0.0), acc, ValueRange{tid, idx(r, e)});
+    });
+    loop(c, idx(c, 0), kDim, idx(c, BK), {}, [&](ImplicitLocOpBuilder &ck, Value k0, ValueRange) {
+      // Stage the tiles (zeros past T, K and n: nothing out of bounds).
+      threadRegion(ck, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+        for (int64_t e = 0; e < BM * BK / NT; ++e) {
+          Value i = arith::AddIOp::create(r, tid, idx(r, e * NT));
+          Value row = arith::DivUIOp::create(r, i, idx(r, BK));
+          Value kk = arith::RemUIOp::create(r, i, idx(r, BK));
+          Value gr = arith::AddIOp::create(r, row0, row);
+          Value gk = arith::AddIOp::create(r, k0, kk);
+          Value ok = arith::AndIOp::create(r, lt(r, gr, tt), lt(r, gk, kDim));
+          Value v = guardedLoad(r, ok, x, ValueRange{bi, gr, gk});
+          memref::StoreOp::create(r, v, xs, ValueRange{kk, row});
+        }
+        for (int64_t e = 0; e < BN * BK / NT; ++e) {
+          Value i = arith::AddIOp::create(r, tid, idx(r, e * NT));
+          Value kk = arith::DivUIOp::create(r, i, idx(r, BN));
+          Value col = arith::RemUIOp::create(r, i, idx(r, BN));
+          Value gc = arith::AddIOp::create(r, col0, col);
+          Value gk = arith::AddIOp::create(r, k0, kk);
+          Value ok = arith::AndIOp::create(r, lt(r, gc, nDim), lt(r, gk, kDim));
+          Value p = arith::DivUIOp::create(r, gc, idx(r, panel));
+          Value j = arith::RemUIOp::create(r, gc, idx(r, panel));
+          Value v = guardedLoad(r, ok, wp, ValueRange{p, gk, j});
+          memref::StoreOp::create(r, v, ws, ValueRange{kk, col});
+        }
+      });
+      // TM x TN accumulators in registers over the staged BK.
+      threadRegion(ck, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+        Value ty = arith::DivUIOp::create(r, tid, idx(r, colThreads));
+        Value tx = arith::RemUIOp::create(r, tid, idx(r, colThreads));
+        Value rBase = arith::MulIOp::create(r, ty, idx(r, TM));
+        Value cBase = arith::MulIOp::create(r, tx, idx(r, TN));
+        SmallVector<Value> init;
+        for (int64_t e = 0; e < TM * TN; ++e)
+          init.push_back(memref::LoadOp::create(r, acc, ValueRange{tid, idx(r, e)}));
+        scf::ForOp kl = loop(r, idx(r, 0), idx(r, BK), init,
+                             [&](ImplicitLocOpBuilder &ci, Value kk, ValueRange a) {
+          SmallVector<Value> xv, wv, out;
+          for (int64_t i = 0; i < TM; ++i)
+            xv.push_back(memref::LoadOp::create(ci, xs, ValueRange{kk, arith::AddIOp::create(ci, rBase, idx(ci, i))}));
+          for (int64_t j = 0; j < TN; ++j)
+            wv.push_back(memref::LoadOp::create(ci, ws, ValueRange{kk, arith::AddIOp::create(ci, cBase, idx(ci, j))}));
+          for (int64_t i = 0; i < TM; ++i)
+            for (int64_t j = 0; j < TN; ++j)
+              out.push_back(math::FmaOp::create(ci, xv[i], wv[j], a[i * TN + j]));
+          return out;
+        });
+        for (int64_t e = 0; e < TM * TN; ++e)
+          memref::StoreOp::create(r, kl.getResult(e), acc, ValueRange{tid, idx(r, e)});
+      });
+      return SmallVector<Value>{};
+    });
+    // y = acc + bias, inside T and n only.
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      Value ty = arith::DivUIOp::create(r, tid, idx(r, colThreads));
+      Value tx = arith::RemUIOp::create(r, tid, idx(r, colThreads));
+      for (int64_t i = 0; i < TM; ++i)
+        for (int64_t j = 0; j < TN; ++j) {
+          Value gr = arith::AddIOp::create(r, row0, arith::AddIOp::create(r, arith::MulIOp::create(r, ty, idx(r, TM)), idx(r, i)));
+          Value gc = arith::AddIOp::create(r, col0, arith::AddIOp::create(r, arith::MulIOp::create(r, tx, idx(r, TN)), idx(r, j)));
+          Value ok = arith::AndIOp::create(r, lt(r, gr, tt), lt(r, gc, nDim));
+          auto ifOp = scf::IfOp::create(r, ok, /*withElse=*/false);
+          ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+          Value v = memref::LoadOp::create(s, acc, ValueRange{tid, idx(s, i * TN + j)});
+          if (bias)
+            v = arith::AddFOp::create(s, v, memref::LoadOp::create(s, bias, ValueRange{gc}));
+          memref::StoreOp::create(s, v, y, ValueRange{bi, gr, gc});
+        }
+    });
+  });
+  mapToBlocks(phase);
+}
+
+LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
+                                       SdpaOp op, Value q, Value k, Value v,
+                                       Value o) {
+  auto qt = cast<MemRefType>(q.getType());
+  const int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
+    return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
+  if (op.getQLens() || op.getKvLens())
+    return op.emitOpError("the CUDA target does not support valid lengths "
+                          "(padding masks, KV caches) yet");
+  // One block per (batch, head, MQ queries); thread r owns query i0 + r:
+  // its scaled q row, its output row and its softmax statistics (m, l).
+  // Keys go through shared memory NK rows at a time; the block walks only
+  // the key range its mask leaves visible (causal: up to the diagonal of
+  // its last row; sliding window: from the window's start for its first).
+  const int64_t MQ = t.getAttnMq(), NK = t.getAttnNk();
+  MaskKind mask = op.getMask();
+  const bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
+                      mask == MaskKind::sliding_window;
+  const bool windowed = mask == MaskKind::sliding_window;
+  const int64_t window = windowed ? *op.getWindow() : 0;
+  const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const bool bthd = op.getLayout() == HeadLayout::bthd;
+  const double scale = op.getScale().convertToDouble();
+  const double negInf = -std::numeric_limits<double>::infinity();
+
+  Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
+  Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  Value qBlocks = ceilDiv(b, tq, MQ);
+  Value perBatch = arith::MulIOp::create(b, hq, qBlocks);
+  Value tasks = arith::MulIOp::create(b, nb, perBatch);
+
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, perBatch);
+    Value rest = arith::RemUIOp::create(c, task, perBatch);
+    Value h = arith::DivUIOp::create(c, rest, qBlocks);
+    Value i0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, qBlocks), idx(c, MQ));
+    Value hk = arith::DivUIOp::create(c, h, group);
+    Value zero = idx(c, 0);
+    // Query i sees key j when j <= i + off (causal; bottom-right: off =
+    // Tkv - Tq) and j > i + off - W (window).
+    Value off = topLeft ? zero : arith::SubIOp::create(c, tkv, tq).getResult();
+    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, tq, i0));
+    auto clampK = [&](Value x) -> Value {
+      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), tkv);
+    };
+    Value diag0 = arith::AddIOp::create(c, i0, off);
+    Value kStart = zero, kEnd = tkv;
+    if (causal)
+      kEnd = clampK(arith::AddIOp::create(c, diag0, rows));
+    if (windowed)
+      kStart = clampK(arith::AddIOp::create(c, diag0, idx(c, 1 - window)));
+
+    Value ks = sharedBuffer(c, {NK, D});
+    Value vs = sharedBuffer(c, {NK, D});
+    Value qr = privateBuffer(c, MQ, {D});
+    Value accB = privateBuffer(c, MQ, {D});
+    Value stat = privateBuffer(c, MQ, {2});
+    Value sc = privateBuffer(c, MQ, {NK});
+    Value lastQ = arith::SubIOp::create(c, tq, idx(c, 1));
+    Value lastK = arith::SubIOp::create(c, tkv, idx(c, 1));
+
+    threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+      Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
+      for (int64_t d = 0; d < D; ++d) {
+        Value x = memref::LoadOp::create(r, q, ValueRange{bi, h, i, idx(r, d)});
+        memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32c(r, scale)), qr,
+                                ValueRange{tid, idx(r, d)});
+        memref::StoreOp::create(r, f32c(r, 0.0), accB, ValueRange{tid, idx(r, d)});
+      }
+      memref::StoreOp::create(r, f32c(r, negInf), stat, ValueRange{tid, idx(r, 0)});
+      memref::StoreOp::create(r, f32c(r, 0.0), stat, ValueRange{tid, idx(r, 1)});
+    });
+    loop(c, kStart, kEnd, idx(c, NK), {}, [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
+      // Stage NK rows of K and V (rows past Tkv repeat the last one; they
+      // are masked below).
+      const int64_t elems = NK * D, per = (elems + MQ - 1) / MQ;
+      threadRegion(cj, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+        for (int64_t e = 0; e < per; ++e) {
+          Value li = arith::AddIOp::create(r, tid, idx(r, e * MQ));
+          auto body = [&](ImplicitLocOpBuilder &s) {
+            Value row = arith::DivUIOp::create(s, li, idx(s, D));
+            Value d = arith::RemUIOp::create(s, li, idx(s, D));
+            Value j = arith::MinUIOp::create(s, arith::AddIOp::create(s, j0, row), lastK);
+            memref::StoreOp::create(s, memref::LoadOp::create(s, k, ValueRange{bi, hk, j, d}),
+                                    ks, ValueRange{row, d});
+            memref::StoreOp::create(s, memref::LoadOp::create(s, v, ValueRange{bi, hk, j, d}),
+                                    vs, ValueRange{row, d});
+          };
+          if ((e + 1) * MQ <= elems) {
+            body(r);
+          } else {
+            auto ifOp = scf::IfOp::create(r, lt(r, li, idx(r, elems)), false);
+            ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+            body(s);
+          }
+        }
+      });
+      // Online softmax over the staged keys, one query row per thread.
+      threadRegion(cj, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+        Value i = arith::AddIOp::create(r, i0, tid);
+        Value cnt = arith::MinUIOp::create(r, idx(r, NK), arith::SubIOp::create(r, kEnd, j0));
+        Value diag = arith::AddIOp::create(r, i, off);
+        SmallVector<Value> qv;
+        for (int64_t d = 0; d < D; ++d)
+          qv.push_back(memref::LoadOp::create(r, qr, ValueRange{tid, idx(r, d)}));
+        Value mOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 0)});
+        Value lOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 1)});
+        scf::ForOp sl = loop(r, idx(r, 0), idx(r, NK), ValueRange{f32c(r, negInf)},
+                             [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange a) {
+          Value s = f32c(ci, 0.0);
+          for (int64_t d = 0; d < D; ++d)
+            s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, idx(ci, d)}), s);
+          Value j = arith::AddIOp::create(ci, j0, jj);
+          Value vis = lt(ci, jj, cnt);
+          if (causal)
+            vis = arith::AndIOp::create(
+                ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j, diag));
+          if (windowed)
+            vis = arith::AndIOp::create(
+                ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sgt, j,
+                                               arith::AddIOp::create(ci, diag, idx(ci, -window))));
+          s = arith::SelectOp::create(ci, vis, s, f32c(ci, negInf));
+          memref::StoreOp::create(ci, s, sc, ValueRange{tid, jj});
+          return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], s).getResult()};
+        });
+        Value mNew = arith::MaximumFOp::create(r, mOld, sl.getResult(0));
+        // No visible key so far: nothing to rescale, and exp(s - m) would be
+        // exp(-inf + inf); use m = 0 (every p is then 0 anyway).
+        Value none = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mNew, f32c(r, negInf));
+        Value mUse = arith::SelectOp::create(r, none, f32c(r, 0.0), mNew);
+        Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32c(r, negInf));
+        Value alpha = arith::SelectOp::create(
+            r, hadNone, f32c(r, 0.0),
+            expNeg(r, arith::SubFOp::create(r, mOld, mUse)));
+        SmallVector<Value> init;
+        init.push_back(arith::MulFOp::create(r, lOld, alpha));
+        for (int64_t d = 0; d < D; ++d)
+          init.push_back(arith::MulFOp::create(
+              r, memref::LoadOp::create(r, accB, ValueRange{tid, idx(r, d)}), alpha));
+        scf::ForOp pl = loop(r, idx(r, 0), idx(r, NK), init,
+                             [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange a) {
+          Value s = memref::LoadOp::create(ci, sc, ValueRange{tid, jj});
+          Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32c(ci, negInf));
+          Value p = arith::SelectOp::create(
+              ci, masked, f32c(ci, 0.0),
+              expNeg(ci, arith::SubFOp::create(ci, s, mUse)));
+          SmallVector<Value> out{arith::AddFOp::create(ci, a[0], p).getResult()};
+          for (int64_t d = 0; d < D; ++d)
+            out.push_back(math::FmaOp::create(
+                ci, p, memref::LoadOp::create(ci, vs, ValueRange{jj, idx(ci, d)}), a[1 + d]));
+          return out;
+        });
+        memref::StoreOp::create(r, mNew, stat, ValueRange{tid, idx(r, 0)});
+        memref::StoreOp::create(r, pl.getResult(0), stat, ValueRange{tid, idx(r, 1)});
+        for (int64_t d = 0; d < D; ++d)
+          memref::StoreOp::create(r, pl.getResult(1 + d), accB, ValueRange{tid, idx(r, d)});
+      });
+      return SmallVector<Value>{};
+    });
+    // o = acc / l (zeros for a row that saw no key).
+    threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+      Value i = arith::AddIOp::create(r, i0, tid);
+      auto ifOp = scf::IfOp::create(r, lt(r, i, tq), false);
+      ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+      Value l = memref::LoadOp::create(s, stat, ValueRange{tid, idx(s, 1)});
+      Value pos = arith::CmpFOp::create(s, arith::CmpFPredicate::OGT, l, f32c(s, 0.0));
+      Value inv = arith::SelectOp::create(s, pos, arith::DivFOp::create(s, f32c(s, 1.0), l),
+                                          f32c(s, 0.0));
+      for (int64_t d = 0; d < D; ++d) {
+        Value val = arith::MulFOp::create(
+            s, memref::LoadOp::create(s, accB, ValueRange{tid, idx(s, d)}), inv);
+        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, i, h, idx(s, d)}
+                                     : SmallVector<Value>{bi, h, i, idx(s, d)};
+        memref::StoreOp::create(s, val, o, at);
+      }
+    });
+  });
+  mapToBlocks(phase);
+  return success();
+}

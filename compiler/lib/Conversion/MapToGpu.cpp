@@ -1,0 +1,358 @@
+//===- MapToGpu.cpp - CUDA code paths: phases -> gpu.func kernels ---------===//
+//
+// attnc-map-to-gpu: after attnc-outline-tasks, a CUDA code path is
+//
+//   @f__ws(args) -> index, @f__tasks(args, %phase) -> index,
+//   @f__run(args, %phase, %lo, %hi) {
+//     %wg = memref.alloca() : memref<..., #gpu.address_space<workgroup>>
+//     %pv = memref.alloca() : memref<NT x ..., #gpu.address_space<private>>
+//     scf.index_switch %phase
+//     case i { scf.for %t = %lo to %hi { <task body with thread regions> } }
+//   }
+//
+// Each case becomes `gpu.func @f__k<i>(args) kernel` with %t = block id:
+//
+//   thread region  scf.forall (%tid) in (N) {B} {mapping = [#gpu.thread<x>]}
+//   becomes        %tid = gpu.thread_id x; scf.if %tid < N {B}; gpu.barrier
+//
+// (a region completes for every thread before the next starts: the barrier
+// is what makes the GPU program mean what the sequential one does).
+// Workgroup buffers become workgroup attributions; a private [NT, ...]
+// buffer becomes a private attribution of shape [...] (its first index is
+// the thread id in every access, which the pass checks).
+//
+// attnc-gpu-on-host: the inverse view for checking on a CPU (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <set>
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNMAPTOGPUPASS
+#define GEN_PASS_DEF_ATTNSTRIPGPUSPACESPASS
+#include "attnc/Conversion/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+
+namespace {
+
+bool isCudaFn(func::FuncOp f) {
+  auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+  return t && t.getIsa().starts_with("cuda");
+}
+
+std::optional<gpu::AddressSpace> spaceOf(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  if (!m)
+    return std::nullopt;
+  if (auto s = dyn_cast_or_null<gpu::AddressSpaceAttr>(m.getMemorySpace()))
+    return s.getValue();
+  return std::nullopt;
+}
+
+bool isThreadRegion(scf::ForallOp fa) {
+  auto m = fa.getMapping();
+  return m && m->size() == 1 && isa<gpu::GPUThreadMappingAttr>((*m)[0]);
+}
+
+/// Replaces a thread region by its body for thread `tid` (guarded when the
+/// region has fewer threads than the block) followed by a barrier.
+void lowerThreadRegion(scf::ForallOp fa, Value tid, int64_t blockThreads) {
+  OpBuilder b(fa);
+  Location loc = fa.getLoc();
+  int64_t n = *getConstantIntValue(fa.getMixedUpperBound()[0]);
+  Block *body = fa.getBody();
+  body->getTerminator()->erase();
+  fa.getInductionVar(0).replaceAllUsesWith(tid);
+  if (n >= blockThreads) {
+    b.getInsertionBlock()->getOperations().splice(b.getInsertionPoint(),
+                                                  body->getOperations());
+  } else {
+    Value bound = arith::ConstantIndexOp::create(b, loc, n);
+    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, bound);
+    auto ifOp = scf::IfOp::create(b, loc, in, /*withElse=*/false);
+    Block *dst = ifOp.thenBlock();
+    dst->getOperations().splice(dst->getTerminator()->getIterator(),
+                                body->getOperations());
+  }
+  gpu::BarrierOp::create(b, loc);
+  fa.erase();
+}
+
+LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
+                          SmallVectorImpl<int64_t> &blockThreads) {
+  MLIRContext *ctx = run.getContext();
+  StringRef base = run.getName().drop_back(strlen("__run"));
+  Block &entry = run.getBody().front();
+  unsigned nArgs = run.getNumArguments() - 3;
+  scf::IndexSwitchOp sw;
+  for (Operation &op : entry)
+    if (auto s = dyn_cast<scf::IndexSwitchOp>(op))
+      sw = s;
+  if (!sw)
+    return run.emitOpError("attnc-map-to-gpu: no phase switch");
+  SmallVector<Type> argTypes(run.getArgumentTypes().take_front(nArgs));
+  auto fnType = FunctionType::get(ctx, argTypes, {});
+
+  for (auto [phase, region] : llvm::enumerate(sw.getCaseRegions())) {
+    scf::ForOp taskLoop;
+    for (Operation &op : region.front())
+      if (auto f = dyn_cast<scf::ForOp>(op))
+        taskLoop = f;
+    if (!taskLoop)
+      return sw.emitOpError("attnc-map-to-gpu: phase ") << phase << " has no task loop";
+    // Values the task body uses from outside it: function arguments map to
+    // kernel arguments; buffers to attributions; pure prologue ops (sizes,
+    // views, constants) are cloned into the kernel.
+    SetVector<Operation *> outside;
+    SmallVector<memref::AllocaOp> buffers;
+    std::set<Operation *> seenAlloca;
+    SmallVector<Value> work;
+    taskLoop.getBody()->walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        work.push_back(v);
+    });
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || taskLoop->isAncestor(def) || outside.contains(def))
+        continue;
+      if (auto a = dyn_cast<memref::AllocaOp>(def)) {
+        if (seenAlloca.insert(def).second)
+          buffers.push_back(a);
+        continue;
+      }
+      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
+        return def->emitOpError("attnc-map-to-gpu: the task body uses a value "
+                                "that cannot be recomputed in the kernel");
+      outside.insert(def);
+      for (Value o : def->getOperands())
+        work.push_back(o);
+    }
+    SmallVector<Type> wgTypes, pvTypes;
+    for (memref::AllocaOp a : buffers) {
+      MemRefType t = a.getType();
+      auto space = spaceOf(t);
+      if (space == gpu::AddressSpace::Workgroup) {
+        wgTypes.push_back(t);
+      } else if (space == gpu::AddressSpace::Private && t.getRank() >= 2) {
+        pvTypes.push_back(MemRefType::get(t.getShape().drop_front(), t.getElementType(),
+                                          MemRefLayoutAttrInterface{}, t.getMemorySpace()));
+      } else {
+        return a.emitOpError("attnc-map-to-gpu: a task buffer must be workgroup "
+                             "memory or per-thread [threads, ...] private memory");
+      }
+    }
+    OpBuilder mb = OpBuilder::atBlockEnd(gm.getBody());
+    std::string name = (base + "__k" + Twine(phase)).str();
+    auto kernel = gpu::GPUFuncOp::create(mb, run.getLoc(), name, fnType, wgTypes, pvTypes);
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+    Block &kb = kernel.getBody().front();
+    OpBuilder b = OpBuilder::atBlockEnd(&kb);
+    IRMapping map;
+    for (unsigned i = 0; i < nArgs; ++i)
+      map.map(run.getArgument(i), kb.getArgument(i));
+    unsigned wi = 0, pi = 0;
+    DenseMap<Value, Value> privates; // kernel attribution -> original buffer
+    for (memref::AllocaOp a : buffers) {
+      if (spaceOf(a.getType()) == gpu::AddressSpace::Workgroup) {
+        map.map(a.getResult(), kernel.getWorkgroupAttributions()[wi++]);
+      } else {
+        Value p = kernel.getPrivateAttributions()[pi++];
+        map.map(a.getResult(), p);
+        privates[p] = a.getResult();
+      }
+    }
+    // Prologue ops in program order (entry block first, then the case).
+    SmallVector<Operation *> order(outside.begin(), outside.end());
+    auto rank = [&](Operation *op) {
+      return std::make_pair(op->getBlock() == &entry ? 0 : 1, op);
+    };
+    llvm::sort(order, [&](Operation *x, Operation *y) {
+      auto rx = rank(x), ry = rank(y);
+      if (rx.first != ry.first)
+        return rx.first < ry.first;
+      return x->isBeforeInBlock(y);
+    });
+    for (Operation *op : order)
+      b.clone(*op, map);
+    Value blockId = gpu::BlockIdOp::create(b, run.getLoc(), gpu::Dimension::x);
+    Value tid = gpu::ThreadIdOp::create(b, run.getLoc(), gpu::Dimension::x);
+    map.map(taskLoop.getInductionVar(), blockId);
+    for (Operation &op : taskLoop.getBody()->without_terminator())
+      b.clone(op, map);
+    gpu::ReturnOp::create(b, run.getLoc());
+
+    // Thread regions -> guarded bodies + barriers.
+    SmallVector<scf::ForallOp> regions;
+    kernel.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
+    int64_t threads = 1;
+    for (scf::ForallOp fa : regions) {
+      auto n = getConstantIntValue(fa.getMixedUpperBound()[0]);
+      if (!isThreadRegion(fa) || fa.getRank() != 1 || !n)
+        return fa.emitOpError("attnc-map-to-gpu: a loop inside a task must be "
+                              "a static thread region (#gpu.thread<x>)");
+      threads = std::max(threads, *n);
+    }
+    if (threads > 1024)
+      return kernel.emitOpError("attnc-map-to-gpu: more than 1024 threads per block");
+    for (scf::ForallOp fa : regions)
+      lowerThreadRegion(fa, tid, threads);
+    // Private buffers: drop the thread index.
+    SmallVector<Operation *> accesses;
+    kernel.walk([&](Operation *op) {
+      if (isa<memref::LoadOp, memref::StoreOp>(op))
+        accesses.push_back(op);
+    });
+    for (Operation *op : accesses) {
+      auto ld = dyn_cast<memref::LoadOp>(op);
+      auto st = dyn_cast<memref::StoreOp>(op);
+      Value mem = ld ? ld.getMemRef() : st.getMemRef();
+      if (!privates.count(mem))
+        continue;
+      ValueRange at = ld ? ld.getIndices() : st.getIndices();
+      if (at.empty() || at[0] != tid)
+        return op->emitOpError("attnc-map-to-gpu: a private buffer must be "
+                               "indexed by the thread id first");
+      SmallVector<Value> rest(at.drop_front());
+      OpBuilder ob(op);
+      if (ld) {
+        Value nv = memref::LoadOp::create(ob, op->getLoc(), mem, rest);
+        ld.getResult().replaceAllUsesWith(nv);
+      } else {
+        memref::StoreOp::create(ob, op->getLoc(), st.getValueToStore(), mem, rest);
+      }
+      op->erase();
+    }
+    // exp(x) = 2^(x log2 e) with the hardware's ex2.approx (what CUDA's
+    // __expf does; the softmax's arguments are clamped to >= -87, so no
+    // denormal reaches the flush-to-zero form).
+    SmallVector<math::ExpOp> exps;
+    kernel.walk([&](math::ExpOp e) {
+      if (e.getType().isF32())
+        exps.push_back(e);
+    });
+    for (math::ExpOp e : exps) {
+      OpBuilder ob(e);
+      Location loc = e.getLoc();
+      Value log2e = arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(1.4426950408889634f));
+      Value y = arith::MulFOp::create(ob, loc, e.getOperand(), log2e);
+      auto call = LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
+                                                ob.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+                                                ValueRange{y});
+      e.getResult().replaceAllUsesWith(call.getResult(0));
+      e.erase();
+    }
+    kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+        ctx, {static_cast<int32_t>(threads), 1, 1}));
+    kernel->setAttr("attn.block_threads", IntegerAttr::get(IndexType::get(ctx), threads));
+    blockThreads.push_back(threads);
+  }
+  return success();
+}
+
+struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<func::FuncOp> runs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal() && isCudaFn(f) && f.getName().ends_with("__run"))
+        runs.push_back(f);
+    if (runs.empty())
+      return;
+    std::string gmName;
+    if (auto n = module->getAttrOfType<StringAttr>("attn.spec_name"))
+      gmName = (n.getValue() + "_kernels").str();
+    else
+      gmName = "attnc_kernels";
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto gm = gpu::GPUModuleOp::create(mb, module.getLoc(), gmName);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    for (func::FuncOp run : runs) {
+      SmallVector<int64_t> threads;
+      if (failed(mapFunction(run, gm, threads)))
+        return signalPassFailure();
+      StringRef base = run.getName().drop_back(strlen("__run"));
+      auto tasks = module.lookupSymbol<func::FuncOp>((base + "__tasks").str());
+      if (!tasks) {
+        run.emitOpError("attnc-map-to-gpu: no ") << base << "__tasks";
+        return signalPassFailure();
+      }
+      Builder ab(ctx);
+      tasks->setAttr("attn.phases", ab.getI64IntegerAttr(threads.size()));
+      tasks->setAttr("attn.block_threads", ab.getDenseI64ArrayAttr(threads));
+      run.erase();
+    }
+  }
+};
+
+/// The host version of a GPU memref type: no memory space.
+Type hostType(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  if (!m || !spaceOf(m))
+    return t;
+  return MemRefType::get(m.getShape(), m.getElementType(), m.getLayout());
+}
+
+struct GpuOnHostPass final
+    : attnc::impl::AttnStripGpuSpacesPassBase<GpuOnHostPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (!isCudaFn(f))
+        continue;
+      auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+      std::string from = ("__" + attnc::variantSuffix(t.getIsa())).str();
+      std::string name = f.getName().str();
+      size_t at = name.find(from);
+      if (at == std::string::npos) {
+        f.emitOpError("attnc-gpu-on-host: no ") << from << " in the name";
+        return signalPassFailure();
+      }
+      name.replace(at, from.size(), "__host");
+      f.setName(name);
+      f->setAttr("attn.target", attnc::targetFor(ctx, "host"));
+      f.walk([&](memref::AllocaOp a) {
+        a.getResult().setType(cast<MemRefType>(hostType(a.getType())));
+      });
+      // Thread regions run one thread after another.
+      SmallVector<scf::ForallOp> regions;
+      f.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
+      for (scf::ForallOp fa : regions) {
+        if (!isThreadRegion(fa)) {
+          fa.setMappingAttr(nullptr);
+          continue;
+        }
+        OpBuilder b(fa);
+        Location loc = fa.getLoc();
+        Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+        Value ub = getValueOrCreateConstantIndexOp(b, loc, fa.getMixedUpperBound()[0]);
+        Value one = arith::ConstantIndexOp::create(b, loc, 1);
+        auto forOp = scf::ForOp::create(b, loc, lb, ub, one);
+        Block *body = fa.getBody();
+        body->getTerminator()->erase();
+        Block *dst = forOp.getBody();
+        dst->getOperations().splice(dst->getTerminator()->getIterator(),
+                                    body->getOperations());
+        fa.getInductionVar(0).replaceAllUsesWith(forOp.getInductionVar());
+        fa.erase();
+      }
+    }
+  }
+};
+
+} // namespace
