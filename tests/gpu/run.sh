@@ -1,0 +1,468 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the CUDA target's check on a GPU machine (see
+# tests/gpu/README.md).
+#
+#   bash tests/gpu/run.sh prepare OUTDIR   here, where build/tools/attnc is:
+#       compile the GPU specs with --target cuda-sm90 into OUTDIR, write
+#       their weights (.safetensors, shared by attnc-run and torch), copy
+#       attnc-run and the libraries it needs, check the weights and the
+#       torch block against the CPU kernel
+#   bash tests/gpu/run.sh run OUTDIR       there (GPU, torch, no compiler):
+#       (a) attnc-run --device cuda --check over T and batch, (b) attnc-run
+#       --bench against torch_bench.py (nn.MultiheadAttention and an SDPA
+#       block, fp32), one table
+#
+# Exit codes: 0 all passed; 1 a check or a timing run failed; 2 usage or
+# setup error (missing binary, no GPU, prepare failed); 3 nothing failed but
+# some planned runs were skipped (time budget, no torch).
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SCRATCH="" # a temporary directory, removed on exit
+trap '[ -z "$SCRATCH" ] || rm -rf "$SCRATCH"' EXIT
+ROOT=$(cd "$HERE/../.." && pwd)
+
+# The specs (paths relative to the repository root). Masks none, causal or
+# sliding_window only: the CUDA target refuses padding, decode and probs.
+DEFAULT_SPECS="examples/gpt2-small.yaml examples/llama-gqa.yaml \
+examples/mistral-window.yaml tests/gpu/specs/encoder-nomask.yaml"
+
+usage() {
+  cat <<'EOF'
+usage: bash tests/gpu/run.sh prepare OUTDIR    (here: build/tools/attnc with --target cuda-sm90)
+       bash tests/gpu/run.sh run OUTDIR        (on the GPU machine)
+
+prepare: for each spec (GPU_SPECS, default examples/gpt2-small.yaml,
+  examples/llama-gqa.yaml, examples/mistral-window.yaml,
+  tests/gpu/specs/encoder-nomask.yaml) compile OUTDIR/libNAME.so with
+  --target cuda-sm90, write OUTDIR/weights/NAME.safetensors (random, seed 1)
+  and copy the spec to OUTDIR/specs/; copy build/tools/attnc-run and its
+  non-system libraries to OUTDIR/bin/; copy this script, torch_bench.py and
+  README.md into OUTDIR; then check on the CPU that attnc-run reads the
+  weight files and that torch_bench.py's blocks compute what the CPU kernel
+  computes with them (SKIP_CPU_CHECK=1 skips that).
+run: (a) attnc-run OUTDIR/libNAME.so --device cuda --check --weights ... at
+  T in CHECK_T (default 1 97 1024 4096) x batch in CHECK_B (default 1 4;
+  batch 1 only at T >= 4096), T up to the spec's max_seq_len; plus one
+  attnc-vs-torch comparison per spec (T 97, batch 2); (b) at T in BENCH_T
+  (default 1024 4096), batch 1: attnc-run --bench BENCH_ITERS (default 50)
+  and torch_bench.py (same iterations); one table. The whole run keeps to
+  GPU_RUN_BUDGET_S (default 570) seconds; every command has a timeout.
+
+environment: ATTNC, ATTNC_RUN (prepare: default build/tools/...), PYTHON
+  (default: python3; prepare: /usr/bin/python3 when it has NumPy), GPU_SPECS,
+  CHECK_T, CHECK_B, BENCH_T, BENCH_ITERS, GPU_RUN_BUDGET_S, SKIP_CPU_CHECK,
+  TORCH_DEVICE (default cuda; cpu only for a dry run of the script).
+exit: 0 all passed, 1 something failed, 2 usage/setup error, 3 runs skipped.
+EOF
+}
+
+die() {
+  echo "run.sh: error: $*" >&2
+  exit 2
+}
+
+# spec_key FILE KEY: the value of a top-level 'KEY: value' line (comments cut).
+spec_key() {
+  sed -n "s/^$2:[[:space:]]*\([^#]*\).*/\1/p" "$1" | head -n1 | sed 's/[[:space:]]*$//'
+}
+
+# ------------------------------------------------------------------ prepare
+
+prepare() {
+  local out=$1
+  local attnc=${ATTNC:-$ROOT/build/tools/attnc}
+  local attnc_run=${ATTNC_RUN:-$ROOT/build/tools/attnc-run}
+  [ -x "$attnc" ] || die "no compiler at $attnc (build attnc first, or set ATTNC)"
+  [ -x "$attnc_run" ] || die "no attnc-run at $attnc_run (build it first, or set ATTNC_RUN)"
+  command -v ldd >/dev/null || die "ldd not found (needed to collect attnc-run's libraries)"
+  local py=${PYTHON:-}
+  if [ -z "$py" ]; then
+    for c in /usr/bin/python3 python3; do
+      if command -v "$c" >/dev/null && "$c" -c 'import numpy' 2>/dev/null; then
+        py=$c
+        break
+      fi
+    done
+  fi
+  [ -n "$py" ] || die "no python3 with NumPy (needed to write the weight files; set PYTHON)"
+  mkdir -p "$out" || die "cannot create $out"
+  out=$(cd "$out" && pwd)
+  mkdir -p "$out/bin" "$out/specs" "$out/weights"
+  rm -f "$out/manifest.tsv" "$out"/lib*.so
+  local manifest=$out/manifest.tsv.tmp
+  : >"$manifest"
+
+  local spec n f max
+  for spec in ${GPU_SPECS:-$DEFAULT_SPECS}; do
+    f=$ROOT/$spec
+    [ -f "$f" ] || f=$spec
+    [ -f "$f" ] || die "spec $spec not found"
+    n=$(basename "$f" .yaml)
+    case "$(spec_key "$f" mask)" in
+      "" | none | causal | sliding_window) ;;
+      *) die "$spec: mask '$(spec_key "$f" mask)': the CUDA target takes none, causal or sliding_window" ;;
+    esac
+    if grep -Eq '^(decode|cross_attention):[[:space:]]*[Tt]rue' "$f" || grep -Eq '^outputs:.*probs' "$f"; then
+      die "$spec: decode, cross_attention and probs are not for the CUDA target"
+    fi
+    echo "== $n: $attnc $spec --target cuda-sm90 -o $out/lib$n.so"
+    if ! "$attnc" "$f" --target cuda-sm90 -o "$out/lib$n.so"; then
+      die "attnc --target cuda-sm90 failed on $spec (is the CUDA target in this build? 'attnc --help' lists the targets)"
+    fi
+    cp "$f" "$out/specs/$n.yaml"
+    "$py" "$HERE/torch_bench.py" --spec "$f" --write-weights "$out/weights/$n.safetensors" --seed 1 ||
+      die "could not write the weights of $spec"
+    max=$(spec_key "$f" max_seq_len)
+    printf '%s\t%s\n' "$n" "${max:-0}" >>"$manifest"
+  done
+
+  # attnc-run and every library it (and a kernel) needs that is not part of
+  # the C library or the CUDA driver: libattnrt from the build tree, and
+  # libstdc++/libgcc_s/libz so that the GPU machine's versions do not matter.
+  echo "== attnc-run and its libraries -> $out/bin/"
+  cp "$attnc_run" "$out/bin/attnc-run"
+  local lib path missing=0
+  for f in "$attnc_run" "$out"/lib*.so; do
+    while read -r lib path; do
+      case "$lib" in
+        linux-vdso* | linux-gate* | ld-linux* | libc.so* | libm.so* | libdl.so* | \
+          libpthread.so* | librt.so* | libresolv.so* | libcuda.so* | libnvidia*) continue ;;
+      esac
+      if [ "$path" = "not found" ]; then
+        echo "run.sh: error: $f needs $lib, which ldd does not find" >&2
+        missing=1
+      elif [ -n "$path" ] && [ ! -e "$out/bin/$lib" ]; then
+        cp -L "$path" "$out/bin/$lib" && echo "   $lib ($path)"
+      fi
+    done < <(ldd "$f" | sed -n 's/^[[:space:]]*\([^[:space:]]*\) => \(not found\|[^ ]*\).*/\1 \2/p')
+  done
+  [ "$missing" = 0 ] || die "missing libraries (above)"
+  LD_LIBRARY_PATH="$out/bin" "$out/bin/attnc-run" --version >/dev/null ||
+    die "the copied attnc-run does not run with LD_LIBRARY_PATH=$out/bin"
+
+  # What the libraries declare (metadata only: no GPU needed to read it).
+  for f in "$out"/lib*.so; do
+    if ! LD_LIBRARY_PATH="$out/bin" "$out/bin/attnc-run" "$f" --info >"$out/bin/.info" 2>&1; then
+      echo "run.sh: warning: attnc-run --info $(basename "$f") failed here:" >&2
+      sed 's/^/   /' "$out/bin/.info" >&2
+    else
+      echo "   $(basename "$f"): $(grep -E '^(isa|features):' "$out/bin/.info" | tr '\n' ' ')"
+    fi
+  done
+  rm -f "$out/bin/.info"
+
+  # The self-check on the CPU: the weight files load into attnc-run (names,
+  # shapes), and torch_bench.py's blocks agree with the CPU kernel compiled
+  # from the same spec on the same weights and input.
+  if [ -z "${SKIP_CPU_CHECK:-}" ]; then
+    local tmp
+    tmp=$(mktemp -d) || die "mktemp failed"
+    SCRATCH=$tmp
+    local have_torch=0
+    "$py" -c 'import torch' 2>/dev/null && have_torch=1
+    echo "== CPU self-check (CPU kernels in $tmp$([ $have_torch = 1 ] || echo '; no torch for '"$py"': weights only'))"
+    while IFS=$'\t' read -r n max; do
+      f=$out/specs/$n.yaml
+      "$attnc" "$f" -o "$tmp/lib$n.so" >/dev/null || die "attnc (CPU target) failed on $f"
+      "$py" "$HERE/torch_bench.py" --spec "$f" --write-x "$tmp/x.npy" --seq-len 97 --batch 2 >/dev/null ||
+        die "torch_bench.py --write-x failed"
+      if ! "$attnc_run" "$tmp/lib$n.so" --weights "$out/weights/$n.safetensors" \
+        --x "$tmp/x.npy" --out "$tmp/y.npy" --check >"$tmp/log" 2>&1; then
+        cat "$tmp/log" >&2
+        die "$n: the CPU kernel with weights/$n.safetensors failed (above)"
+      fi
+      if [ $have_torch = 1 ]; then
+        if ! "$py" "$HERE/torch_bench.py" --spec "$f" --device cpu --weights "$out/weights/$n.safetensors" \
+          --x "$tmp/x.npy" --compare "$tmp/y.npy" >"$tmp/log" 2>&1; then
+          cat "$tmp/log" >&2
+          die "$n: torch_bench.py's blocks disagree with the CPU kernel (above)"
+        fi
+        echo "   $n: CPU kernel --check PASS; CPU kernel, torch MHA and SDPA block vs float64: PASS"
+      else
+        echo "   $n: CPU kernel with the weight file --check PASS"
+      fi
+    done <"$manifest"
+    rm -rf "$tmp"
+  fi
+
+  cp "$HERE/run.sh" "$HERE/torch_bench.py" "$HERE/README.md" "$out/" || die "cannot copy the scripts into $out"
+  {
+    echo "prepared $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
+    git -C "$ROOT" rev-parse HEAD 2>/dev/null
+    git -C "$ROOT" status --porcelain 2>/dev/null | sed 's/^/  /'
+  } >"$out/PROVENANCE"
+  mv "$manifest" "$out/manifest.tsv"
+  echo "== prepared $out ($(du -sh "$out" | cut -f1)); on the GPU machine:"
+  echo "   bash tests/gpu/run.sh run $out    (or: bash $out/run.sh run $out)"
+}
+
+# ---------------------------------------------------------------------- run
+
+# Results: one line each in RESULTS, counts in NPASS/NFAIL/NSKIP.
+NPASS=0
+NFAIL=0
+NSKIP=0
+INCOMPLETE=0
+FAILS=""
+
+record() { # STATUS TEXT
+  case "$1" in
+    PASS) NPASS=$((NPASS + 1)) ;;
+    FAIL) NFAIL=$((NFAIL + 1)); FAILS="$FAILS
+  $2" ;;
+    SKIP)
+      NSKIP=$((NSKIP + 1))
+      # Skips past a spec's max_seq_len are planned; others (time budget,
+      # no torch) make the run incomplete: exit 3.
+      [[ "$2" == *"max_seq_len"* ]] || INCOMPLETE=1
+      ;;
+  esac
+  printf '%-4s %s\n' "$1" "$2"
+}
+
+run() {
+  local out
+  out=$(cd "$1" 2>/dev/null && pwd) || die "no directory $1"
+  [ -f "$out/manifest.tsv" ] || die "$out has no manifest.tsv: not a prepared directory (bash tests/gpu/run.sh prepare $1, here)"
+  local bin=$out/bin/attnc-run
+  [ -x "$bin" ] || die "no attnc-run in $out/bin"
+  local tb=$HERE/torch_bench.py
+  [ -f "$tb" ] || tb=$out/torch_bench.py
+  [ -f "$tb" ] || die "no torch_bench.py next to run.sh or in $out"
+  local py=${PYTHON:-python3}
+  local tdev=${TORCH_DEVICE:-cuda}
+  command -v timeout >/dev/null || die "coreutils' timeout not found"
+  local budget=${GPU_RUN_BUDGET_S:-570}
+  local iters=${BENCH_ITERS:-50}
+  local start=$SECONDS
+
+  # attnc-run with the copied libraries, under a timeout (seconds).
+  arun() {
+    local t=$1
+    shift
+    LD_LIBRARY_PATH="$out/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      timeout -k 10 "$t" "$bin" "$@"
+  }
+  # Seconds left before the budget, minus a reserve.
+  left() { echo $((budget - (SECONDS - start) - ${1:-0})); }
+
+  echo "== tests/gpu/run.sh run $out"
+  [ -f "$out/PROVENANCE" ] && sed 's/^/   /' "$out/PROVENANCE" | head -n 3
+  local v
+  v=$(arun 30 --version 2>&1) || die "attnc-run does not start here: $v"
+  echo "   attnc-run: $v"
+
+  # The GPU: nvidia-smi when it is there, and torch.
+  local gpu_ok=0 torch_ok=0
+  if command -v nvidia-smi >/dev/null; then
+    if v=$(timeout -k 5 60 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1); then
+      echo "   nvidia-smi: $v"
+      gpu_ok=1
+    else
+      echo "   nvidia-smi failed: $v"
+    fi
+  fi
+  if v=$(TORCH_DEVICE=$tdev timeout -k 5 180 "$py" -c 'import os, sys, torch
+if os.environ["TORCH_DEVICE"] == "cpu":
+    print(torch.__version__, "on the CPU (TORCH_DEVICE=cpu: a dry run)")
+    sys.exit(0)
+ok = torch.cuda.is_available()
+print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0) if ok else "NO GPU")
+sys.exit(0 if ok else 1)' 2>&1); then
+    echo "   torch: $v"
+    torch_ok=1
+    [ "$tdev" = cpu ] || gpu_ok=1
+  else
+    echo "   torch ($py) with CUDA: not usable: $(echo "$v" | tail -n 1)"
+  fi
+  [ "$gpu_ok" = 1 ] || die "no GPU here (nvidia-smi and torch.cuda see none)"
+  [ "$torch_ok" = 1 ] || echo "   (the torch comparison and the torch columns are skipped)"
+
+  local names=() maxes=() n max
+  while IFS=$'\t' read -r n max; do
+    [ -f "$out/lib$n.so" ] || die "$out/lib$n.so is missing"
+    [ -f "$out/weights/$n.safetensors" ] || die "$out/weights/$n.safetensors is missing"
+    [ -f "$out/specs/$n.yaml" ] || die "$out/specs/$n.yaml is missing"
+    names+=("$n")
+    maxes+=("$max")
+  done <"$out/manifest.tsv"
+  [ "${#names[@]}" -gt 0 ] || die "$out/manifest.tsv lists no spec"
+
+  # (a) correctness: attnc-run --device cuda --check.
+  echo
+  echo "== (a) attnc-run --device cuda --check (against the CPU interpreter, double)"
+  local i T B t0 rc log msg reserve=150 tmo work
+  work=$(mktemp -d) || die "mktemp failed"
+  SCRATCH=$work
+  log=$work/log
+  # attnc's y against torch's blocks and a float64 reference, same weights
+  # and input: the torch blocks timed below compute the same function.
+  if [ "$torch_ok" = 1 ]; then
+    for n in "${names[@]}"; do
+      local what="$n T=97 B=2 attnc (cuda) vs torch MHA/SDPA vs float64"
+      if [ "$(left $reserve)" -lt 60 ]; then
+        record SKIP "$what (time budget)"
+        continue
+      fi
+      t0=$SECONDS
+      if ! timeout -k 5 60 "$py" "$tb" --spec "$out/specs/$n.yaml" --write-x "$work/x.npy" \
+        --seq-len 97 --batch 2 >/dev/null 2>"$log" ||
+        ! arun 60 "$out/lib$n.so" --device cuda --weights "$out/weights/$n.safetensors" \
+          --x "$work/x.npy" --out "$work/y.npy" >>"$log" 2>&1; then
+        record FAIL "$what (attnc-run --x/--out failed)"
+        tail -n 8 "$log" | sed 's/^/       /'
+      elif timeout -k 5 180 "$py" "$tb" --spec "$out/specs/$n.yaml" --device "$tdev" \
+        --weights "$out/weights/$n.safetensors" --x "$work/x.npy" --compare "$work/y.npy" >"$log" 2>&1; then
+        record PASS "$what ($((SECONDS - t0)) s) $(grep -o 'attnc  max_abs_err [^ ]*' "$log" | sed 's/  / /')"
+      else
+        record FAIL "$what (torch_bench.py --compare, exit $?)"
+        grep -E '^  |^torch_bench|Error|error' "$log" | tail -n 8 | sed 's/^/       /'
+      fi
+    done
+  else
+    record SKIP "attnc vs torch comparison (no torch with CUDA)"
+  fi
+
+  # T outermost: under the time budget the short runs of every spec come
+  # first.
+  for T in ${CHECK_T:-1 97 1024 4096}; do
+    for B in ${CHECK_B:-1 4}; do
+      if [ "$B" -gt 1 ] && [ "$T" -ge 4096 ]; then
+        continue # the interpreter's reference at batch > 1 is too slow there
+      fi
+      for i in "${!names[@]}"; do
+        n=${names[$i]}
+        max=${maxes[$i]}
+        local what="$n T=$T B=$B"
+        if [ "$max" -gt 0 ] && [ "$T" -gt "$max" ]; then
+          record SKIP "$what (T > max_seq_len $max)"
+          continue
+        fi
+        tmo=$(left $reserve)
+        if [ "$tmo" -lt 20 ]; then
+          record SKIP "$what (time budget)"
+          continue
+        fi
+        [ "$tmo" -gt 400 ] && tmo=400
+        t0=$SECONDS
+        arun "$tmo" "$out/lib$n.so" --device cuda --check --seq-len "$T" --batch "$B" \
+          --weights "$out/weights/$n.safetensors" --seed 1 >"$log" 2>&1
+        rc=$?
+        msg=$(grep -o 'max_abs_err [^,]*' "$log" | head -n 1)
+        if [ $rc = 0 ]; then
+          record PASS "$what ($((SECONDS - t0)) s) $msg"
+        else
+          [ $rc = 124 ] || [ $rc = 137 ] && msg="timed out after $tmo s; $msg"
+          record FAIL "$what (exit $rc${msg:+; $msg})"
+          grep -v 'computing the reference' "$log" | tail -n 8 | sed 's/^/       /'
+        fi
+      done
+    done
+  done
+
+  # (b) timing.
+  echo
+  echo "== (b) timing: attnc-run --device cuda --bench $iters vs torch_bench.py --iters $iters (batch 1)"
+  local rows=() ts a_line a_min a_med m_min m_med s_min s_med tlog
+  tlog=$work/tlog
+  for i in "${!names[@]}"; do
+    n=${names[$i]}
+    max=${maxes[$i]}
+    ts=""
+    for T in ${BENCH_T:-1024 4096}; do
+      if [ "$max" -gt 0 ] && [ "$T" -gt "$max" ]; then
+        echo "     $n T=$T: skipped (T > max_seq_len $max)"
+        continue
+      fi
+      ts="$ts${ts:+,}$T"
+    done
+    [ -n "$ts" ] || continue
+    # torch first, all T of this spec in one process.
+    : >"$tlog"
+    if [ "$torch_ok" = 1 ]; then
+      if [ "$(left 20)" -lt 30 ]; then
+        record SKIP "$n torch timing (time budget)"
+      else
+        timeout -k 5 "$(left 20)" "$py" "$tb" --spec "$out/specs/$n.yaml" --device "$tdev" \
+          --weights "$out/weights/$n.safetensors" --seq-len "$ts" --batch 1 --iters "$iters" >"$tlog" 2>&1
+        rc=$?
+        if [ $rc != 0 ]; then
+          record FAIL "$n torch_bench.py timing (exit $rc)"
+          tail -n 8 "$tlog" | sed 's/^/       /'
+        fi
+      fi
+    fi
+    for T in ${ts//,/ }; do
+      a_min=- a_med=-
+      if [ "$(left 10)" -lt 20 ]; then
+        record SKIP "$n T=$T attnc timing (time budget)"
+      elif arun 120 "$out/lib$n.so" --device cuda --bench "$iters" --seq-len "$T" --batch 1 \
+        --weights "$out/weights/$n.safetensors" --seed 1 >"$log" 2>&1; then
+        a_line=$(grep -m1 '^bench' "$log")
+        a_min=$(echo "$a_line" | sed -n 's/.*min[^0-9]*\([0-9.][0-9.]*\) ms.*/\1/p')
+        a_med=$(echo "$a_line" | sed -n 's/.*median[^0-9]*\([0-9.][0-9.]*\) ms.*/\1/p')
+        echo "     $n T=$T attnc-run: $a_line"
+        if [ -z "$a_min" ] || [ -z "$a_med" ]; then
+          record FAIL "$n T=$T attnc-run --bench: no 'min X ms, median Y ms' in its output"
+          a_min=- a_med=-
+        fi
+      else
+        record FAIL "$n T=$T attnc-run --bench (exit $?)"
+        tail -n 8 "$log" | sed 's/^/       /'
+      fi
+      m_min=$(sed -n "s/^RESULT T=$T B=1 block=mha min_ms=\([^ ]*\) median_ms=\(.*\)/\1/p" "$tlog")
+      m_med=$(sed -n "s/^RESULT T=$T B=1 block=mha min_ms=\([^ ]*\) median_ms=\(.*\)/\2/p" "$tlog")
+      s_min=$(sed -n "s/^RESULT T=$T B=1 block=sdpa min_ms=\([^ ]*\) median_ms=\(.*\)/\1/p" "$tlog")
+      s_med=$(sed -n "s/^RESULT T=$T B=1 block=sdpa min_ms=\([^ ]*\) median_ms=\(.*\)/\2/p" "$tlog")
+      rows+=("$n $T $a_min $a_med ${m_min:--} ${m_med:--} ${s_min:--} ${s_med:--}")
+    done
+  done
+  rm -rf "$work"
+
+  echo
+  echo "== timing, batch 1, fp32, ms per call (min / median of $iters); x = torch min / attnc min (> 1: attnc faster)"
+  printf '%-16s %6s | %9s %9s | %9s %9s | %9s %9s | %8s %8s\n' \
+    spec T "attnc min" median "MHA min" median "SDPA min" median "MHA/attnc" "SDPA/attnc"
+  local r
+  for r in "${rows[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $r
+    awk -v n="$1" -v T="$2" -v am="$3" -v ad="$4" -v mm="$5" -v md="$6" -v sm="$7" -v sd="$8" '
+      function f(v) { return (v == "-" || v == "nan") ? "-" : sprintf("%.3f", v) }
+      function x(t, a) { return (t == "-" || t == "nan" || a == "-" || a + 0 <= 0) ? "-" : sprintf("%.2fx", t / a) }
+      BEGIN { printf "%-16s %6s | %9s %9s | %9s %9s | %9s %9s | %8s %8s\n",
+              n, T, f(am), f(ad), f(mm), f(md), f(sm), f(sd), x(mm, am), x(sm, am) }'
+  done
+
+  echo
+  echo "== summary: $NPASS passed, $NFAIL failed, $NSKIP skipped ($((SECONDS - start)) s)"
+  if [ "$NFAIL" -gt 0 ]; then
+    echo "failed:$FAILS"
+    return 1
+  fi
+  if [ "$INCOMPLETE" = 1 ]; then
+    echo "incomplete: some runs were skipped for the time budget or a missing torch"
+    return 3
+  fi
+  return 0
+}
+
+case "${1:-}" in
+  prepare)
+    [ $# = 2 ] || { usage >&2; exit 2; }
+    prepare "$2"
+    ;;
+  run)
+    [ $# = 2 ] || { usage >&2; exit 2; }
+    run "$2"
+    exit $?
+    ;;
+  -h | --help | help)
+    usage
+    ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+esac
