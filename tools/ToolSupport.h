@@ -101,7 +101,9 @@ inline llvm::cl::OptionCategory sharedCategory("compile options (attnc, attnc-du
 inline llvm::cl::opt<std::string> targetOpt("target",
     llvm::cl::desc("instruction sets: multi (default: AVX-512 and AVX2 code in one "
                    "library, the path chosen at load time from CPUID; also spelled "
-                   "x86-avx512,x86-avx2), x86-avx512, x86-avx2, x86-64, host (this CPU)"),
+                   "x86-avx512,x86-avx2), x86-avx512, x86-avx2, x86-64, host (this CPU); "
+                   "cuda-sm90, cuda-sm80 (PTX kernels for NVIDIA GPUs, launched "
+                   "through the CUDA driver: forward takes device pointers)"),
     llvm::cl::init("multi"), llvm::cl::cat(sharedCategory));
 inline llvm::cl::opt<bool> noFuseOpt("no-fuse-qkv",
     llvm::cl::desc("skip attn-fuse-qkv (three projection GEMMs)"),

@@ -103,6 +103,25 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (want >= 0 && attnc::stageList()[want].cudaOnly && !attnc::isCuda(opts.isa)) {
+    errs() << "attnc-dump: error: --stage " << stage
+           << ": this stage exists only for --target cuda-sm80 / cuda-sm90\n";
+    return 2;
+  }
+  if (check && attnc::isCuda(opts.isa)) {
+    // The CUDA pipeline is checked on this CPU: the attn stages as always,
+    // then the tiled GPU loops (blocks, thread regions, shared and private
+    // buffers) compiled for the host and run sequentially, which is what
+    // they mean; gpu/nvvm/ptx (the mapping to blocks and threads and the
+    // code generation) need a GPU (tests/gpu/run.sh).
+    if (want >= 0 && attnc::stageList()[want].cudaOnly) {
+      errs() << "attnc-dump: error: --check runs a CUDA target on the host up "
+                "to the loops stage; print --stage "
+             << stage << " without --check\n";
+      return 2;
+    }
+    opts.emulateGpuOnHost = true;
+  }
   auto ctx = attnc::tools::makeContext();
   // --check runs through llvm-ir-opt (the compiled kernel is checked too).
   int last = all ? static_cast<int>(attnc::stageList().size()) - 1 : want;
@@ -204,7 +223,7 @@ int main(int argc, char **argv) {
     // code path, against the float32 gate of attnc-run --check.
     std::vector<attnc::CompiledRun> runs;
     std::string err;
-    if (!attnc::runCompiledPaths(comp, *spec, opts.isa, inputs, runs, err)) {
+    if (!attnc::runCompiledPaths(comp, *spec, comp.objectIsa(), inputs, runs, err)) {
       errs() << "attnc-dump: error: --check: compiled kernel: " << err << "\n";
       return 1;
     }
@@ -227,7 +246,10 @@ int main(int argc, char **argv) {
       if (sizeOk)
         c = attnrt::compare(r.y.data(), ref.y.data(), ref.bound.data(), n, 1e-5, 1e-4);
       bool ok = sizeOk && c.ok;
-      outs() << "// check: stage " << left_justify("object[" + r.isa + "]", 18)
+      std::string label = attnc::isCuda(opts.isa)
+                              ? std::string("loops[") + attnc::isaName(opts.isa) + " on host]"
+                              : "object[" + r.isa + "]";
+      outs() << "// check: stage " << left_justify(label, 18)
              << " max_abs_err vs conceptual = " << format("%.3e", maxAbs)
              << " (float32 kernel; gate |err| <= 1e-5 + 1e-4*|ref| + bound, max bound "
              << format("%.2e", c.maxBound) << ") "

@@ -443,14 +443,21 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                                       map.lookup(s.getKey()),
                                       map.lookup(s.getValue()),
                                       map.lookup(s.getResult()));
-    if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ProbsOp, CacheAppendOp,
-            MaskRowsOp, ScaleOp, tensor::ConcatOp>(op))
-      return op->emitOpError("is not supported by the CUDA target yet");
+    if (isa<ProbsOp>(op))
+      return op->emitOpError("(outputs: probs) is not supported by the CUDA "
+                             "target yet");
+    if (isa<CacheAppendOp>(op))
+      return op->emitOpError("(decode: true, the KV cache) is not supported "
+                             "by the CUDA target yet");
+    if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, MaskRowsOp, ScaleOp,
+            tensor::ConcatOp>(op))
+      return op->emitOpError("is not supported by the CUDA target yet (it "
+                             "needs the fused, copy-free form)");
     if (isa<func::ReturnOp>(op))
       for (auto [r, out] : llvm::zip(returned, outBufs))
-        if (map.lookup(r) != out)
-          return op->emitOpError("the CUDA target needs the result computed "
-                                 "in place (no final copy)");
+        if (map.lookup(r) != out &&
+            failed(attnc::buildGpuCopy(b, target, map.lookup(r), out)))
+          return op->emitOpError("the CUDA target cannot copy the result to y");
   }
   for (auto [src, dst] : preCopies.lookup(op))
     oneTask([&, src = src, dst = dst](ImplicitLocOpBuilder &c) { copy(c, src, dst); });

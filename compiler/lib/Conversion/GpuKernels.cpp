@@ -226,8 +226,8 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
   if (op.getQLens() || op.getKvLens())
-    return op.emitOpError("the CUDA target does not support valid lengths "
-                          "(padding masks, KV caches) yet");
+    return op.emitOpError("the CUDA target does not support padding masks "
+                          "(valid lengths) yet");
   // One block per (batch, head, MQ queries); thread r owns query i0 + r:
   // its scaled q row, its output row and its softmax statistics (m, l).
   // Keys go through shared memory NK rows at a time; the block walks only
@@ -395,6 +395,30 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                      : SmallVector<Value>{bi, h, i, idx(s, d)};
         memref::StoreOp::create(s, val, o, at);
       }
+    });
+  });
+  mapToBlocks(phase);
+  return success();
+}
+
+LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, TargetAttr t,
+                                  Value src, Value dst) {
+  auto st = cast<MemRefType>(src.getType()), dt = cast<MemRefType>(dst.getType());
+  if (st.getRank() != 3 || dt.getRank() != 3 ||
+      st.getDimSize(2) != dt.getDimSize(2) || ShapedType::isDynamic(st.getDimSize(2)))
+    return failure();
+  const int64_t NT = t.getGemmMc(), n = st.getDimSize(2);
+  Value tt = dim(b, dst, 1);
+  Value rows = arith::MulIOp::create(b, dim(b, dst, 0), tt);
+  scf::ForallOp phase = taskLoop(b, rows, [&](ImplicitLocOpBuilder &c, Value row) {
+    Value bi = arith::DivUIOp::create(c, row, tt);
+    Value ti = arith::RemUIOp::create(c, row, tt);
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, idx(r, n), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
+        Value v = memref::LoadOp::create(ci, src, ValueRange{bi, ti, col});
+        memref::StoreOp::create(ci, v, dst, ValueRange{bi, ti, col});
+        return SmallVector<Value>{};
+      });
     });
   });
   mapToBlocks(phase);

@@ -87,6 +87,13 @@ mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       mlir::Value q, mlir::Value k,
                                       mlir::Value v, mlir::Value o);
 
+/// The CUDA target's copy of a [B, T, N] buffer into another of the same
+/// shape (the result of a block without W_O into y): one block per
+/// (b, t) row, gemm_mc threads striding over N.
+mlir::LogicalResult buildGpuCopy(mlir::ImplicitLocOpBuilder &b,
+                                 attn::TargetAttr target, mlir::Value src,
+                                 mlir::Value dst);
+
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).
 mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,

@@ -88,9 +88,9 @@ public:
   /// CUDA targets: the PTX (once the ptx stage ran).
   const std::string &ptx() const { return ptx_; }
   /// The instruction set the compiled object's code paths are for (the
-  /// host's x86-64 when a CUDA target is emulated on the host).
+  /// host CPU when a CUDA target is emulated on the host).
   Isa objectIsa() const {
-    return opts_.emulateGpuOnHost ? Isa::X86_64 : opts_.isa;
+    return opts_.emulateGpuOnHost && isCuda(opts_.isa) ? Isa::Host : opts_.isa;
   }
   mlir::ModuleOp module() { return *module_; }
 
