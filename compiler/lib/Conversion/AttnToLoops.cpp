@@ -453,11 +453,13 @@ LogicalResult FunctionLowering::emit(Operation *op) {
             tensor::ConcatOp>(op))
       return op->emitOpError("is not supported by the CUDA target yet (it "
                              "needs the fused, copy-free form)");
-    if (isa<func::ReturnOp>(op))
+    if (isa<func::ReturnOp>(op)) {
       for (auto [r, out] : llvm::zip(returned, outBufs))
         if (map.lookup(r) != out &&
             failed(attnc::buildGpuCopy(b, target, map.lookup(r), out)))
           return op->emitOpError("the CUDA target cannot copy the result to y");
+      return success();
+    }
   }
   for (auto [src, dst] : preCopies.lookup(op))
     oneTask([&, src = src, dst = dst](ImplicitLocOpBuilder &c) { copy(c, src, dst); });

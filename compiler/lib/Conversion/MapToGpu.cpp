@@ -204,6 +204,14 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
                               "a static thread region (#gpu.thread<x>)");
       threads = std::max(threads, *n);
     }
+    WalkResult foreign = kernel.walk([&](Operation *op) {
+      return isa_and_nonnull<linalg::LinalgDialect, vector::VectorDialect>(op->getDialect())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (foreign.wasInterrupted())
+      return kernel.emitOpError("attnc-map-to-gpu: a phase that is not a GPU "
+                                "kernel (linalg/vector ops in a task)");
     if (threads > 1024)
       return kernel.emitOpError("attnc-map-to-gpu: more than 1024 threads per block");
     for (scf::ForallOp fa : regions)
