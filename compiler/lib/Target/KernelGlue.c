@@ -119,7 +119,7 @@ static int k_cu_load_locked(void) {
   K_CU_SYM(ctx_get_current, "cuCtxGetCurrent")
   K_CU_SYM(ctx_set_current, "cuCtxSetCurrent")
   K_CU_SYM(ctx_get_device, "cuCtxGetDevice")
-  K_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain_v2")
+  K_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain")
   K_CU_SYM(module_load_data, "cuModuleLoadData")
   K_CU_SYM(module_get_function, "cuModuleGetFunction")
   K_CU_SYM(launch, "cuLaunchKernel")
