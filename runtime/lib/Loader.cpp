@@ -49,6 +49,52 @@ const char *toString(LoadError e) {
   return "unknown";
 }
 
+bool isCudaIsa(uint32_t isa) {
+  return isa == ATTNC_ISA_CUDA_SM80 || isa == ATTNC_ISA_CUDA_SM90;
+}
+
+const char *isaName(uint32_t isa) {
+  switch (isa) {
+  case ATTNC_ISA_X86_64: return "x86-64";
+  case ATTNC_ISA_AVX2: return "avx2";
+  case ATTNC_ISA_AVX512: return "avx512";
+  case ATTNC_ISA_HOST: return "host";
+  case ATTNC_ISA_MULTI: return "multi";
+  case ATTNC_ISA_CUDA_SM80: return "cuda-sm80";
+  case ATTNC_ISA_CUDA_SM90: return "cuda-sm90";
+  case ATTNC_ISA_NONE: return "none";
+  default: return "unknown";
+  }
+}
+
+int cudaSmOf(uint32_t isa) {
+  switch (isa) {
+  case ATTNC_ISA_CUDA_SM80: return 80;
+  case ATTNC_ISA_CUDA_SM90: return 90;
+  default: return 0;
+  }
+}
+
+const char *statusText(int rc) {
+  switch (rc) {
+  case ATTNC_OK: return "ok";
+  case ATTNC_ERR_NULL_ARG: return "a required pointer is NULL";
+  case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range";
+  case ATTNC_ERR_WORKSPACE: return "workspace too small";
+  case ATTNC_ERR_BUFFER_SIZE: return "a buffer's size is not what the shapes need";
+  case ATTNC_ERR_ISA: return "this CPU lacks the library's instruction sets";
+  case ATTNC_ERR_THREADS: return "the thread pool failed";
+  case ATTNC_ERR_ARGS: return "bad argument struct";
+  case ATTNC_ERR_NO_DRIVER: return "no CUDA driver (libcuda.so.1 cannot be "
+                                   "loaded, or cuInit failed)";
+  case ATTNC_ERR_NO_DEVICE: return "no CUDA device, or the device is older "
+                                   "than the kernel's sm";
+  case ATTNC_ERR_DEVICE: return "a CUDA driver call failed, or a pointer "
+                                "is not device memory";
+  default: return "unknown status";
+  }
+}
+
 namespace {
 
 /// Sizes beyond this are certainly corrupt (and would overflow products).
@@ -209,14 +255,14 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (info.dtype != ATTNC_DTYPE_F32)
     return bad("unknown dtype value " + std::to_string(info.dtype));
-  if (info.isa > ATTNC_ISA_MULTI)
+  if (info.isa > ATTNC_ISA_CUDA_SM90)
     return bad("unknown isa value " + std::to_string(info.isa));
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
     return bad("unknown weight_layout value " +
                std::to_string(info.weight_layout));
   const uint32_t knownFeatures =
       ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS |
-      ATTNC_FEATURE_DECODE;
+      ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA;
   if (info.features & ~knownFeatures)
     return bad("unknown features bits 0x" +
                [&] {
@@ -225,6 +271,16 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                                info.features & ~knownFeatures);
                  return std::string(buf);
                }());
+  // The device kind and the instruction set agree: a CUDA isa iff the
+  // cuda feature (its forward takes device pointers).
+  const bool cudaIsa = isCudaIsa(info.isa);
+  if (cudaIsa != ((info.features & ATTNC_FEATURE_CUDA) != 0))
+    return bad(cudaIsa ? std::string("isa ") + isaName(info.isa) +
+                             " needs the cuda feature, which features does "
+                             "not declare"
+                       : std::string("features declares cuda, but isa ") +
+                             isaName(info.isa) +
+                             " is a CPU instruction set");
   const bool paddingMask = info.mask == ATTNC_MASK_PADDING ||
                            info.mask == ATTNC_MASK_CAUSAL_PADDING;
   if (paddingMask != ((info.features & ATTNC_FEATURE_LENGTHS) != 0))
@@ -454,11 +510,18 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   if (e != LoadError::None)
     return fail(e, why);
   // The code path this CPU would run: a concrete instruction set, or NONE.
+  // A CUDA kernel's is its own sm_XY (a suitable device is present) or
+  // NONE.
   const uint32_t selected = info->selected_isa();
-  if (selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_NONE)
+  if (selected != ATTNC_ISA_NONE &&
+      (isCudaIsa(info->isa) ? selected != info->isa
+                            : selected > ATTNC_ISA_HOST))
     return fail(LoadError::BadMetadata,
                 "selected_isa() returned " + std::to_string(selected) +
-                    ", not a known instruction set");
+                    (isCudaIsa(info->isa)
+                         ? std::string(", neither the kernel's isa (") +
+                               isaName(info->isa) + ") nor none"
+                         : std::string(", not a known instruction set")));
   info_ = info;
 
   std::string name = info->name;
@@ -696,6 +759,9 @@ int Kernel::forward(const float *packed, const float *x, float *y,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
+  // A CUDA kernel takes device pointers: never hand it host memory.
+  if (isCuda())
+    return ATTNC_ERR_DEVICE;
   std::string why;
   if (!checkShape(batch, seqLen, why))
     return ATTNC_ERR_BAD_SHAPE;
@@ -714,6 +780,8 @@ int Kernel::forward(const float *packed, const float *x, float *y,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
+  if (isCuda())
+    return ATTNC_ERR_DEVICE;
   std::string why;
   if (!checkShape(batch, seqLen, variants.kvSeqLen, why)) // also (batch, seqLen)
     return ATTNC_ERR_BAD_SHAPE;
@@ -783,8 +851,11 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
     a.probs_floats = probsFloats;
   }
   // The cache fields came later in ABI version 2: without a cache, pass
-  // the first version-2 size, which kernels of either age accept.
+  // the first version-2 size, which kernels of every age accept; with one,
+  // the size without the stream (a CPU kernel's stream is NULL), which
+  // kernels built before the stream field accept too.
   if (variants.kCache) {
+    a.struct_size = ATTNC_FORWARD_ARGS_SIZE_V2_1;
     int64_t cacheFloats = 0;
     if (!checkedProduct({batch, info_->kv_heads, variants.cacheLen, info_->head_dim},
                         cacheFloats))
@@ -796,6 +867,67 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
   } else {
     a.struct_size = ATTNC_FORWARD_ARGS_SIZE_V2_0;
   }
+  return forward_(&a);
+}
+
+bool Kernel::checkHost(std::string &why) const {
+  if (!info_) {
+    why = "no kernel loaded";
+    return false;
+  }
+  if (isCuda()) {
+    why = std::string("kernel ") + info_->name + " targets " +
+          isaName(info_->isa) +
+          ": its forward takes device pointers (Kernel::forwardDevice; "
+          "attnc-run --device cuda)";
+    return false;
+  }
+  why.clear();
+  return true;
+}
+
+int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+                          int64_t batch, int64_t seqLen, void *workspace,
+                          int64_t workspaceBytes, const float *xKv,
+                          int64_t kvSeqLen, void *stream) const {
+  if (!forward_)
+    return ATTNC_ERR_NULL_ARG;
+  if (!isCuda())
+    return ATTNC_ERR_ARGS; // host memory: Kernel::forward
+  const bool cross = (info_->features & ATTNC_FEATURE_CROSS) != 0;
+  if (cross ? !xKv : xKv != nullptr || (kvSeqLen != 0 && kvSeqLen != seqLen))
+    return cross ? ATTNC_ERR_NULL_ARG : ATTNC_ERR_ARGS;
+  const int64_t kvSeq = cross ? kvSeqLen : seqLen;
+  std::string why;
+  if (!checkShape(batch, seqLen, kvSeq, why))
+    return ATTNC_ERR_BAD_SHAPE;
+  const int64_t need = this->workspaceBytes(batch, seqLen, kvSeq, why);
+  if (need < 0 || workspaceBytes < need || (need > 0 && !workspace))
+    return ATTNC_ERR_WORKSPACE;
+  // checkShape: these fit. Nothing here reads the (device) buffers.
+  int64_t xFloats = 0, yFloats = 0, xKvFloats = 0;
+  checkedProduct({batch, seqLen, info_->d_model}, xFloats);
+  checkedProduct({batch, seqLen, info_->out_dim}, yFloats);
+  attnc_forward_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_floats = info_->packed_floats;
+  a.x = x;
+  a.x_floats = xFloats;
+  a.y = y;
+  a.y_floats = yFloats;
+  a.batch = batch;
+  a.seq_len = seqLen;
+  a.workspace = workspace;
+  a.workspace_bytes = workspaceBytes;
+  a.num_threads = 0;
+  if (cross) {
+    checkedProduct({batch, kvSeq, info_->d_model}, xKvFloats);
+    a.x_kv = xKv;
+    a.x_kv_floats = xKvFloats;
+    a.kv_seq_len = kvSeq;
+  }
+  a.stream = stream;
   return forward_(&a);
 }
 
@@ -839,6 +971,8 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
                    int threads, attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!decode_)
     return ATTNC_ERR_ARGS;
+  if (isCuda())
+    return ATTNC_ERR_DEVICE;
   if (!positions || !x || !y || !kCache || !vCache || !packed)
     return ATTNC_ERR_NULL_ARG;
   if (kCache == vCache)

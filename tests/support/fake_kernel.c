@@ -24,6 +24,10 @@
  *              pad_bias (padded query rows get the output bias, not 0),
  *              wrong_align (the other causal alignment), probs_off=X (the
  *              first valid weight of every probs row += X)
+ *   device:    isa=6,features=16 plays a CUDA kernel (cuda-sm90; with
+ *              selected_isa=6 or =0xffffffff): the runtime must hand it
+ *              only "device" pointers (forwardDevice), which here are host
+ *              memory all the same
  *   state:     shared_scratch (q/k/v in one static buffer instead of the
  *              caller's workspace: concurrent calls race), call_counter
  *              (y[0] += calls so far: no two calls agree)
@@ -310,13 +314,20 @@ int fake_attn_forward(const attnc_forward_args *a) {
   const int32_t *lengths;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* Both version-2 sizes (abi.h); this kernel has no KV cache, so the
-   * later cache fields, when present, must be empty. */
+  /* The three version-2 sizes (abi.h); this kernel has no KV cache, so
+   * the later cache fields, when present, must be empty, and so must the
+   * stream unless it plays a CUDA kernel (features=16: it still computes
+   * on the host, which lets the runtime's device path be tested without a
+   * GPU; the stream is ignored). */
   if (a->struct_size != sizeof(attnc_forward_args) &&
+      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
       a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
     return ATTNC_ERR_ARGS;
-  if (a->struct_size == sizeof(attnc_forward_args) &&
+  if (a->struct_size >= ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
       (a->k_cache || a->v_cache || a->cache_floats || a->cache_len))
+    return ATTNC_ERR_ARGS;
+  if (a->struct_size == sizeof(attnc_forward_args) && a->stream &&
+      !(f & ATTNC_FEATURE_CUDA))
     return ATTNC_ERR_ARGS;
   if (g_selected == ATTNC_ISA_NONE)
     return ATTNC_ERR_ISA;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Checked.h"
+#include "attnc/runtime/Cuda.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
 
@@ -58,10 +59,12 @@ static_assert(offsetof(attnc_kernel_info, selected_isa) == 168, "");
 static_assert(offsetof(attnc_kernel_info, target_triple) == 176, "");
 static_assert(offsetof(attnc_kernel_info, target_cpu) == 184, "");
 static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
-// attnc_forward_args (v2; the KV-cache fields appended later in v2, the
-// first v2 size stays accepted).
-static_assert(sizeof(attnc_forward_args) == 200, "attnc_forward_args layout");
+// attnc_forward_args (v2; the KV-cache fields, then the CUDA stream,
+// appended later in v2, the earlier v2 sizes stay accepted).
+static_assert(sizeof(attnc_forward_args) == 208, "attnc_forward_args layout");
 static_assert(ATTNC_FORWARD_ARGS_SIZE_V2_0 == 168, "first v2 size");
+static_assert(ATTNC_FORWARD_ARGS_SIZE_V2_1 == 200, "v2 size before the stream");
+static_assert(offsetof(attnc_forward_args, stream) == 200, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
 static_assert(offsetof(attnc_forward_args, batch) == 56, "");
 static_assert(offsetof(attnc_forward_args, workspace) == 72, "");
@@ -229,12 +232,12 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   f.info.dtype = 5;
   CHECK(f.check() == "unknown dtype value 5");
   f.info.dtype = ATTNC_DTYPE_F32;
-  f.info.isa = 5;
-  CHECK(f.check() == "unknown isa value 5");
+  f.info.isa = 7;
+  CHECK(f.check() == "unknown isa value 7");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
-  f.info.features = 16;
-  CHECK(f.check() == "unknown features bits 0x10");
+  f.info.features = 32;
+  CHECK(f.check() == "unknown features bits 0x20");
   f.info.features = ATTNC_FEATURE_LENGTHS;
   CHECK_THAT(f.check(), Contains("the mask has no padding"));
   f.info.mask = ATTNC_MASK_PADDING;
@@ -244,6 +247,56 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   f.info.mask = ATTNC_MASK_NONE;
   f.info.weight_layout = 3;
   CHECK(f.check() == "unknown weight_layout value 3");
+}
+
+TEST_CASE("metadata: a CUDA isa comes with the cuda feature and only with it",
+          "[metadata][cuda]") {
+  InfoFixture f;
+  for (uint32_t isa : {ATTNC_ISA_CUDA_SM80, ATTNC_ISA_CUDA_SM90}) {
+    INFO("isa " << isa);
+    f.info.isa = isa;
+    f.info.features = ATTNC_FEATURE_CUDA;
+    CHECK(f.check().empty());
+    f.info.features = ATTNC_FEATURE_CUDA | ATTNC_FEATURE_CROSS;
+    CHECK(f.check().empty());
+    f.info.features = 0;
+    CHECK(f.check() == std::string("isa ") + isaName(isa) +
+                           " needs the cuda feature, which features does "
+                           "not declare");
+    f.info.features = ATTNC_FEATURE_CROSS;
+    CHECK_THAT(f.check(), Contains("needs the cuda feature"));
+  }
+  for (uint32_t isa : {ATTNC_ISA_X86_64, ATTNC_ISA_AVX2, ATTNC_ISA_AVX512,
+                       ATTNC_ISA_HOST, ATTNC_ISA_MULTI}) {
+    INFO("isa " << isa);
+    f.info.isa = isa;
+    f.info.features = ATTNC_FEATURE_CUDA;
+    CHECK(f.check() == std::string("features declares cuda, but isa ") +
+                           isaName(isa) + " is a CPU instruction set");
+  }
+  f.info.isa = ATTNC_ISA_CUDA_SM90 + 1;
+  f.info.features = ATTNC_FEATURE_CUDA;
+  CHECK(f.check() == "unknown isa value 7");
+}
+
+TEST_CASE("runtime: status and isa names", "[metadata][cuda]") {
+  CHECK(std::string(statusText(ATTNC_OK)) == "ok");
+  CHECK(std::string(statusText(ATTNC_ERR_ARGS)) == "bad argument struct");
+  CHECK_THAT(statusText(ATTNC_ERR_NO_DRIVER), Contains("no CUDA driver"));
+  CHECK_THAT(statusText(ATTNC_ERR_NO_DEVICE), Contains("no CUDA device"));
+  CHECK_THAT(statusText(ATTNC_ERR_DEVICE),
+             Contains("a CUDA driver call failed"));
+  CHECK(std::string(statusText(11)) == "unknown status");
+  CHECK(std::string(isaName(ATTNC_ISA_CUDA_SM80)) == "cuda-sm80");
+  CHECK(std::string(isaName(ATTNC_ISA_CUDA_SM90)) == "cuda-sm90");
+  CHECK(std::string(isaName(ATTNC_ISA_MULTI)) == "multi");
+  CHECK(std::string(isaName(ATTNC_ISA_NONE)) == "none");
+  CHECK(std::string(isaName(7)) == "unknown");
+  CHECK(isCudaIsa(ATTNC_ISA_CUDA_SM80));
+  CHECK_FALSE(isCudaIsa(ATTNC_ISA_HOST));
+  CHECK(cudaSmOf(ATTNC_ISA_CUDA_SM80) == 80);
+  CHECK(cudaSmOf(ATTNC_ISA_CUDA_SM90) == 90);
+  CHECK(cudaSmOf(ATTNC_ISA_AVX2) == 0);
 }
 
 TEST_CASE("metadata: flags, window and scale", "[metadata]") {
@@ -538,7 +591,14 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"dtype=1", "unknown dtype value 1"},
       {"layout=3", "unknown weight_layout value 3"},
       {"causal_align=2", "unknown causal_align value 2"},
-      {"features=16", "unknown features bits 0x10"},
+      {"features=32", "unknown features bits 0x20"},
+      {"isa=5", "isa cuda-sm80 needs the cuda feature"},
+      {"features=16", "features declares cuda, but isa x86-64 is a CPU"},
+      {"isa=6,features=16,selected_isa=5",
+       "selected_isa() returned 5, neither the kernel's isa (cuda-sm90) nor "
+       "none"},
+      {"isa=6,features=16,selected_isa=0", "selected_isa() returned 0"},
+      {"selected_isa=6", "selected_isa() returned 6, not a known instruction set"},
       {"num_weights=4000000000", "weights table has 4000000000 entries"},
       {"num_weights=3", "weights table has 3 entries, expected 4"},
       {"out_dim=17", "out_dim is 17, expected 16"},
@@ -677,4 +737,122 @@ TEST_CASE("checked size arithmetic refuses overflow and negatives",
   CHECK(r == 6);
   CHECK_FALSE(checkedSum({INT64_MAX, 0, 1}, r));
   CHECK_FALSE(checkedSum({1, -1}, r));
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA kernels: the fake kernel playing one (isa=6,features=16; it still
+// computes on the host), so the device path's argument handling is tested
+// without a GPU.
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("loader: a CUDA kernel is never run on host memory",
+          "[metadata][loader][cuda]") {
+  for (const char *sel : {"isa=6,features=16,selected_isa=6",
+                          "isa=6,features=16,selected_isa=0xffffffff"}) {
+    INFO(sel);
+    Kernel k;
+    LoadResult r = loadFake(k, sel);
+    REQUIRE(r.ok);
+    CHECK(k.isCuda());
+    std::string why;
+    CHECK_FALSE(k.checkHost(why));
+    CHECK(why == "kernel fake_attn targets cuda-sm90: its forward takes "
+                 "device pointers (Kernel::forwardDevice; attnc-run --device "
+                 "cuda)");
+    std::vector<float> packed(size_t(k.packedFloats()), 0.5f), x(2 * 16, 1.0f),
+        y(2 * 16, 7.0f);
+    std::vector<unsigned char> ws;
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 2, ws) ==
+          ATTNC_ERR_DEVICE);
+    CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 2, VariantInputs(),
+                    nullptr, ws) == ATTNC_ERR_DEVICE);
+    CHECK(ws.empty());
+    for (float v : y)
+      CHECK(v == 7.0f); // the library was not called
+  }
+  Kernel cpu;
+  REQUIRE(loadFake(cpu, "").ok);
+  CHECK_FALSE(cpu.isCuda());
+  std::string why = "x";
+  CHECK(cpu.checkHost(why));
+  CHECK(why.empty());
+}
+
+TEST_CASE("loader: forwardDevice fills the args of a CUDA kernel",
+          "[metadata][loader][cuda]") {
+  Kernel k;
+  LoadResult r = loadFake(k, "isa=6,features=16,selected_isa=6");
+  REQUIRE(r.ok);
+  std::mt19937_64 rng(5);
+  BlockParams p = paramsFromInfo(k.info());
+  auto w = randomWeights(storageTensors(p), rng);
+  std::vector<const float *> wp;
+  for (auto &v : w)
+    wp.push_back(v.data());
+  std::vector<float> packed;
+  REQUIRE(k.pack(wp, packed) == ATTNC_OK); // NAME_pack: a host function
+  const int64_t B = 2, T = 5;
+  std::vector<float> x = randomNormal(B * T * 16, rng), y(B * T * 16);
+  std::string why;
+  const int64_t need = k.workspaceBytes(B, T, why);
+  REQUIRE(need > 0);
+  std::vector<unsigned char> ws(static_cast<size_t>(need));
+  int stream = 0; // any non-null CUstream: the fake ignores it
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, nullptr, 0, &stream) == ATTNC_OK);
+  std::vector<double> ref = interpret(p, wp, x.data(), B, T);
+  CHECK(compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+  // Refused without calling the library.
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need - 1) == ATTNC_ERR_WORKSPACE);
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), 0, T, ws.data(),
+                        need) == ATTNC_ERR_BAD_SHAPE);
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, x.data(), T) == ATTNC_ERR_ARGS); // not cross
+  // A CPU kernel takes host memory: Kernel::forward.
+  Kernel cpu;
+  REQUIRE(loadFake(cpu, "").ok);
+  CHECK(cpu.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                          need) == ATTNC_ERR_ARGS);
+  // Cross-attention: x_kv is required. (The fake's metadata is global: the
+  // last load configures it for every Kernel open on it.)
+  Kernel cross;
+  REQUIRE(loadFake(cross, "isa=6,features=18,selected_isa=6").ok);
+  CHECK(cross.forwardDevice(packed.data(), x.data(), y.data(), B, T,
+                            ws.data(), need) == ATTNC_ERR_NULL_ARG);
+  std::vector<float> xKv = randomNormal(B * 3 * 16, rng);
+  const int64_t needKv = cross.workspaceBytes(B, T, 3, why);
+  REQUIRE(needKv > 0);
+  std::vector<unsigned char> wsKv(static_cast<size_t>(needKv));
+  CHECK(cross.forwardDevice(packed.data(), x.data(), y.data(), B, T,
+                            wsKv.data(), needKv, xKv.data(), 3) == ATTNC_OK);
+  VariantInputs in;
+  in.xKv = xKv.data();
+  in.kvSeqLen = 3;
+  std::vector<double> refKv =
+      interpret(paramsFromInfo(cross.info()), wp, x.data(), B, T, in);
+  REQUIRE(refKv.size() == y.size());
+  CHECK(compare(y.data(), refKv.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+}
+
+TEST_CASE("cuda: no driver is a clear error, never a crash", "[cuda]") {
+  // The driver is loaded once per process: this is the only test that
+  // loads it, from a file that does not exist.
+  setenv("ATTNC_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  std::string msg;
+  CHECK(cuda::loadDriver(msg) == ATTNC_ERR_NO_DRIVER);
+  CHECK_THAT(msg, Catch::Matchers::StartsWith(
+                      "no CUDA driver: /nonexistent/libcuda.so.1: "));
+  cuda::Device dev;
+  CHECK(dev.open(0, msg) == ATTNC_ERR_NO_DRIVER);
+  CHECK_THAT(msg, Catch::Matchers::StartsWith("no CUDA driver: "));
+  CHECK_FALSE(dev.isOpen());
+  std::string why;
+  CHECK_FALSE(dev.synchronize(why));
+  cuda::Buffer b;
+  CHECK_FALSE(b.allocate(64, "x", why));
+  CHECK(b.get() == nullptr);
+  cuda::Event e;
+  CHECK_FALSE(e.create(why));
+  unsetenv("ATTNC_LIBCUDA");
 }

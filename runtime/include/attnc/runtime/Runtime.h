@@ -38,6 +38,17 @@ enum class LoadError {
 /// "missing_entry".
 const char *toString(LoadError e);
 
+/// The text of a NAME_pack / NAME_forward / NAME_decode return code
+/// (ATTNC_OK .. ATTNC_ERR_DEVICE; "unknown status" otherwise).
+const char *statusText(int rc);
+/// A short name of an ATTNC_ISA_* value: "x86-64", "avx2", "avx512",
+/// "host", "multi", "cuda-sm80", "cuda-sm90", "none"; "unknown" otherwise.
+const char *isaName(uint32_t isa);
+/// True for ATTNC_ISA_CUDA_SM80 / _SM90.
+bool isCudaIsa(uint32_t isa);
+/// 80 or 90 for a CUDA isa (its sm_XY), else 0.
+int cudaSmOf(uint32_t isa);
+
 /// A loaded kernel library. Move-only; dlclose()s on destruction.
 class Kernel {
 public:
@@ -100,12 +111,25 @@ public:
                      const VariantInputs &variants, const float *probs,
                      std::string &why) const;
 
+  /// True for a CUDA kernel (ATTNC_FEATURE_CUDA): forward takes device
+  /// pointers (forwardDevice); forward and decode, which take host memory,
+  /// refuse it.
+  bool isCuda() const {
+    return info_ && (info_->features & ATTNC_FEATURE_CUDA) != 0;
+  }
+  /// Empty `why` and true when forward / decode may run this kernel on host
+  /// memory (a CPU kernel). For a CUDA kernel false, with "kernel NAME
+  /// targets cuda-sm90: its forward takes device pointers (...)".
+  bool checkHost(std::string &why) const;
+
   /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
   /// when `workspace` is empty or too small. Returns ATTNC_ERR_BAD_SHAPE
   /// when checkShape refuses the shape and ATTNC_ERR_WORKSPACE when
   /// workspaceBytes does, without calling the library's forward. `threads` is passed on as
   /// attnc_forward_args::num_threads (built-in pool; 1 = calling thread);
-  /// a non-null `hook` runs the tasks instead.
+  /// a non-null `hook` runs the tasks instead. A CUDA kernel (isCuda()) is
+  /// refused with ATTNC_ERR_DEVICE without calling the library: its forward
+  /// takes device pointers (forwardDevice).
   int forward(const float *packed, const float *x, float *y, int64_t batch,
               int64_t seqLen, std::vector<unsigned char> &workspace,
               int threads = 1, attnc_parallel_for_fn hook = nullptr,
@@ -123,8 +147,27 @@ public:
               attnc_parallel_for_fn hook = nullptr,
               void *hookCtx = nullptr) const;
 
+  /// A CUDA kernel's forward on DEVICE memory (the current CUDA context's:
+  /// Cuda.h): packed (packedFloats() floats, NAME_pack's host output copied
+  /// to the device), x [batch, seqLen, d_model], y [batch, seqLen,
+  /// out_dim], workspace of workspaceBytes (at least this->workspaceBytes
+  /// for the shape) and, for cross-attention (ATTNC_FEATURE_CROSS), xKv
+  /// [batch, kvSeqLen, d_model]. Passes struct_size = sizeof
+  /// (attnc_forward_args) and `stream` (a CUstream; null: the default
+  /// stream). The kernel only queues its launches: synchronize before
+  /// reading y. Nothing here dereferences the pointers. Returns
+  /// ATTNC_ERR_ARGS for a CPU kernel (or a K/V input it does not take),
+  /// ATTNC_ERR_NULL_ARG for a cross-attention kernel without xKv,
+  /// ATTNC_ERR_BAD_SHAPE / ATTNC_ERR_WORKSPACE as forward, all without
+  /// calling the library; else the library's status.
+  int forwardDevice(const float *packed, const float *x, float *y,
+                    int64_t batch, int64_t seqLen, void *workspace,
+                    int64_t workspaceBytes, const float *xKv = nullptr,
+                    int64_t kvSeqLen = 0, void *stream = nullptr) const;
+
   /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
-  /// none fits).
+  /// none fits). For a CUDA kernel, its ATTNC_ISA_CUDA_SMxx when a suitable
+  /// device is present, else ATTNC_ISA_NONE.
   uint32_t selectedIsa() const;
 
   /// True when the kernel has the decode entry (ATTNC_FEATURE_DECODE).
@@ -137,7 +180,7 @@ public:
   /// y [batch, 1, out_dim], positions [batch] in [0, cacheLen), caches
   /// [batch, kv_heads, cacheLen, head_dim]. Returns ATTNC_ERR_ARGS without
   /// calling the library for a kernel without decode or a position out of
-  /// range; else the C status code.
+  /// range, ATTNC_ERR_DEVICE for a CUDA kernel; else the C status code.
   int decode(const float *packed, const float *x, float *y, int64_t batch,
              const int32_t *positions, float *kCache, float *vCache,
              int64_t cacheLen, std::vector<unsigned char> &workspace,
