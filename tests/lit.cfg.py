@@ -43,6 +43,27 @@ if hasattr(os, "geteuid") and os.geteuid() == 0:
 if getattr(config, "attnc_asan", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("asan")
 
+# A CUDA device this machine can run kernels on: the driver (libcuda.so.1)
+# loads, cuInit succeeds and it counts a device. Checked in a child process
+# (the driver stays out of lit's). Tests of CUDA kernels on a device
+# REQUIRE it; the ones of the no-GPU errors are UNSUPPORTED with it.
+_CUDA_PROBE = (
+    "import ctypes, sys\n"
+    "try:\n"
+    "    c = ctypes.CDLL('libcuda.so.1')\n"
+    "except OSError:\n"
+    "    sys.exit(1)\n"
+    "n = ctypes.c_int(0)\n"
+    "sys.exit(0 if c.cuInit(0) == 0 and c.cuDeviceGetCount(ctypes.byref(n)) == 0"
+    " and n.value > 0 else 1)\n")
+try:
+    if subprocess.run([config.python_executable, "-c", _CUDA_PROBE], timeout=60,
+                      stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode == 0:
+        config.available_features.add("cuda-device")
+except Exception:
+    pass
+
 try:
     with open("/proc/cpuinfo") as f:
         if " avx512f" in f.read():

@@ -6,15 +6,21 @@
 //             [--lengths L,..] [--x-kv x_kv.npy | --kv-seq-len N]
 //             [--kv-lengths L,..] [--probs p.npy]
 //             [--heatmap p.svg [--head H] [--heatmap-batch B]]
-//             [--decode-steps K]
+//             [--decode-steps K] [--device cpu|cuda]
 //
-// Links only libattnrt (no MLIR/LLVM). Every size is checked (against the
-// kernel's max_seq_len, for 64-bit overflow with attnrt's checked
-// arithmetic, and against this machine's memory) before anything is
-// allocated. Exit codes: docs/exit-codes.md (and --help).
+// Links only libattnrt (no MLIR/LLVM, no CUDA: for a CUDA kernel,
+// --device cuda, libattnrt dlopen()s the driver, libcuda.so.1). Every size
+// is checked (against the kernel's max_seq_len, for 64-bit overflow with
+// attnrt's checked arithmetic, and against this machine's memory, and the
+// device's) before anything is allocated. With --device cuda the weights
+// are packed on the host, then packed/x/x_kv go to device buffers, forward
+// runs there and y comes back; everything after (--check, --out,
+// --expected) is the CPU path's. Exit codes: docs/exit-codes.md (and
+// --help).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Checked.h"
+#include "attnc/runtime/Cuda.h"
 #include "attnc/runtime/Heatmap.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
@@ -83,6 +89,18 @@ const char *kUsage =
     "                     0 = one per online CPU)\n"
     "  --bench N          time N calls: min and median ms per call, useful\n"
     "                     GFLOP/s at the min, the thread count, and the pack time\n"
+    "                     (--device cuda: CUDA events around each call, after\n"
+    "                     one warm-up call)\n"
+    "  --device cpu|cuda  where forward runs (default cpu). cuda: a CUDA kernel\n"
+    "                     (attnc --target cuda-sm80/-sm90) on CUDA device 0:\n"
+    "                     weights packed on the host, packed/x/x_kv copied to\n"
+    "                     device buffers, y copied back, then --check/--out/\n"
+    "                     --expected as on the CPU. Needs the CUDA driver\n"
+    "                     (libcuda.so.1) and a device at least as new as the\n"
+    "                     kernel's sm; a CPU kernel is refused, and a CUDA\n"
+    "                     kernel without --device cuda. Not with --threads\n"
+    "                     (other than 1), --lengths, --kv-lengths, --probs,\n"
+    "                     --heatmap, --decode-steps (usage errors)\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
     "\n"
     "attention variants (each only for a kernel whose --info features list it):\n"
@@ -128,7 +146,9 @@ const char *kUsage =
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"
     "   1  check failed, the kernel returned an error status, or this CPU\n"
-    "      has none of the library's code paths (selected_isa: none)\n"
+    "      has none of the library's code paths (selected_isa: none); a CUDA\n"
+    "      kernel without --device cuda, a CPU kernel with it; no CUDA driver,\n"
+    "      no (new enough) CUDA device, or a failed CUDA call\n"
     "   2  usage or input error (bad option or value, unreadable or\n"
     "      mis-shaped .npy, size out of range or too large for memory)\n"
     "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
@@ -140,20 +160,8 @@ const char *kUsage =
     "      for more than the metadata allows)\n"
     "  16  missing entry point\n";
 
-/// Meaning of a NAME_pack / NAME_forward return code.
-const char *statusText(int rc) {
-  switch (rc) {
-  case ATTNC_OK: return "ok";
-  case ATTNC_ERR_NULL_ARG: return "a required pointer is NULL";
-  case ATTNC_ERR_BAD_SHAPE: return "batch or seq_len out of range";
-  case ATTNC_ERR_WORKSPACE: return "workspace too small";
-  case ATTNC_ERR_BUFFER_SIZE: return "a buffer's size is not what the shapes need";
-  case ATTNC_ERR_ISA: return "this CPU lacks the library's instruction sets";
-  case ATTNC_ERR_THREADS: return "the thread pool failed";
-  case ATTNC_ERR_ARGS: return "bad argument struct";
-  default: return "unknown status";
-  }
-}
+/// Meaning of a NAME_pack / NAME_forward return code (libattnrt's text).
+const char *statusText(int rc) { return attnrt::statusText(rc); }
 
 const char *maskName(uint32_t m) {
   switch (m) {
@@ -182,6 +190,8 @@ const char *isaName(uint32_t isa) {
   case ATTNC_ISA_AVX512: return "avx512";
   case ATTNC_ISA_HOST: return "host";
   case ATTNC_ISA_MULTI: return "multi (avx512, avx2)";
+  case ATTNC_ISA_CUDA_SM80: return "cuda-sm80";
+  case ATTNC_ISA_CUDA_SM90: return "cuda-sm90";
   case ATTNC_ISA_NONE: return "none (this CPU has none of the library's code paths)";
   default: return "unknown";
   }
@@ -197,6 +207,7 @@ std::string featureNames(uint32_t f) {
   add(ATTNC_FEATURE_CROSS, "cross");
   add(ATTNC_FEATURE_PROBS, "probs");
   add(ATTNC_FEATURE_DECODE, "decode");
+  add(ATTNC_FEATURE_CUDA, "cuda");
   return s.empty() ? "none" : s;
 }
 
@@ -440,8 +451,12 @@ void printInfo(const attnrt::Kernel &k) {
               "weight_layout: %s\n",
               ki.bias ? "true" : "false", ki.out_proj ? "true" : "false",
               ki.scale, layoutName(ki.weight_layout));
+  const uint32_t selected = k.selectedIsa();
   std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki.isa),
-              isaName(k.selectedIsa()), featureNames(ki.features).c_str());
+              k.isCuda() && selected == ATTNC_ISA_NONE
+                  ? "none (no CUDA device for it here)"
+                  : isaName(selected),
+              featureNames(ki.features).c_str());
   std::printf("target: %s (%s)\ncompiler: %s\n", ki.target_triple,
               ki.target_cpu, ki.compiler_version);
   std::printf("packed_floats: %lld\n", (long long)ki.packed_floats);
@@ -467,6 +482,8 @@ struct Options {
   std::string lib, xPath, wDir, wPrefix, outPath, expectedPath;
   int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
   int64_t threads = 1;
+  bool threadsGiven = false;
+  bool cuda = false; // --device cuda
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   bool check = false, info = false, noBound = false, rigorous = false,
        seqGiven = false, batchGiven = false;
@@ -555,6 +572,7 @@ int parseArgs(int argc, char **argv, Options &o) {
       rc = sizeOpt(o.bench, 1);
     } else if (a == "--threads") {
       rc = sizeOpt(o.threads, 0);
+      o.threadsGiven = true;
       if (rc < 0 && o.threads > 4096)
         rc = usageError("--threads: at most 4096, found " +
                         std::to_string(o.threads));
@@ -624,6 +642,14 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.headGiven = true;
     } else if (a == "--decode-steps") {
       rc = sizeOpt(o.decodeSteps, 1);
+    } else if (a == "--device") {
+      std::string v = next();
+      if (missing)
+        rc = usageError(a + " needs a value");
+      else if (v == "cpu" || v == "cuda")
+        o.cuda = v == "cuda";
+      else
+        rc = usageError("--device: expected cpu or cuda, found '" + v + "'");
     } else if (a == "--heatmap-batch") {
       rc = sizeOpt(o.heatmapBatch, 0);
       o.heatmapBatchGiven = true;
@@ -649,6 +675,29 @@ int parseArgs(int argc, char **argv, Options &o) {
   if ((o.headGiven || o.heatmapBatchGiven) && o.heatmapPath.empty())
     return usageError(std::string(o.headGiven ? "--head" : "--heatmap-batch") +
                       " applies to --heatmap, which is not given");
+  if (o.cuda) {
+    // What a CUDA kernel does not have (yet): a thread pool, the lengths
+    // and probs variants, KV-cache decode.
+    const char *refused = o.threadsGiven && o.threads != 1 ? "--threads"
+                          : !o.lengthsArg.empty()          ? "--lengths"
+                          : !o.kvLengthsArg.empty()        ? "--kv-lengths"
+                          : !o.probsPath.empty()           ? "--probs"
+                          : !o.heatmapPath.empty()         ? "--heatmap"
+                          : o.decodeSteps > 0              ? "--decode-steps"
+                                                           : nullptr;
+    if (refused)
+      return usageError(std::string(refused) +
+                        " is not available with --device cuda (CUDA "
+                        "kernels have no " +
+                        (std::strcmp(refused, "--threads") == 0
+                             ? "thread pool"
+                         : std::strcmp(refused, "--decode-steps") == 0
+                             ? "KV-cache decode"
+                         : refused[2] == 'p' || refused[2] == 'h'
+                             ? "attention weights output"
+                             : "padding lengths") +
+                        ")");
+  }
   return -1;
 }
 
@@ -726,6 +775,10 @@ int main(int argc, char **argv) {
   if (rc >= 0)
     return rc;
 
+  // --device cuda: device 0, opened once the kernel is known to be a CUDA
+  // one. Declared first, so its context outlives every device buffer and
+  // the kernel library (which may hold modules in it).
+  attnrt::cuda::Device dev;
   attnrt::Kernel k;
   std::string msg;
   attnrt::LoadError err;
@@ -742,9 +795,44 @@ int main(int argc, char **argv) {
     printInfo(k);
     return kExitOk;
   }
+  // The device kind: a CUDA kernel's forward takes device pointers (never
+  // host memory), a CPU kernel's host pointers.
+  if (k.isCuda() && !o.cuda) {
+    error(std::string("kernel ") + ki.name + " targets " +
+          attnrt::isaName(ki.isa) +
+          ": its forward takes device pointers; run it with --device cuda");
+    return kExitFailed;
+  }
+  if (!k.isCuda() && o.cuda) {
+    error(std::string("kernel ") + ki.name + " targets the CPU (isa " +
+          attnrt::isaName(ki.isa) + "); drop --device cuda");
+    return kExitFailed;
+  }
   if ((rc = checkVariantOptions(o, ki)) >= 0)
     return rc;
-  if (k.selectedIsa() == ATTNC_ISA_NONE) {
+  // --device cuda: the driver, device 0 (its primary context current on
+  // this thread), at least the kernel's sm_XY.
+  if (o.cuda) {
+    if (dev.open(0, msg) != ATTNC_OK) {
+      error(msg);
+      return kExitFailed;
+    }
+    const int need = attnrt::cudaSmOf(ki.isa);
+    if (dev.sm() < need) {
+      error("no CUDA device for " + std::string(ki.name) + ": device 0 (" +
+            dev.name() + ") is sm_" + std::to_string(dev.sm()) +
+            ", older than the kernel's sm_" + std::to_string(need) + " (" +
+            attnrt::isaName(ki.isa) + ")");
+      return kExitFailed;
+    }
+  }
+  if (o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
+    error(o.lib + ": the kernel's selected_isa() is none: it finds no CUDA "
+          "device for it (device 0: " + dev.name() + ", sm_" +
+          std::to_string(dev.sm()) + ")");
+    return kExitFailed;
+  }
+  if (!o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": this CPU has none of the library's code paths (built "
           "for " + isaName(ki.isa) + ", " + ki.target_cpu +
           "); nothing to run");
@@ -894,7 +982,7 @@ int main(int argc, char **argv) {
                   {weightFloats + ki.packed_floats, 4}, fixedBytes) &&
               attnrt::checkedSum({floatsBytes, kvBytes, doublesBytes,
                                   kvDoublesBytes, probsBytes, fixedBytes,
-                                  wsBytes},
+                                  o.cuda ? 0 : wsBytes},
                                  need);
     if (!ok || need > memory) {
       error("batch " + std::to_string(batch) + " x seq_len " +
@@ -904,6 +992,26 @@ int main(int argc, char **argv) {
             (ok ? std::to_string(need) + " bytes (" + gib(need) + ")"
                 : std::string("more than 2^63 bytes")) +
             " of memory, more than this machine has (" + gib(memory) + ")");
+      return kExitInput;
+    }
+    // The device's: packed, x, y, x_kv and the workspace.
+    int64_t devNeed = 0, xyBytes = 0, packedBytes = 0;
+    const bool devOk =
+        !o.cuda ||
+        (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4},
+                                xyBytes) &&
+         attnrt::checkedMul(ki.packed_floats, 4, packedBytes) &&
+         attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes},
+                            devNeed));
+    if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
+      error("batch " + std::to_string(batch) + " x seq_len " +
+            std::to_string(seq) +
+            (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
+            " needs " +
+            (devOk ? std::to_string(devNeed) + " bytes (" + gib(devNeed) + ")"
+                   : std::string("more than 2^63 bytes")) +
+            " of device memory, more than device 0 (" + dev.name() +
+            ") has (" + gib(dev.totalMemory()) + ")");
       return kExitInput;
     }
   }
@@ -972,7 +1080,8 @@ int main(int argc, char **argv) {
   // compares it, --probs and --heatmap show it.
   std::vector<float> probs(static_cast<size_t>(probsFloats));
   float *probsPtr = wantProbs ? probs.data() : nullptr;
-  std::vector<unsigned char> ws(static_cast<size_t>(wsBytes));
+  // The host workspace (the CPU path's; --device cuda: a device buffer).
+  std::vector<unsigned char> ws(static_cast<size_t>(o.cuda ? 0 : wsBytes));
   const int threads = static_cast<int>(o.threads);
   if (!k.checkVariants(batch, seq, variants, probsPtr, msg)) {
     error(msg);
@@ -1043,7 +1152,7 @@ int main(int argc, char **argv) {
         std::copy_n(yTok.data() + b * ki.out_dim, ki.out_dim,
                     y.data() + (b * seq + pos) * ki.out_dim);
     }
-  } else {
+  } else if (!o.cuda) {
     rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
                    probsPtr, ws, threads);
     if (rc != ATTNC_OK) {
@@ -1052,10 +1161,46 @@ int main(int argc, char **argv) {
       return kExitFailed;
     }
   }
+  // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
+  // kernel never writes fails --check), inputs in, forward queued on the
+  // default stream, synchronize (a failed launch shows there), y out.
+  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv;
+  auto deviceForward = [&]() {
+    return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
+                           seq, dWs.get(), wsBytes,
+                           cross ? dXKv.floats() : nullptr,
+                           cross ? kvSeq : 0, /*stream=*/nullptr);
+  };
+  if (o.cuda) {
+    const size_t f4 = sizeof(float);
+    if (!dPacked.allocate(packed.size() * f4, "packed", msg) ||
+        !dX.allocate(x.size() * f4, "x", msg) ||
+        !dY.allocate(y.size() * f4, "y", msg) ||
+        !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
+        (cross && !dXKv.allocate(xKv.size() * f4, "x_kv", msg)) ||
+        !dPacked.upload(packed.data(), packed.size() * f4, msg) ||
+        !dX.upload(x.data(), x.size() * f4, msg) ||
+        (cross && !dXKv.upload(xKv.data(), xKv.size() * f4, msg)) ||
+        !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
+      error(msg);
+      return kExitFailed;
+    }
+    rc = deviceForward();
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
+            " (" + statusText(rc) + ") on device 0 (" + dev.name() + ")");
+      return kExitFailed;
+    }
+    if (!dev.synchronize(msg) || !dY.download(y.data(), y.size() * f4, msg)) {
+      error(std::string(ki.name) + "_forward on device 0 (" + dev.name() +
+            "): " + msg);
+      return kExitFailed;
+    }
+  }
   std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
               "workspace %lld bytes",
               ki.name, (long long)batch, (long long)seq, (long long)ki.d_model,
-              (long long)ki.heads, (long long)ws.size());
+              (long long)ki.heads, (long long)(o.cuda ? wsBytes : ws.size()));
   if (cross)
     std::printf(", kv_seq_len %lld", (long long)kvSeq);
   if (!lengths.empty())
@@ -1065,6 +1210,8 @@ int main(int argc, char **argv) {
   if (steps > 0)
     std::printf(", prefill %lld + %lld decode steps (KV cache of %lld rows)",
                 (long long)prefill, (long long)steps, (long long)seq);
+  if (o.cuda)
+    std::printf(", device %s (sm_%d)", dev.name().c_str(), dev.sm());
   std::printf("\n");
   if (!o.outPath.empty() &&
       !attnrt::writeNpy(o.outPath, {batch, seq, ki.out_dim}, y.data(), msg)) {
@@ -1165,6 +1312,41 @@ int main(int argc, char **argv) {
                 (long long)o.bench, (long long)threads, threads == 1 ? "" : "s",
                 ms.front(), ms[ms.size() / 2], bytes / 1e6,
                 bytes / (ms.front() * 1e6));
+  } else if (o.bench > 0 && o.cuda) {
+    // One warm-up call (module load, first-launch costs), then each call
+    // between two CUDA events on the default stream.
+    attnrt::cuda::Event start, stop;
+    std::vector<double> ms;
+    for (int64_t i = -1; i < o.bench; ++i) {
+      if (!start.record(nullptr, msg)) {
+        error(msg + " in --bench");
+        return kExitFailed;
+      }
+      rc = deviceForward();
+      if (rc != ATTNC_OK) {
+        error(std::string(ki.name) + "_forward returned " +
+              std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
+        return kExitFailed;
+      }
+      float t = 0;
+      if (!stop.record(nullptr, msg) || !stop.synchronize(msg) ||
+          !dev.synchronize(msg) || !stop.elapsedSince(start, t, msg)) {
+        error(std::string(ki.name) + "_forward in --bench: " + msg);
+        return kExitFailed;
+      }
+      if (i >= 0)
+        ms.push_back(double(t));
+    }
+    std::sort(ms.begin(), ms.end());
+    double gflops =
+        usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
+    std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
+                "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
+                ms[ms.size() / 2], gflops);
+    std::printf("pack: %.3f ms (%lld floats, on the host)\n",
+                std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
+                (long long)ki.packed_floats);
   } else if (o.bench > 0) {
     std::vector<double> ms;
     for (int64_t i = 0; i < o.bench; ++i) {
