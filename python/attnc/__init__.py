@@ -354,6 +354,23 @@ class Kernel:
         self._cache_len_ok(k.shape[2])
         return k, v, k.shape[2]
 
+    @property
+    def is_cuda(self):
+        """True for a CUDA kernel (attnc --target cuda-sm80/-sm90): its
+        forward takes device pointers, which this package (host memory
+        only) never passes; forward() and decode() refuse it. Its metadata
+        and pack() work as for any kernel."""
+        return bool(self._info.features & _abi.FEATURE_CUDA)
+
+    def _host_only(self, what):
+        if self._info.features & _abi.FEATURE_CUDA:
+            isa = _abi.ISAS.get(self._info.isa, self._info.isa)
+            raise AttncError(
+                f"{self.name}: {what}: the kernel targets {isa}: its forward takes "
+                "CUDA device pointers, and this package passes host memory only "
+                "(run it with attnc-run --device cuda, or from C++ with "
+                "attnrt::Kernel::forwardDevice)", _abi.ERR_DEVICE)
+
     def _no_decode(self, what):
         if not self._info.features & _abi.FEATURE_DECODE:
             self._refuse(f"{what}: this kernel has no KV-cache decode (no 'decode' "
@@ -389,6 +406,7 @@ class Kernel:
                       seq_len hold unspecified values).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
+        self._host_only("forward")
         info = self._info
         feats = info.features
         want_probs = bool(want_probs) or probs_out is not None
@@ -490,8 +508,9 @@ class Kernel:
         off = (-ws.ctypes.data) % 64
         args = _abi.ForwardArgs()
         # As the C runtime: without a cache, the first version-2 size (which
-        # kernels built before the cache fields accept too).
-        args.struct_size = C.sizeof(_abi.ForwardArgs) if use_cache \
+        # kernels built before the cache fields accept too); with one, the
+        # size without the CUDA stream.
+        args.struct_size = _abi.FORWARD_ARGS_SIZE_V2_1 if use_cache \
             else _abi.FORWARD_ARGS_SIZE_V2_0
         args.packed = _fptr(packed)
         args.packed_floats = packed.size
@@ -581,6 +600,7 @@ class Kernel:
         out: a C-contiguous float32 array of that shape to write it to.
         num_threads as in forward(). Every argument is checked here first
         (ArgumentError)."""
+        self._host_only("decode")
         self._no_decode("decode")
         info = self._info
         d = info.d_model

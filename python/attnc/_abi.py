@@ -19,20 +19,28 @@ STATUS_NAMES = {
     5: "ATTNC_ERR_ISA",
     6: "ATTNC_ERR_THREADS",
     7: "ATTNC_ERR_ARGS",
+    8: "ATTNC_ERR_NO_DRIVER",
+    9: "ATTNC_ERR_NO_DEVICE",
+    10: "ATTNC_ERR_DEVICE",
 }
 
 MASKS = {0: "none", 1: "causal", 2: "padding", 3: "causal+padding", 4: "sliding_window"}
 LAYOUTS = {0: "gpt2_conv1d", 1: "torch_in_proj", 2: "separate"}
 DTYPES = {0: "f32"}
-ISAS = {0: "x86-64", 1: "avx2", 2: "avx512", 3: "host", 4: "multi", 0xFFFFFFFF: "none"}
+ISA_CUDA_SM80 = 5  # CUDA, PTX for sm_80 (forward takes device pointers)
+ISA_CUDA_SM90 = 6  # CUDA, PTX for sm_90
+ISA_NONE = 0xFFFFFFFF
+ISAS = {0: "x86-64", 1: "avx2", 2: "avx512", 3: "host", 4: "multi",
+        ISA_CUDA_SM80: "cuda-sm80", ISA_CUDA_SM90: "cuda-sm90", ISA_NONE: "none"}
 
 # attnc_kernel_info.features: the optional forward fields a kernel reads.
 FEATURE_LENGTHS = 1  # lengths (padding masks)
 FEATURE_CROSS = 2    # x_kv, kv_seq_len, kv_lengths (cross-attention)
 FEATURE_PROBS = 4    # probs (the attention weights)
 FEATURE_DECODE = 8   # k_cache, v_cache, cache_len and the NAME_decode entries
+FEATURE_CUDA = 16    # a CUDA kernel: forward takes device pointers and a stream
 FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
-            FEATURE_DECODE: "decode"}
+            FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda"}
 
 # Status codes by name (the ones the package raises itself).
 ERR_NULL_ARG = 1
@@ -40,6 +48,9 @@ ERR_BAD_SHAPE = 2
 ERR_BUFFER_SIZE = 4
 ERR_THREADS = 6
 ERR_ARGS = 7
+ERR_NO_DRIVER = 8    # CUDA kernels: libcuda.so.1 cannot be loaded, or cuInit failed
+ERR_NO_DEVICE = 9    # CUDA kernels: no device, or one older than the kernel's sm
+ERR_DEVICE = 10      # CUDA kernels: a driver call failed (or host memory given)
 
 
 class TensorInfo(C.Structure):
@@ -126,14 +137,18 @@ class ForwardArgs(C.Structure):
         ("v_cache", C.POINTER(C.c_float)),
         ("cache_floats", C.c_int64),
         ("cache_len", C.c_int64),
+        # CUDA kernels (FEATURE_CUDA): the CUstream; added within version 2.
+        ("stream", C.c_void_p),
     ]
 
 
 # ATTNC_FORWARD_ARGS_SIZE_V2_0: sizeof(attnc_forward_args) without the
-# KV-cache fields (the first version-2 struct). Kernels of either age accept
-# it, so a call without a cache passes it (as the C runtime does); a call
-# with a cache passes C.sizeof(ForwardArgs).
+# KV-cache fields (the first version-2 struct), and _V2_1: without the
+# stream. Kernels of every age accept V2_0, so a call without a cache
+# passes it (as the C runtime does); a call with a cache passes V2_1 (this
+# package runs CPU kernels only: the stream is never set).
 FORWARD_ARGS_SIZE_V2_0 = ForwardArgs.k_cache.offset
+FORWARD_ARGS_SIZE_V2_1 = ForwardArgs.stream.offset
 
 
 class DecodeArgs(C.Structure):

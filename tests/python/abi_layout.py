@@ -5,8 +5,10 @@ computes from runtime/include/attnc/runtime/abi.h, and the constants the
 package decodes (features, masks, status codes) equal abi.h's macros (a C
 program generated from the ctypes field lists prints sizeof/offsetof and
 the macros). Structs: attnc_tensor_info, attnc_kernel_info,
-attnc_forward_args (with the KV-cache fields, and
-ATTNC_FORWARD_ARGS_SIZE_V2_0, the size without them) and attnc_decode_args.
+attnc_forward_args (with the KV-cache fields and the CUDA stream, and
+ATTNC_FORWARD_ARGS_SIZE_V2_0 / _V2_1, the sizes without them) and
+attnc_decode_args; the status codes (CUDA's 8-10 too), instruction sets
+(CUDA's too) and feature bits (cuda too).
 
 Usage: abi_layout.py --cc CC --include DIR --work DIR
 """
@@ -45,7 +47,15 @@ def main():
               "ATTNC_FEATURE_CROSS": _abi.FEATURE_CROSS,
               "ATTNC_FEATURE_PROBS": _abi.FEATURE_PROBS,
               "ATTNC_FEATURE_DECODE": _abi.FEATURE_DECODE,
+              "ATTNC_FEATURE_CUDA": _abi.FEATURE_CUDA,
               "ATTNC_FORWARD_ARGS_SIZE_V2_0": _abi.FORWARD_ARGS_SIZE_V2_0,
+              "ATTNC_FORWARD_ARGS_SIZE_V2_1": _abi.FORWARD_ARGS_SIZE_V2_1,
+              "ATTNC_ISA_CUDA_SM80": _abi.ISA_CUDA_SM80,
+              "ATTNC_ISA_CUDA_SM90": _abi.ISA_CUDA_SM90,
+              "ATTNC_ISA_NONE": _abi.ISA_NONE,
+              "ATTNC_ERR_NO_DRIVER": _abi.ERR_NO_DRIVER,
+              "ATTNC_ERR_NO_DEVICE": _abi.ERR_NO_DEVICE,
+              "ATTNC_ERR_DEVICE": _abi.ERR_DEVICE,
               "ATTNC_ERR_NULL_ARG": _abi.ERR_NULL_ARG,
               "ATTNC_ERR_BAD_SHAPE": _abi.ERR_BAD_SHAPE,
               "ATTNC_ERR_BUFFER_SIZE": _abi.ERR_BUFFER_SIZE,
@@ -57,6 +67,18 @@ def main():
         if macro not in macros or macros[macro] != named[macro]:
             print(f"FAIL: _abi.FEATURES names {macro} = {named[macro]}, not checked")
             return 1
+    # Every status code the package names, by its abi.h name.
+    for code, cname in _abi.STATUS_NAMES.items():
+        macros.setdefault(cname, code)
+    # Every instruction set the package names.
+    isa_macros = {"x86-64": "X86_64", "avx2": "AVX2", "avx512": "AVX512", "host": "HOST",
+                  "multi": "MULTI", "cuda-sm80": "CUDA_SM80", "cuda-sm90": "CUDA_SM90",
+                  "none": "NONE"}
+    for code, n in _abi.ISAS.items():
+        if n not in isa_macros:
+            print(f"FAIL: _abi.ISAS names {n} = {code}, not checked")
+            return 1
+        macros.setdefault("ATTNC_ISA_" + isa_macros[n], code)
     masks = {v: k for k, v in _abi.MASKS.items()}
     for name, c in (("none", "NONE"), ("causal", "CAUSAL"), ("padding", "PADDING"),
                     ("causal+padding", "CAUSAL_PADDING"),

@@ -149,8 +149,10 @@ static void row(void *ctx, int64_t begin, int64_t end) {
 int CAT(NAME, forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* Both version-2 sizes (abi.h: the KV-cache fields came later). */
+  /* The version-2 sizes (abi.h: the KV-cache fields, then the stream,
+   * came later). */
   if (a->struct_size != sizeof(attnc_forward_args) &&
+      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
       a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y)
