@@ -139,6 +139,10 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       for (Value o : def->getOperands())
         work.push_back(o);
     }
+    // Attributions in the buffers' program order (deterministic output).
+    llvm::sort(buffers, [](memref::AllocaOp x, memref::AllocaOp y) {
+      return x->isBeforeInBlock(y);
+    });
     SmallVector<Type> wgTypes, pvTypes;
     for (memref::AllocaOp a : buffers) {
       MemRefType t = a.getType();

@@ -46,8 +46,9 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isa) {
   if (isa == "x86-64")
     return make("x86-64", "x86-64", "", 4, 16);
   if (isa == "cuda-sm80" || isa == "cuda-sm90") {
-    // A CUDA block is the unit of a task. GEMM: 64 x 64 tiles of y per
-    // block (gemm_mr x gemm_nr), 256 threads (gemm_mc) of 4 x 4 outputs,
+    // A CUDA block is the unit of a task. GEMM: 128 x 64 tiles of y per
+    // block (gemm_mr x gemm_nr), 256 threads (gemm_mc) of 8 x 4 outputs
+    // (32 accumulators in registers, 12 shared loads per 32 FMAs),
     // K staged through shared memory 16 (gemm_kc) at a time. Attention:
     // 64 queries per block (attn_mq), one thread per query, keys staged
     // 32 (attn_nk) at a time. "l1" is the static shared memory a block may
@@ -55,7 +56,7 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isa) {
     bool h = isa == "cuda-sm90";
     return TargetAttr::get(ctx, isa, h ? "sm_90" : "sm_80", "+ptx78",
                            /*vector_width=*/1, /*registers=*/255, panel,
-                           /*gemm_mr=*/64, /*gemm_nr=*/64, /*gemm_kc=*/16,
+                           /*gemm_mr=*/128, /*gemm_nr=*/64, /*gemm_kc=*/16,
                            /*gemm_mc=*/256, /*attn_mq=*/64, /*attn_kr=*/1,
                            /*attn_nk=*/32, 48 << 10, (h ? 50 : 40) << 20);
   }
