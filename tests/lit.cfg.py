@@ -64,6 +64,16 @@ try:
 except Exception:
     pass
 
+# NVIDIA's PTX assembler (CUDA toolkit): the PTX attnc embeds is assembled
+# for sm_80 and sm_90 when it is there (ATTNC_PTXAS overrides the path).
+_ptxas = os.environ.get("ATTNC_PTXAS", "/usr/local/cuda/bin/ptxas")
+if os.access(_ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))
+else:
+    lit_config.note("ptxas not found at %s: the PTX assembly tests "
+                    "(REQUIRES: ptxas) are skipped" % _ptxas)
+
 try:
     with open("/proc/cpuinfo") as f:
         if " avx512f" in f.read():
