@@ -13,7 +13,13 @@
 // SSE: func.func @f__x86_64({{.*}}attn.target = #attn.target<isa = "x86-64", cpu = "x86-64", features = "", vector_width = 4
 // SSE-NOT: func.func @f__avx
 // RUN: not attnc-opt %s --attnc-set-target=isa=arm 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: attnc-set-target: unknown isa 'arm' (multi, x86-avx512, x86-avx2, x86-64, host)
+// BAD: error: attnc-set-target: unknown isa 'arm' (multi, x86-avx512, x86-avx2, x86-64, host, cuda-sm80, cuda-sm90)
+// A CUDA target: one function, the block shapes as tile sizes (GEMM
+// 128 x 64 outputs per block of 256 threads, K staged 16 at a time;
+// attention 64 queries per block, keys 32 at a time; 48 KiB of shared memory).
+// RUN: attnc-opt %s --attnc-set-target=isa=cuda-sm90 | FileCheck %s --check-prefix=CUDA
+// CUDA: func.func @f__cuda_sm90({{.*}}attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152
+// CUDA-NOT: func.func @f__avx
 func.func @f(%x: tensor<2x3x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x3x8xf32> {
   %y = attn.linear %x, %w : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
   return %y : tensor<2x3x8xf32>

@@ -1,0 +1,77 @@
+// attnc-map-to-gpu: each phase of a CUDA code path's @f__run becomes a
+// gpu.func kernel (task = block id; a thread region = the body guarded by
+// the thread id, then a barrier; a workgroup buffer = a workgroup
+// attribution; a [threads, ...] private buffer = a private attribution
+// without the thread index; exp = ex2.approx). @f__run goes, @f__tasks
+// records the block sizes.
+// RUN: attnc-opt %s --attnc-map-to-gpu | FileCheck %s
+// CHECK: module attributes {{{.*}}gpu.container_module
+// CHECK: func.func @k__cuda_sm90__tasks({{.*}} attributes {attn.block_threads = array<i64: 4>, attn.phases = 1 : i64
+// CHECK-NOT: func.func @k__cuda_sm90__run
+// CHECK: gpu.module @t_kernels {
+// CHECK: gpu.func @k__cuda_sm90__k0(%[[A:.*]]: memref<?xf32>) workgroup(%[[WG:.*]] : memref<4xf32, #gpu.address_space<workgroup>>) private(%[[PV:.*]] : memref<2xf32, #gpu.address_space<private>>) kernel attributes {attn.block_threads = 4 : index, known_block_size = array<i32: 4, 1, 1>}
+// CHECK: %[[B:.*]] = gpu.block_id  x
+// CHECK: %[[T:.*]] = gpu.thread_id  x
+// CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[T]] : index
+// CHECK: %[[X:.*]] = memref.load %[[A]][%[[I]]]
+// CHECK: memref.store %[[X]], %[[PV]][%c0] : memref<2xf32, #gpu.address_space<private>>
+// CHECK: memref.store %[[X]], %[[WG]][%[[T]]]
+// CHECK-NEXT: gpu.barrier
+// The second region has 2 threads of the block's 4: guarded.
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[T]], %c2
+// CHECK: scf.if %[[IN]] {
+// CHECK: memref.load %[[PV]][%c0] : memref<2xf32, #gpu.address_space<private>>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+// CHECK: gpu.return
+//
+// attnc-gpu-on-host: the same loops as a host code path (for checking).
+// RUN: attnc-opt %s --attnc-gpu-on-host | FileCheck %s --check-prefix=HOST
+// HOST: func.func @k__host__tasks(
+// HOST: func.func @k__host__run({{.*}}attn.target = #attn.target<isa = "host"
+// HOST-DAG: memref.alloca() : memref<4xf32>
+// HOST-DAG: memref.alloca() : memref<4x2xf32>
+// HOST: scf.for %[[T:.*]] = %c0{{.*}} to %c4{{.*}} step %c1
+// HOST-NOT: scf.forall
+// HOST-NOT: #gpu.address_space
+module attributes {attn.spec_name = "t"} {
+  func.func @k__cuda_sm90__tasks(%a: memref<?xf32>, %phase: index) -> index
+      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+    %c0 = arith.constant 0 : index
+    %n = memref.dim %a, %c0 : memref<?xf32>
+    return %n : index
+  }
+  func.func @k__cuda_sm90__run(%a: memref<?xf32>, %phase: index, %lo: index, %hi: index)
+      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %wg = memref.alloca() : memref<4xf32, #gpu.address_space<workgroup>>
+    %pv = memref.alloca() : memref<4x2xf32, #gpu.address_space<private>>
+    scf.index_switch %phase
+    case 0 {
+      scf.for %t = %lo to %hi step %c1 {
+        %base = arith.muli %t, %c4 : index
+        scf.forall (%tid) in (4) {
+          %i = arith.addi %base, %tid : index
+          %x = memref.load %a[%i] : memref<?xf32>
+          memref.store %x, %pv[%tid, %c0] : memref<4x2xf32, #gpu.address_space<private>>
+          memref.store %x, %wg[%tid] : memref<4xf32, #gpu.address_space<workgroup>>
+        } {mapping = [#gpu.thread<x>]}
+        scf.forall (%tid) in (2) {
+          %y = memref.load %pv[%tid, %c0] : memref<4x2xf32, #gpu.address_space<private>>
+          %e = math.exp %y : f32
+          %z = memref.load %wg[%tid] : memref<4xf32, #gpu.address_space<workgroup>>
+          %s = arith.addf %e, %z : f32
+          %i = arith.addi %base, %tid : index
+          memref.store %s, %a[%i] : memref<?xf32>
+        } {mapping = [#gpu.thread<x>]}
+      }
+      scf.yield
+    }
+    default {
+    }
+    return
+  }
+}
