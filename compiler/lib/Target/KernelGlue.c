@@ -518,23 +518,22 @@ static int k_cuda_run(const attnc_variant *v, const attnc_call *c, void *stream)
   int rc = k_cu_functions(&fns);
   if (rc != ATTNC_OK)
     return rc;
-  int64_t vals[256];
-  void *params[256];
-  int64_t n = K_CUDA_ARGS_FN(c, vals);
-  if (n > 256)
-    return ATTNC_ERR_ARGS;
-  for (int64_t i = 0; i < n; ++i)
-    params[i] = &vals[i];
-  for (int64_t p = 0; p < K_PHASES; ++p) {
-    int64_t blocks = v->tasks(c, p);
-    if (blocks <= 0)
-      continue;
-    if (blocks > 0x7fffffff)
+  /* Every grid fits in gridDim.x before anything is queued. */
+  int64_t blocks[K_PHASES];
+  for (int64_t p = 0; p < K_PHASES; ++p)
+    if ((blocks[p] = v->tasks(c, p)) > 0x7fffffff)
       return ATTNC_ERR_BAD_SHAPE;
-    if (k_cu.launch(fns[p], (unsigned)blocks, 1, 1, k_cuda_threads[p], 1, 1, 0,
+  int64_t vals[K_CUDA_ARGS];
+  void *params[K_CUDA_ARGS];
+  if (K_CUDA_ARGS_FN(c, vals) != K_CUDA_ARGS)
+    return ATTNC_ERR_ARGS;
+  for (int64_t i = 0; i < K_CUDA_ARGS; ++i)
+    params[i] = &vals[i];
+  for (int64_t p = 0; p < K_PHASES; ++p)
+    if (blocks[p] > 0 &&
+        k_cu.launch(fns[p], (unsigned)blocks[p], 1, 1, k_cuda_threads[p], 1, 1, 0,
                     (k_cu_handle)stream, params, NULL) != 0)
       return ATTNC_ERR_DEVICE;
-  }
   return ATTNC_OK;
 }
 #endif

@@ -123,7 +123,13 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     const std::string &v = lw.variants.at(0);
     std::string base = n + "__" + variantSuffix(v).str();
     std::string sm = v.substr(v.size() - 2);
+    // Kernel parameters: each memref argument as an expanded descriptor
+    // (allocated and aligned pointers, offset, sizes, strides).
+    int64_t params = 0;
+    for (const ForwardArg &a : plan.forwardArgs)
+      params += 3 + 2 * static_cast<int64_t>(a.shape.size());
     os << "#define K_CUDA 1\n#define K_CUDA_SM " << sm << "\n"
+       << "#define K_CUDA_ARGS " << params << "\n"
        << "#define K_CUDA_ARGS_FN " << base << "_args\n"
        << "static const char *const k_cuda_kernels[" << lw.phases << "] = {";
     for (int64_t p = 0; p < lw.phases; ++p)
