@@ -439,18 +439,24 @@ LogicalResult FunctionLowering::emit(Operation *op) {
       return success();
     }
     if (auto s = dyn_cast<SdpaOp>(op))
-      return attnc::buildGpuAttention(b, target, s, map.lookup(s.getQuery()),
-                                      map.lookup(s.getKey()),
-                                      map.lookup(s.getValue()),
-                                      map.lookup(s.getResult()));
+      return attnc::buildGpuAttention(
+          b, target, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
+          map.lookup(s.getValue()), map.lookup(s.getResult()),
+          s.getQLens() ? map.lookup(s.getQLens()) : Value(),
+          s.getKvLens() ? map.lookup(s.getKvLens()) : Value());
+    if (auto m = dyn_cast<MaskRowsOp>(op)) {
+      if (failed(attnc::buildGpuMaskRows(b, target, map.lookup(m.getResult()),
+                                         map.lookup(m.getLens()))))
+        return op->emitOpError("the CUDA target needs a [B, T, N] result");
+      return success();
+    }
     if (isa<ProbsOp>(op))
       return op->emitOpError("(outputs: probs) is not supported by the CUDA "
                              "target yet");
     if (isa<CacheAppendOp>(op))
       return op->emitOpError("(decode: true, the KV cache) is not supported "
                              "by the CUDA target yet");
-    if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, MaskRowsOp, ScaleOp,
-            tensor::ConcatOp>(op))
+    if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))
       return op->emitOpError("is not supported by the CUDA target yet (it "
                              "needs the fused, copy-free form)");
     if (isa<func::ReturnOp>(op)) {

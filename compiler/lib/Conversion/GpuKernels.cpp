@@ -26,6 +26,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace attnc::attn;
@@ -218,16 +219,21 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
   mapToBlocks(phase);
 }
 
+/// lens[b] clamped to [0, full], or `full` for a null buffer. A CUDA
+/// kernel's lengths live in device memory, where the glue cannot check
+/// them, so the kernel clamps what it reads.
+static Value deviceLength(ImplicitLocOpBuilder &c, Value lens, Value bi, Value full) {
+  Value l = attnc::validLength(c, lens, bi, full);
+  return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, l, idx(c, 0)), full);
+}
+
 LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                        SdpaOp op, Value q, Value k, Value v,
-                                       Value o) {
+                                       Value o, Value qLens, Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
-  if (op.getQLens() || op.getKvLens())
-    return op.emitOpError("the CUDA target does not support padding masks "
-                          "(valid lengths) yet");
   // One block per (batch, head, MQ queries); thread r owns query i0 + r:
   // its scaled q row, its output row and its softmax statistics (m, l).
   // Keys go through shared memory NK rows at a time; the block walks only
@@ -251,22 +257,34 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   Value perBatch = arith::MulIOp::create(b, hq, qBlocks);
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
-  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, perBatch);
-    Value rest = arith::RemUIOp::create(c, task, perBatch);
-    Value h = arith::DivUIOp::create(c, rest, qBlocks);
-    Value i0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, qBlocks), idx(c, MQ));
-    Value hk = arith::DivUIOp::create(c, h, group);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
+    Value bi = arith::DivUIOp::create(ct, task, perBatch);
+    Value rest = arith::RemUIOp::create(ct, task, perBatch);
+    Value h = arith::DivUIOp::create(ct, rest, qBlocks);
+    Value i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, MQ));
+    Value hk = arith::DivUIOp::create(ct, h, group);
+    // Valid lengths (padding): queries [0, qv), keys [0, kvv). A block of
+    // queries wholly past qv does nothing (its rows are zeroed by the mask
+    // rows phase); the condition is the same for every thread of the block,
+    // so its barriers stay uniform.
+    Value qv = qLens ? deviceLength(ct, qLens, bi, tq) : tq;
+    Value kvv = kvLens ? deviceLength(ct, kvLens, bi, tkv) : tkv;
+    std::optional<ImplicitLocOpBuilder> inner;
+    if (qLens) {
+      auto ifOp = scf::IfOp::create(ct, lt(ct, i0, qv), /*withElse=*/false);
+      inner.emplace(ct.getLoc(), ifOp.getThenBodyBuilder());
+    }
+    ImplicitLocOpBuilder &c = inner ? *inner : ct;
     Value zero = idx(c, 0);
     // Query i sees key j when j <= i + off (causal; bottom-right: off =
-    // Tkv - Tq) and j > i + off - W (window).
-    Value off = topLeft ? zero : arith::SubIOp::create(c, tkv, tq).getResult();
-    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, tq, i0));
+    // kvv - qv) and j > i + off - W (window), and j < kvv.
+    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, qv).getResult();
+    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, qv, i0));
     auto clampK = [&](Value x) -> Value {
-      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), tkv);
+      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
     };
     Value diag0 = arith::AddIOp::create(c, i0, off);
-    Value kStart = zero, kEnd = tkv;
+    Value kStart = zero, kEnd = kvv;
     if (causal)
       kEnd = clampK(arith::AddIOp::create(c, diag0, rows));
     if (windowed)
@@ -417,6 +435,34 @@ LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, TargetAttr t,
       loop(r, tid, idx(r, n), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
         Value v = memref::LoadOp::create(ci, src, ValueRange{bi, ti, col});
         memref::StoreOp::create(ci, v, dst, ValueRange{bi, ti, col});
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+  return success();
+}
+
+LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, TargetAttr t,
+                                      Value y, Value lens) {
+  auto yt = cast<MemRefType>(y.getType());
+  if (yt.getRank() != 3 || ShapedType::isDynamic(yt.getDimSize(2)))
+    return failure();
+  const int64_t NT = t.getGemmMc(), n = yt.getDimSize(2);
+  Value tt = dim(b, y, 1);
+  Value rows = arith::MulIOp::create(b, dim(b, y, 0), tt);
+  // One block per row of y; the rows at or past the sequence's length
+  // become zeros (a uniform condition per block).
+  scf::ForallOp phase = taskLoop(b, rows, [&](ImplicitLocOpBuilder &c, Value row) {
+    Value bi = arith::DivUIOp::create(c, row, tt);
+    Value ti = arith::RemUIOp::create(c, row, tt);
+    Value len = deviceLength(c, lens, bi, tt);
+    auto ifOp = scf::IfOp::create(c, arith::CmpIOp::create(c, arith::CmpIPredicate::sge, ti, len),
+                                  /*withElse=*/false);
+    ImplicitLocOpBuilder s(c.getLoc(), ifOp.getThenBodyBuilder());
+    threadRegion(s, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, idx(r, n), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
+        memref::StoreOp::create(ci, f32c(ci, 0.0), y, ValueRange{bi, ti, col});
         return SmallVector<Value>{};
       });
     });

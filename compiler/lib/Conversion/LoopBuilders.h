@@ -82,10 +82,19 @@ void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
 /// The CUDA target's flash attention: blocks of attn_mq queries of one
 /// (batch, head), one thread per query, K/V staged attn_nk rows at a time
 /// in shared memory, online softmax, only the mask's visible key range.
+/// qLens/kvLens (memref<?xi32> in device memory, or null): valid lengths,
+/// clamped to [0, T] by the kernel.
 mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       attn::TargetAttr target, attn::SdpaOp op,
                                       mlir::Value q, mlir::Value k,
-                                      mlir::Value v, mlir::Value o);
+                                      mlir::Value v, mlir::Value o,
+                                      mlir::Value qLens, mlir::Value kvLens);
+
+/// The CUDA target's attn.mask_rows: rows t >= lens[b] of y [B, T, N]
+/// become zeros (one block per row).
+mlir::LogicalResult buildGpuMaskRows(mlir::ImplicitLocOpBuilder &b,
+                                     attn::TargetAttr target, mlir::Value y,
+                                     mlir::Value lens);
 
 /// The CUDA target's copy of a [B, T, N] buffer into another of the same
 /// shape (the result of a block without W_O into y): one block per

@@ -589,8 +589,9 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
                       a->probs_floats % (K_HEADS * a->batch * a->seq_len) != 0
                 : a->probs_floats != 0))
     return ATTNC_ERR_BUFFER_SIZE;
-  /* Valid lengths (right padding): 0 <= lengths[b] <= seq_len. */
-  for (int64_t b = 0; b < a->batch; ++b)
+  /* Valid lengths (right padding): 0 <= lengths[b] <= seq_len. A CUDA
+   * kernel's lengths are in device memory: the kernels clamp them. */
+  for (int64_t b = 0; b < ((K_FEATURES & ATTNC_FEATURE_CUDA) ? 0 : a->batch); ++b)
     if ((a->lengths && (a->lengths[b] < 0 || a->lengths[b] > a->seq_len)) ||
         (a->kv_lengths && (a->kv_lengths[b] < 0 || a->kv_lengths[b] > kv_seq)))
       return ATTNC_ERR_ARGS;
