@@ -115,17 +115,31 @@ inline llvm::cl::opt<bool> noViewsOpt("no-heads-as-views",
 /// Compile options from the shared command-line options (--target,
 /// --no-fuse-qkv, --no-heads-as-views). Prints the error and returns
 /// nullopt for an unknown target.
+inline llvm::cl::opt<bool> gpuOnHostOpt("testing-gpu-on-host", llvm::cl::Hidden,
+    llvm::cl::desc("with --target cuda-*: build the CUDA target's tiled loops "
+                   "as a host (CPU) library, thread regions run one after "
+                   "another (for testing the CUDA tiling without a GPU)"),
+    llvm::cl::cat(sharedCategory));
+
 inline std::optional<CompileOptions> compileOptions(const char *tool) {
   const std::string &target = targetOpt;
   bool noFuse = noFuseOpt, noViews = noViewsOpt;
   CompileOptions opts;
   if (!parseIsa(target, opts.isa)) {
     llvm::errs() << tool << ": error: --target: expected multi (= x86-avx512,x86-avx2), "
-                 << "x86-avx512, x86-avx2, x86-64 or host, found '" << target << "'\n";
+                 << "x86-avx512, x86-avx2, x86-64, host, cuda-sm90 or cuda-sm80, found '"
+                 << target << "'\n";
     return std::nullopt;
   }
   opts.fuseQKV = !noFuse;
   opts.headsAsViews = !noViews;
+  if (gpuOnHostOpt) {
+    if (!isCuda(opts.isa)) {
+      llvm::errs() << tool << ": error: --testing-gpu-on-host needs --target cuda-sm90 or cuda-sm80\n";
+      return std::nullopt;
+    }
+    opts.emulateGpuOnHost = true;
+  }
   return opts;
 }
 

@@ -7,7 +7,11 @@ double-precision interpreter, on both code paths (AVX-512 and AVX2, via
 ATTNC_ISA) and over T = 1, 7, 97, 300, batch 1..3 and valid lengths that
 include 0 and the full length.
 
-Usage: variants.py --work DIR   (attnc, attnc-run on PATH)
+Usage: variants.py --work DIR [--cuda-on-host]   (attnc, attnc-run on PATH)
+With --cuda-on-host the kernels are the CUDA target's tiled loops built for
+this CPU (attnc --target cuda-sm90 --testing-gpu-on-host: blocks and their
+thread regions run one after another), one code path, without the probs
+output (which the CUDA target does not have).
 Prints one line per run and a closing 'variants: N passed, M failed' line.
 """
 import argparse
@@ -62,7 +66,10 @@ def run(cmd, env=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True, help="scratch directory")
+    ap.add_argument("--cuda-on-host", action="store_true",
+                    help="check the CUDA target's loops, built for this CPU")
     args = ap.parse_args()
+    isas = ["host"] if args.cuda_on_host else ISAS
     os.makedirs(args.work, exist_ok=True)
     passed = failed = 0
 
@@ -75,18 +82,21 @@ def main():
         passed, failed = passed + ok, failed + (not ok)
 
     for name, body, cross in SPECS:
+        if args.cuda_on_host:
+            body = body.replace("outputs: [y, probs]\n", "")
         path = os.path.join(args.work, name + ".yaml")
         with open(path, "w") as f:
             f.write(f"name: {name}\n{body}")
         lib = os.path.join(args.work, f"lib{name}.so")
-        rc, out = run(["attnc", path, "-o", lib])
+        extra = ["--target", "cuda-sm90", "--testing-gpu-on-host"] if args.cuda_on_host else []
+        rc, out = run(["attnc", path, "-o", lib] + extra)
         if rc != 0:
             report(False, f"compile {name}", out)
             continue
         padding = "padding" in body
         probs = "probs" in body
         for salt, (t, b) in enumerate(RUNS):
-            for isa in ISAS:
+            for isa in isas:
                 cmd = ["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
                        "--seed", str(t + 7 * b), "--check"]
                 desc = f"{name} {isa} T={t} B={b}"
@@ -104,7 +114,7 @@ def main():
                     desc += f" lengths={ls}"
                 if probs:
                     cmd += ["--probs", os.path.join(args.work, f"{name}_{t}_{b}_{isa}.npy")]
-                env = dict(os.environ, ATTNC_ISA=isa)
+                env = dict(os.environ, ATTNC_ISA=isa) if isa != "host" else None
                 rc, out = run(cmd, env)
                 checks = [l for l in out.splitlines() if l.startswith("check")]
                 want = 2 if probs else 1

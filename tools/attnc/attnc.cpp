@@ -105,13 +105,13 @@ int main(int argc, char **argv) {
   // linkSharedObject renames its own temporary over ours (same directory).
   bool ok = attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
             attnc::linkSharedObject(obj,
-                                    attnc::emitKernelGlue(*spec, comp.plan(), opts->isa,
+                                    attnc::emitKernelGlue(*spec, comp.plan(), comp.objectIsa(),
                                                           comp.targetMachine()->getTargetCPU().str(),
                                                           comp.ptx()),
                                     sys::path::filename(output).str(),
                                     StringRef(output).ends_with(".a"), outs.tempPath(soOut), err);
   if (ok && hOut >= 0)
-    ok = outs.write(hOut, attnc::emitHeader(*spec, comp.plan(), opts->isa), err);
+    ok = outs.write(hOut, attnc::emitHeader(*spec, comp.plan(), comp.objectIsa()), err);
   if (!ok || !outs.commit(err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;
