@@ -453,9 +453,14 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     if (isa<ProbsOp>(op))
       return op->emitOpError("(outputs: probs) is not supported by the CUDA "
                              "target yet");
-    if (isa<CacheAppendOp>(op))
-      return op->emitOpError("(decode: true, the KV cache) is not supported "
-                             "by the CUDA target yet");
+    if (auto a = dyn_cast<CacheAppendOp>(op)) {
+      attnc::buildGpuCacheAppend(
+          b, target, map.lookup(a.getKey()), map.lookup(a.getValue()),
+          map.lookup(a.getKeyCache()), map.lookup(a.getValueCache()),
+          map.lookup(a.getLens()),
+          a.getPositions() ? map.lookup(a.getPositions()) : Value());
+      return success();
+    }
     if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))
       return op->emitOpError("is not supported by the CUDA target yet (it "
                              "needs the fused, copy-free form)");

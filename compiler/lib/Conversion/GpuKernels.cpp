@@ -25,6 +25,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -122,8 +125,9 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
   const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
                 NT = t.getGemmMc(), panel = t.getPanel();
   const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
-  assert(BN % TN == 0 && NT % colThreads == 0 && BM % (NT / colThreads) == 0 &&
-         (BM * BK) % NT == 0 && (BN * BK) % NT == 0 && "GEMM tile table");
+  if (!(BN % TN == 0 && NT % colThreads == 0 && BM % (NT / colThreads) == 0 &&
+        (BM * BK) % NT == 0 && (BN * BK) % NT == 0))
+    llvm::report_fatal_error("attnc: the CUDA GEMM tile table is inconsistent");
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);
@@ -239,7 +243,11 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   // Keys go through shared memory NK rows at a time; the block walks only
   // the key range its mask leaves visible (causal: up to the diagonal of
   // its last row; sliding window: from the window's start for its first).
-  const int64_t MQ = t.getAttnMq(), NK = t.getAttnNk();
+  // K and V tiles of NK rows must fit the block's static shared memory
+  // (l1_bytes: 48 KiB): head_dim 256 stages 24 rows, 1024 six.
+  const int64_t MQ = t.getAttnMq();
+  const int64_t NK = std::max<int64_t>(
+      1, std::min<int64_t>(t.getAttnNk(), t.getL1Bytes() / (2 * 4 * D)));
   MaskKind mask = op.getMask();
   const bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
                       mask == MaskKind::sliding_window;
@@ -297,7 +305,6 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     Value stat = privateBuffer(c, MQ, {2});
     Value sc = privateBuffer(c, MQ, {NK});
     Value lastQ = arith::SubIOp::create(c, tq, idx(c, 1));
-    Value lastK = arith::SubIOp::create(c, tkv, idx(c, 1));
 
     threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
       Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
@@ -311,8 +318,9 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
       memref::StoreOp::create(r, f32c(r, 0.0), stat, ValueRange{tid, idx(r, 1)});
     });
     loop(c, kStart, kEnd, idx(c, NK), {}, [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
-      // Stage NK rows of K and V (rows past Tkv repeat the last one; they
-      // are masked below).
+      // Stage NK rows of K and V; rows past the block's key range are
+      // zeros (their scores are masked, and p = 0 times a zero row keeps
+      // the sum exact even when a padding token's K/V is not finite).
       const int64_t elems = NK * D, per = (elems + MQ - 1) / MQ;
       threadRegion(cj, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
         for (int64_t e = 0; e < per; ++e) {
@@ -320,10 +328,11 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
           auto body = [&](ImplicitLocOpBuilder &s) {
             Value row = arith::DivUIOp::create(s, li, idx(s, D));
             Value d = arith::RemUIOp::create(s, li, idx(s, D));
-            Value j = arith::MinUIOp::create(s, arith::AddIOp::create(s, j0, row), lastK);
-            memref::StoreOp::create(s, memref::LoadOp::create(s, k, ValueRange{bi, hk, j, d}),
+            Value j = arith::AddIOp::create(s, j0, row);
+            Value in = lt(s, j, kEnd);
+            memref::StoreOp::create(s, guardedLoad(s, in, k, ValueRange{bi, hk, j, d}),
                                     ks, ValueRange{row, d});
-            memref::StoreOp::create(s, memref::LoadOp::create(s, v, ValueRange{bi, hk, j, d}),
+            memref::StoreOp::create(s, guardedLoad(s, in, v, ValueRange{bi, hk, j, d}),
                                     vs, ValueRange{row, d});
           };
           if ((e + 1) * MQ <= elems) {
@@ -469,4 +478,54 @@ LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, TargetAttr t,
   });
   mapToBlocks(phase);
   return success();
+}
+
+void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
+                                Value v, Value kc, Value vc, Value lens,
+                                Value positions) {
+  // One block per (sequence, kv head): rows [pos, pos + Tn) of both caches
+  // take the new K/V rows, the threads striding over the Tn x D elements;
+  // the head-0 block also writes lens[b] = pos + Tn. The position is device
+  // memory: clamped to [0, cache_len - Tn], so no write leaves the cache.
+  // A NULL cache (forward without one) is not written.
+  const int64_t NT = t.getGemmMc();
+  Value nb = dim(b, k, 0), hkv = dim(b, k, 1), tn = dim(b, k, 2), dd = dim(b, k, 3);
+  Value cacheLen = dim(b, kc, 2);
+  Value elems = arith::MulIOp::create(b, tn, dd);
+  scf::ForallOp phase = taskLoop(b, arith::MulIOp::create(b, nb, hkv),
+                                 [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, hkv);
+    Value h = arith::RemUIOp::create(c, task, hkv);
+    Value zero = idx(c, 0);
+    Value room = arith::MaxSIOp::create(c, arith::SubIOp::create(c, cacheLen, tn), zero);
+    Value p0 = positions ? deviceLength(c, positions, bi, room) : zero;
+    auto notNull = [&](ImplicitLocOpBuilder &cc, Value buf) -> Value {
+      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(cc, buf);
+      return arith::CmpIOp::create(cc, arith::CmpIPredicate::ne, ptr, idx(cc, 0));
+    };
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      Value first = arith::AndIOp::create(
+          r, arith::CmpIOp::create(r, arith::CmpIPredicate::eq, h, idx(r, 0)),
+          arith::CmpIOp::create(r, arith::CmpIPredicate::eq, tid, idx(r, 0)));
+      auto ifFirst = scf::IfOp::create(r, first, /*withElse=*/false);
+      {
+        ImplicitLocOpBuilder s(r.getLoc(), ifFirst.getThenBodyBuilder());
+        Value end = arith::AddIOp::create(s, p0, tn);
+        memref::StoreOp::create(s, arith::IndexCastOp::create(s, s.getI32Type(), end),
+                                lens, ValueRange{bi});
+      }
+      for (auto [src, dst] : {std::pair{k, kc}, std::pair{v, vc}}) {
+        auto ifOp = scf::IfOp::create(r, notNull(r, dst), /*withElse=*/false);
+        ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+        loop(s, tid, elems, idx(s, NT), {}, [&, src = src, dst = dst](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+          Value row = arith::DivUIOp::create(ci, e, dd);
+          Value d = arith::RemUIOp::create(ci, e, dd);
+          Value x = memref::LoadOp::create(ci, src, ValueRange{bi, h, row, d});
+          memref::StoreOp::create(ci, x, dst, ValueRange{bi, h, arith::AddIOp::create(ci, p0, row), d});
+          return SmallVector<Value>{};
+        });
+      }
+    });
+  });
+  mapToBlocks(phase);
 }

@@ -103,6 +103,13 @@ mlir::LogicalResult buildGpuCopy(mlir::ImplicitLocOpBuilder &b,
                                  attn::TargetAttr target, mlir::Value src,
                                  mlir::Value dst);
 
+/// The CUDA target's attn.cache_append (in place into the caller's caches):
+/// one block per (sequence, kv head); positions (device memory, or null for
+/// 0) clamped so every write stays inside the cache.
+void buildGpuCacheAppend(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                         mlir::Value k, mlir::Value v, mlir::Value kc,
+                         mlir::Value vc, mlir::Value lens, mlir::Value positions);
+
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).
 mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,

@@ -31,6 +31,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -197,6 +199,22 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       b.clone(op, map);
     gpu::ReturnOp::create(b, run.getLoc());
 
+    // Outside thread regions an op runs once in the sequential meaning but
+    // once per thread on the GPU: only pure ops (and control flow) may.
+    WalkResult racy = kernel.walk([&](Operation *op) {
+      if (op->getParentOfType<scf::ForallOp>() || isa<scf::ForallOp>(op))
+        return WalkResult::advance();
+      auto mem = dyn_cast<MemoryEffectOpInterface>(op);
+      if (mem && mem.hasEffect<MemoryEffects::Write>() &&
+          !isa<memref::AllocaOp>(op)) {
+        op->emitOpError("attnc-map-to-gpu: a write outside a thread region "
+                        "would run once per thread");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (racy.wasInterrupted())
+      return failure();
     // Thread regions -> guarded bodies + barriers.
     SmallVector<scf::ForallOp> regions;
     kernel.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
@@ -247,14 +265,23 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       op->erase();
     }
     // exp(x) = 2^(x log2 e) with the hardware's ex2.approx (what CUDA's
-    // __expf does; the softmax's arguments are clamped to >= -87, so no
-    // denormal reaches the flush-to-zero form).
+    // __expf does), for exp(max(x, c)) with c >= -87: then no denormal
+    // reaches the flush-to-zero form (the kernels clamp every exponential
+    // this way). Any other exp is refused: it would be a libdevice call.
     SmallVector<math::ExpOp> exps;
     kernel.walk([&](math::ExpOp e) {
       if (e.getType().isF32())
         exps.push_back(e);
     });
     for (math::ExpOp e : exps) {
+      auto mx = e.getOperand().getDefiningOp<arith::MaximumFOp>();
+      APFloat c(0.0f);
+      bool clamped = mx && (matchPattern(mx.getRhs(), m_ConstantFloat(&c)) ||
+                            matchPattern(mx.getLhs(), m_ConstantFloat(&c))) &&
+                     c.convertToDouble() >= -87.0;
+      if (!clamped)
+        return e.emitOpError("attnc-map-to-gpu: exp of an argument not clamped "
+                             "to >= -87 (ex2.approx.ftz would flush denormals)");
       OpBuilder ob(e);
       Location loc = e.getLoc();
       Value log2e = arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(1.4426950408889634f));

@@ -54,7 +54,9 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isa) {
     // 32 (attn_nk) at a time. "l1" is the static shared memory a block may
     // use (48 KiB), "l2" the device's L2 (A100 40 MiB, H100/H200 50 MiB).
     bool h = isa == "cuda-sm90";
-    return TargetAttr::get(ctx, isa, h ? "sm_90" : "sm_80", "+ptx78",
+    // PTX ISA 7.0 is the oldest with sm_80 (drivers from CUDA 11.0 on),
+    // 7.8 the oldest with sm_90.
+    return TargetAttr::get(ctx, isa, h ? "sm_90" : "sm_80", h ? "+ptx78" : "+ptx70",
                            /*vector_width=*/1, /*registers=*/255, panel,
                            /*gemm_mr=*/128, /*gemm_nr=*/64, /*gemm_kc=*/16,
                            /*gemm_mc=*/256, /*attn_mq=*/64, /*attn_kr=*/1,

@@ -302,15 +302,21 @@ LogicalResult attnc::Compilation::run(
       if (name == "gpu") {
         if (failed(runPasses("attnc-map-to-gpu")))
           return failure();
+        std::string suffix = "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks";
+        LoweredInfo &lw = plan_.lowered;
         for (auto f : module_->getOps<func::FuncOp>())
-          if (f.getName() == spec_.name + "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks")
-            if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads"))
-              plan_.lowered.blockThreads.assign(a.asArrayRef().begin(),
-                                                a.asArrayRef().end());
-        if (plan_.lowered.blockThreads.size() != static_cast<size_t>(plan_.lowered.phases))
+          if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads")) {
+            if (f.getName() == spec_.name + suffix)
+              lw.blockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+            else if (f.getName() == spec_.name + "_decode" + suffix)
+              lw.decodeBlockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+          }
+        if (lw.blockThreads.size() != static_cast<size_t>(lw.phases) ||
+            lw.decodeBlockThreads.size() != static_cast<size_t>(lw.decodePhases))
           return emitError(module_->getLoc(), "attnc-map-to-gpu: ")
-                 << plan_.lowered.blockThreads.size() << " kernels for "
-                 << plan_.lowered.phases << " phases";
+                 << lw.blockThreads.size() << " + " << lw.decodeBlockThreads.size()
+                 << " kernels for " << lw.phases << " + " << lw.decodePhases
+                 << " phases";
       } else if (name == "nvvm") {
         if (failed(runPasses(nvvmPipeline())))
           return failure();

@@ -74,10 +74,11 @@ bool attnc::emitPtx(mlir::gpu::GPUModuleOp gm, Isa isa, std::string &ptx,
   const Target *target = TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return false;
-  const char *sm = isa == Isa::CudaSm80 ? "sm_80" : "sm_90";
+  bool sm80 = isa == Isa::CudaSm80;
+  const char *sm = sm80 ? "sm_80" : "sm_90";
   TargetOptions opts;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
-      triple, sm, "+ptx78", opts, std::nullopt, std::nullopt,
+      triple, sm, sm80 ? "+ptx70" : "+ptx78", opts, std::nullopt, std::nullopt,
       CodeGenOptLevel::Aggressive));
   if (!tm) {
     error = std::string("cannot create an NVPTX target machine for ") + sm;
@@ -255,7 +256,7 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
   } else {
     std::string sonameArg = "-Wl,-soname," + soname;
     ok = exec({cc, "-shared", "-o", out->TmpName, obj->TmpName, glueObj->TmpName,
-               "-pthread", sonameArg, "-Wl,-Bsymbolic", "-Wl,-z,noexecstack",
+               "-pthread", "-ldl", sonameArg, "-Wl,-Bsymbolic", "-Wl,-z,noexecstack",
                "-Wl,--build-id=sha1", "-Wl,--hash-style=gnu", "-s"},
               "linking");
   }

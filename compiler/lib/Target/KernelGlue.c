@@ -97,7 +97,7 @@ static struct {
                         unsigned, unsigned, unsigned, k_cu_handle, void **, void **);
   int contexts;
   k_cu_handle ctx[K_CU_MAX_CONTEXTS];
-  k_cu_handle fn[K_CU_MAX_CONTEXTS][K_PHASES];
+  k_cu_handle fn[K_CU_MAX_CONTEXTS][K_CUDA_KERNELS];
 } k_cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {{0}}};
 
 /* Loads the driver once. Caller holds k_cu.mu. */
@@ -179,7 +179,7 @@ static int k_cu_functions(k_cu_handle **fns) {
       rc = ATTNC_ERR_DEVICE;
     } else {
       slot = k_cu.contexts;
-      for (int p = 0; p < K_PHASES && rc == ATTNC_OK; ++p)
+      for (int p = 0; p < K_CUDA_KERNELS && rc == ATTNC_OK; ++p)
         if (k_cu.module_get_function(&k_cu.fn[slot][p], mod, k_cuda_kernels[p]) != 0)
           rc = ATTNC_ERR_DEVICE;
       if (rc == ATTNC_OK) {
@@ -511,28 +511,33 @@ static int k_run_phases(k_tasks_fn tasks, k_run_fn run, int64_t phases,
 
 #else
 /* One launch per phase on `stream`: grid = the phase's tasks, block = the
- * kernel's threads; every kernel takes the same parameters (the expanded
- * memref descriptors of the lowered function's arguments). */
-static int k_cuda_run(const attnc_variant *v, const attnc_call *c, void *stream) {
+ * kernel's threads; every kernel of an entry takes the same parameters
+ * (the expanded memref descriptors of the lowered function's arguments).
+ * The entry's kernels are k_cuda_kernels[first, first + phases). */
+static int k_cuda_run(int64_t (*tasks)(const attnc_call *, int64_t),
+                      int64_t (*args)(const attnc_call *, int64_t *),
+                      int64_t nargs, int first, int phases,
+                      const attnc_call *c, void *stream) {
   k_cu_handle *fns;
   int rc = k_cu_functions(&fns);
   if (rc != ATTNC_OK)
     return rc;
   /* Every grid fits in gridDim.x before anything is queued. */
-  int64_t blocks[K_PHASES];
-  for (int64_t p = 0; p < K_PHASES; ++p)
-    if ((blocks[p] = v->tasks(c, p)) > 0x7fffffff)
+  int64_t blocks[K_CUDA_KERNELS];
+  for (int p = 0; p < phases; ++p)
+    if ((blocks[p] = tasks(c, p)) > 0x7fffffff)
       return ATTNC_ERR_BAD_SHAPE;
-  int64_t vals[K_CUDA_ARGS];
-  void *params[K_CUDA_ARGS];
-  if (K_CUDA_ARGS_FN(c, vals) != K_CUDA_ARGS)
+  int64_t vals[K_CUDA_MAX_ARGS];
+  void *params[K_CUDA_MAX_ARGS];
+  if (nargs > K_CUDA_MAX_ARGS || args(c, vals) != nargs)
     return ATTNC_ERR_ARGS;
-  for (int64_t i = 0; i < K_CUDA_ARGS; ++i)
+  for (int64_t i = 0; i < nargs; ++i)
     params[i] = &vals[i];
-  for (int64_t p = 0; p < K_PHASES; ++p)
+  for (int p = 0; p < phases; ++p)
     if (blocks[p] > 0 &&
-        k_cu.launch(fns[p], (unsigned)blocks[p], 1, 1, k_cuda_threads[p], 1, 1, 0,
-                    (k_cu_handle)stream, params, NULL) != 0)
+        k_cu.launch(fns[first + p], (unsigned)blocks[p], 1, 1,
+                    k_cuda_threads[first + p], 1, 1, 0, (k_cu_handle)stream,
+                    params, NULL) != 0)
       return ATTNC_ERR_DEVICE;
   return ATTNC_OK;
 }
@@ -635,7 +640,7 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (v->ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
 #ifdef K_CUDA
-  return k_cuda_run(v, &c, stream);
+  return k_cuda_run(v->tasks, K_CUDA_ARGS_FN, K_CUDA_ARGS, 0, K_PHASES, &c, stream);
 #else
   return k_run_phases(v->tasks, v->run, K_PHASES, &c, a->parallel_for,
                       a->parallel_ctx, a->num_threads);
@@ -657,8 +662,13 @@ K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t cache_len) 
 K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  if (a->struct_size != sizeof(attnc_decode_args) || a->reserved0 != 0 ||
-      a->reserved1 != 0 || a->num_threads < 0)
+  /* The stream came later in version 2 (ATTNC_DECODE_ARGS_SIZE_V2_0). */
+  int has_stream = a->struct_size == sizeof(attnc_decode_args);
+  if ((!has_stream && a->struct_size != ATTNC_DECODE_ARGS_SIZE_V2_0) ||
+      a->reserved0 != 0 || a->reserved1 != 0 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  void *stream = has_stream ? a->stream : NULL;
+  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && stream)
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y || !a->positions || !a->k_cache ||
       !a->v_cache)
@@ -671,12 +681,17 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
       a->x_floats != a->batch * K_D_MODEL || a->y_floats != a->batch * K_OUT_DIM ||
       a->cache_floats != a->batch * a->cache_len * K_KV_HEADS * K_HEAD_DIM)
     return ATTNC_ERR_BUFFER_SIZE;
-  for (int64_t b = 0; b < a->batch; ++b)
+  /* A CUDA kernel's positions are device memory: the kernels clamp them. */
+  for (int64_t b = 0; b < ((K_FEATURES & ATTNC_FEATURE_CUDA) ? 0 : a->batch); ++b)
     if (a->positions[b] < 0 || a->positions[b] >= a->cache_len)
       return ATTNC_ERR_ARGS;
+#ifdef K_CUDA
+  const attnc_variant *v = &k_variants[0];
+#else
   const attnc_variant *v = k_select();
   if (!v)
     return ATTNC_ERR_ISA;
+#endif
   attnc_call c;
   memset(&c, 0, sizeof(c));
   c.packed = a->packed;
@@ -693,7 +708,12 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   c.cache_len = a->cache_len;
   if (v->decode_ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
+#ifdef K_CUDA
+  return k_cuda_run(v->decode_tasks, K_CUDA_DECODE_ARGS_FN, K_CUDA_DECODE_ARGS,
+                    K_PHASES, K_DECODE_PHASES, &c, stream);
+#else
   return k_run_phases(v->decode_tasks, v->decode_run, K_DECODE_PHASES, &c,
                       a->parallel_for, a->parallel_ctx, a->num_threads);
+#endif
 }
 #endif

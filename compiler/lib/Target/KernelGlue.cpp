@@ -125,18 +125,35 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     std::string sm = v.substr(v.size() - 2);
     // Kernel parameters: each memref argument as an expanded descriptor
     // (allocated and aligned pointers, offset, sizes, strides).
-    int64_t params = 0;
-    for (const ForwardArg &a : plan.forwardArgs)
-      params += 3 + 2 * static_cast<int64_t>(a.shape.size());
+    auto paramCount = [](const std::vector<ForwardArg> &args) {
+      int64_t n = 0;
+      for (const ForwardArg &a : args)
+        n += 3 + 2 * static_cast<int64_t>(a.shape.size());
+      return n;
+    };
+    int64_t params = paramCount(plan.forwardArgs);
+    int64_t decodeParams = spec.decode ? paramCount(plan.decodeArgs) : 0;
+    // Forward's kernels, then decode's (the names attnc-map-to-gpu gave).
+    std::string dbase = n + "_decode__" + variantSuffix(v).str();
+    std::vector<std::pair<std::string, int64_t>> kernels;
+    for (int64_t p = 0; p < lw.phases; ++p)
+      kernels.push_back({n + "__" + variantSuffix(v).str() + "__k" + std::to_string(p),
+                         lw.blockThreads.at(p)});
+    for (int64_t p = 0; spec.decode && p < lw.decodePhases; ++p)
+      kernels.push_back({dbase + "__k" + std::to_string(p), lw.decodeBlockThreads.at(p)});
     os << "#define K_CUDA 1\n#define K_CUDA_SM " << sm << "\n"
+       << "#define K_CUDA_KERNELS " << kernels.size() << "\n"
        << "#define K_CUDA_ARGS " << params << "\n"
        << "#define K_CUDA_ARGS_FN " << base << "_args\n"
-       << "static const char *const k_cuda_kernels[" << lw.phases << "] = {";
-    for (int64_t p = 0; p < lw.phases; ++p)
-      os << (p ? ", " : "") << cString(base + "__k" + std::to_string(p));
-    os << "};\nstatic const unsigned k_cuda_threads[" << lw.phases << "] = {";
-    for (int64_t p = 0; p < lw.phases; ++p)
-      os << (p ? ", " : "") << lw.blockThreads.at(p) << "u";
+       << "#define K_CUDA_DECODE_ARGS " << decodeParams << "\n"
+       << "#define K_CUDA_DECODE_ARGS_FN " << base << "_decode_args\n"
+       << "#define K_CUDA_MAX_ARGS " << std::max<int64_t>(params, decodeParams) << "\n"
+       << "static const char *const k_cuda_kernels[" << kernels.size() << "] = {";
+    for (size_t p = 0; p < kernels.size(); ++p)
+      os << (p ? ", " : "") << cString(kernels[p].first);
+    os << "};\nstatic const unsigned k_cuda_threads[" << kernels.size() << "] = {";
+    for (size_t p = 0; p < kernels.size(); ++p)
+      os << (p ? ", " : "") << kernels[p].second << "u";
     os << "};\n/* The kernels, as LLVM's NVPTX back end wrote them. */\n"
        << "static const char k_ptx[] =\n";
     size_t start = 0;
@@ -157,12 +174,22 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       start = end + 1;
     }
     os << "  ;\n";
-    ts << "int64_t " << base << "_ws(const attnc_call *);\n"
-       << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
-       << "int64_t " << base << "_args(const attnc_call *, int64_t *);\n"
-       << "static const attnc_variant k_variants[] = {\n"
+    for (const char *e : {"", "_decode"}) {
+      if (*e && !spec.decode)
+        continue;
+      ts << "int64_t " << base << e << "_ws(const attnc_call *);\n"
+         << "int64_t " << base << e << "_tasks(const attnc_call *, int64_t);\n"
+         << "int64_t " << base << e << "_args(const attnc_call *, int64_t *);\n";
+    }
+    if (!spec.decode) // referenced (never called) by the decode-less glue
+      ts << "#define " << base << "_decode_args 0\n";
+    ts << "static const attnc_variant k_variants[] = {\n"
        << "  {" << isaMacro(v, 0) << ", k_cuda_usable, " << base << "_ws, "
-       << base << "_tasks, 0, 0, 0, 0},\n};\n";
+       << base << "_tasks, 0, ";
+    if (spec.decode)
+      ts << base << "_decode_ws, " << base << "_decode_tasks, 0},\n};\n";
+    else
+      ts << "0, 0, 0},\n};\n";
   }
   for (const std::string &v : isCuda(isa) ? std::vector<std::string>{} : lw.variants)
     for (bool decode : {false, true}) {

@@ -21,6 +21,7 @@
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[T]], %c2
 // CHECK: scf.if %[[IN]] {
 // CHECK: memref.load %[[PV]][%c0] : memref<2xf32, #gpu.address_space<private>>
+// CHECK: arith.maximumf
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: }
 // CHECK-NEXT: gpu.barrier
@@ -61,7 +62,9 @@ module attributes {attn.spec_name = "t"} {
         } {mapping = [#gpu.thread<x>]}
         scf.forall (%tid) in (2) {
           %y = memref.load %pv[%tid, %c0] : memref<4x2xf32, #gpu.address_space<private>>
-          %e = math.exp %y : f32
+          %c = arith.constant -8.700000e+01 : f32
+          %m = arith.maximumf %y, %c : f32
+          %e = math.exp %m : f32
           %z = memref.load %wg[%tid] : memref<4xf32, #gpu.address_space<workgroup>>
           %s = arith.addf %e, %z : f32
           %i = arith.addi %base, %tid : index
@@ -75,3 +78,4 @@ module attributes {attn.spec_name = "t"} {
     return
   }
 }
+

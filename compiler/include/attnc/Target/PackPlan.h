@@ -78,8 +78,9 @@ struct LoweredInfo {
   int64_t stackBytes = 0;    ///< largest task frame of any variant
   int64_t wsPerRow = 0;      ///< workspace floats per (batch, token) row
   int64_t wsBuffers = 0;     ///< workspace buffers (64-byte aligned each)
-  /// CUDA targets: threads per block of each phase's kernel (gpu stage).
-  std::vector<int64_t> blockThreads;
+  /// CUDA targets: threads per block of each phase's kernel (gpu stage),
+  /// for forward and for decode.
+  std::vector<int64_t> blockThreads, decodeBlockThreads;
 };
 
 struct PackPlan {

@@ -35,7 +35,9 @@
  * Additions within version 2 (older callers keep working): the KV-cache
  * fields at the end of attnc_forward_args and the decode entry points;
  * then CUDA kernels (ATTNC_FEATURE_CUDA, ATTNC_ISA_CUDA_*, the stream
- * field, ATTNC_ERR_NO_DRIVER / _NO_DEVICE / _DEVICE).
+ * fields of both argument structs, ATTNC_ERR_NO_DRIVER / _NO_DEVICE /
+ * _DEVICE). NAME_decode accepts sizeof(attnc_decode_args) and
+ * ATTNC_DECODE_ARGS_SIZE_V2_0.
  * A kernel accepts struct_size = sizeof(attnc_forward_args),
  * ATTNC_FORWARD_ARGS_SIZE_V2_1 (without the stream) or
  * ATTNC_FORWARD_ARGS_SIZE_V2_0 (without the cache fields either, as the
@@ -274,7 +276,15 @@ typedef struct attnc_decode_args {
   void *parallel_ctx;
   int32_t num_threads;
   int32_t reserved1;      /* 0 */
+  /* CUDA kernels: the CUstream (NULL: the default stream); as in
+   * attnc_forward_args. Must be NULL for a CPU kernel. */
+  void *stream;
 } attnc_decode_args;
+
+/* sizeof(attnc_decode_args) without the stream field (every kernel
+ * accepts both sizes). */
+#define ATTNC_DECODE_ARGS_SIZE_V2_0 \
+  ((uint32_t)offsetof(attnc_decode_args, stream))
 
 typedef const attnc_kernel_info *(*attnc_query_fn)(uint32_t max_abi_version);
 typedef int (*attnc_pack_fn)(const float *const *weights,
