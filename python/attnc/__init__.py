@@ -653,7 +653,8 @@ class Kernel:
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
         off = (-ws.ctypes.data) % 64
         args = _abi.DecodeArgs()
-        args.struct_size = C.sizeof(_abi.DecodeArgs)
+        # Without a stream: the size every kernel takes, old or new.
+        args.struct_size = _abi.DECODE_ARGS_SIZE_V2_0
         args.packed = _fptr(packed)
         args.packed_floats = packed.size
         args.x = _fptr(x3)

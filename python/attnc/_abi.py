@@ -174,8 +174,15 @@ class DecodeArgs(C.Structure):
         ("parallel_ctx", C.c_void_p),
         ("num_threads", C.c_int32),
         ("reserved1", C.c_int32),
+        # CUDA kernels: the CUstream; added within version 2.
+        ("stream", C.c_void_p),
     ]
 
+
+# ATTNC_DECODE_ARGS_SIZE_V2_0: sizeof(attnc_decode_args) without the
+# stream (every kernel accepts it; this module passes it, as it passes no
+# stream).
+DECODE_ARGS_SIZE_V2_0 = DecodeArgs.stream.offset
 
 QueryFn = C.CFUNCTYPE(C.POINTER(KernelInfo), C.c_uint32)
 

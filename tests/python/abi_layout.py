@@ -50,6 +50,7 @@ def main():
               "ATTNC_FEATURE_CUDA": _abi.FEATURE_CUDA,
               "ATTNC_FORWARD_ARGS_SIZE_V2_0": _abi.FORWARD_ARGS_SIZE_V2_0,
               "ATTNC_FORWARD_ARGS_SIZE_V2_1": _abi.FORWARD_ARGS_SIZE_V2_1,
+              "ATTNC_DECODE_ARGS_SIZE_V2_0": _abi.DECODE_ARGS_SIZE_V2_0,
               "ATTNC_ISA_CUDA_SM80": _abi.ISA_CUDA_SM80,
               "ATTNC_ISA_CUDA_SM90": _abi.ISA_CUDA_SM90,
               "ATTNC_ISA_NONE": _abi.ISA_NONE,
