@@ -112,15 +112,15 @@ inline llvm::cl::opt<bool> noViewsOpt("no-heads-as-views",
     llvm::cl::desc("skip attn-heads-as-views (head split/merge are copies)"),
     llvm::cl::cat(sharedCategory));
 
-/// Compile options from the shared command-line options (--target,
-/// --no-fuse-qkv, --no-heads-as-views). Prints the error and returns
-/// nullopt for an unknown target.
 inline llvm::cl::opt<bool> gpuOnHostOpt("testing-gpu-on-host", llvm::cl::Hidden,
     llvm::cl::desc("with --target cuda-*: build the CUDA target's tiled loops "
                    "as a host (CPU) library, thread regions run one after "
                    "another (for testing the CUDA tiling without a GPU)"),
     llvm::cl::cat(sharedCategory));
 
+/// Compile options from the shared command-line options (--target,
+/// --no-fuse-qkv, --no-heads-as-views, --testing-gpu-on-host). Prints the
+/// error and returns nullopt for an unknown target.
 inline std::optional<CompileOptions> compileOptions(const char *tool) {
   const std::string &target = targetOpt;
   bool noFuse = noFuseOpt, noViews = noViewsOpt;

@@ -133,7 +133,9 @@ const char *attnc::stagePipeline(const std::string &stage) {
 }
 
 const char *attnc::nvvmPipeline() {
-  // math.exp becomes polynomial arithmetic first (no libdevice calls).
+  // attnc-map-to-gpu already made every f32 exp an ex2.approx call;
+  // attnc-approximate-exp only catches what would otherwise become a
+  // libdevice call (convert-gpu-to-nvvm's math lowering).
   return "attnc-approximate-exp,"
          "gpu.module(expand-strided-metadata,lower-affine,canonicalize,cse,"
          "loop-invariant-code-motion,convert-scf-to-cf,"

@@ -10,9 +10,11 @@
  * This file checks every argument of the ABI (sizes included), picks the
  * code path the CPU supports, and runs the phases through the caller's
  * parallel-for hook or a small built-in pthread pool. With K_CUDA (a CUDA
- * target) the phases are kernel launches through the CUDA driver instead. It has no state but
- * the pool, which is created on first use with more than one thread and
- * stopped (its workers joined) at exit() and at dlclose().
+ * target) the phases are kernel launches through the CUDA driver instead.
+ * Its only state is the pool, created on first use with more than one
+ * thread and stopped (its workers joined) at exit() and at dlclose(), or,
+ * with K_CUDA, the driver's entry points and the loaded kernels per CUDA
+ * context (k_cu).
  *===---------------------------------------------------------------------===*/
 #include <pthread.h>
 #include <stdlib.h>
