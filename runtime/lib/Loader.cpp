@@ -890,6 +890,15 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
                           int64_t batch, int64_t seqLen, void *workspace,
                           int64_t workspaceBytes, const float *xKv,
                           int64_t kvSeqLen, void *stream) const {
+  return forwardDevice(packed, x, y, batch, seqLen, workspace, workspaceBytes,
+                       xKv, kvSeqLen, DeviceLengths(), stream);
+}
+
+int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+                          int64_t batch, int64_t seqLen, void *workspace,
+                          int64_t workspaceBytes, const float *xKv,
+                          int64_t kvSeqLen, const DeviceLengths &len,
+                          void *stream) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
   if (!isCuda())
@@ -901,6 +910,21 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
   std::string why;
   if (!checkShape(batch, seqLen, kvSeq, why))
     return ATTNC_ERR_BAD_SHAPE;
+  // The lengths: the device copy goes to the kernel, the host copy is
+  // checked here as forward checks them (the glue cannot read device
+  // memory). Each pair is both set or both null.
+  if ((len.lengths != nullptr) != (len.hostLengths != nullptr) ||
+      (len.kvLengths != nullptr) != (len.hostKvLengths != nullptr))
+    return ATTNC_ERR_NULL_ARG;
+  if (len.lengths || len.kvLengths) {
+    VariantInputs host;
+    host.lengths = len.hostLengths;
+    host.kvLengths = len.hostKvLengths;
+    host.xKv = cross ? xKv : nullptr; // only tested for null
+    host.kvSeqLen = cross ? kvSeq : 0;
+    if (!checkVariants(batch, seqLen, host, nullptr, why))
+      return ATTNC_ERR_ARGS;
+  }
   const int64_t need = this->workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0 || workspaceBytes < need || (need > 0 && !workspace))
     return ATTNC_ERR_WORKSPACE;
@@ -921,11 +945,13 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
   a.workspace = workspace;
   a.workspace_bytes = workspaceBytes;
   a.num_threads = 0;
+  a.lengths = len.lengths;
   if (cross) {
     checkedProduct({batch, kvSeq, info_->d_model}, xKvFloats);
     a.x_kv = xKv;
     a.x_kv_floats = xKvFloats;
     a.kv_seq_len = kvSeq;
+    a.kv_lengths = len.kvLengths;
   }
   a.stream = stream;
   return forward_(&a);

@@ -835,6 +835,108 @@ TEST_CASE("loader: forwardDevice fills the args of a CUDA kernel",
   CHECK(compare(y.data(), refKv.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
 }
 
+TEST_CASE("loader: forwardDevice checks the host lengths, passes the device "
+          "ones", "[metadata][loader][cuda][variants]") {
+  // cuda + lengths, mask padding: the fake reads args->lengths, which here
+  // must be the "device" copy (host memory all the same).
+  Kernel k;
+  LoadResult r = loadFake(k, "isa=6,features=17,selected_isa=6,mask=2");
+  REQUIRE(r.ok);
+  std::mt19937_64 rng(9);
+  BlockParams p = paramsFromInfo(k.info());
+  auto w = randomWeights(storageTensors(p), rng);
+  std::vector<const float *> wp;
+  for (auto &v : w)
+    wp.push_back(v.data());
+  std::vector<float> packed;
+  REQUIRE(k.pack(wp, packed) == ATTNC_OK);
+  const int64_t B = 3, T = 6;
+  std::vector<float> x = randomNormal(B * T * 16, rng), y(B * T * 16);
+  std::string why;
+  const int64_t need = k.workspaceBytes(B, T, why);
+  REQUIRE(need > 0);
+  std::vector<unsigned char> ws(static_cast<size_t>(need));
+  // Different (valid) values in the two copies: y follows the device one.
+  std::vector<int32_t> dev = {6, 2, 0}, host = {6, 6, 6};
+  Kernel::DeviceLengths len;
+  len.lengths = dev.data();
+  len.hostLengths = host.data();
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, nullptr, 0, len) == ATTNC_OK);
+  VariantInputs in;
+  in.lengths = dev.data();
+  std::vector<double> ref = interpret(p, wp, x.data(), B, T, in);
+  CHECK(compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+  // The host copy is what is checked: out of range (or negative) is
+  // refused without calling the library, whatever the device copy holds.
+  std::fill(y.begin(), y.end(), 7.0f);
+  for (std::vector<int32_t> bad : {std::vector<int32_t>{6, 7, 0},
+                                   std::vector<int32_t>{-1, 2, 0}}) {
+    len.hostLengths = bad.data();
+    CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                          need, nullptr, 0, len) == ATTNC_ERR_ARGS);
+    VariantInputs hostIn;
+    hostIn.lengths = bad.data();
+    CHECK_FALSE(k.checkVariants(B, T, hostIn, nullptr, why));
+    CHECK_THAT(why, Contains(bad[0] < 0 ? "lengths[0] is -1, expected 0..6"
+                                        : "lengths[1] is 7, expected 0..6"));
+  }
+  // One copy without the other.
+  len.hostLengths = nullptr;
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, nullptr, 0, len) == ATTNC_ERR_NULL_ARG);
+  len.lengths = nullptr;
+  len.hostLengths = host.data();
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, nullptr, 0, len) == ATTNC_ERR_NULL_ARG);
+  // kv_lengths on self-attention.
+  len = Kernel::DeviceLengths();
+  len.kvLengths = len.hostKvLengths = dev.data();
+  CHECK(k.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                        need, nullptr, 0, len) == ATTNC_ERR_ARGS);
+  for (float v : y)
+    CHECK(v == 7.0f); // the library was not called
+  // A kernel without the lengths feature refuses them.
+  Kernel plain;
+  REQUIRE(loadFake(plain, "isa=6,features=16,selected_isa=6").ok);
+  len = Kernel::DeviceLengths();
+  len.lengths = len.hostLengths = dev.data();
+  CHECK(plain.forwardDevice(packed.data(), x.data(), y.data(), B, T,
+                            ws.data(), need, nullptr, 0, len) ==
+        ATTNC_ERR_ARGS);
+
+  // Cross-attention: kv_lengths are checked against kv_seq_len.
+  Kernel cross;
+  REQUIRE(loadFake(cross, "isa=6,features=19,selected_isa=6,mask=2").ok);
+  const int64_t Tkv = 4;
+  std::vector<float> xKv = randomNormal(B * Tkv * 16, rng);
+  const int64_t needKv = cross.workspaceBytes(B, T, Tkv, why);
+  REQUIRE(needKv > 0);
+  std::vector<unsigned char> wsKv(static_cast<size_t>(needKv));
+  std::vector<int32_t> kvDev = {4, 1, 3}, kvHost = {4, 1, 3},
+                       kvBad = {4, 5, 3};
+  len = Kernel::DeviceLengths();
+  len.lengths = len.hostLengths = dev.data();
+  len.kvLengths = kvDev.data();
+  len.hostKvLengths = kvHost.data();
+  CHECK(cross.forwardDevice(packed.data(), x.data(), y.data(), B, T,
+                            wsKv.data(), needKv, xKv.data(), Tkv, len) ==
+        ATTNC_OK);
+  VariantInputs cin;
+  cin.lengths = dev.data();
+  cin.xKv = xKv.data();
+  cin.kvSeqLen = Tkv;
+  cin.kvLengths = kvDev.data();
+  std::vector<double> refKv =
+      interpret(paramsFromInfo(cross.info()), wp, x.data(), B, T, cin);
+  REQUIRE(refKv.size() == y.size());
+  CHECK(compare(y.data(), refKv.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+  len.hostKvLengths = kvBad.data(); // 5 > T_kv = 4
+  CHECK(cross.forwardDevice(packed.data(), x.data(), y.data(), B, T,
+                            wsKv.data(), needKv, xKv.data(), Tkv, len) ==
+        ATTNC_ERR_ARGS);
+}
+
 TEST_CASE("cuda: no driver is a clear error, never a crash", "[cuda]") {
   // The driver is loaded once per process: this is the only test that
   // loads it, from a file that does not exist.

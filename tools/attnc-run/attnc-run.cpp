@@ -13,10 +13,10 @@
 // is checked (against the kernel's max_seq_len, for 64-bit overflow with
 // attnrt's checked arithmetic, and against this machine's memory, and the
 // device's) before anything is allocated. With --device cuda the weights
-// are packed on the host, then packed/x/x_kv go to device buffers, forward
-// runs there and y comes back; everything after (--check, --out,
-// --expected) is the CPU path's. Exit codes: docs/exit-codes.md (and
-// --help).
+// are packed on the host, then packed/x/x_kv (and the lengths, checked on
+// the host) go to device buffers, forward runs there and y comes back;
+// everything after (--check, --out, --expected) is the CPU path's. Exit
+// codes: docs/exit-codes.md (and --help).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Checked.h"
@@ -93,14 +93,15 @@ const char *kUsage =
     "                     one warm-up call)\n"
     "  --device cpu|cuda  where forward runs (default cpu). cuda: a CUDA kernel\n"
     "                     (attnc --target cuda-sm80/-sm90) on CUDA device 0:\n"
-    "                     weights packed on the host, packed/x/x_kv copied to\n"
-    "                     device buffers, y copied back, then --check/--out/\n"
-    "                     --expected as on the CPU. Needs the CUDA driver\n"
-    "                     (libcuda.so.1) and a device at least as new as the\n"
-    "                     kernel's sm; a CPU kernel is refused, and a CUDA\n"
-    "                     kernel without --device cuda. Not with --threads\n"
-    "                     (other than 1), --lengths, --kv-lengths, --probs,\n"
-    "                     --heatmap, --decode-steps (usage errors)\n"
+    "                     weights packed on the host, packed/x/x_kv and the\n"
+    "                     --lengths/--kv-lengths (checked on the host first)\n"
+    "                     copied to device buffers, y copied back, then\n"
+    "                     --check/--out/--expected as on the CPU. Needs the\n"
+    "                     CUDA driver (libcuda.so.1) and a device at least as\n"
+    "                     new as the kernel's sm; a CPU kernel is refused, and\n"
+    "                     a CUDA kernel without --device cuda. Not with\n"
+    "                     --threads (other than 1), --probs, --heatmap,\n"
+    "                     --decode-steps (usage errors)\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
     "\n"
     "attention variants (each only for a kernel whose --info features list it):\n"
@@ -676,11 +677,9 @@ int parseArgs(int argc, char **argv, Options &o) {
     return usageError(std::string(o.headGiven ? "--head" : "--heatmap-batch") +
                       " applies to --heatmap, which is not given");
   if (o.cuda) {
-    // What a CUDA kernel does not have (yet): a thread pool, the lengths
-    // and probs variants, KV-cache decode.
+    // What a CUDA kernel does not have (yet): a thread pool, the probs
+    // variant, KV-cache decode.
     const char *refused = o.threadsGiven && o.threads != 1 ? "--threads"
-                          : !o.lengthsArg.empty()          ? "--lengths"
-                          : !o.kvLengthsArg.empty()        ? "--kv-lengths"
                           : !o.probsPath.empty()           ? "--probs"
                           : !o.heatmapPath.empty()         ? "--heatmap"
                           : o.decodeSteps > 0              ? "--decode-steps"
@@ -693,9 +692,7 @@ int parseArgs(int argc, char **argv, Options &o) {
                              ? "thread pool"
                          : std::strcmp(refused, "--decode-steps") == 0
                              ? "KV-cache decode"
-                         : refused[2] == 'p' || refused[2] == 'h'
-                             ? "attention weights output"
-                             : "padding lengths") +
+                             : "attention weights output") +
                         ")");
   }
   return -1;
@@ -994,14 +991,20 @@ int main(int argc, char **argv) {
             " of memory, more than this machine has (" + gib(memory) + ")");
       return kExitInput;
     }
-    // The device's: packed, x, y, x_kv and the workspace.
-    int64_t devNeed = 0, xyBytes = 0, packedBytes = 0;
+    // The device's: packed, x, y, x_kv, the workspace and the lengths.
+    int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0;
     const bool devOk =
         !o.cuda ||
         (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4},
                                 xyBytes) &&
          attnrt::checkedMul(ki.packed_floats, 4, packedBytes) &&
-         attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes},
+         attnrt::checkedProduct(
+             {batch,
+              int64_t(!o.lengthsArg.empty()) + int64_t(!o.kvLengthsArg.empty()),
+              4},
+             lengthsBytes) &&
+         attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes,
+                             lengthsBytes},
                             devNeed));
     if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
       error("batch " + std::to_string(batch) + " x seq_len " +
@@ -1163,13 +1166,17 @@ int main(int argc, char **argv) {
   }
   // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
   // kernel never writes fails --check), inputs in, forward queued on the
-  // default stream, synchronize (a failed launch shows there), y out.
-  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv;
+  // default stream, synchronize (a failed launch shows there), y out. The
+  // lengths were checked above (checkVariants, on these host copies);
+  // forwardDevice checks the host copies again and hands the kernel the
+  // device ones.
+  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths;
+  attnrt::Kernel::DeviceLengths dLen;
   auto deviceForward = [&]() {
     return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
                            seq, dWs.get(), wsBytes,
-                           cross ? dXKv.floats() : nullptr,
-                           cross ? kvSeq : 0, /*stream=*/nullptr);
+                           cross ? dXKv.floats() : nullptr, cross ? kvSeq : 0,
+                           dLen, /*stream=*/nullptr);
   };
   if (o.cuda) {
     const size_t f4 = sizeof(float);
@@ -1184,6 +1191,25 @@ int main(int argc, char **argv) {
         !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
       error(msg);
       return kExitFailed;
+    }
+    const size_t i4 = sizeof(int32_t);
+    if ((!lengths.empty() &&
+         (!dLengths.allocate(lengths.size() * i4, "lengths", msg) ||
+          !dLengths.upload(lengths.data(), lengths.size() * i4, msg))) ||
+        (!kvLengths.empty() &&
+         (!dKvLengths.allocate(kvLengths.size() * i4, "kv_lengths", msg) ||
+          !dKvLengths.upload(kvLengths.data(), kvLengths.size() * i4,
+                             msg)))) {
+      error(msg);
+      return kExitFailed;
+    }
+    if (!lengths.empty()) {
+      dLen.lengths = static_cast<const int32_t *>(dLengths.get());
+      dLen.hostLengths = lengths.data();
+    }
+    if (!kvLengths.empty()) {
+      dLen.kvLengths = static_cast<const int32_t *>(dKvLengths.get());
+      dLen.hostKvLengths = kvLengths.data();
     }
     rc = deviceForward();
     if (rc != ATTNC_OK) {

@@ -155,15 +155,45 @@ public:
   /// [batch, kvSeqLen, d_model]. Passes struct_size = sizeof
   /// (attnc_forward_args) and `stream` (a CUstream; null: the default
   /// stream). The kernel only queues its launches: synchronize before
-  /// reading y. Nothing here dereferences the pointers. Returns
+  /// reading y. Nothing here dereferences the device pointers. Returns
   /// ATTNC_ERR_ARGS for a CPU kernel (or a K/V input it does not take),
   /// ATTNC_ERR_NULL_ARG for a cross-attention kernel without xKv,
   /// ATTNC_ERR_BAD_SHAPE / ATTNC_ERR_WORKSPACE as forward, all without
-  /// calling the library; else the library's status.
+  /// calling the library; else the library's status. No padding lengths
+  /// (every token valid): see the overload with DeviceLengths.
   int forwardDevice(const float *packed, const float *x, float *y,
                     int64_t batch, int64_t seqLen, void *workspace,
                     int64_t workspaceBytes, const float *xKv = nullptr,
                     int64_t kvSeqLen = 0, void *stream = nullptr) const;
+
+  /// The padding lengths of a forwardDevice call (a kernel with
+  /// ATTNC_FEATURE_LENGTHS), each array twice: the device copy the kernel
+  /// reads and the host copy it was uploaded from, which the runtime
+  /// checks (the kernel's glue cannot read device memory, and its device
+  /// code only clamps each length to [0, T]). The caller keeps the two
+  /// equal. Each pair is both set or both null (null: every token valid).
+  struct DeviceLengths {
+    const int32_t *lengths = nullptr;       ///< device, int32 [batch]
+    const int32_t *kvLengths = nullptr;     ///< device, int32 [batch]
+    const int32_t *hostLengths = nullptr;   ///< host copy of lengths
+    const int32_t *hostKvLengths = nullptr; ///< host copy of kvLengths
+  };
+
+  /// forwardDevice with padding lengths: args->lengths / kv_lengths get the
+  /// device pointers of `len`, after the host copies pass the checks
+  /// checkVariants does for forward (0 <= lengths[b] <= seqLen, 0 <=
+  /// kvLengths[b] <= kvSeqLen; lengths only for a kernel with the lengths
+  /// feature, kvLengths only for cross-attention with it). Returns, besides
+  /// what the overload above returns, ATTNC_ERR_NULL_ARG when a pair has
+  /// one pointer without the other and ATTNC_ERR_ARGS when the host
+  /// copies are refused, without calling the library; checkVariants with
+  /// a VariantInputs of the host copies (and xKv, kvSeqLen) gives the
+  /// reason.
+  int forwardDevice(const float *packed, const float *x, float *y,
+                    int64_t batch, int64_t seqLen, void *workspace,
+                    int64_t workspaceBytes, const float *xKv,
+                    int64_t kvSeqLen, const DeviceLengths &len,
+                    void *stream = nullptr) const;
 
   /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
   /// none fits). For a CUDA kernel, its ATTNC_ISA_CUDA_SMxx when a suitable
