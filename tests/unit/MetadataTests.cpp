@@ -75,7 +75,8 @@ static_assert(offsetof(attnc_forward_args, probs_floats) == 160, "");
 static_assert(offsetof(attnc_forward_args, k_cache) == 168, "");
 static_assert(offsetof(attnc_forward_args, cache_len) == 192, "");
 // attnc_decode_args.
-static_assert(sizeof(attnc_decode_args) == 144, "attnc_decode_args layout");
+static_assert(sizeof(attnc_decode_args) == 152, "attnc_decode_args layout");
+static_assert(ATTNC_DECODE_ARGS_SIZE_V2_0 == 144, "attnc_decode_args without the stream");
 static_assert(offsetof(attnc_decode_args, batch) == 56, "");
 static_assert(offsetof(attnc_decode_args, positions) == 64, "");
 static_assert(offsetof(attnc_decode_args, cache_len) == 96, "");
