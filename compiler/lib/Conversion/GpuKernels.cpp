@@ -231,6 +231,109 @@ static Value deviceLength(ImplicitLocOpBuilder &c, Value lens, Value bi, Value f
   return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, l, idx(c, 0)), full);
 }
 
+/// One query per (batch, head) (decode): the block's threads split the
+/// key range (thread t takes keys kStart + t, + 2*NT, ...), each keeping an
+/// online softmax (m, l, acc) of its keys in registers; a second region
+/// merges the NT partial results through shared memory:
+///   M = max m_i,  o = sum_i e^{m_i - M} acc_i / sum_i e^{m_i - M} l_i.
+static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
+                                    int64_t D, bool causal, bool windowed,
+                                    int64_t window, bool topLeft, bool bthd,
+                                    double scale, Value q, Value k, Value v,
+                                    Value o, Value kvLens) {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Value nb = dim(b, q, 0), hq = dim(b, q, 1);
+  Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  scf::ForallOp phase = attnc::taskLoop(b, arith::MulIOp::create(b, nb, hq),
+                                 [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, hq);
+    Value h = arith::RemUIOp::create(c, task, hq);
+    Value hk = arith::DivUIOp::create(c, h, group);
+    Value zero = idx(c, 0);
+    Value kvv = kvLens ? deviceLength(c, kvLens, bi, tkv) : tkv;
+    // The query is row 0 of 1: it sees j <= off (bottom-right: off =
+    // kvv - 1) and, with a window, j > off - W.
+    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, idx(c, 1)).getResult();
+    auto clampK = [&](Value x) -> Value {
+      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
+    };
+    Value kEnd = causal ? clampK(arith::AddIOp::create(c, off, idx(c, 1))) : kvv;
+    Value kStart = windowed ? clampK(arith::AddIOp::create(c, off, idx(c, 1 - window))) : zero;
+    Value pm = sharedBuffer(c, {NT});
+    Value pl = sharedBuffer(c, {NT});
+    Value pacc = sharedBuffer(c, {NT, D});
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      SmallVector<Value> qv;
+      for (int64_t d = 0; d < D; ++d)
+        qv.push_back(arith::MulFOp::create(
+            r, memref::LoadOp::create(r, q, ValueRange{bi, h, zero, idx(r, d)}), f32c(r, scale)));
+      SmallVector<Value> init{f32c(r, negInf), f32c(r, 0.0)};
+      for (int64_t d = 0; d < D; ++d)
+        init.push_back(f32c(r, 0.0));
+      scf::ForOp keys = attnc::loop(r, arith::AddIOp::create(r, kStart, tid), kEnd, idx(r, NT), init,
+                             [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
+        Value sc = f32c(ci, 0.0);
+        for (int64_t d = 0; d < D; ++d)
+          sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, idx(ci, d)}), sc);
+        Value m = a[0];
+        Value mNew = arith::MaximumFOp::create(ci, m, sc);
+        Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
+        Value alpha = arith::SelectOp::create(ci, first, f32c(ci, 0.0),
+                                              expNeg(ci, arith::SubFOp::create(ci, m, mNew)));
+        Value p = expNeg(ci, arith::SubFOp::create(ci, sc, mNew));
+        SmallVector<Value> out{mNew, math::FmaOp::create(ci, a[1], alpha, p).getResult()};
+        for (int64_t d = 0; d < D; ++d) {
+          Value vd = memref::LoadOp::create(ci, v, ValueRange{bi, hk, j, idx(ci, d)});
+          out.push_back(math::FmaOp::create(ci, p, vd, arith::MulFOp::create(ci, a[2 + d], alpha)));
+        }
+        return out;
+      });
+      memref::StoreOp::create(r, keys.getResult(0), pm, ValueRange{tid});
+      memref::StoreOp::create(r, keys.getResult(1), pl, ValueRange{tid});
+      for (int64_t d = 0; d < D; ++d)
+        memref::StoreOp::create(r, keys.getResult(2 + d), pacc, ValueRange{tid, idx(r, d)});
+    });
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      scf::ForOp mx = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, negInf)},
+                           [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+        Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
+        return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], m).getResult()};
+      });
+      Value M = mx.getResult(0);
+      // A thread that saw no key has m = -inf, l = 0, acc = 0: weight 0.
+      auto weight = [&](ImplicitLocOpBuilder &ci, Value i) -> Value {
+        Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
+        Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
+        return arith::SelectOp::create(ci, none, f32c(ci, 0.0),
+                                       expNeg(ci, arith::SubFOp::create(ci, m, M)));
+      };
+      scf::ForOp ls = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, 0.0)},
+                           [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+        Value l = memref::LoadOp::create(ci, pl, ValueRange{i});
+        return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), l, a[0]).getResult()};
+      });
+      Value L = ls.getResult(0);
+      Value pos = arith::CmpFOp::create(r, arith::CmpFPredicate::OGT, L, f32c(r, 0.0));
+      Value inv = arith::SelectOp::create(r, pos, arith::DivFOp::create(r, f32c(r, 1.0), L),
+                                          f32c(r, 0.0));
+      attnc::loop(r, tid, idx(r, D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &cd, Value d, ValueRange) {
+        scf::ForOp acc = attnc::loop(cd, zero, idx(cd, NT), ValueRange{f32c(cd, 0.0)},
+                              [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+          Value x = memref::LoadOp::create(ci, pacc, ValueRange{i, d});
+          return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), x, a[0]).getResult()};
+        });
+        Value val = arith::MulFOp::create(cd, acc.getResult(0), inv);
+        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, zero, h, d}
+                                     : SmallVector<Value>{bi, h, zero, d};
+        memref::StoreOp::create(cd, val, o, at);
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}
+
 LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                        SdpaOp op, Value q, Value k, Value v,
                                        Value o, Value qLens, Value kvLens) {
@@ -238,6 +341,23 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
+  {
+    // Decode (one query, no query lengths): the key-split kernel when its
+    // NT partial rows fit the shared memory.
+    MaskKind mk = op.getMask();
+    const int64_t NT = t.getAttnMq();
+    if (qt.getDimSize(2) == 1 && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
+      bool causal = mk == MaskKind::causal || mk == MaskKind::causal_padding ||
+                    mk == MaskKind::sliding_window;
+      bool windowed = mk == MaskKind::sliding_window;
+      buildGpuDecodeAttention(b, NT, D, causal, windowed,
+                              windowed ? *op.getWindow() : 0,
+                              op.getCausalAlign() == CausalAlign::top_left,
+                              op.getLayout() == HeadLayout::bthd,
+                              op.getScale().convertToDouble(), q, k, v, o, kvLens);
+      return success();
+    }
+  }
   // One block per (batch, head, MQ queries); thread r owns query i0 + r:
   // its scaled q row, its output row and its softmax statistics (m, l).
   // Keys go through shared memory NK rows at a time; the block walks only
