@@ -22,10 +22,11 @@ SCRATCH="" # a temporary directory, removed on exit
 trap '[ -z "$SCRATCH" ] || rm -rf "$SCRATCH"' EXIT
 ROOT=$(cd "$HERE/../.." && pwd)
 
-# The specs (paths relative to the repository root). Masks none, causal or
-# sliding_window only: the CUDA target refuses padding, decode and probs.
+# The specs (paths relative to the repository root). Any mask, self- or
+# cross-attention; the CUDA target refuses decode and outputs: probs.
 DEFAULT_SPECS="examples/gpt2-small.yaml examples/llama-gqa.yaml \
-examples/mistral-window.yaml tests/gpu/specs/encoder-nomask.yaml"
+examples/mistral-window.yaml tests/gpu/specs/encoder-nomask.yaml \
+examples/bert-base.yaml examples/t5-cross.yaml"
 
 usage() {
   cat <<'EOF'
@@ -34,25 +35,35 @@ usage: bash tests/gpu/run.sh prepare OUTDIR    (here: build/tools/attnc with --t
 
 prepare: for each spec (GPU_SPECS, default examples/gpt2-small.yaml,
   examples/llama-gqa.yaml, examples/mistral-window.yaml,
-  tests/gpu/specs/encoder-nomask.yaml) compile OUTDIR/libNAME.so with
-  --target cuda-sm90, write OUTDIR/weights/NAME.safetensors (random, seed 1)
-  and copy the spec to OUTDIR/specs/; copy build/tools/attnc-run and its
-  non-system libraries to OUTDIR/bin/; copy this script, torch_bench.py and
-  README.md into OUTDIR; then check on the CPU that attnc-run reads the
-  weight files and that torch_bench.py's blocks compute what the CPU kernel
-  computes with them (SKIP_CPU_CHECK=1 skips that).
+  tests/gpu/specs/encoder-nomask.yaml, examples/bert-base.yaml (padding),
+  examples/t5-cross.yaml (cross-attention, padding)) compile
+  OUTDIR/libNAME.so with --target cuda-sm90, write
+  OUTDIR/weights/NAME.safetensors (random, seed 1) and copy the spec to
+  OUTDIR/specs/; copy build/tools/attnc-run and its non-system libraries to
+  OUTDIR/bin/; copy this script, torch_bench.py and README.md into OUTDIR;
+  then check on the CPU that attnc-run reads the weight files and that
+  torch_bench.py's blocks compute what the CPU kernel computes with them
+  (SKIP_CPU_CHECK=1 skips that).
 run: (a) attnc-run OUTDIR/libNAME.so --device cuda --check --weights ... at
   T in CHECK_T (default 1 97 1024 4096) x batch in CHECK_B (default 1 4;
-  batch 1 only at T >= 4096), T up to the spec's max_seq_len; plus one
-  attnc-vs-torch comparison per spec (T 97, batch 2); (b) at T in BENCH_T
-  (default 1024 4096), batch 1: attnc-run --bench BENCH_ITERS (default 50)
+  batch 1 only at T >= 4096), T up to the spec's max_seq_len (one T above
+  it runs at max_seq_len); padding masks with --lengths (batch 1: none and
+  floor(T/2); batch 4: T,ceil(2T/3),1,0), cross-attention at T_kv in
+  CHECK_KV_T (default 77) and T (--kv-seq-len), with --kv-lengths under a
+  padding mask (batch 1: ceil(T_kv/2); batch 4: ceil(T_kv/2),T_kv,0,T_kv);
+  CHECK_JOBS runs at a time (default: half the CPUs, at most 4); plus one
+  attnc-vs-torch comparison per spec (T 97, batch 2; padding: batch 4 with
+  those lengths; cross: T_kv 77); (b) at T in BENCH_T (default
+  1024 4096; above max_seq_len: max_seq_len), batch 1, no lengths,
+  cross-attention at T_kv = T: attnc-run --bench BENCH_ITERS (default 50)
   and torch_bench.py (same iterations); one table. The whole run keeps to
   GPU_RUN_BUDGET_S (default 570) seconds; every command has a timeout.
 
 environment: ATTNC, ATTNC_RUN (prepare: default build/tools/...), PYTHON
   (default: python3; prepare: /usr/bin/python3 when it has NumPy), GPU_SPECS,
-  CHECK_T, CHECK_B, BENCH_T, BENCH_ITERS, GPU_RUN_BUDGET_S, SKIP_CPU_CHECK,
-  TORCH_DEVICE (default cuda; cpu only for a dry run of the script).
+  CHECK_T, CHECK_B, CHECK_KV_T, CHECK_JOBS, BENCH_T, BENCH_ITERS, GPU_RUN_BUDGET_S,
+  SKIP_CPU_CHECK, TORCH_DEVICE (default cuda; cpu only for a dry run of the
+  script).
 exit: 0 all passed, 1 something failed, 2 usage/setup error, 3 runs skipped.
 EOF
 }
@@ -62,9 +73,100 @@ die() {
   exit 2
 }
 
-# spec_key FILE KEY: the value of a top-level 'KEY: value' line (comments cut).
+# spec_key FILE KEY: the value of a top-level 'KEY: value' line (comments
+# and quotes cut).
 spec_key() {
-  sed -n "s/^$2:[[:space:]]*\([^#]*\).*/\1/p" "$1" | head -n1 | sed 's/[[:space:]]*$//'
+  sed -n "s/^$2:[[:space:]]*\([^#]*\).*/\1/p" "$1" | head -n1 |
+    sed -e 's/[[:space:]]*$//' -e "s/^[\"']\(.*\)[\"']\$/\1/"
+}
+
+# mix_lengths N B: B valid lengths in 0..N for a padded batch: the first
+# full, the last 0, between them ceil(2N/3), 1, ceil(N/3), ... (B 4:
+# N,ceil(2N/3),1,0). mix_kv_lengths N B: the keys' lengths to go with them:
+# ceil(N/2) first, N last, between them N, 0, ceil(N/3), ... (B 4:
+# ceil(N/2),N,0,N: a full query row against half the keys, a valid query
+# row with no key, a length-0 query against all keys). B 1: N, ceil(N/2).
+# torch_bench.py's 'mix' is the same.
+mix_lengths() {
+  local n=$1 b=$2 i out=$1
+  [ "$b" -gt 1 ] || { echo "$out"; return; }
+  local mid=($(((2 * n + 2) / 3)) 1 $(((n + 2) / 3)))
+  for ((i = 0; i < b - 2; i++)); do out="$out,${mid[i % 3]}"; done
+  echo "$out,0"
+}
+mix_kv_lengths() {
+  local n=$1 b=$2 i out=$((($1 + 1) / 2))
+  [ "$b" -gt 1 ] || { echo "$out"; return; }
+  local mid=("$n" 0 $(((n + 2) / 3)))
+  for ((i = 0; i < b - 2; i++)); do out="$out,${mid[i % 3]}"; done
+  echo "$out,$n"
+}
+
+# check_variants PAD CROSS T B: the --check runs of one spec at T x B, one
+# line each: the extra arguments for attnc-run (an empty line: none).
+# Cross-attention: T_kv in CHECK_KV_T (default 77) and T. Padding, batch 1:
+# no lengths (every token valid) and floor(T/2) (T_kv: ceil(T_kv/2));
+# batch > 1: mix_lengths (mix_kv_lengths).
+check_variants() {
+  local pad=$1 cross=$2 T=$3 B=$4 kvs=- S base l
+  if [ "$cross" = 1 ]; then
+    kvs=""
+    for S in ${CHECK_KV_T:-77} "$T"; do
+      [[ " $kvs " == *" $S "* ]] || kvs="$kvs $S"
+    done
+  fi
+  for S in $kvs; do
+    base=""
+    [ "$S" = - ] || base="--kv-seq-len $S"
+    if [ "$pad" != 1 ]; then
+      echo "$base"
+    elif [ "$B" = 1 ]; then
+      echo "$base"
+      l="--lengths $((T / 2))"
+      [ "$cross" != 1 ] || l="$l --kv-lengths $(((S + 1) / 2))"
+      echo "$base${base:+ }$l"
+    else
+      l="--lengths $(mix_lengths "$T" "$B")"
+      [ "$cross" != 1 ] || l="$l --kv-lengths $(mix_kv_lengths "$S" "$B")"
+      echo "$base${base:+ }$l"
+    fi
+  done
+}
+
+# compare_args PAD CROSS B: the lengths and T_kv of the attnc-vs-torch
+# comparisons (T 97; the self-check here and the run there): T_kv 77 for
+# cross-attention, mix lengths under a padding mask (batch B).
+compare_args() {
+  local a=""
+  [ "$2" != 1 ] || a="--kv-seq-len 77"
+  if [ "$1" = 1 ]; then
+    a="$a${a:+ }--lengths $(mix_lengths 97 "$3")"
+    [ "$2" != 1 ] || a="$a --kv-lengths $(mix_kv_lengths 77 "$3")"
+  fi
+  echo "$a"
+}
+
+# pretty ARGS: check_variants' arguments as a label (T_kv=.. lengths=..).
+pretty() {
+  echo "$*" | sed -e 's/--kv-seq-len /T_kv=/' -e 's/--kv-lengths /kv_lengths=/' -e 's/--lengths /lengths=/'
+}
+
+# probe_lengths LIB CROSS CMD...: does attnc-run (CMD...: the command that
+# runs it) take --lengths (and --kv-lengths) with --device cuda? Prints
+# 'refused' when it says they are not available with --device cuda (a usage
+# error, exit 2: an attnc-run from before that support), else 'ok' (a GPU
+# runs one token; without one: 'no CUDA driver', after the arguments were
+# accepted).
+probe_lengths() {
+  local a=(--device cuda --seq-len 1 --batch 1 --lengths 1) o rc
+  [ "$2" != 1 ] || a+=(--kv-seq-len 1 --kv-lengths 1)
+  o=$("${@:3}" "$1" "${a[@]}" 2>&1 </dev/null)
+  rc=$?
+  if [ $rc = 2 ] && echo "$o" | grep -q 'not available with --device cuda'; then
+    echo refused
+  else
+    echo ok
+  fi
 }
 
 # ------------------------------------------------------------------ prepare
@@ -93,18 +195,24 @@ prepare() {
   local manifest=$out/manifest.tsv.tmp
   : >"$manifest"
 
-  local spec n f max
+  local spec n f max pad cross
   for spec in ${GPU_SPECS:-$DEFAULT_SPECS}; do
     f=$ROOT/$spec
     [ -f "$f" ] || f=$spec
     [ -f "$f" ] || die "spec $spec not found"
     n=$(basename "$f" .yaml)
+    pad=0
     case "$(spec_key "$f" mask)" in
       "" | none | causal | sliding_window) ;;
-      *) die "$spec: mask '$(spec_key "$f" mask)': the CUDA target takes none, causal or sliding_window" ;;
+      padding | causal+padding) pad=1 ;;
+      *) die "$spec: mask '$(spec_key "$f" mask)': expected none, causal, padding, causal+padding or sliding_window" ;;
     esac
-    if grep -Eq '^(decode|cross_attention):[[:space:]]*[Tt]rue' "$f" || grep -Eq '^outputs:.*probs' "$f"; then
-      die "$spec: decode, cross_attention and probs are not for the CUDA target"
+    cross=0
+    case "$(spec_key "$f" cross_attention)" in
+      [Tt]rue) cross=1 ;;
+    esac
+    if grep -Eq '^decode:[[:space:]]*[Tt]rue' "$f" || grep -Eq '^outputs:.*probs' "$f"; then
+      die "$spec: decode and outputs: probs are not for the CUDA target"
     fi
     echo "== $n: $attnc $spec --target cuda-sm90 -o $out/lib$n.so"
     if ! "$attnc" "$f" --target cuda-sm90 -o "$out/lib$n.so"; then
@@ -114,7 +222,7 @@ prepare() {
     "$py" "$HERE/torch_bench.py" --spec "$f" --write-weights "$out/weights/$n.safetensors" --seed 1 ||
       die "could not write the weights of $spec"
     max=$(spec_key "$f" max_seq_len)
-    printf '%s\t%s\n' "$n" "${max:-0}" >>"$manifest"
+    printf '%s\t%s\t%s\t%s\n' "$n" "${max:-0}" "$pad" "$cross" >>"$manifest"
   done
 
   # attnc-run and every library it (and a kernel) needs that is not part of
@@ -152,6 +260,21 @@ prepare() {
   done
   rm -f "$out/bin/.info"
 
+  # Does this attnc-run take --lengths/--kv-lengths with --device cuda? Here
+  # (no GPU) it should fail with 'no CUDA driver' after reading them.
+  local refused=""
+  while IFS=$'\t' read -r n max pad cross; do
+    [ "$pad" = 1 ] || continue
+    if [ "$(probe_lengths "$out/lib$n.so" "$cross" env LD_LIBRARY_PATH="$out/bin" "$out/bin/attnc-run")" = refused ]; then
+      refused="$refused $n"
+    fi
+  done <"$manifest"
+  if [ -n "$refused" ]; then
+    echo "run.sh: warning: this attnc-run refuses --lengths/--kv-lengths with --device cuda:" >&2
+    echo "   the padding runs of$refused will be SKIPPED on the GPU (exit 3); rebuild attnc-run" >&2
+    echo "   with that support and prepare again" >&2
+  fi
+
   # The self-check on the CPU: the weight files load into attnc-run (names,
   # shapes), and torch_bench.py's blocks agree with the CPU kernel compiled
   # from the same spec on the same weights and input.
@@ -162,26 +285,52 @@ prepare() {
     local have_torch=0
     "$py" -c 'import torch' 2>/dev/null && have_torch=1
     echo "== CPU self-check (CPU kernels in $tmp$([ $have_torch = 1 ] || echo '; no torch for '"$py"': weights only'))"
-    while IFS=$'\t' read -r n max; do
+    local B va xa wa ca c i
+    while IFS=$'\t' read -r n max pad cross; do
       f=$out/specs/$n.yaml
-      "$attnc" "$f" -o "$tmp/lib$n.so" >/dev/null || die "attnc (CPU target) failed on $f"
-      "$py" "$HERE/torch_bench.py" --spec "$f" --write-x "$tmp/x.npy" --seq-len 97 --batch 2 >/dev/null ||
-        die "torch_bench.py --write-x failed"
-      if ! "$attnc_run" "$tmp/lib$n.so" --weights "$out/weights/$n.safetensors" \
-        --x "$tmp/x.npy" --out "$tmp/y.npy" --check >"$tmp/log" 2>&1; then
-        cat "$tmp/log" >&2
-        die "$n: the CPU kernel with weights/$n.safetensors failed (above)"
-      fi
-      if [ $have_torch = 1 ]; then
-        if ! "$py" "$HERE/torch_bench.py" --spec "$f" --device cpu --weights "$out/weights/$n.safetensors" \
-          --x "$tmp/x.npy" --compare "$tmp/y.npy" >"$tmp/log" 2>&1; then
-          cat "$tmp/log" >&2
-          die "$n: torch_bench.py's blocks disagree with the CPU kernel (above)"
+      "$attnc" "$f" -o "$tmp/lib$n.so" >/dev/null </dev/null || die "attnc (CPU target) failed on $f"
+      # Cases: T 97, batch 2; padding: batch 4 with mixed lengths and batch 1
+      # without; cross-attention: T_kv 77 (compare_args).
+      local cases=("2 ")
+      [ "$pad" != 1 ] || cases=("4 $(compare_args 1 "$cross" 4)" "1 $(compare_args 0 "$cross" 1)")
+      [ "$pad" = 1 ] || [ "$cross" != 1 ] || cases=("2 $(compare_args 0 1 2)")
+      for c in "${cases[@]}"; do
+        B=${c%% *}
+        va=${c#* }
+        # shellcheck disable=SC2206
+        ca=($va)
+        xa=(--x "$tmp/x.npy")
+        wa=(--write-x "$tmp/x.npy")
+        if [ "$cross" = 1 ]; then
+          xa+=(--x-kv "$tmp/xkv.npy")
+          wa+=(--write-x-kv "$tmp/xkv.npy")
         fi
-        echo "   $n: CPU kernel --check PASS; CPU kernel, torch MHA and SDPA block vs float64: PASS"
-      else
-        echo "   $n: CPU kernel with the weight file --check PASS"
-      fi
+        "$py" "$HERE/torch_bench.py" --spec "$f" "${wa[@]}" --seq-len 97 --batch "$B" \
+          "${ca[@]}" </dev/null >/dev/null || die "torch_bench.py --write-x failed"
+        # attnc-run takes the input's shapes from the files: no --kv-seq-len.
+        local ra=()
+        for ((i = 0; i < ${#ca[@]}; i += 2)); do
+          [ "${ca[i]}" = --kv-seq-len ] || ra+=("${ca[i]}" "${ca[i + 1]}")
+        done
+        if ! "$attnc_run" "$tmp/lib$n.so" --weights "$out/weights/$n.safetensors" \
+          "${xa[@]}" "${ra[@]}" --out "$tmp/y.npy" --check </dev/null >"$tmp/log" 2>&1; then
+          cat "$tmp/log" >&2
+          die "$n: the CPU kernel with weights/$n.safetensors failed (above)"
+        fi
+        local label="$n T=97 B=$B${va:+ $(pretty "$va")}"
+        if [ $have_torch = 1 ]; then
+          if ! "$py" "$HERE/torch_bench.py" --spec "$f" --device cpu --weights "$out/weights/$n.safetensors" \
+            "${xa[@]}" "${ra[@]}" --compare "$tmp/y.npy" </dev/null >"$tmp/log" 2>&1; then
+            cat "$tmp/log" >&2
+            die "$label: torch_bench.py's blocks disagree with the CPU kernel (above)"
+          fi
+          echo "   $label: CPU kernel --check PASS; CPU kernel, torch MHA and SDPA block vs float64: PASS"
+          grep -o '[0-9]* of [0-9]* rows left out' "$tmp/log" | sort -u |
+            sed 's/^/      torch blocks: /; s/$/ (valid query rows that see no key: undefined in torch)/'
+        else
+          echo "   $label: CPU kernel with the weight file --check PASS"
+        fi
+      done
     done <"$manifest"
     rm -rf "$tmp"
   fi
@@ -279,15 +428,32 @@ sys.exit(0 if ok else 1)' 2>&1); then
   [ "$gpu_ok" = 1 ] || die "no GPU here (nvidia-smi and torch.cuda see none)"
   [ "$torch_ok" = 1 ] || echo "   (the torch comparison and the torch columns are skipped)"
 
-  local names=() maxes=() n max
-  while IFS=$'\t' read -r n max; do
+  local names=() maxes=() pads=() crosses=() lenok=() n max pad cross
+  while IFS=$'\t' read -r n max pad cross; do
     [ -f "$out/lib$n.so" ] || die "$out/lib$n.so is missing"
     [ -f "$out/weights/$n.safetensors" ] || die "$out/weights/$n.safetensors is missing"
     [ -f "$out/specs/$n.yaml" ] || die "$out/specs/$n.yaml is missing"
     names+=("$n")
     maxes+=("$max")
+    pads+=("${pad:-0}")
+    crosses+=("${cross:-0}")
   done <"$out/manifest.tsv"
   [ "${#names[@]}" -gt 0 ] || die "$out/manifest.tsv lists no spec"
+
+  # Padding masks: does this attnc-run take --lengths/--kv-lengths with
+  # --device cuda? (One token on the GPU.) If not, the runs with lengths are
+  # skipped (exit 3), the runs without them still made.
+  local i
+  for i in "${!names[@]}"; do
+    lenok+=(1)
+    [ "${pads[$i]}" = 1 ] || continue
+    if [ "$(probe_lengths "$out/lib${names[$i]}.so" "${crosses[$i]}" arun 60)" = refused ]; then
+      lenok[i]=0
+      echo "   ${names[$i]}: this attnc-run refuses --lengths/--kv-lengths with --device cuda: its runs with lengths are skipped"
+    fi
+  done
+  # SKIP_LEN: why a run with lengths cannot be made.
+  local SKIP_LEN="attnc-run refuses --lengths/--kv-lengths with --device cuda: rebuild it, prepare again"
 
   # (a) correctness: attnc-run --device cuda --check.
   echo
@@ -298,22 +464,45 @@ sys.exit(0 if ok else 1)' 2>&1); then
   log=$work/log
   # attnc's y against torch's blocks and a float64 reference, same weights
   # and input: the torch blocks timed below compute the same function.
+  # Padding masks: batch 4, lengths 97,65,1,0; cross-attention: T_kv 77
+  # (kv_lengths 39,77,0,77).
+  local va ca ra xa wa cb k ka
   if [ "$torch_ok" = 1 ]; then
-    for n in "${names[@]}"; do
-      local what="$n T=97 B=2 attnc (cuda) vs torch MHA/SDPA vs float64"
+    for i in "${!names[@]}"; do
+      n=${names[$i]}
+      cb=2
+      [ "${pads[$i]}" != 1 ] || cb=4
+      va=$(compare_args "${pads[$i]}" "${crosses[$i]}" "$cb")
+      local what="$n T=97 B=$cb${va:+ $(pretty "$va")} attnc (cuda) vs torch MHA/SDPA vs float64"
       if [ "$(left $reserve)" -lt 60 ]; then
         record SKIP "$what (time budget)"
         continue
       fi
+      if [ "${lenok[$i]}" = 0 ]; then
+        record SKIP "$what ($SKIP_LEN)"
+        continue
+      fi
+      # shellcheck disable=SC2206
+      ca=($va)
+      ra=() # attnc-run and --compare: no --kv-seq-len (the x_kv file sets it)
+      for ((k = 0; k < ${#ca[@]}; k += 2)); do
+        [ "${ca[k]}" = --kv-seq-len ] || ra+=("${ca[k]}" "${ca[k + 1]}")
+      done
+      xa=(--x "$work/x.npy")
+      wa=(--write-x "$work/x.npy")
+      if [ "${crosses[$i]}" = 1 ]; then
+        xa+=(--x-kv "$work/xkv.npy")
+        wa+=(--write-x-kv "$work/xkv.npy")
+      fi
       t0=$SECONDS
-      if ! timeout -k 5 60 "$py" "$tb" --spec "$out/specs/$n.yaml" --write-x "$work/x.npy" \
-        --seq-len 97 --batch 2 >/dev/null 2>"$log" ||
+      if ! timeout -k 5 60 "$py" "$tb" --spec "$out/specs/$n.yaml" "${wa[@]}" \
+        --seq-len 97 --batch "$cb" "${ca[@]}" >/dev/null 2>"$log" ||
         ! arun 60 "$out/lib$n.so" --device cuda --weights "$out/weights/$n.safetensors" \
-          --x "$work/x.npy" --out "$work/y.npy" >>"$log" 2>&1; then
+          "${xa[@]}" "${ra[@]}" --out "$work/y.npy" >>"$log" 2>&1; then
         record FAIL "$what (attnc-run --x/--out failed)"
         tail -n 8 "$log" | sed 's/^/       /'
       elif timeout -k 5 180 "$py" "$tb" --spec "$out/specs/$n.yaml" --device "$tdev" \
-        --weights "$out/weights/$n.safetensors" --x "$work/x.npy" --compare "$work/y.npy" >"$log" 2>&1; then
+        --weights "$out/weights/$n.safetensors" "${xa[@]}" "${ra[@]}" --compare "$work/y.npy" >"$log" 2>&1; then
         record PASS "$what ($((SECONDS - t0)) s) $(grep -o 'attnc  max_abs_err [^ ]*' "$log" | sed 's/  / /')"
       else
         record FAIL "$what (torch_bench.py --compare, exit $?)"
@@ -325,7 +514,14 @@ sys.exit(0 if ok else 1)' 2>&1); then
   fi
 
   # T outermost: under the time budget the short runs of every spec come
-  # first.
+  # first. A T above a spec's max_seq_len runs at max_seq_len instead,
+  # unless CHECK_T has that T too or it ran already. The plan is made first
+  # (c_what, c_run: the spec's index and attnc-run's arguments, or c_skip:
+  # why not), then run CHECK_JOBS at a time: the reference is the CPU
+  # interpreter, one thread per run, and it is what takes the time.
+  local checkt=" ${CHECK_T:-1 97 1024 4096} " Te vars v
+  local -A ran=()
+  local -a c_what=() c_run=() c_skip=()
   for T in ${CHECK_T:-1 97 1024 4096}; do
     for B in ${CHECK_B:-1 4}; do
       if [ "$B" -gt 1 ] && [ "$T" -ge 4096 ]; then
@@ -334,32 +530,101 @@ sys.exit(0 if ok else 1)' 2>&1); then
       for i in "${!names[@]}"; do
         n=${names[$i]}
         max=${maxes[$i]}
-        local what="$n T=$T B=$B"
+        Te=$T
         if [ "$max" -gt 0 ] && [ "$T" -gt "$max" ]; then
-          record SKIP "$what (T > max_seq_len $max)"
-          continue
+          Te=$max
+          if [[ "$checkt" == *" $Te "* ]] || [ -n "${ran[$n/$Te/$B]:-}" ]; then
+            c_what+=("$n T=$T B=$B")
+            c_run+=("")
+            c_skip+=("T > max_seq_len $max")
+            continue
+          fi
         fi
-        tmo=$(left $reserve)
-        if [ "$tmo" -lt 20 ]; then
-          record SKIP "$what (time budget)"
-          continue
-        fi
-        [ "$tmo" -gt 400 ] && tmo=400
-        t0=$SECONDS
-        arun "$tmo" "$out/lib$n.so" --device cuda --check --seq-len "$T" --batch "$B" \
-          --weights "$out/weights/$n.safetensors" --seed 1 >"$log" 2>&1
-        rc=$?
-        msg=$(grep -o 'max_abs_err [^,]*' "$log" | head -n 1)
-        if [ $rc = 0 ]; then
-          record PASS "$what ($((SECONDS - t0)) s) $msg"
-        else
-          [ $rc = 124 ] || [ $rc = 137 ] && msg="timed out after $tmo s; $msg"
-          record FAIL "$what (exit $rc${msg:+; $msg})"
-          grep -v 'computing the reference' "$log" | tail -n 8 | sed 's/^/       /'
-        fi
+        ran[$n/$Te/$B]=1
+        mapfile -t vars < <(check_variants "${pads[$i]}" "${crosses[$i]}" "$Te" "$B")
+        for v in "${vars[@]}"; do
+          local what="$n T=$Te B=$B${v:+ $(pretty "$v")}"
+          [ "${pads[$i]}" != 1 ] || [[ "$v" == *lengths* ]] || what="$what lengths=none"
+          [ "$Te" = "$T" ] || what="$what (max_seq_len; CHECK_T $T)"
+          c_what+=("$what")
+          c_run+=("$i --seq-len $Te --batch $B${v:+ $v}")
+          if [ "${lenok[$i]}" = 0 ] && [[ "$v" == *lengths* ]]; then
+            c_skip+=("$SKIP_LEN")
+          else
+            c_skip+=("")
+          fi
+        done
       done
     done
   done
+
+  local jobs=${CHECK_JOBS:-}
+  if [ -z "$jobs" ]; then
+    jobs=$(($(nproc 2>/dev/null || echo 2) / 2))
+    [ "$jobs" -le 4 ] || jobs=4
+  fi
+  [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+  # wait -n (one job at a time) needs bash 4.3.
+  if [ "${BASH_VERSINFO[0]}" -lt 4 ] || { [ "${BASH_VERSINFO[0]}" = 4 ] && [ "${BASH_VERSINFO[1]}" -lt 3 ]; }; then
+    jobs=1
+  fi
+  echo "   (${#c_what[@]} runs, $jobs at a time: CHECK_JOBS)"
+  local nq=${#c_what[@]} k shown=0 running=0 ca
+  # show_done: the results of the finished runs, in the plan's order.
+  show_done() {
+    local st dt tm
+    while [ "$shown" -lt "$nq" ] && [ -f "$work/c$shown.rc" ]; do
+      read -r st dt tm <"$work/c$shown.rc"
+      if [ "$st" = skip ]; then
+        record SKIP "${c_what[$shown]} (${c_skip[$shown]})"
+      else
+        msg=$(grep -o 'max_abs_err [^,]*' "$work/c$shown.log" | head -n 1)
+        if [ "$st" = 0 ]; then
+          record PASS "${c_what[$shown]} ($dt s) $msg"
+        else
+          [ "$st" = 124 ] || [ "$st" = 137 ] && msg="timed out after $tm s; $msg"
+          record FAIL "${c_what[$shown]} (exit $st${msg:+; $msg})"
+          grep -v 'computing the reference' "$work/c$shown.log" | tail -n 8 | sed 's/^/       /'
+        fi
+      fi
+      shown=$((shown + 1))
+    done
+  }
+  for ((k = 0; k < nq; k++)); do
+    if [ -z "${c_skip[k]}" ]; then
+      while [ "$running" -ge "$jobs" ]; do
+        wait -n
+        running=$((running - 1))
+        show_done
+      done
+      tmo=$(left $reserve)
+      [ "$tmo" -ge 20 ] || c_skip[k]="time budget"
+    fi
+    if [ -n "${c_skip[k]}" ]; then
+      echo skip >"$work/c$k.rc"
+      show_done
+      continue
+    fi
+    [ "$tmo" -gt 400 ] && tmo=400
+    # shellcheck disable=SC2206
+    ca=(${c_run[k]})
+    n=${names[${ca[0]}]}
+    (
+      t0=$SECONDS
+      arun "$tmo" "$out/lib$n.so" --device cuda --check "${ca[@]:1}" \
+        --weights "$out/weights/$n.safetensors" --seed 1 >"$work/c$k.log" 2>&1
+      echo "$? $((SECONDS - t0)) $tmo" >"$work/c$k.rc.tmp"
+      mv "$work/c$k.rc.tmp" "$work/c$k.rc"
+    ) &
+    running=$((running + 1))
+    if [ "$jobs" = 1 ]; then
+      wait
+      running=0
+    fi
+    show_done
+  done
+  wait
+  show_done
 
   # (b) timing.
   echo
@@ -371,11 +636,16 @@ sys.exit(0 if ok else 1)' 2>&1); then
     max=${maxes[$i]}
     ts=""
     for T in ${BENCH_T:-1024 4096}; do
+      Te=$T
       if [ "$max" -gt 0 ] && [ "$T" -gt "$max" ]; then
-        echo "     $n T=$T: skipped (T > max_seq_len $max)"
-        continue
+        Te=$max
+        if [[ ",$ts," == *",$Te,"* ]] || [[ " ${BENCH_T:-1024 4096} " == *" $Te "* ]]; then
+          echo "     $n T=$T: skipped (T > max_seq_len $max)"
+          continue
+        fi
+        echo "     $n T=$T: timed at T=$max (max_seq_len)"
       fi
-      ts="$ts${ts:+,}$T"
+      ts="$ts${ts:+,}$Te"
     done
     [ -n "$ts" ] || continue
     # torch first, all T of this spec in one process.
@@ -395,9 +665,11 @@ sys.exit(0 if ok else 1)' 2>&1); then
     fi
     for T in ${ts//,/ }; do
       a_min=- a_med=-
+      ka=()
+      [ "${crosses[$i]}" != 1 ] || ka=(--kv-seq-len "$T")
       if [ "$(left 10)" -lt 20 ]; then
         record SKIP "$n T=$T attnc timing (time budget)"
-      elif arun 120 "$out/lib$n.so" --device cuda --bench "$iters" --seq-len "$T" --batch 1 \
+      elif arun 120 "$out/lib$n.so" --device cuda --bench "$iters" --seq-len "$T" --batch 1 "${ka[@]}" \
         --weights "$out/weights/$n.safetensors" --seed 1 >"$log" 2>&1; then
         a_line=$(grep -m1 '^bench' "$log")
         a_min=$(echo "$a_line" | sed -n 's/.*min[^0-9]*\([0-9.][0-9.]*\) ms.*/\1/p')
