@@ -26,8 +26,16 @@
  *              first valid weight of every probs row += X)
  *   device:    isa=6,features=16 plays a CUDA kernel (cuda-sm90; with
  *              selected_isa=6 or =0xffffffff): the runtime must hand it
- *              only "device" pointers (forwardDevice), which here are host
- *              memory all the same
+ *              only "device" pointers (forwardDevice, decodeDevice), which
+ *              here are host memory all the same
+ *   decode:    features with bit 8 (ATTNC_FEATURE_DECODE; 24 with cuda):
+ *              forward fills args->k_cache / v_cache, and
+ *              fake_attn_decode / _decode_workspace_bytes run one token
+ *              per sequence against them (causal or sliding-window masks
+ *              only); old_decode (NAME_decode accepts only
+ *              ATTNC_DECODE_ARGS_SIZE_V2_0, as a kernel built before the
+ *              stream field), decode_skip_self (the decode step's key
+ *              range ends one short: the new token does not see itself)
  *   state:     shared_scratch (q/k/v in one static buffer instead of the
  *              caller's workspace: concurrent calls race), call_counter
  *              (y[0] += calls so far: no two calls agree)
@@ -70,6 +78,7 @@ static double g_perturb = 0;
 static int g_shared = 0, g_counter = 0;
 static int g_ignore_lengths = 0, g_pad_bias = 0, g_wrong_align = 0;
 static float g_probs_off = 0;
+static int g_old_decode = 0, g_decode_skip_self = 0;
 static float g_scratch[1 << 20];
 static long g_calls = 0;
 
@@ -124,6 +133,7 @@ static void configure(void) {
   g_shared = g_counter = 0;
   g_ignore_lengths = g_pad_bias = g_wrong_align = 0;
   g_probs_off = 0;
+  g_old_decode = g_decode_skip_self = 0;
   g_selected = ATTNC_ISA_X86_64;
 
   const char *env = getenv("ATTNC_FAKE_KERNEL");
@@ -165,6 +175,8 @@ static void configure(void) {
     else if (item(s, "pad_bias", &v)) g_pad_bias = 1;
     else if (item(s, "wrong_align", &v)) g_wrong_align = 1;
     else if (item(s, "probs_off", &v) && v) g_probs_off = (float)strtod(v, 0);
+    else if (item(s, "old_decode", &v)) g_old_decode = 1;
+    else if (item(s, "decode_skip_self", &v)) g_decode_skip_self = 1;
     s = strchr(s, ',');
     if (s) ++s;
   }
@@ -308,14 +320,15 @@ static void project(const float *in, const float *wa, const float *ba,
 
 int fake_attn_forward(const attnc_forward_args *a) {
   int64_t rows, kv_rows = 0, kv_seq, j, c, r, b;
-  float *qkv, *o, *kvbuf;
+  float *qkv, *o, *kvbuf, *k_cache = 0, *v_cache = 0;
+  int64_t cache_floats = 0, cache_len = 0;
   const float *wa, *ba, *wp, *bp;
   const uint32_t f = g_info.features;
   const int32_t *lengths;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The three version-2 sizes (abi.h); this kernel has no KV cache, so
-   * the later cache fields, when present, must be empty, and so must the
+  /* The three version-2 sizes (abi.h); without the decode feature the
+   * later cache fields, when present, must be empty, and so must the
    * stream unless it plays a CUDA kernel (features=16: it still computes
    * on the host, which lets the runtime's device path be tested without a
    * GPU; the stream is ignored). */
@@ -323,9 +336,25 @@ int fake_attn_forward(const attnc_forward_args *a) {
       a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
       a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
     return ATTNC_ERR_ARGS;
-  if (a->struct_size >= ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
-      (a->k_cache || a->v_cache || a->cache_floats || a->cache_len))
+  if (a->struct_size >= ATTNC_FORWARD_ARGS_SIZE_V2_1) {
+    k_cache = a->k_cache;
+    v_cache = a->v_cache;
+    cache_floats = a->cache_floats;
+    cache_len = a->cache_len;
+  }
+  if ((!(f & ATTNC_FEATURE_DECODE) || (f & ATTNC_FEATURE_CROSS)) &&
+      (k_cache || v_cache || cache_floats || cache_len))
     return ATTNC_ERR_ARGS;
+  if ((k_cache != 0) != (v_cache != 0))
+    return ATTNC_ERR_NULL_ARG;
+  if (k_cache && k_cache == v_cache)
+    return ATTNC_ERR_ARGS;
+  if (k_cache && (cache_len < a->seq_len || a->batch < 1 ||
+                  cache_len > INT64_MAX / 1024 / a->batch))
+    return ATTNC_ERR_BAD_SHAPE;
+  if (k_cache ? cache_floats != a->batch * H * cache_len * HD
+              : cache_floats || cache_len)
+    return ATTNC_ERR_BUFFER_SIZE;
   if (a->struct_size == sizeof(attnc_forward_args) && a->stream &&
       !(f & ATTNC_FEATURE_CUDA))
     return ATTNC_ERR_ARGS;
@@ -377,6 +406,17 @@ int fake_attn_forward(const attnc_forward_args *a) {
                       align64(rows * QW * 4));
     project(a->x_kv, wa, ba, kvbuf, kv_rows);
   }
+  /* the KV cache: rows [0, seq) of each sequence's K and V */
+  if (k_cache)
+    for (r = 0; r < rows; ++r) {
+      int64_t bb = r / a->seq_len, t = r % a->seq_len, h;
+      for (h = 0; h < H; ++h)
+        for (c = 0; c < HD; ++c) {
+          int64_t at = ((bb * H + h) * cache_len + t) * HD + c;
+          k_cache[at] = qkv[r * N3 + QW + h * HD + c];
+          v_cache[at] = qkv[r * N3 + 2 * QW + h * HD + c];
+        }
+    }
   /* attention: one task per (batch, head), through the caller's
    * parallel-for hook when there is one */
   {
@@ -414,5 +454,103 @@ int fake_attn_forward(const attnc_forward_args *a) {
   a->y[0] += (float)g_perturb;
   if (g_counter)
     a->y[0] += (float)++g_calls;
+  return ATTNC_OK;
+}
+
+/* KV-cache decode (features & ATTNC_FEATURE_DECODE): q/k/v of each
+ * sequence's new token, then its attention output. */
+int64_t fake_attn_decode_workspace_bytes(int64_t batch, int64_t cache_len) {
+  if (batch < 1 || cache_len < 1 || batch > INT64_MAX / 1024 / (N3 + QW))
+    return -1;
+  return align64(batch * N3 * 4) + align64(batch * QW * 4);
+}
+
+int fake_attn_decode(const attnc_decode_args *a) {
+  const uint32_t f = g_info.features;
+  const float *wa, *ba, *wp, *bp;
+  float *qkv, *o;
+  int64_t b, h, c, j;
+  if (!a)
+    return ATTNC_ERR_NULL_ARG;
+  /* Both sizes (abi.h), or, as a kernel built before the stream field
+   * (old_decode), only the smaller one. */
+  if (a->struct_size != ATTNC_DECODE_ARGS_SIZE_V2_0 &&
+      (g_old_decode || a->struct_size != sizeof(attnc_decode_args)))
+    return ATTNC_ERR_ARGS;
+  if (a->reserved0 || a->reserved1 || a->num_threads < 0)
+    return ATTNC_ERR_ARGS;
+  if (a->struct_size == sizeof(attnc_decode_args) && a->stream &&
+      !(f & ATTNC_FEATURE_CUDA))
+    return ATTNC_ERR_ARGS;
+  if (!(f & ATTNC_FEATURE_DECODE))
+    return ATTNC_ERR_ARGS;
+  if (g_selected == ATTNC_ISA_NONE)
+    return ATTNC_ERR_ISA;
+  if (!a->packed || !a->x || !a->y || !a->positions || !a->k_cache ||
+      !a->v_cache || !a->workspace)
+    return ATTNC_ERR_NULL_ARG;
+  if (a->k_cache == a->v_cache)
+    return ATTNC_ERR_ARGS;
+  if (fake_attn_decode_workspace_bytes(a->batch, a->cache_len) < 0 ||
+      a->cache_len > INT64_MAX / 1024 / a->batch)
+    return ATTNC_ERR_BAD_SHAPE;
+  if (a->packed_floats != PACKED || a->x_floats != a->batch * D ||
+      a->y_floats != a->batch * D ||
+      a->cache_floats != a->batch * H * a->cache_len * HD)
+    return ATTNC_ERR_BUFFER_SIZE;
+  for (b = 0; b < a->batch; ++b)
+    if (a->positions[b] < 0 || a->positions[b] >= a->cache_len)
+      return ATTNC_ERR_ARGS;
+  if (a->workspace_bytes <
+      fake_attn_decode_workspace_bytes(a->batch, a->cache_len))
+    return ATTNC_ERR_WORKSPACE;
+  wa = a->packed;
+  ba = wa + D * N3;
+  wp = ba + N3;
+  bp = wp + QW * D;
+  qkv = (float *)a->workspace;
+  o = (float *)((char *)a->workspace + align64(a->batch * N3 * 4));
+  project(a->x, wa, ba, qkv, a->batch);
+  for (b = 0; b < a->batch; ++b) {
+    const int64_t pos = a->positions[b];
+    /* visible keys [lo, hi): the causal mask's bottom-right alignment */
+    int64_t lo = 0, hi = g_decode_skip_self && pos > 0 ? pos : pos + 1;
+    if (g_info.mask == ATTNC_MASK_SLIDING_WINDOW &&
+        lo < pos - g_info.window + 1)
+      lo = pos - g_info.window + 1;
+    for (h = 0; h < H; ++h) {
+      float *kc = a->k_cache + (b * H + h) * a->cache_len * HD;
+      float *vc = a->v_cache + (b * H + h) * a->cache_len * HD;
+      const float *q = qkv + b * N3 + h * HD;
+      float m = -INFINITY, sum = 0, acc[HD];
+      for (c = 0; c < HD; ++c) {
+        kc[pos * HD + c] = qkv[b * N3 + QW + h * HD + c];
+        vc[pos * HD + c] = qkv[b * N3 + 2 * QW + h * HD + c];
+        acc[c] = 0;
+      }
+      for (j = lo; j < hi; ++j) {
+        float s = 0, mnew, corr, p;
+        for (c = 0; c < HD; ++c)
+          s += q[c] * kc[j * HD + c];
+        s *= (float)g_info.scale;
+        mnew = s > m ? s : m;
+        corr = expf(m - mnew);
+        p = expf(s - mnew);
+        sum = sum * corr + p;
+        for (c = 0; c < HD; ++c)
+          acc[c] = acc[c] * corr + p * vc[j * HD + c];
+        m = mnew;
+      }
+      for (c = 0; c < HD; ++c)
+        o[b * QW + h * HD + c] = acc[c] / sum;
+    }
+  }
+  for (b = 0; b < a->batch; ++b)
+    for (c = 0; c < D; ++c) {
+      float acc = bp[c];
+      for (j = 0; j < QW; ++j)
+        acc += o[b * QW + j] * wp[j * D + c];
+      a->y[b * D + c] = acc;
+    }
   return ATTNC_OK;
 }
