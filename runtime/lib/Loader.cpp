@@ -899,6 +899,15 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
                           int64_t workspaceBytes, const float *xKv,
                           int64_t kvSeqLen, const DeviceLengths &len,
                           void *stream) const {
+  return forwardDevice(packed, x, y, batch, seqLen, workspace, workspaceBytes,
+                       xKv, kvSeqLen, len, DeviceCache(), stream);
+}
+
+int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+                          int64_t batch, int64_t seqLen, void *workspace,
+                          int64_t workspaceBytes, const float *xKv,
+                          int64_t kvSeqLen, const DeviceLengths &len,
+                          const DeviceCache &cache, void *stream) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
   if (!isCuda())
@@ -924,6 +933,25 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
     host.kvSeqLen = cross ? kvSeq : 0;
     if (!checkVariants(batch, seqLen, host, nullptr, why))
       return ATTNC_ERR_ARGS;
+  }
+  // The KV cache: the checks (and codes) forward applies to a host cache;
+  // nothing here reads the device buffers.
+  const bool hasCache = cache.kCache || cache.vCache || cache.cacheLen;
+  int64_t cacheFloats = 0;
+  if (hasCache) {
+    if (!(info_->features & ATTNC_FEATURE_DECODE))
+      return ATTNC_ERR_ARGS;
+    if ((cache.kCache != nullptr) != (cache.vCache != nullptr))
+      return ATTNC_ERR_NULL_ARG;
+    if (!cache.kCache)
+      return ATTNC_ERR_BUFFER_SIZE; // a cache_len without caches
+    if (cache.kCache == cache.vCache)
+      return ATTNC_ERR_ARGS;
+    if (cache.cacheLen < seqLen || !checkShape(batch, cache.cacheLen, why) ||
+        !checkedProduct({batch, info_->kv_heads, cache.cacheLen,
+                         info_->head_dim},
+                        cacheFloats))
+      return ATTNC_ERR_BAD_SHAPE;
   }
   const int64_t need = this->workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0 || workspaceBytes < need || (need > 0 && !workspace))
@@ -952,6 +980,12 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
     a.x_kv_floats = xKvFloats;
     a.kv_seq_len = kvSeq;
     a.kv_lengths = len.kvLengths;
+  }
+  if (hasCache) {
+    a.k_cache = cache.kCache;
+    a.v_cache = cache.vCache;
+    a.cache_floats = cacheFloats;
+    a.cache_len = cache.cacheLen;
   }
   a.stream = stream;
   return forward_(&a);
@@ -1016,7 +1050,9 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
   attnc_decode_args a{};
-  a.struct_size = sizeof(a);
+  // The size without the stream (a CPU kernel's is NULL): kernels built
+  // before the stream field accept it, newer ones accept both.
+  a.struct_size = ATTNC_DECODE_ARGS_SIZE_V2_0;
   a.packed = packed;
   a.packed_floats = info_->packed_floats;
   a.x = x;
@@ -1034,6 +1070,56 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
   a.parallel_for = hook;
   a.parallel_ctx = hookCtx;
   a.num_threads = threads;
+  return decode_(&a);
+}
+
+int Kernel::decodeDevice(const float *packed, const float *x, float *y,
+                         int64_t batch, const int32_t *positions,
+                         const int32_t *hostPositions, float *kCache,
+                         float *vCache, int64_t cacheLen, void *workspace,
+                         int64_t workspaceBytes, void *stream) const {
+  if (!decode_)
+    return ATTNC_ERR_ARGS;
+  if (!isCuda())
+    return ATTNC_ERR_ARGS; // host memory: Kernel::decode
+  if (!positions || !hostPositions || !x || !y || !kCache || !vCache ||
+      !packed)
+    return ATTNC_ERR_NULL_ARG;
+  if (kCache == vCache)
+    return ATTNC_ERR_ARGS;
+  std::string why;
+  const int64_t need = decodeWorkspaceBytes(batch, cacheLen, why);
+  if (need < 0)
+    return ATTNC_ERR_BAD_SHAPE;
+  // The host copy of the positions, checked as decode checks them: the
+  // glue cannot read the device copy, and the device code only clamps.
+  for (int64_t b = 0; b < batch; ++b)
+    if (hostPositions[b] < 0 || hostPositions[b] >= cacheLen)
+      return ATTNC_ERR_ARGS;
+  int64_t cacheFloats = 0;
+  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim},
+                      cacheFloats))
+    return ATTNC_ERR_BAD_SHAPE;
+  if (workspaceBytes < need || (need > 0 && !workspace))
+    return ATTNC_ERR_WORKSPACE;
+  attnc_decode_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_floats = info_->packed_floats;
+  a.x = x;
+  a.x_floats = batch * info_->d_model; // decodeWorkspaceBytes: checkShape
+  a.y = y;
+  a.y_floats = batch * info_->out_dim;
+  a.batch = batch;
+  a.positions = positions;
+  a.k_cache = kCache;
+  a.v_cache = vCache;
+  a.cache_floats = cacheFloats;
+  a.cache_len = cacheLen;
+  a.workspace = workspace;
+  a.workspace_bytes = workspaceBytes;
+  a.num_threads = 0;
+  a.stream = stream;
   return decode_(&a);
 }
 

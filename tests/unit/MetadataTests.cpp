@@ -938,6 +938,241 @@ TEST_CASE("loader: forwardDevice checks the host lengths, passes the device "
         ATTNC_ERR_ARGS);
 }
 
+//===----------------------------------------------------------------------===//
+// KV-cache decode through the fake (features with ATTNC_FEATURE_DECODE):
+// Kernel::decode's struct size, and the device path (forwardDevice with a
+// DeviceCache, decodeDevice) with "device" pointers that are host memory.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Weights, packed buffer and x [B, T, 16] for the fake.
+struct FakeInputs {
+  std::vector<std::vector<float>> w;
+  std::vector<const float *> wp;
+  std::vector<float> packed, x;
+};
+
+FakeInputs fakeInputs(const Kernel &k, int64_t B, int64_t T, uint64_t seed) {
+  FakeInputs in;
+  std::mt19937_64 rng(seed);
+  in.w = randomWeights(storageTensors(paramsFromInfo(k.info())), rng);
+  for (auto &v : in.w)
+    in.wp.push_back(v.data());
+  REQUIRE(k.pack(in.wp, in.packed) == ATTNC_OK);
+  in.x = randomNormal(B * T * 16, rng);
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("loader: decode passes the decode args' size without the stream",
+          "[metadata][loader][decode]") {
+  // old_decode: NAME_decode takes only ATTNC_DECODE_ARGS_SIZE_V2_0, as a
+  // kernel built before the stream field; the host path runs it.
+  for (const char *sel : {"features=8", "features=8,old_decode"}) {
+    INFO(sel);
+    Kernel k;
+    REQUIRE(loadFake(k, sel).ok);
+    REQUIRE(k.hasDecode());
+    const int64_t B = 2, T = 6, P = 4;
+    FakeInputs in = fakeInputs(k, B, T, 21);
+    const int64_t cacheFloats = B * 2 * T * 8;
+    std::vector<float> kc(static_cast<size_t>(cacheFloats)), vc(kc);
+    std::vector<float> xp(static_cast<size_t>(B * P * 16)), yp(xp.size()),
+        y(static_cast<size_t>(B * T * 16));
+    for (int64_t b = 0; b < B; ++b)
+      std::copy_n(in.x.data() + b * T * 16, P * 16, xp.data() + b * P * 16);
+    VariantInputs pv;
+    pv.kCache = kc.data();
+    pv.vCache = vc.data();
+    pv.cacheLen = T;
+    std::vector<unsigned char> ws;
+    REQUIRE(k.forward(in.packed.data(), xp.data(), yp.data(), B, P, pv,
+                      nullptr, ws) == ATTNC_OK);
+    for (int64_t b = 0; b < B; ++b)
+      std::copy_n(yp.data() + b * P * 16, P * 16, y.data() + b * T * 16);
+    std::vector<float> xt(static_cast<size_t>(B * 16)), yt(xt.size());
+    std::vector<int32_t> pos(static_cast<size_t>(B));
+    std::vector<unsigned char> dws;
+    for (int64_t t = P; t < T; ++t) {
+      for (int64_t b = 0; b < B; ++b) {
+        std::copy_n(in.x.data() + (b * T + t) * 16, 16, xt.data() + b * 16);
+        pos[static_cast<size_t>(b)] = int32_t(t);
+      }
+      REQUIRE(k.decode(in.packed.data(), xt.data(), yt.data(), B, pos.data(),
+                       kc.data(), vc.data(), T, dws) == ATTNC_OK);
+      for (int64_t b = 0; b < B; ++b)
+        std::copy_n(yt.data() + b * 16, 16, y.data() + (b * T + t) * 16);
+    }
+    std::vector<double> ref =
+        interpret(paramsFromInfo(k.info()), in.wp, in.x.data(), B, T);
+    CHECK(compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+    // A CPU kernel takes host memory: decodeDevice refuses it.
+    std::vector<unsigned char> w2(4096);
+    CHECK(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B, pos.data(),
+                         pos.data(), kc.data(), vc.data(), T, w2.data(),
+                         int64_t(w2.size())) == ATTNC_ERR_ARGS);
+    Kernel::DeviceCache dc;
+    dc.kCache = kc.data();
+    dc.vCache = vc.data();
+    dc.cacheLen = T;
+    CHECK(k.forwardDevice(in.packed.data(), xp.data(), yp.data(), B, P,
+                          w2.data(), int64_t(w2.size()), nullptr, 0,
+                          Kernel::DeviceLengths(), dc) == ATTNC_ERR_ARGS);
+  }
+}
+
+TEST_CASE("loader: forwardDevice fills device caches, decodeDevice checks "
+          "the host positions and passes the device ones",
+          "[metadata][loader][cuda][decode]") {
+  // decode and cuda: the fake reads the "device" buffers (host memory).
+  Kernel k;
+  REQUIRE(loadFake(k, "isa=6,features=24,selected_isa=6").ok);
+  REQUIRE(k.isCuda());
+  REQUIRE(k.hasDecode());
+  const int64_t B = 2, T = 7, P = 4;
+  FakeInputs in = fakeInputs(k, B, T, 33);
+  const int64_t cacheFloats = B * 2 * T * 8;
+  std::vector<float> kc(static_cast<size_t>(cacheFloats), 0.0f), vc(kc);
+  std::vector<float> xp(static_cast<size_t>(B * P * 16)), yp(xp.size()),
+      y(static_cast<size_t>(B * T * 16));
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(in.x.data() + b * T * 16, P * 16, xp.data() + b * P * 16);
+  std::string why;
+  const int64_t need = k.workspaceBytes(B, P, why);
+  REQUIRE(need > 0);
+  std::vector<unsigned char> ws(static_cast<size_t>(need));
+  Kernel::DeviceCache dc;
+  dc.kCache = kc.data();
+  dc.vCache = vc.data();
+  dc.cacheLen = T;
+  int stream = 0; // any non-null CUstream: the fake ignores it
+  REQUIRE(k.forwardDevice(in.packed.data(), xp.data(), yp.data(), B, P,
+                          ws.data(), need, nullptr, 0, Kernel::DeviceLengths(),
+                          dc, &stream) == ATTNC_OK);
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(yp.data() + b * P * 16, P * 16, y.data() + b * T * 16);
+  // forward wrote rows [0, P) of every (sequence, head), nothing past them.
+  auto row = [&](const std::vector<float> &c, int64_t b, int64_t h,
+                 int64_t t) { return c.data() + ((b * 2 + h) * T + t) * 8; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < 2; ++h) {
+      CHECK(row(kc, b, h, P - 1)[0] != 0.0f);
+      CHECK(row(vc, b, h, P - 1)[0] != 0.0f);
+      CHECK(row(kc, b, h, P)[0] == 0.0f);
+    }
+  const int64_t dneed = k.decodeWorkspaceBytes(B, T, why);
+  REQUIRE(dneed > 0);
+  std::vector<unsigned char> dws(static_cast<size_t>(dneed));
+  std::vector<float> xt(static_cast<size_t>(B * 16)), yt(xt.size());
+  std::vector<int32_t> dev(static_cast<size_t>(B)), host(dev);
+  for (int64_t t = P; t < T; ++t) {
+    for (int64_t b = 0; b < B; ++b) {
+      std::copy_n(in.x.data() + (b * T + t) * 16, 16, xt.data() + b * 16);
+      dev[static_cast<size_t>(b)] = host[static_cast<size_t>(b)] = int32_t(t);
+    }
+    REQUIRE(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
+                           dev.data(), host.data(), kc.data(), vc.data(), T,
+                           dws.data(), dneed, &stream) == ATTNC_OK);
+    for (int64_t b = 0; b < B; ++b)
+      std::copy_n(yt.data() + b * 16, 16, y.data() + (b * T + t) * 16);
+  }
+  std::vector<double> ref =
+      interpret(paramsFromInfo(k.info()), in.wp, in.x.data(), B, T);
+  CHECK(compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+
+  // The host copy is what is checked, the device copy what the kernel
+  // reads: refused without calling the library (y and the caches keep
+  // their values).
+  const std::vector<float> kc0 = kc, vc0 = vc;
+  std::fill(yt.begin(), yt.end(), 7.0f);
+  auto step = [&](const int32_t *d, const int32_t *h, float *kp, float *vp,
+                  int64_t batch, int64_t cacheLen, void *w, int64_t wb) {
+    return k.decodeDevice(in.packed.data(), xt.data(), yt.data(), batch, d, h,
+                          kp, vp, cacheLen, w, wb);
+  };
+  for (std::vector<int32_t> bad : {std::vector<int32_t>{0, int32_t(T)},
+                                   std::vector<int32_t>{-1, 0}}) {
+    CHECK(step(dev.data(), bad.data(), kc.data(), vc.data(), B, T, dws.data(),
+               dneed) == ATTNC_ERR_ARGS);
+  }
+  CHECK(step(nullptr, host.data(), kc.data(), vc.data(), B, T, dws.data(),
+             dneed) == ATTNC_ERR_NULL_ARG);
+  CHECK(step(dev.data(), nullptr, kc.data(), vc.data(), B, T, dws.data(),
+             dneed) == ATTNC_ERR_NULL_ARG);
+  CHECK(step(dev.data(), host.data(), nullptr, vc.data(), B, T, dws.data(),
+             dneed) == ATTNC_ERR_NULL_ARG);
+  CHECK(step(dev.data(), host.data(), kc.data(), kc.data(), B, T, dws.data(),
+             dneed) == ATTNC_ERR_ARGS);
+  CHECK(step(dev.data(), host.data(), kc.data(), vc.data(), 0, T, dws.data(),
+             dneed) == ATTNC_ERR_BAD_SHAPE);
+  CHECK(step(dev.data(), host.data(), kc.data(), vc.data(), B, 0, dws.data(),
+             dneed) == ATTNC_ERR_BAD_SHAPE);
+  CHECK(step(dev.data(), host.data(), kc.data(), vc.data(), B, T, dws.data(),
+             dneed - 1) == ATTNC_ERR_WORKSPACE);
+  CHECK(step(dev.data(), host.data(), kc.data(), vc.data(), B, T, nullptr,
+             dneed) == ATTNC_ERR_WORKSPACE);
+  for (float v : yt)
+    CHECK(v == 7.0f);
+  CHECK(kc == kc0);
+  CHECK(vc == vc0);
+  // Two valid copies that differ: the kernel writes the device copy's row.
+  std::vector<int32_t> devPos = {2, 2}, hostPos = {0, 0};
+  std::fill(kc.begin(), kc.end(), 0.0f);
+  CHECK(step(devPos.data(), hostPos.data(), kc.data(), vc.data(), B, T,
+             dws.data(), dneed) == ATTNC_OK);
+  CHECK(row(kc, 0, 0, 2)[0] != 0.0f);
+  CHECK(row(kc, 0, 0, 0)[0] == 0.0f);
+
+  // forwardDevice's cache refusals, without calling the library.
+  std::fill(yp.begin(), yp.end(), 7.0f);
+  auto fwd = [&](float *kp, float *vp, int64_t cacheLen) {
+    Kernel::DeviceCache c;
+    c.kCache = kp;
+    c.vCache = vp;
+    c.cacheLen = cacheLen;
+    return k.forwardDevice(in.packed.data(), xp.data(), yp.data(), B, P,
+                           ws.data(), need, nullptr, 0,
+                           Kernel::DeviceLengths(), c);
+  };
+  CHECK(fwd(kc.data(), nullptr, T) == ATTNC_ERR_NULL_ARG);
+  CHECK(fwd(nullptr, nullptr, T) == ATTNC_ERR_BUFFER_SIZE);
+  CHECK(fwd(kc.data(), kc.data(), T) == ATTNC_ERR_ARGS);
+  CHECK(fwd(kc.data(), vc.data(), P - 1) == ATTNC_ERR_BAD_SHAPE);
+  for (float v : yp)
+    CHECK(v == 7.0f);
+  // The host path refuses a CUDA kernel's decode.
+  std::vector<unsigned char> hostWs;
+  CHECK(k.decode(in.packed.data(), xt.data(), yt.data(), B, host.data(),
+                 kc.data(), vc.data(), T, hostWs) == ATTNC_ERR_DEVICE);
+  CHECK(hostWs.empty());
+
+  // decodeDevice passes sizeof(attnc_decode_args): a decode entry that
+  // takes only the size without the stream (old_decode) refuses it.
+  // (The fake's metadata is global: the last load configures it for every
+  // Kernel open on it.)
+  Kernel old;
+  REQUIRE(loadFake(old, "isa=6,features=24,selected_isa=6,old_decode").ok);
+  CHECK(old.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
+                         dev.data(), host.data(), kc.data(), vc.data(), T,
+                         dws.data(), dneed) == ATTNC_ERR_ARGS);
+  // A kernel without decode refuses the decode entry and a cache.
+  Kernel plain;
+  REQUIRE(loadFake(plain, "isa=6,features=16,selected_isa=6").ok);
+  CHECK_FALSE(plain.hasDecode());
+  CHECK(plain.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
+                           dev.data(), host.data(), kc.data(), vc.data(), T,
+                           dws.data(), dneed) == ATTNC_ERR_ARGS);
+  Kernel::DeviceCache c;
+  c.kCache = kc.data();
+  c.vCache = vc.data();
+  c.cacheLen = T;
+  CHECK(plain.forwardDevice(in.packed.data(), xp.data(), yp.data(), B, P,
+                            ws.data(), need, nullptr, 0,
+                            Kernel::DeviceLengths(), c) == ATTNC_ERR_ARGS);
+}
+
 TEST_CASE("cuda: no driver is a clear error, never a crash", "[cuda]") {
   // The driver is loaded once per process: this is the only test that
   // loads it, from a file that does not exist.

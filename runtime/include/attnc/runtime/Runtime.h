@@ -111,9 +111,9 @@ public:
                      const VariantInputs &variants, const float *probs,
                      std::string &why) const;
 
-  /// True for a CUDA kernel (ATTNC_FEATURE_CUDA): forward takes device
-  /// pointers (forwardDevice); forward and decode, which take host memory,
-  /// refuse it.
+  /// True for a CUDA kernel (ATTNC_FEATURE_CUDA): forward and decode take
+  /// device pointers (forwardDevice, decodeDevice); forward and decode,
+  /// which take host memory, refuse it.
   bool isCuda() const {
     return info_ && (info_->features & ATTNC_FEATURE_CUDA) != 0;
   }
@@ -195,6 +195,32 @@ public:
                     int64_t kvSeqLen, const DeviceLengths &len,
                     void *stream = nullptr) const;
 
+  /// The KV cache a forwardDevice call fills (a kernel with
+  /// ATTNC_FEATURE_DECODE): two device buffers [batch, kv_heads, cacheLen,
+  /// head_dim]; forward writes rows [0, seqLen) of each sequence (with
+  /// padding lengths, rows past lengths[b] hold unspecified values), so
+  /// decodeDevice continues at position seqLen. All null / 0: no cache.
+  struct DeviceCache {
+    float *kCache = nullptr; ///< device
+    float *vCache = nullptr; ///< device
+    int64_t cacheLen = 0;    ///< rows per sequence and kv head, >= seqLen
+  };
+
+  /// forwardDevice filling a KV cache: args->k_cache / v_cache /
+  /// cache_len / cache_floats get `cache` (struct_size = sizeof, as every
+  /// forwardDevice call). Refused without calling the library with the
+  /// codes Kernel::forward gives a host cache: ATTNC_ERR_ARGS for a kernel
+  /// without the decode feature or k_cache == v_cache, ATTNC_ERR_NULL_ARG
+  /// for one cache without the other, ATTNC_ERR_BUFFER_SIZE for a
+  /// cacheLen without caches, ATTNC_ERR_BAD_SHAPE for cacheLen < seqLen
+  /// (or a cache checkShape refuses); besides what the overloads above
+  /// return. A null `cache` (DeviceCache()) is the overload above.
+  int forwardDevice(const float *packed, const float *x, float *y,
+                    int64_t batch, int64_t seqLen, void *workspace,
+                    int64_t workspaceBytes, const float *xKv,
+                    int64_t kvSeqLen, const DeviceLengths &len,
+                    const DeviceCache &cache, void *stream = nullptr) const;
+
   /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
   /// none fits). For a CUDA kernel, its ATTNC_ISA_CUDA_SMxx when a suitable
   /// device is present, else ATTNC_ISA_NONE.
@@ -210,12 +236,39 @@ public:
   /// y [batch, 1, out_dim], positions [batch] in [0, cacheLen), caches
   /// [batch, kv_heads, cacheLen, head_dim]. Returns ATTNC_ERR_ARGS without
   /// calling the library for a kernel without decode or a position out of
-  /// range, ATTNC_ERR_DEVICE for a CUDA kernel; else the C status code.
+  /// range, ATTNC_ERR_DEVICE for a CUDA kernel (decodeDevice); else the C
+  /// status code. Passes struct_size = ATTNC_DECODE_ARGS_SIZE_V2_0 (no
+  /// stream: a CPU kernel's is NULL), which kernels built before the
+  /// stream field accept too.
   int decode(const float *packed, const float *x, float *y, int64_t batch,
              const int32_t *positions, float *kCache, float *vCache,
              int64_t cacheLen, std::vector<unsigned char> &workspace,
              int threads = 1, attnc_parallel_for_fn hook = nullptr,
              void *hookCtx = nullptr) const;
+
+  /// A CUDA kernel's decode step on DEVICE memory: packed, x [batch, 1,
+  /// d_model], y [batch, 1, out_dim], positions [batch] (int32), the caches
+  /// [batch, kv_heads, cacheLen, head_dim] (forwardDevice with a
+  /// DeviceCache fills them) and a workspace of workspaceBytes (at least
+  /// decodeWorkspaceBytes(batch, cacheLen)). `hostPositions` is the host
+  /// copy `positions` was uploaded from: the runtime checks it (0 <=
+  /// hostPositions[b] < cacheLen, as decode does) before the call, since
+  /// the glue cannot read device memory and the device code only clamps;
+  /// the caller keeps the two equal. Passes struct_size =
+  /// sizeof(attnc_decode_args) and `stream` (a CUstream; null: the default
+  /// stream); the kernel only queues its launches (synchronize before
+  /// reading y). Nothing here dereferences a device pointer. Returns,
+  /// without calling the library: ATTNC_ERR_ARGS for a kernel without
+  /// decode, a CPU kernel (host memory: decode), k_cache == v_cache or a
+  /// host position out of range; ATTNC_ERR_NULL_ARG for a null pointer
+  /// (either copy of the positions included); ATTNC_ERR_BAD_SHAPE for a
+  /// batch or cacheLen decodeWorkspaceBytes refuses; ATTNC_ERR_WORKSPACE
+  /// for a workspace smaller than it asks for. Else the library's status.
+  int decodeDevice(const float *packed, const float *x, float *y,
+                   int64_t batch, const int32_t *positions,
+                   const int32_t *hostPositions, float *kCache, float *vCache,
+                   int64_t cacheLen, void *workspace, int64_t workspaceBytes,
+                   void *stream = nullptr) const;
 
 private:
   /// forward after the shape and variant checks.
