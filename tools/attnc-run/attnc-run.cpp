@@ -14,9 +14,11 @@
 // attnrt's checked arithmetic, and against this machine's memory, and the
 // device's) before anything is allocated. With --device cuda the weights
 // are packed on the host, then packed/x/x_kv (and the lengths, checked on
-// the host) go to device buffers, forward runs there and y comes back;
-// everything after (--check, --out, --expected) is the CPU path's. Exit
-// codes: docs/exit-codes.md (and --help).
+// the host) go to device buffers, forward runs there and y comes back
+// (--decode-steps: the KV caches live on the device, each step's token and
+// positions go up, its y row comes back); everything after (--check,
+// --out, --expected) is the CPU path's. Exit codes: docs/exit-codes.md
+// (and --help).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Checked.h"
@@ -90,7 +92,8 @@ const char *kUsage =
     "  --bench N          time N calls: min and median ms per call, useful\n"
     "                     GFLOP/s at the min, the thread count, and the pack time\n"
     "                     (--device cuda: CUDA events around each call, after\n"
-    "                     one warm-up call)\n"
+    "                     one warm-up call; with --decode-steps around each\n"
+    "                     decode step)\n"
     "  --device cpu|cuda  where forward runs (default cpu). cuda: a CUDA kernel\n"
     "                     (attnc --target cuda-sm80/-sm90) on CUDA device 0:\n"
     "                     weights packed on the host, packed/x/x_kv and the\n"
@@ -99,9 +102,11 @@ const char *kUsage =
     "                     --check/--out/--expected as on the CPU. Needs the\n"
     "                     CUDA driver (libcuda.so.1) and a device at least as\n"
     "                     new as the kernel's sm; a CPU kernel is refused, and\n"
-    "                     a CUDA kernel without --device cuda. Not with\n"
-    "                     --threads (other than 1), --probs, --heatmap,\n"
-    "                     --decode-steps (usage errors)\n"
+    "                     a CUDA kernel without --device cuda. --decode-steps:\n"
+    "                     the KV caches are device buffers, each step's tokens\n"
+    "                     and positions are copied up and its y rows back. Not\n"
+    "                     with --threads (other than 1), --probs, --heatmap\n"
+    "                     (usage errors)\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
     "\n"
     "attention variants (each only for a kernel whose --info features list it):\n"
@@ -678,11 +683,10 @@ int parseArgs(int argc, char **argv, Options &o) {
                       " applies to --heatmap, which is not given");
   if (o.cuda) {
     // What a CUDA kernel does not have (yet): a thread pool, the probs
-    // variant, KV-cache decode.
+    // variant.
     const char *refused = o.threadsGiven && o.threads != 1 ? "--threads"
                           : !o.probsPath.empty()           ? "--probs"
                           : !o.heatmapPath.empty()         ? "--heatmap"
-                          : o.decodeSteps > 0              ? "--decode-steps"
                                                            : nullptr;
     if (refused)
       return usageError(std::string(refused) +
@@ -690,8 +694,6 @@ int parseArgs(int argc, char **argv, Options &o) {
                         "kernels have no " +
                         (std::strcmp(refused, "--threads") == 0
                              ? "thread pool"
-                         : std::strcmp(refused, "--decode-steps") == 0
-                             ? "KV-cache decode"
                              : "attention weights output") +
                         ")");
   }
@@ -938,7 +940,32 @@ int main(int argc, char **argv) {
     error(msg);
     return kExitInput;
   }
+  // --decode-steps K: prefill P = T-K tokens into a cache of T rows, then
+  // decode the last K tokens one at a time. The caches and the decode
+  // workspace, sized now (host memory, or with --device cuda the
+  // device's).
+  const int64_t steps = o.decodeSteps, prefill = seq - steps;
+  int64_t cacheFloats = 0, decodeWsBytes = 0, prefillWsBytes = 0;
+  if (steps > 0) {
+    if (steps > seq)
+      return usageError("--decode-steps " + std::to_string(steps) +
+                        " is more than seq_len " + std::to_string(seq));
+    msg.clear();
+    if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
+                                cacheFloats) ||
+        (decodeWsBytes = k.decodeWorkspaceBytes(batch, seq, msg)) < 0 ||
+        (prefill > 0 &&
+         (prefillWsBytes = k.workspaceBytes(batch, prefill, msg)) < 0)) {
+      error(msg.empty() ? "the KV cache overflows" : msg);
+      return kExitInput;
+    }
+  }
   int64_t rows = 0, kvRows = 0, weightFloats = 0, need = 0, probsFloats = 0;
+  // With --decode-steps: the two caches (bytes), and what the steps add
+  // besides: the prefill's x and y and one token's x and y per sequence
+  // (at most a row of x and y per token), the decode workspace and the
+  // positions.
+  int64_t cacheBytes = 0, decodeBytes = 0;
   {
     // x, y (with --expected also the file and its double copy), x_kv, the
     // workspace, the weights and the packed buffer, the attention weights,
@@ -954,8 +981,8 @@ int main(int argc, char **argv) {
     }
     const int64_t qW = ki.heads * ki.head_dim, kvW = ki.kv_heads * ki.head_dim;
     int64_t perRowFloats = 0, perRowDoubles = 0, perKvRowDoubles = 0,
-            floatsBytes, kvBytes, doublesBytes, kvDoublesBytes, probsBytes,
-            fixedBytes;
+            floatsBytes = 0, kvBytes = 0, doublesBytes, kvDoublesBytes,
+            probsBytes, fixedBytes;
     bool ok = attnrt::checkedMul(batch, seq, rows) &&
               attnrt::checkedMul(batch, kvSeq, kvRows) &&
               (!wantProbs ||
@@ -977,9 +1004,16 @@ int main(int argc, char **argv) {
                                      probsBytes) &&
               attnrt::checkedProduct(
                   {weightFloats + ki.packed_floats, 4}, fixedBytes) &&
+              attnrt::checkedProduct({2, cacheFloats, 4}, cacheBytes) &&
+              attnrt::checkedProduct(
+                  {steps > 0 ? rows : 0, ki.d_model + ki.out_dim, 4},
+                  decodeBytes) &&
+              attnrt::checkedSum({decodeBytes, decodeWsBytes, 4 * batch},
+                                 decodeBytes) &&
               attnrt::checkedSum({floatsBytes, kvBytes, doublesBytes,
                                   kvDoublesBytes, probsBytes, fixedBytes,
-                                  o.cuda ? 0 : wsBytes},
+                                  o.cuda ? 0 : wsBytes, o.cuda ? 0 : cacheBytes,
+                                  decodeBytes},
                                  need);
     if (!ok || need > memory) {
       error("batch " + std::to_string(batch) + " x seq_len " +
@@ -991,7 +1025,8 @@ int main(int argc, char **argv) {
             " of memory, more than this machine has (" + gib(memory) + ")");
       return kExitInput;
     }
-    // The device's: packed, x, y, x_kv, the workspace and the lengths.
+    // The device's: packed, x, y, x_kv, the workspace and the lengths;
+    // with --decode-steps the caches and the steps' buffers too.
     int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0;
     const bool devOk =
         !o.cuda ||
@@ -1004,7 +1039,7 @@ int main(int argc, char **argv) {
               4},
              lengthsBytes) &&
          attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes,
-                             lengthsBytes},
+                             lengthsBytes, cacheBytes, decodeBytes},
                             devNeed));
     if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
       error("batch " + std::to_string(batch) + " x seq_len " +
@@ -1090,54 +1125,136 @@ int main(int argc, char **argv) {
     error(msg);
     return kExitInput;
   }
-  // --decode-steps K: prefill P = T-K tokens into a cache of T rows, then
-  // decode the last K tokens one at a time.
-  const int64_t steps = o.decodeSteps, prefill = seq - steps;
+  // --decode-steps: the caches are host buffers, or with --device cuda
+  // device ones (zeroed); each step stages every sequence's token at the
+  // step's position (all sequences at the same one) and the positions,
+  // which --device cuda copies up (the runtime checks the host copy) before
+  // the step and whose y rows it copies back after a synchronize.
   std::vector<float> kCache, vCache, xTok, yTok;
   std::vector<int32_t> positions;
   std::vector<unsigned char> decodeWs;
-  auto decodeStep = [&](int64_t pos) {
+  // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
+  // kernel never writes fails --check).
+  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths,
+      dKCache, dVCache, dXTok, dYTok, dPositions, dDecodeWs;
+  attnrt::Kernel::DeviceLengths dLen;
+  const size_t f4 = sizeof(float), i4 = sizeof(int32_t);
+  const std::string onDevice =
+      o.cuda ? " on device 0 (" + dev.name() + ")" : std::string();
+  auto stageStep = [&](int64_t pos) {
     for (int64_t b = 0; b < batch; ++b) {
       std::copy_n(x.data() + (b * seq + pos) * ki.d_model, ki.d_model,
                   xTok.data() + b * ki.d_model);
       positions[size_t(b)] = static_cast<int32_t>(pos);
     }
-    return k.decode(packed.data(), xTok.data(), yTok.data(), batch,
-                    positions.data(), kCache.data(), vCache.data(), seq,
-                    decodeWs, threads);
+  };
+  auto uploadStep = [&]() {
+    return dXTok.upload(xTok.data(), xTok.size() * f4, msg) &&
+           dPositions.upload(positions.data(), positions.size() * i4, msg) &&
+           dYTok.fill(0xff, msg);
+  };
+  auto launchStep = [&]() {
+    if (!o.cuda)
+      return k.decode(packed.data(), xTok.data(), yTok.data(), batch,
+                      positions.data(), kCache.data(), vCache.data(), seq,
+                      decodeWs, threads);
+    return k.decodeDevice(dPacked.floats(), dXTok.floats(), dYTok.floats(),
+                          batch, static_cast<const int32_t *>(dPositions.get()),
+                          positions.data(), dKCache.floats(), dVCache.floats(),
+                          seq, dDecodeWs.get(), decodeWsBytes,
+                          /*stream=*/nullptr);
+  };
+  // One step at `pos`, its y rows into y: -1, or the exit code (the error
+  // printed).
+  auto decodeStep = [&](int64_t pos) {
+    stageStep(pos);
+    if (o.cuda && !uploadStep()) {
+      error(msg);
+      return kExitFailed;
+    }
+    rc = launchStep();
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
+            ") returned " + std::to_string(rc) + " (" + statusText(rc) + ")" +
+            onDevice);
+      return kExitFailed;
+    }
+    if (o.cuda && (!dev.synchronize(msg) ||
+                   !dYTok.download(yTok.data(), yTok.size() * f4, msg))) {
+      error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
+            ")" + onDevice + ": " + msg);
+      return kExitFailed;
+    }
+    for (int64_t b = 0; b < batch; ++b)
+      std::copy_n(yTok.data() + b * ki.out_dim, ki.out_dim,
+                  y.data() + (b * seq + pos) * ki.out_dim);
+    return -1;
   };
   if (steps > 0) {
-    if (steps > seq)
-      return usageError("--decode-steps " + std::to_string(steps) +
-                        " is more than seq_len " + std::to_string(seq));
-    int64_t cacheFloats = 0;
-    if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
-                                cacheFloats) ||
-        k.decodeWorkspaceBytes(batch, seq, msg) < 0) {
-      error(msg.empty() ? "the KV cache overflows" : msg);
-      return kExitInput;
-    }
-    kCache.assign(size_t(cacheFloats), 0.0f);
-    vCache.assign(size_t(cacheFloats), 0.0f);
     xTok.resize(size_t(batch * ki.d_model));
     yTok.resize(size_t(batch * ki.out_dim));
     positions.resize(size_t(batch));
+    if (!o.cuda) {
+      kCache.assign(size_t(cacheFloats), 0.0f);
+      vCache.assign(size_t(cacheFloats), 0.0f);
+    } else if (!dPacked.allocate(packed.size() * f4, "packed", msg) ||
+               !dPacked.upload(packed.data(), packed.size() * f4, msg) ||
+               !dKCache.allocate(size_t(cacheFloats) * f4, "k_cache", msg) ||
+               !dVCache.allocate(size_t(cacheFloats) * f4, "v_cache", msg) ||
+               !dKCache.fill(0, msg) || !dVCache.fill(0, msg) ||
+               !dXTok.allocate(xTok.size() * f4, "the decode step's x", msg) ||
+               !dYTok.allocate(yTok.size() * f4, "the decode step's y", msg) ||
+               !dPositions.allocate(positions.size() * i4, "positions",
+                                    msg) ||
+               !dDecodeWs.allocate(size_t(decodeWsBytes),
+                                   "the decode workspace", msg) ||
+               !dDecodeWs.fill(0, msg)) {
+      error(msg);
+      return kExitFailed;
+    }
     if (prefill > 0) {
+      // Forward over the first P tokens of each sequence fills rows
+      // [0, P) of the caches.
       std::vector<float> xp(size_t(batch * prefill * ki.d_model)),
           yp(size_t(batch * prefill * ki.out_dim));
       for (int64_t b = 0; b < batch; ++b)
         std::copy_n(x.data() + b * seq * ki.d_model, prefill * ki.d_model,
                     xp.data() + b * prefill * ki.d_model);
-      attnrt::VariantInputs pv;
-      pv.kCache = kCache.data();
-      pv.vCache = vCache.data();
-      pv.cacheLen = seq;
-      rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill, pv,
-                     nullptr, ws, threads);
+      if (!o.cuda) {
+        attnrt::VariantInputs pv;
+        pv.kCache = kCache.data();
+        pv.vCache = vCache.data();
+        pv.cacheLen = seq;
+        rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill,
+                       pv, nullptr, ws, threads);
+      } else {
+        if (!dX.allocate(xp.size() * f4, "the prefill's x", msg) ||
+            !dY.allocate(yp.size() * f4, "the prefill's y", msg) ||
+            !dWs.allocate(size_t(prefillWsBytes), "the workspace", msg) ||
+            !dX.upload(xp.data(), xp.size() * f4, msg) ||
+            !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
+          error(msg);
+          return kExitFailed;
+        }
+        attnrt::Kernel::DeviceCache dc;
+        dc.kCache = dKCache.floats();
+        dc.vCache = dVCache.floats();
+        dc.cacheLen = seq;
+        rc = k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
+                             prefill, dWs.get(), prefillWsBytes, nullptr, 0,
+                             attnrt::Kernel::DeviceLengths(), dc,
+                             /*stream=*/nullptr);
+      }
       if (rc != ATTNC_OK) {
         error(std::string(ki.name) + "_forward (prefill of " +
               std::to_string(prefill) + " tokens) returned " +
-              std::to_string(rc) + " (" + statusText(rc) + ")");
+              std::to_string(rc) + " (" + statusText(rc) + ")" + onDevice);
+        return kExitFailed;
+      }
+      if (o.cuda && (!dev.synchronize(msg) ||
+                     !dY.download(yp.data(), yp.size() * f4, msg))) {
+        error(std::string(ki.name) + "_forward (prefill of " +
+              std::to_string(prefill) + " tokens)" + onDevice + ": " + msg);
         return kExitFailed;
       }
       for (int64_t b = 0; b < batch; ++b)
@@ -1145,15 +1262,9 @@ int main(int argc, char **argv) {
                     y.data() + b * seq * ki.out_dim);
     }
     for (int64_t pos = prefill; pos < seq; ++pos) {
-      rc = decodeStep(pos);
-      if (rc != ATTNC_OK) {
-        error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
-              ") returned " + std::to_string(rc) + " (" + statusText(rc) + ")");
-        return kExitFailed;
-      }
-      for (int64_t b = 0; b < batch; ++b)
-        std::copy_n(yTok.data() + b * ki.out_dim, ki.out_dim,
-                    y.data() + (b * seq + pos) * ki.out_dim);
+      const int ex = decodeStep(pos);
+      if (ex >= 0)
+        return ex;
     }
   } else if (!o.cuda) {
     rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
@@ -1164,22 +1275,18 @@ int main(int argc, char **argv) {
       return kExitFailed;
     }
   }
-  // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
-  // kernel never writes fails --check), inputs in, forward queued on the
-  // default stream, synchronize (a failed launch shows there), y out. The
-  // lengths were checked above (checkVariants, on these host copies);
+  // --device cuda, forward: inputs in, forward queued on the default
+  // stream, synchronize (a failed launch shows there), y out. The lengths
+  // were checked above (checkVariants, on these host copies);
   // forwardDevice checks the host copies again and hands the kernel the
   // device ones.
-  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths;
-  attnrt::Kernel::DeviceLengths dLen;
   auto deviceForward = [&]() {
     return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
                            seq, dWs.get(), wsBytes,
                            cross ? dXKv.floats() : nullptr, cross ? kvSeq : 0,
                            dLen, /*stream=*/nullptr);
   };
-  if (o.cuda) {
-    const size_t f4 = sizeof(float);
+  if (o.cuda && steps == 0) {
     if (!dPacked.allocate(packed.size() * f4, "packed", msg) ||
         !dX.allocate(x.size() * f4, "x", msg) ||
         !dY.allocate(y.size() * f4, "y", msg) ||
@@ -1192,7 +1299,6 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitFailed;
     }
-    const size_t i4 = sizeof(int32_t);
     if ((!lengths.empty() &&
          (!dLengths.allocate(lengths.size() * i4, "lengths", msg) ||
           !dLengths.upload(lengths.data(), lengths.size() * i4, msg))) ||
@@ -1312,18 +1418,41 @@ int main(int argc, char **argv) {
   if (o.bench > 0 && steps > 0) {
     // The last decode step again (same position: it rewrites the same
     // cache row with the same values). It reads every packed weight and
-    // the cache's rows [0, T) of K and V once.
+    // the cache's rows [0, T) of K and V once. --device cuda: the token
+    // and positions are uploaded once, then one warm-up call and each call
+    // between two CUDA events on the default stream.
     std::vector<double> ms;
-    for (int64_t i = 0; i < o.bench; ++i) {
+    stageStep(seq - 1);
+    if (o.cuda && !uploadStep()) {
+      error(msg + " in --bench");
+      return kExitFailed;
+    }
+    attnrt::cuda::Event start, stop;
+    for (int64_t i = o.cuda ? -1 : 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      rc = decodeStep(seq - 1);
+      if (o.cuda && !start.record(nullptr, msg)) {
+        error(msg + " in --bench");
+        return kExitFailed;
+      }
+      rc = launchStep();
       auto t1 = std::chrono::steady_clock::now();
       if (rc != ATTNC_OK) {
         error(std::string(ki.name) + "_decode returned " + std::to_string(rc) +
-              " (" + statusText(rc) + ") in --bench");
+              " (" + statusText(rc) + ") in --bench" + onDevice);
         return kExitFailed;
       }
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      double t = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      if (o.cuda) {
+        float dt = 0;
+        if (!stop.record(nullptr, msg) || !stop.synchronize(msg) ||
+            !dev.synchronize(msg) || !stop.elapsedSince(start, dt, msg)) {
+          error(std::string(ki.name) + "_decode in --bench: " + msg);
+          return kExitFailed;
+        }
+        t = double(dt);
+      }
+      if (i >= 0)
+        ms.push_back(t);
     }
     std::sort(ms.begin(), ms.end());
     // A sliding window reads only the last `window` rows of the cache.
@@ -1331,13 +1460,17 @@ int main(int argc, char **argv) {
         ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
     double bytes = 4.0 * (double(ki.packed_floats) +
                           2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim));
+    const std::string where =
+        o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) +
+                     ")"
+               : std::to_string(threads) + " thread" +
+                     (threads == 1 ? "" : "s");
     std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
-                "%lld calls, %lld thread%s, min %.3f ms, median %.3f ms per call; "
+                "%lld calls, %s, min %.3f ms, median %.3f ms per call; "
                 "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
                 (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
-                (long long)o.bench, (long long)threads, threads == 1 ? "" : "s",
-                ms.front(), ms[ms.size() / 2], bytes / 1e6,
-                bytes / (ms.front() * 1e6));
+                (long long)o.bench, where.c_str(), ms.front(),
+                ms[ms.size() / 2], bytes / 1e6, bytes / (ms.front() * 1e6));
   } else if (o.bench > 0 && o.cuda) {
     // One warm-up call (module load, first-launch costs), then each call
     // between two CUDA events on the default stream.
