@@ -136,7 +136,13 @@ CUresult cuModuleLoadData(void **mod, const void *image) {
     ++entries;
   fprintf(stderr, "mock-cuda: module: PTX %zu bytes, .target sm_%d, %d entries\n",
           strlen(ptx), sm, entries);
-  mock_module *m = malloc(sizeof *m);
+  /* Modules and functions live as long as the process, as a driver's do
+   * for a library that never unloads them: static pools, nothing leaks. */
+  static mock_module modules[16];
+  static int nmodules;
+  if (nmodules == 16)
+    return 2;
+  mock_module *m = &modules[nmodules++];
   m->ptx = ptx;
   *mod = m;
   return 0;
@@ -151,7 +157,11 @@ CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
     return 500; /* CUDA_ERROR_NOT_FOUND */
   }
   const char *end = strchr(at, ')');
-  mock_function *f = calloc(1, sizeof *f);
+  static mock_function functions[256];
+  static int nfunctions;
+  if (nfunctions == 256)
+    return 2;
+  mock_function *f = &functions[nfunctions++];
   snprintf(f->name, sizeof f->name, "%s", name);
   for (const char *p = at; (p = strstr(p, ".param ")) && p < end; ++p)
     f->params++;
