@@ -190,17 +190,13 @@ const char *layoutName(uint32_t l) {
 }
 
 const char *isaName(uint32_t isa) {
-  switch (isa) {
-  case ATTNC_ISA_X86_64: return "x86-64";
-  case ATTNC_ISA_AVX2: return "avx2";
-  case ATTNC_ISA_AVX512: return "avx512";
-  case ATTNC_ISA_HOST: return "host";
-  case ATTNC_ISA_MULTI: return "multi (avx512, avx2)";
-  case ATTNC_ISA_CUDA_SM80: return "cuda-sm80";
-  case ATTNC_ISA_CUDA_SM90: return "cuda-sm90";
-  case ATTNC_ISA_NONE: return "none (this CPU has none of the library's code paths)";
-  default: return "unknown";
-  }
+  // The runtime's names, with the multi library's code paths and "none"
+  // spelled out.
+  if (isa == ATTNC_ISA_MULTI)
+    return "multi (avx512, avx2)";
+  if (isa == ATTNC_ISA_NONE)
+    return "none (this CPU has none of the library's code paths)";
+  return attnrt::isaName(isa);
 }
 
 std::string featureNames(uint32_t f) {
