@@ -83,34 +83,6 @@ int attnc::stageIndex(const std::string &name) {
   return -1;
 }
 
-bool attnc::parseIsa(const std::string &s, Isa &out) {
-  // A list names the code paths of one library: the AVX-512 + AVX2 pair
-  // is the `multi` library.
-  if (s == "x86-avx512,x86-avx2" || s == "x86-avx2,x86-avx512") out = Isa::Multi;
-  else if (s == "multi") out = Isa::Multi;
-  else if (s == "host") out = Isa::Host;
-  else if (s == "x86-64") out = Isa::X86_64;
-  else if (s == "x86-avx2") out = Isa::Avx2;
-  else if (s == "x86-avx512") out = Isa::Avx512;
-  else if (s == "cuda-sm80") out = Isa::CudaSm80;
-  else if (s == "cuda-sm90") out = Isa::CudaSm90;
-  else return false;
-  return true;
-}
-
-const char *attnc::isaName(Isa isa) {
-  switch (isa) {
-  case Isa::Multi: return "multi";
-  case Isa::Host: return "host";
-  case Isa::X86_64: return "x86-64";
-  case Isa::Avx2: return "x86-avx2";
-  case Isa::Avx512: return "x86-avx512";
-  case Isa::CudaSm80: return "cuda-sm80";
-  case Isa::CudaSm90: return "cuda-sm90";
-  }
-  return "?";
-}
-
 const char *attnc::stagePipeline(const std::string &stage) {
   if (stage == "fused")
     return "attn-fuse-qkv,func.func(canonicalize)";

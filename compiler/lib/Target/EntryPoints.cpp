@@ -188,16 +188,22 @@ struct WrapperBuilder {
       b.CreateRetVoid();
     }
     // The code path's CPU and features on every function that belongs to it.
+    // (A CUDA code path's host side, its sizes and launch grids, is plain
+    // x86-64 code.)
     std::string cpu, features;
-    attnc::targetCpuAndFeatures(isa, cpu, features);
+    const attnc::IsaInfo *info = attnc::findIsa(isa);
+    attnc::targetCpuAndFeatures(info && !info->cuda ? info->isa : attnc::Isa::X86_64,
+                                cpu, features);
     for (Function &f : m)
       if (!f.isDeclaration() && (f.getName().starts_with(base + "_") ||
                                  f.getName().starts_with(wrap + "_"))) {
         f.addFnAttr("target-cpu", cpu);
         if (!features.empty())
           f.addFnAttr("target-features", features);
-        if (isa == "x86-avx512" ||
-            (isa == "host" && features.find("+avx512f") != std::string::npos)) {
+        int vw = 0, regs = 0;
+        if (info)
+          attnc::vectorShape(info->isa, vw, regs);
+        if (vw == 16) {
           f.addFnAttr("prefer-vector-width", "512");
           f.addFnAttr("min-legal-vector-width", "512");
         }
@@ -229,27 +235,6 @@ struct WrapperBuilder {
   }
 };
 } // namespace
-
-void attnc::targetCpuAndFeatures(const std::string &isa, std::string &cpu,
-                                 std::string &features) {
-  features.clear();
-  if (isa == "host") {
-    cpu = sys::getHostCPUName().str();
-    std::vector<std::string> fs;
-    for (auto &f : sys::getHostCPUFeatures())
-      fs.push_back((f.second ? "+" : "-") + f.first().str());
-    std::sort(fs.begin(), fs.end()); // deterministic order
-    for (auto &f : fs)
-      features += (features.empty() ? "" : ",") + f;
-  } else if (isa == "x86-avx512") {
-    cpu = "x86-64-v4";
-    features = "+prefer-no-scatter";
-  } else if (isa == "x86-avx2") {
-    cpu = "x86-64-v3";
-  } else {
-    cpu = "x86-64";
-  }
-}
 
 bool attnc::addEntryPoints(Module &m, const Spec &spec, const PackPlan &plan,
                            TargetMachine &tm, std::string &error) {

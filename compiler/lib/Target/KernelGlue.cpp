@@ -35,14 +35,9 @@ std::string cString(const std::string &s) {
   return out + "\"";
 }
 
-const char *isaMacro(const std::string &isa, int64_t vw) {
-  if (isa == "cuda-sm80") return "ATTNC_ISA_CUDA_SM80";
-  if (isa == "cuda-sm90") return "ATTNC_ISA_CUDA_SM90";
-  if (isa == "x86-avx512") return "ATTNC_ISA_AVX512";
-  if (isa == "x86-avx2") return "ATTNC_ISA_AVX2";
-  if (isa == "host") return "ATTNC_ISA_HOST";
-  (void)vw;
-  return "ATTNC_ISA_X86_64";
+const char *isaMacro(const std::string &isa) {
+  const attnc::IsaInfo *info = attnc::findIsa(isa);
+  return info ? info->abiCode : "ATTNC_ISA_X86_64";
 }
 } // namespace
 
@@ -80,9 +75,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
   std::string cpus;
   for (const std::string &v : lw.variants) {
     std::string cpu, features;
-    targetCpuAndFeatures(v, cpu, features);
-    if (llvm::StringRef(v).starts_with("cuda-sm")) // the device's architecture
-      cpu = "sm_" + v.substr(v.size() - 2);
+    targetCpuAndFeatures(v, cpu, features); // CUDA: the device's sm_XX
     cpus += (cpus.empty() ? "" : ",") + cpu;
   }
   (void)targetCpu;
@@ -184,7 +177,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     if (!spec.decode) // referenced (never called) by the decode-less glue
       ts << "#define " << base << "_decode_args 0\n";
     ts << "static const attnc_variant k_variants[] = {\n"
-       << "  {" << isaMacro(v, 0) << ", k_cuda_usable, " << base << "_ws, "
+       << "  {" << isaMacro(v) << ", k_cuda_usable, " << base << "_ws, "
        << base << "_tasks, 0, ";
     if (spec.decode)
       ts << base << "_decode_ws, " << base << "_decode_tasks, 0},\n};\n";
@@ -204,17 +197,13 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     ts << "static const attnc_variant k_variants[] = {\n";
   for (const std::string &v : isCuda(isa) ? std::vector<std::string>{} : lw.variants) {
     std::string base = n + "__" + variantSuffix(v).str();
-    std::string check = v == "x86-avx512" ? "k_has_avx512"
-                        : v == "x86-avx2" ? "k_has_avx2"
-                                          : "k_has_baseline";
-    if (v == "host") {
-      std::string cpu, features;
-      targetCpuAndFeatures(v, cpu, features);
-      check = features.find("+avx512f") != std::string::npos ? "k_has_avx512"
-              : features.find("+avx2") != std::string::npos  ? "k_has_avx2"
-                                                              : "k_has_baseline";
-    }
-    ts << "  {" << isaMacro(v, 0) << ", " << check << ", " << base << "_ws, "
+    // The CPUID check a code path needs before it may run (host: this
+    // machine's vector width).
+    int vw = 0, regs = 0;
+    if (const IsaInfo *info = findIsa(v))
+      vectorShape(info->isa, vw, regs);
+    const char *check = vw == 16 ? "k_has_avx512" : vw == 8 ? "k_has_avx2" : "k_has_baseline";
+    ts << "  {" << isaMacro(v) << ", " << check << ", " << base << "_ws, "
        << base << "_tasks, " << base << "_run, ";
     if (spec.decode) {
       std::string dbase = base + "_decode";
@@ -238,13 +227,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     os << "  {.name = " << cString(t.name) << ", .rank = " << t.shape.size()
        << ", .reserved = 0, .dims = {" << d0 << ", " << d1 << "}},\n";
   }
-  const char *isaCode = isa == Isa::CudaSm80 ? "ATTNC_ISA_CUDA_SM80"
-                        : isa == Isa::CudaSm90 ? "ATTNC_ISA_CUDA_SM90"
-                        : isa == Isa::Multi    ? "ATTNC_ISA_MULTI"
-                        : isa == Isa::Avx512 ? "ATTNC_ISA_AVX512"
-                        : isa == Isa::Avx2   ? "ATTNC_ISA_AVX2"
-                        : isa == Isa::Host   ? "ATTNC_ISA_HOST"
-                                             : "ATTNC_ISA_X86_64";
+  const char *isaCode = isaInfo(isa).abiCode;
   os << "};\n"
      << "static const attnc_kernel_info k_info = {\n"
      << "  .abi_version = ATTNC_ABI_VERSION,\n"

@@ -12,14 +12,13 @@
 #include "mlir/Pass/Pass.h"
 
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "attnc/Target/Isa.h"
 
 namespace attnc {
 
-/// The target description of an ISA name (x86-avx512, x86-avx2, x86-64,
-/// host); null for an unknown name.
+/// The target description of a code path's ISA name (x86-avx512, x86-avx2,
+/// x86-64, host, cuda-sm80, cuda-sm90); null for an unknown name or multi.
 attn::TargetAttr targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
-/// The symbol suffix of an ISA's code path: avx512, avx2, x86_64, host.
-llvm::StringRef variantSuffix(llvm::StringRef isa);
 
 #define GEN_PASS_DECL
 #include "attnc/Conversion/Passes.h.inc"

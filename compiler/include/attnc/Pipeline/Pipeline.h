@@ -12,6 +12,7 @@
 #define ATTNC_PIPELINE_PIPELINE_H
 
 #include "attnc/Spec/Spec.h"
+#include "attnc/Target/Isa.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -40,14 +41,6 @@ struct StageInfo {
 const std::vector<StageInfo> &stageList();
 /// Index of `name` in stageList(), or -1.
 int stageIndex(const std::string &name);
-
-enum class Isa { Multi, Host, X86_64, Avx2, Avx512, CudaSm80, CudaSm90 };
-/// Parses "multi", "host", "x86-64", "x86-avx2", "x86-avx512",
-/// "cuda-sm80", "cuda-sm90".
-bool parseIsa(const std::string &s, Isa &out);
-const char *isaName(Isa isa);
-/// A CUDA target: kernels in PTX, launched by the host glue.
-inline bool isCuda(Isa isa) { return isa == Isa::CudaSm80 || isa == Isa::CudaSm90; }
 
 struct CompileOptions {
   Isa isa = Isa::Multi; ///< AVX-512 + AVX2 code, chosen at load time

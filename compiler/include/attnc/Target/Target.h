@@ -2,7 +2,8 @@
 #ifndef ATTNC_TARGET_TARGET_H
 #define ATTNC_TARGET_TARGET_H
 
-#include "attnc/Pipeline/Pipeline.h"
+#include "attnc/Spec/Spec.h"
+#include "attnc/Target/Isa.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -18,11 +19,6 @@ namespace attnc {
 /// A TargetMachine for x86-64 Linux with the ISA's CPU and features.
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(Isa isa,
                                                          std::string &error);
-
-/// LLVM's CPU name and feature string for an ISA name (x86-avx512,
-/// x86-avx2, x86-64, host).
-void targetCpuAndFeatures(const std::string &isa, std::string &cpu,
-                          std::string &features);
 
 /// Adds the C-callable wrappers of each code path (NAME__V_ws/_tasks/_run)
 /// and NAME__pack_impl around the lowered functions, which become internal,

@@ -1,0 +1,70 @@
+//===- Isa.h - the instruction sets attnc generates code for ----*- C++ -*-===//
+//
+// The one table of instruction sets: the --target spelling, the symbol
+// suffix of a code path, the ATTNC_ISA_* code in the metadata, LLVM's CPU
+// and features, the vector width and register count the tiling is shaped
+// for. Everything else (the target attribute, the entry points, the glue,
+// the target machine) reads it from here. A leaf: depends on LLVM's
+// support library only.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_TARGET_ISA_H
+#define ATTNC_TARGET_ISA_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// What a library is built for. `Multi` is the AVX-512 + AVX2 pair chosen at
+/// load time; every other value is one code path.
+enum class Isa { Multi, Host, X86_64, Avx2, Avx512, CudaSm80, CudaSm90 };
+
+struct IsaInfo {
+  Isa isa;
+  const char *name;     ///< --target spelling: "x86-avx512"
+  const char *suffix;   ///< code path symbol suffix: NAME__avx512__run
+  const char *abiCode;  ///< ATTNC_ISA_* in the metadata record
+  const char *cpu;      ///< LLVM CPU ("x86-64-v4", "sm_90"); "" = this host's
+  const char *features; ///< LLVM features ("+prefer-no-scatter", "+ptx78")
+  int vectorWidth;      ///< f32 lanes (1 for CUDA threads; 0 = resolved
+                        ///< from the host for `host`, none for `multi`)
+  int registers;        ///< vector registers (CUDA: registers per thread)
+  bool cuda;            ///< kernels in PTX, launched by the host glue
+};
+
+/// The row of `isa`.
+const IsaInfo &isaInfo(Isa isa);
+/// The row named `name` ("x86-avx2", "multi", ...), or null.
+const IsaInfo *findIsa(llvm::StringRef name);
+
+/// Parses a --target value: a name from the table, or the list
+/// "x86-avx512,x86-avx2" (either order), which is `multi`.
+bool parseIsa(const std::string &s, Isa &out);
+inline const char *isaName(Isa isa) { return isaInfo(isa).name; }
+inline bool isCuda(Isa isa) { return isaInfo(isa).cuda; }
+/// Every --target spelling, for messages: "multi, host, x86-64, ...".
+std::string isaNames();
+
+/// The code paths of a library built for `isa`, preferred first:
+/// multi -> {x86-avx512, x86-avx2}; any other -> {isa}.
+std::vector<Isa> codePaths(Isa isa);
+
+/// The symbol suffix of the code path named `name` ("" if unknown).
+llvm::StringRef variantSuffix(llvm::StringRef name);
+
+/// LLVM's CPU and feature string for a code path; `host` queries this
+/// machine (features sorted, so the output is deterministic).
+void targetCpuAndFeatures(Isa isa, std::string &cpu, std::string &features);
+void targetCpuAndFeatures(const std::string &name, std::string &cpu,
+                          std::string &features);
+
+/// f32 lanes and vector registers of a code path; `host` is resolved from
+/// this machine's features (AVX-512 16/32, AVX2 8/16, else SSE 4/16).
+void vectorShape(Isa isa, int &vectorWidth, int &registers);
+
+} // namespace attnc
+
+#endif

@@ -1,0 +1,109 @@
+//===- Isa.cpp - the instruction set table --------------------------------===//
+#include "attnc/Target/Isa.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+
+using namespace attnc;
+
+namespace {
+// PTX ISA 7.0 is the oldest with sm_80 (drivers from CUDA 11.0 on), 7.8 the
+// oldest with sm_90. AVX-512 code prefers gathers to scatters (none are
+// emitted; the feature keeps LLVM from forming them).
+const IsaInfo kIsas[] = {
+    {Isa::Multi, "multi", "", "ATTNC_ISA_MULTI", "x86-64", "", 0, 0, false},
+    {Isa::Avx512, "x86-avx512", "avx512", "ATTNC_ISA_AVX512", "x86-64-v4",
+     "+prefer-no-scatter", 16, 32, false},
+    {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false},
+    {Isa::X86_64, "x86-64", "x86_64", "ATTNC_ISA_X86_64", "x86-64", "", 4, 16, false},
+    {Isa::Host, "host", "host", "ATTNC_ISA_HOST", "", "", 0, 0, false},
+    {Isa::CudaSm80, "cuda-sm80", "cuda_sm80", "ATTNC_ISA_CUDA_SM80", "sm_80", "+ptx70",
+     1, 255, true},
+    {Isa::CudaSm90, "cuda-sm90", "cuda_sm90", "ATTNC_ISA_CUDA_SM90", "sm_90", "+ptx78",
+     1, 255, true},
+};
+} // namespace
+
+const IsaInfo &attnc::isaInfo(Isa isa) {
+  for (const IsaInfo &i : kIsas)
+    if (i.isa == isa)
+      return i;
+  return kIsas[0]; // unreachable: every enumerator has a row
+}
+
+const IsaInfo *attnc::findIsa(llvm::StringRef name) {
+  for (const IsaInfo &i : kIsas)
+    if (name == i.name)
+      return &i;
+  return nullptr;
+}
+
+bool attnc::parseIsa(const std::string &s, Isa &out) {
+  // A list names the code paths of one library: the AVX-512 + AVX2 pair
+  // is the `multi` library.
+  if (s == "x86-avx512,x86-avx2" || s == "x86-avx2,x86-avx512") {
+    out = Isa::Multi;
+    return true;
+  }
+  const IsaInfo *i = findIsa(s);
+  if (!i)
+    return false;
+  out = i->isa;
+  return true;
+}
+
+std::string attnc::isaNames() {
+  std::string s;
+  for (const IsaInfo &i : kIsas)
+    s += (s.empty() ? "" : ", ") + std::string(i.name);
+  return s;
+}
+
+std::vector<Isa> attnc::codePaths(Isa isa) {
+  if (isa == Isa::Multi)
+    return {Isa::Avx512, Isa::Avx2};
+  return {isa};
+}
+
+llvm::StringRef attnc::variantSuffix(llvm::StringRef name) {
+  const IsaInfo *i = findIsa(name);
+  return i ? i->suffix : "";
+}
+
+void attnc::targetCpuAndFeatures(Isa isa, std::string &cpu, std::string &features) {
+  const IsaInfo &i = isaInfo(isa);
+  cpu = i.cpu;
+  features = i.features;
+  if (isa != Isa::Host)
+    return;
+  cpu = llvm::sys::getHostCPUName().str();
+  std::vector<std::string> fs;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    fs.push_back((f.second ? "+" : "-") + f.first().str());
+  std::sort(fs.begin(), fs.end()); // deterministic order
+  features.clear();
+  for (auto &f : fs)
+    features += (features.empty() ? "" : ",") + f;
+}
+
+void attnc::targetCpuAndFeatures(const std::string &name, std::string &cpu,
+                                 std::string &features) {
+  const IsaInfo *i = findIsa(name);
+  targetCpuAndFeatures(i ? i->isa : Isa::X86_64, cpu, features);
+}
+
+void attnc::vectorShape(Isa isa, int &vectorWidth, int &registers) {
+  const IsaInfo &i = isaInfo(isa);
+  vectorWidth = i.vectorWidth;
+  registers = i.registers;
+  if (isa != Isa::Host)
+    return;
+  auto f = llvm::sys::getHostCPUFeatures();
+  bool avx512 = f.lookup("avx512f") && f.lookup("avx512bw") &&
+                f.lookup("avx512vl") && f.lookup("avx512dq");
+  bool avx2 = f.lookup("avx2") && f.lookup("fma");
+  vectorWidth = avx512 ? 16 : avx2 ? 8 : 4;
+  registers = avx512 ? 32 : 16;
+}
