@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/FrontEnd/MLIRGen.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "attnc/Target/PackPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -28,6 +29,8 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   OpBuilder b(&ctx);
   auto module = ModuleOp::create(locOf("name", "spec"));
   module->setAttr("attn.spec_name", b.getStringAttr(spec.name));
+  // How the user stores the weights (read by attnc-pack-weights).
+  module->setAttr("attn.weight_storage", weightStorageAttr(&ctx, spec));
 
   Type f32 = b.getF32Type();
   int64_t dyn = ShapedType::kDynamic;

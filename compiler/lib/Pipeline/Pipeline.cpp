@@ -91,7 +91,8 @@ const char *attnc::stagePipeline(const std::string &stage) {
   if (stage == "tiled")
     return "attnc-set-target{isa=multi}";
   if (stage == "loops")
-    return "attn-to-loops,attnc-outline-tasks";
+    return "attn-to-loops,attnc-outline-tasks,attnc-pack-weights,"
+           "func.func(canonicalize,cse)";
   if (stage == "llvm")
     return "func.func(convert-linalg-to-loops),"
            "expand-strided-metadata,lower-affine,"
@@ -208,10 +209,11 @@ LogicalResult attnc::Compilation::run(
         return failure();
       // attnc-dump --check of a CUDA target: the same loops, run by the host.
       if (isCuda(opts_.isa) && opts_.emulateGpuOnHost &&
-          failed(runPasses("attnc-gpu-on-host")))
+          failed(runPasses("attnc-gpu-on-host,func.func(canonicalize,cse)")))
         return failure();
-      // The plan and what the C glue needs, read off the lowered functions
-      // (every code path has the same arguments and workspace).
+      // What the C glue needs, read off the lowered functions (every code
+      // path has the same arguments and workspace), and the plan
+      // attnc-pack-weights built.
       LoweredInfo info;
       func::FuncOp first, firstDecode;
       for (auto f : module_->getOps<func::FuncOp>()) {
@@ -254,21 +256,16 @@ LogicalResult attnc::Compilation::run(
             info.wsBuffers,
             firstDecode->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt());
       }
-      FailureOr<PackPlan> plan = computePackPlan(first, spec_);
-      if (failed(plan))
-        return failure();
-      plan_ = *plan;
-      plan_.lowered = info;
       if (spec_.decode != static_cast<bool>(firstDecode))
         return emitError(module_->getLoc(), "decode: ")
                << spec_.decode << " but the decode entry was "
                << (firstDecode ? "" : "not ") << "lowered";
-      if (failed(recordForwardSignature(first, plan_)) ||
-          (firstDecode &&
-           failed(recordForwardSignature(firstDecode, plan_, /*decode=*/true))) ||
-          failed(addPackFunction(*module_, spec_, plan_)) ||
-          failed(runPasses("func.func(canonicalize,cse)")) ||
-          failed(verify(*module_)))
+      FailureOr<PackPlan> plan = readPackPlan(*module_, spec_.name);
+      if (failed(plan))
+        return failure();
+      plan_ = *plan;
+      plan_.lowered = info;
+      if (failed(verify(*module_)))
         return failure();
     } else if (stages[i].cudaOnly) {
       if (!isCuda(opts_.isa) || opts_.emulateGpuOnHost)

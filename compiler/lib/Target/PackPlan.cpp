@@ -104,10 +104,94 @@ bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out)
   return true;
 }
 
+const attnc::RoleSource *attnc::WeightStorage::find(const std::string &role) const {
+  for (const auto &r : roles)
+    if (r.first == role)
+      return &r.second;
+  return nullptr;
+}
+
+ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
+  Builder b(ctx);
+  std::vector<attnrt::TensorShape> tensors = storageTensors(spec);
+  std::vector<std::vector<NamedAttribute>> roles(tensors.size());
+  std::vector<bool> transposed(tensors.size(), false);
+  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo"}) {
+    RoleSource src;
+    if (!sourceOf(spec, role, src))
+      continue;
+    roles[src.tensor].push_back(b.getNamedAttr(
+        role, b.getDenseI64ArrayAttr({src.rowOff, src.colOff, src.rows, src.cols})));
+    transposed[src.tensor] = src.transposed;
+  }
+  SmallVector<Attribute> entries;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    entries.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(tensors[i].name)),
+        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(tensors[i].shape)),
+        b.getNamedAttr("transposed", b.getBoolAttr(transposed[i])),
+        b.getNamedAttr("roles", b.getDictionaryAttr(roles[i])),
+    }));
+  return b.getArrayAttr(entries);
+}
+
+FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
+  auto list = module->getAttrOfType<ArrayAttr>("attn.weight_storage");
+  if (!list)
+    return module.emitError("attn.weight_storage: the module does not say how "
+                            "the weights are stored (the front end writes it)");
+  WeightStorage ws;
+  for (auto [i, a] : llvm::enumerate(list)) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
+    auto shape = d ? d.getAs<DenseI64ArrayAttr>("shape") : DenseI64ArrayAttr();
+    auto tr = d ? d.getAs<BoolAttr>("transposed") : BoolAttr();
+    auto roles = d ? d.getAs<DictionaryAttr>("roles") : DictionaryAttr();
+    if (!name || !shape || !tr || !roles || shape.size() < 1 || shape.size() > 2 ||
+        llvm::any_of(shape.asArrayRef(), [](int64_t v) { return v <= 0; }))
+      return module.emitError("attn.weight_storage: entry ")
+             << i << " is not {name, shape (1 or 2 positive sizes), transposed, roles}";
+    attnrt::TensorShape t;
+    t.name = name.str();
+    t.shape.assign(shape.asArrayRef().begin(), shape.asArrayRef().end());
+    for (NamedAttribute r : roles) {
+      StringRef role = r.getName().getValue();
+      auto rect = dyn_cast<DenseI64ArrayAttr>(r.getValue());
+      bool known = llvm::is_contained({"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo"}, role);
+      if (!known || !rect || rect.size() != 4)
+        return module.emitError("attn.weight_storage: entry ")
+               << i << ": role '" << role
+               << "' is not one of wq wk wv wo bq bk bv bo with [rowOff, colOff, rows, cols]";
+      RoleSource src;
+      src.tensor = static_cast<int>(i);
+      src.isBias = role[0] == 'b';
+      src.transposed = tr.getValue() && !src.isBias;
+      src.rowOff = rect[0];
+      src.colOff = rect[1];
+      src.rows = rect[2];
+      src.cols = rect[3];
+      // The rectangle must lie inside the tensor as stored: role(k, n) is
+      // T[rowOff + k][colOff + n], T[rowOff + n][colOff + k] (transposed)
+      // or T[colOff + n] (bias, rows = 1).
+      int64_t sr = t.shape.size() == 2 ? t.shape[0] : 1, sc = t.shape.back();
+      int64_t nr = src.transposed ? src.cols : src.rows;
+      int64_t nc = src.transposed ? src.rows : src.cols;
+      if (src.rowOff < 0 || src.colOff < 0 || src.rows <= 0 || src.cols <= 0 ||
+          (src.isBias && (t.shape.size() != 1 || src.rows != 1 || src.rowOff != 0)) ||
+          src.rowOff + nr > sr || src.colOff + nc > sc || ws.find(role.str()))
+        return module.emitError("attn.weight_storage: role '")
+               << role << "' lies outside " << t.name << " or is given twice";
+      ws.roles.emplace_back(role.str(), src);
+    }
+    ws.tensors.push_back(t);
+  }
+  return ws;
+}
+
 FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
-                                                  const Spec &spec) {
+                                                  const WeightStorage &storage) {
   PackPlan plan;
-  plan.storage = storageTensors(spec);
+  plan.storage = storage.tensors;
   int64_t offset = 0;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
@@ -136,10 +220,14 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     // Validate: parts must exist and tile the argument along concatDim.
     int64_t along = 0;
     for (const std::string &p : arg.parts) {
-      RoleSource src;
-      if (!sourceOf(spec, p, src))
+      const RoleSource *src = storage.find(p);
+      if (!src)
         return fn.emitError("no storage tensor provides weight role '") << p << "'";
-      along += src.cols;
+      if ((rank == 1) != src->isBias ||
+          (rank == 2 && src->rows != arg.shape[0]))
+        return fn.emitError("weight role '") << p << "' of argument " << i
+                                             << " does not match its storage";
+      along += src->cols;
     }
     if (rank < 1 || rank > 2 || arg.concatDim != rank - 1 ||
         along != arg.shape.back())
@@ -155,8 +243,9 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
   return plan;
 }
 
-LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
-                                     const PackPlan &plan) {
+LogicalResult attnc::addPackFunction(ModuleOp module, StringRef name,
+                                     const PackPlan &plan,
+                                     const WeightStorage &storage) {
   MLIRContext *ctx = module.getContext();
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
   b.setInsertionPointToEnd(module.getBody());
@@ -165,7 +254,7 @@ LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
   for (const auto &t : plan.storage)
     args.push_back(MemRefType::get(t.shape, f32));
   args.push_back(MemRefType::get({plan.packedFloats}, f32));
-  auto fn = func::FuncOp::create(b, spec.name + "_pack", b.getFunctionType(args, {}));
+  auto fn = func::FuncOp::create(b, (name + "_pack").str(), b.getFunctionType(args, {}));
   fn->setAttr("attn.pack", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -182,8 +271,7 @@ LogicalResult attnc::addPackFunction(ModuleOp module, const Spec &spec,
     int64_t panel = arg.shape.size() == 2 ? arg.panel : 0;
     int64_t start = 0;
     for (const std::string &p : arg.parts) {
-      RoleSource src;
-      sourceOf(spec, p, src);
+      const RoleSource &src = *storage.find(p); // checked by computePackPlan
       Value s = entry->getArgument(src.tensor);
       bool bias = src.isBias;
       // for r < rows, c < cols: dst[off + r*n + start + c] = src(r, c)
@@ -271,4 +359,42 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
     args.push_back(a);
   }
   return success();
+}
+
+attnc::LoweredEntries attnc::findLoweredEntries(ModuleOp module, StringRef name) {
+  LoweredEntries e;
+  std::string fwd = (name + "__").str(), dec = (name + "_decode__").str();
+  for (auto f : module.getOps<func::FuncOp>()) {
+    StringRef n = f.getName();
+    if (!n.ends_with("__ws"))
+      continue;
+    if (n.starts_with(dec) && !e.decode)
+      e.decode = f;
+    else if (n.starts_with(fwd) && !e.forward)
+      e.forward = f;
+  }
+  return e;
+}
+
+FailureOr<attnc::PackPlan> attnc::readPackPlan(ModuleOp module, StringRef name) {
+  FailureOr<WeightStorage> storage = readWeightStorage(module);
+  if (failed(storage))
+    return failure();
+  LoweredEntries e = findLoweredEntries(module, name);
+  if (!e.forward)
+    return module.emitError("no lowered function @") << name << "__<isa>__ws";
+  FailureOr<PackPlan> plan = computePackPlan(e.forward, *storage);
+  if (failed(plan) || failed(recordForwardSignature(e.forward, *plan)) ||
+      (e.decode && failed(recordForwardSignature(e.decode, *plan, /*decode=*/true))))
+    return failure();
+  auto pack = module.lookupSymbol<func::FuncOp>((name + "_pack").str());
+  auto packed = pack && pack.getNumArguments() == plan->storage.size() + 1
+                    ? dyn_cast<MemRefType>(pack.getArgumentTypes().back())
+                    : MemRefType();
+  if (!pack || !pack->hasAttr("attn.pack") || !packed ||
+      packed.getShape() != ArrayRef<int64_t>{plan->packedFloats})
+    return module.emitError("no @")
+           << name << "_pack of " << plan->packedFloats
+           << " floats for this plan (attnc-pack-weights builds it)";
+  return plan;
 }

@@ -77,6 +77,24 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def AttnPackWeightsPass : Pass<"attnc-pack-weights", "mlir::ModuleOp"> {
+  let summary = "Build the pack plan and @NAME_pack, which writes the user's weights into the kernels' packed layout";
+  let description = [{
+    Reads the module's `attn.weight_storage` (how the user stores the
+    weights: tensor names, shapes, each role's rectangle) and the lowered
+    forward function's weight arguments (`attn.weight`, `attn.concat_of`,
+    `attn.panel`, `attn.logical_shape`), gives each weight argument a
+    16-float aligned offset in one packed buffer, and emits
+    `func.func @NAME_pack(storage memrefs..., memref<Pxf32>) attributes
+    {attn.pack}` whose loops copy every role into its place (panels of
+    `attn.panel` columns: element (k, n) at (n / panel) * K * panel +
+    k * panel + n % panel). Runs after attnc-outline-tasks; the decode
+    entry's weights must match the forward's by role and packed type.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect", "mlir::func::FuncDialect"];
+}
+
 def AttnMapToGpuPass : Pass<"attnc-map-to-gpu", "mlir::ModuleOp"> {
   let summary = "Turn the phases of a CUDA code path into gpu.func kernels";
   let description = [{

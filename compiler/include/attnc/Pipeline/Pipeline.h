@@ -102,8 +102,8 @@ private:
 
 /// The textual pass pipeline (on builtin.module) that produces an MLIR-level
 /// stage from the previous one: "fused", "viewed", "tiled" (default
-/// target: multi), "loops" or "llvm"; null for other stages. The loops stage also gets a pack function, which needs
-/// the spec and so is added by Compilation, not by the pipeline.
+/// target: multi), "loops" (with @NAME_pack, from the module's
+/// attn.weight_storage) or "llvm"; null for other stages.
 const char *stagePipeline(const std::string &stage);
 /// The `nvvm` stage's pipeline (CUDA targets): the gpu.module's kernels to
 /// the LLVM and NVVM dialects.

@@ -46,6 +46,30 @@ std::vector<attnrt::TensorShape> storageTensors(const Spec &spec);
 /// Returns false for an unknown role or one the spec does not have.
 bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
 
+/// The weights as the user stores them, as the IR carries them: the module
+/// attribute `attn.weight_storage` the front end writes,
+///
+///   [{name = "c_attn.weight", shape = array<i64: 768, 2304>,
+///     transposed = false,
+///     roles = {wq = array<i64: rowOff, colOff, rows, cols>, ...}}, ...]
+///
+/// one entry per storage tensor in pack-entry order; each role's rectangle
+/// is in compute layout ([in, out]; rows = 1 for a bias); `transposed`:
+/// the tensor is [out, in]. attnc-pack-weights reads it, so the pack plan
+/// needs no spec.
+struct WeightStorage {
+  std::vector<attnrt::TensorShape> tensors;
+  std::vector<std::pair<std::string, RoleSource>> roles;
+  /// The source of `role`, or null.
+  const RoleSource *find(const std::string &role) const;
+};
+
+/// The attribute for a spec (built from storageTensors and sourceOf).
+mlir::ArrayAttr weightStorageAttr(mlir::MLIRContext *ctx, const Spec &spec);
+/// Reads `attn.weight_storage` off a module; emits an error at the module
+/// when it is missing or malformed.
+mlir::FailureOr<WeightStorage> readWeightStorage(mlir::ModuleOp module);
+
 /// One weight argument of the forward function.
 struct PackedArg {
   unsigned argIndex = 0;            ///< position in the forward function
@@ -98,7 +122,7 @@ struct PackPlan {
 /// `attn.logical_shape` for arguments attn-to-loops packed). Emits an
 /// error at the function on failure.
 mlir::FailureOr<PackPlan> computePackPlan(mlir::func::FuncOp forward,
-                                          const Spec &spec);
+                                          const WeightStorage &storage);
 
 /// Fills plan.forwardArgs (plan.decodeArgs for `decode`) from a lowered
 /// (memref) function. Weights are matched to plan.weights by role, with the
@@ -108,8 +132,22 @@ mlir::LogicalResult recordForwardSignature(mlir::func::FuncOp fn,
 
 /// Emits `func.func @<name>_pack(storage memrefs..., packed memref)` that
 /// executes the plan with scf loops.
-mlir::LogicalResult addPackFunction(mlir::ModuleOp module, const Spec &spec,
-                                    const PackPlan &plan);
+mlir::LogicalResult addPackFunction(mlir::ModuleOp module, llvm::StringRef name,
+                                    const PackPlan &plan,
+                                    const WeightStorage &storage);
+
+/// The lowered functions attnc-outline-tasks made for kernel `name`: the
+/// first code path's `__ws` function of the forward (and of the decode)
+/// entry, which carry the argument attributes every code path shares.
+struct LoweredEntries {
+  mlir::func::FuncOp forward, decode;
+};
+LoweredEntries findLoweredEntries(mlir::ModuleOp module, llvm::StringRef name);
+
+/// The plan of a module attnc-pack-weights ran on: computed again from the
+/// same attributes, checked against the pack function it built, with the
+/// forward (and decode) signatures recorded. Emits an error on failure.
+mlir::FailureOr<PackPlan> readPackPlan(mlir::ModuleOp module, llvm::StringRef name);
 
 } // namespace attnc
 

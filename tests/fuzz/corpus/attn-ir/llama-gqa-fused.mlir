@@ -1,4 +1,4 @@
-module attributes {attn.spec_name = "llama_gqa_attn"} {
+module attributes {attn.spec_name = "llama_gqa_attn", attn.weight_storage = [{name = "q_proj.weight", roles = {wq = array<i64: 0, 0, 512, 512>}, shape = array<i64: 512, 512>, transposed = true}, {name = "k_proj.weight", roles = {wk = array<i64: 0, 0, 512, 128>}, shape = array<i64: 128, 512>, transposed = true}, {name = "v_proj.weight", roles = {wv = array<i64: 0, 0, 512, 128>}, shape = array<i64: 128, 512>, transposed = true}, {name = "o_proj.weight", roles = {wo = array<i64: 0, 0, 512, 512>}, shape = array<i64: 512, 512>, transposed = true}]} {
   func.func @llama_gqa_attn(%arg0: tensor<?x?x512xf32> {attn.input = "x"}, %arg1: tensor<512x768xf32> {attn.concat_dim = 1 : i64, attn.concat_of = ["wq", "wk", "wv"], attn.weight = "wq|wk|wv"}, %arg2: tensor<512x512xf32> {attn.weight = "wo"}) -> tensor<?x?x512xf32> {
     %0 = attn.linear %arg0, %arg1 : (tensor<?x?x512xf32>, tensor<512x768xf32>) -> tensor<?x?x768xf32>
     %1 = attn.slice %0[0, 512] : tensor<?x?x768xf32> -> tensor<?x?x512xf32>

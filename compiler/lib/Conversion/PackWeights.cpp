@@ -1,0 +1,63 @@
+//===- PackWeights.cpp - the pack plan and NAME_pack ----------------------===//
+//
+// After attnc-outline-tasks the forward (and decode) functions take their
+// weights in the layout the kernels read: arguments with `attn.weight`
+// roles, fused parts (`attn.concat_of`) and 32-column panels (`attn.panel`,
+// `attn.logical_shape`). The module's `attn.weight_storage` says where each
+// role lives in the tensors the user has. This pass places every weight
+// argument in one packed buffer (16-float aligned offsets, in argument
+// order) and emits @NAME_pack(storage tensors..., packed) that fills it:
+//
+//   packed[off_a + panel layout of (k, n)] = role(k, n - start_of_part)
+//
+// for every part of every weight argument, with role(k, n) read from its
+// storage rectangle (transposed for [out, in] layouts). The decode entry
+// must read the same buffer: its weights are matched to the forward's by
+// role and packed type, or the pass fails.
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Conversion/Passes.h"
+#include "attnc/Target/PackPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNPACKWEIGHTSPASS
+#include "attnc/Conversion/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+
+namespace {
+struct PackWeightsPass final
+    : attnc::impl::AttnPackWeightsPassBase<PackWeightsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto name = module->getAttrOfType<StringAttr>("attn.spec_name");
+    if (!name) {
+      module.emitError("attnc-pack-weights: the module has no attn.spec_name");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol((name.getValue() + "_pack").str())) {
+      module.emitError("attnc-pack-weights: @") << name.getValue() << "_pack already exists";
+      return signalPassFailure();
+    }
+    FailureOr<attnc::WeightStorage> storage = attnc::readWeightStorage(module);
+    if (failed(storage))
+      return signalPassFailure();
+    attnc::LoweredEntries e = attnc::findLoweredEntries(module, name.getValue());
+    if (!e.forward) {
+      module.emitError("attnc-pack-weights: no lowered function @")
+          << name.getValue() << "__<isa>__ws (run attn-to-loops and "
+          << "attnc-outline-tasks first)";
+      return signalPassFailure();
+    }
+    FailureOr<attnc::PackPlan> plan = attnc::computePackPlan(e.forward, *storage);
+    if (failed(plan) || failed(attnc::recordForwardSignature(e.forward, *plan)) ||
+        (e.decode &&
+         failed(attnc::recordForwardSignature(e.decode, *plan, /*decode=*/true))) ||
+        failed(attnc::addPackFunction(module, name.getValue(), *plan, *storage)))
+      return signalPassFailure();
+  }
+};
+} // namespace
