@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
 #include "LoopBuilders.h"
+#include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -103,6 +104,16 @@ private:
   SmallVector<Value> outBufs; ///< one output argument per result
   DenseMap<Value, int64_t> packedCols; ///< packed weight/bias -> logical N
   SmallVector<Value> returned; ///< the tensors the old function returns
+
+  /// What the TiledOpInterface models see of this function.
+  struct Phases final : attnc::attn::PhaseContext {
+    FunctionLowering &fl;
+    explicit Phases(FunctionLowering &fl) : fl(fl) {}
+    ImplicitLocOpBuilder &builder() override { return fl.b; }
+    TargetAttr target() const override { return fl.target; }
+    Value buffer(Value v) override { return v ? fl.map.lookup(v) : Value(); }
+    int64_t packedColumns(Value buf) override { return fl.packedCols.lookup(buf); }
+  } phases{*this};
 };
 
 Value FunctionLowering::alloc(RankedTensorType ty, ArrayRef<OpFoldResult> dims) {
@@ -426,40 +437,14 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     if (!preCopies.lookup(op).empty())
       return op->emitOpError("the CUDA target needs the copy-free form "
                              "(attn-fuse-qkv and attn-heads-as-views)");
-    if (auto l = dyn_cast<LinearOp>(op)) {
-      Value in = map.lookup(l.getInput()), w = map.lookup(l.getWeight());
-      Value bias = l.getBias() ? map.lookup(l.getBias()) : Value();
-      auto it = cast<MemRefType>(in.getType());
-      if (!packedCols.count(w) || (bias && !packedCols.count(bias)) ||
-          it.getRank() != 3 || !it.getElementType().isF32())
-        return op->emitOpError("the CUDA target needs packed f32 weights and "
-                               "a rank-3 input");
-      attnc::buildGpuGemm(b, target, in, w, bias, map.lookup(l.getResult()),
-                          packedCols.lookup(w));
-      return success();
-    }
-    if (auto s = dyn_cast<SdpaOp>(op))
-      return attnc::buildGpuAttention(
-          b, target, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
-          map.lookup(s.getValue()), map.lookup(s.getResult()),
-          s.getQLens() ? map.lookup(s.getQLens()) : Value(),
-          s.getKvLens() ? map.lookup(s.getKvLens()) : Value());
-    if (auto m = dyn_cast<MaskRowsOp>(op)) {
-      if (failed(attnc::buildGpuMaskRows(b, target, map.lookup(m.getResult()),
-                                         map.lookup(m.getLens()))))
-        return op->emitOpError("the CUDA target needs a [B, T, N] result");
-      return success();
-    }
-    if (isa<ProbsOp>(op))
-      return op->emitOpError("(outputs: probs) is not supported by the CUDA "
-                             "target yet");
-    if (auto a = dyn_cast<CacheAppendOp>(op)) {
-      attnc::buildGpuCacheAppend(
-          b, target, map.lookup(a.getKey()), map.lookup(a.getValue()),
-          map.lookup(a.getKeyCache()), map.lookup(a.getValueCache()),
-          map.lookup(a.getLens()),
-          a.getPositions() ? map.lookup(a.getPositions()) : Value());
-      return success();
+    if (auto t = dyn_cast<TiledOpInterface>(op)) {
+      if (!t.canTile(phases))
+        return isa<ProbsOp>(op)
+                   ? op->emitOpError("(outputs: probs) is not supported by the "
+                                     "CUDA target yet")
+                   : op->emitOpError("the CUDA target needs packed f32 weights "
+                                     "and a rank-3 input");
+      return t.buildTiledPhases(phases);
     }
     if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))
       return op->emitOpError("is not supported by the CUDA target yet (it "
@@ -474,102 +459,24 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   }
   for (auto [src, dst] : preCopies.lookup(op))
     oneTask([&, src = src, dst = dst](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
+  // The tiled kernels (TiledOps.cpp); attn.linear over unpacked weights
+  // falls back to one linalg.generic task.
+  if (auto t = dyn_cast<TiledOpInterface>(op); t && t.canTile(phases))
+    return t.buildTiledPhases(phases);
   if (auto l = dyn_cast<LinearOp>(op)) {
     Value in = map.lookup(l.getInput()), w = map.lookup(l.getWeight());
     Value bias = l.getBias() ? map.lookup(l.getBias()) : Value();
     Value out = map.lookup(l.getResult());
-    auto it = cast<MemRefType>(in.getType());
-    bool packed = packedCols.count(w) && (!bias || packedCols.count(bias));
-    if (packed && it.getRank() == 3 && it.getElementType().isF32()) {
-      attnc::buildPackedGemm(b, target, in, w, bias, out, packedCols.lookup(w),
-                             l.getRowLens() ? map.lookup(l.getRowLens()) : Value());
-    } else if (packed) {
+    if (packedCols.count(w))
       return op->emitOpError("attn-to-loops: a packed weight needs a rank-3 "
                              "f32 input");
-    } else {
-      oneTask([&](ImplicitLocOpBuilder &c) { linear(c, in, w, bias, out); });
-    }
+    oneTask([&](ImplicitLocOpBuilder &c) { linear(c, in, w, bias, out); });
   } else if (isa<SliceOp, SplitHeadsOp>(op)) {
     Value src = aux[op][0], dst = map.lookup(op->getResult(0));
     oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
   } else if (auto m = dyn_cast<MergeHeadsOp>(op)) {
     Value src = map.lookup(m.getInput()), dst = aux[op][0];
     oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
-  } else if (auto s = dyn_cast<SdpaOp>(op)) {
-    return attnc::buildFlashAttention(
-        b, target, s, map.lookup(s.getQuery()), map.lookup(s.getKey()),
-        map.lookup(s.getValue()), map.lookup(s.getResult()),
-        s.getQLens() ? map.lookup(s.getQLens()) : Value(),
-        s.getKvLens() ? map.lookup(s.getKvLens()) : Value());
-  } else if (auto p = dyn_cast<ProbsOp>(op)) {
-    return attnc::buildProbs(b, target, p, map.lookup(p.getQuery()),
-                             map.lookup(p.getKey()), map.lookup(p.getResult()),
-                             p.getQLens() ? map.lookup(p.getQLens()) : Value(),
-                             p.getKvLens() ? map.lookup(p.getKvLens()) : Value());
-  } else if (auto a = dyn_cast<CacheAppendOp>(op)) {
-    // One task per (sequence, kv head): rows [pos, pos + Tn) of both caches
-    // take the new rows (pos = positions[b], 0 without positions); the
-    // head-0 task also writes lens[b] = pos + Tn. A NULL cache (forward
-    // called without one) is not written.
-    Value k = map.lookup(a.getKey()), v = map.lookup(a.getValue());
-    Value kc = map.lookup(a.getKeyCache()), vc = map.lookup(a.getValueCache());
-    Value lens = map.lookup(a.getLens());
-    Value pos = a.getPositions() ? map.lookup(a.getPositions()) : Value();
-    Value nb = memref::DimOp::create(b, k, 0), hkv = memref::DimOp::create(b, k, 1);
-    Value tn = memref::DimOp::create(b, k, 2), dd = memref::DimOp::create(b, k, 3);
-    attnc::taskLoop(b, arith::MulIOp::create(b, nb, hkv),
-                    [&](ImplicitLocOpBuilder &c, Value task) {
-      Value bi = arith::DivUIOp::create(c, task, hkv);
-      Value h = arith::RemUIOp::create(c, task, hkv);
-      Value zero = arith::ConstantIndexOp::create(c, 0);
-      Value p0 = pos ? attnc::validLength(c, pos, bi, zero) : zero;
-      Value end = arith::AddIOp::create(c, p0, tn);
-      Value first = arith::CmpIOp::create(c, arith::CmpIPredicate::eq, h, zero);
-      scf::IfOp::create(c, first, [&](OpBuilder &nb2, Location loc) {
-        Value l = arith::IndexCastOp::create(nb2, loc, nb2.getI32Type(), end);
-        memref::StoreOp::create(nb2, loc, l, lens, ValueRange{bi});
-        scf::YieldOp::create(nb2, loc);
-      });
-      auto notNull = [&](Value buf) -> Value {
-        Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(c, buf);
-        return arith::CmpIOp::create(c, arith::CmpIPredicate::ne, ptr, zero);
-      };
-      for (auto [src, dst] : {std::pair{k, kc}, std::pair{v, vc}}) {
-        scf::IfOp::create(c, notNull(dst), [&, src = src, dst = dst](OpBuilder &nb2, Location loc) {
-          ImplicitLocOpBuilder c1(loc, nb2);
-          attnc::loop(c1, zero, tn, {}, [&](ImplicitLocOpBuilder &c2, Value t, ValueRange) {
-            Value row = arith::AddIOp::create(c2, p0, t);
-            attnc::loop(c2, zero, dd, {}, [&](ImplicitLocOpBuilder &c3, Value d, ValueRange) {
-              Value x = memref::LoadOp::create(c3, src, ValueRange{bi, h, t, d});
-              memref::StoreOp::create(c3, x, dst, ValueRange{bi, h, row, d});
-              return SmallVector<Value>{};
-            });
-            return SmallVector<Value>{};
-          });
-          scf::YieldOp::create(c1);
-        });
-      }
-    });
-  } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
-    // One task per sequence: rows [lens[b], T) of y become zeros.
-    Value y = map.lookup(m.getResult()), lens = map.lookup(m.getLens());
-    Value nb = memref::DimOp::create(b, y, 0), t = memref::DimOp::create(b, y, 1);
-    Value n = memref::DimOp::create(b, y, 2);
-    attnc::taskLoop(b, nb, [&](ImplicitLocOpBuilder &c, Value bi) {
-      Value len = attnc::validLength(c, lens, bi, t);
-      Value zero = arith::ConstantOp::create(
-          c, c.getFloatAttr(cast<MemRefType>(y.getType()).getElementType(), 0.0));
-      Value start = arith::MinSIOp::create(
-          c, arith::MaxSIOp::create(c, len, arith::ConstantIndexOp::create(c, 0)), t);
-      attnc::loop(c, start, t, {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
-        attnc::loop(c1, arith::ConstantIndexOp::create(c1, 0), n, {},
-                    [&](ImplicitLocOpBuilder &c2, Value col, ValueRange) {
-                      memref::StoreOp::create(c2, zero, y, ValueRange{bi, r, col});
-                      return SmallVector<Value>{};
-                    });
-        return SmallVector<Value>{};
-      });
-    });
   } else if (auto s = dyn_cast<ScaleOp>(op)) {
     Value in = map.lookup(s.getInput()), out = map.lookup(s.getResult());
     double f = s.getFactor().convertToDouble();
@@ -665,6 +572,12 @@ LogicalResult FunctionLowering::run() {
 
 struct AttnToLoopsPass final
     : attnc::impl::AttnToLoopsPassBase<AttnToLoopsPass> {
+  // The kernels come from the ops' TiledOpInterface models: make sure they
+  // are attached whatever registry the context was built from.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    AttnToLoopsPassBase::getDependentDialects(registry);
+    attnc::registerTiledOpModels(registry);
+  }
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();

@@ -110,6 +110,18 @@ void buildGpuCacheAppend(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
                          mlir::Value k, mlir::Value v, mlir::Value kc,
                          mlir::Value vc, mlir::Value lens, mlir::Value positions);
 
+/// attn.cache_append in place on x86: one task per (sequence, kv head);
+/// rows [pos, pos + Tn) of both caches kc/vc take k/v's rows (pos =
+/// positions[b], 0 for a null `pos`), the head-0 task writes lens[b] =
+/// pos + Tn; a NULL cache buffer is not written.
+void buildCacheAppend(mlir::ImplicitLocOpBuilder &b, mlir::Value k,
+                      mlir::Value v, mlir::Value kc, mlir::Value vc,
+                      mlir::Value lens, mlir::Value pos);
+
+/// attn.mask_rows in place on x86: one task per sequence; rows
+/// t >= lens[b] of y [B, T, N] become zeros.
+void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value lens);
+
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).
 mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,

@@ -15,6 +15,7 @@ void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<attnc::attn::AttnDialect>();
+  attnc::registerTiledOpModels(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerNVVMDialectTranslation(registry); // CUDA kernels -> PTX

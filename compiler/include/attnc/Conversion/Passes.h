@@ -20,6 +20,10 @@ namespace attnc {
 /// x86-64, host, cuda-sm80, cuda-sm90); null for an unknown name or multi.
 attn::TargetAttr targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
 
+/// Attaches attn::TiledOpInterface to the computing attn ops (the kernels
+/// of TiledOps.cpp); attn-to-loops adds it to its context itself.
+void registerTiledOpModels(mlir::DialectRegistry &registry);
+
 #define GEN_PASS_DECL
 #include "attnc/Conversion/Passes.h.inc"
 

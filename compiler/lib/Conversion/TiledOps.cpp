@@ -1,0 +1,117 @@
+//===- TiledOps.cpp - TiledOpInterface models of the attn ops -------------===//
+//
+// How each computing attn op becomes phases of independent tasks, for the
+// x86 code paths (PackedGemm.cpp, FlashAttention.cpp) and the CUDA ones
+// (GpuKernels.cpp). attn-to-loops builds the buffers and dispatches through
+// attn::TiledOpInterface; the models are attached to the ops here, as
+// upstream attaches TilingInterface to linalg ops from outside the dialect.
+//
+//   op                 tasks                          kernel
+//   attn.linear        batch x row block x panels     packed-panel GEMM
+//   attn.sdpa          batch x head x query block     flash attention
+//   attn.probs         batch x head                   softmax rows
+//   attn.cache_append  batch x kv head                row copies
+//   attn.mask_rows     batch                          zero rows
+//
+//===----------------------------------------------------------------------===//
+#include "LoopBuilders.h"
+#include "attnc/Conversion/Passes.h"
+#include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
+
+using namespace mlir;
+using namespace attnc::attn;
+
+namespace {
+
+Value optional(PhaseContext &ctx, Value v) { return v ? ctx.buffer(v) : Value(); }
+
+struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
+  bool canTile(Operation *op, PhaseContext &ctx) const {
+    auto l = cast<LinearOp>(op);
+    Value in = ctx.buffer(l.getInput()), w = ctx.buffer(l.getWeight());
+    Value bias = optional(ctx, l.getBias());
+    auto it = cast<MemRefType>(in.getType());
+    return ctx.packedColumns(w) > 0 && (!bias || ctx.packedColumns(bias) > 0) &&
+           it.getRank() == 3 && it.getElementType().isF32();
+  }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto l = cast<LinearOp>(op);
+    Value in = ctx.buffer(l.getInput()), w = ctx.buffer(l.getWeight());
+    Value bias = optional(ctx, l.getBias()), out = ctx.buffer(l.getResult());
+    if (ctx.isCuda()) {
+      // Every row is computed (rows past a sequence's length are masked
+      // later; the GEMM does not skip them).
+      attnc::buildGpuGemm(ctx.builder(), ctx.target(), in, w, bias, out,
+                          ctx.packedColumns(w));
+    } else {
+      attnc::buildPackedGemm(ctx.builder(), ctx.target(), in, w, bias, out,
+                             ctx.packedColumns(w), optional(ctx, l.getRowLens()));
+    }
+    return success();
+  }
+};
+
+struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
+  bool canTile(Operation *, PhaseContext &) const { return true; }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto s = cast<SdpaOp>(op);
+    auto build = ctx.isCuda() ? attnc::buildGpuAttention : attnc::buildFlashAttention;
+    return build(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
+                 ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
+                 ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
+                 optional(ctx, s.getKvLens()));
+  }
+};
+
+struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
+  bool canTile(Operation *, PhaseContext &ctx) const { return !ctx.isCuda(); }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto p = cast<ProbsOp>(op);
+    return attnc::buildProbs(ctx.builder(), ctx.target(), p, ctx.buffer(p.getQuery()),
+                             ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
+                             optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
+  }
+};
+
+struct CacheAppendModel
+    : TiledOpInterface::ExternalModel<CacheAppendModel, CacheAppendOp> {
+  bool canTile(Operation *, PhaseContext &) const { return true; }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto a = cast<CacheAppendOp>(op);
+    Value k = ctx.buffer(a.getKey()), v = ctx.buffer(a.getValue());
+    Value kc = ctx.buffer(a.getKeyCache()), vc = ctx.buffer(a.getValueCache());
+    Value lens = ctx.buffer(a.getLens()), pos = optional(ctx, a.getPositions());
+    if (ctx.isCuda())
+      attnc::buildGpuCacheAppend(ctx.builder(), ctx.target(), k, v, kc, vc, lens, pos);
+    else
+      attnc::buildCacheAppend(ctx.builder(), k, v, kc, vc, lens, pos);
+    return success();
+  }
+};
+
+struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp> {
+  bool canTile(Operation *, PhaseContext &) const { return true; }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto m = cast<MaskRowsOp>(op);
+    Value y = ctx.buffer(m.getResult()), lens = ctx.buffer(m.getLens());
+    if (!ctx.isCuda()) {
+      attnc::buildMaskRows(ctx.builder(), y, lens);
+      return success();
+    }
+    if (failed(attnc::buildGpuMaskRows(ctx.builder(), ctx.target(), y, lens)))
+      return op->emitOpError("the CUDA target needs a [B, T, N] result");
+    return success();
+  }
+};
+
+} // namespace
+
+void attnc::registerTiledOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
+    LinearOp::attachInterface<LinearModel>(*ctx);
+    SdpaOp::attachInterface<SdpaModel>(*ctx);
+    ProbsOp::attachInterface<ProbsModel>(*ctx);
+    CacheAppendOp::attachInterface<CacheAppendModel>(*ctx);
+    MaskRowsOp::attachInterface<MaskRowsModel>(*ctx);
+  });
+}
