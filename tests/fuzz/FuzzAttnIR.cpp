@@ -4,7 +4,8 @@
 // registers (attn, func, arith, tensor, ...), verified, and when it verifies,
 // run through attnc's attn-level stage pipelines exactly as attnc runs them
 // (fused: attn-fuse-qkv + canonicalize; viewed: attn-heads-as-views +
-// canonicalize + cse; loops: attn-to-loops), verifying after each pass.
+// canonicalize + cse; loops: attn-to-loops, attnc-outline-tasks,
+// attnc-pack-weights), verifying after each pass.
 // Verifiers must reject what the passes cannot handle: any crash or
 // sanitizer report here is a bug in a verifier or a pass.
 //

@@ -2,16 +2,17 @@
 //
 // Lowers each attn function to destination-passing style on memrefs:
 //   (x, weights...) -> y    becomes    (x, weights..., y, ws) -> index
-// This pass does memory planning only; the kernels come from the builders
-// in LoopBuilders.h, each emitting one phase as a top-level scf.forall:
+// This pass does memory planning only; the kernels come from the ops'
+// attn::TiledOpInterface models (TiledOps.cpp, over the builders of
+// LoopBuilders.h), each emitting phases as top-level scf.foralls:
 //  - buffers of intermediate values are memref.views into the caller's
 //    workspace `ws` (bump-allocated, 64-byte aligned), computed in the
 //    prologue; attn.view becomes a memref.reinterpret_cast of its source's
 //    buffer (zero copies);
 //  - weight arguments used only as attn.linear weights/biases change type to
 //    the packed panel layout NAME_pack writes ([P, K, panel], [P*panel]);
-//  - attn.linear -> buildPackedGemm, attn.sdpa -> buildFlashAttention;
-//    copies (slices, head split/merge, concat), scale and unpacked linears
+//  - attn.linear over packed weights, sdpa, probs, cache_append, mask_rows
+//    -> TiledOpInterface::buildTiledPhases; copies (slices, head split/merge, concat), scale and unpacked linears
 //    are one-task phases of linalg.generic.
 // The function returns the workspace size; its phases assume `ws` is that
 // large (attnc-outline-tasks splits size query and phases apart).
@@ -430,6 +431,10 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
 
 LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
+  // These ops have no lowering of their own here: their kernels come from
+  // the TiledOpInterface models (attn.linear falls back to a one-task GEMM).
+  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp>(op) && !isa<TiledOpInterface>(op))
+    return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
   // The CUDA target has kernels for the fused block (packed GEMMs and
   // flash attention, GpuKernels.cpp); anything else would be a host loop
   // over device memory.

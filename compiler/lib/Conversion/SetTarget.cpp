@@ -58,7 +58,7 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   int64_t nr = 2 * vw;
   int64_t mr = regs >= 32 ? 12 : 6;
   // Attention: 3 vectors of queries per task (each K/V row read serves 48
-  // queries on AVX-512, 24 on AVX2: 8-22% faster at T >= 512 than 2
+  // queries on AVX-512, 24 on AVX2: 6-22% faster at T >= 512 than 2
   // vectors, measured; T = 128 loses ~0.03 ms to the longer diagonal
   // block); KR keys per score block, KR x 3 accumulators (24 zmm, 12 ymm).
   int64_t mq = 3 * vw, kr = regs >= 32 ? 8 : 4;

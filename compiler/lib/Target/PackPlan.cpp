@@ -122,7 +122,8 @@ ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
       continue;
     roles[src.tensor].push_back(b.getNamedAttr(
         role, b.getDenseI64ArrayAttr({src.rowOff, src.colOff, src.rows, src.cols})));
-    transposed[src.tensor] = src.transposed;
+    if (!src.isBias)
+      transposed[src.tensor] = src.transposed;
   }
   SmallVector<Attribute> entries;
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -178,7 +179,8 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       int64_t nc = src.transposed ? src.rows : src.cols;
       if (src.rowOff < 0 || src.colOff < 0 || src.rows <= 0 || src.cols <= 0 ||
           (src.isBias && (t.shape.size() != 1 || src.rows != 1 || src.rowOff != 0)) ||
-          src.rowOff + nr > sr || src.colOff + nc > sc || ws.find(role.str()))
+          (!src.isBias && t.shape.size() != 2) ||
+          nr > sr - src.rowOff || nc > sc - src.colOff || ws.find(role.str()))
         return module.emitError("attn.weight_storage: role '")
                << role << "' lies outside " << t.name << " or is given twice";
       ws.roles.emplace_back(role.str(), src);
@@ -203,7 +205,26 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     auto st = cast<ShapedType>(fn.getArgumentTypes()[i]);
     if (auto logical = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, "attn.logical_shape")) {
       arg.shape.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
-      arg.panel = fn.getArgAttrOfType<IntegerAttr>(i, "attn.panel").getInt();
+      auto panel = fn.getArgAttrOfType<IntegerAttr>(i, "attn.panel");
+      arg.panel = panel ? panel.getInt() : 0;
+      // The memref must be the panel layout of the logical shape:
+      // [ceil(N/panel), K, panel] for a weight, [ceil(N/panel)*panel] for a
+      // bias (what attn-to-loops makes; anything else would make NAME_pack
+      // write past the argument).
+      SmallVector<int64_t> expect;
+      if (arg.panel > 0 && !arg.shape.empty() && arg.shape.back() > 0) {
+        int64_t p = (arg.shape.back() + arg.panel - 1) / arg.panel;
+        if (arg.shape.size() == 2 && arg.shape[0] > 0)
+          expect = {p, arg.shape[0], arg.panel};
+        else if (arg.shape.size() == 1)
+          expect = {p * arg.panel};
+      }
+      if (expect.empty() || !st.hasStaticShape() ||
+          st.getShape() != ArrayRef<int64_t>(expect))
+        return fn.emitError("weight argument ")
+               << i << " (" << role.str()
+               << "): attn.logical_shape needs attn.panel and the panel "
+                  "layout's memref shape";
     } else {
       arg.shape.assign(st.getShape().begin(), st.getShape().end());
     }

@@ -30,6 +30,7 @@
 // CHECK:           %[[AT:.+]] = arith.addi %{{.+}}, %c256
 // CHECK:           memref.store %{{.+}}, %[[P]][%[[AT]]]
 // CHECK-NOT:     memref.load %[[IN]]
+// CHECK:       {{^// -+$}}
 module attributes {attn.spec_name = "f", attn.weight_storage = [
     {name = "in_proj_weight", shape = array<i64: 24, 8>, transposed = true,
      roles = {wq = array<i64: 0, 0, 8, 8>, wk = array<i64: 8, 0, 8, 8>, wv = array<i64: 16, 0, 8, 8>}},
@@ -74,5 +75,44 @@ module attributes {attn.spec_name = "k", attn.weight_storage = [
   func.func @k(%x: tensor<2x3x8xf32> {attn.input = "x"}, %w: tensor<8x8xf32> {attn.weight = "wo"}) -> tensor<2x3x8xf32> {
     %y = attn.linear %x, %w : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
     return %y : tensor<2x3x8xf32>
+  }
+}
+
+// -----
+
+// A transposed ([out, in]) tensor: wk's 8 output rows start at row 12 of 16.
+// expected-error @+1 {{attn.weight_storage: role 'wk' lies outside in_proj_weight or is given twice}}
+module attributes {attn.spec_name = "t", attn.weight_storage = [
+    {name = "in_proj_weight", shape = array<i64: 16, 8>, transposed = true,
+     roles = {wq = array<i64: 0, 0, 8, 8>, wk = array<i64: 12, 0, 8, 8>}}]} {
+  func.func @t(%x: tensor<2x3x8xf32> {attn.input = "x"}, %w: tensor<8x8xf32> {attn.weight = "wq"}) -> tensor<2x3x8xf32> {
+    %y = attn.linear %x, %w : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+    return %y : tensor<2x3x8xf32>
+  }
+}
+
+// -----
+
+// A weight role needs a 2-D tensor, a bias role a 1-D one.
+// expected-error @+1 {{attn.weight_storage: role 'wq' lies outside b or is given twice}}
+module attributes {attn.spec_name = "u", attn.weight_storage = [
+    {name = "b", shape = array<i64: 8>, transposed = false, roles = {wq = array<i64: 0, 0, 1, 8>}}]} {
+  func.func @u(%x: tensor<2x3x8xf32> {attn.input = "x"}, %w: tensor<8x8xf32> {attn.weight = "wq"}) -> tensor<2x3x8xf32> {
+    %y = attn.linear %x, %w : (tensor<2x3x8xf32>, tensor<8x8xf32>) -> tensor<2x3x8xf32>
+    return %y : tensor<2x3x8xf32>
+  }
+}
+
+// -----
+
+// attn.logical_shape on an argument that is not in the panel layout (no
+// attn.panel; here a lowered function written by hand): refused, never a
+// pack function writing past it.
+module attributes {attn.spec_name = "v", attn.weight_storage = [
+    {name = "w", shape = array<i64: 8, 8>, transposed = false, roles = {wq = array<i64: 0, 0, 8, 8>}}]} {
+  // expected-error @+1 {{weight argument 0 (wq): attn.logical_shape needs attn.panel and the panel layout's memref shape}}
+  func.func @v__avx2__ws(%w: memref<8x8xf32> {attn.weight = "wq", attn.logical_shape = array<i64: 8, 8>}) -> index {
+    %c0 = arith.constant 0 : index
+    return %c0 : index
   }
 }

@@ -53,10 +53,12 @@ bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
 ///     transposed = false,
 ///     roles = {wq = array<i64: rowOff, colOff, rows, cols>, ...}}, ...]
 ///
-/// one entry per storage tensor in pack-entry order; each role's rectangle
-/// is in compute layout ([in, out]; rows = 1 for a bias); `transposed`:
-/// the tensor is [out, in]. attnc-pack-weights reads it, so the pack plan
-/// needs no spec.
+/// one entry per storage tensor in pack-entry order. Each role's rows x
+/// cols are its compute-layout shape ([in, out]; rows = 1 for a bias) and
+/// (rowOff, colOff) the storage offsets of RoleSource's formula:
+/// role(k, n) = T[rowOff + k][colOff + n], or T[rowOff + n][colOff + k] when
+/// the tensor is `transposed` ([out, in]), or T[colOff + n] for a bias.
+/// attnc-pack-weights reads it, so the pack plan needs no spec.
 struct WeightStorage {
   std::vector<attnrt::TensorShape> tensors;
   std::vector<std::pair<std::string, RoleSource>> roles;
