@@ -20,7 +20,9 @@ threads), then for each T and thread count:
     tuned (OPENBLAS_CORETYPE=SkylakeX, ATEN_CPU_CAPABILITY=avx512, the
     OpenMP OpenBLAS when installed, a kept heap), restricted to AVX2
     (OPENBLAS_CORETYPE=Haswell, ATEN_CPU_CAPABILITY=avx2,
-    ONEDNN_MAX_CPU_ISA=AVX2) and out of the box;
+    ONEDNN_MAX_CPU_ISA=AVX2) and out of the box; every peer runs with
+    the row's thread count (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
+    MKL_NUM_THREADS set, besides torch.set_num_threads);
   - the two GEMMs alone with oneDNN and packed (reordered) weights
     (torch.utils.mkldnn, which is oneDNN 2.x).
 It prints one table (median and min ms, useful GFLOP/s with the causal
@@ -89,11 +91,17 @@ print(json.dumps(times))
 SYSTEM_PY = "/usr/bin/python3"
 
 
-def peer_env(mode):
+def peer_env(mode, threads):
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY",
               "ONEDNN_MAX_CPU_ISA", "GLIBC_TUNABLES"):
         env.pop(k, None)
+    # The row's thread count for every library the peer may call: without
+    # this Debian's default (pthread) OpenBLAS ignores torch.set_num_threads
+    # and runs one thread per CPU, so an "out of the box, 1 thread" peer
+    # used every core (measured: 135% of the 1-thread peak at T = 128).
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
     omp = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
     if mode in ("tuned", "avx2"):
         env["GLIBC_TUNABLES"] = ("glibc.malloc.mmap_max=0:"
@@ -114,7 +122,7 @@ def run_peer(kind, mode, t, p, reps, procs):
     mins, meds = [], []
     for _ in range(procs):
         r = subprocess.run([SYSTEM_PY, "-c", PEER_CODE, kind, str(t), str(p), str(reps)],
-                           env=peer_env(mode), capture_output=True, text=True)
+                           env=peer_env(mode, p), capture_output=True, text=True)
         if r.returncode != 0:
             return None
         ts = json.loads(r.stdout.strip().splitlines()[-1])
@@ -379,6 +387,13 @@ def main():
         print(f'| {r["T"]} | {r["threads"]} | {r["system"]} | {r["median_ms"]:.3f} | '
               f'{r["min_ms"]:.3f} | {r["spread_pct"]:.1f}% | {r["gflops"]:.1f} | '
               f'{r["pct_peak"]:.0f}% | {r["speedup"]} |')
+    # A row above the peak of its thread count used more threads than it
+    # was given (or the probe is wrong): say so, the ratios would be false.
+    for r in rows:
+        if r["pct_peak"] > 100:
+            print(f'warning: {r["system"]} at T={r["T"]}, {r["threads"]} thread(s) ran at '
+                  f'{r["pct_peak"]:.0f}% of that thread count\'s peak: more threads than '
+                  f'the row, or a wrong peak')
     print("\npeak FP32 FMA GFLOP/s: " + ", ".join(f"{i} {p}t {v:.1f}" for (i, p), v in peak.items()))
     with open(args.csv, "w") as f:
         f.write("kind,system,T,threads,median_ms,min_ms,spread_pct,gflops,pct_peak,speedup\n")
