@@ -215,34 +215,22 @@ LogicalResult attnc::Compilation::run(
       // path has the same arguments and workspace), and the plan
       // attnc-pack-weights built.
       LoweredInfo info;
-      func::FuncOp first, firstDecode;
-      for (auto f : module_->getOps<func::FuncOp>()) {
-        StringRef n = f.getName();
-        // @NAME_decode__ISA__*: the decode entry's code paths.
-        if (n.consume_front(spec_.name + "_decode__")) {
-          if (n.ends_with("__ws") && !firstDecode)
-            firstDecode = f;
-          if (n.ends_with("__run")) {
-            info.decodePhases = f->getAttrOfType<IntegerAttr>("attn.phases").getInt();
-            info.stackBytes = std::max<int64_t>(
-                info.stackBytes,
-                f->getAttrOfType<IntegerAttr>("attn.stack_bytes").getInt());
-          }
-          continue;
-        }
-        if (!n.consume_front(spec_.name + "__"))
-          continue;
-        if (n.ends_with("__ws") && !first)
-          first = f;
-        if (n.ends_with("__run")) {
-          auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
-          if (!t)
-            return f.emitError("lowered code path without #attn.target");
-          info.variants.push_back(t.getIsa().str());
-          info.phases = f->getAttrOfType<IntegerAttr>("attn.phases").getInt();
-          info.stackBytes = std::max<int64_t>(
-              info.stackBytes, f->getAttrOfType<IntegerAttr>("attn.stack_bytes").getInt());
-        }
+      LoweredEntries entries = findLoweredEntries(*module_, spec_.name);
+      func::FuncOp first = entries.forward, firstDecode = entries.decode;
+      auto intAttr = [](func::FuncOp f, StringRef n) {
+        return f->getAttrOfType<IntegerAttr>(n).getInt();
+      };
+      for (func::FuncOp f : entries.decodeRuns) {
+        info.decodePhases = intAttr(f, "attn.phases");
+        info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
+      }
+      for (func::FuncOp f : entries.forwardRuns) {
+        auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
+        if (!t)
+          return f.emitError("lowered code path without #attn.target");
+        info.variants.push_back(t.getIsa().str());
+        info.phases = intAttr(f, "attn.phases");
+        info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
       }
       if (!first)
         return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;

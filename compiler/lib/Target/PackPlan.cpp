@@ -385,14 +385,20 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
 attnc::LoweredEntries attnc::findLoweredEntries(ModuleOp module, StringRef name) {
   LoweredEntries e;
   std::string fwd = (name + "__").str(), dec = (name + "_decode__").str();
+  // @NAME_decode__ISA__* are the decode entry's, @NAME__ISA__* the
+  // forward's.
   for (auto f : module.getOps<func::FuncOp>()) {
     StringRef n = f.getName();
-    if (!n.ends_with("__ws"))
+    bool decode = n.starts_with(dec);
+    if (!decode && !n.starts_with(fwd))
       continue;
-    if (n.starts_with(dec) && !e.decode)
-      e.decode = f;
-    else if (n.starts_with(fwd) && !e.forward)
-      e.forward = f;
+    if (n.ends_with("__ws")) {
+      func::FuncOp &first = decode ? e.decode : e.forward;
+      if (!first)
+        first = f;
+    } else if (n.ends_with("__run")) {
+      (decode ? e.decodeRuns : e.forwardRuns).push_back(f);
+    }
   }
   return e;
 }

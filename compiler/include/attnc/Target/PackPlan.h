@@ -140,9 +140,11 @@ mlir::LogicalResult addPackFunction(mlir::ModuleOp module, llvm::StringRef name,
 
 /// The lowered functions attnc-outline-tasks made for kernel `name`: the
 /// first code path's `__ws` function of the forward (and of the decode)
-/// entry, which carry the argument attributes every code path shares.
+/// entry, which carry the argument attributes every code path shares, and
+/// every code path's `__run` function of each entry (phases, stack, target).
 struct LoweredEntries {
   mlir::func::FuncOp forward, decode;
+  llvm::SmallVector<mlir::func::FuncOp> forwardRuns, decodeRuns;
 };
 LoweredEntries findLoweredEntries(mlir::ModuleOp module, llvm::StringRef name);
 
