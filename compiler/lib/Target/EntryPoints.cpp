@@ -194,15 +194,15 @@ struct WrapperBuilder {
     const attnc::IsaInfo *info = attnc::findIsa(isa);
     attnc::targetCpuAndFeatures(info && !info->cuda ? info->isa : attnc::Isa::X86_64,
                                 cpu, features);
+    int vw = 0, regs = 0; // `host` asks the CPU: once, not per function
+    if (info)
+      attnc::vectorShape(info->isa, vw, regs);
     for (Function &f : m)
       if (!f.isDeclaration() && (f.getName().starts_with(base + "_") ||
                                  f.getName().starts_with(wrap + "_"))) {
         f.addFnAttr("target-cpu", cpu);
         if (!features.empty())
           f.addFnAttr("target-features", features);
-        int vw = 0, regs = 0;
-        if (info)
-          attnc::vectorShape(info->isa, vw, regs);
         if (vw == 16) {
           f.addFnAttr("prefer-vector-width", "512");
           f.addFnAttr("min-legal-vector-width", "512");
