@@ -50,7 +50,7 @@ namespace {
 
 bool isCudaFn(func::FuncOp f) {
   auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
-  return t && t.getIsa().starts_with("cuda");
+  return t && attnc::isCudaName(t.getIsa());
 }
 
 std::optional<gpu::AddressSpace> spaceOf(Type t) {

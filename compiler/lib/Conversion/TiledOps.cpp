@@ -17,6 +17,7 @@
 #include "LoopBuilders.h"
 #include "attnc/Conversion/Passes.h"
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
+#include "attnc/Target/Isa.h"
 
 using namespace mlir;
 using namespace attnc::attn;
@@ -24,6 +25,9 @@ using namespace attnc::attn;
 namespace {
 
 Value optional(PhaseContext &ctx, Value v) { return v ? ctx.buffer(v) : Value(); }
+
+/// A CUDA code path: phases are grids of blocks of threads.
+bool isCuda(PhaseContext &ctx) { return attnc::isCudaName(ctx.target().getIsa()); }
 
 struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
   bool canTile(Operation *op, PhaseContext &ctx) const {
@@ -38,7 +42,7 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
     auto l = cast<LinearOp>(op);
     Value in = ctx.buffer(l.getInput()), w = ctx.buffer(l.getWeight());
     Value bias = optional(ctx, l.getBias()), out = ctx.buffer(l.getResult());
-    if (ctx.isCuda()) {
+    if (isCuda(ctx)) {
       // Every row is computed (rows past a sequence's length are masked
       // later; the GEMM does not skip them).
       attnc::buildGpuGemm(ctx.builder(), ctx.target(), in, w, bias, out,
@@ -55,7 +59,7 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
   bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
-    auto build = ctx.isCuda() ? attnc::buildGpuAttention : attnc::buildFlashAttention;
+    auto build = isCuda(ctx) ? attnc::buildGpuAttention : attnc::buildFlashAttention;
     return build(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
                  ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                  ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
@@ -64,7 +68,7 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
 };
 
 struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !ctx.isCuda(); }
+  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
     return attnc::buildProbs(ctx.builder(), ctx.target(), p, ctx.buffer(p.getQuery()),
@@ -81,7 +85,7 @@ struct CacheAppendModel
     Value k = ctx.buffer(a.getKey()), v = ctx.buffer(a.getValue());
     Value kc = ctx.buffer(a.getKeyCache()), vc = ctx.buffer(a.getValueCache());
     Value lens = ctx.buffer(a.getLens()), pos = optional(ctx, a.getPositions());
-    if (ctx.isCuda())
+    if (isCuda(ctx))
       attnc::buildGpuCacheAppend(ctx.builder(), ctx.target(), k, v, kc, vc, lens, pos);
     else
       attnc::buildCacheAppend(ctx.builder(), k, v, kc, vc, lens, pos);
@@ -94,7 +98,7 @@ struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto m = cast<MaskRowsOp>(op);
     Value y = ctx.buffer(m.getResult()), lens = ctx.buffer(m.getLens());
-    if (!ctx.isCuda()) {
+    if (!isCuda(ctx)) {
       attnc::buildMaskRows(ctx.builder(), y, lens);
       return success();
     }

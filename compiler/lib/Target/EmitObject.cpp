@@ -74,11 +74,11 @@ bool attnc::emitPtx(mlir::gpu::GPUModuleOp gm, Isa isa, std::string &ptx,
   const Target *target = TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return false;
-  bool sm80 = isa == Isa::CudaSm80;
-  const char *sm = sm80 ? "sm_80" : "sm_90";
+  // The ISA table's sm and PTX version.
+  const char *sm = isaInfo(isa).cpu;
   TargetOptions opts;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
-      triple, sm, sm80 ? "+ptx70" : "+ptx78", opts, std::nullopt, std::nullopt,
+      triple, sm, isaInfo(isa).features, opts, std::nullopt, std::nullopt,
       CodeGenOptLevel::Aggressive));
   if (!tm) {
     error = std::string("cannot create an NVPTX target machine for ") + sm;

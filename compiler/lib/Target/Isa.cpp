@@ -13,16 +13,18 @@ namespace {
 // oldest with sm_90. AVX-512 code prefers gathers to scatters (none are
 // emitted; the feature keeps LLVM from forming them).
 const IsaInfo kIsas[] = {
-    {Isa::Multi, "multi", "", "ATTNC_ISA_MULTI", "x86-64", "", 0, 0, false},
+    {Isa::Multi, "multi", "", "ATTNC_ISA_MULTI", "x86-64", "", 0, 0, false, CpuLevel::None},
     {Isa::Avx512, "x86-avx512", "avx512", "ATTNC_ISA_AVX512", "x86-64-v4",
-     "+prefer-no-scatter", 16, 32, false},
-    {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false},
-    {Isa::X86_64, "x86-64", "x86_64", "ATTNC_ISA_X86_64", "x86-64", "", 4, 16, false},
-    {Isa::Host, "host", "host", "ATTNC_ISA_HOST", "", "", 0, 0, false},
+     "+prefer-no-scatter", 16, 32, false, CpuLevel::Avx512},
+    {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false,
+     CpuLevel::Avx2},
+    {Isa::X86_64, "x86-64", "x86_64", "ATTNC_ISA_X86_64", "x86-64", "", 4, 16, false,
+     CpuLevel::Baseline},
+    {Isa::Host, "host", "host", "ATTNC_ISA_HOST", "", "", 0, 0, false, CpuLevel::Baseline},
     {Isa::CudaSm80, "cuda-sm80", "cuda_sm80", "ATTNC_ISA_CUDA_SM80", "sm_80", "+ptx70",
-     1, 255, true},
+     1, 255, true, CpuLevel::None},
     {Isa::CudaSm90, "cuda-sm90", "cuda_sm90", "ATTNC_ISA_CUDA_SM90", "sm_90", "+ptx78",
-     1, 255, true},
+     1, 255, true, CpuLevel::None},
 };
 } // namespace
 
@@ -92,6 +94,16 @@ void attnc::targetCpuAndFeatures(const std::string &name, std::string &cpu,
                                  std::string &features) {
   const IsaInfo *i = findIsa(name);
   targetCpuAndFeatures(i ? i->isa : Isa::X86_64, cpu, features);
+}
+
+attnc::CpuLevel attnc::cpuLevel(Isa isa) {
+  if (isa != Isa::Host)
+    return isaInfo(isa).level;
+  std::string cpu, features;
+  targetCpuAndFeatures(isa, cpu, features);
+  return features.find("+avx512f") != std::string::npos ? CpuLevel::Avx512
+         : features.find("+avx2") != std::string::npos  ? CpuLevel::Avx2
+                                                         : CpuLevel::Baseline;
 }
 
 void attnc::vectorShape(Isa isa, int &vectorWidth, int &registers) {

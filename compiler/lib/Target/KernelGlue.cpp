@@ -197,15 +197,13 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     ts << "static const attnc_variant k_variants[] = {\n";
   for (const std::string &v : isCuda(isa) ? std::vector<std::string>{} : lw.variants) {
     std::string base = n + "__" + variantSuffix(v).str();
-    // The CPUID check a code path needs before it may run: from the
-    // features its code is compiled with (host: all of this machine's).
-    std::string cpu, features;
-    targetCpuAndFeatures(v, cpu, features);
-    const char *check = v == "x86-avx512" ? "k_has_avx512"
-                        : v == "x86-avx2" ? "k_has_avx2"
-                        : features.find("+avx512f") != std::string::npos ? "k_has_avx512"
-                        : features.find("+avx2") != std::string::npos    ? "k_has_avx2"
-                                                                          : "k_has_baseline";
+    // The CPUID check a code path needs before it may run (the ISA
+    // table's; host: from the features its code is compiled with).
+    const IsaInfo *vi = findIsa(v);
+    CpuLevel level = vi ? cpuLevel(vi->isa) : CpuLevel::Baseline;
+    const char *check = level == CpuLevel::Avx512 ? "k_has_avx512"
+                        : level == CpuLevel::Avx2 ? "k_has_avx2"
+                                                  : "k_has_baseline";
     ts << "  {" << isaMacro(v) << ", " << check << ", " << base << "_ws, "
        << base << "_tasks, " << base << "_run, ";
     if (spec.decode) {

@@ -22,6 +22,9 @@ namespace attnc {
 /// load time; every other value is one code path.
 enum class Isa { Multi, Host, X86_64, Avx2, Avx512, CudaSm80, CudaSm90 };
 
+/// The CPU test the C glue runs (CPUID) before a code path may run.
+enum class CpuLevel { None, Baseline, Avx2, Avx512 };
+
 struct IsaInfo {
   Isa isa;
   const char *name;     ///< --target spelling: "x86-avx512"
@@ -33,6 +36,8 @@ struct IsaInfo {
                         ///< from the host for `host`, none for `multi`)
   int registers;        ///< vector registers (CUDA: registers per thread)
   bool cuda;            ///< kernels in PTX, launched by the host glue
+  CpuLevel level;       ///< CPUID test of the code path (None: no x86
+                        ///< code path; `host`: resolved by cpuLevel)
 };
 
 /// The row of `isa`.
@@ -45,6 +50,14 @@ const IsaInfo *findIsa(llvm::StringRef name);
 bool parseIsa(const std::string &s, Isa &out);
 inline const char *isaName(Isa isa) { return isaInfo(isa).name; }
 inline bool isCuda(Isa isa) { return isaInfo(isa).cuda; }
+/// Whether the ISA named `name` (an #attn.target's isa) is a CUDA one.
+inline bool isCudaName(llvm::StringRef name) {
+  const IsaInfo *i = findIsa(name);
+  return i && i->cuda;
+}
+/// The CPUID test code path `isa` needs; for `host`, from the features its
+/// code is compiled with (all of this machine's).
+CpuLevel cpuLevel(Isa isa);
 /// Every --target spelling, for messages: "multi, host, x86-64, ...".
 std::string isaNames();
 

@@ -24,8 +24,6 @@ public:
   /// Columns N of a packed weight or bias buffer (its attn.logical_shape);
   /// 0 when the buffer is not in the packed panel layout.
   virtual int64_t packedColumns(mlir::Value buffer) = 0;
-  /// A CUDA code path: phases are grids of blocks of threads.
-  bool isCuda() const { return target().getIsa().starts_with("cuda"); }
 };
 
 } // namespace attnc::attn
