@@ -322,7 +322,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     return success();
   }
   if (auto s = dyn_cast<SdpaOp>(op)) {
-    Value q = map.lookup(s.getQuery()), k = map.lookup(s.getKey());
+    Value q = map.lookup(s.getQuery());
     auto d = dimsOf(q); // B, H, T, D
     if (s.getLayout() == HeadLayout::bthd)
       std::swap(d[1], d[2]);
@@ -438,7 +438,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   // The CUDA target has kernels for the fused block (packed GEMMs and
   // flash attention, GpuKernels.cpp); anything else would be a host loop
   // over device memory.
-  if (target.getIsa().starts_with("cuda")) {
+  if (attnc::isCudaName(target.getIsa())) {
     if (!preCopies.lookup(op).empty())
       return op->emitOpError("the CUDA target needs the copy-free form "
                              "(attn-fuse-qkv and attn-heads-as-views)");

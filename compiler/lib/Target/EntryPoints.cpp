@@ -152,7 +152,7 @@ struct WrapperBuilder {
     Function *ws = m.getFunction(base + "__ws");
     Function *tasks = m.getFunction(base + "__tasks");
     Function *run = m.getFunction(base + "__run");
-    bool cuda = StringRef(isa).starts_with("cuda");
+    bool cuda = attnc::isCudaName(isa);
     if (!ws || !tasks || (!run && !cuda)) {
       error = "internal error: lowered functions of code path " + base + " not found";
       return false;
