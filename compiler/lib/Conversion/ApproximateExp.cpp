@@ -1,7 +1,9 @@
 //===- ApproximateExp.cpp - math.exp as polynomial arithmetic -------------===//
 //
-// exp(x) -> 2^n * p(r) (MLIR's ExpApproximation), so softmax exponentials
-// vectorize instead of calling libm's expf one element at a time.
+// exp(x) -> 2^n * p(r) (MLIR's ExpApproximation): plain arithmetic that
+// vectorizes, instead of a call to libm's expf per element. The x86
+// attention kernels emit their own 2^x (FlashAttention.cpp); this covers
+// the probs output's loop and the CUDA kernels' host form.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"

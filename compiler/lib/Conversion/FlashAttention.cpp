@@ -267,8 +267,10 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
             [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
               Value n = arith::SubIOp::create(c1, cnt, jj);
               Value msk = laneMask(c1, n);
-              Value sv = vector::MaskedLoadOp::create(c1, vt, S, ValueRange{gi, jj}, msk,
-                                                      splat(c1, 0.0));
+              // Lanes past the block read -inf (2^x's argument stays <= 0).
+              Value sv = vector::MaskedLoadOp::create(
+                  c1, vt, S, ValueRange{gi, jj}, msk,
+                  splat(c1, -std::numeric_limits<double>::infinity()));
               Value p = arith::SelectOp::create(
                   c1, msk, expv(c1, arith::SubFOp::create(c1, sv, mNew)), splat(c1, 0.0));
               vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
@@ -441,7 +443,8 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     auto O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, f32));
     auto aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, f32));
 
-    // QT = scale * Q^T (rows past Tq read the last row; never stored).
+    // QT = scale * log2(e) * Q^T (rows past Tq read the last row; never
+    // stored).
     Value lastRow = arith::SubIOp::create(c, tq, idx(c, 1));
     loop(c, zero, idx(c, mq), {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
       Value i = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, i0, r), lastRow);

@@ -138,7 +138,9 @@ def AttnApproximateExpPass : Pass<"attnc-approximate-exp", "mlir::ModuleOp"> {
     `math.exp` would otherwise become a call to libm's `expf` per element;
     the polynomial form (range reduction + polynomial, from
     populateMathPolynomialApproximationPatterns) is plain arithmetic that
-    works on vectors, so the softmax's exponentials vectorize.
+    works on vectors. The x86 attention kernels compute their own 2^x
+    (exp2NonPositive) and emit no math.exp; what this pass expands is the
+    probs output's loop and the host form of the CUDA kernels.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",
