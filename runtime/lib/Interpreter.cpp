@@ -831,7 +831,11 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
-          dS[j] += kU * arg[j] + argErr;
+          // 2u |s_j - max|: the exp argument's rounding, and the error of
+          // a kernel's float32 scale constant (x86 attention multiplies Q
+          // by fl(scale * log2 e): at most u, the same sign for every
+          // logit, so after the max is subtracted a shift of u |s_j - max|).
+          dS[j] += 2 * kU * arg[j] + argErr;
           if (scores[j] > 0)
             zHi += scores[j] / sum * std::expm1(dS[j]);
         }
