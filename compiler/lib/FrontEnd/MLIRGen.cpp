@@ -37,9 +37,6 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   int64_t d = spec.dModel, dh = spec.headDim;
   int64_t qw = spec.qWidth(), kvw = spec.kvWidth();
   auto act = [&](int64_t w) { return RankedTensorType::get({dyn, dyn, w}, f32); };
-  auto heads = [&](int64_t h) {
-    return RankedTensorType::get({dyn, h, dyn, dh}, f32);
-  };
   auto cacheType = RankedTensorType::get({dyn, spec.kvHeads, dyn, dh}, f32);
   auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
 
