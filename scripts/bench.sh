@@ -25,7 +25,7 @@ grep -v '^max_seq_len' examples/gpt2-small.yaml > "$out/gpt2-small-unbounded.yam
 cc -O2 -pthread tests/bench/peak_fma.c -o "$out/peak_fma"
 if [ "${BENCH_BLOCK:-1}" != 0 ]; then
   /usr/bin/python3 tests/bench/bench_block.py --attnc-run build/tools/attnc-run \
-    --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" --peer-procs 3 \
+    --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" \
     --csv "$out/bench.csv" --svg "$out/bench.svg" "$@"
 fi
 if [ "${BENCH_DECODE:-1}" != 0 ]; then

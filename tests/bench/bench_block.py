@@ -5,7 +5,7 @@ Not a test: timings never gate CI. Run through scripts/bench.sh, which builds
 attnc, compiles examples/gpt2-small.yaml and the FP32 peak probe, then calls
 
   bench_block.py --attnc-run build/tools/attnc-run --lib LIB --peak PEAK_FMA
-                 [--seq 128 512 1024 2048] [--threads 1 2] [--procs 5]
+                 [--seq 128 512 1024 2048] [--threads 1 2] [--procs 5] [--peer-procs 3]
                  [--csv bench.csv] [--svg bench.svg]
 
 In one run it measures the FP32 FMA peak (AVX-512 and AVX2, 1 and P
@@ -310,7 +310,8 @@ def main():
     ap.add_argument("--seq", type=int, nargs="+", default=[128, 512, 1024, 2048])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--procs", type=int, default=5, help="attnc-run processes per row")
-    ap.add_argument("--peer-procs", type=int, default=2)
+    ap.add_argument("--peer-procs", type=int, default=3,
+                    help="processes per peer row (min over their minima)")
     ap.add_argument("--csv", default="bench.csv")
     ap.add_argument("--svg", default="bench.svg")
     ap.add_argument("--no-default-peers", action="store_true",
