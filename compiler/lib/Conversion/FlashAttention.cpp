@@ -591,7 +591,18 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                 c1, vector::LoadOp::create(c1, vt, O, ValueRange{add(c1, r0, i), idx(c1, ch * vl)}),
                 a));
         }
-        scf::ForOp pv = loop(c1, zero, cnt, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
+        // Under a causal mask rows r0..r0+RR-1 see no key past
+        // diag0 + r0 + RR - 1: the block's keys beyond that have P = 2^-126
+        // (masked) for all of them and are not read.
+        Value pvEnd = cnt;
+        if (causal)
+          pvEnd = arith::MinSIOp::create(
+              c1, cnt,
+              arith::MaxSIOp::create(
+                  c1, zero,
+                  arith::SubIOp::create(
+                      c1, add(c1, arith::AddIOp::create(c1, diag0, r0), rr), j0)));
+        scf::ForOp pv = loop(c1, zero, pvEnd, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
           Value j = arith::AddIOp::create(c2, j0, jj);
           SmallVector<Value> vv, next(a.begin(), a.end());
           for (int64_t ch = c0; ch < c0 + dc; ++ch) {
