@@ -9,10 +9,14 @@
 //   for key block j0 in [0, kEnd) step NK:               (mask -> key range)
 //     ST[j][r] = sum_d k[b, hk, j0+j, d] * QT[d][r]      (KR keys x MQ lanes)
 //     ST[j][r] = -inf where the mask hides key j0+j from query i0+r
-//                (only in blocks that straddle the mask's boundary)
+//                (only in blocks that straddle the mask's boundary; a
+//                causal mask's query vectors that see none of KR keys get
+//                -inf without the dot products)
 //     mNew = max(m, max_j ST[j]);  alpha = 2^(m - mNew)
 //     ST[j] = 2^(ST[j] - mNew);    l = alpha*l + sum_j ST[j]
 //     O[r][:] = alpha[r]*O[r][:] + sum_j ST[j][r] * v[b, hk, j0+j, :]
+//                (causal: each register block of rows stops at its last
+//                row's last key)
 //     m = mNew
 //   o[b, h, i0+r, :] = O[r][:] / l[r]   (0 for rows that see no key)
 //
@@ -389,15 +393,6 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
                                         ValueRange{idx(c, dTail)});
   };
-  // The accumulators of a micro-kernel loop (rows x vecs vectors, row
-  // major) to rows [row0, row0 + rows) of a [*, vecs * VL] stack buffer.
-  auto storeBlock = [&](ImplicitLocOpBuilder &c, scf::ForOp acc, int64_t rows,
-                        int64_t vecs, Value buf, Value row0) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < vecs; ++v)
-        vector::StoreOp::create(c, acc.getResult(r * vecs + v), buf,
-                                ValueRange{add(c, row0, r), idx(c, v * vl)});
-  };
   // Scores are in log2 units (Q pre-scaled by scale * log2(e)).
   auto expv = [&](ImplicitLocOpBuilder &c, Value x) -> Value {
     return exp2NonPositive(c, x);
@@ -491,27 +486,62 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
       Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
       // Scores of KR keys at a time (rows past kEnd are clamped reads and
-      // are never used).
-      loop(cb, zero, cnt, idx(cb, kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
+      // are never used), for query vectors [s, MV): under a causal mask the
+      // first s vectors' rows see none of the group's keys (the diagonal
+      // block), so their scores are -inf without being computed.
+      auto scores = [&](ImplicitLocOpBuilder &c1, Value jg, int64_t s) {
         SmallVector<Value> keyRow;
         for (int64_t jj = 0; jj < kr; ++jj)
           keyRow.push_back(arith::MinUIOp::create(
               c1, add(c1, arith::AddIOp::create(c1, j0, jg), jj), lastKey));
-        SmallVector<Value> acc(kr * mv, splat(c1, 0.0));
+        const int64_t nv = mv - s;
+        SmallVector<Value> acc(kr * nv, splat(c1, 0.0));
         scf::ForOp dl = loop(c1, zero, idx(c1, D), acc,
             [&](ImplicitLocOpBuilder &c2, Value d, ValueRange a) {
               SmallVector<Value> qv, next(a.begin(), a.end());
-              for (int64_t m = 0; m < mv; ++m)
+              for (int64_t m = s; m < mv; ++m)
                 qv.push_back(vector::LoadOp::create(c2, vt, QT, ValueRange{d, idx(c2, m * vl)}));
               for (int64_t jj = 0; jj < kr; ++jj) {
                 Value kb = vector::BroadcastOp::create(
                     c2, vt, memref::LoadOp::create(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
-                for (int64_t m = 0; m < mv; ++m)
-                  next[jj * mv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * mv + m]);
+                for (int64_t m = 0; m < nv; ++m)
+                  next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * nv + m]);
               }
               return next;
             });
-        storeBlock(c1, dl, kr, mv, ST, jg);
+        Value negInf = splat(c1, -std::numeric_limits<double>::infinity());
+        for (int64_t jj = 0; jj < kr; ++jj)
+          for (int64_t m = 0; m < mv; ++m)
+            vector::StoreOp::create(c1, m < s ? negInf : dl.getResult(jj * nv + m - s), ST,
+                                    ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
+      };
+      loop(cb, zero, cnt, idx(cb, kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
+        if (!causal || mv == 1) {
+          scores(c1, jg, 0);
+          return SmallVector<Value>{};
+        }
+        // s = the vectors whose last row's last key (diag0 + (m+1)*VL - 1)
+        // comes before the group's first key, in [0, MV - 1].
+        Value ahead = arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jg), diag0);
+        Value sv = arith::MinSIOp::create(
+            c1, idx(c1, mv - 1),
+            arith::MaxSIOp::create(c1, zero, arith::DivSIOp::create(c1, ahead, idx(c1, vl))));
+        SmallVector<int64_t> cases;
+        for (int64_t i = 1; i < mv; ++i)
+          cases.push_back(i);
+        auto sw = scf::IndexSwitchOp::create(c1, TypeRange{}, sv, cases, cases.size());
+        for (auto [ci, sk] : llvm::enumerate(cases)) {
+          Block &blk = sw.getCaseRegions()[ci].emplaceBlock();
+          ImplicitLocOpBuilder cs(c1.getLoc(), c1.getContext());
+          cs.setInsertionPointToStart(&blk);
+          scores(cs, jg, sk);
+          scf::YieldOp::create(cs);
+        }
+        Block &def = sw.getDefaultRegion().emplaceBlock();
+        ImplicitLocOpBuilder cd(c1.getLoc(), c1.getContext());
+        cd.setInsertionPointToStart(&def);
+        scores(cd, jg, 0);
+        scf::YieldOp::create(cd);
         return SmallVector<Value>{};
       });
       // The mask, element-wise, only where this block crosses its boundary.
