@@ -526,22 +526,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         Value sv = arith::MinSIOp::create(
             c1, idx(c1, mv - 1),
             arith::MaxSIOp::create(c1, zero, arith::DivSIOp::create(c1, ahead, idx(c1, vl))));
-        SmallVector<int64_t> cases;
-        for (int64_t i = 1; i < mv; ++i)
-          cases.push_back(i);
-        auto sw = scf::IndexSwitchOp::create(c1, TypeRange{}, sv, cases, cases.size());
-        for (auto [ci, sk] : llvm::enumerate(cases)) {
-          Block &blk = sw.getCaseRegions()[ci].emplaceBlock();
-          ImplicitLocOpBuilder cs(c1.getLoc(), c1.getContext());
-          cs.setInsertionPointToStart(&blk);
-          scores(cs, jg, sk);
-          scf::YieldOp::create(cs);
-        }
-        Block &def = sw.getDefaultRegion().emplaceBlock();
-        ImplicitLocOpBuilder cd(c1.getLoc(), c1.getContext());
-        cd.setInsertionPointToStart(&def);
-        scores(cd, jg, 0);
-        scf::YieldOp::create(cd);
+        attnc::switchOnCount(
+            c1, sv, mv, [&](ImplicitLocOpBuilder &cs, int64_t sk) { scores(cs, jg, sk); },
+            [&](ImplicitLocOpBuilder &cd) { scores(cd, jg, 0); });
         return SmallVector<Value>{};
       });
       // The mask, element-wise, only where this block crosses its boundary.

@@ -23,6 +23,26 @@ scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
   return loop(c, lb, ub, arith::ConstantIndexOp::create(c, 1), init, fn);
 }
 
+void attnc::switchOnCount(
+    ImplicitLocOpBuilder &c, Value v, int64_t n,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, int64_t)> caseFn,
+    llvm::function_ref<void(ImplicitLocOpBuilder &)> defaultFn) {
+  SmallVector<int64_t> cases;
+  for (int64_t i = 1; i < n; ++i)
+    cases.push_back(i);
+  auto sw = scf::IndexSwitchOp::create(c, TypeRange{}, v, cases, cases.size());
+  auto build = [&](Region &r, llvm::function_ref<void(ImplicitLocOpBuilder &)> fn) {
+    ImplicitLocOpBuilder b(c.getLoc(), c.getContext());
+    b.setInsertionPointToStart(&r.emplaceBlock());
+    if (fn)
+      fn(b);
+    scf::YieldOp::create(b);
+  };
+  for (auto [ci, k] : llvm::enumerate(cases))
+    build(sw.getCaseRegions()[ci], [&, k = k](ImplicitLocOpBuilder &b) { caseFn(b, k); });
+  build(sw.getDefaultRegion(), defaultFn);
+}
+
 scf::ForallOp attnc::taskLoop(
     ImplicitLocOpBuilder &b, Value numTasks,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> fn) {

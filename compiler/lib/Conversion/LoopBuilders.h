@@ -28,6 +28,15 @@ mlir::scf::ForOp loop(mlir::ImplicitLocOpBuilder &c, mlir::Value lb,
                       mlir::Value ub, mlir::Value step, mlir::ValueRange init,
                       LoopBody fn);
 
+/// scf.index_switch on `v` (no results): `caseFn(builder, k)` builds case k
+/// for k in 1..n-1, `defaultFn` (nothing if null) every other value. How
+/// kernels pick a variant specialized for a small count (a row tail, a
+/// number of masked query vectors).
+void switchOnCount(
+    mlir::ImplicitLocOpBuilder &c, mlir::Value v, int64_t n,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, int64_t)> caseFn,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> defaultFn = nullptr);
+
 /// One phase: `scf.forall (%t) in (numTasks)` whose body `fn` builds for
 /// task %t. Tasks must be independent (they run on any thread, in any
 /// order).

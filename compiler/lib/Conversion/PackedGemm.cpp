@@ -137,21 +137,9 @@ struct Gemm {
       return;
     // 1..MR-1 rows left: a kernel of exactly that height.
     Value left = arith::SubIOp::create(c, r1, full);
-    SmallVector<int64_t> cases;
-    for (int64_t i = 1; i < mr; ++i)
-      cases.push_back(i);
-    auto sw = scf::IndexSwitchOp::create(c, TypeRange{}, left, cases, cases.size());
-    for (auto [ci, rows] : llvm::enumerate(cases)) {
-      Block &blk = sw.getCaseRegions()[ci].emplaceBlock();
-      ImplicitLocOpBuilder cb(c.getLoc(), c.getContext());
-      cb.setInsertionPointToStart(&blk);
+    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
       block(cb, bi, full, rows, p, half, col, valid, k0, k1, first);
-      scf::YieldOp::create(cb);
-    }
-    Block &def = sw.getDefaultRegion().emplaceBlock();
-    ImplicitLocOpBuilder db(c.getLoc(), c.getContext());
-    db.setInsertionPointToStart(&def);
-    scf::YieldOp::create(db);
+    });
   }
 
   void build() {
