@@ -118,6 +118,12 @@ static Value exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
   return arith::MulFOp::create(c, p, arith::BitcastOp::create(c, vt, e));
 }
 
+/// What the kernels multiply Q by: the op's scale times log2(e), so that
+/// scores are in log2 units and exp(s) = 2^(s') (exp2NonPositive).
+static double log2Scale(SdpaOp op) {
+  return op.getScale().convertToDouble() * llvm::numbers::log2e;
+}
+
 /// One query row per (batch, head): a decode step against a KV cache. The
 /// query-block kernel above would spend its MQ lanes on one row, so here
 /// lanes run along head_dim instead, and G query heads that share a kv head
@@ -147,8 +153,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const MaskShape ms(op);
   const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   const bool bthd = op.getLayout() == HeadLayout::bthd;
-  // Scores in log2 units: exp(s) = 2^(s * log2(e)).
-  const double scale = op.getScale().convertToDouble() * llvm::numbers::log2e;
+  const double scale = log2Scale(op);
   // Query heads per task: as many of a kv head's group as keep G*dv output
   // accumulators + dv value vectors + G*dv query vectors in registers.
   auto kt = cast<MemRefType>(k.getType());
@@ -186,10 +191,6 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                                    splat(c, 0.0)));
     }
     return out;
-  };
-  // Scores are in log2 units (Q pre-scaled by scale * log2(e)).
-  auto expv = [&](ImplicitLocOpBuilder &c, Value x) -> Value {
-    return exp2NonPositive(c, x);
   };
 
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
@@ -266,7 +267,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
         Value mNew = vector::BroadcastOp::create(
             cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
                                                 mx.getResult(0)));
-        Value alpha = expv(cb, arith::SubFOp::create(cb, mOld, mNew));
+        Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew));
         scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{splat(cb, 0.0)},
             [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
               Value n = arith::SubIOp::create(c1, cnt, jj);
@@ -276,7 +277,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                   c1, vt, S, ValueRange{gi, jj}, msk,
                   splat(c1, -std::numeric_limits<double>::infinity()));
               Value p = arith::SelectOp::create(
-                  c1, msk, expv(c1, arith::SubFOp::create(c1, sv, mNew)), splat(c1, 0.0));
+                  c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew)), splat(c1, 0.0));
               vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
               return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
             });
@@ -375,8 +376,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   const int64_t window = ms.window;
   bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   bool bthd = op.getLayout() == HeadLayout::bthd;
-  // Scores in log2 units: exp(s) = 2^(s * log2(e)).
-  double scale = op.getScale().convertToDouble() * llvm::numbers::log2e;
+  const double scale = log2Scale(op);
 
   auto vt = VectorType::get({vl}, f32);
   auto ivt = VectorType::get({vl}, b.getI32Type());
@@ -392,10 +392,6 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   auto tailMask = [&](ImplicitLocOpBuilder &c) -> Value {
     return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
                                         ValueRange{idx(c, dTail)});
-  };
-  // Scores are in log2 units (Q pre-scaled by scale * log2(e)).
-  auto expv = [&](ImplicitLocOpBuilder &c, Value x) -> Value {
-    return exp2NonPositive(c, x);
   };
 
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
@@ -582,7 +578,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       for (int64_t m = 0; m < mv; ++m) {
         Value none = arith::CmpFOp::create(cb, arith::CmpFPredicate::OEQ, mNew[m], negInf);
         mSafe.push_back(arith::SelectOp::create(cb, none, splat(cb, 0.0), mNew[m]));
-        alpha.push_back(expv(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
+        alpha.push_back(exp2NonPositive(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
         vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
       }
       SmallVector<Value> zeros(mv, splat(cb, 0.0));
@@ -590,7 +586,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         SmallVector<Value> next;
         for (int64_t m = 0; m < mv; ++m) {
           Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
-          Value p = expv(c1, arith::SubFOp::create(c1, s, mSafe[m]));
+          Value p = exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]));
           vector::StoreOp::create(c1, p, ST, ValueRange{jj, idx(c1, m * vl)});
           next.push_back(arith::AddFOp::create(c1, a[m], p));
         }
