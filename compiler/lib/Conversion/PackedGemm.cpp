@@ -9,11 +9,16 @@
 //
 //   task (b, row block rb, panel group pg):
 //     for kc0 in K step KC:                          (cache block)
-//       for p in panels of pg:  for half (NR columns of the panel):
+//       for p in panels of pg:
 //         for r0 in rows of rb step MR:
-//           acc[MR][NR/VL] = kc0 == 0 ? bias : y[..]  (registers)
-//           for k in kc0..kc0+KC: acc[i][v] += bcast(x[b, r0+i, k]) * wp[p, k, v*VL..]
-//           y[..] = acc
+//           for half (NR columns of the panel; one when NR = panel):
+//             acc[MR][NR/VL] = kc0 == 0 ? bias : y[..]  (registers)
+//             for k in kc0..kc0+KC: acc[i][v] += bcast(x[b, r0+i, k]) * wp[p, k, v*VL..]
+//             y[..] = acc
+//
+// The halves are innermost so that a kernel narrower than the panel (AVX2:
+// 16 of 32 columns) still reads whole cache lines of the slice, and the
+// second half finds the row block's x in L1.
 //
 // Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
 // many rows; the last, partial panel uses masked loads and stores, so
@@ -120,17 +125,29 @@ struct Gemm {
         store(c, kLoop.getResult(i * nv + v), i, v);
   }
 
-  /// All row blocks of rows [r0, r1) for one half-panel.
+  /// The NR-column part of a panel that one kernel call computes.
+  struct Half {
+    int64_t half;               // columns half*NR.. of the panel
+    SmallVector<int64_t> valid; // per vector: columns inside y (VL = all)
+  };
+
+  /// All row blocks of rows [r0, r1) of panel p, each through the given
+  /// halves in turn.
   void rowsOf(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
-              int64_t half, Value col, ArrayRef<int64_t> valid, Value k0,
-              Value k1, Value first) {
+              ArrayRef<Half> halves, Value k0, Value k1, Value first) {
+    auto blocks = [&](ImplicitLocOpBuilder &cb, Value r, int64_t rows) {
+      Value pcol = arith::MulIOp::create(cb, p, idx(cb, panel));
+      for (const Half &h : halves)
+        block(cb, bi, r, rows, p, h.half, add(cb, pcol, h.half * nr), h.valid,
+              k0, k1, first);
+    };
     Value span = arith::SubIOp::create(c, r1, r0);
     Value full = arith::AddIOp::create(
         c, r0, arith::MulIOp::create(
                    c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
     attnc::loop(c, r0, full, idx(c, mr), {},
                 [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
-                  block(cr, bi, r, mr, p, half, col, valid, k0, k1, first);
+                  blocks(cr, r, mr);
                   return SmallVector<Value>{};
                 });
     if (mr == 1)
@@ -138,7 +155,7 @@ struct Gemm {
     // 1..MR-1 rows left: a kernel of exactly that height.
     Value left = arith::SubIOp::create(c, r1, full);
     attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
-      block(cb, bi, full, rows, p, half, col, valid, k0, k1, first);
+      blocks(cb, full, rows);
     });
   }
 
@@ -180,35 +197,31 @@ struct Gemm {
             Value k1 = arith::MinUIOp::create(ck, arith::AddIOp::create(ck, k0, idx(ck, kc)),
                                               idx(ck, kDim));
             Value first = arith::CmpIOp::create(ck, arith::CmpIPredicate::eq, k0, idx(ck, 0));
-            SmallVector<int64_t> fullValid(nr / vl, vl);
+            SmallVector<Half> wholeHalves;
+            for (int64_t half = 0; half < panel / nr; ++half)
+              wholeHalves.push_back({half, SmallVector<int64_t>(nr / vl, vl)});
             // Whole panels.
             attnc::loop(ck, p0, pFullEnd, {},
                 [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
-                  for (int64_t half = 0; half < panel / nr; ++half) {
-                    Value col = arith::AddIOp::create(
-                        cp, arith::MulIOp::create(cp, p, idx(cp, panel)),
-                        idx(cp, half * nr));
-                    rowsOf(cp, bi, r0, r1, p, half, col, fullValid, k0, k1, first);
-                  }
+                  rowsOf(cp, bi, r0, r1, p, wholeHalves, k0, k1, first);
                   return SmallVector<Value>{};
                 });
-            // The last panel when n is not a multiple of the panel width.
+            // The last panel when n is not a multiple of the panel width:
+            // the halves with any column inside y, masked per vector.
             if (fullPanels < numPanels) {
               Value has = arith::CmpIOp::create(ck, arith::CmpIPredicate::ugt, p1,
                                                 idx(ck, fullPanels));
               auto ifOp = scf::IfOp::create(ck, has, /*withElse=*/false);
               ImplicitLocOpBuilder ct(ck.getLoc(), ifOp.getThenBodyBuilder());
               int64_t left = n - fullPanels * panel;
-              for (int64_t half = 0; half < panel / nr; ++half) {
-                SmallVector<int64_t> valid;
+              SmallVector<Half> lastHalves;
+              for (int64_t half = 0; half < panel / nr && half * nr < left; ++half) {
+                Half h{half, {}};
                 for (int64_t v = 0; v < nr / vl; ++v)
-                  valid.push_back(std::clamp<int64_t>(left - half * nr - v * vl, 0, vl));
-                if (valid[0] == 0)
-                  break;
-                Value p = idx(ct, fullPanels);
-                rowsOf(ct, bi, r0, r1, p, half, idx(ct, fullPanels * panel + half * nr),
-                       valid, k0, k1, first);
+                  h.valid.push_back(std::clamp<int64_t>(left - half * nr - v * vl, 0, vl));
+                lastHalves.push_back(h);
               }
+              rowsOf(ct, bi, r0, r1, idx(ct, fullPanels), lastHalves, k0, k1, first);
             }
             return SmallVector<Value>{};
           });

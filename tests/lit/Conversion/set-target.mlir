@@ -5,7 +5,7 @@
 // MULTI-SAME:    attn.target = #attn.target<isa = "x86-avx512", cpu = "x86-64-v4", features = "+prefer-no-scatter", vector_width = 16, registers = 32, panel = 32, gemm_mr = 12, gemm_nr = 32, gemm_kc = 256, gemm_mc = 96, attn_mq = 48, attn_kr = 8, attn_nk = 128
 // MULTI-SAME:    attn.variant_of = "f"
 // MULTI-LABEL: func.func @f__avx2(
-// MULTI-SAME:    attn.target = #attn.target<isa = "x86-avx2", cpu = "x86-64-v3", features = "", vector_width = 8, registers = 16, panel = 32, gemm_mr = 6, gemm_nr = 16, gemm_kc = 256, gemm_mc = 48, attn_mq = 24, attn_kr = 4, attn_nk = 128
+// MULTI-SAME:    attn.target = #attn.target<isa = "x86-avx2", cpu = "x86-64-v3", features = "", vector_width = 8, registers = 16, panel = 32, gemm_mr = 6, gemm_nr = 16, gemm_kc = 128, gemm_mc = 48, attn_mq = 24, attn_kr = 4, attn_nk = 128
 // MULTI-LABEL: func.func @plain(
 // MULTI-NOT:   attn.target
 // MULTI-NOT:   func.func @f(
