@@ -37,8 +37,8 @@ SPECS = [
 ]
 RUNS = [(1, 1), (7, 2), (64, 1), (97, 3), (300, 1)]  # (seq_len, batch)
 # Real-model sizes and awkward tails of the tiled kernels (query blocks of
-# 16/32, key blocks of 128, GEMM row blocks of 6/12 and 32-column panels):
-# (spec, [(seq_len, batch)]). Checked on both code paths (AVX-512 and AVX2)
+# 24/48, key blocks of 128, GEMM row blocks of 6/12 and 32-column panels):
+# (spec, [(seq_len, batch)]). Checked on each code path (AVX-512, AVX2, SSE2)
 # and with 1 and 2 threads, whose results must be bit-identical.
 BIG = [
     (("gpt2_768", 768, 12, None, None, "causal", "gpt2_conv1d", True, True, None),
@@ -52,7 +52,8 @@ BIG = [
     (("hd127_h2", 254, 2, 1, 127, "causal", "separate", True, False, None),
      [(160, 3)]),
 ]
-ISAS = ["x86-avx512", "x86-avx2"]
+# x86-64: the SSE2 path (4 lanes, a GEMM kernel a quarter of the panel wide).
+ISAS = ["x86-avx512", "x86-avx2", "x86-64"]
 PEAKY = 8.0  # one more run per kernel with x scaled by 8: logits x64
 METAMORPHIC = {"h3_mqa_sep", "h2_d20_torch_causal", "h6_noout", "h4_hd16_gqa"}
 
@@ -87,8 +88,9 @@ def report(ok, line, detail=""):
     return ok
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=None if env is None else {**os.environ, **env})
     out = p.stdout
     if p.returncode < 0:
         out += f"\n[{cmd[0]} killed by signal {-p.returncode}]"
@@ -175,13 +177,22 @@ def main():
                 report(False, f"compile {name}{suffix}", out)
                 failed += 1
                 continue
-            for t, b, xs in [r + (1.0,) for r in RUNS] + [(33, 2, PEAKY)]:
+            # The default library runs its best path here; the last run takes
+            # its AVX2 path (ATTNC_ISA caps the choice).
+            for t, b, xs, isa in [r + (1.0, None) for r in RUNS] + [(33, 2, PEAKY, None),
+                                                                   (97, 3, 1.0, "avx2")]:
                 rc, out = run(["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
                                "--check", "--seed", str(t * 7 + b), "--x-scale", str(xs),
-                               "--rtol", "1e-4", "--atol", str(1e-5 * xs * xs)])
+                               "--rtol", "1e-4", "--atol", str(1e-5 * xs * xs)],
+                              env={"ATTNC_ISA": isa} if isa else None)
                 line = next((l for l in out.splitlines() if l.startswith("check")), out.strip())
+                if isa:  # and that path is the one that ran
+                    _, info = run(["attnc-run", lib, "--info"], env={"ATTNC_ISA": isa})
+                    if f"selected_isa: {isa}" not in info:
+                        rc, out = 1, out + info
                 ok = report(rc == 0 and "PASS" in line,
-                            f"{name}{suffix} T={t} B={b} x*{xs:g}: {line}", out)
+                            f"{name}{suffix} T={t} B={b} x*{xs:g}{' ' + isa if isa else ''}: {line}",
+                            out)
                 passed, failed = passed + ok, failed + (not ok)
     if not args.dump_check:
         p, f = big(args.work)

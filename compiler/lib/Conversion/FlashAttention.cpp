@@ -641,10 +641,10 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                     ValueRange{add(c1, r0, i), idx(c1, (c0 + ch) * vl)});
         // Two keys per iteration and a remainder loop (unrolled after the
         // stores exist, so that they read the remainder loop's results):
-        // the index and V-row address work is shared by twice the FMAs.
-        // AVX2's attention phase 2-5% faster at T = 512-1024 (Zen 4),
-        // AVX-512 unchanged; unrolling the score loop over head_dim as well
-        // gained nothing. Should unrolling be refused, the loop stays as built.
+        // half the loop overhead per FMA. AVX2's attention phase 2-4%
+        // faster at T = 512-1024 (Zen 4), AVX-512 unchanged; unrolling the
+        // score loop over head_dim as well gained nothing. Should unrolling
+        // be refused, the loop stays as built.
         (void)mlir::loopUnrollByFactor(pv, 2);
         return SmallVector<Value>{};
       });

@@ -17,8 +17,10 @@
 //             y[..] = acc
 //
 // The halves are innermost so that a kernel narrower than the panel (AVX2:
-// 16 of 32 columns) still reads whole cache lines of the slice, and the
-// second half finds the row block's x in L1.
+// 16 of 32 columns, one 64-byte line of each 128-byte panel row) finds the
+// row block's x in L1 for every half after the first, and the slice's
+// lines are all in use at once (one half alone touches every other line,
+// so half of L1's sets).
 //
 // Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
 // many rows; the last, partial panel uses masked loads and stores, so

@@ -64,10 +64,12 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   int64_t mq = 3 * vw, kr = regs >= 32 ? 8 : 4;
   // K block: the kc x panel slice stays in L1 while row blocks stream past
   // it. AVX-512's 12x32 kernel reads all of a 256-row slice (32 KiB) per
-  // call; the narrower kernels read it in halves and run 1-5% faster on
-  // 128 rows (16 KiB, measured on Zen 4 with a 32 KiB L1; AVX-512 is 2%
-  // slower there at 128).
-  int64_t kc = regs >= 32 ? 256 : 128;
+  // call. A kernel narrower than the panel reads the slice once per part,
+  // each part with the block's x rows again: AVX2's GEMMs ran 1-5% faster
+  // with 128 rows (16 KiB), measured on a Zen 4 (whose L1 is 32 KiB, not
+  // the l1 above), where AVX-512 ran 2% slower with 128. SSE2 follows AVX2
+  // (not measured).
+  int64_t kc = nr < panel ? 128 : 256;
   return TargetAttr::get(ctx, info->name, cpu, info->features, vw, regs, panel,
                          mr, nr, /*gemm_kc=*/kc, /*gemm_mc=*/8 * mr, mq, kr,
                          /*attn_nk=*/128, l1, l2);
