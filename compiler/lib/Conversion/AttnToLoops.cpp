@@ -22,6 +22,7 @@
 #include "LoopBuilders.h"
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "attnc/Target/Isa.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -575,6 +576,39 @@ LogicalResult FunctionLowering::run() {
   return success();
 }
 
+/// Whether an #attn.target (attnc-set-target's, or written by hand) fits
+/// the kernels its ISA is lowered with: an ISA from the table, and for the
+/// CPU kernels GEMM blocks of whole vectors that tile a panel exactly and
+/// query tiles of whole vectors; for CUDA a GEMM tile table its thread
+/// layout divides (TN = 4 adjacent columns per thread).
+static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
+  auto bad = [&](const Twine &what) {
+    return f.emitError("#attn.target of @") << f.getName() << ": " << what;
+  };
+  const attnc::IsaInfo *info = attnc::findIsa(t.getIsa());
+  if (!info || info->isa == attnc::Isa::Multi)
+    return bad("isa \"" + t.getIsa() + "\" is not one code path of attnc's "
+               "ISA table (see `attnc --help`, --target)");
+  const int64_t vw = t.getVectorWidth(), nr = t.getGemmNr(), mr = t.getGemmMr(),
+                kc = t.getGemmKc(), nt = t.getGemmMc(), panel = t.getPanel();
+  if (info->cuda) {
+    const int64_t colThreads = nr / 4;
+    if (nr % 4 != 0 || nt % colThreads != 0 || mr % (nt / colThreads) != 0 ||
+        (mr * kc) % nt != 0 || (nr * kc) % nt != 0)
+      return bad("the CUDA GEMM tile (gemm_mr " + Twine(mr) + " x gemm_nr " +
+                 Twine(nr) + ", gemm_kc " + Twine(kc) + ", gemm_mc " + Twine(nt) +
+                 " threads) does not divide among its threads");
+    return success();
+  }
+  if (nr % vw != 0 || panel % nr != 0)
+    return bad("gemm_nr (" + Twine(nr) + ") must be a multiple of vector_width (" +
+               Twine(vw) + ") that divides panel (" + Twine(panel) + ")");
+  if (t.getAttnMq() % vw != 0)
+    return bad("attn_mq (" + Twine(t.getAttnMq()) +
+               ") must be a multiple of vector_width (" + Twine(vw) + ")");
+  return success();
+}
+
 struct AttnToLoopsPass final
     : attnc::impl::AttnToLoopsPassBase<AttnToLoopsPass> {
   // The kernels come from the ops' TiledOpInterface models: make sure they
@@ -619,6 +653,8 @@ struct AttnToLoopsPass final
                     "attnc-set-target first)");
         return signalPassFailure();
       }
+      if (failed(checkTarget(f, target)))
+        return signalPassFailure();
       MLIRContext *ctx = f.getContext();
       int64_t panel = target.getPanel();
       SmallVector<Type> args;

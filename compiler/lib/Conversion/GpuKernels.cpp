@@ -127,7 +127,8 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
   const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
   if (!(BN % TN == 0 && NT % colThreads == 0 && BM % (NT / colThreads) == 0 &&
         (BM * BK) % NT == 0 && (BN * BK) % NT == 0))
-    llvm::report_fatal_error("attnc: the CUDA GEMM tile table is inconsistent");
+    llvm::report_fatal_error("attnc: the CUDA GEMM tile table is inconsistent "
+                             "(attn-to-loops' checkTarget should have refused it)");
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);

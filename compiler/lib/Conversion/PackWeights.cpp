@@ -52,6 +52,19 @@ struct PackWeightsPass final
           << "attnc-outline-tasks first)";
       return signalPassFailure();
     }
+    // One NAME_pack serves every code path: their weight arguments (and so
+    // their whole signatures) must be the first path's, panels included.
+    for (auto [first, paths] : {std::pair(e.forward, &e.forwardWs),
+                                std::pair(e.decode, &e.decodeWs)})
+      for (func::FuncOp f : *paths)
+        if (f.getFunctionType() != first.getFunctionType()) {
+          f.emitError("attnc-pack-weights: @")
+              << f.getName() << " takes " << f.getFunctionType() << " but @"
+              << first.getName() << " takes " << first.getFunctionType()
+              << ": one packed buffer serves every code path, so their weight "
+                 "layouts (#attn.target panel) must agree";
+          return signalPassFailure();
+        }
     FailureOr<attnc::PackPlan> plan = attnc::computePackPlan(e.forward, *storage);
     if (failed(plan) || failed(attnc::recordForwardSignature(e.forward, *plan)) ||
         (e.decode &&

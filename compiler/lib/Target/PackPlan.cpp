@@ -396,6 +396,7 @@ attnc::LoweredEntries attnc::findLoweredEntries(ModuleOp module, StringRef name)
       func::FuncOp &first = decode ? e.decode : e.forward;
       if (!first)
         first = f;
+      (decode ? e.decodeWs : e.forwardWs).push_back(f);
     } else if (n.ends_with("__run")) {
       (decode ? e.decodeRuns : e.forwardRuns).push_back(f);
     }

@@ -143,7 +143,8 @@ mlir::LogicalResult addPackFunction(mlir::ModuleOp module, llvm::StringRef name,
 /// entry, which carry the argument attributes every code path shares, and
 /// every code path's `__run` function of each entry (phases, stack, target).
 struct LoweredEntries {
-  mlir::func::FuncOp forward, decode;
+  mlir::func::FuncOp forward, decode; // the first code path's __ws
+  llvm::SmallVector<mlir::func::FuncOp> forwardWs, decodeWs; // every path's
   llvm::SmallVector<mlir::func::FuncOp> forwardRuns, decodeRuns;
 };
 LoweredEntries findLoweredEntries(mlir::ModuleOp module, llvm::StringRef name);

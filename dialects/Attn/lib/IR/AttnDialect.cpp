@@ -30,6 +30,35 @@ void AttnDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// Target description
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef isa, StringRef, StringRef,
+                                 int64_t vectorWidth, int64_t registers,
+                                 int64_t panel, int64_t gemmMr, int64_t gemmNr,
+                                 int64_t gemmKc, int64_t gemmMc, int64_t attnMq,
+                                 int64_t attnKr, int64_t attnNk, int64_t l1Bytes,
+                                 int64_t l2Bytes) {
+  if (isa.empty())
+    return emitError() << "#attn.target: isa must not be empty";
+  // Each is a loop step, a divisor or a buffer size somewhere: 0 would be
+  // an endless loop or a division by zero in the generated code.
+  const std::pair<const char *, int64_t> sizes[] = {
+      {"vector_width", vectorWidth}, {"registers", registers},
+      {"panel", panel},              {"gemm_mr", gemmMr},
+      {"gemm_nr", gemmNr},           {"gemm_kc", gemmKc},
+      {"gemm_mc", gemmMc},           {"attn_mq", attnMq},
+      {"attn_kr", attnKr},           {"attn_nk", attnNk},
+      {"l1_bytes", l1Bytes},         {"l2_bytes", l2Bytes}};
+  for (auto [name, value] : sizes)
+    if (value < 1)
+      return emitError() << "#attn.target: " << name << " must be >= 1, found "
+                         << value;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Argument attributes
 //===----------------------------------------------------------------------===//
 

@@ -86,7 +86,12 @@ def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
     Attention: `attn_mq` queries per task (a multiple of `vector_width`),
     `attn_kr` keys per score micro-kernel, `attn_nk` keys per block of the
     online softmax.
+
+    The verifier asks for a non-empty `isa` and every size >= 1; whether
+    the sizes fit together for the ISA's kernels is checked by
+    attn-to-loops, which knows the ISA table.
   }];
+  let genVerifyDecl = 1;
   let parameters = (ins
     StringRefParameter<>:$isa,
     StringRefParameter<>:$cpu,
