@@ -577,10 +577,13 @@ LogicalResult FunctionLowering::run() {
 }
 
 /// Whether an #attn.target (attnc-set-target's, or written by hand) fits
-/// the kernels its ISA is lowered with: an ISA from the table, and for the
-/// CPU kernels GEMM blocks of whole vectors that tile a panel exactly and
-/// query tiles of whole vectors; for CUDA a GEMM tile table its thread
-/// layout divides (TN = 4 adjacent columns per thread).
+/// the kernels its ISA is lowered with: an ISA from the table; for the CPU
+/// kernels GEMM blocks of whole vectors that tile a panel exactly, query
+/// tiles of whole vectors, and sizes that keep the unrolled kernels and a
+/// task's stack frame (Q^T, scores and output rows: a few MiB at most)
+/// small; for CUDA a GEMM tile its threads divide (TN = 4 adjacent columns
+/// each), at most 1024 threads per block, and shared memory within the
+/// 48 KiB a block may allocate statically.
 static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
   auto bad = [&](const Twine &what) {
     return f.emitError("#attn.target of @") << f.getName() << ": " << what;
@@ -598,6 +601,12 @@ static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
       return bad("the CUDA GEMM tile (gemm_mr " + Twine(mr) + " x gemm_nr " +
                  Twine(nr) + ", gemm_kc " + Twine(kc) + ", gemm_mc " + Twine(nt) +
                  " threads) does not divide among its threads");
+    if (nt > 1024 || t.getAttnMq() > 1024)
+      return bad("gemm_mc and attn_mq are CUDA threads per block: at most 1024");
+    if (t.getL1Bytes() > 48 * 1024 || kc * (mr + nr) * 4 > t.getL1Bytes())
+      return bad("l1_bytes (" + Twine(t.getL1Bytes()) + ") must be at most 48 KiB "
+                 "and hold the GEMM's staged tiles (gemm_kc x (gemm_mr + gemm_nr) "
+                 "floats: " + Twine(kc * (mr + nr) * 4) + " bytes)");
     return success();
   }
   if (nr % vw != 0 || panel % nr != 0)
@@ -606,6 +615,11 @@ static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
   if (t.getAttnMq() % vw != 0)
     return bad("attn_mq (" + Twine(t.getAttnMq()) +
                ") must be a multiple of vector_width (" + Twine(vw) + ")");
+  if (vw > 64 || panel > 1024 || mr > 32 || t.getAttnKr() > 32 ||
+      t.getAttnMq() > 256 || t.getAttnNk() > 1024 || kc > 4096)
+    return bad("sizes past what the CPU kernels unroll or keep on a task's "
+               "stack: vector_width <= 64, panel <= 1024, gemm_mr <= 32, "
+               "gemm_kc <= 4096, attn_kr <= 32, attn_mq <= 256, attn_nk <= 1024");
   return success();
 }
 

@@ -43,18 +43,21 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (isa.empty())
     return emitError() << "#attn.target: isa must not be empty";
   // Each is a loop step, a divisor or a buffer size somewhere: 0 would be
-  // an endless loop or a division by zero in the generated code.
-  const std::pair<const char *, int64_t> sizes[] = {
-      {"vector_width", vectorWidth}, {"registers", registers},
-      {"panel", panel},              {"gemm_mr", gemmMr},
-      {"gemm_nr", gemmNr},           {"gemm_kc", gemmKc},
-      {"gemm_mc", gemmMc},           {"attn_mq", attnMq},
-      {"attn_kr", attnKr},           {"attn_nk", attnNk},
-      {"l1_bytes", l1Bytes},         {"l2_bytes", l2Bytes}};
-  for (auto [name, value] : sizes)
-    if (value < 1)
-      return emitError() << "#attn.target: " << name << " must be >= 1, found "
-                         << value;
+  // an endless loop or a division by zero in the generated code. The upper
+  // bounds keep the builders' products (tile x tile, count + size) far from
+  // int64 overflow; what fits an ISA's kernels is attn-to-loops' check.
+  constexpr int64_t kMaxSize = int64_t(1) << 20, kMaxCache = int64_t(1) << 40;
+  const std::tuple<const char *, int64_t, int64_t> sizes[] = {
+      {"vector_width", vectorWidth, kMaxSize}, {"registers", registers, kMaxSize},
+      {"panel", panel, kMaxSize},              {"gemm_mr", gemmMr, kMaxSize},
+      {"gemm_nr", gemmNr, kMaxSize},           {"gemm_kc", gemmKc, kMaxSize},
+      {"gemm_mc", gemmMc, kMaxSize},           {"attn_mq", attnMq, kMaxSize},
+      {"attn_kr", attnKr, kMaxSize},           {"attn_nk", attnNk, kMaxSize},
+      {"l1_bytes", l1Bytes, kMaxCache},        {"l2_bytes", l2Bytes, kMaxCache}};
+  for (auto [name, value, most] : sizes)
+    if (value < 1 || value > most)
+      return emitError() << "#attn.target: " << name << " must be in [1, "
+                         << most << "], found " << value;
   return success();
 }
 
