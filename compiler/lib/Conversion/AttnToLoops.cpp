@@ -595,9 +595,7 @@ static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
   const int64_t vw = t.getVectorWidth(), nr = t.getGemmNr(), mr = t.getGemmMr(),
                 kc = t.getGemmKc(), nt = t.getGemmMc(), panel = t.getPanel();
   if (info->cuda) {
-    const int64_t colThreads = nr / 4;
-    if (nr % 4 != 0 || nt % colThreads != 0 || mr % (nt / colThreads) != 0 ||
-        (mr * kc) % nt != 0 || (nr * kc) % nt != 0)
+    if (!attnc::gpuGemmTileFits(t))
       return bad("the CUDA GEMM tile (gemm_mr " + Twine(mr) + " x gemm_nr " +
                  Twine(nr) + ", gemm_kc " + Twine(kc) + ", gemm_mc " + Twine(nt) +
                  " threads) does not divide among its threads");

@@ -116,6 +116,13 @@ Value guardedLoad(ImplicitLocOpBuilder &c, Value cond, Value buf, ValueRange at)
 
 } // namespace
 
+bool attnc::gpuGemmTileFits(TargetAttr t) {
+  const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
+                NT = t.getGemmMc(), TN = 4;
+  return BN % TN == 0 && NT % (BN / TN) == 0 && BM % (NT / (BN / TN)) == 0 &&
+         (BM * BK) % NT == 0 && (BN * BK) % NT == 0;
+}
+
 void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
                          Value wp, Value bias, Value y, int64_t n) {
   // A block computes a BM x BN tile of y; NT threads, each TM x TN outputs
@@ -124,11 +131,10 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
   // weight tile as [BK][BN], read from the 32-column panels NAME_pack wrote.
   const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
                 NT = t.getGemmMc(), panel = t.getPanel();
-  const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
-  if (!(BN % TN == 0 && NT % colThreads == 0 && BM % (NT / colThreads) == 0 &&
-        (BM * BK) % NT == 0 && (BN * BK) % NT == 0))
+  if (!gpuGemmTileFits(t))
     llvm::report_fatal_error("attnc: the CUDA GEMM tile table is inconsistent "
                              "(attn-to-loops' checkTarget should have refused it)");
+  const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);

@@ -84,6 +84,10 @@ mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
 /// buildPackedGemm (no row lengths), as one phase of CUDA blocks of
 /// gemm_mr x gemm_nr outputs with gemm_mc threads; thread regions and
 /// shared/private buffers as GpuKernels.cpp describes.
+/// Whether buildGpuGemm's tile (gemm_mr x gemm_nr outputs, gemm_kc staged
+/// rows, gemm_mc threads of 4 adjacent columns each) divides among its
+/// threads: attn-to-loops refuses a CUDA target for which it does not.
+bool gpuGemmTileFits(attn::TargetAttr target);
 void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
                   mlir::Value x, mlir::Value wp, mlir::Value bias,
                   mlir::Value y, int64_t n);
