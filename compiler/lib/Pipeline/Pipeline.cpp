@@ -216,7 +216,6 @@ LogicalResult attnc::Compilation::run(
       // attnc-pack-weights built.
       LoweredInfo info;
       LoweredEntries entries = findLoweredEntries(*module_, spec_.name);
-      func::FuncOp first = entries.forward, firstDecode = entries.decode;
       auto intAttr = [](func::FuncOp f, StringRef n) {
         return f->getAttrOfType<IntegerAttr>(n).getInt();
       };
@@ -232,22 +231,20 @@ LogicalResult attnc::Compilation::run(
         info.phases = intAttr(f, "attn.phases");
         info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
       }
-      if (!first)
+      if (!entries.forward)
         return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
-      info.wsPerRow = first->getAttrOfType<IntegerAttr>("attn.workspace_per_row").getInt();
-      info.wsBuffers = first->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt();
-      if (firstDecode) { // one bound (abi.h) covers both entries, per token
-        info.wsPerRow = std::max<int64_t>(
-            info.wsPerRow,
-            firstDecode->getAttrOfType<IntegerAttr>("attn.workspace_per_row").getInt());
-        info.wsBuffers = std::max<int64_t>(
-            info.wsBuffers,
-            firstDecode->getAttrOfType<IntegerAttr>("attn.workspace_buffers").getInt());
+      info.wsPerRow = intAttr(entries.forward, "attn.workspace_per_row");
+      info.wsBuffers = intAttr(entries.forward, "attn.workspace_buffers");
+      if (entries.decode) { // one bound (abi.h) covers both entries, per token
+        info.wsPerRow =
+            std::max(info.wsPerRow, intAttr(entries.decode, "attn.workspace_per_row"));
+        info.wsBuffers =
+            std::max(info.wsBuffers, intAttr(entries.decode, "attn.workspace_buffers"));
       }
-      if (spec_.decode != static_cast<bool>(firstDecode))
+      if (spec_.decode != static_cast<bool>(entries.decode))
         return emitError(module_->getLoc(), "decode: ")
                << spec_.decode << " but the decode entry was "
-               << (firstDecode ? "" : "not ") << "lowered";
+               << (entries.decode ? "" : "not ") << "lowered";
       FailureOr<PackPlan> plan = readPackPlan(*module_, spec_.name);
       if (failed(plan))
         return failure();
