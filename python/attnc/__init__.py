@@ -139,6 +139,17 @@ class Kernel:
             "mask": _abi.MASKS.get(i.mask, i.mask),
             "causal_align": "top_left" if i.causal_align else "bottom_right",
             "window": i.window, "bias": bool(i.bias), "out_proj": bool(i.out_proj),
+            "bias_flags": [n for b, n in ((_abi.BIAS_Q, "q"), (_abi.BIAS_K, "k"),
+                                          (_abi.BIAS_V, "v"), (_abi.BIAS_O, "o"))
+                           if i.bias_flags & b],
+            "rope": None if not i.features & _abi.FEATURE_ROPE else {
+                "style": _abi.ROPE_STYLES.get(i.rope_style, i.rope_style),
+                "rotary_dim": i.rotary_dim,
+                "inv_freq": [i.rope_inv_freq[k] for k in range(i.rope_pairs)],
+                "long_inv_freq": ([i.rope_long_inv_freq[k] for k in range(i.rope_pairs)]
+                                  if i.rope_long_inv_freq else None),
+                "long_from": i.rope_long_from,
+                "attention_factor": i.rope_attention_factor},
             "scale": i.scale, "dtype": _abi.DTYPES.get(i.dtype, i.dtype),
             "isa": _abi.ISAS.get(i.isa, i.isa),
             "weight_layout": _abi.LAYOUTS.get(i.weight_layout, i.weight_layout),

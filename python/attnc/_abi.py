@@ -6,7 +6,7 @@ every size and offset against a C program compiled from abi.h.
 """
 import ctypes as C
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # Return codes of NAME_pack / NAME_forward.
 OK = 0
@@ -39,8 +39,14 @@ FEATURE_CROSS = 2    # x_kv, kv_seq_len, kv_lengths (cross-attention)
 FEATURE_PROBS = 4    # probs (the attention weights)
 FEATURE_DECODE = 8   # k_cache, v_cache, cache_len and the NAME_decode entries
 FEATURE_CUDA = 16    # a CUDA kernel: forward takes device pointers and a stream
+FEATURE_ROPE = 32    # Q and K rotated (rope_* fields of the metadata)
+
+# attnc_kernel_info.rope_style and .bias_flags (version 3).
+ROPE_NONE, ROPE_HALF_SPLIT, ROPE_INTERLEAVED = 0, 1, 2
+ROPE_STYLES = {ROPE_NONE: "none", ROPE_HALF_SPLIT: "half_split", ROPE_INTERLEAVED: "interleaved"}
+BIAS_Q, BIAS_K, BIAS_V, BIAS_O = 1, 2, 4, 8
 FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
-            FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda"}
+            FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda", FEATURE_ROPE: "rope"}
 
 # Status codes by name (the ones the package raises itself).
 ERR_NULL_ARG = 1
@@ -98,6 +104,18 @@ class KernelInfo(C.Structure):
         ("target_triple", C.c_char_p),
         ("target_cpu", C.c_char_p),
         ("compiler_version", C.c_char_p),
+        # Version 3.
+        ("bias_flags", C.c_uint32),
+        ("weight_dtype", C.c_uint32),
+        ("tp_size", C.c_int32),
+        ("tp_rank", C.c_int32),
+        ("rope_style", C.c_uint32),
+        ("rope_pairs", C.c_uint32),
+        ("rotary_dim", C.c_int64),
+        ("rope_inv_freq", C.POINTER(C.c_double)),
+        ("rope_long_inv_freq", C.POINTER(C.c_double)),
+        ("rope_long_from", C.c_int64),
+        ("rope_attention_factor", C.c_double),
     ]
 
 

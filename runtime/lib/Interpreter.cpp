@@ -139,6 +139,55 @@ void linear(const double *x, const double *w, const double *b, double *y,
   linearT<double>(x, w, b, y, m, k, n);
 }
 
+/// The rotation of pair (i0, i1) of row t: calls fn(i0, i1, c, s) with c, s
+/// = cos, sin of the angle times the attention factor (double precision).
+template <typename Fn>
+void forEachRopePair(int64_t batch, int64_t seq, uint32_t style,
+                     int64_t rotaryDim, const std::vector<double> &invFreq,
+                     const std::vector<double> &longFreq, int64_t longFrom,
+                     double af, const int64_t *start, Fn fn) {
+  if (style == ATTNC_ROPE_NONE)
+    return;
+  const int64_t half = rotaryDim / 2;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t s0 = start ? start[b] : 0;
+    const std::vector<double> &freq =
+        !longFreq.empty() && s0 + seq > longFrom ? longFreq : invFreq;
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = double(s0 + t) * freq[size_t(i)];
+        const int64_t i0 = style == ATTNC_ROPE_INTERLEAVED ? 2 * i : i;
+        const int64_t i1 = style == ATTNC_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
+        fn(b, t, i0, i1, std::cos(a) * af, std::sin(a) * af);
+      }
+  }
+}
+
+template <typename T>
+void ropeT(T *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
+           uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
+           const std::vector<double> &longFreq, int64_t longFrom, double af,
+           const int64_t *start) {
+  forEachRopePair(batch, seq, style, rotaryDim, invFreq, longFreq, longFrom, af,
+                  start, [&](int64_t b, int64_t t, int64_t i0, int64_t i1,
+                             double c, double s) {
+                    for (int64_t h = 0; h < heads; ++h) {
+                      T *row = x + ((b * heads + h) * seq + t) * d;
+                      const T x0 = row[i0], x1 = row[i1];
+                      row[i0] = T(x0 * T(c) - x1 * T(s));
+                      row[i1] = T(x1 * T(c) + x0 * T(s));
+                    }
+                  });
+}
+
+void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
+          uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
+          const std::vector<double> &longFreq, int64_t longFrom,
+          double attentionFactor, const int64_t *start) {
+  ropeT<double>(x, batch, heads, seq, d, style, rotaryDim, invFreq, longFreq,
+                longFrom, attentionFactor, start);
+}
+
 void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft,
@@ -188,7 +237,18 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   p.mask = info.mask;
   p.topLeft = info.causal_align == 1;
   p.window = info.window;
-  p.bias = info.bias != 0;
+  p.biasMask = info.bias_flags;
+  if (info.features & ATTNC_FEATURE_ROPE) {
+    p.ropeStyle = info.rope_style;
+    p.rotaryDim = info.rotary_dim;
+    if (info.rope_inv_freq)
+      p.ropeInvFreq.assign(info.rope_inv_freq, info.rope_inv_freq + info.rope_pairs);
+    if (info.rope_long_inv_freq)
+      p.ropeLongInvFreq.assign(info.rope_long_inv_freq,
+                               info.rope_long_inv_freq + info.rope_pairs);
+    p.ropeLongFrom = info.rope_long_from;
+    p.ropeAttentionFactor = info.rope_attention_factor;
+  }
   p.outProj = info.out_proj != 0;
   p.scale = info.scale;
   p.layout = info.weight_layout;
@@ -202,41 +262,44 @@ std::vector<TensorShape> storageTensors(const BlockParams &p) {
   const int64_t qW = p.heads * p.headDim;
   const int64_t kvW = p.kvHeads * p.headDim;
   const int64_t n = qW + 2 * kvW;
+  // The fused layouts hold q, k and v in one tensor: one bias for all three
+  // (the spec refuses a mix), named by the q bit.
+  const bool qkvBias = p.hasBias('q');
   std::vector<TensorShape> t;
   switch (p.layout) {
   case ATTNC_LAYOUT_GPT2_CONV1D:
     t.push_back({"c_attn.weight", {d, n}});
-    if (p.bias)
+    if (qkvBias)
       t.push_back({"c_attn.bias", {n}});
     if (p.outProj) {
       t.push_back({"c_proj.weight", {qW, d}});
-      if (p.bias)
+      if (p.hasBias('o'))
         t.push_back({"c_proj.bias", {d}});
     }
     break;
   case ATTNC_LAYOUT_TORCH_IN_PROJ:
     t.push_back({"in_proj_weight", {n, d}});
-    if (p.bias)
+    if (qkvBias)
       t.push_back({"in_proj_bias", {n}});
     if (p.outProj) {
       t.push_back({"out_proj.weight", {d, qW}});
-      if (p.bias)
+      if (p.hasBias('o'))
         t.push_back({"out_proj.bias", {d}});
     }
     break;
   case ATTNC_LAYOUT_SEPARATE:
     t.push_back({"q_proj.weight", {qW, d}});
-    if (p.bias)
+    if (p.hasBias('q'))
       t.push_back({"q_proj.bias", {qW}});
     t.push_back({"k_proj.weight", {kvW, d}});
-    if (p.bias)
+    if (p.hasBias('k'))
       t.push_back({"k_proj.bias", {kvW}});
     t.push_back({"v_proj.weight", {kvW, d}});
-    if (p.bias)
+    if (p.hasBias('v'))
       t.push_back({"v_proj.bias", {kvW}});
     if (p.outProj) {
       t.push_back({"o_proj.weight", {d, qW}});
-      if (p.bias)
+      if (p.hasBias('o'))
         t.push_back({"o_proj.bias", {d}});
     }
     break;
@@ -313,7 +376,7 @@ Projections unpack(const BlockParams &p,
     r.wq = colsOf(w, d, n, 0, qW);
     r.wk = colsOf(w, d, n, qW, kvW);
     r.wv = colsOf(w, d, n, qW + kvW, kvW);
-    if (p.bias) {
+    if (p.hasBias('q')) {
       const float *b = get("c_attn.bias");
       r.bq = vec(b, 0, qW);
       r.bk = vec(b, qW, kvW);
@@ -321,7 +384,7 @@ Projections unpack(const BlockParams &p,
     }
     if (p.outProj) {
       r.wo = rowsOf(get("c_proj.weight"), d, 0, qW);
-      if (p.bias)
+      if (p.hasBias('o'))
         r.bo = vec(get("c_proj.bias"), 0, d);
     }
     break;
@@ -332,7 +395,7 @@ Projections unpack(const BlockParams &p,
     r.wq = transpose(rowsOf(w, d, 0, qW), qW, d);
     r.wk = transpose(rowsOf(w, d, qW, kvW), kvW, d);
     r.wv = transpose(rowsOf(w, d, qW + kvW, kvW), kvW, d);
-    if (p.bias) {
+    if (p.hasBias('q')) {
       const float *b = get("in_proj_bias");
       r.bq = vec(b, 0, qW);
       r.bk = vec(b, qW, kvW);
@@ -340,7 +403,7 @@ Projections unpack(const BlockParams &p,
     }
     if (p.outProj) {
       r.wo = transpose(rowsOf(get("out_proj.weight"), qW, 0, d), d, qW);
-      if (p.bias)
+      if (p.hasBias('o'))
         r.bo = vec(get("out_proj.bias"), 0, d);
     }
     break;
@@ -349,14 +412,15 @@ Projections unpack(const BlockParams &p,
     r.wq = transpose(rowsOf(get("q_proj.weight"), d, 0, qW), qW, d);
     r.wk = transpose(rowsOf(get("k_proj.weight"), d, 0, kvW), kvW, d);
     r.wv = transpose(rowsOf(get("v_proj.weight"), d, 0, kvW), kvW, d);
-    if (p.bias) {
+    if (p.hasBias('q'))
       r.bq = vec(get("q_proj.bias"), 0, qW);
+    if (p.hasBias('k'))
       r.bk = vec(get("k_proj.bias"), 0, kvW);
+    if (p.hasBias('v'))
       r.bv = vec(get("v_proj.bias"), 0, kvW);
-    }
     if (p.outProj) {
       r.wo = transpose(rowsOf(get("o_proj.weight"), qW, 0, d), d, qW);
-      if (p.bias)
+      if (p.hasBias('o'))
         r.bo = vec(get("o_proj.bias"), 0, d);
     }
     break;
@@ -514,6 +578,12 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
   std::vector<T> kh = splitHeads(k, batch, kvSeq, p.kvHeads, p.headDim);
   std::vector<T> vh = splitHeads(v, batch, kvSeq, p.kvHeads, p.headDim);
+  naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.ropeStyle,
+           p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
+           p.ropeAttentionFactor, nullptr);
+  naive::ropeT<T>(kh.data(), batch, p.kvHeads, kvSeq, p.headDim, p.ropeStyle,
+           p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
+           p.ropeAttentionFactor, nullptr);
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
@@ -694,6 +764,34 @@ void linearBound(const Model &model, const double *x, const double *ex,
   }
   if (m > 0 && rowDone)
     rowDone(double(k) * double(n));
+}
+
+/// The rotary embedding (naive::rope) on x [B, H, T, D] with its bound: the
+/// inputs' errors rotated (|c| e0 + |s| e1), plus the kernel's rounding of
+/// cos and sin to float32 and its two products and one sum (4u of the
+/// magnitudes), plus 1e-10 for the kernel's sin/cos polynomial and angle
+/// reduction (docs/checking.md).
+void ropeBound(std::vector<double> &x, std::vector<double> &ex,
+               const BlockParams &p, int64_t batch, int64_t heads, int64_t seq) {
+  const int64_t d = p.headDim;
+  naive::forEachRopePair(
+      batch, seq, p.ropeStyle, p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq,
+      p.ropeLongFrom, p.ropeAttentionFactor, nullptr,
+      [&](int64_t b, int64_t t, int64_t i0, int64_t i1, double c, double s) {
+        const double af = p.ropeAttentionFactor;
+        for (int64_t h = 0; h < heads; ++h) {
+          const size_t o = size_t(((b * heads + h) * seq + t) * d);
+          const double x0 = x[o + i0], x1 = x[o + i1];
+          const double e0 = ex[o + i0], e1 = ex[o + i1];
+          const double mag = std::fabs(x0 * c) + std::fabs(x1 * s) +
+                             std::fabs(x1 * c) + std::fabs(x0 * s);
+          const double round = 4 * kU * mag + 1e-10 * af * (std::fabs(x0) + std::fabs(x1));
+          x[o + i0] = x0 * c - x1 * s;
+          x[o + i1] = x1 * c + x0 * s;
+          ex[o + i0] = std::fabs(c) * e0 + std::fabs(s) * e1 + round;
+          ex[o + i1] = std::fabs(c) * e1 + std::fabs(s) * e0 + round;
+        }
+      });
 }
 
 /// naive::sdpa (same loops, same order) with the bound: errors of q, k, v
@@ -962,6 +1060,8 @@ Reference referenceWithBound(const BlockParams &p,
                       ekh = split(ek, kvSeq, p.kvHeads);
   std::vector<double> vh = split(v, kvSeq, p.kvHeads),
                       evh = split(ev, kvSeq, p.kvHeads);
+  ropeBound(qh, eqh, p, batch, p.heads, seqLen);
+  ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq);
   std::vector<double> oh(qh.size()), eoh(qh.size());
   if (p.wantProbs) {
     r.probs.assign(size_t(batch * p.heads * seqLen * kvSeq), 0.0);

@@ -155,6 +155,40 @@ std::string dimsString(const std::vector<int64_t> &dims) {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+/// The rope_* fields: "" when consistent (abi.h), else what is wrong.
+std::string checkRope(const attnc_kernel_info &info) {
+  const bool rope = (info.features & ATTNC_FEATURE_ROPE) != 0;
+  if (!rope) {
+    if (info.rope_style != ATTNC_ROPE_NONE || info.rope_pairs != 0 ||
+        info.rotary_dim != 0 || info.rope_inv_freq || info.rope_long_inv_freq)
+      return "rope fields are set but features does not declare rope";
+    return "";
+  }
+  if (info.rope_style != ATTNC_ROPE_HALF_SPLIT &&
+      info.rope_style != ATTNC_ROPE_INTERLEAVED)
+    return "unknown rope_style value " + std::to_string(info.rope_style);
+  if (info.rotary_dim < 2 || info.rotary_dim % 2 != 0 ||
+      info.rotary_dim > info.head_dim)
+    return "rotary_dim " + num(info.rotary_dim) +
+           " must be even and in [2, head_dim " + num(info.head_dim) + "]";
+  if (int64_t(info.rope_pairs) * 2 != info.rotary_dim)
+    return "rope_pairs " + std::to_string(info.rope_pairs) +
+           " is not rotary_dim / 2";
+  if (!info.rope_inv_freq)
+    return "rope_inv_freq is null";
+  for (const double *t : {info.rope_inv_freq, info.rope_long_inv_freq})
+    for (uint32_t i = 0; t && i < info.rope_pairs; ++i)
+      if (!std::isfinite(t[i]) || t[i] < 0)
+        return "rope frequency table entry " + std::to_string(i) +
+               " is not a finite non-negative number";
+  if (info.rope_long_from < 0)
+    return "rope_long_from must be non-negative, got " + num(info.rope_long_from);
+  if (!std::isfinite(info.rope_attention_factor) ||
+      !(info.rope_attention_factor > 0) || info.rope_attention_factor > 1e3)
+    return "rope_attention_factor must be in (0, 1000]";
+  return "";
+}
+
 /// validateInfo with the error class: AbiMismatch for version/size skew,
 /// BadMetadata for everything else, None when valid.
 LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
@@ -237,6 +271,29 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                " but the mask is not sliding_window");
   if (info.bias > 1)
     return bad("bias flag must be 0 or 1, got " + std::to_string(info.bias));
+  const uint32_t allBiases = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
+  if (info.bias_flags & ~allBiases)
+    return bad("unknown bias_flags bits " + std::to_string(info.bias_flags));
+  if ((info.bias_flags != 0) != (info.bias != 0))
+    return bad("bias is " + std::to_string(info.bias) + " but bias_flags is " +
+               std::to_string(info.bias_flags));
+  if (!info.out_proj && (info.bias_flags & ATTNC_BIAS_O))
+    return bad("bias_flags has an o bias but there is no out_proj");
+  {
+    const uint32_t qkv = info.bias_flags & (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V);
+    if (info.weight_layout != ATTNC_LAYOUT_SEPARATE && qkv != 0 &&
+        qkv != (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V))
+      return bad("bias_flags gives some of q, k, v a bias, but the weight "
+                 "layout fuses them into one tensor");
+  }
+  if (info.weight_dtype != ATTNC_DTYPE_F32)
+    return bad("unknown weight_dtype value " + std::to_string(info.weight_dtype));
+  if (info.tp_size != 1 || info.tp_rank != 0)
+    return bad("tensor-parallel split " + std::to_string(info.tp_rank) + " of " +
+               std::to_string(info.tp_size) +
+               " is not supported by this runtime (tp_size must be 1)");
+  if (std::string ropeWhy = checkRope(info); !ropeWhy.empty())
+    return bad(ropeWhy);
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));
@@ -262,7 +319,7 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                std::to_string(info.weight_layout));
   const uint32_t knownFeatures =
       ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS |
-      ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA;
+      ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA | ATTNC_FEATURE_ROPE;
   if (info.features & ~knownFeatures)
     return bad("unknown features bits 0x" +
                [&] {

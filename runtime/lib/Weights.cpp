@@ -13,7 +13,9 @@
 
 #include "TensorFile.h"
 
+#include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <map>
 #include <new>
 #include <set>
@@ -231,7 +233,85 @@ struct Loader {
     }
     for (const auto &b : w.buffers)
       w.pointers.push_back(b.data());
+    warnMissingFeatures(all, under, w);
     return ATTNRT_WEIGHTS_OK;
+  }
+
+  /// A checkpoint that carries what the kernel does not compute must not
+  /// run silently: the rotary embedding (rotary_emb.inv_freq tensors, RoPE
+  /// keys in the directory's config.json), QK-norm weights, biases the
+  /// kernel does not add. Each is a note that starts with "warning:".
+  void warnMissingFeatures(const std::vector<TensorRef> &all,
+                           const std::map<std::string, size_t> &under,
+                           attnrt_weights &w) {
+    auto endsWith = [](const std::string &s, const std::string &suffix) {
+      return s.size() >= suffix.size() &&
+             s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    const bool rope = (info.features & ATTNC_FEATURE_ROPE) != 0;
+    std::set<std::string> used(w.sources.begin(), w.sources.end());
+    if (!rope) {
+      for (const TensorRef &r : all)
+        if (endsWith(r.name, "rotary_emb.inv_freq")) {
+          w.notes.push_back("warning: " + path + ": '" + r.name +
+                            "' is a rotary embedding table, but this kernel "
+                            "has no rope: its output is not the "
+                            "checkpoint's (add a rope: key to the spec)");
+          break;
+        }
+      std::string config = configJson();
+      for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
+                              "\"rotary_dim\"", "\"rotary_pct\"",
+                              "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
+                              "\"rope_parameters\""})
+        if (config.find(key) != std::string::npos) {
+          w.notes.push_back("warning: " + configPath() + " has " + key +
+                            " (a rotary embedding), but this kernel has no "
+                            "rope: its output is not the checkpoint's (add "
+                            "a rope: key to the spec)");
+          break;
+        }
+    }
+    for (const auto &[name, i] : under) {
+      if (used.count(all[i].name))
+        continue;
+      const bool norm = endsWith(name, "q_norm.weight") || endsWith(name, "k_norm.weight") ||
+                        endsWith(name, "q_layernorm.weight") ||
+                        endsWith(name, "k_layernorm.weight");
+      const bool bias = endsWith(name, ".bias") && name.find("norm") == std::string::npos;
+      if (norm)
+        w.notes.push_back("warning: " + path + ": '" + all[i].name +
+                          "' is a QK-norm weight, which this kernel does "
+                          "not apply: its output is not the checkpoint's");
+      else if (bias && name != "bias" && name != "attn.bias" &&
+               name != "masked_bias")
+        w.notes.push_back("warning: " + path + ": '" + all[i].name +
+                          "' is a bias this kernel does not add (spec "
+                          "bias: lists the projections that have one)");
+    }
+  }
+
+  /// config.json beside the checkpoint (the directory itself, or the
+  /// directory of the file), or "".
+  std::string configPath() const {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return path + "/config.json";
+    size_t slash = path.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) +
+           "/config.json";
+  }
+  std::string configJson() const {
+    std::FILE *f = std::fopen(configPath().c_str(), "rb");
+    if (!f)
+      return "";
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (size_t(1) << 22))
+      text.append(buf, n);
+    std::fclose(f);
+    return text;
   }
 };
 

@@ -6,7 +6,7 @@ It lets tests/package check attnc_add_kernel and examples/embed-cmake (the
 CMake function, the application's threads and parallel_for hook, the
 weights loader, the interpreter check) independently of the compiler: it
 reads name, d_model, heads, mask and weights from the spec and writes a
-hand-written ABI v2 kernel of that shape with a matching header.
+hand-written ABI v3 kernel of that shape with a matching header.
 """
 import os
 import re

@@ -55,7 +55,9 @@ static const attnc_kernel_info info = {
     1, 1, 0.0 /* set below */, ATTNC_DTYPE_F32, ATTNC_ISA_X86_64,
     GPT2 ? ATTNC_LAYOUT_GPT2_CONV1D : ATTNC_LAYOUT_TORCH_IN_PROJ, 0, 4, 0,
     weights, PACKED, 0,
-    4 * D, 0, 0, selected, "x86_64-unknown-linux-gnu", "x86-64", "mock"};
+    4 * D, 0, 0, selected, "x86_64-unknown-linux-gnu", "x86-64", "mock",
+    /* v3: bias_flags, weight_dtype, tp_size, tp_rank; no rope */
+    ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O, ATTNC_DTYPE_F32, 1, 0};
 
 const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
   static attnc_kernel_info i;

@@ -112,6 +112,9 @@ static void configure(void) {
   i.mask = ATTNC_MASK_CAUSAL;
   i.causal_align = 0;
   i.bias = 1;
+  i.bias_flags = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
+  i.tp_size = 1;
+  i.weight_dtype = ATTNC_DTYPE_F32;
   i.out_proj = 1;
   i.scale = 0.35355339059327373; /* 1/sqrt(8) */
   i.dtype = ATTNC_DTYPE_F32;

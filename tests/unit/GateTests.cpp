@@ -87,11 +87,11 @@ struct F32Weights {
       return w[0][k * n + col];
     }
     // separate: q, [qb], k, [kb], v, [vb], o, [ob]; weight [out, in].
-    size_t idx = size_t(part) * (p.bias ? 2 : 1);
+    size_t idx = size_t(part) * (p.biasMask ? 2 : 1);
     return w[idx][j * d + k];
   }
   float inBias(int part, int64_t j) const {
-    if (!p.bias)
+    if (!p.biasMask)
       return 0.0f;
     if (p.layout == ATTNC_LAYOUT_GPT2_CONV1D) {
       int64_t col = part == 0 ? j : part == 1 ? qW + j : qW + kvW + j;
@@ -101,11 +101,11 @@ struct F32Weights {
   }
   float out(int64_t i, int64_t j) const { // Wo(i, j), i < qW, j < d
     if (p.layout == ATTNC_LAYOUT_GPT2_CONV1D)
-      return w[p.bias ? 2 : 1][i * d + j];
-    return w[p.bias ? 6 : 3][j * qW + i];
+      return w[p.biasMask ? 2 : 1][i * d + j];
+    return w[p.biasMask ? 6 : 3][j * qW + i];
   }
   float outBias(int64_t j) const {
-    if (!p.bias)
+    if (!p.biasMask)
       return 0.0f;
     return p.layout == ATTNC_LAYOUT_GPT2_CONV1D ? w[3][j] : w[7][j];
   }
@@ -247,7 +247,7 @@ BlockParams block(int64_t d, int64_t h, int64_t kv, int64_t dh, uint32_t mask,
   p.headDim = dh;
   p.mask = mask;
   p.layout = layout;
-  p.bias = bias;
+  p.biasMask = bias ? 15u : 0u;
   p.outProj = outProj;
   p.window = window;
   return p;

@@ -255,7 +255,7 @@ TEST_CASE("storageTensors lists names and shapes per layout", "[interp]") {
 
 TEST_CASE("storageTensors drops biases and output projection", "[interp]") {
   BlockParams p = smallBlock(ATTNC_LAYOUT_SEPARATE);
-  p.bias = false;
+  p.biasMask = 0;
   auto t = storageTensors(p);
   REQUIRE(t.size() == 4);
   CHECK(t[1].name == "k_proj.weight");
@@ -265,7 +265,7 @@ TEST_CASE("storageTensors drops biases and output projection", "[interp]") {
   REQUIRE(t.size() == 3);
   CHECK(t[2].name == "v_proj.weight");
   p.layout = ATTNC_LAYOUT_GPT2_CONV1D;
-  p.bias = true;
+  p.biasMask = 15;
   t = storageTensors(p);
   REQUIRE(t.size() == 2);
   CHECK(t[1].name == "c_attn.bias");
@@ -335,7 +335,7 @@ TEST_CASE("interpret: the three layouts agree on equivalent weights",
   for (bool bias : {true, false}) {
     for (bool outProj : {true, false}) {
       BlockParams p = smallBlock(ATTNC_LAYOUT_GPT2_CONV1D);
-      p.bias = bias;
+      p.biasMask = bias ? 15u : 0u;
       p.outProj = outProj;
       const int64_t d = 8, qW = 12, kvW = 6, n = qW + 2 * kvW;
       const int64_t batch = 2, seq = 5;
@@ -451,7 +451,7 @@ TEST_CASE("paramsFromInfo maps the metadata fields", "[interp]") {
   CHECK(p.mask == ATTNC_MASK_SLIDING_WINDOW);
   CHECK(p.topLeft);
   CHECK(p.window == 7);
-  CHECK_FALSE(p.bias);
+  CHECK(p.biasMask == 0u);
   CHECK(p.outProj);
   CHECK(p.scale == 0.25);
   CHECK(p.layout == ATTNC_LAYOUT_TORCH_IN_PROJ);

@@ -30,7 +30,14 @@ using Catch::Matchers::Contains;
 static_assert(sizeof(attnc_tensor_info) == 32, "attnc_tensor_info layout");
 static_assert(offsetof(attnc_tensor_info, rank) == 8, "");
 static_assert(offsetof(attnc_tensor_info, dims) == 16, "");
-static_assert(sizeof(attnc_kernel_info) == 200, "attnc_kernel_info layout");
+static_assert(sizeof(attnc_kernel_info) == 264, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, bias_flags) == 200, "");
+static_assert(offsetof(attnc_kernel_info, tp_size) == 208, "");
+static_assert(offsetof(attnc_kernel_info, rope_style) == 216, "");
+static_assert(offsetof(attnc_kernel_info, rotary_dim) == 224, "");
+static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 232, "");
+static_assert(offsetof(attnc_kernel_info, rope_long_from) == 248, "");
+static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 256, "");
 static_assert(offsetof(attnc_kernel_info, abi_version) == 0, "");
 static_assert(offsetof(attnc_kernel_info, struct_size) == 4, "");
 static_assert(offsetof(attnc_kernel_info, name) == 8, "");
@@ -105,6 +112,8 @@ struct InfoFixture {
     info.causal_align = 0;
     info.window = 0;
     info.bias = bias;
+    info.bias_flags = bias ? (outProj ? 15u : 7u) : 0u;
+    info.tp_size = 1;
     info.out_proj = outProj;
     info.scale = 0.25;
     info.dtype = ATTNC_DTYPE_F32;
@@ -156,8 +165,8 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 2u);
-  REQUIRE(sizeof(attnc_kernel_info) == 200);
+  REQUIRE(ATTNC_ABI_VERSION == 3u);
+  REQUIRE(sizeof(attnc_kernel_info) == 264);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -180,12 +189,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 3, runtime speaks 2");
+  CHECK(f.check() == "kernel ABI version 4, runtime speaks 3");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 192 bytes") && Contains("expects 200"));
+             Contains("struct_size is 256 bytes") && Contains("expects 264"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -237,8 +246,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   CHECK(f.check() == "unknown isa value 7");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
-  f.info.features = 32;
-  CHECK(f.check() == "unknown features bits 0x20");
+  f.info.features = 64;
+  CHECK(f.check() == "unknown features bits 0x40");
   f.info.features = ATTNC_FEATURE_LENGTHS;
   CHECK_THAT(f.check(), Contains("the mask has no padding"));
   f.info.mask = ATTNC_MASK_PADDING;
@@ -431,6 +440,7 @@ TEST_CASE("metadata: weights table must match the storage tensors",
   SECTION("count after a flag change") {
     InfoFixture f;
     f.info.bias = 0; // table still lists the biases
+    f.info.bias_flags = 0;
     CHECK(f.check() == "weights table has 4 entries, expected 2");
   }
   SECTION("null table") {
@@ -592,7 +602,7 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"dtype=1", "unknown dtype value 1"},
       {"layout=3", "unknown weight_layout value 3"},
       {"causal_align=2", "unknown causal_align value 2"},
-      {"features=32", "unknown features bits 0x20"},
+      {"features=64", "unknown features bits 0x40"},
       {"isa=5", "isa cuda-sm80 needs the cuda feature"},
       {"features=16", "features declares cuda, but isa x86-64 is a CPU"},
       {"isa=6,features=16,selected_isa=5",

@@ -72,7 +72,7 @@ TEST_CASE("gpt2-small spec with every key", "[spec]") {
   CHECK(s.mask == MaskKind::Causal);
   CHECK(s.causalAlign == CausalAlign::BottomRight);
   CHECK(s.window == 0);
-  CHECK(s.bias);
+  CHECK(s.biasMask == attnc::kAllBiases);
   CHECK(s.outProj);
   CHECK_FALSE(s.scale.has_value());
   CHECK(s.effectiveScale() == 0.125);
@@ -99,7 +99,7 @@ TEST_CASE("defaults of a minimal spec", "[spec]") {
   CHECK(s.headDim == 64);
   CHECK(s.mask == MaskKind::None);
   CHECK(s.causalAlign == CausalAlign::BottomRight);
-  CHECK(s.bias);
+  CHECK(s.biasMask == attnc::kAllBiases);
   CHECK(s.outProj);
   CHECK_FALSE(s.scale.has_value());
   CHECK(s.weights == WeightLayout::Gpt2Conv1D);
@@ -119,7 +119,7 @@ TEST_CASE("GQA with separate weights and an explicit scale", "[spec]") {
   CHECK(s.qWidth() == 4096);
   CHECK(s.kvWidth() == 1024);
   CHECK(s.weights == WeightLayout::Separate);
-  CHECK_FALSE(s.bias);
+  CHECK(s.biasMask == 0u);
   CHECK_FALSE(s.outProj);
   REQUIRE(s.scale.has_value());
   CHECK(*s.scale == 0.0883883);
@@ -145,7 +145,7 @@ TEST_CASE("quoted strings, comments, flow mapping and document markers",
   CHECK(s.headDim == 16);
   CHECK(s.mask == MaskKind::Causal);
   s = specOf(kBase + "bias: False\nout_proj: TRUE\nweights: torch_in_proj\n");
-  CHECK_FALSE(s.bias);
+  CHECK(s.biasMask == 0u);
   CHECK(s.outProj);
   CHECK(s.weights == WeightLayout::TorchInProj);
 }
@@ -408,7 +408,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
         "t.yaml:4:1: error: unknown key 'frobnicate': expected one of name, "
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
         "bias, out_proj, scale, weights, max_seq_len, dtype, outputs, "
-        "decode, cross_attention");
+        "decode, cross_attention, rope");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
         std::string::npos);
 }
@@ -632,7 +632,8 @@ TEST_CASE("decode only with a causal mask", "[spec][error]") {
 
 TEST_CASE("booleans", "[spec][error]") {
   CHECK(errorOf(kBase + "bias: yes\n") ==
-        "t.yaml:4:7: error: bias: expected true or false, found 'yes'");
+        "t.yaml:4:7: error: bias: expected true, false or a list of "
+        "projections such as [q, k, v], found 'yes'");
   CHECK(errorOf(kBase + "out_proj: 1\n") ==
         "t.yaml:4:11: error: out_proj: expected true or false, found '1'");
   CHECK(errorOf(kBase + "cross_attention: \"true\"\n") ==
@@ -714,7 +715,7 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
         "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
         "out_proj, scale, weights, max_seq_len, dtype, outputs, decode, "
-        "cross_attention");
+        "cross_attention, rope");
 }
 
 TEST_CASE("found values are escaped and truncated", "[spec][error]") {

@@ -210,6 +210,7 @@ std::string featureNames(uint32_t f) {
   add(ATTNC_FEATURE_PROBS, "probs");
   add(ATTNC_FEATURE_DECODE, "decode");
   add(ATTNC_FEATURE_CUDA, "cuda");
+  add(ATTNC_FEATURE_ROPE, "rope");
   return s.empty() ? "none" : s;
 }
 
@@ -277,7 +278,8 @@ bool loadWeights(const std::string &path, const std::string &prefix,
     return false;
   }
   for (const std::string &note : loaded.notes())
-    std::fprintf(stderr, "attnc-run: note: %s\n", note.c_str());
+    std::fprintf(stderr, "attnc-run: %s%s\n",
+                 note.rfind("warning: ", 0) == 0 ? "" : "note: ", note.c_str());
   for (uint32_t i = 0; i < loaded.count(); ++i)
     weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
   return true;
@@ -449,10 +451,30 @@ void printInfo(const attnrt::Kernel &k) {
                 ki.causal_align ? "top_left" : "bottom_right");
   if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
     std::printf("window: %lld\n", (long long)ki.window);
+  std::string bias = ki.bias_flags == 0 ? "false" : "";
+  if (ki.bias_flags == (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O) ||
+      (!ki.out_proj && ki.bias_flags == (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V)))
+    bias = "true";
+  else if (ki.bias_flags != 0) {
+    for (auto [bit, name] : {std::pair{ATTNC_BIAS_Q, "q"}, std::pair{ATTNC_BIAS_K, "k"},
+                             std::pair{ATTNC_BIAS_V, "v"}, std::pair{ATTNC_BIAS_O, "o"}})
+      if (ki.bias_flags & bit)
+        bias += (bias.empty() ? "[" : ", ") + std::string(name);
+    bias += "]";
+  }
   std::printf("bias: %s\nout_proj: %s\nscale: %.9g\ndtype: f32\n"
               "weight_layout: %s\n",
-              ki.bias ? "true" : "false", ki.out_proj ? "true" : "false",
+              bias.c_str(), ki.out_proj ? "true" : "false",
               ki.scale, layoutName(ki.weight_layout));
+  if (ki.features & ATTNC_FEATURE_ROPE)
+    std::printf("rope: %s, rotary_dim %lld, inv_freq[0] %.9g, inv_freq[%u] %.9g, "
+                "attention_factor %.9g%s\n",
+                ki.rope_style == ATTNC_ROPE_INTERLEAVED ? "interleaved" : "half_split",
+                (long long)ki.rotary_dim, ki.rope_inv_freq[0], ki.rope_pairs - 1,
+                ki.rope_inv_freq[ki.rope_pairs - 1], ki.rope_attention_factor,
+                ki.rope_long_inv_freq
+                    ? (", long table past length " + std::to_string(ki.rope_long_from)).c_str()
+                    : "");
   const uint32_t selected = k.selectedIsa();
   std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki.isa),
               k.isCuda() && selected == ATTNC_ISA_NONE

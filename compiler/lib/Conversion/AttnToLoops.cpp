@@ -302,6 +302,18 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), in);
     return success();
   }
+  if (auto r = dyn_cast<RopeOp>(op)) {
+    // In place when this op is the input's only user (Q and K views into
+    // the QKV buffer, which nothing else reads unrotated); else on a copy.
+    Value in = map.lookup(r.getInput());
+    if (!r.getInput().hasOneUse()) {
+      Value out = allocFor(r.getResult(), resolve(r.getResult(), dimsOf(in)));
+      preCopies[op].push_back({in, out});
+      in = out;
+    }
+    map.map(r.getResult(), in);
+    return success();
+  }
   if (auto a = dyn_cast<CacheAppendOp>(op)) {
     // In place: the caches must be the caller's buffers, read by nothing
     // but this op (every later reader sees the updated values).
@@ -434,7 +446,8 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
   // These ops have no lowering of their own here: their kernels come from
   // the TiledOpInterface models (attn.linear falls back to a one-task GEMM).
-  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp>(op) && !isa<TiledOpInterface>(op))
+  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp>(op) &&
+      !isa<TiledOpInterface>(op))
     return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
   // The CUDA target has kernels for the fused block (packed GEMMs and
   // flash attention, GpuKernels.cpp); anything else would be a host loop
@@ -448,6 +461,9 @@ LogicalResult FunctionLowering::emit(Operation *op) {
         return isa<ProbsOp>(op)
                    ? op->emitOpError("(outputs: probs) is not supported by the "
                                      "CUDA target yet")
+               : isa<RopeOp>(op)
+                   ? op->emitOpError("(rope) is not supported by the CUDA "
+                                     "target yet")
                    : op->emitOpError("the CUDA target needs packed f32 weights "
                                      "and a rank-3 input");
       return t.buildTiledPhases(phases);

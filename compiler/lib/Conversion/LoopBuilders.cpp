@@ -4,6 +4,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "llvm/ADT/bit.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -131,6 +135,147 @@ void attnc::buildMaskRows(ImplicitLocOpBuilder &b, Value y, Value lens) {
                     memref::StoreOp::create(c2, zero, y, ValueRange{bi, r, col});
                     return SmallVector<Value>{};
                   });
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// attn.rope
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A private constant global holding `values` (f64), shared by every
+/// function of the module that asks for the same table.
+Value ropeTable(ImplicitLocOpBuilder &b, ArrayRef<double> values) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  uint64_t h = 0xcbf29ce484222325ull; // FNV-1a over the doubles' bits
+  for (double v : values)
+    for (int i = 0; i < 64; i += 8) {
+      h ^= (llvm::bit_cast<uint64_t>(v) >> i) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  std::string name = "__attnc_rope_turns_" + llvm::utohexstr(h);
+  auto type = MemRefType::get({int64_t(values.size())}, b.getF64Type());
+  if (!module.lookupSymbol(name)) {
+    OpBuilder mb(module.getBodyRegion());
+    auto tensorTy = RankedTensorType::get(type.getShape(), b.getF64Type());
+    memref::GlobalOp::create(mb, b.getLoc(), name, mb.getStringAttr("private"),
+                             type, DenseElementsAttr::get(tensorTy, values),
+                             /*constant=*/true, /*alignment=*/IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, type, name);
+}
+
+/// sin(a), cos(a) for a in [-pi, pi] in double precision: Taylor series to
+/// a^21 and a^22 (truncation below 1.1e-11 at |a| = pi).
+std::pair<Value, Value> sinCos(ImplicitLocOpBuilder &c, Value a) {
+  auto f64c = [&](double v) {
+    return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
+  };
+  Value a2 = arith::MulFOp::create(c, a, a);
+  // Coefficients (-1)^k / (2k+1)! and (-1)^k / (2k)!, highest first.
+  double fact = 1;
+  SmallVector<double> sinC, cosC;
+  for (int n = 0; n <= 22; ++n) {
+    if (n > 0)
+      fact *= n;
+    double sign = ((n / 2) % 2) ? -1.0 : 1.0;
+    (n % 2 ? sinC : cosC).push_back(sign / fact);
+  }
+  auto horner = [&](ArrayRef<double> coef) {
+    Value p = f64c(coef.back());
+    for (int i = int(coef.size()) - 2; i >= 0; --i)
+      p = arith::AddFOp::create(c, arith::MulFOp::create(c, p, a2),
+                                f64c(coef[size_t(i)])); // no llvm.fma: a libm call on SSE2
+    return p;
+  };
+  Value s = arith::MulFOp::create(c, a, horner(sinC));
+  return {s, horner(cosC)};
+}
+
+} // namespace
+
+void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
+                      Value positions) {
+  constexpr int64_t kRows = 16; // rows per task
+  const double twoPi = 6.283185307179586476925286766559;
+  auto turnsOf = [&](ArrayRef<double> f) {
+    SmallVector<double> t;
+    for (double v : f)
+      t.push_back(v / twoPi);
+    return t;
+  };
+  Value turns = ropeTable(b, turnsOf(op.getInvFreq()));
+  Value longTurns;
+  if (auto l = op.getLongInvFreq())
+    longTurns = ropeTable(b, turnsOf(*l));
+  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
+    return arith::ConstantIndexOp::create(c, v).getResult();
+  };
+  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
+  Value t = memref::DimOp::create(b, x, 2);
+  Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
+  Value tasks = arith::MulIOp::create(b, nb, blocks);
+  const int64_t half = op.getRotaryDim() / 2;
+  const bool interleaved = op.getInterleaved();
+  const double af = op.getAttentionFactor().convertToDouble();
+  const int64_t longFrom = op.getLongFrom();
+  attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(
+        c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
+    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
+    Value zero = idx(c, 0);
+    Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
+    Value useLong;
+    if (longTurns) // longrope: the sequence's length p0 + T past long_from
+      useLong = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt,
+                                      arith::AddIOp::create(c, p0, t),
+                                      idx(c, longFrom));
+    auto f64c = [&](ImplicitLocOpBuilder &cc, double v) {
+      return arith::ConstantOp::create(cc, cc.getF64FloatAttr(v)).getResult();
+    };
+    attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
+      Value pos = arith::AddIOp::create(c1, p0, row);
+      Value posF = arith::SIToFPOp::create(
+          c1, c1.getF64Type(), arith::IndexCastOp::create(c1, c1.getI64Type(), pos));
+      attnc::loop(c1, idx(c1, 0), idx(c1, half), {},
+                  [&](ImplicitLocOpBuilder &c2, Value i, ValueRange) {
+        Value f = memref::LoadOp::create(c2, turns, ValueRange{i});
+        if (longTurns)
+          f = arith::SelectOp::create(
+              c2, useLong, memref::LoadOp::create(c2, longTurns, ValueRange{i}), f);
+        // The angle in turns, reduced to [-1/2, 1/2] exactly enough in
+        // double (positions < 2^40), then in radians.
+        Value tt = arith::MulFOp::create(c2, posF, f);
+        Value k = arith::FPToSIOp::create(
+            c2, c2.getI64Type(), arith::AddFOp::create(c2, tt, f64c(c2, 0.5)));
+        Value red = arith::SubFOp::create(
+            c2, tt, arith::SIToFPOp::create(c2, c2.getF64Type(), k));
+        Value a = arith::MulFOp::create(c2, red, f64c(c2, twoPi));
+        auto [sn, cs] = sinCos(c2, a);
+        Value cf = arith::TruncFOp::create(
+            c2, c2.getF32Type(), arith::MulFOp::create(c2, cs, f64c(c2, af)));
+        Value sf = arith::TruncFOp::create(
+            c2, c2.getF32Type(), arith::MulFOp::create(c2, sn, f64c(c2, af)));
+        Value i0 = interleaved ? arith::MulIOp::create(c2, i, idx(c2, 2)).getResult() : i;
+        Value i1 = arith::AddIOp::create(c2, i0, idx(c2, interleaved ? 1 : half));
+        attnc::loop(c2, idx(c2, 0), nh, {},
+                    [&](ImplicitLocOpBuilder &c3, Value h, ValueRange) {
+          Value x0 = memref::LoadOp::create(c3, x, ValueRange{bi, h, row, i0});
+          Value x1 = memref::LoadOp::create(c3, x, ValueRange{bi, h, row, i1});
+          Value y0 = arith::SubFOp::create(c3, arith::MulFOp::create(c3, x0, cf),
+                                           arith::MulFOp::create(c3, x1, sf));
+          Value y1 = arith::AddFOp::create(c3, arith::MulFOp::create(c3, x1, cf),
+                                           arith::MulFOp::create(c3, x0, sf));
+          memref::StoreOp::create(c3, y0, x, ValueRange{bi, h, row, i0});
+          memref::StoreOp::create(c3, y1, x, ValueRange{bi, h, row, i1});
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
       return SmallVector<Value>{};
     });
   });

@@ -135,6 +135,14 @@ void buildCacheAppend(mlir::ImplicitLocOpBuilder &b, mlir::Value k,
 /// t >= lens[b] of y [B, T, N] become zeros.
 void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value lens);
 
+/// attn.rope in place on x [B, H, T, D] (a strided view; unit innermost
+/// stride): tasks (batch, block of rows); per row, each pair's cos and sin
+/// are computed once (double precision: the angle reduced in turns, then
+/// polynomials on [-pi, pi]) and applied to every head. positions
+/// (memref<?xi32> or null): each sequence's first position.
+void buildRope(mlir::ImplicitLocOpBuilder &b, attn::RopeOp op, mlir::Value x,
+               mlir::Value positions);
+
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).
 mlir::Value validLength(mlir::ImplicitLocOpBuilder &c, mlir::Value lens,

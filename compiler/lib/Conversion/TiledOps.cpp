@@ -12,6 +12,7 @@
 //   attn.probs         batch x head                   softmax rows
 //   attn.cache_append  batch x kv head                row copies
 //   attn.mask_rows     batch                          zero rows
+//   attn.rope          batch x row block              pair rotations in place
 //
 //===----------------------------------------------------------------------===//
 #include "LoopBuilders.h"
@@ -108,6 +109,16 @@ struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp
   }
 };
 
+struct RopeModel : TiledOpInterface::ExternalModel<RopeModel, RopeOp> {
+  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto r = cast<RopeOp>(op);
+    attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
+                     optional(ctx, r.getPositions()));
+    return success();
+  }
+};
+
 } // namespace
 
 void attnc::registerTiledOpModels(DialectRegistry &registry) {
@@ -117,5 +128,6 @@ void attnc::registerTiledOpModels(DialectRegistry &registry) {
     ProbsOp::attachInterface<ProbsModel>(*ctx);
     CacheAppendOp::attachInterface<CacheAppendModel>(*ctx);
     MaskRowsOp::attachInterface<MaskRowsModel>(*ctx);
+    RopeOp::attachInterface<RopeModel>(*ctx);
   });
 }

@@ -532,6 +532,30 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       t[a.getNewKeyCache()] = std::move(nk);
       t[a.getNewValueCache()] = std::move(nv);
       t[a.getLens()] = std::move(lens);
+    } else if (auto r = dyn_cast<RopeOp>(op)) {
+      const Tensor *x = tensorOf(r.getInput());
+      const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
+      if (!x || (r.getPositions() && !pos))
+        return false;
+      if (x->shape.size() != 4 ||
+          (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
+        return fail(op, "positions do not fit " + shapeStr(x->shape));
+      std::vector<int64_t> start;
+      if (pos)
+        for (double p : pos->data)
+          start.push_back(static_cast<int64_t>(p));
+      std::vector<double> longFreq;
+      if (auto l = r.getLongInvFreq())
+        longFreq.assign(l->begin(), l->end());
+      Tensor y = *x;
+      attnrt::naive::rope(
+          y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+          r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT,
+          r.getRotaryDim(),
+          std::vector<double>(r.getInvFreq().begin(), r.getInvFreq().end()),
+          longFreq, r.getLongFrom(), r.getAttentionFactor().convertToDouble(),
+          pos ? start.data() : nullptr);
+      t[r] = std::move(y);
     } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
       const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
       if (!x || !l)

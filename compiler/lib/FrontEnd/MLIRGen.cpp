@@ -33,6 +33,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   module->setAttr("attn.weight_storage", weightStorageAttr(&ctx, spec));
 
   Type f32 = b.getF32Type();
+  const attnc::RopeTables rope_ = attnc::ropeTables(spec);
   int64_t dyn = ShapedType::kDynamic;
   int64_t d = spec.dModel, dh = spec.headDim;
   int64_t qw = spec.qWidth(), kvw = spec.kvWidth();
@@ -78,7 +79,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
       argTypes.push_back(RankedTensorType::get({in, out}, f32));
       argNames.push_back(w);
-      if (spec.bias) {
+      if (spec.hasBias(w[1])) {
         argTypes.push_back(RankedTensorType::get({out}, f32));
         argNames.push_back(bias);
       }
@@ -134,7 +135,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     Value kvRows = padding ? (cross ? input("kv_lengths") : input("lengths")) : Value();
     auto project = [&](Value in, int64_t out, const char *what, Value rows) -> Value {
       Value w = nextArg();
-      Value bias = spec.bias ? nextArg() : Value();
+      Value bias = spec.hasBias(what[0]) ? nextArg() : Value();
       return LinearOp::create(b, locOf("weights", what), rowsOf(out), in, w, bias, rows);
     };
     Value q = project(x, qw, "q_proj", qRows);
@@ -149,6 +150,24 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                     b.getI64IntegerAttr(spec.kvHeads));
     Value vh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), v,
                                     b.getI64IntegerAttr(spec.kvHeads));
+    // Rotary embedding of Q and K (before the cache: cached keys stay
+    // rotated). Decode rotates the new token at its cache position.
+    if (spec.hasRope()) {
+      Location ropeLoc = locOf("rope", "rope");
+      Value pos = decodeEntry ? input("positions") : Value();
+      auto rope = [&](Value t) -> Value {
+        return RopeOp::create(
+            b, ropeLoc, t.getType(), t, pos, b.getI64IntegerAttr(spec.rope.rotaryDim),
+            b.getBoolAttr(spec.rope.style == attnc::RopeStyle::Interleaved),
+            b.getDenseF64ArrayAttr(rope_.invFreq),
+            rope_.longInvFreq.empty() ? DenseF64ArrayAttr()
+                                      : b.getDenseF64ArrayAttr(rope_.longInvFreq),
+            b.getI64IntegerAttr(rope_.longFrom),
+            b.getF64FloatAttr(rope_.attentionFactor));
+      };
+      qh = rope(qh);
+      kh = rope(kh);
+    }
     SmallVector<Value> cacheResults;
     Value cacheLens;
     if (cache) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -61,6 +62,18 @@ const char *toString(CausalAlign a) {
   return "?";
 }
 
+const char *toString(RopeStyle r) {
+  switch (r) {
+  case RopeStyle::None:
+    return "none";
+  case RopeStyle::HalfSplit:
+    return "half_split";
+  case RopeStyle::Interleaved:
+    return "interleaved";
+  }
+  return "?";
+}
+
 double Spec::effectiveScale() const {
   if (scale)
     return *scale;
@@ -79,6 +92,21 @@ SrcPos Spec::valuePosOf(const std::string &key) const {
 
 namespace {
 
+/// "true" (every projection), "false" (none) or the list "q,k,v,o" in that
+/// order.
+std::string biasString(unsigned mask) {
+  if (mask == kAllBiases)
+    return "true";
+  if (mask == 0)
+    return "false";
+  std::string out;
+  for (auto [bit, name] : {std::pair{BiasQ, "q"}, std::pair{BiasK, "k"},
+                           std::pair{BiasV, "v"}, std::pair{BiasO, "o"}})
+    if (mask & bit)
+      out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
 /// The canonical string hashed by specHash. Versioned so that a change of
 /// the encoding is a deliberate change of every hash. Defaults are resolved,
 /// so an omitted key and the same key spelled with its default value hash
@@ -90,7 +118,8 @@ std::string canonicalString(const Spec &s) {
                      s.dModel, s.heads, s.kvHeads, s.headDim);
   out += fmt::format("mask={}\ncausal_align={}\nwindow={}\n", toString(s.mask),
                      toString(s.causalAlign), s.window);
-  out += fmt::format("bias={}\nout_proj={}\n", s.bias, s.outProj);
+  out += fmt::format("bias={}\nout_proj={}\n", biasString(s.biasMask),
+                     s.outProj);
   if (s.scale)
     out += fmt::format("scale={:a}\n", *s.scale);
   else
@@ -102,6 +131,26 @@ std::string canonicalString(const Spec &s) {
     out += o + ",";
   out += fmt::format("\ndecode={}\ncross_attention={}\n", s.decode,
                      s.crossAttention);
+  // Keys added later hash only when present, so older specs keep their hash.
+  if (s.hasRope()) {
+    const RopeSpec &r = s.rope;
+    out += fmt::format("rope={} theta={:a} rotary_dim={} scaling={} "
+                       "factor={:a} low={:a} high={:a} beta_fast={:a} "
+                       "beta_slow={:a} truncate={} orig={} max_pos={}",
+                       toString(r.style), r.theta, r.rotaryDim, r.scaling,
+                       r.factor, r.lowFreqFactor, r.highFreqFactor, r.betaFast,
+                       r.betaSlow, r.truncate, r.originalMaxPos, r.maxPos);
+    for (const std::optional<double> &o :
+         {r.attentionFactor, r.mscale, r.mscaleAllDim})
+      out += o ? fmt::format(" {:a}", *o) : std::string(" -");
+    out += " short=";
+    for (double f : r.shortFactor)
+      out += fmt::format("{:a},", f);
+    out += " long=";
+    for (double f : r.longFactor)
+      out += fmt::format("{:a},", f);
+    out += "\n";
+  }
   return out;
 }
 
@@ -136,7 +185,9 @@ std::string printSpec(const Spec &s) {
     out += fmt::format("causal_align: {}\n", toString(s.causalAlign));
     if (s.mask == MaskKind::SlidingWindow)
       out += fmt::format("window: {}\n", s.window);
-    out += fmt::format("bias: {}\n", s.bias);
+    out += s.biasMask == kAllBiases || s.biasMask == 0
+               ? fmt::format("bias: {}\n", biasString(s.biasMask))
+               : fmt::format("bias: [{}]\n", biasString(s.biasMask));
     out += fmt::format("out_proj: {}\n", s.outProj);
     if (s.scale)
       out += fmt::format("scale: {}\n", *s.scale);
@@ -154,10 +205,122 @@ std::string printSpec(const Spec &s) {
     out += "]\n";
     out += fmt::format("decode: {}\n", s.decode);
     out += fmt::format("cross_attention: {}\n", s.crossAttention);
+    if (s.hasRope()) {
+      const RopeSpec &r = s.rope;
+      out += fmt::format("rope:\n  style: {}\n  theta: {}\n  rotary_dim: {}\n",
+                         toString(r.style), r.theta, r.rotaryDim);
+      if (r.scaling != "default") {
+        out += fmt::format("  scaling:\n    type: {}\n", r.scaling);
+        if (r.scaling != "longrope")
+          out += fmt::format("    factor: {}\n", r.factor);
+        if (r.scaling == "llama3")
+          out += fmt::format("    low_freq_factor: {}\n    high_freq_factor: {}\n",
+                             r.lowFreqFactor, r.highFreqFactor);
+        if (r.scaling == "yarn")
+          out += fmt::format("    beta_fast: {}\n    beta_slow: {}\n    "
+                             "truncate: {}\n",
+                             r.betaFast, r.betaSlow, r.truncate);
+        if (r.originalMaxPos)
+          out += fmt::format("    original_max_position_embeddings: {}\n",
+                             r.originalMaxPos);
+        if (r.maxPos)
+          out += fmt::format("    max_position_embeddings: {}\n", r.maxPos);
+        if (r.attentionFactor)
+          out += fmt::format("    attention_factor: {}\n", *r.attentionFactor);
+      }
+      RopeTables t = ropeTables(s);
+      out += fmt::format("  # attention_factor {}, inv_freq[0] {}, "
+                         "inv_freq[{}] {}\n",
+                         t.attentionFactor, t.invFreq.front(),
+                         t.invFreq.size() - 1, t.invFreq.back());
+    }
     return out;
   } catch (const std::exception &) {
     return "";
   }
+}
+
+RopeTables ropeTables(const Spec &s) {
+  RopeTables t;
+  const RopeSpec &r = s.rope;
+  if (!s.hasRope() || r.rotaryDim < 2)
+    return t;
+  const int64_t dim = r.rotaryDim, half = dim / 2;
+  const double pi = 3.14159265358979323846;
+  // theta_i = base^(-2i/r) (HF _compute_default_rope_parameters).
+  std::vector<double> theta(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i)
+    theta[size_t(i)] = 1.0 / std::pow(r.theta, double(2 * i) / double(dim));
+  t.invFreq = theta;
+  if (r.scaling == "linear") {
+    for (double &f : t.invFreq)
+      f /= r.factor;
+  } else if (r.scaling == "llama3") {
+    // _compute_llama3_parameters: high frequencies kept, low ones divided by
+    // factor, a smooth ramp between the two wavelengths.
+    const double orig = double(r.originalMaxPos);
+    const double lowWl = orig / r.lowFreqFactor, highWl = orig / r.highFreqFactor;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      const double wl = 2 * pi / theta[i];
+      if (wl < highWl)
+        t.invFreq[i] = theta[i];
+      else if (wl > lowWl)
+        t.invFreq[i] = theta[i] / r.factor;
+      else {
+        const double sm = (orig / wl - r.lowFreqFactor) /
+                          (r.highFreqFactor - r.lowFreqFactor);
+        t.invFreq[i] = (1 - sm) * theta[i] / r.factor + sm * theta[i];
+      }
+    }
+  } else if (r.scaling == "yarn") {
+    // _compute_yarn_parameters.
+    const double orig = double(r.originalMaxPos);
+    auto corrDim = [&](double rot) {
+      return double(dim) * std::log(orig / (rot * 2 * pi)) /
+             (2 * std::log(r.theta));
+    };
+    double low = corrDim(r.betaFast), high = corrDim(r.betaSlow);
+    if (r.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(dim - 1));
+    if (low == high)
+      high += 0.001;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double extrap = 1 - ramp;
+      t.invFreq[i] = theta[i] / r.factor * (1 - extrap) + theta[i] * extrap;
+    }
+    auto mscaleOf = [](double scale, double m) {
+      return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+    };
+    if (r.attentionFactor)
+      t.attentionFactor = *r.attentionFactor;
+    else if (r.mscale && r.mscaleAllDim)
+      t.attentionFactor =
+          mscaleOf(r.factor, *r.mscale) / mscaleOf(r.factor, *r.mscaleAllDim);
+    else
+      t.attentionFactor = mscaleOf(r.factor, 1.0);
+  } else if (r.scaling == "longrope") {
+    // _compute_longrope_parameters: per-pair factors, long ones past
+    // original_max_position_embeddings.
+    t.longInvFreq = theta;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      t.invFreq[i] = theta[i] / r.shortFactor[i];
+      t.longInvFreq[i] = theta[i] / r.longFactor[i];
+    }
+    t.longFrom = r.originalMaxPos;
+    const double sc = double(r.maxPos) / double(r.originalMaxPos);
+    if (r.attentionFactor)
+      t.attentionFactor = *r.attentionFactor;
+    else
+      t.attentionFactor =
+          sc <= 1 ? 1.0
+                  : std::sqrt(1 + std::log(sc) / std::log(double(r.originalMaxPos)));
+  }
+  return t;
 }
 
 std::string unsupportedFeature(const Spec &s) {

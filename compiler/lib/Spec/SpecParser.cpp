@@ -66,7 +66,10 @@ struct SizeLimit {
 constexpr SizeLimit kSizeLimits[] = {
     {"d_model", int64_t(1) << 16},     {"heads", int64_t(1) << 10},
     {"kv_heads", int64_t(1) << 10},    {"head_dim", int64_t(1) << 10},
-    {"max_seq_len", int64_t(1) << 24}, {"window", int64_t(1) << 24}};
+    {"max_seq_len", int64_t(1) << 24}, {"window", int64_t(1) << 24},
+    {"rope.rotary_dim", int64_t(1) << 10},
+    {"rope.scaling.original_max_position_embeddings", int64_t(1) << 24},
+    {"rope.scaling.max_position_embeddings", int64_t(1) << 24}};
 
 /// The largest accepted value of the size key `key`.
 int64_t maxSizeOf(const std::string &key) {
@@ -83,7 +86,16 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention"};
+    "decode", "cross_attention", "rope"};
+
+/// The keys of the `rope` mapping and of its `scaling` mapping.
+const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
+const char *const kScalingKeys[] = {
+    "type",         "factor",      "low_freq_factor",
+    "high_freq_factor", "original_max_position_embeddings",
+    "max_position_embeddings", "beta_fast", "beta_slow", "truncate",
+    "attention_factor", "mscale", "mscale_all_dim", "short_factor",
+    "long_factor"};
 
 /// Thrown internally to abort with one finished message.
 struct SpecError {
@@ -653,7 +665,9 @@ private:
       spec.window = getSize(key, v);
       hasWindow = true;
     } else if (key == "bias") {
-      spec.bias = getBool(key, v);
+      setBias(v);
+    } else if (key == "rope") {
+      setRope(v);
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -677,6 +691,198 @@ private:
       spec.decode = getBool(key, v);
     } else if (key == "cross_attention") {
       spec.crossAttention = getBool(key, v);
+    }
+  }
+
+  /// `bias: true | false | [q, k, v, o]` (the list names the projections
+  /// that carry a bias: Qwen2 is [q, k, v], Whisper [q, v, o]).
+  void setBias(const YNode &v) {
+    if (v.kind != YNode::Seq) {
+      if (!isPlain(v) || (v.value != "true" && v.value != "True" &&
+                          v.value != "TRUE" && v.value != "false" &&
+                          v.value != "False" && v.value != "FALSE"))
+        fail("bias", fmt::format("expected true, false or a list of "
+                                 "projections such as [q, k, v], found {}",
+                                 describe(v)));
+      spec.biasMask = getBool("bias", v) ? kAllBiases : 0u;
+      return;
+    }
+    unsigned mask = 0;
+    for (size_t i = 0; i < v.kids.size(); ++i) {
+      const YNode &e = *v.kids[i];
+      unsigned bit = !isString(e)      ? 0u
+                     : e.value == "q" ? unsigned(BiasQ)
+                     : e.value == "k" ? unsigned(BiasK)
+                     : e.value == "v" ? unsigned(BiasV)
+                     : e.value == "o" ? unsigned(BiasO)
+                                      : 0u;
+      if (!bit)
+        throw SpecError{locatedMsg(
+            file, toPos(e.mark), "bias",
+            fmt::format("expected q, k, v or o, found {}", describe(e)))};
+      if (mask & bit)
+        throw SpecError{locatedMsg(
+            file, toPos(e.mark), "bias",
+            fmt::format("expected each projection once, found '{}' again",
+                        e.value))};
+      mask |= bit;
+    }
+    spec.biasMask = mask;
+  }
+
+  /// Records the positions of a nested mapping's keys and values as
+  /// "PARENT.KEY" and returns its value nodes by key; unknown and duplicate
+  /// keys are errors.
+  std::map<std::string, const YNode *>
+  nestedMap(const std::string &parent, const YNode &v,
+            const std::vector<const char *> &keys) {
+    if (v.kind != YNode::Map)
+      fail(parent, fmt::format("expected a mapping, found {}", describe(v)));
+    std::map<std::string, const YNode *> out;
+    for (size_t i = 0; i + 1 < v.kids.size(); i += 2) {
+      const YNode &k = *v.kids[i];
+      const YNode &val = *v.kids[i + 1];
+      std::string full = parent + "." + (isString(k) ? k.value : "?");
+      bool known = isString(k) && std::find_if(keys.begin(), keys.end(),
+                                               [&](const char *n) {
+                                                 return k.value == n;
+                                               }) != keys.end();
+      if (!known) {
+        std::string all;
+        for (const char *n : keys)
+          all += (all.empty() ? "" : ", ") + std::string(n);
+        throw SpecError{locatedMsg(
+            file, toPos(k.mark), parent,
+            fmt::format("unknown key {}: expected one of {}", describe(k),
+                        all))};
+      }
+      if (out.count(k.value))
+        throw SpecError{locatedMsg(
+            file, toPos(k.mark), parent,
+            fmt::format("duplicate key '{}'", sanitize(k.value)))};
+      spec.keyPos[full] = toPos(k.mark);
+      spec.valuePos[full] = (val.kind == YNode::Null && val.mark.line != k.mark.line)
+                                ? toPos(k.mark)
+                                : toPos(val.mark);
+      out[k.value] = &val;
+    }
+    return out;
+  }
+
+  /// A finite number > 0 (or >= 0 with `allowZero`).
+  double getPositive(const std::string &key, const YNode &v,
+                     bool allowZero = false) {
+    std::optional<double> d;
+    if (isPlain(v))
+      d = parseNumber(v.value);
+    if (!d || !std::isfinite(*d) || *d < 0 || (*d == 0 && !allowZero))
+      fail(key, fmt::format("expected a {} number, found {}",
+                            allowZero ? "non-negative" : "positive",
+                            describe(v)));
+    return *d;
+  }
+
+  /// rope: {style, theta, rotary_dim, scaling: {type, ...}} (docs/spec.md).
+  void setRope(const YNode &v) {
+    RopeSpec &r = spec.rope;
+    r.style = RopeStyle::HalfSplit;
+    auto m = nestedMap("rope", v, {std::begin(kRopeKeys), std::end(kRopeKeys)});
+    for (auto &[key, node] : m) {
+      std::string full = "rope." + key;
+      if (key == "style")
+        r.style = getEnum(full, *node, {"half_split", "interleaved"}) == 0
+                      ? RopeStyle::HalfSplit
+                      : RopeStyle::Interleaved;
+      else if (key == "theta")
+        r.theta = getPositive(full, *node);
+      else if (key == "rotary_dim")
+        r.rotaryDim = getSize(full, *node);
+      else if (key == "scaling")
+        setScaling(*node);
+    }
+    if (m.count("theta") && r.theta <= 1)
+      fail("rope.theta", fmt::format("expected a base > 1, found {}", r.theta));
+  }
+
+  void setScaling(const YNode &v) {
+    RopeSpec &r = spec.rope;
+    auto m = nestedMap("rope.scaling", v,
+                       {std::begin(kScalingKeys), std::end(kScalingKeys)});
+    if (!m.count("type"))
+      fail("rope.scaling", "expected a 'type' key (default, linear, llama3, "
+                           "yarn or longrope), found none");
+    const char *types[] = {"default", "linear", "llama3", "yarn", "longrope",
+                           "dynamic"};
+    size_t t = getEnum("rope.scaling.type", *m["type"],
+                       {std::begin(types), std::end(types)});
+    if (t == 5)
+      fail("rope.scaling.type",
+           "dynamic (NTK) scaling is not supported by this version of attnc: "
+           "its frequencies change with each call's length");
+    r.scaling = types[t];
+    auto has = [&](const char *k) { return m.count(k) != 0; };
+    auto need = [&](const char *k) {
+      if (!has(k))
+        fail("rope.scaling",
+             fmt::format("expected '{}' with type: {}, found none", k,
+                         r.scaling));
+      return m[k];
+    };
+    for (auto &[key, node] : m) {
+      std::string full = "rope.scaling." + key;
+      if (key == "factor")
+        r.factor = getPositive(full, *node);
+      else if (key == "low_freq_factor")
+        r.lowFreqFactor = getPositive(full, *node);
+      else if (key == "high_freq_factor")
+        r.highFreqFactor = getPositive(full, *node);
+      else if (key == "beta_fast")
+        r.betaFast = getPositive(full, *node);
+      else if (key == "beta_slow")
+        r.betaSlow = getPositive(full, *node);
+      else if (key == "truncate")
+        r.truncate = getBool(full, *node);
+      else if (key == "attention_factor")
+        r.attentionFactor = getPositive(full, *node);
+      else if (key == "mscale")
+        r.mscale = getPositive(full, *node, true);
+      else if (key == "mscale_all_dim")
+        r.mscaleAllDim = getPositive(full, *node, true);
+      else if (key == "original_max_position_embeddings")
+        r.originalMaxPos = getSize(full, *node);
+      else if (key == "max_position_embeddings")
+        r.maxPos = getSize(full, *node);
+      else if (key == "short_factor" || key == "long_factor") {
+        if (node->kind != YNode::Seq || node->kids.empty())
+          fail(full, fmt::format("expected a list of positive numbers, found {}",
+                                 describe(*node)));
+        std::vector<double> &out = key == "short_factor" ? r.shortFactor : r.longFactor;
+        for (size_t i = 0; i < node->kids.size(); ++i) {
+          std::string ek = fmt::format("{}[{}]", full, i);
+          spec.valuePos[ek] = toPos(node->kids[i]->mark);
+          out.push_back(getPositive(ek, *node->kids[i]));
+        }
+      }
+    }
+    if (r.scaling == "linear" || r.scaling == "llama3" || r.scaling == "yarn")
+      need("factor");
+    if (r.scaling == "llama3") {
+      need("low_freq_factor");
+      need("high_freq_factor");
+      need("original_max_position_embeddings");
+      if (r.highFreqFactor <= r.lowFreqFactor)
+        fail("rope.scaling.high_freq_factor",
+             fmt::format("expected high_freq_factor > low_freq_factor ({}), "
+                         "found {}",
+                         r.lowFreqFactor, r.highFreqFactor));
+    }
+    if (r.scaling == "yarn")
+      need("original_max_position_embeddings");
+    if (r.scaling == "longrope") {
+      need("short_factor");
+      need("long_factor");
+      need("original_max_position_embeddings");
+      need("max_position_embeddings");
     }
   }
 
@@ -782,6 +988,41 @@ private:
                          "found {} * {} = {} (use weights: separate)",
                          s.dModel, packed, s.heads, s.headDim,
                          s.heads * s.headDim));
+    }
+    if (s.weights != WeightLayout::Separate) {
+      unsigned qkv = s.biasMask & (BiasQ | BiasK | BiasV);
+      if (qkv != 0 && qkv != (BiasQ | BiasK | BiasV))
+        fail("bias", fmt::format("expected q, k and v all with or all without "
+                                 "a bias for weights: {} (one fused tensor "
+                                 "holds them), found some of them (use "
+                                 "weights: separate)",
+                                 toString(s.weights)));
+    }
+    if (!s.outProj && (s.biasMask & BiasO))
+      s.biasMask &= ~unsigned(BiasO); // no W_O, so no o bias either
+    if (s.hasRope()) {
+      RopeSpec &r = s.rope;
+      if (!s.keyPos.count("rope.rotary_dim"))
+        r.rotaryDim = s.headDim;
+      if (r.rotaryDim % 2 != 0 || r.rotaryDim > s.headDim)
+        fail(s.keyPos.count("rope.rotary_dim") ? "rope.rotary_dim" : "rope",
+             fmt::format("expected an even rotary_dim <= head_dim ({}), "
+                         "found {}",
+                         s.headDim, r.rotaryDim));
+      if (s.crossAttention)
+        fail("rope", "expected no rope with cross_attention: true (keys "
+                     "from another sequence have no positions in this one)");
+      if (r.scaling == "longrope") {
+        size_t half = size_t(r.rotaryDim / 2);
+        for (const char *k : {"short_factor", "long_factor"}) {
+          const auto &f = std::string(k) == "short_factor" ? r.shortFactor
+                                                           : r.longFactor;
+          if (f.size() != half)
+            fail(std::string("rope.scaling.") + k,
+                 fmt::format("expected rotary_dim / 2 = {} factors, found {}",
+                             half, f.size()));
+        }
+      }
     }
     if (hasWindow && s.mask != MaskKind::SlidingWindow)
       fail("window", fmt::format("expected no window unless mask: "

@@ -58,6 +58,8 @@ std::string attnc::featuresExpr(const Spec &spec) {
     e += " | ATTNC_FEATURE_PROBS";
   if (spec.decode)
     e += " | ATTNC_FEATURE_DECODE";
+  if (spec.hasRope())
+    e += " | ATTNC_FEATURE_ROPE";
   return e + ")";
 }
 
@@ -229,7 +231,20 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
        << ", .reserved = 0, .dims = {" << d0 << ", " << d1 << "}},\n";
   }
   const char *isaCode = isaInfo(isa).abiCode;
-  os << "};\n"
+  os << "};\n";
+  // The rotary frequency tables (radians per position), exactly as the
+  // kernels were compiled with them.
+  auto doubles = [&](const char *name, const std::vector<double> &t) {
+    os << "static const double " << name << "[" << t.size() << "] = {";
+    for (size_t i = 0; i < t.size(); ++i)
+      os << (i ? ", " : "") << llvm::format("%a", t[i]);
+    os << "};\n";
+  };
+  if (!params.ropeInvFreq.empty())
+    doubles("k_rope_inv_freq", params.ropeInvFreq);
+  if (!params.ropeLongInvFreq.empty())
+    doubles("k_rope_long_inv_freq", params.ropeLongInvFreq);
+  os << ""
      << "static const attnc_kernel_info k_info = {\n"
      << "  .abi_version = ATTNC_ABI_VERSION,\n"
      << "  .struct_size = sizeof(attnc_kernel_info),\n"
@@ -243,7 +258,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "  .mask = " << params.mask << "u,\n"
      << "  .causal_align = " << (params.topLeft ? 1 : 0) << "u,\n"
      << "  .window = " << spec.window << ",\n"
-     << "  .bias = " << (spec.bias ? 1 : 0) << "u,\n"
+     << "  .bias = " << (spec.biasMask ? 1 : 0) << "u,\n"
      << "  .out_proj = " << (spec.outProj ? 1 : 0) << "u,\n"
      << "  .scale = " << llvm::format("%.17g", spec.effectiveScale()) << ",\n"
      << "  .dtype = ATTNC_DTYPE_F32,\n"
@@ -263,6 +278,19 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << (isCuda(isa) ? "nvptx64-nvidia-cuda" : "x86_64-unknown-linux-gnu") << "\",\n"
      << "  .target_cpu = " << cString(cpus) << ",\n"
      << "  .compiler_version = " << cString(std::string("attnc ") + ATTNC_VERSION)
+     << ",\n"
+     << "  .bias_flags = " << params.biasMask << "u,\n"
+     << "  .weight_dtype = ATTNC_DTYPE_F32,\n"
+     << "  .tp_size = 1,\n"
+     << "  .tp_rank = 0,\n"
+     << "  .rope_style = " << params.ropeStyle << "u,\n"
+     << "  .rope_pairs = " << params.ropeInvFreq.size() << "u,\n"
+     << "  .rotary_dim = " << params.rotaryDim << ",\n"
+     << "  .rope_inv_freq = " << (params.ropeInvFreq.empty() ? "0" : "k_rope_inv_freq") << ",\n"
+     << "  .rope_long_inv_freq = "
+     << (params.ropeLongInvFreq.empty() ? "0" : "k_rope_long_inv_freq") << ",\n"
+     << "  .rope_long_from = " << params.ropeLongFrom << ",\n"
+     << "  .rope_attention_factor = " << llvm::format("%a", params.ropeAttentionFactor)
      << ",\n};\n"
      << "K_EXPORT const attnc_kernel_info *KSYM(query)(uint32_t max_abi_version) {\n"
      << "  return max_abi_version >= ATTNC_ABI_VERSION ? &k_info : 0;\n}\n";

@@ -24,7 +24,17 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.heads = s.heads;
   p.kvHeads = s.kvHeads;
   p.headDim = s.headDim;
-  p.bias = s.bias;
+  p.biasMask = s.biasMask;
+  if (s.hasRope()) {
+    RopeTables t = ropeTables(s);
+    p.ropeStyle = s.rope.style == RopeStyle::Interleaved ? ATTNC_ROPE_INTERLEAVED
+                                                         : ATTNC_ROPE_HALF_SPLIT;
+    p.rotaryDim = s.rope.rotaryDim;
+    p.ropeInvFreq = t.invFreq;
+    p.ropeLongInvFreq = t.longInvFreq;
+    p.ropeLongFrom = t.longFrom;
+    p.ropeAttentionFactor = t.attentionFactor;
+  }
   p.outProj = s.outProj;
   p.scale = s.effectiveScale();
   p.window = s.window;
@@ -55,7 +65,7 @@ bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out)
     return false;
   char which = role[1];
   bool isBias = role[0] == 'b';
-  if (isBias && !spec.bias)
+  if (isBias && !spec.hasBias(which))
     return false;
   if (which == 'o' && !spec.outProj)
     return false;

@@ -32,6 +32,44 @@ const char *toString(WeightLayout w);  ///< "gpt2_conv1d", ...
 const char *toString(DType d);         ///< "f32"
 const char *toString(CausalAlign a);   ///< "bottom_right", "top_left"
 
+/// Which projections carry a bias: one bit each (Spec::biasMask; the same
+/// bits as ATTNC_BIAS_* in abi.h).
+enum BiasBit : unsigned { BiasQ = 1u, BiasK = 2u, BiasV = 4u, BiasO = 8u };
+constexpr unsigned kAllBiases = BiasQ | BiasK | BiasV | BiasO;
+
+/// Rotary position embeddings (docs/spec.md, "rope"): how dimension pairs
+/// are formed, and what the frequency table is built from.
+enum class RopeStyle { None, HalfSplit, Interleaved };
+const char *toString(RopeStyle r); ///< "none", "half_split", "interleaved"
+
+/// The rope mapping of a spec, as written (defaults resolved).
+struct RopeSpec {
+  RopeStyle style = RopeStyle::None;
+  double theta = 10000;   ///< rope_theta (the base)
+  int64_t rotaryDim = 0;  ///< rotated dims per head (even; head_dim if absent)
+  /// rope_scaling type: default, linear, llama3, yarn, longrope.
+  std::string scaling = "default";
+  double factor = 1;
+  double lowFreqFactor = 1, highFreqFactor = 4; ///< llama3
+  double betaFast = 32, betaSlow = 1;           ///< yarn
+  bool truncate = true;                         ///< yarn
+  std::optional<double> attentionFactor;        ///< yarn, longrope
+  std::optional<double> mscale, mscaleAllDim;   ///< yarn
+  int64_t originalMaxPos = 0; ///< original_max_position_embeddings
+  int64_t maxPos = 0;         ///< max_position_embeddings (longrope)
+  std::vector<double> shortFactor, longFactor; ///< longrope, rotary_dim/2 each
+};
+
+/// What the kernels compute RoPE from (computed once, at compile time):
+/// position p rotates pair i by the angle p * invFreq[i]; cos and sin are
+/// multiplied by attentionFactor. With longrope, calls whose length L (the
+/// largest position + 1) exceeds longFrom use longInvFreq instead.
+struct RopeTables {
+  std::vector<double> invFreq, longInvFreq;
+  int64_t longFrom = 0;
+  double attentionFactor = 1;
+};
+
 /// A validated spec. All sizes are positive and consistent:
 /// heads % kvHeads == 0; weights use d_model as the model width and
 /// heads*headDim as the attention width.
@@ -45,8 +83,9 @@ struct Spec {
   MaskKind mask = MaskKind::None;
   CausalAlign causalAlign = CausalAlign::BottomRight;
   int64_t window = 0;     ///< only with SlidingWindow
-  bool bias = true;
+  unsigned biasMask = kAllBiases; ///< BiasBit per projection with a bias
   bool outProj = true;
+  RopeSpec rope;                  ///< style None: no rotary embedding
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded
@@ -64,6 +103,12 @@ struct Spec {
   std::map<std::string, SrcPos> valuePos;
 
   double effectiveScale() const;        ///< scale or 1/sqrt(headDim)
+  /// Projection `p` ('q', 'k', 'v' or 'o') carries a bias.
+  bool hasBias(char p) const {
+    unsigned bit = p == 'q' ? BiasQ : p == 'k' ? BiasK : p == 'v' ? BiasV : BiasO;
+    return (biasMask & bit) != 0;
+  }
+  bool hasRope() const { return rope.style != RopeStyle::None; }
   int64_t qWidth() const { return heads * headDim; }
   int64_t kvWidth() const { return kvHeads * headDim; }
   /// A padding mask: the kernel takes per-sequence valid lengths.
@@ -100,6 +145,10 @@ SpecResult parseSpecFile(const std::string &path);
 /// A stable 64-bit FNV-1a hash of the spec's semantic fields (not the file
 /// name or key positions): equal specs hash equal across runs and machines.
 uint64_t specHash(const Spec &spec);
+
+/// The frequency table of `spec.rope` (HF modeling_rope_utils formulas, in
+/// double precision). Empty invFreq when the spec has no rope.
+RopeTables ropeTables(const Spec &spec);
 
 /// Returns "" when this version of attnc can lower `spec`, otherwise one
 /// located error for the first feature that parses and validates but cannot

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 
+#include <cmath>
+
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -360,6 +362,45 @@ LogicalResult MaskRowsOp::verify() {
                             !ShapedType::isDynamic(in.getDimSize(0)) &&
                             lt.getDimSize(0) != in.getDimSize(0)))
     return emitOpError("lengths ") << lt << " must be [batch] for input " << in;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (in.getRank() != 4 || in.isDynamicDim(3))
+    return emitOpError("input must be [B, H, T, D] with a static D, found ") << in;
+  int64_t d = in.getDimSize(3), r = getRotaryDim();
+  if (r % 2 != 0 || r > d)
+    return emitOpError("rotary_dim ") << r << " must be even and at most head_dim " << d;
+  size_t pairs = size_t(r / 2);
+  if (getInvFreq().size() != pairs)
+    return emitOpError("inv_freq has ") << getInvFreq().size()
+                                        << " entries, expected rotary_dim / 2 = " << pairs;
+  if (auto l = getLongInvFreq(); l && l->size() != pairs)
+    return emitOpError("long_inv_freq has ") << l->size()
+                                             << " entries, expected rotary_dim / 2 = " << pairs;
+  for (double f : getInvFreq())
+    if (!std::isfinite(f) || f < 0)
+      return emitOpError("inv_freq entries must be finite and non-negative, found ") << f;
+  if (auto l = getLongInvFreq())
+    for (double f : *l)
+      if (!std::isfinite(f) || f < 0)
+        return emitOpError("long_inv_freq entries must be finite and non-negative, found ") << f;
+  if (getLongFrom() < 0)
+    return emitOpError("long_from must be non-negative, found ") << getLongFrom();
+  double af = getAttentionFactor().convertToDouble();
+  if (!std::isfinite(af) || af <= 0)
+    return emitOpError("attention_factor must be positive and finite, found ") << af;
+  if (Value p = getPositions()) {
+    auto pt = cast<RankedTensorType>(p.getType());
+    if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&
+                              pt.getDimSize(0) != in.getDimSize(0)))
+      return emitOpError("positions ") << pt << " must be [batch] for input " << in;
+  }
   return success();
 }
 

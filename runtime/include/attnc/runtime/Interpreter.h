@@ -46,6 +46,15 @@ void linear(const double *x, const double *w, const double *b, double *y,
 /// Query rows i >= qValid[b], and rows that see no key, are zero (and so
 /// are their probs rows). `probs`, when not null, receives the softmax
 /// weights [B, Hq, Tq, Tkv], 0 for masked keys.
+/// The rotary embedding of abi.h (ATTNC_FEATURE_ROPE) in place on x
+/// [B, H, T, D]: row t of sequence b at position start[b] + t (start null:
+/// 0); `longFreq` (may be empty) replaces `invFreq` for sequences whose
+/// length start[b] + T exceeds longFrom. No-op for ATTNC_ROPE_NONE.
+void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
+          uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
+          const std::vector<double> &longFreq, int64_t longFrom,
+          double attentionFactor, const int64_t *start = nullptr);
+
 void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft = false,
@@ -60,7 +69,22 @@ struct BlockParams {
   uint32_t mask = ATTNC_MASK_NONE;
   bool topLeft = false;
   int64_t window = 0; ///< sliding-window size (ATTNC_MASK_SLIDING_WINDOW)
-  bool bias = true, outProj = true;
+  uint32_t biasMask = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
+  bool outProj = true;
+  /// Projection 'q', 'k', 'v' or 'o' carries a bias.
+  bool hasBias(char which) const {
+    uint32_t bit = which == 'q'   ? ATTNC_BIAS_Q
+                   : which == 'k' ? ATTNC_BIAS_K
+                   : which == 'v' ? ATTNC_BIAS_V
+                                  : ATTNC_BIAS_O;
+    return (biasMask & bit) != 0;
+  }
+  /// Rotary embedding (ATTNC_FEATURE_ROPE; abi.h's rope_* fields).
+  uint32_t ropeStyle = ATTNC_ROPE_NONE;
+  int64_t rotaryDim = 0;
+  std::vector<double> ropeInvFreq, ropeLongInvFreq;
+  int64_t ropeLongFrom = 0;
+  double ropeAttentionFactor = 1;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
   /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second

@@ -1,6 +1,6 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * ABI version 2. Every kernel library (shared object or static archive)
+ * ABI version 3. Every kernel library (shared object or static archive)
  * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
@@ -46,6 +46,15 @@
  * A runtime older than these additions refuses a library that declares
  * ATTNC_FEATURE_DECODE (an unknown features bit) as bad metadata.
  *
+ * Version 3 (over 2): the metadata describes the attention of real
+ * checkpoints and the storage of their data, designed once for all of it:
+ * bias_flags (which of the q/k/v/o projections carry a bias), the rotary
+ * embedding (style, rotated width, the frequency tables computed at compile
+ * time, the attention factor), weight_dtype beside dtype, and the
+ * tensor-parallel split (tp_size, tp_rank). A version-2 runtime refuses a
+ * version-3 library (and the reverse) as an ABI mismatch, never by
+ * computing something else.
+ *
  * Plain C99; no C++ types cross this boundary.
  *===---------------------------------------------------------------------===*/
 #ifndef ATTNC_RUNTIME_ABI_H
@@ -58,7 +67,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 2u
+#define ATTNC_ABI_VERSION 3u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0
@@ -97,8 +106,20 @@ extern "C" {
 #define ATTNC_LAYOUT_TORCH_IN_PROJ 1u
 #define ATTNC_LAYOUT_SEPARATE 2u
 
-/* attnc_kernel_info.dtype */
+/* attnc_kernel_info.dtype and .weight_dtype */
 #define ATTNC_DTYPE_F32 0u
+
+/* attnc_kernel_info.bias_flags: the projections that carry a bias. */
+#define ATTNC_BIAS_Q 1u
+#define ATTNC_BIAS_K 2u
+#define ATTNC_BIAS_V 4u
+#define ATTNC_BIAS_O 8u
+
+/* attnc_kernel_info.rope_style: how a head's rotated dimensions pair up. */
+#define ATTNC_ROPE_NONE 0u
+#define ATTNC_ROPE_HALF_SPLIT 1u  /* dim i with i + rotary_dim/2 (rotate_half:
+                                     Llama, NeoX, Qwen, Mistral, Gemma, ...) */
+#define ATTNC_ROPE_INTERLEAVED 2u /* dims 2i and 2i+1 (GPT-J) */
 
 /* Instruction sets: attnc_kernel_info.isa (what the library was built
  * for) and the value selected_isa() returns (what runs on this CPU). */
@@ -125,6 +146,10 @@ extern "C" {
                                        host function (copy its result to the
                                        device once). Without this bit every
                                        pointer is host memory. */
+#define ATTNC_FEATURE_ROPE 32u      /* Q and K are rotated (the rope_* fields):
+                                       forward at positions 0..seq_len-1,
+                                       decode at positions[b]; the cached
+                                       keys are stored rotated */
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
@@ -147,7 +172,8 @@ typedef struct attnc_kernel_info {
   uint32_t mask;         /* ATTNC_MASK_* */
   uint32_t causal_align; /* 0 = bottom_right, 1 = top_left */
   int64_t window;        /* sliding window size; 0 when unused */
-  uint32_t bias;         /* projections carry biases */
+  uint32_t bias;         /* 1 when any projection carries a bias
+                            (bias_flags != 0), else 0 */
   uint32_t out_proj;     /* W_O applied */
   double scale;          /* the softmax scale actually used */
   uint32_t dtype;        /* ATTNC_DTYPE_* */
@@ -180,6 +206,26 @@ typedef struct attnc_kernel_info {
   const char *target_triple;
   const char *target_cpu;       /* e.g. "x86-64-v4", "x86-64-v4,x86-64-v3" */
   const char *compiler_version;
+  /* Version 3. */
+  uint32_t bias_flags;   /* ATTNC_BIAS_*: which projections carry a bias */
+  uint32_t weight_dtype; /* ATTNC_DTYPE_* of the packed weights */
+  int32_t tp_size;       /* tensor-parallel ranks the block is split over
+                            (1: not split) */
+  int32_t tp_rank;       /* this kernel's rank, 0 <= tp_rank < tp_size */
+  /* Rotary position embedding (ATTNC_FEATURE_ROPE; otherwise NONE, 0 and
+   * NULL). Position p rotates pair i of each head of Q and K by the angle
+   * p * rope_inv_freq[i] (radians), cos and sin multiplied by
+   * rope_attention_factor; dims past rotary_dim pass through. A call of
+   * length L (forward: seq_len; decode: positions[b] + 1) with
+   * L > rope_long_from uses rope_long_inv_freq when it is not NULL
+   * (longrope). */
+  uint32_t rope_style;   /* ATTNC_ROPE_* */
+  uint32_t rope_pairs;   /* rotary_dim / 2: entries of each table */
+  int64_t rotary_dim;
+  const double *rope_inv_freq;      /* [rope_pairs] */
+  const double *rope_long_inv_freq; /* [rope_pairs] or NULL */
+  int64_t rope_long_from;
+  double rope_attention_factor;
 } attnc_kernel_info;
 
 /* The parallel-for hook. A kernel splits each phase of its work into

@@ -266,6 +266,48 @@ def Attn_CacheAppendOp : Attn_Op<"cache_append",
   let hasVerifier = 1;
 }
 
+def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding of each head's first rotary_dim dims";
+  let description = [{
+    `input` is [B, H, T, D] (the queries or keys after the head split).
+    Row t of sequence b is at position `p = positions[b] + t` (`positions`
+    is an optional [B] i32 or i64 operand; without it p = t). Pair i
+    (i < rotary_dim / 2) of each head is rotated by the angle
+    `a = p * inv_freq[i]`, with `c = cos(a) * attention_factor`,
+    `s = sin(a) * attention_factor`:
+
+        x'[i0] = x[i0] * c - x[i1] * s
+        x'[i1] = x[i1] * c + x[i0] * s
+
+    where (i0, i1) = (i, i + rotary_dim/2) (half-split: HF's rotate_half)
+    or (2i, 2i + 1) (`interleaved`: GPT-J). Dims at and past rotary_dim
+    pass through. `inv_freq` is the frequency table in radians per
+    position, computed by the front end from the spec (rope_theta and the
+    rope_scaling type); with `long_inv_freq` (longrope), sequences whose
+    length L = positions[b] + T exceeds `long_from` use that table instead.
+
+    Example (Llama: 32 heads of 128, theta 500000):
+    ```mlir
+    %qr = attn.rope %q {rotary_dim = 128 : i64, interleaved = false,
+                        inv_freq = array<f64: 1.0, ...>}
+        : tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       Optional<RankedTensorOf<[I32, I64]>>:$positions,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rotary_dim,
+                       BoolAttr:$interleaved,
+                       DenseF64ArrayAttr:$inv_freq,
+                       OptionalAttr<DenseF64ArrayAttr>:$long_inv_freq,
+                       DefaultValuedAttr<I64Attr, "0">:$long_from,
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input (`at` `(` $positions^ `:` type($positions) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication by a constant factor";
   let description = [{

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Compiled attnc kernels of real-checkpoint attention against float64 NumPy.
+
+Each case is a small block laid out as a Hugging Face checkpoint lays it
+out (separate q/k/v/o_proj weights [out, in], the biases the architecture
+has), compiled with attnc and run with attnc-run on a given x; y is
+compared with a float64 NumPy reference written here from the formulas of
+Hugging Face transformers (modeling_rope_utils.py and the models'
+attention functions), independently of attnc: the reference computes its
+own inverse frequencies from rope_theta and rope_scaling (default,
+linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
+rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
+head, repeats K/V heads for GQA and applies the causal mask.
+
+Every case also checks that the comparison can fail: the same reference
+without the rotary embedding (or without the q bias) must be far outside
+the tolerance, so a kernel that silently ignored the feature would FAIL.
+
+Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
+
+Usage: real_models.py --work DIR   (attnc and attnc-run on PATH). One
+PASS/FAIL line per case and a closing 'real_models: N passed, M failed'
+line; exit 1 on a failure.
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ATOL = RTOL = 1e-4
+
+
+# ---------------------------------------------------------------- reference
+def inv_freq_of(r, theta, scaling, seq_len):
+    """HF modeling_rope_utils: (inv_freq, attention_factor) for rotated width r."""
+    i = np.arange(0, r, 2, dtype=np.float64)
+    base = 1.0 / theta ** (i / r)
+    kind = (scaling or {}).get("type", "default")
+    if kind == "default":
+        return base, 1.0
+    if kind == "linear":
+        return base / scaling["factor"], 1.0
+    if kind == "llama3":
+        f, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        orig = scaling["original_max_position_embeddings"]
+        lo_wl, hi_wl = orig / lo, orig / hi
+        wl = 2 * math.pi / base
+        out = np.where(wl > lo_wl, base / f, base)
+        smooth = (orig / wl - lo) / (hi - lo)
+        smoothed = (1 - smooth) * out / f + smooth * out
+        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
+        return np.where(medium, smoothed, out), 1.0
+    if kind == "yarn":
+        f, orig = scaling["factor"], scaling["original_max_position_embeddings"]
+        bf, bs = scaling.get("beta_fast", 32), scaling.get("beta_slow", 1)
+        trunc = scaling.get("truncate", True)
+
+        def corr(rot):
+            return (r * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(theta))
+        low, high = corr(bf), corr(bs)
+        if trunc:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, r - 1)
+        if low == high:
+            high += 0.001
+        ramp = np.clip((np.arange(r // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+        extrap = 1 - ramp
+        inv = base / f * (1 - extrap) + base * extrap
+        af = scaling.get("attention_factor")
+        if af is None:
+            af = 0.1 * math.log(f) + 1.0 if f > 1 else 1.0
+        return inv, af
+    if kind == "longrope":
+        orig, maxp = scaling["original_max_position_embeddings"], scaling["max_position_embeddings"]
+        ext = np.array(scaling["long_factor"] if seq_len > orig else scaling["short_factor"])
+        inv = 1.0 / (ext * theta ** (i / r))
+        s = maxp / orig
+        af = scaling.get("attention_factor")
+        if af is None:
+            af = 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(orig))
+        return inv, af
+    raise ValueError(kind)
+
+
+def apply_rope(x, rope, seq_len):
+    """x [B, H, T, dh] float64 -> rotated copy (HF apply_rotary_pos_emb)."""
+    if rope is None:
+        return x
+    dh = x.shape[-1]
+    r = rope.get("rotary_dim", dh)
+    inv, af = inv_freq_of(r, rope.get("theta", 10000.0), rope.get("scaling"), seq_len)
+    pos = np.arange(x.shape[2], dtype=np.float64)
+    freqs = np.outer(pos, inv)  # [T, r/2]
+    rot, rest = x[..., :r], x[..., r:]
+    if rope.get("style", "half_split") == "half_split":
+        emb = np.concatenate([freqs, freqs], axis=-1)
+        cos, sin = np.cos(emb) * af, np.sin(emb) * af
+        half = np.concatenate([-rot[..., r // 2:], rot[..., : r // 2]], axis=-1)
+    else:  # GPT-J rotate_every_two, cos/sin repeat_interleave(2)
+        cos = np.repeat(np.cos(freqs), 2, axis=-1) * af
+        sin = np.repeat(np.sin(freqs), 2, axis=-1) * af
+        half = np.stack([-rot[..., 1::2], rot[..., 0::2]], axis=-1).reshape(rot.shape)
+    return np.concatenate([rot * cos + half * sin, rest], axis=-1)
+
+
+def reference(case, w, x, rope=None, bias=None):
+    """The block as HF computes it, float64. bias: the projections with a bias."""
+    H, Hkv, dh = case["heads"], case["kv_heads"], case["head_dim"]
+    bias = case["bias"] if bias is None else bias
+    x = x.astype(np.float64)
+    B, T, _ = x.shape
+
+    def proj(p, inp):
+        y = inp @ w[f"{p}_proj.weight"].astype(np.float64).T
+        if p in bias:
+            y = y + w[f"{p}_proj.bias"].astype(np.float64)
+        return y
+    q = proj("q", x).reshape(B, T, H, dh).transpose(0, 2, 1, 3)
+    k = proj("k", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    v = proj("v", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
+    g = H // Hkv
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)  # HF repeat_kv
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+    if case.get("causal", True):
+        s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    o = (p @ v).transpose(0, 2, 1, 3).reshape(B, T, H * dh)
+    return proj("o", o)
+
+
+# -------------------------------------------------------------------- cases
+def rope_yaml(rope):
+    if rope is None:
+        return ""
+    if not rope:
+        return "rope: {}\n"
+    out = "rope:\n"
+    for k in ("style", "theta", "rotary_dim"):
+        if k in rope:
+            out += f"  {k}: {rope[k]}\n"
+    sc = rope.get("scaling")
+    if sc:
+        out += "  scaling:\n"
+        for k, v in sc.items():
+            if isinstance(v, list):
+                v = "[" + ", ".join(repr(float(e)) for e in v) + "]"
+            elif isinstance(v, bool):
+                v = "true" if v else "false"
+            out += f"    {k}: {v}\n"
+    return out
+
+
+PHI3_SHORT = [1.0, 1.05, 1.1, 1.3, 1.6, 2.0, 2.5, 3.0]
+PHI3_LONG = [1.0, 1.2, 1.9, 3.1, 5.0, 8.0, 11.0, 14.0]
+
+CASES = [
+    # Llama 3.1: GQA, no biases, theta 500000, llama3 scaling.
+    dict(name="llama3", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[1, 37, 130],
+         rope=dict(theta=500000.0, scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 64})),
+    # Qwen2: q/k/v biases, no o bias, theta 1e6, GQA.
+    dict(name="qwen2", d=48, heads=6, kv_heads=2, head_dim=8, bias=["q", "k", "v"], T=[1, 50],
+         rope=dict(theta=1000000.0)),
+    # Mistral-style head_dim != d_model / heads (MQA), default theta.
+    dict(name="mqa_hd", d=40, heads=4, kv_heads=1, head_dim=12, bias=[], T=[9, 64],
+         rope=dict()),
+    # GPT-J: interleaved pairs on the first rotary_dim of each head.
+    dict(name="gptj", d=64, heads=2, kv_heads=2, head_dim=32, bias=[], T=[5, 70],
+         rope=dict(style="interleaved", rotary_dim=8)),
+    # GPT-NeoX / Pythia: half-split on a quarter of each head, all biases.
+    dict(name="neox", d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"], T=[3, 66],
+         rope=dict(rotary_dim=4)),
+    # Phi-2: partial 0.4 (32 of 80 in the real model; 8 of 20 here), biases.
+    dict(name="phi2", d=40, heads=2, kv_heads=2, head_dim=20, bias=["q", "k", "v", "o"], T=[17],
+         rope=dict(rotary_dim=8)),
+    # Gemma 3 global layers: linear factor 8.
+    dict(name="linear", d=32, heads=2, kv_heads=1, head_dim=16, bias=[], T=[40],
+         rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
+    # gpt-oss: yarn factor 32, truncate false, all biases.
+    dict(name="yarn", d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], T=[33],
+         rope=dict(theta=150000.0, scaling={"type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                             "beta_slow": 1.0, "truncate": False,
+                                             "original_max_position_embeddings": 4096})),
+    # Phi-3 longrope: short factors at T <= 32, long ones past it.
+    dict(name="longrope", d=48, heads=3, kv_heads=3, head_dim=16, bias=[], T=[20, 45],
+         rope=dict(scaling={"type": "longrope", "short_factor": PHI3_SHORT,
+                            "long_factor": PHI3_LONG, "original_max_position_embeddings": 32,
+                            "max_position_embeddings": 128})),
+    # Whisper: no rope, k_proj without a bias, bidirectional.
+    dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
+         rope=None, causal=False),
+]
+
+
+def spec_of(c):
+    bias = "[" + ", ".join(c["bias"]) + "]"
+    mask = "causal" if c.get("causal", True) else "none"
+    return (f"name: {c['name']}\nd_model: {c['d']}\nheads: {c['heads']}\n"
+            f"kv_heads: {c['kv_heads']}\nhead_dim: {c['head_dim']}\nmask: {mask}\n"
+            f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]))
+
+
+def weights_of(c, rng):
+    d, qw, kvw = c["d"], c["heads"] * c["head_dim"], c["kv_heads"] * c["head_dim"]
+    shapes = {"q": (qw, d), "k": (kvw, d), "v": (kvw, d), "o": (d, qw)}
+    w = {}
+    for p, sh in shapes.items():
+        w[f"{p}_proj.weight"] = (rng.standard_normal(sh) / math.sqrt(sh[1])).astype(np.float32)
+        if p in c["bias"]:
+            w[f"{p}_proj.bias"] = (0.5 * rng.standard_normal(sh[0])).astype(np.float32)
+    return w
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    rng = np.random.default_rng(7)
+    passed = failed = 0
+    for c in CASES:
+        d = os.path.join(a.work, c["name"])
+        os.makedirs(os.path.join(d, "w"), exist_ok=True)
+        with open(os.path.join(d, "spec.yaml"), "w") as f:
+            f.write(spec_of(c))
+        lib = os.path.join(d, f"lib{c['name']}.so")
+        w = weights_of(c, rng)
+        for n, t in w.items():
+            np.save(os.path.join(d, "w", n + ".npy"), t)
+        try:
+            run(["attnc", os.path.join(d, "spec.yaml"), "-o", lib])
+        except RuntimeError as e:
+            print(f"FAIL: {c['name']}: {e}")
+            failed += 1
+            continue
+        for T in c["T"]:
+            x = rng.standard_normal((2, T, c["d"])).astype(np.float32)
+            xp, yp = os.path.join(d, f"x{T}.npy"), os.path.join(d, f"y{T}.npy")
+            np.save(xp, x)
+            label = f"{c['name']} T={T}"
+            try:
+                run(["attnc-run", lib, "--weights", os.path.join(d, "w"), "--x", xp, "--out", yp])
+            except RuntimeError as e:
+                print(f"FAIL: {label}: {e}")
+                failed += 1
+                continue
+            y = np.load(yp).astype(np.float64)
+            ref = reference(c, w, x, rope=c["rope"])
+            err = np.abs(y - ref)
+            ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
+            # The same comparison must fail without the feature under test.
+            wrong = (reference(c, w, x, rope=None) if c["rope"] is not None
+                     else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))
+            werr = np.abs(y - wrong)
+            # (one token sits at position 0, where the rotation is the identity)
+            detects = T == 1 and c["rope"] is not None or bool(
+                np.any(werr > ATOL + RTOL * np.abs(wrong)))
+            if ok and detects:
+                passed += 1
+                print(f"PASS: {label}: max err {err.max():.2e} (without "
+                      f"{'rope' if c['rope'] is not None else 'the q bias'}: {werr.max():.2e})")
+            else:
+                failed += 1
+                why = "outside the tolerance" if not ok else "the check could not fail"
+                print(f"FAIL: {label}: {why}: max err {err.max():.2e}, without the "
+                      f"feature {werr.max():.2e}")
+    print(f"real_models: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
