@@ -37,6 +37,48 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
   return r.spec;
 }
 
+/// The spec of `attnc --hf DIR --module PATH [--layer N] [--set K=V]...`:
+/// derived from the checkpoint's config.json, written to `emitSpec` when
+/// not empty, then parsed and checked like any spec (messages point into
+/// the derived YAML, named after `emitSpec` or "DIR/config.json[PATH]").
+inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
+                                      int64_t layer, const std::vector<std::string> &sets,
+                                      const std::string &emitSpec) {
+  HfSpec hf = specFromHf(dir, module, layer, sets);
+  if (!hf.error.empty()) {
+    llvm::errs() << hf.error << "\n";
+    return std::nullopt;
+  }
+  if (!emitSpec.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(emitSpec, ec);
+    if (!ec)
+      os << hf.yaml;
+    if (ec || (os.close(), os.has_error())) {
+      llvm::errs() << "attnc: error: --emit-spec " << emitSpec << ": cannot write: "
+                   << (ec ? ec.message() : os.error().message()) << "\n";
+      return std::nullopt;
+    }
+  }
+  std::string name = !emitSpec.empty()
+                         ? emitSpec
+                         : dir + "/config.json[" + hf.weightsPrefix.substr(
+                                                       0, hf.weightsPrefix.size() - 1) + "]";
+  SpecResult r = parseSpecString(hf.yaml, name);
+  if (!r) {
+    llvm::errs() << r.error << "\n";
+    if (emitSpec.empty())
+      llvm::errs() << "attnc: note: the derived spec was:\n" << hf.yaml;
+    return std::nullopt;
+  }
+  std::string unsupported = unsupportedFeature(*r.spec);
+  if (!unsupported.empty()) {
+    llvm::errs() << unsupported << "\n";
+    return std::nullopt;
+  }
+  return r.spec;
+}
+
 /// Prints MLIR diagnostics as `FILE:LINE:COL: error: message`, using the
 /// innermost file location (attnc's IR points at spec lines).
 inline void installDiagnostics(mlir::MLIRContext &ctx) {

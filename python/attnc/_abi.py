@@ -40,13 +40,15 @@ FEATURE_PROBS = 4    # probs (the attention weights)
 FEATURE_DECODE = 8   # k_cache, v_cache, cache_len and the NAME_decode entries
 FEATURE_CUDA = 16    # a CUDA kernel: forward takes device pointers and a stream
 FEATURE_ROPE = 32    # Q and K rotated (rope_* fields of the metadata)
+FEATURE_SCORE_MODS = 64  # scores modified before the mask (softcap, alibi_*)
 
 # attnc_kernel_info.rope_style and .bias_flags (version 3).
 ROPE_NONE, ROPE_HALF_SPLIT, ROPE_INTERLEAVED = 0, 1, 2
 ROPE_STYLES = {ROPE_NONE: "none", ROPE_HALF_SPLIT: "half_split", ROPE_INTERLEAVED: "interleaved"}
 BIAS_Q, BIAS_K, BIAS_V, BIAS_O = 1, 2, 4, 8
 FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
-            FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda", FEATURE_ROPE: "rope"}
+            FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda", FEATURE_ROPE: "rope",
+            FEATURE_SCORE_MODS: "score_mods"}
 
 # Status codes by name (the ones the package raises itself).
 ERR_NULL_ARG = 1
@@ -116,6 +118,12 @@ class KernelInfo(C.Structure):
         ("rope_long_inv_freq", C.POINTER(C.c_double)),
         ("rope_long_from", C.c_int64),
         ("rope_attention_factor", C.c_double),
+        ("softcap", C.c_double),
+        ("alibi_slopes", C.POINTER(C.c_double)),
+        ("alibi_before_scale", C.c_uint32),
+        ("t5_num_buckets", C.c_int32),
+        ("t5_max_distance", C.c_int32),
+        ("t5_bidirectional", C.c_uint32),
     ]
 
 

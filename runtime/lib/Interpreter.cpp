@@ -66,7 +66,7 @@ template <typename T>
 void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
            int64_t hkv, int64_t tq, int64_t tkv, int64_t d, double scale,
            uint32_t mask, bool topLeft, int64_t window, const int64_t *qValid,
-           const int64_t *kvValid, T *probs) {
+           const int64_t *kvValid, T *probs, const ScoreMods &mods = ScoreMods()) {
   assert(hkv > 0 && hq % hkv == 0 && "query heads must be a multiple of kv");
   const int64_t group = hq / hkv;
   const bool causal = isCausal(mask);
@@ -97,7 +97,10 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
           T s = 0;
           for (int64_t c = 0; c < d; ++c)
             s += qh[i * d + c] * kh[j * d + c];
-          s *= T(scale);
+          if (mods.any())
+            s = T(mods.apply(double(s), scale, h, i + rr.offset, j));
+          else
+            s *= T(scale);
           scores[j] = s;
           if (!any || s > maxScore)
             maxScore = s;
@@ -192,9 +195,9 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft,
           int64_t window, const int64_t *qValid, const int64_t *kvValid,
-          double *probs) {
+          double *probs, const ScoreMods &mods) {
   sdpaT<double>(q, k, v, o, batch, hq, hkv, tq, tkv, d, scale, mask, topLeft,
-                window, qValid, kvValid, probs);
+                window, qValid, kvValid, probs, mods);
 }
 
 } // namespace naive
@@ -249,12 +252,28 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     p.ropeLongFrom = info.rope_long_from;
     p.ropeAttentionFactor = info.rope_attention_factor;
   }
+  if (info.features & ATTNC_FEATURE_SCORE_MODS) {
+    p.softcap = info.softcap;
+    if (info.alibi_slopes)
+      p.alibiSlopes.assign(info.alibi_slopes, info.alibi_slopes + info.heads);
+    p.alibiBeforeScale = info.alibi_before_scale != 0;
+  }
   p.outProj = info.out_proj != 0;
   p.scale = info.scale;
   p.layout = info.weight_layout;
   p.cross = (info.features & ATTNC_FEATURE_CROSS) != 0;
   p.wantProbs = (info.features & ATTNC_FEATURE_PROBS) != 0;
   return p;
+}
+
+/// The block's score modifiers as the naive kernels take them (pointing
+/// into p, which must outlive the result).
+naive::ScoreMods scoreModsOf(const BlockParams &p) {
+  naive::ScoreMods m;
+  m.softcap = p.softcap;
+  m.slopes = p.alibiSlopes.empty() ? nullptr : p.alibiSlopes.data();
+  m.beforeScale = p.alibiBeforeScale;
+  return m;
 }
 
 std::vector<TensorShape> storageTensors(const BlockParams &p) {
@@ -590,7 +609,7 @@ std::vector<double> interpretT(const BlockParams &p,
   naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
                   p.kvHeads, seqLen, kvSeq, p.headDim, scale, p.mask,
                   p.topLeft, p.window, run.q(), run.kv(),
-                  probs ? ph.data() : nullptr);
+                  probs ? ph.data() : nullptr, scoreModsOf(p));
   if (probs)
     probs->assign(ph.begin(), ph.end());
   std::vector<T> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
@@ -811,7 +830,8 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                int64_t tkv, int64_t d, double scale, uint32_t mask,
                bool topLeft, int64_t window, const int64_t *qValid,
                const int64_t *kvValid, double *probs, double *eprobs,
-               const std::function<void(int64_t)> &tick) {
+               const std::function<void(int64_t)> &tick,
+               const naive::ScoreMods &mods) {
   const int64_t group = hq / hkv;
   const bool causal = naive::isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
@@ -863,13 +883,27 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
             model.add(prop, std::fabs(qv) * ke);
             second += qe * ke;
           }
+          const double dot = s;
           s *= scale;
-          scores[j] = s;
           dS[j] = scale * (model.total(prop) + second +
                            (model.rigorous ? gd * mag
                                            : ps.rounding(model.lambda, s) +
                                                  model.lambda * kU *
                                                      std::fabs(s)));
+          if (mods.any()) {
+            // ALiBi's term is rounded to float32 once and added; softcap
+            // shrinks the errors it is given (its slope is at most 1) and
+            // adds its own evaluation's (a few ulps of cap): 8u of each
+            // magnitude covers both, in log2 or natural units.
+            const double modded = mods.apply(dot, scale, h, i + rr.offset, j);
+            const double bias =
+                mods.slopes ? std::fabs(mods.slopes[h] * double(j - i - rr.offset)) *
+                                  (mods.beforeScale ? scale : 1.0)
+                            : 0.0;
+            dS[j] += 8 * kU * (std::fabs(s) + std::fabs(modded) + bias + mods.softcap);
+            s = modded;
+          }
+          scores[j] = s;
           maxMag = std::max(maxMag, std::fabs(s));
           maxErr = std::max(maxErr, dS[j]);
           if (!any || s > maxScore)
@@ -1074,7 +1108,7 @@ Reference referenceWithBound(const BlockParams &p,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,
             run.q(), run.kv(), p.wantProbs ? r.probs.data() : nullptr,
             p.wantProbs ? r.probsBound.data() : nullptr,
-            [&](int64_t n) { report(double(n) * perRow); });
+            [&](int64_t n) { report(double(n) * perRow); }, scoreModsOf(p));
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj) {

@@ -294,6 +294,22 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                " is not supported by this runtime (tp_size must be 1)");
   if (std::string ropeWhy = checkRope(info); !ropeWhy.empty())
     return bad(ropeWhy);
+  if (info.features & ATTNC_FEATURE_SCORE_MODS) {
+    if (!(info.softcap >= 0) || !std::isfinite(info.softcap))
+      return bad("softcap must be 0 or positive and finite");
+    if (info.alibi_slopes)
+      for (int64_t h = 0; h < info.heads; ++h)
+        if (!std::isfinite(info.alibi_slopes[h]))
+          return bad("alibi_slopes entry " + num(h) + " is not finite");
+    if (info.alibi_before_scale > 1 || (info.alibi_before_scale && !info.alibi_slopes))
+      return bad("alibi_before_scale must be 0, or 1 with alibi_slopes");
+    if (info.softcap == 0 && !info.alibi_slopes)
+      return bad("features declares score_mods, but there is no softcap and no alibi_slopes");
+  } else if (info.softcap != 0 || info.alibi_slopes || info.alibi_before_scale) {
+    return bad("score modifier fields are set but features does not declare score_mods");
+  }
+  if (info.t5_num_buckets != 0 || info.t5_max_distance != 0 || info.t5_bidirectional != 0)
+    return bad("a T5 relative bias is not supported by this runtime");
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));
@@ -319,7 +335,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                std::to_string(info.weight_layout));
   const uint32_t knownFeatures =
       ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS |
-      ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA | ATTNC_FEATURE_ROPE;
+      ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA | ATTNC_FEATURE_ROPE |
+      ATTNC_FEATURE_SCORE_MODS;
   if (info.features & ~knownFeatures)
     return bad("unknown features bits 0x" +
                [&] {

@@ -249,7 +249,14 @@ struct Loader {
              s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     const bool rope = (info.features & ATTNC_FEATURE_ROPE) != 0;
-    std::set<std::string> used(w.sources.begin(), w.sources.end());
+    std::set<std::string> used; // a stacked tensor's source is "a+b+c"
+    for (const std::string &src : w.sources)
+      for (size_t at = 0, plus; at <= src.size(); at = plus + 1) {
+        plus = src.find('+', at);
+        if (plus == std::string::npos)
+          plus = src.size();
+        used.insert(src.substr(at, plus - at));
+      }
     if (!rope) {
       for (const TensorRef &r : all)
         if (endsWith(r.name, "rotary_emb.inv_freq")) {

@@ -151,7 +151,7 @@ def run_attnc(attnc_run, lib, t, p, reps, procs, isa):
 
 
 class Args(ctypes.Structure):
-    """attnc_forward_args (abi.h, ABI version 2)."""
+    """attnc_forward_args (abi.h; the fields before the KV cache)."""
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
                 ("packed", ctypes.c_void_p), ("packed_floats", ctypes.c_int64),
                 ("x", ctypes.c_void_p), ("x_floats", ctypes.c_int64),
@@ -167,7 +167,7 @@ class Args(ctypes.Structure):
 
 
 class Info(ctypes.Structure):
-    """attnc_kernel_info (abi.h, ABI version 2), up to packed_floats."""
+    """attnc_kernel_info (abi.h, ABI version 3: the prefix up to packed_floats)."""
     _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32),
                 ("name", ctypes.c_char_p), ("spec_hash", ctypes.c_uint64),
                 ("d_model", ctypes.c_int64), ("heads", ctypes.c_int64),
@@ -223,7 +223,7 @@ def _phases(lib_path, name, t, reps, np):
     info_fn = getattr(lib, name + "_query")
     info_fn.restype = ctypes.POINTER(Info)
     info_fn.argtypes = [ctypes.c_uint32]
-    packed_floats = info_fn(2).contents.packed_floats
+    packed_floats = info_fn(3).contents.packed_floats
     packed = np.zeros(packed_floats, np.float32)
     assert q(ptrs, counts, 4, packed.ctypes.data, packed_floats) == 0
     x = rng.standard_normal((1, t, 768)).astype(np.float32)

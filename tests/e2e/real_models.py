@@ -6,8 +6,9 @@ out (separate q/k/v/o_proj weights [out, in], the biases the architecture
 has), compiled with attnc and run with attnc-run on a given x; y is
 compared with a float64 NumPy reference written here from the formulas of
 Hugging Face transformers (modeling_rope_utils.py and the models'
-attention functions), independently of attnc: the reference computes its
-own inverse frequencies from rope_theta and rope_scaling (default,
+attention functions), independently of attnc: ALiBi with BLOOM's and
+MPT's own slope constructions (and Falcon-RW's bias inside the scale),
+Gemma 2's soft-capping; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -106,7 +107,29 @@ def apply_rope(x, rope, seq_len):
     return np.concatenate([rot * cos + half * sin, rest], axis=-1)
 
 
-def reference(case, w, x, rope=None, bias=None):
+def bloom_slopes(h):
+    """HF models/bloom/modeling_bloom.py build_alibi_tensor's slopes."""
+    closest = 2 ** math.floor(math.log2(h))
+    base = 2 ** (-(2 ** -(math.log2(closest) - 3)))
+    slopes = [base ** p for p in range(1, 1 + closest)]
+    if closest != h:
+        extra_base = 2 ** (-(2 ** -(math.log2(2 * closest) - 3)))
+        n_rem = min(closest, h - closest)
+        slopes += [extra_base ** p for p in range(1, 1 + 2 * n_rem, 2)]
+    return np.array(slopes)
+
+
+def mpt_slopes(h, bias_max):
+    """HF models/mpt/modeling_mpt.py build_mpt_alibi_tensor's slopes."""
+    n = 2 ** math.ceil(math.log2(h))
+    base = np.arange(1, n + 1, dtype=np.float64) * (bias_max / n)
+    slopes = 1.0 / 2 ** base
+    if n != h:
+        slopes = np.concatenate([slopes[1::2], slopes[0::2]])[:h]
+    return slopes
+
+
+def reference(case, w, x, rope=None, bias=None, mods=True):
     """The block as HF computes it, float64. bias: the projections with a bias."""
     H, Hkv, dh = case["heads"], case["kv_heads"], case["head_dim"]
     bias = case["bias"] if bias is None else bias
@@ -124,7 +147,20 @@ def reference(case, w, x, rope=None, bias=None):
     q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
     g = H // Hkv
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)  # HF repeat_kv
-    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+    dot = q @ k.transpose(0, 1, 3, 2)
+    scale = case.get("scale", 1 / math.sqrt(dh))
+    s = dot * scale
+    alibi = case.get("alibi") if mods else None
+    pos = np.arange(T, dtype=np.float64)
+    if alibi == "bloom":   # s = QK^T/sqrt(dh) + slope * pos_j
+        s = s + bloom_slopes(H)[None, :, None, None] * pos[None, None, None, :]
+    elif alibi == "mpt":   # s = QK^T * scale + slope * (j - (L - 1))
+        s = s + mpt_slopes(H, case["bias_max"])[None, :, None, None] * (pos - (T - 1))
+    elif alibi == "falcon":  # s = (QK^T + slope * pos_j) / sqrt(dh)
+        s = (dot + bloom_slopes(H)[None, :, None, None] * pos[None, None, None, :]) * scale
+    if mods and case.get("softcap"):  # Gemma 2: after the scale, before the mask
+        cap = case["softcap"]
+        s = cap * np.tanh(s / cap)
     if case.get("causal", True):
         s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
     s = s - s.max(axis=-1, keepdims=True)
@@ -193,6 +229,20 @@ CASES = [
          rope=dict(scaling={"type": "longrope", "short_factor": PHI3_SHORT,
                             "long_factor": PHI3_LONG, "original_max_position_embeddings": 32,
                             "max_position_embeddings": 128})),
+    # BLOOM: ALiBi with a head count that is not a power of two.
+    dict(name="bloom", d=60, heads=5, kv_heads=5, head_dim=12, bias=["q", "k", "v", "o"], T=[1, 40],
+         rope=None, alibi="bloom", yaml="alibi: true\n"),
+    # MPT: alibi_bias_max 4 (not BLOOM's 8), 6 heads.
+    dict(name="mpt", d=48, heads=6, kv_heads=6, head_dim=8, bias=[], T=[23],
+         rope=None, alibi="mpt", bias_max=4.0, yaml="alibi:\n  bias_max: 4\n"),
+    # Falcon-RW: ALiBi added before the 1/sqrt(dh) scale.
+    dict(name="falcon_rw", d=64, heads=4, kv_heads=4, head_dim=16, bias=[], T=[30],
+         rope=None, alibi="falcon", yaml="alibi:\n  before_scale: true\n"),
+    # Gemma 2: soft-capping (a small cap so that it bites), query_pre_attn_scalar
+    # scale, RoPE, GQA.
+    dict(name="gemma2", d=64, heads=4, kv_heads=2, head_dim=32, bias=[], T=[50],
+         rope=dict(), softcap=2.0, scale=1 / math.sqrt(24),
+         yaml="softcap: 2.0\nscale: 0.2041241452319315\n"),
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
@@ -204,7 +254,7 @@ def spec_of(c):
     mask = "causal" if c.get("causal", True) else "none"
     return (f"name: {c['name']}\nd_model: {c['d']}\nheads: {c['heads']}\n"
             f"kv_heads: {c['kv_heads']}\nhead_dim: {c['head_dim']}\nmask: {mask}\n"
-            f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]))
+            f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]) + c.get("yaml", ""))
 
 
 def weights_of(c, rng):
@@ -263,16 +313,20 @@ def main():
             err = np.abs(y - ref)
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
-            wrong = (reference(c, w, x, rope=None) if c["rope"] is not None
+            scored = c.get("alibi") or c.get("softcap")
+            wrong = (reference(c, w, x, mods=False) if scored
+                     else reference(c, w, x, rope=None) if c["rope"] is not None
                      else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))
             werr = np.abs(y - wrong)
-            # (one token sits at position 0, where the rotation is the identity)
-            detects = T == 1 and c["rope"] is not None or bool(
+            # (one token sits at position 0, where the rotation is the
+            # identity and ALiBi's bias is 0)
+            detects = T == 1 and (c["rope"] is not None or scored) or bool(
                 np.any(werr > ATOL + RTOL * np.abs(wrong)))
             if ok and detects:
                 passed += 1
                 print(f"PASS: {label}: max err {err.max():.2e} (without "
-                      f"{'rope' if c['rope'] is not None else 'the q bias'}: {werr.max():.2e})")
+                      f"{'the score modifier' if scored else 'rope' if c['rope'] is not None else 'the q bias'}: "
+                      f"{werr.max():.2e})")
             else:
                 failed += 1
                 why = "outside the tolerance" if not ok else "the check could not fail"

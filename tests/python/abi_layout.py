@@ -49,6 +49,7 @@ def main():
               "ATTNC_FEATURE_DECODE": _abi.FEATURE_DECODE,
               "ATTNC_FEATURE_CUDA": _abi.FEATURE_CUDA,
               "ATTNC_FEATURE_ROPE": _abi.FEATURE_ROPE,
+              "ATTNC_FEATURE_SCORE_MODS": _abi.FEATURE_SCORE_MODS,
               "ATTNC_ROPE_HALF_SPLIT": _abi.ROPE_HALF_SPLIT,
               "ATTNC_ROPE_INTERLEAVED": _abi.ROPE_INTERLEAVED,
               "ATTNC_BIAS_Q": _abi.BIAS_Q, "ATTNC_BIAS_K": _abi.BIAS_K,

@@ -30,7 +30,10 @@ using Catch::Matchers::Contains;
 static_assert(sizeof(attnc_tensor_info) == 32, "attnc_tensor_info layout");
 static_assert(offsetof(attnc_tensor_info, rank) == 8, "");
 static_assert(offsetof(attnc_tensor_info, dims) == 16, "");
-static_assert(sizeof(attnc_kernel_info) == 264, "attnc_kernel_info layout");
+static_assert(sizeof(attnc_kernel_info) == 296, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, softcap) == 264, "");
+static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 272, "");
+static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 292, "");
 static_assert(offsetof(attnc_kernel_info, bias_flags) == 200, "");
 static_assert(offsetof(attnc_kernel_info, tp_size) == 208, "");
 static_assert(offsetof(attnc_kernel_info, rope_style) == 216, "");
@@ -166,7 +169,7 @@ struct InfoFixture {
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 3u);
-  REQUIRE(sizeof(attnc_kernel_info) == 264);
+  REQUIRE(sizeof(attnc_kernel_info) == 296);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -194,7 +197,7 @@ TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 256 bytes") && Contains("expects 264"));
+             Contains("struct_size is 288 bytes") && Contains("expects 296"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -246,8 +249,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   CHECK(f.check() == "unknown isa value 7");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
-  f.info.features = 64;
-  CHECK(f.check() == "unknown features bits 0x40");
+  f.info.features = 128;
+  CHECK(f.check() == "unknown features bits 0x80");
   f.info.features = ATTNC_FEATURE_LENGTHS;
   CHECK_THAT(f.check(), Contains("the mask has no padding"));
   f.info.mask = ATTNC_MASK_PADDING;
@@ -602,7 +605,7 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"dtype=1", "unknown dtype value 1"},
       {"layout=3", "unknown weight_layout value 3"},
       {"causal_align=2", "unknown causal_align value 2"},
-      {"features=64", "unknown features bits 0x40"},
+      {"features=128", "unknown features bits 0x80"},
       {"isa=5", "isa cuda-sm80 needs the cuda feature"},
       {"features=16", "features declares cuda, but isa x86-64 is a CPU"},
       {"isa=6,features=16,selected_isa=5",

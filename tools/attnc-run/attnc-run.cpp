@@ -211,6 +211,7 @@ std::string featureNames(uint32_t f) {
   add(ATTNC_FEATURE_DECODE, "decode");
   add(ATTNC_FEATURE_CUDA, "cuda");
   add(ATTNC_FEATURE_ROPE, "rope");
+  add(ATTNC_FEATURE_SCORE_MODS, "score_mods");
   return s.empty() ? "none" : s;
 }
 
@@ -466,6 +467,12 @@ void printInfo(const attnrt::Kernel &k) {
               "weight_layout: %s\n",
               bias.c_str(), ki.out_proj ? "true" : "false",
               ki.scale, layoutName(ki.weight_layout));
+  if (ki.softcap > 0)
+    std::printf("softcap: %.9g\n", ki.softcap);
+  if (ki.alibi_slopes)
+    std::printf("alibi: slopes %.9g ... %.9g%s\n", ki.alibi_slopes[0],
+                ki.alibi_slopes[ki.heads - 1],
+                ki.alibi_before_scale ? ", added before the scale" : "");
   if (ki.features & ATTNC_FEATURE_ROPE)
     std::printf("rope: %s, rotary_dim %lld, inv_freq[0] %.9g, inv_freq[%u] %.9g, "
                 "attention_factor %.9g%s\n",

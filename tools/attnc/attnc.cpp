@@ -24,7 +24,26 @@ using namespace llvm;
 
 static cl::OptionCategory cat("attnc options");
 static cl::opt<std::string> input(cl::Positional, cl::desc("SPEC.yaml"),
-                                  cl::Required, cl::cat(cat));
+                                  cl::cat(cat));
+static cl::opt<std::string> hfDir("hf",
+    cl::desc("compile an attention module of a Hugging Face model directory "
+             "(config.json; docs/models.md) instead of a spec"),
+    cl::value_desc("DIR"), cl::cat(cat));
+static cl::opt<std::string> hfModule("module",
+    cl::desc("with --hf: the attention module as the checkpoint's tensor names "
+             "spell it (model.layers.5.self_attn, h.3.attn, "
+             "model.decoder.layers.1.encoder_attn, bert.encoder.layer.4.attention)"),
+    cl::value_desc("PATH"), cl::cat(cat));
+static cl::opt<int> hfLayer("layer",
+    cl::desc("with --hf: the N-th self-attention module of a decoder-only model"),
+    cl::value_desc("N"), cl::init(-1), cl::cat(cat));
+static cl::opt<std::string> emitSpec("emit-spec",
+    cl::desc("with --hf: also write the derived spec (YAML) here"),
+    cl::value_desc("FILE"), cl::cat(cat));
+static cl::list<std::string> setKeys("set",
+    cl::desc("with --hf: override or add a top-level spec key after the import "
+             "(--set decode=true, --set max_seq_len=8192); repeatable"),
+    cl::value_desc("KEY=VALUE"), cl::cat(cat));
 static cl::opt<std::string> output("o",
     cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),
                                    cl::value_desc("file"), cl::Required, cl::cat(cat));
@@ -44,7 +63,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
       "attnc: compile an attention-block spec (YAML) into a kernel library\n\n"
       "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n"
-      "  attnc SPEC.yaml -o libNAME.a  (static archive: only NAME_* symbols)\n\n"
+      "  attnc SPEC.yaml -o libNAME.a  (static archive: only NAME_* symbols)\n"
+      "  attnc --hf DIR --module PATH -o libNAME.so [--emit-spec F] [--set K=V]...\n\n"
       "The library holds AVX-512 and AVX2 code by default (--target multi) and\n"
       "runs the first path this CPU supports (ATTNC_ISA=avx2 caps the choice).\n"
       "MLIR's --mlir-* options (timing, IR printing, statistics) apply to every\n"
@@ -73,7 +93,25 @@ int main(int argc, char **argv) {
            << ": expected a .so (shared object) or .a (static archive) file name\n";
     return 2;
   }
-  std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
+  if (input.empty() == hfDir.empty()) {
+    errs() << "attnc: error: expected a SPEC.yaml or --hf DIR (exactly one)\n";
+    return 2;
+  }
+  if (hfDir.empty() && (!hfModule.empty() || hfLayer >= 0 || !emitSpec.empty() ||
+                        !setKeys.empty())) {
+    errs() << "attnc: error: --module, --layer, --emit-spec and --set go with --hf\n";
+    return 2;
+  }
+  if (!hfModule.empty() && hfLayer >= 0) {
+    errs() << "attnc: error: --module and --layer name the module twice: give one\n";
+    return 2;
+  }
+  std::optional<attnc::Spec> spec =
+      hfDir.empty() ? attnc::tools::loadSpec(input)
+                    : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,
+                                               std::vector<std::string>(setKeys.begin(),
+                                                                        setKeys.end()),
+                                               emitSpec);
   if (!spec)
     return 2;
   // Temporaries for every output first: an unwritable directory fails here,

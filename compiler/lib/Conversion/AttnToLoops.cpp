@@ -464,6 +464,9 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                : isa<RopeOp>(op)
                    ? op->emitOpError("(rope) is not supported by the CUDA "
                                      "target yet")
+               : isa<SdpaOp>(op)
+                   ? op->emitOpError("(softcap, alibi) is not supported by "
+                                     "the CUDA target yet")
                    : op->emitOpError("the CUDA target needs packed f32 weights "
                                      "and a rank-3 input");
       return t.buildTiledPhases(phases);

@@ -42,6 +42,7 @@
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::exp2NonPositive;
 
 namespace {
 /// What a mask means for the key range of a query (the visible keys of
@@ -89,7 +90,7 @@ bool unitInner(Value buf) {
 /// over 2e5 points). About 14 vector ops where math.exp's general
 /// expansion (any x: its own range clamps and overflow selects) took 25.
 /// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
-static Value exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
+Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
   auto vt = cast<VectorType>(x.getType());
   auto ivt = VectorType::get(vt.getShape(), c.getI32Type());
   auto splat = [&](double v) -> Value {
@@ -155,6 +156,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   const bool bthd = op.getLayout() == HeadLayout::bthd;
   const double scale = log2Scale(op);
+  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
   // Query heads per task: as many of a kv head's group as keep G*dv output
   // accumulators + dv value vectors + G*dv query vectors in registers.
   auto kt = cast<MemRefType>(k.getType());
@@ -220,6 +222,9 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     kEnd = arith::SelectOp::create(c, rowValid, kEnd, kStart);
 
     auto S = memref::AllocaOp::create(c, MemRefType::get({gq, nk}, f32));
+    SmallVector<Value> slopes;
+    for (int64_t g = 0; g < gq; ++g)
+      slopes.push_back(mods.slope(c, add(c, h0, g), llvm::numbers::log2e));
     SmallVector<SmallVector<Value>> qs;
     for (int64_t g = 0; g < gq; ++g) {
       SmallVector<Value> row = loadRow(c, q, {bi, add(c, h0, g), zero});
@@ -247,6 +252,14 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
           for (int64_t ch = 1; ch < dv; ++ch)
             acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
           Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc);
+          if (mods.any()) { // the one query sits at key position off
+            Value delta = arith::SIToFPOp::create(
+                c1, c1.getF32Type(),
+                arith::IndexCastOp::create(
+                    c1, c1.getI64Type(),
+                    arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jj), off)));
+            s = mods.apply(c1, s, slopes[g], delta, llvm::numbers::log2e);
+          }
           memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
         }
         return SmallVector<Value>{};
@@ -378,6 +391,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
   bool bthd = op.getLayout() == HeadLayout::bthd;
   const double scale = log2Scale(op);
+  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
 
   auto vt = VectorType::get({vl}, f32);
   auto ivt = VectorType::get({vl}, b.getI32Type());
@@ -473,6 +487,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     for (int64_t r = 0; r < vl; ++r)
       lanes.push_back(static_cast<int32_t>(r));
     Value laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, ArrayRef<int32_t>(lanes)));
+    Value slopeV = mods.slope(c, h, llvm::numbers::log2e);
 
     SmallVector<Value> init;
     for (int64_t m = 0; m < mv; ++m)
@@ -528,6 +543,25 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
             [&](ImplicitLocOpBuilder &cd) { scores(cd, jg, 0); });
         return SmallVector<Value>{};
       });
+      // The score modifiers (ALiBi, soft-capping), before the mask.
+      if (mods.any())
+        loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+          Value j = arith::IndexCastOp::create(c1, c1.getI32Type(),
+                                               arith::AddIOp::create(c1, j0, jj));
+          Value jv = vector::BroadcastOp::create(c1, ivt, j);
+          for (int64_t m = 0; m < mv; ++m) {
+            Value qpos = arith::AddIOp::create(
+                c1, vector::BroadcastOp::create(
+                        c1, ivt, arith::IndexCastOp::create(
+                                     c1, c1.getI32Type(), add(c1, arith::AddIOp::create(c1, i0, off), m * vl))),
+                laneIdx);
+            Value delta = arith::SIToFPOp::create(c1, vt, arith::SubIOp::create(c1, jv, qpos));
+            Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
+            vector::StoreOp::create(c1, mods.apply(c1, s, slopeV, delta, llvm::numbers::log2e),
+                                    ST, ValueRange{jj, idx(c1, m * vl)});
+          }
+          return SmallVector<Value>{};
+        });
       // The mask, element-wise, only where this block crosses its boundary.
       if (causal) {
         Value crosses = arith::CmpIOp::create(
@@ -718,10 +752,12 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
   Value tasks = arith::SelectOp::create(b, none, idx(b, 0),
                                         arith::MulIOp::create(b, nb, hq));
   double scale = op.getScale().convertToDouble();
+  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
 
   taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, hq);
     Value h = arith::RemUIOp::create(c, task, hq);
+    Value slopeV = mods.slope(c, h, 1.0);
     Value hk = arith::DivUIOp::create(c, h, group);
     Value qv = qLens ? validLength(c, qLens, bi, tq) : tq;
     Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
@@ -750,7 +786,14 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
               return SmallVector<Value>{arith::AddFOp::create(
                   c3, a[0], arith::MulFOp::create(c3, x, y))};
             });
-        return arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
+        Value sc = arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
+        if (!mods.any())
+          return sc;
+        Value delta = arith::SIToFPOp::create(
+            c2, c2.getF32Type(),
+            arith::IndexCastOp::create(c2, c2.getI64Type(),
+                                       arith::SubIOp::create(c2, j, diag)));
+        return mods.apply(c2, sc, slopeV, delta, 1.0);
       };
       scf::ForOp mx = loop(c1, jLo, jHi, ValueRange{fc(c1, -std::numeric_limits<double>::infinity())},
           [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {

@@ -4,6 +4,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include <limits>
 #include "mlir/IR/BuiltinOps.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "llvm/ADT/bit.h"
@@ -148,7 +151,8 @@ namespace {
 
 /// A private constant global holding `values` (f64), shared by every
 /// function of the module that asks for the same table.
-Value ropeTable(ImplicitLocOpBuilder &b, ArrayRef<double> values) {
+Value constantTable(ImplicitLocOpBuilder &b, ArrayRef<double> values,
+                    const char *prefix) {
   auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   uint64_t h = 0xcbf29ce484222325ull; // FNV-1a over the doubles' bits
   for (double v : values)
@@ -156,7 +160,7 @@ Value ropeTable(ImplicitLocOpBuilder &b, ArrayRef<double> values) {
       h ^= (llvm::bit_cast<uint64_t>(v) >> i) & 0xff;
       h *= 0x100000001b3ull;
     }
-  std::string name = "__attnc_rope_turns_" + llvm::utohexstr(h);
+  std::string name = prefix + llvm::utohexstr(h);
   auto type = MemRefType::get({int64_t(values.size())}, b.getF64Type());
   if (!module.lookupSymbol(name)) {
     OpBuilder mb(module.getBodyRegion());
@@ -207,10 +211,10 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
       t.push_back(v / twoPi);
     return t;
   };
-  Value turns = ropeTable(b, turnsOf(op.getInvFreq()));
+  Value turns = constantTable(b, turnsOf(op.getInvFreq()), "__attnc_rope_turns_");
   Value longTurns;
   if (auto l = op.getLongInvFreq())
-    longTurns = ropeTable(b, turnsOf(*l));
+    longTurns = constantTable(b, turnsOf(*l), "__attnc_rope_turns_");
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
@@ -279,4 +283,55 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
       return SmallVector<Value>{};
     });
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Score modifiers
+//===----------------------------------------------------------------------===//
+
+Value attnc::ScoreMods::slope(ImplicitLocOpBuilder &c, Value head, double unit) const {
+  if (slopes.empty())
+    return {};
+  SmallVector<double> scaled;
+  for (double s : slopes)
+    scaled.push_back(s * unit * (beforeScale ? scale : 1.0));
+  Value table = constantTable(c, scaled, "__attnc_alibi_slopes_");
+  Value s = memref::LoadOp::create(c, table, ValueRange{head});
+  return arith::TruncFOp::create(c, c.getF32Type(), s);
+}
+
+Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
+                              Value delta, double unit) const {
+  Type ty = s.getType();
+  auto vt = dyn_cast<VectorType>(ty);
+  auto cst = [&](double v) -> Value {
+    auto attr = c.getF32FloatAttr(static_cast<float>(v));
+    if (vt)
+      return arith::ConstantOp::create(c, DenseElementsAttr::get(vt, attr));
+    return arith::ConstantOp::create(c, attr);
+  };
+  if (slopeV) {
+    Value sl = vt ? vector::BroadcastOp::create(c, vt, slopeV).getResult() : slopeV;
+    s = arith::AddFOp::create(c, s, arith::MulFOp::create(c, sl, delta));
+  }
+  if (softcap) {
+    // cap * tanh(x / cap) with x = s / unit, tanh(y) = sign(y) (1 - e) / (1 + e),
+    // e = exp(-2|y|) <= 1 (so the flash kernels' 2^x for x <= 0 serves).
+    // -inf (a key skipped before its dot product) stays -inf.
+    const double cap = *softcap;
+    Value y = arith::MulFOp::create(c, s, cst(1.0 / (unit * cap)));
+    Value a = math::AbsFOp::create(c, y);
+    Value e = vt ? exp2NonPositive(c, arith::MulFOp::create(c, a, cst(-2.0 * 1.4426950408889634)))
+                 : math::ExpOp::create(c, arith::MulFOp::create(c, a, cst(-2.0))).getResult();
+    Value one = cst(1.0);
+    Value t = arith::DivFOp::create(c, arith::SubFOp::create(c, one, e),
+                                    arith::AddFOp::create(c, one, e));
+    Value neg = arith::CmpFOp::create(c, arith::CmpFPredicate::OLT, y, cst(0.0));
+    t = arith::SelectOp::create(c, neg, arith::NegFOp::create(c, t), t);
+    Value capped = arith::MulFOp::create(c, t, cst(cap * unit));
+    Value ninf = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ, s,
+                                       cst(-std::numeric_limits<double>::infinity()));
+    s = arith::SelectOp::create(c, ninf, s, capped);
+  }
+  return s;
 }

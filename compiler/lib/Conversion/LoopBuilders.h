@@ -14,6 +14,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <optional>
+#include <vector>
+
 namespace attnc {
 
 /// Body of a loop: gets the induction variable and the iter_args, returns
@@ -134,6 +137,39 @@ void buildCacheAppend(mlir::ImplicitLocOpBuilder &b, mlir::Value k,
 /// attn.mask_rows in place on x86: one task per sequence; rows
 /// t >= lens[b] of y [B, T, N] become zeros.
 void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value lens);
+
+/// The score modifiers of attn.sdpa and attn.probs (softcap, alibi_slopes,
+/// alibi_before_scale; the ops' description says what they mean): the one
+/// place every CPU kernel asks how a score changes. Kernels keep scores in
+/// `unit`s per natural logit (log2 e for the flash kernels, whose Q is
+/// pre-scaled by scale * log2 e; 1 for attn.probs).
+struct ScoreMods {
+  std::optional<double> softcap;
+  std::vector<double> slopes; ///< per query head; empty: no ALiBi
+  bool beforeScale = false;
+  double scale = 1;
+  bool any() const { return softcap.has_value() || !slopes.empty(); }
+  template <typename Op> static ScoreMods of(Op op) {
+    ScoreMods m;
+    if (auto c = op.getSoftcap())
+      m.softcap = c->convertToDouble();
+    if (auto s = op.getAlibiSlopes())
+      m.slopes.assign(s->begin(), s->end());
+    m.beforeScale = op.getAlibiBeforeScale();
+    m.scale = op.getScale().convertToDouble();
+    return m;
+  }
+  /// Head `head`'s ALiBi slope in score units per key (f32 scalar), or a
+  /// null Value without ALiBi: read once per task.
+  mlir::Value slope(mlir::ImplicitLocOpBuilder &c, mlir::Value head, double unit) const;
+  /// s' = the modified scores `s` (f32 scalar or vector) of keys j for
+  /// queries at key position i', `delta` = j - i' (f32, the shape of s).
+  mlir::Value apply(mlir::ImplicitLocOpBuilder &c, mlir::Value s, mlir::Value slope,
+                    mlir::Value delta, double unit) const;
+};
+
+/// 2^x for a vector of x <= 0 (-inf included): the flash kernels' exp.
+mlir::Value exp2NonPositive(mlir::ImplicitLocOpBuilder &c, mlir::Value x);
 
 /// attn.rope in place on x [B, H, T, D] (a strided view; unit innermost
 /// stride): tasks (batch, block of rows); per row, each pair's cos and sin

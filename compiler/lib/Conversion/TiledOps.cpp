@@ -57,7 +57,10 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
 };
 
 struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
-  bool canTile(Operation *, PhaseContext &) const { return true; }
+  bool canTile(Operation *op, PhaseContext &ctx) const {
+    // The CUDA kernels do not apply the score modifiers yet.
+    return !isCuda(ctx) || !attnc::ScoreMods::of(cast<SdpaOp>(op)).any();
+  }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
     auto build = isCuda(ctx) ? attnc::buildGpuAttention : attnc::buildFlashAttention;

@@ -473,6 +473,16 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
           (pr && !allocate(probs, {nb, q->shape[1], tq, tkv}, error)))
         return false;
       std::optional<int64_t> window = sdpa ? sdpa.getWindow() : pr.getWindow();
+      // The score modifiers, as the reference applies them.
+      std::optional<llvm::APFloat> cap = sdpa ? sdpa.getSoftcap() : pr.getSoftcap();
+      std::optional<ArrayRef<double>> slopes =
+          sdpa ? sdpa.getAlibiSlopes() : pr.getAlibiSlopes();
+      if (slopes && int64_t(slopes->size()) != q->shape[1])
+        return fail(op, "alibi_slopes do not fit the query heads");
+      attnrt::naive::ScoreMods mods;
+      mods.softcap = cap ? cap->convertToDouble() : 0.0;
+      mods.slopes = slopes ? slopes->data() : nullptr;
+      mods.beforeScale = sdpa ? sdpa.getAlibiBeforeScale() : pr.getAlibiBeforeScale();
       if (o.numel() > 0 && k->numel() > 0)
         attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
                             o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,
@@ -482,7 +492,7 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
                             (sdpa ? sdpa.getCausalAlign() : pr.getCausalAlign()) ==
                                 attn::CausalAlign::top_left,
                             window.value_or(0), qv.data(), kv.data(),
-                            pr ? probs.data.data() : nullptr);
+                            pr ? probs.data.data() : nullptr, mods);
       if (pr) {
         t[pr] = std::move(probs);
         continue;

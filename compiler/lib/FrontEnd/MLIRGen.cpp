@@ -206,13 +206,18 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         CausalAlignAttr::get(&ctx, align),
         spec.mask == attnc::MaskKind::SlidingWindow ? b.getI64IntegerAttr(spec.window)
                                                     : IntegerAttr(),
-        HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd));
+        HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd),
+        spec.softcap ? b.getF64FloatAttr(*spec.softcap) : FloatAttr(),
+        spec.alibi ? b.getDenseF64ArrayAttr(attnc::alibiSlopes(spec)) : DenseF64ArrayAttr(),
+        b.getBoolAttr(spec.alibiBeforeScale));
     SmallVector<Value> results;
     if (wantProbs)
       results.push_back(ProbsOp::create(
           b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
           sdpa.getKvLens(), sdpa.getQLens(), sdpa.getMaskAttr(),
-          sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr()));
+          sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr(),
+          sdpa.getSoftcapAttr(), sdpa.getAlibiSlopesAttr(),
+          sdpa.getAlibiBeforeScaleAttr()));
     Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), rowsOf(qw),
                                         sdpa.getResult());
     Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;

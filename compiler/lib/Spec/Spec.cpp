@@ -132,6 +132,11 @@ std::string canonicalString(const Spec &s) {
   out += fmt::format("\ndecode={}\ncross_attention={}\n", s.decode,
                      s.crossAttention);
   // Keys added later hash only when present, so older specs keep their hash.
+  if (s.alibi)
+    out += fmt::format("alibi bias_max={:a} before_scale={}\n", s.alibiBiasMax,
+                       s.alibiBeforeScale);
+  if (s.softcap)
+    out += fmt::format("softcap={:a}\n", *s.softcap);
   if (s.hasRope()) {
     const RopeSpec &r = s.rope;
     out += fmt::format("rope={} theta={:a} rotary_dim={} scaling={} "
@@ -205,6 +210,11 @@ std::string printSpec(const Spec &s) {
     out += "]\n";
     out += fmt::format("decode: {}\n", s.decode);
     out += fmt::format("cross_attention: {}\n", s.crossAttention);
+    if (s.alibi)
+      out += fmt::format("alibi:\n  bias_max: {}\n  before_scale: {}\n",
+                         s.alibiBiasMax, s.alibiBeforeScale);
+    if (s.softcap)
+      out += fmt::format("softcap: {}\n", *s.softcap);
     if (s.hasRope()) {
       const RopeSpec &r = s.rope;
       out += fmt::format("rope:\n  style: {}\n  theta: {}\n  rotary_dim: {}\n",
@@ -321,6 +331,21 @@ RopeTables ropeTables(const Spec &s) {
                   : std::sqrt(1 + std::log(sc) / std::log(double(r.originalMaxPos)));
   }
   return t;
+}
+
+std::vector<double> alibiSlopes(const Spec &s) {
+  std::vector<double> out;
+  if (!s.alibi)
+    return out;
+  int64_t n = 1;
+  while (n * 2 <= s.heads)
+    n *= 2;
+  const double m0 = std::pow(2.0, -s.alibiBiasMax / double(n));
+  const double m1 = std::pow(2.0, -(s.alibiBiasMax / 2) / double(n));
+  for (int64_t h = 0; h < s.heads; ++h)
+    out.push_back(h < n ? std::pow(m0, double(h + 1))
+                        : std::pow(m1, double(2 * (h - n) + 1)));
+  return out;
 }
 
 std::string unsupportedFeature(const Spec &s) {

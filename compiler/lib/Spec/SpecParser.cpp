@@ -86,7 +86,7 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention", "rope"};
+    "decode", "cross_attention", "rope", "alibi", "softcap"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -668,6 +668,10 @@ private:
       setBias(v);
     } else if (key == "rope") {
       setRope(v);
+    } else if (key == "alibi") {
+      setAlibi(v);
+    } else if (key == "softcap") {
+      spec.softcap = getPositive("softcap", v);
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -780,6 +784,28 @@ private:
                             allowZero ? "non-negative" : "positive",
                             describe(v)));
     return *d;
+  }
+
+  /// alibi: true | false | {bias_max: 8, before_scale: false}.
+  void setAlibi(const YNode &v) {
+    if (v.kind != YNode::Map) {
+      if (!isPlain(v) || (v.value != "true" && v.value != "True" &&
+                          v.value != "TRUE" && v.value != "false" &&
+                          v.value != "False" && v.value != "FALSE"))
+        fail("alibi", fmt::format("expected true, false or a mapping with "
+                                  "bias_max and before_scale, found {}",
+                                  describe(v)));
+      spec.alibi = getBool("alibi", v);
+      return;
+    }
+    spec.alibi = true;
+    auto m = nestedMap("alibi", v, {"bias_max", "before_scale"});
+    for (auto &[key, node] : m) {
+      if (key == "bias_max")
+        spec.alibiBiasMax = getPositive("alibi.bias_max", *node);
+      else
+        spec.alibiBeforeScale = getBool("alibi.before_scale", *node);
+    }
   }
 
   /// rope: {style, theta, rotary_dim, scaling: {type, ...}} (docs/spec.md).

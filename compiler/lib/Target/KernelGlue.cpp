@@ -60,6 +60,8 @@ std::string attnc::featuresExpr(const Spec &spec) {
     e += " | ATTNC_FEATURE_DECODE";
   if (spec.hasRope())
     e += " | ATTNC_FEATURE_ROPE";
+  if (spec.alibi || spec.softcap)
+    e += " | ATTNC_FEATURE_SCORE_MODS";
   return e + ")";
 }
 
@@ -244,6 +246,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     doubles("k_rope_inv_freq", params.ropeInvFreq);
   if (!params.ropeLongInvFreq.empty())
     doubles("k_rope_long_inv_freq", params.ropeLongInvFreq);
+  if (!params.alibiSlopes.empty())
+    doubles("k_alibi_slopes", params.alibiSlopes);
   os << ""
      << "static const attnc_kernel_info k_info = {\n"
      << "  .abi_version = ATTNC_ABI_VERSION,\n"
@@ -291,7 +295,11 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << (params.ropeLongInvFreq.empty() ? "0" : "k_rope_long_inv_freq") << ",\n"
      << "  .rope_long_from = " << params.ropeLongFrom << ",\n"
      << "  .rope_attention_factor = " << llvm::format("%a", params.ropeAttentionFactor)
-     << ",\n};\n"
+     << ",\n"
+     << "  .softcap = " << llvm::format("%a", params.softcap) << ",\n"
+     << "  .alibi_slopes = " << (params.alibiSlopes.empty() ? "0" : "k_alibi_slopes") << ",\n"
+     << "  .alibi_before_scale = " << (params.alibiBeforeScale ? 1 : 0) << "u,\n"
+     << "  .t5_num_buckets = 0,\n  .t5_max_distance = 0,\n  .t5_bidirectional = 0u,\n};\n"
      << "K_EXPORT const attnc_kernel_info *KSYM(query)(uint32_t max_abi_version) {\n"
      << "  return max_abi_version >= ATTNC_ABI_VERSION ? &k_info : 0;\n}\n";
   if (n != "attnc")

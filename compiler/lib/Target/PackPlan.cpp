@@ -25,6 +25,9 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.kvHeads = s.kvHeads;
   p.headDim = s.headDim;
   p.biasMask = s.biasMask;
+  p.softcap = s.softcap.value_or(0.0);
+  p.alibiSlopes = alibiSlopes(s);
+  p.alibiBeforeScale = s.alibiBeforeScale;
   if (s.hasRope()) {
     RopeTables t = ropeTables(s);
     p.ropeStyle = s.rope.style == RopeStyle::Interleaved ? ATTNC_ROPE_INTERLEAVED

@@ -86,6 +86,10 @@ struct Spec {
   unsigned biasMask = kAllBiases; ///< BiasBit per projection with a bias
   bool outProj = true;
   RopeSpec rope;                  ///< style None: no rotary embedding
+  bool alibi = false;             ///< ALiBi slopes (BLOOM, MPT, Falcon-RW)
+  double alibiBiasMax = 8;        ///< MPT's alibi_bias_max
+  bool alibiBeforeScale = false;  ///< Falcon-RW: the bias inside the scale
+  std::optional<double> softcap;  ///< Gemma 2: cap * tanh(s / cap)
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded
@@ -149,6 +153,26 @@ uint64_t specHash(const Spec &spec);
 /// The frequency table of `spec.rope` (HF modeling_rope_utils formulas, in
 /// double precision). Empty invFreq when the spec has no rope.
 RopeTables ropeTables(const Spec &spec);
+
+/// The ALiBi slope of each query head (BLOOM's build_alibi_tensor and MPT's
+/// build_mpt_alibi_tensor, which agree: n = 2^floor(log2 H); head h < n has
+/// 2^(-bias_max (h+1) / n), the others 2^(-bias_max (2(h-n)+1) / (2n))).
+/// Empty without alibi.
+std::vector<double> alibiSlopes(const Spec &spec);
+
+/// attnc --hf: the spec of one attention module of a Hugging Face model
+/// directory (DIR/config.json, dispatched on model_type; docs/models.md).
+/// `module` is the module as the checkpoint's tensor names spell it
+/// ("model.layers.5.self_attn"); empty: the `layer`-th self-attention of a
+/// decoder-only model. `sets` are "KEY=VALUE" overrides of top-level keys,
+/// applied to the derived YAML. On success `yaml` is the spec text and
+/// `weightsPrefix` the module's tensor-name prefix ("model.layers.5.self_attn.");
+/// otherwise `error` is one message. Never throws.
+struct HfSpec {
+  std::string yaml, weightsPrefix, error;
+};
+HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
+                  const std::vector<std::string> &sets);
 
 /// Returns "" when this version of attnc can lower `spec`, otherwise one
 /// located error for the first feature that parses and validates but cannot

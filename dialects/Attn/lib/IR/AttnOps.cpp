@@ -257,6 +257,27 @@ OpFoldResult MergeHeadsOp::fold(FoldAdaptor) {
 // SdpaOp
 //===----------------------------------------------------------------------===//
 
+/// The score modifiers of attn.sdpa and attn.probs (one rule for both).
+template <typename Op>
+static LogicalResult verifyScoreMods(Op op, int64_t hq) {
+  if (auto cap = op.getSoftcap()) {
+    double c = cap->convertToDouble();
+    if (!std::isfinite(c) || c <= 0)
+      return op.emitOpError("softcap must be positive and finite, found ") << c;
+  }
+  if (auto slopes = op.getAlibiSlopes()) {
+    if (!ShapedType::isDynamic(hq) && int64_t(slopes->size()) != hq)
+      return op.emitOpError("alibi_slopes has ")
+             << slopes->size() << " entries, expected one per query head (" << hq << ")";
+    for (double sl : *slopes)
+      if (!std::isfinite(sl))
+        return op.emitOpError("alibi_slopes entries must be finite");
+  } else if (op.getAlibiBeforeScale()) {
+    return op.emitOpError("alibi_before_scale needs alibi_slopes");
+  }
+  return success();
+}
+
 LogicalResult SdpaOp::verify() {
   auto q = getQuery().getType(), k = getKey().getType(),
        v = getValue().getType(), o = getResult().getType();
@@ -315,7 +336,7 @@ LogicalResult SdpaOp::verify() {
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive, found ")
            << getScale().convertToDouble();
-  return success();
+  return verifyScoreMods(*this, hq);
 }
 
 //===----------------------------------------------------------------------===//
@@ -346,7 +367,7 @@ LogicalResult ProbsOp::verify() {
     return emitOpError("padding masks need kv_lens; q_lens goes with them only");
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
-  return success();
+  return verifyScoreMods(*this, hq);
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 
 #include "attnc/runtime/abi.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -55,11 +56,32 @@ void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
           const std::vector<double> &longFreq, int64_t longFrom,
           double attentionFactor, const int64_t *start = nullptr);
 
+/// How a score changes before the mask (abi.h, ATTNC_FEATURE_SCORE_MODS):
+/// the reference's one description, used by sdpa and the error bound.
+struct ScoreMods {
+  double softcap = 0;              ///< 0: none
+  const double *slopes = nullptr;  ///< [Hq] ALiBi slopes, or null
+  bool beforeScale = false;
+  bool any() const { return softcap > 0 || slopes; }
+  /// The score of query head h for q.k = dot, key j, query at key position
+  /// qpos, with the softmax scale.
+  double apply(double dot, double scale, int64_t h, int64_t qpos, int64_t j) const {
+    double s = dot * scale;
+    if (slopes)
+      s = beforeScale ? (dot + slopes[h] * double(j - qpos)) * scale
+                      : s + slopes[h] * double(j - qpos);
+    if (softcap > 0)
+      s = softcap * std::tanh(s / softcap);
+    return s;
+  }
+};
+
 void sdpa(const double *q, const double *k, const double *v, double *o,
           int64_t batch, int64_t hq, int64_t hkv, int64_t tq, int64_t tkv,
           int64_t d, double scale, uint32_t mask, bool topLeft = false,
           int64_t window = 0, const int64_t *qValid = nullptr,
-          const int64_t *kvValid = nullptr, double *probs = nullptr);
+          const int64_t *kvValid = nullptr, double *probs = nullptr,
+          const ScoreMods &mods = ScoreMods());
 
 } // namespace naive
 
@@ -85,6 +107,10 @@ struct BlockParams {
   std::vector<double> ropeInvFreq, ropeLongInvFreq;
   int64_t ropeLongFrom = 0;
   double ropeAttentionFactor = 1;
+  /// Score modifiers (ATTNC_FEATURE_SCORE_MODS): naive::ScoreMods.
+  double softcap = 0;
+  std::vector<double> alibiSlopes;
+  bool alibiBeforeScale = false;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
   /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second
@@ -94,6 +120,10 @@ struct BlockParams {
   /// referenceWithBound then also returns them, with their bound.
   bool wantProbs = false;
 };
+
+/// The block's score modifiers as the naive kernels take them (pointing
+/// into p, which must outlive the result).
+naive::ScoreMods scoreModsOf(const BlockParams &p);
 
 /// The block a kernel computes, from its metadata (features: cross from
 /// ATTNC_FEATURE_CROSS, wantProbs from ATTNC_FEATURE_PROBS).

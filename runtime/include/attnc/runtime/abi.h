@@ -150,6 +150,8 @@ extern "C" {
                                        forward at positions 0..seq_len-1,
                                        decode at positions[b]; the cached
                                        keys are stored rotated */
+#define ATTNC_FEATURE_SCORE_MODS 64u /* scores modified before the mask
+                                        (softcap, alibi_* fields) */
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
@@ -226,6 +228,20 @@ typedef struct attnc_kernel_info {
   const double *rope_long_inv_freq; /* [rope_pairs] or NULL */
   int64_t rope_long_from;
   double rope_attention_factor;
+  /* Score modifiers (ATTNC_FEATURE_SCORE_MODS; otherwise 0 and NULL),
+   * applied to the score of query i and key j before the mask, with
+   * i' = i's position among the keys (i + kv_len - q_len bottom-right, i
+   * top-left):
+   *   ALiBi:  s = scale * q.k + alibi_slopes[h] * (j - i')
+   *           (alibi_before_scale: s = scale * (q.k + slope * (j - i')))
+   *   softcap: s = softcap * tanh(s / softcap) */
+  double softcap;              /* 0: none */
+  const double *alibi_slopes;  /* [heads], or NULL: no ALiBi */
+  uint32_t alibi_before_scale; /* 0 or 1 */
+  /* T5's bucketed relative bias (0: none; this version has none yet). */
+  int32_t t5_num_buckets;
+  int32_t t5_max_distance;
+  uint32_t t5_bidirectional;
 } attnc_kernel_info;
 
 /* The parallel-for hook. A kernel splits each phase of its work into

@@ -142,6 +142,17 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     `bhtd` ([B, Hq, Tq, D]) or `bthd` ([B, Tq, Hq, D], heads last, so that
     merging heads is a reshape).
 
+    The score of query i and key j is modified before the mask (the one
+    description every kernel and evaluator reads, ScoreMods in the
+    compiler, naive::ScoreMods in the reference): with `alibi_slopes`
+    ([Hq], ALiBi), `s = scale * q.k + slope[h] * (j - i')` where
+    i' = i + Tkv - Tq (bottom-right) or i (top-left) is the query's
+    position among the keys, or `s = scale * (q.k + slope[h] * (j - i'))`
+    with `alibi_before_scale` (Falcon); the per-row constant that BLOOM's
+    `slope * j` and MPT's `slope * (j - L + 1)` differ by cancels in the
+    softmax. Then with `softcap` (Gemma 2), `s = softcap * tanh(s /
+    softcap)`.
+
     Example:
     ```mlir
     %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
@@ -159,7 +170,10 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                          "::attnc::attn::CausalAlign::bottom_right">:$causal_align,
                        OptionalAttr<I64Attr>:$window,
                        DefaultValuedAttr<Attn_HeadLayoutAttr,
-                         "::attnc::attn::HeadLayout::bhtd">:$layout);
+                         "::attnc::attn::HeadLayout::bhtd">:$layout,
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
@@ -194,7 +208,10 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
                          "::attnc::attn::CausalAlign::bottom_right">:$causal_align,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
+                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?

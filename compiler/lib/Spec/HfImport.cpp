@@ -1,0 +1,427 @@
+//===- HfImport.cpp - the spec of one attention module of an HF checkpoint ===//
+//
+// attnc --hf DIR --module PATH: reads DIR/config.json (JSON, which yaml-cpp
+// parses as YAML), dispatches on model_type and writes the YAML spec of the
+// attention module PATH (the checkpoint's own tensor-name prefix, e.g.
+// model.layers.5.self_attn). The spec then goes through the ordinary parser,
+// so every check and message is the spec's. The formulas behind each
+// architecture's keys are the ones of docs/models.md.
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Spec/Spec.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace attnc {
+namespace {
+
+struct ImportError {
+  std::string message;
+};
+
+/// config.json, with typed look-ups that name the key on a bad value.
+struct Config {
+  YAML::Node root;
+  std::string file;
+
+  bool has(const std::string &k) const {
+    return root[k] && !root[k].IsNull();
+  }
+  [[noreturn]] void bad(const std::string &k, const std::string &what) const {
+    throw ImportError{fmt::format("{}: error: {}: {}", file, k, what)};
+  }
+  int64_t integer(const std::string &k) const {
+    if (!has(k))
+      bad(k, "expected an integer, found no such key");
+    try {
+      return root[k].as<int64_t>();
+    } catch (const YAML::Exception &) {
+      bad(k, "expected an integer");
+    }
+  }
+  int64_t integer(const std::string &k, int64_t dflt) const {
+    return has(k) ? integer(k) : dflt;
+  }
+  double number(const std::string &k, double dflt) const {
+    if (!has(k))
+      return dflt;
+    try {
+      return root[k].as<double>();
+    } catch (const YAML::Exception &) {
+      bad(k, "expected a number");
+    }
+  }
+  bool boolean(const std::string &k, bool dflt) const {
+    if (!has(k))
+      return dflt;
+    try {
+      return root[k].as<bool>();
+    } catch (const YAML::Exception &) {
+      bad(k, "expected true or false");
+    }
+  }
+  std::string str(const std::string &k) const {
+    if (!has(k))
+      return "";
+    try {
+      return root[k].as<std::string>();
+    } catch (const YAML::Exception &) {
+      bad(k, "expected a string");
+    }
+  }
+};
+
+/// One decimal spelling of a double that YAML reads back exactly.
+std::string num(double v) { return fmt::format("{}", v); }
+
+/// The module path as the checkpoint names it, split: the layer index
+/// (the first all-digit component), and the text around it.
+struct ModulePath {
+  std::string path;
+  int64_t layer = -1;
+  std::string before, after; // "model.layers", "self_attn"
+};
+
+ModulePath parseModule(const std::string &path) {
+  ModulePath m;
+  m.path = path;
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string p; std::getline(ss, p, '.');)
+    parts.push_back(p);
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!parts[i].empty() && std::all_of(parts[i].begin(), parts[i].end(), ::isdigit) &&
+        parts[i].size() < 9) {
+      m.layer = std::stoll(parts[i]);
+      for (size_t j = 0; j < i; ++j)
+        m.before += (j ? "." : "") + parts[j];
+      for (size_t j = i + 1; j < parts.size(); ++j)
+        m.after += (j > i + 1 ? "." : "") + parts[j];
+      break;
+    }
+  return m;
+}
+
+/// A C identifier from the model type and the module path.
+std::string kernelName(const std::string &modelType, const std::string &module) {
+  std::string n = modelType + "_" + module;
+  for (char &c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  if (n.size() > 100)
+    n.resize(100);
+  return n;
+}
+
+/// The rope mapping of a config (rope_theta, rope_scaling, the partial
+/// rotary keys): YAML lines, indented under "rope:".
+std::string ropeYaml(const Config &c, int64_t headDim, double theta, double partial,
+                     const char *style, const YAML::Node &scaling) {
+  std::string y = "rope:\n";
+  y += fmt::format("  style: {}\n  theta: {}\n", style, num(theta));
+  int64_t rot = int64_t(double(headDim) * partial);
+  rot -= rot % 2;
+  if (rot != headDim)
+    y += fmt::format("  rotary_dim: {}\n", rot);
+  if (scaling && scaling.IsMap()) {
+    std::string type = scaling["rope_type"] ? scaling["rope_type"].as<std::string>()
+                       : scaling["type"]    ? scaling["type"].as<std::string>()
+                                            : "default";
+    if (type == "su")
+      type = "longrope"; // Phi-3's legacy name
+    if (type != "default") {
+      y += fmt::format("  scaling:\n    type: {}\n", type);
+      const char *keys[] = {"factor", "low_freq_factor", "high_freq_factor",
+                            "original_max_position_embeddings", "beta_fast",
+                            "beta_slow", "attention_factor", "mscale",
+                            "mscale_all_dim"};
+      for (const char *k : keys)
+        if (scaling[k] && !scaling[k].IsNull())
+          y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
+      if (scaling["truncate"] && !scaling["truncate"].IsNull())
+        y += fmt::format("    truncate: {}\n", scaling["truncate"].as<bool>() ? "true" : "false");
+      if (type == "longrope") {
+        // Phi-3 keeps original_max_position_embeddings at the top level.
+        if (!scaling["original_max_position_embeddings"] &&
+            c.has("original_max_position_embeddings"))
+          y += fmt::format("    original_max_position_embeddings: {}\n",
+                           c.integer("original_max_position_embeddings"));
+        y += fmt::format("    max_position_embeddings: {}\n",
+                         c.integer("max_position_embeddings"));
+        for (const char *k : {"short_factor", "long_factor"}) {
+          y += fmt::format("    {}: [", k);
+          const YAML::Node &f = scaling[k];
+          for (size_t i = 0; f && i < f.size(); ++i)
+            y += (i ? ", " : "") + f[i].as<std::string>();
+          y += "]\n";
+        }
+      } else if (type == "yarn" && !scaling["original_max_position_embeddings"]) {
+        // Older configs: the model's max_position_embeddings.
+        y += fmt::format("    original_max_position_embeddings: {}\n",
+                         c.integer("max_position_embeddings"));
+      }
+    }
+  }
+  return y;
+}
+
+/// The known architectures, for the unknown-model_type message.
+const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
+                              "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
+                              "bert", "roberta", "opt", "bart", "mbart", "whisper"};
+
+/// Architectures whose attention needs what this version cannot build yet.
+const std::pair<const char *, const char *> kNotYet[] = {
+    {"qwen3", "per-head QK-norm (q_norm, k_norm)"},
+    {"gemma3", "per-head QK-norm with (1 + w) weights"},
+    {"olmo2", "full-width QK-norm"},
+    {"gpt_oss", "attention sinks"},
+    {"t5", "T5's bucketed relative position bias"},
+    {"mt5", "T5's bucketed relative position bias"},
+    {"gpt_neox", "the fused per-head [H, 3, dh] query_key_value layout"},
+    {"bloom", "the fused per-head [H, 3, dh] query_key_value layout"},
+    {"falcon", "Falcon's fused query_key_value layouts"},
+    {"mpt", "the fused Wqkv layout"},
+    {"phi3", "the fused qkv_proj layout"},
+    {"gpt_bigcode", "the fused multi-query c_attn layout"}};
+
+std::string knownList() {
+  std::string s;
+  for (const char *k : kKnown)
+    s += (s.empty() ? "" : ", ") + std::string(k);
+  return s;
+}
+
+/// Applies `--set KEY=VALUE` to top-level keys of the derived YAML: the
+/// key's block (its line and any indented lines after it) is replaced, or
+/// the key is appended.
+std::string applySets(std::string yaml, const std::vector<std::string> &sets) {
+  for (const std::string &s : sets) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ImportError{fmt::format("--set {}: expected KEY=VALUE", s)};
+    std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    if (key.find_first_of(" :.\n") != std::string::npos)
+      throw ImportError{fmt::format("--set {}: expected a top-level spec key", s)};
+    std::vector<std::string> lines, out;
+    std::stringstream ss(yaml);
+    for (std::string l; std::getline(ss, l);)
+      lines.push_back(l);
+    bool skipping = false;
+    for (const std::string &l : lines) {
+      if (skipping && !l.empty() && l[0] == ' ')
+        continue;
+      skipping = l.rfind(key + ":", 0) == 0;
+      if (!skipping)
+        out.push_back(l);
+    }
+    yaml.clear();
+    for (const std::string &l : out)
+      yaml += l + "\n";
+    yaml += key + ": " + value + "\n";
+  }
+  return yaml;
+}
+
+HfSpec import(const std::string &dir, const std::string &module, int64_t layerArg,
+              const std::vector<std::string> &sets) {
+  HfSpec out;
+  Config c;
+  c.file = dir + "/config.json";
+  std::ifstream in(c.file, std::ios::binary);
+  if (!in)
+    throw ImportError{fmt::format("{}: error: cannot read the checkpoint's config "
+                                  "(attnc --hf takes a Hugging Face model directory)",
+                                  c.file)};
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    c.root = YAML::Load(text.str());
+  } catch (const YAML::Exception &e) {
+    throw ImportError{fmt::format("{}:{}:{}: error: malformed JSON: {}", c.file,
+                                  e.mark.line + 1, e.mark.column + 1, e.msg)};
+  }
+  if (!c.root.IsMap())
+    throw ImportError{fmt::format("{}: error: expected a JSON object", c.file)};
+  std::string mt = c.str("model_type");
+  if (mt.empty())
+    throw ImportError{fmt::format("{}: error: model_type: expected the architecture's "
+                                  "name, found no such key", c.file)};
+  for (const auto &[name, why] : kNotYet)
+    if (mt == name)
+      throw ImportError{fmt::format(
+          "{}: error: model_type '{}' needs {}, which this version of attnc does "
+          "not compile yet (docs/models.md)", c.file, mt, why)};
+  if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                   [&](const char *k) { return mt == k; }) == std::end(kKnown))
+    throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
+                                  "attnc knows; known: {}", c.file, mt, knownList())};
+
+  // The module: --module, or --layer N of a decoder-only model.
+  std::string path = module;
+  const bool llamaLike = mt == "llama" || mt == "mistral" || mt == "mixtral" ||
+                         mt == "qwen2" || mt == "qwen2_moe" || mt == "starcoder2" ||
+                         mt == "gemma" || mt == "gemma2" || mt == "phi";
+  if (path.empty()) {
+    if (layerArg < 0)
+      throw ImportError{"attnc: error: --hf needs --module PATH (the attention module "
+                        "as the checkpoint's tensor names spell it) or --layer N"};
+    if (llamaLike)
+      path = fmt::format("model.layers.{}.self_attn", layerArg);
+    else if (mt == "gptj")
+      path = fmt::format("transformer.h.{}.attn", layerArg);
+    else if (mt == "gpt2")
+      path = fmt::format("h.{}.attn", layerArg);
+    else if (mt == "opt")
+      path = fmt::format("model.decoder.layers.{}.self_attn", layerArg);
+    else
+      throw ImportError{fmt::format("attnc: error: --layer is for decoder-only "
+                                    "models; {} needs --module PATH", mt)};
+  }
+  ModulePath m = parseModule(path);
+  const int64_t layer = m.layer;
+  const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" ? "n_layer"
+                                    : (mt == "bart" || mt == "mbart" || mt == "whisper")
+                                        ? "encoder_layers"
+                                        : "num_hidden_layers",
+                                    -1);
+  if (layer < 0)
+    throw ImportError{fmt::format("attnc: error: --module {}: expected a layer index "
+                                  "in the path (e.g. model.layers.3.self_attn)", path)};
+  if (nLayers >= 0 && layer >= nLayers &&
+      !(mt == "bart" || mt == "mbart" || mt == "whisper"))
+    throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
+                                  "model's {} layers", path, layer, nLayers)};
+
+  std::string y = fmt::format("name: {}\n", kernelName(mt, path));
+  auto expectAfter = [&](std::initializer_list<const char *> ok) {
+    for (const char *a : ok)
+      if (m.after == a)
+        return;
+    std::string list;
+    for (const char *a : ok)
+      list += (list.empty() ? "" : " or ") + std::string(a);
+    throw ImportError{fmt::format("attnc: error: --module {}: expected the attention "
+                                  "module of a layer ({}.{}.{}), found '{}'", path,
+                                  m.before, layer, list, m.after)};
+  };
+
+  if (llamaLike) {
+    expectAfter({"self_attn"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t kv = c.integer("num_key_value_heads", h);
+    const int64_t dh = c.integer("head_dim", d / h);
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
+    y += "weights: separate\n";
+    // Biases: Qwen2 q/k/v only; StarCoder2 use_bias; Phi-2 all; others attention_bias.
+    if (mt == "qwen2" || mt == "qwen2_moe")
+      y += "bias: [q, k, v]\n";
+    else if (mt == "starcoder2")
+      y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
+    else if (mt == "phi")
+      y += "bias: true\n";
+    else
+      y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
+    if (mt == "phi" && c.boolean("qk_layernorm", false))
+      throw ImportError{fmt::format("{}: error: qk_layernorm: true needs QK-norm, which "
+                                    "this version of attnc does not compile yet", c.file)};
+    // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
+    // max_window_layers with use_sliding_window; Gemma 2 even layers.
+    int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
+    bool slides = window > 0;
+    if (mt == "qwen2" || mt == "qwen2_moe")
+      slides = slides && c.boolean("use_sliding_window", false) &&
+               layer >= c.integer("max_window_layers", 0);
+    if (mt == "gemma2")
+      slides = slides && layer % 2 == 0;
+    if (mt == "gemma" || mt == "phi" || mt == "llama")
+      slides = false;
+    if (slides)
+      y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
+    else
+      y += "mask: causal\n";
+    if (mt == "gemma2") {
+      y += fmt::format("scale: {}\n",
+                       num(1.0 / std::sqrt(c.number("query_pre_attn_scalar", double(dh)))));
+      if (c.has("attn_logit_softcapping"))
+        y += fmt::format("softcap: {}\n", num(c.number("attn_logit_softcapping", 50)));
+    }
+    double partial = c.number("partial_rotary_factor", 1.0);
+    y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
+                  c.root["rope_scaling"]);
+  } else if (mt == "gptj") {
+    expectAfter({"attn"});
+    const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: false\n",
+                     d, h);
+    const int64_t dh = d / h;
+    const int64_t rot = c.integer("rotary_dim", dh);
+    y += ropeYaml(c, dh, 10000.0, double(rot) / double(dh), "interleaved", YAML::Node());
+  } else if (mt == "gpt2") {
+    expectAfter({"attn"});
+    const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: gpt2_conv1d\nbias: true\n",
+                     d, h);
+    double scale = c.boolean("scale_attn_weights", true) ? 1.0 / std::sqrt(double(d / h)) : 1.0;
+    if (c.boolean("scale_attn_by_inverse_layer_idx", false))
+      scale /= double(layer + 1);
+    y += fmt::format("scale: {}\n", num(scale));
+    y += fmt::format("max_seq_len: {}\n", c.integer("n_positions", 1024));
+  } else if (mt == "bert" || mt == "roberta") {
+    expectAfter({"attention"});
+    if (c.str("position_embedding_type") != "" && c.str("position_embedding_type") != "absolute")
+      throw ImportError{fmt::format("{}: error: position_embedding_type '{}' adds a "
+                                    "relative term to the scores, which this version "
+                                    "of attnc does not compile yet", c.file,
+                                    c.str("position_embedding_type"))};
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"));
+  } else if (mt == "opt") {
+    expectAfter({"self_attn"});
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: {}\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"),
+                     c.boolean("enable_bias", true) ? "true" : "false");
+  } else { // bart, mbart, whisper: encoder self, decoder self and cross
+    expectAfter({"self_attn", "encoder_attn"});
+    const bool decoder = m.before.find("decoder") != std::string::npos;
+    const bool cross = m.after == "encoder_attn";
+    if (cross && !decoder)
+      throw ImportError{fmt::format("attnc: error: --module {}: only decoder layers "
+                                    "have encoder_attn", path)};
+    const int64_t h = c.integer(decoder ? "decoder_attention_heads" : "encoder_attention_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nweights: separate\n", c.integer("d_model"), h);
+    y += mt == "whisper" ? "bias: [q, v, o]\n" : "bias: true\n";
+    y += decoder && !cross ? "mask: causal\n" : "mask: none\n";
+    if (cross)
+      y += "cross_attention: true\n";
+  }
+  out.yaml = applySets(y, sets);
+  out.weightsPrefix = path + ".";
+  return out;
+}
+
+} // namespace
+
+HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
+                  const std::vector<std::string> &sets) {
+  try {
+    return import(dir, module, layer, sets);
+  } catch (const ImportError &e) {
+    HfSpec r;
+    r.error = e.message;
+    return r;
+  } catch (const std::exception &e) {
+    HfSpec r;
+    r.error = dir + "/config.json: error: " + e.what();
+    return r;
+  }
+}
+
+} // namespace attnc

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Benchmark: a Llama-shaped block with RoPE, attnc against torch, in one run.
+
+Not a test: timings never gate CI. scripts/bench.sh runs it after the GPT-2
+table (BENCH_LLAMA=0 skips it):
+
+  bench_llama.py --attnc attnc --attnc-run attnc-run --work DIR
+                 [--seq 512 2048] [--threads 1 2] [--procs 3] [--peer-procs 3]
+
+The block: d_model 2048, 32 heads of 64, 4 kv heads (GQA), no biases,
+causal, RoPE theta 500000 with llama3 scaling (factor 8, original 8192),
+separate q/k/v/o weights. For each T and thread count it measures, each in
+--procs separate processes (per-process minima give min, median and the
+spread = slowest minimum / fastest - 1):
+  - attnc (attnc-run --bench, the default code path of this CPU);
+  - the same block without rope, to price the rotary embedding;
+  - a torch block with the same RoPE written as Hugging Face's
+    LlamaAttention computes it (F.linear q/k/v, cos/sin from inv_freq per
+    call, rotate_half, repeat_kv, q@k^T * scale, causal masked_fill,
+    softmax, @v, o_proj), tuned (SkylakeX OpenBLAS with OpenMP, avx512
+    ATen, as bench_block.py's tuned peers) and out of the box, each with
+    the row's thread count;
+and, on one thread, attnc's phases alone (QKV GEMM, rope, attention, W_O)
+through the kernel's parallel-for hook. Prints one table and the ratios.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import bench_block  # noqa: E402  (peer_env, run_attnc, SYSTEM_PY)
+
+D, H, HKV, DH = 2048, 32, 4, 64
+ROPE = ("rope:\n  theta: 500000\n  scaling:\n    type: llama3\n    factor: 8\n"
+        "    low_freq_factor: 1\n    high_freq_factor: 4\n"
+        "    original_max_position_embeddings: 8192\n")
+
+
+def spec(name, rope):
+    return (f"name: {name}\nd_model: {D}\nheads: {H}\nkv_heads: {HKV}\nhead_dim: {DH}\n"
+            f"mask: causal\nweights: separate\nbias: false\n" + (ROPE if rope else ""))
+
+
+def useful_flops(t):
+    qkv = 2 * t * D * (H + 2 * HKV) * DH
+    out = 2 * t * H * DH * D
+    att = 4 * t * t * H * DH / 2
+    return qkv + out + att
+
+
+PEER_CODE = r'''
+import json, math, sys, time
+import torch, torch.nn.functional as F
+T, P, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+D, H, HKV, DH = 2048, 32, 4, 64
+torch.set_num_threads(P)
+torch.manual_seed(0)
+x = torch.randn(1, T, D)
+wq, wk = torch.randn(H * DH, D) * 0.02, torch.randn(HKV * DH, D) * 0.02
+wv, wo = torch.randn(HKV * DH, D) * 0.02, torch.randn(D, H * DH) * 0.02
+# llama3 inv_freq (HF _compute_llama3_parameters), computed once as HF does.
+base = 1.0 / (500000.0 ** (torch.arange(0, DH, 2, dtype=torch.float32) / DH))
+wl = 2 * math.pi / base
+lo_wl, hi_wl = 8192 / 1.0, 8192 / 4.0
+inv = torch.where(wl > lo_wl, base / 8, base)
+sm = (8192 / wl - 1.0) / (4.0 - 1.0)
+med = ~(wl < hi_wl) & ~(wl > lo_wl)
+inv = torch.where(med, (1 - sm) * inv / 8 + sm * inv, inv)
+mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+def rot(t):
+    return torch.cat((-t[..., DH // 2:], t[..., :DH // 2]), dim=-1)
+def f():
+    pos = torch.arange(T, dtype=torch.float32)
+    freqs = torch.outer(pos, inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    q = F.linear(x, wq).view(1, T, H, DH).transpose(1, 2)
+    k = F.linear(x, wk).view(1, T, HKV, DH).transpose(1, 2)
+    v = F.linear(x, wv).view(1, T, HKV, DH).transpose(1, 2)
+    q = q * cos + rot(q) * sin
+    k = k * cos + rot(k) * sin
+    k = k.repeat_interleave(H // HKV, dim=1)
+    v = v.repeat_interleave(H // HKV, dim=1)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(DH))
+    att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
+    y = (att @ v).transpose(1, 2).reshape(1, T, H * DH)
+    return F.linear(y, wo)
+times = []
+with torch.no_grad():
+    f()
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps(times))
+'''
+
+
+def run_peer(mode, t, p, reps, procs):
+    mins, meds = [], []
+    for _ in range(procs):
+        r = subprocess.run([bench_block.SYSTEM_PY, "-c", PEER_CODE, str(t), str(p), str(reps)],
+                           env=bench_block.peer_env(mode, p), capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+            return None
+        ts = json.loads(r.stdout.strip().splitlines()[-1])
+        mins.append(min(ts))
+        meds.append(statistics.median(ts))
+    return mins, meds
+
+
+def phases(lib_path, t, reps):
+    """Min ms of each phase on one thread (parallel-for hook)."""
+    import numpy as np
+    import attnc
+    k = attnc.Kernel(lib_path)
+    rng = np.random.default_rng(0)
+    w = [(rng.standard_normal(shape) * 0.02).astype(np.float32)
+         for shape in k.weight_shapes.values()]
+    packed = k.pack(w)
+    x = rng.standard_normal((1, t, D)).astype(np.float32)
+    lib = ctypes.CDLL(lib_path)
+    name = k.name
+    fwd = getattr(lib, name + "_forward")
+    ws_fn = getattr(lib, name + "_workspace_size")
+    ws_fn.restype = ctypes.c_int64
+    ws_fn.argtypes = [ctypes.c_int64] * 3
+    from attnc import _abi
+    y = np.zeros((1, t, D), np.float32)
+    ws = np.zeros(ws_fn(1, t, 0), np.uint8)
+    times = {}
+    TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+    @bench_block.HOOK
+    def hook(ctx, ntasks, task, task_ctx):
+        fn = TASK(task)
+        t0 = time.perf_counter()
+        fn(task_ctx, 0, ntasks)
+        times.setdefault(hook.phase, []).append((time.perf_counter() - t0) * 1e3)
+        hook.phase += 1
+        return 0
+    a = _abi.ForwardArgs()
+    a.struct_size = ctypes.sizeof(_abi.ForwardArgs)
+    pk = np.ascontiguousarray(packed, dtype=np.float32)
+    a.packed = pk.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    a.packed_floats = pk.size
+    a.x = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    a.x_floats = x.size
+    a.y = y.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    a.y_floats = y.size
+    a.batch, a.seq_len = 1, t
+    a.workspace = ws.ctypes.data
+    a.workspace_bytes = ws.size
+    a.parallel_for = ctypes.cast(hook, type(a.parallel_for))
+    a.num_threads = 1
+    fwd.argtypes = [ctypes.POINTER(_abi.ForwardArgs)]
+    for _ in range(reps + 1):
+        hook.phase = 0
+        rc = fwd(ctypes.byref(a))
+        assert rc == 0, rc
+    return [min(times[i][1:]) for i in sorted(times)]
+
+
+def fmt_row(label, t, p, r):
+    mins, meds = r
+    lo, med = min(mins), statistics.median(meds)
+    spread = max(mins) / lo - 1
+    gf = useful_flops(t) / (lo * 1e-3) / 1e9
+    return lo, f"| {label} | {t} | {p} | {lo:.1f} / {med:.1f} | {100 * spread:.1f}% | {gf:.1f} |"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attnc", required=True)
+    ap.add_argument("--attnc-run", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--seq", type=int, nargs="+", default=[512, 2048])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--procs", type=int, default=3)
+    ap.add_argument("--peer-procs", type=int, default=3)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    libs = {}
+    for name, rope in (("llama_rope", True), ("llama_norope", False)):
+        sp = os.path.join(a.work, name + ".yaml")
+        with open(sp, "w") as f:
+            f.write(spec(name, rope))
+        libs[name] = os.path.join(a.work, f"lib{name}.so")
+        subprocess.run([a.attnc, sp, "-o", libs[name]], check=True)
+    print("| system | T | threads | min / median ms | spread | useful GFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    ratios = []
+    for t in a.seq:
+        reps = 10 if t <= 512 else 4
+        for p in a.threads:
+            res = {}
+            for name in ("llama_rope", "llama_norope"):
+                r = bench_block.run_attnc(a.attnc_run, libs[name], t, p, reps, a.procs, None)
+                if r:
+                    res[name], line = fmt_row("attnc " + name.split("_")[1], t, p, r)
+                    print(line, flush=True)
+            for mode in ("tuned", "default"):
+                r = run_peer(mode, t, p, max(3, reps // 2), a.peer_procs)
+                if r:
+                    res["torch_" + mode], line = fmt_row(f"torch HF-style {mode}", t, p, r)
+                    print(line, flush=True)
+            peers = [v for k, v in res.items() if k.startswith("torch")]
+            if "llama_rope" in res and peers:
+                ratios.append((t, p, min(peers) / res["llama_rope"],
+                               res["llama_rope"] / res["llama_norope"] - 1))
+    print()
+    for t, p, sp, rc in ratios:
+        print(f"T = {t}, {p} thread(s): attnc {sp:.2f}x the best torch peer; "
+              f"with rope / without - 1 = {100 * rc:+.1f}%")
+    for t in a.seq:
+        if t > 512:
+            continue
+        ph = phases(libs["llama_rope"], t, 5)
+        total = sum(ph)
+        names = ["QKV GEMM", "rope", "attention", "W_O GEMM"][:len(ph)]
+        print(f"phases at T = {t}, 1 thread (min ms): " +
+              ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
+              f"; rope = {100 * ph[1] / total:.1f}% of the block")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+// The score modifiers in the x86 flash kernel: the slopes a constant table
+// (times log2 e: scores are in log2 units), read once per task; per score
+// block, one pass adding slope * (j - i') and soft-capping (tanh from the
+// kernel's 2^x, -inf kept) before the mask; no math.tanh left for libm.
+// The CUDA target refuses them.
+// RUN: attnc-opt %s --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s
+// RUN: not attnc-opt %s --attnc-set-target=isa=cuda-sm90 --attn-to-loops 2>&1 | FileCheck %s --check-prefix=CUDA
+// CHECK: memref.global "private" constant @__attnc_alibi_slopes_{{[0-9A-F]+}} : memref<2xf64> = dense<[0.72134752044448169, 0.36067376022224085]>
+// CHECK-LABEL: func.func @mods__avx2
+// CHECK: scf.forall
+// CHECK: memref.get_global @__attnc_alibi_slopes_
+// CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK: math.absf %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf oeq, %{{.*}}, %cst{{.*}} : vector<8xf32>
+// CHECK-NOT: math.tanh
+// CUDA: error: 'attn.sdpa' op (softcap, alibi) is not supported by the CUDA target yet
+func.func @mods(%q: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
+  %o = attn.sdpa %q, %q, %q {mask = #attn<mask causal>, scale = 0.25 : f64, softcap = 30.0 : f64,
+                              alibi_slopes = array<f64: 0.5, 0.25>}
+      : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32> -> tensor<1x2x?x16xf32>
+  return %o : tensor<1x2x?x16xf32>
+}
