@@ -34,13 +34,14 @@ namespace {
 
 /// Other spellings of a storage tensor of the `separate` layout: BERT
 /// (self.query, ..., output.dense under `encoder.layer.N.attention.`),
-/// OPT/BART (out_proj). Llama/Mistral/Qwen use attnc's own names.
+/// OPT/BART/GPT-J (out_proj), Phi-2 (dense). Llama/Mistral/Qwen use
+/// attnc's own names.
 std::vector<std::string> spellings(const std::string &name) {
   static const std::map<std::string, std::vector<std::string>> aliases = {
       {"q_proj", {"self.query"}},
       {"k_proj", {"self.key"}},
       {"v_proj", {"self.value"}},
-      {"o_proj", {"output.dense", "out_proj"}},
+      {"o_proj", {"output.dense", "out_proj", "dense"}}, // BERT, OPT/BART/GPT-J, Phi-2
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
   };
   std::vector<std::string> r = {name};

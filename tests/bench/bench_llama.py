@@ -227,10 +227,13 @@ def main():
             continue
         ph = phases(libs["llama_rope"], t, 5)
         total = sum(ph)
-        names = ["QKV GEMM", "rope", "attention", "W_O GEMM"][:len(ph)]
+        names = ["QKV GEMM", "rope Q", "rope K", "attention", "W_O GEMM"]
+        if len(ph) != len(names):
+            print(f"phases at T = {t}: {len(ph)} phases, expected {len(names)}: {ph}")
+            continue
         print(f"phases at T = {t}, 1 thread (min ms): " +
               ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
-              f"; rope = {100 * ph[1] / total:.1f}% of the block")
+              f"; rope = {100 * (ph[1] + ph[2]) / total:.1f}% of the block")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,16 @@ using namespace llvm;
 
 static cl::OptionCategory cat("attnc-dump options");
 static cl::opt<std::string> input(cl::Positional, cl::desc("SPEC.yaml"), cl::cat(cat));
+static cl::opt<std::string> hfDir("hf",
+    cl::desc("the spec of an attention module of a Hugging Face model directory "
+             "(as attnc --hf)"),
+    cl::value_desc("DIR"), cl::cat(cat));
+static cl::opt<std::string> hfModule("module",
+    cl::desc("with --hf: the attention module (model.layers.5.self_attn, ...)"),
+    cl::value_desc("PATH"), cl::cat(cat));
+static cl::list<std::string> setKeys("set",
+    cl::desc("with --hf: override or add a top-level spec key"),
+    cl::value_desc("KEY=VALUE"), cl::cat(cat));
 static cl::opt<std::string> stage("stage",
     cl::desc("stage to print: a name from --list-stages, or all (the default "
              "without --check; with --check, nothing unless asked)"),
@@ -72,14 +82,20 @@ int main(int argc, char **argv) {
   attnc::tools::setVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
       "attnc-dump: print the IR of an attention spec at each pipeline stage\n\n"
-      "  attnc-dump SPEC.yaml [--stage NAME|all] [--check] [--list-stages]\n");
+      "  attnc-dump SPEC.yaml [--stage NAME|all] [--check] [--list-stages]\n"
+      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n");
   if (listStages) {
     for (const auto &s : attnc::stageList())
       outs() << left_justify(s.name, 12) << " " << s.summary << "\n";
     return 0;
   }
-  if (input.empty()) {
-    errs() << "attnc-dump: error: no spec given (see --help)\n";
+  if (input.empty() == hfDir.empty()) {
+    errs() << "attnc-dump: error: expected a SPEC.yaml or --hf DIR (exactly one; "
+              "see --help)\n";
+    return 2;
+  }
+  if (hfDir.empty() && (!hfModule.empty() || !setKeys.empty())) {
+    errs() << "attnc-dump: error: --module and --set go with --hf\n";
     return 2;
   }
   bool printNone = check && stage.empty();
@@ -95,7 +111,12 @@ int main(int argc, char **argv) {
   if (!optsOr)
     return 2;
   attnc::CompileOptions opts = *optsOr;
-  std::optional<attnc::Spec> spec = attnc::tools::loadSpec(input);
+  std::optional<attnc::Spec> spec =
+      hfDir.empty() ? attnc::tools::loadSpec(input)
+                    : attnc::tools::loadHfSpec(hfDir, hfModule, -1,
+                                               std::vector<std::string>(setKeys.begin(),
+                                                                        setKeys.end()),
+                                               "");
   if (!spec)
     return 2;
   if (seqLen < 1 || batch < 1) {

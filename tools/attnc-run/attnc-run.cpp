@@ -67,6 +67,9 @@ const char *kUsage =
     "                     converted); default: random, scaled like a trained layer\n"
     "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
     "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.')\n"
+    "  --hf DIR --module PATH  the weights of the attention module PATH of a\n"
+    "                     Hugging Face model directory (its .safetensors shards;\n"
+    "                     the same as --weights DIR --weights-prefix PATH.)\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
     "  --out FILE.npy     write y [B, T, out_dim]\n"
     "  --check            compare y with the double-precision interpreter:\n"
@@ -510,7 +513,7 @@ void printInfo(const attnrt::Kernel &k) {
 }
 
 struct Options {
-  std::string lib, xPath, wDir, wPrefix, outPath, expectedPath;
+  std::string lib, xPath, wDir, wPrefix, outPath, expectedPath, hfDir, hfModule;
   int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
   int64_t threads = 1;
   bool threadsGiven = false;
@@ -632,6 +635,10 @@ int parseArgs(int argc, char **argv, Options &o) {
       rc = strOpt(o.wDir);
     } else if (a == "--weights-prefix") {
       rc = strOpt(o.wPrefix);
+    } else if (a == "--hf") {
+      rc = strOpt(o.hfDir);
+    } else if (a == "--module") {
+      rc = strOpt(o.hfModule);
     } else if (a == "--out") {
       rc = strOpt(o.outPath);
     } else if (a == "--expected") {
@@ -697,6 +704,15 @@ int parseArgs(int argc, char **argv, Options &o) {
   }
   if (o.lib.empty())
     return usageError("no kernel library given");
+  if (!o.hfDir.empty() || !o.hfModule.empty()) {
+    if (o.hfDir.empty() || o.hfModule.empty())
+      return usageError("--hf DIR and --module PATH go together");
+    if (!o.wDir.empty() || !o.wPrefix.empty())
+      return usageError("--hf names the weights: do not also give --weights or "
+                        "--weights-prefix");
+    o.wDir = o.hfDir;
+    o.wPrefix = o.hfModule + ".";
+  }
   if (!o.xPath.empty() && (o.seqGiven || o.batchGiven))
     return usageError("--x sets batch and seq_len from its shape; do not "
                       "also give --batch or --seq-len");

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""attnc --hf end to end on small checkpoints laid out as Hugging Face lays
+them out: config.json (the architecture's own keys) and model.safetensors
+with the checkpoint's tensor names (several layers, other modules' tensors
+beside them), for each architecture attnc --hf knows. For each: attnc --hf
+DIR --module PATH --emit-spec, attnc-run LIB --hf DIR --module PATH --x ...
+--out ..., and y against the float64 NumPy reference of real_models.py
+(rope, biases, ALiBi and soft-capping written from the HF formulas, the
+config's values read by this script, not by attnc). Also --layer, --set and
+the errors for unknown and not-yet-supported model types.
+
+Usage: hf_import.py --work DIR (attnc, attnc-run on PATH).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import real_models  # noqa: E402
+from attnc import save_safetensors  # noqa: E402
+
+ATOL = RTOL = 1e-4
+
+# name: (config, module, reference case, tensor names of the module)
+LLAMA_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+CASES = [
+    dict(name="llama", module="model.layers.1.self_attn",
+         config=dict(model_type="llama", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=3, rope_theta=500000.0,
+                     rope_scaling=LLAMA_SCALING, max_position_embeddings=256),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=500000.0, scaling={"type": "llama3", "factor": 8.0,
+                                                     "low_freq_factor": 1.0,
+                                                     "high_freq_factor": 4.0,
+                                                     "original_max_position_embeddings": 64})),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="qwen2", module="model.layers.0.self_attn",
+         config=dict(model_type="qwen2", hidden_size=48, num_attention_heads=6,
+                     num_key_value_heads=2, num_hidden_layers=2, rope_theta=1000000.0,
+                     use_sliding_window=False, sliding_window=4096),
+         ref=dict(d=48, heads=6, kv_heads=2, head_dim=8, bias=["q", "k", "v"],
+                  rope=dict(theta=1000000.0)),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="gemma2", module="model.layers.1.self_attn",
+         config=dict(model_type="gemma2", hidden_size=32, num_attention_heads=2,
+                     num_key_value_heads=1, head_dim=32, num_hidden_layers=2,
+                     query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
+                     sliding_window=8, rope_theta=10000.0),
+         # layer 1 is odd: global attention
+         ref=dict(d=32, heads=2, kv_heads=1, head_dim=32, bias=[], rope=dict(),
+                  softcap=3.0, scale=1 / math.sqrt(24)),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="phi", module="model.layers.0.self_attn",
+         config=dict(model_type="phi", hidden_size=40, num_attention_heads=2,
+                     num_hidden_layers=1, partial_rotary_factor=0.4, rope_theta=10000.0,
+                     qk_layernorm=False),
+         ref=dict(d=40, heads=2, kv_heads=2, head_dim=20, bias=["q", "k", "v", "o"],
+                  rope=dict(rotary_dim=8)),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "dense"}),
+    dict(name="gptj", module="transformer.h.2.attn",
+         config=dict(model_type="gptj", n_embd=64, n_head=2, n_layer=3, rotary_dim=8),
+         ref=dict(d=64, heads=2, kv_heads=2, head_dim=32, bias=[],
+                  rope=dict(style="interleaved", rotary_dim=8)),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}),
+    dict(name="whisper", module="model.encoder.layers.1.self_attn",
+         config=dict(model_type="whisper", d_model=48, encoder_attention_heads=4,
+                     decoder_attention_heads=4, encoder_layers=2, decoder_layers=2),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], rope=None,
+                  causal=False),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}),
+    dict(name="bert", module="bert.encoder.layer.1.attention",
+         config=dict(model_type="bert", hidden_size=32, num_attention_heads=4,
+                     num_hidden_layers=2, position_embedding_type="absolute"),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names={"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}),
+    dict(name="opt", module="model.decoder.layers.0.self_attn",
+         config=dict(model_type="opt", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=1, enable_bias=True),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], rope=None),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}),
+]
+
+
+def run(cmd, ok=True):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if ok and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    rng = np.random.default_rng(11)
+    passed = failed = 0
+    for c in CASES:
+        d = os.path.join(a.work, c["name"])
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c["config"], f)
+        ref = c["ref"]
+        w = real_models.weights_of(ref, rng)  # q_proj.weight ... in attnc's names
+        # The checkpoint: this module's tensors under its own names, plus a
+        # decoy copy (other values) of the same names in another layer.
+        tensors = {}
+        for p, hf in c["names"].items():
+            for kind in ("weight", "bias"):
+                key = f"{p}_proj.{kind}"
+                if key in w:
+                    tensors[f"{c['module']}.{hf}.{kind}"] = w[key]
+                    decoy = c["module"].replace(".0.", ".9.").replace(".1.", ".9.").replace(".2.", ".9.")
+                    tensors[f"{decoy}.{hf}.{kind}"] = (w[key] * 3 + 1).astype(np.float32)
+        save_safetensors(os.path.join(d, "model.safetensors"), tensors)
+        lib = os.path.join(d, f"lib{c['name']}.so")
+        try:
+            run(["attnc", "--hf", d, "--module", c["module"], "-o", lib,
+                 "--emit-spec", os.path.join(d, "spec.yaml")])
+            T = 37
+            x = rng.standard_normal((2, T, ref["d"])).astype(np.float32)
+            xp, yp = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")
+            np.save(xp, x)
+            run(["attnc-run", lib, "--hf", d, "--module", c["module"], "--x", xp, "--out", yp])
+        except RuntimeError as e:
+            print(f"FAIL: {c['name']}: {e}")
+            failed += 1
+            continue
+        y = np.load(yp).astype(np.float64)
+        want = real_models.reference(ref, w, x, rope=ref["rope"])
+        err = np.abs(y - want)
+        if np.all(err <= ATOL + RTOL * np.abs(want)):
+            passed += 1
+            print(f"PASS: {c['name']} --module {c['module']}: max err {err.max():.2e}")
+        else:
+            failed += 1
+            print(f"FAIL: {c['name']} --module {c['module']}: max err {err.max():.2e}")
+    print(f"hf_import: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
