@@ -41,7 +41,8 @@ std::vector<std::string> spellings(const std::string &name) {
       {"q_proj", {"self.query"}},
       {"k_proj", {"self.key"}},
       {"v_proj", {"self.value"}},
-      {"o_proj", {"output.dense", "out_proj", "dense"}}, // BERT, OPT/BART/GPT-J, Phi-2
+      // BERT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode
+      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
   };
   std::vector<std::string> r = {name};
@@ -154,6 +155,93 @@ struct Loader {
     return ATTNRT_WEIGHTS_OK;
   }
 
+  /// The rows of a fused QKV tensor that hold projection `which` ('q',
+  /// 'k', 'v'), by the checkpoint's layout (its config.json's model_type;
+  /// docs/models.md): per head [H, 3, dh] (GPT-NeoX, BLOOM, Falcon-RW,
+  /// GPT-BigCode MHA), [q | k | v] (Phi-3, MPT, Falcon-7B and GPT-BigCode
+  /// MQA) or Falcon-40B's groups [Hkv, G + 2, dh]. Empty when unknown.
+  std::vector<int64_t> fusedRows(char which, std::string &layout) {
+    const int64_t h = info.heads, hkv = info.kv_heads, dh = info.head_dim;
+    std::string config = configJson();
+    auto has = [&](const char *k) { return config.find(k) != std::string::npos; };
+    auto model = [&](const char *m) {
+      return has((std::string("\"model_type\": \"") + m + "\"").c_str()) ||
+             has((std::string("\"model_type\":\"") + m + "\"").c_str());
+    };
+    std::vector<int64_t> rows;
+    auto range = [&](int64_t from, int64_t n) {
+      for (int64_t r = from; r < from + n; ++r)
+        rows.push_back(r);
+    };
+    const int64_t part = which == 'q' ? 0 : which == 'k' ? 1 : 2;
+    const bool falcon = model("falcon");
+    const bool newArch = falcon && (has("\"new_decoder_architecture\": true") ||
+                                    has("\"new_decoder_architecture\":true"));
+    if (newArch) { // [Hkv, G + 2, dh]: G query heads, then k, then v
+      layout = "Falcon's grouped [kv_heads, G + 2, head_dim]";
+      const int64_t g = h / hkv;
+      for (int64_t grp = 0; grp < hkv; ++grp) {
+        int64_t base = grp * (g + 2) * dh;
+        if (part == 0)
+          range(base, g * dh);
+        else
+          range(base + (g + part - 1) * dh, dh);
+      }
+    } else if ((model("gpt_neox") || model("bloom") || falcon || model("gpt_bigcode")) &&
+               hkv == h) { // per head [q_h | k_h | v_h]
+      layout = "per-head [heads, 3, head_dim]";
+      for (int64_t head = 0; head < h; ++head)
+        range(head * 3 * dh + part * dh, dh);
+    } else if (model("phi3") || model("mpt") || falcon || model("gpt_bigcode")) {
+      layout = "[q | k | v]";
+      range(part == 0 ? 0 : h * dh + (part - 1) * hkv * dh, part == 0 ? h * dh : hkv * dh);
+    }
+    return rows;
+  }
+
+  /// A `separate` kernel's q/k/v_proj weight or bias cut out of the
+  /// checkpoint's fused QKV tensor (query_key_value, qkv_proj, Wqkv,
+  /// c_attn): rows picked by fusedRows. Returns -1 when there is none.
+  int splitFused(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+                 const std::map<std::string, size_t> &under,
+                 std::vector<float> &data, std::string &source,
+                 attnrt_weights &w) {
+    const std::string name = ti.name;
+    if (info.weight_layout != ATTNC_LAYOUT_SEPARATE || name.size() < 7 ||
+        name.compare(1, 6, "_proj.") != 0 || (name[0] != 'q' && name[0] != 'k' && name[0] != 'v'))
+      return -1;
+    const std::string suffix = name.substr(7); // "weight" or "bias"
+    size_t fusedIdx = 0;
+    int n = 0;
+    for (const char *f : {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."}) {
+      auto it = under.find(f + suffix);
+      if (it != under.end()) {
+        fusedIdx = it->second;
+        ++n;
+      }
+    }
+    if (n != 1)
+      return -1;
+    std::string layout;
+    std::vector<int64_t> rows = fusedRows(name[0], layout);
+    if (rows.empty())
+      return -1;
+    const int64_t total = (info.heads + 2 * info.kv_heads) * info.head_dim;
+    const int64_t cols = ti.rank == 2 ? ti.dims[1] : 1;
+    std::vector<int64_t> want = {total};
+    if (ti.rank == 2)
+      want.push_back(cols);
+    std::vector<float> fused;
+    if (int rc = readOne(all[fusedIdx], name + " (fused " + layout + ")", want, fused, w))
+      return rc;
+    for (int64_t r : rows)
+      data.insert(data.end(), fused.begin() + r * cols, fused.begin() + (r + 1) * cols);
+    source = all[fusedIdx].name;
+    w.notes.push_back(path + ": '" + name + "' cut from '" + all[fusedIdx].name + "' (" +
+                      layout + ")");
+    return ATTNRT_WEIGHTS_OK;
+  }
+
   /// torch_in_proj's fused in_proj_weight (3d, d) / in_proj_bias (3d) from
   /// separate Q, K and V tensors (BERT's self.query/key/value, q/k/v_proj),
   /// stacked in that order. Returns -1 when the three are not all there.
@@ -204,6 +292,8 @@ struct Loader {
       std::string source;
       if (found.empty()) {
         int rc = assemble(ti, all, under, data, source, w);
+        if (rc < 0)
+          rc = splitFused(ti, all, under, data, source, w);
         if (rc > 0)
           return rc;
         if (rc < 0) {

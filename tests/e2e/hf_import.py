@@ -90,6 +90,96 @@ CASES = [
 ]
 
 
+FUSED_CASES = [
+    # GPT-NeoX / Pythia: per-head [H, 3, dh] query_key_value, rotary_pct 0.25.
+    dict(name="gpt_neox", module="gpt_neox.layers.0.attention", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="gpt_neox", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=1, rotary_pct=0.25, rotary_emb_base=10000),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(rotary_dim=4))),
+    # BLOOM: per-head query_key_value, ALiBi with 5 heads (not a power of two).
+    dict(name="bloom", module="transformer.h.1.self_attention", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="bloom", hidden_size=60, n_head=5, n_layer=2),
+         ref=dict(d=60, heads=5, kv_heads=5, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, alibi="bloom")),
+    # Falcon-7B: multi-query [q | k | v], rope, no biases.
+    dict(name="falcon7b", module="transformer.h.0.self_attention", layout="qkv",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="falcon", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=1, multi_query=True, bias=False),
+         ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=[], rope=dict())),
+    # Falcon-40B: new_decoder_architecture, groups [Hkv, G + 2, dh].
+    dict(name="falcon40b", module="transformer.h.0.self_attention", layout="grouped",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="falcon", hidden_size=64, num_attention_heads=8,
+                     num_kv_heads=2, num_hidden_layers=1, new_decoder_architecture=True,
+                     bias=False),
+         ref=dict(d=64, heads=8, kv_heads=2, head_dim=8, bias=[], rope=dict())),
+    # Falcon-RW: ALiBi inside the scale, per-head layout, biases.
+    dict(name="falcon_rw", module="transformer.h.0.self_attention", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="falcon", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=1, multi_query=False, alibi=True, bias=True),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, alibi="falcon")),
+    # Phi-3: qkv_proj [q | k | v], GQA, longrope (the long factors past 32).
+    dict(name="phi3", module="model.layers.0.self_attn", layout="qkv", fused="qkv_proj",
+         o="o_proj",
+         config=dict(model_type="phi3", hidden_size=48, num_attention_heads=3,
+                     num_key_value_heads=3, num_hidden_layers=1, rope_theta=10000.0,
+                     sliding_window=2047, max_position_embeddings=128,
+                     original_max_position_embeddings=32,
+                     rope_scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                   "long_factor": real_models.PHI3_LONG}),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[],
+                  rope=dict(scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                     "long_factor": real_models.PHI3_LONG,
+                                     "original_max_position_embeddings": 32,
+                                     "max_position_embeddings": 128}))),
+    # MPT: Wqkv [q | k | v], ALiBi with alibi_bias_max, no biases.
+    dict(name="mpt", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",
+         o="out_proj",
+         config=dict(model_type="mpt", d_model=48, n_heads=6, n_layers=1,
+                     attn_config={"alibi": True, "alibi_bias_max": 4}),
+         ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
+                  bias_max=4.0)),
+    # GPT-BigCode / SantaCoder: multi-query Linear c_attn [q | k | v], biases.
+    dict(name="gpt_bigcode", module="transformer.h.0.attn", layout="qkv", fused="c_attn",
+         o="c_proj",
+         config=dict(model_type="gpt_bigcode", n_embd=64, n_head=4, n_layer=1, multi_query=True),
+         ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=["q", "k", "v", "o"], rope=None)),
+]
+
+
+def fuse(c, w):
+    """The checkpoint's fused QKV weight and bias from separate ones, laid
+    out as the architecture's modeling code views them."""
+    ref = c["ref"]
+    H, Hkv, dh = ref["heads"], ref["kv_heads"], ref["head_dim"]
+    out = {}
+    for kind in ("weight", "bias"):
+        q, k, v = (w.get(f"{p}_proj.{kind}") for p in "qkv")
+        if q is None:
+            continue
+        if c["layout"] == "qkv":
+            f = np.concatenate([q, k, v])
+        elif c["layout"] == "per_head":  # view(.., H, 3, dh)
+            f = np.concatenate([np.concatenate([q[h * dh:(h + 1) * dh], k[h * dh:(h + 1) * dh],
+                                                v[h * dh:(h + 1) * dh]]) for h in range(H)])
+        else:  # Falcon new_decoder_architecture: view(.., Hkv, G + 2, dh)
+            G = H // Hkv
+            f = np.concatenate([np.concatenate([q[g * G * dh:(g + 1) * G * dh],
+                                                k[g * dh:(g + 1) * dh], v[g * dh:(g + 1) * dh]])
+                                for g in range(Hkv)])
+        out[f"{c['module']}.{c['fused']}.{kind}"] = np.ascontiguousarray(f)
+    for kind in ("weight", "bias"):
+        if f"o_proj.{kind}" in w:
+            out[f"{c['module']}.{c['o']}.{kind}"] = w[f"o_proj.{kind}"]
+    return out
+
+
 def run(cmd, ok=True):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if ok and r.returncode != 0:
@@ -104,7 +194,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
     passed = failed = 0
-    for c in CASES:
+    for c in CASES + FUSED_CASES:
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "config.json"), "w") as f:
@@ -113,8 +203,8 @@ def main():
         w = real_models.weights_of(ref, rng)  # q_proj.weight ... in attnc's names
         # The checkpoint: this module's tensors under its own names, plus a
         # decoy copy (other values) of the same names in another layer.
-        tensors = {}
-        for p, hf in c["names"].items():
+        tensors = fuse(c, w) if "fused" in c else {}
+        for p, hf in c.get("names", {}).items():
             for kind in ("weight", "bias"):
                 key = f"{p}_proj.{kind}"
                 if key in w:
@@ -126,7 +216,7 @@ def main():
         try:
             run(["attnc", "--hf", d, "--module", c["module"], "-o", lib,
                  "--emit-spec", os.path.join(d, "spec.yaml")])
-            T = 37
+            T = 45 if c["name"] == "phi3" else 37
             x = rng.standard_normal((2, T, ref["d"])).astype(np.float32)
             xp, yp = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")
             np.save(xp, x)

@@ -175,7 +175,8 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
 /// The known architectures, for the unknown-model_type message.
 const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
-                              "bert", "roberta", "opt", "bart", "mbart", "whisper"};
+                              "bert", "roberta", "opt", "bart", "mbart", "whisper",
+                              "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode"};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
@@ -185,12 +186,7 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"gpt_oss", "attention sinks"},
     {"t5", "T5's bucketed relative position bias"},
     {"mt5", "T5's bucketed relative position bias"},
-    {"gpt_neox", "the fused per-head [H, 3, dh] query_key_value layout"},
-    {"bloom", "the fused per-head [H, 3, dh] query_key_value layout"},
-    {"falcon", "Falcon's fused query_key_value layouts"},
-    {"mpt", "the fused Wqkv layout"},
-    {"phi3", "the fused qkv_proj layout"},
-    {"gpt_bigcode", "the fused multi-query c_attn layout"}};
+};
 
 std::string knownList() {
   std::string s;
@@ -281,13 +277,26 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       path = fmt::format("h.{}.attn", layerArg);
     else if (mt == "opt")
       path = fmt::format("model.decoder.layers.{}.self_attn", layerArg);
+    else if (mt == "phi3")
+      path = fmt::format("model.layers.{}.self_attn", layerArg);
+    else if (mt == "gpt_neox")
+      path = fmt::format("gpt_neox.layers.{}.attention", layerArg);
+    else if (mt == "bloom" || mt == "falcon")
+      path = fmt::format("transformer.h.{}.self_attention", layerArg);
+    else if (mt == "mpt")
+      path = fmt::format("transformer.blocks.{}.attn", layerArg);
+    else if (mt == "gpt_bigcode")
+      path = fmt::format("transformer.h.{}.attn", layerArg);
     else
       throw ImportError{fmt::format("attnc: error: --layer is for decoder-only "
                                     "models; {} needs --module PATH", mt)};
   }
   ModulePath m = parseModule(path);
   const int64_t layer = m.layer;
-  const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" ? "n_layer"
+  const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" || mt == "bloom" ||
+                                            mt == "gpt_bigcode"
+                                        ? "n_layer"
+                                    : mt == "mpt" ? "n_layers"
                                     : (mt == "bart" || mt == "mbart" || mt == "whisper")
                                         ? "encoder_layers"
                                         : "num_hidden_layers",
@@ -356,6 +365,65 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     double partial = c.number("partial_rotary_factor", 1.0);
     y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
                   c.root["rope_scaling"]);
+  } else if (mt == "phi3") {
+    // Fused qkv_proj [q | k | v] (cut by the weights loader), no biases,
+    // longrope, a sliding window on every layer.
+    expectAfter({"self_attn"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t kv = c.integer("num_key_value_heads", h), dh = c.integer("head_dim", d / h);
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: false\n", d, h, kv, dh);
+    int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
+    y += window > 0 ? fmt::format("mask: sliding_window\nwindow: {}\n", window)
+                    : std::string("mask: causal\n");
+    y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), c.number("partial_rotary_factor", 1.0),
+                  "half_split", c.root["rope_scaling"]);
+  } else if (mt == "gpt_neox") {
+    // Fused per-head query_key_value, biases, partial rotary (rotary_pct).
+    expectAfter({"attention"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: {}\n", d, h,
+                     c.boolean("attention_bias", true) ? "true" : "false");
+    double theta = c.number("rotary_emb_base", c.number("rope_theta", 10000.0));
+    double pct = c.number("rotary_pct", c.number("partial_rotary_factor", 0.25));
+    y += ropeYaml(c, d / h, theta, pct, "half_split", c.root["rope_scaling"]);
+  } else if (mt == "bloom") {
+    expectAfter({"self_attention"});
+    const int64_t d = c.integer("hidden_size", c.integer("n_embed", 0));
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: true\n"
+                     "alibi: true\n", d, c.integer("n_head"));
+  } else if (mt == "falcon") {
+    expectAfter({"self_attention"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const bool newArch = c.boolean("new_decoder_architecture", false);
+    const int64_t kv = newArch ? c.integer("num_kv_heads", h)
+                       : c.boolean("multi_query", true) ? 1 : h;
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nmask: causal\nweights: separate\n"
+                     "bias: {}\n", d, h, kv, c.boolean("bias", false) ? "true" : "false");
+    if (c.boolean("alibi", false))
+      y += "alibi:\n  before_scale: true\n";
+    else
+      y += ropeYaml(c, d / h, c.number("rope_theta", 10000.0), 1.0, "half_split",
+                    c.root["rope_scaling"]);
+  } else if (mt == "mpt") {
+    expectAfter({"attn"});
+    const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: false\n", d, h);
+    const YAML::Node ac = c.root["attn_config"];
+    auto has = [&](const char *k) { return ac.IsMap() && ac[k] && !ac[k].IsNull(); };
+    if (has("clip_qkv"))
+      throw ImportError{fmt::format("{}: error: attn_config.clip_qkv clamps q, k and v, which "
+                                    "this version of attnc does not compile yet", c.file)};
+    if (has("softmax_scale"))
+      y += fmt::format("scale: {}\n", ac["softmax_scale"].as<std::string>());
+    if (!has("alibi") || ac["alibi"].as<bool>())
+      y += fmt::format("alibi:\n  bias_max: {}\n",
+                       has("alibi_bias_max") ? ac["alibi_bias_max"].as<std::string>() : "8");
+  } else if (mt == "gpt_bigcode") {
+    expectAfter({"attn"});
+    const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nmask: causal\nweights: separate\n"
+                     "bias: true\n", d, h, c.boolean("multi_query", true) ? 1 : h);
   } else if (mt == "gptj") {
     expectAfter({"attn"});
     const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
