@@ -46,6 +46,7 @@ FEATURE_SCORE_MODS = 64  # scores modified before the mask (softcap, alibi_*)
 ROPE_NONE, ROPE_HALF_SPLIT, ROPE_INTERLEAVED = 0, 1, 2
 ROPE_STYLES = {ROPE_NONE: "none", ROPE_HALF_SPLIT: "half_split", ROPE_INTERLEAVED: "interleaved"}
 BIAS_Q, BIAS_K, BIAS_V, BIAS_O = 1, 2, 4, 8
+QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_PROJECTION = 0, 1, 2
 FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
             FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda", FEATURE_ROPE: "rope",
             FEATURE_SCORE_MODS: "score_mods"}
@@ -124,6 +125,10 @@ class KernelInfo(C.Structure):
         ("t5_num_buckets", C.c_int32),
         ("t5_max_distance", C.c_int32),
         ("t5_bidirectional", C.c_uint32),
+        ("qk_norm", C.c_uint32),
+        ("sinks", C.c_uint32),
+        ("qk_norm_eps", C.c_double),
+        ("qk_norm_offset", C.c_double),
     ]
 
 

@@ -183,6 +183,34 @@ void ropeT(T *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
                   });
 }
 
+template <typename T>
+void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64_t d,
+              double eps, double offset, bool across) {
+  const int64_t groups = across ? 1 : heads, per = across ? heads : 1;
+  const int64_t n = per * d;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t g = 0; g < groups; ++g) {
+        T ss = 0;
+        for (int64_t hh = 0; hh < per; ++hh)
+          for (int64_t c = 0; c < d; ++c) {
+            const T v = x[((b * heads + g * per + hh) * seq + t) * d + c];
+            ss += v * v;
+          }
+        const T r = T(1) / std::sqrt(ss / T(n) + T(eps));
+        for (int64_t hh = 0; hh < per; ++hh)
+          for (int64_t c = 0; c < d; ++c) {
+            T &v = x[((b * heads + g * per + hh) * seq + t) * d + c];
+            v = v * r * (w[hh * d + c] + T(offset));
+          }
+      }
+}
+
+void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t seq,
+             int64_t d, double eps, double offset, bool acrossHeads) {
+  rmsNormT<double>(x, w, batch, heads, seq, d, eps, offset, acrossHeads);
+}
+
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
           uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
           const std::vector<double> &longFreq, int64_t longFrom,
@@ -252,6 +280,9 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     p.ropeLongFrom = info.rope_long_from;
     p.ropeAttentionFactor = info.rope_attention_factor;
   }
+  p.qkNorm = info.qk_norm;
+  p.qkNormEps = info.qk_norm_eps;
+  p.qkNormOffset = info.qk_norm_offset;
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
     p.softcap = info.softcap;
     if (info.alibi_slopes)
@@ -321,6 +352,11 @@ std::vector<TensorShape> storageTensors(const BlockParams &p) {
       if (p.hasBias('o'))
         t.push_back({"o_proj.bias", {d}});
     }
+    if (p.qkNorm != ATTNC_QK_NORM_NONE) {
+      const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
+      t.push_back({"q_norm.weight", {all ? qW : p.headDim}});
+      t.push_back({"k_norm.weight", {all ? kvW : p.headDim}});
+    }
     break;
   default:
     break; // Unknown layout: no tensors (validateInfo rejects it).
@@ -334,6 +370,7 @@ namespace {
 struct Projections {
   std::vector<double> wq, wk, wv, wo; // [d, qW], [d, kvW], [d, kvW], [qW, d]
   std::vector<double> bq, bk, bv, bo; // empty when !bias
+  std::vector<double> nq, nk;         // QK-norm weights (empty: none)
 };
 
 /// Rows [row0, row0 + rows) of a row-major [*, cols] matrix, as double.
@@ -431,6 +468,11 @@ Projections unpack(const BlockParams &p,
     r.wq = transpose(rowsOf(get("q_proj.weight"), d, 0, qW), qW, d);
     r.wk = transpose(rowsOf(get("k_proj.weight"), d, 0, kvW), kvW, d);
     r.wv = transpose(rowsOf(get("v_proj.weight"), d, 0, kvW), kvW, d);
+    if (p.qkNorm != ATTNC_QK_NORM_NONE) {
+      const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
+      r.nq = vec(get("q_norm.weight"), 0, all ? qW : p.headDim);
+      r.nk = vec(get("k_norm.weight"), 0, all ? kvW : p.headDim);
+    }
     if (p.hasBias('q'))
       r.bq = vec(get("q_proj.bias"), 0, qW);
     if (p.hasBias('k'))
@@ -597,6 +639,14 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
   std::vector<T> kh = splitHeads(k, batch, kvSeq, p.kvHeads, p.headDim);
   std::vector<T> vh = splitHeads(v, batch, kvSeq, p.kvHeads, p.headDim);
+  if (p.qkNorm != ATTNC_QK_NORM_NONE) {
+    const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
+    std::vector<T> nq = as<T>(w.nq), nk = as<T>(w.nk);
+    naive::rmsNormT<T>(qh.data(), nq.data(), batch, p.heads, seqLen, p.headDim,
+                       p.qkNormEps, p.qkNormOffset, all);
+    naive::rmsNormT<T>(kh.data(), nk.data(), batch, p.kvHeads, kvSeq, p.headDim,
+                       p.qkNormEps, p.qkNormOffset, all);
+  }
   naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.ropeStyle,
            p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
            p.ropeAttentionFactor, nullptr);
@@ -783,6 +833,45 @@ void linearBound(const Model &model, const double *x, const double *ex,
   }
   if (m > 0 && rowDone)
     rowDone(double(k) * double(n));
+}
+
+/// QK-norm (naive::rmsNorm) on x [B, H, T, D] with its bound: the input
+/// errors scaled by |w + offset| / rms, plus their first-order effect on
+/// the rms itself, plus the kernel's rounding ((n + 8) u of each output:
+/// a length-n sum of squares, the square root and three products).
+void normBound(std::vector<double> &x, std::vector<double> &ex,
+               const std::vector<double> &w, const BlockParams &p, int64_t batch,
+               int64_t heads, int64_t seq) {
+  if (p.qkNorm == ATTNC_QK_NORM_NONE)
+    return;
+  const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
+  const int64_t d = p.headDim, groups = all ? 1 : heads, per = all ? heads : 1;
+  const int64_t n = per * d;
+  auto at = [&](int64_t b, int64_t h, int64_t t, int64_t c) {
+    return size_t(((b * heads + h) * seq + t) * d + c);
+  };
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t g = 0; g < groups; ++g) {
+        double ss = 0, cross = 0;
+        for (int64_t hh = 0; hh < per; ++hh)
+          for (int64_t c = 0; c < d; ++c) {
+            const size_t i = at(b, g * per + hh, t, c);
+            ss += x[i] * x[i];
+            cross += std::fabs(x[i]) * ex[i];
+          }
+        const double rms = std::sqrt(ss / double(n) + p.qkNormEps);
+        for (int64_t hh = 0; hh < per; ++hh)
+          for (int64_t c = 0; c < d; ++c) {
+            const size_t i = at(b, g * per + hh, t, c);
+            const double wv = std::fabs(w[size_t(hh * d + c)] + p.qkNormOffset);
+            const double xhat = x[i] / rms;
+            const double out = xhat * (w[size_t(hh * d + c)] + p.qkNormOffset);
+            ex[i] = wv * (ex[i] + std::fabs(xhat) * cross / (double(n) * rms)) / rms +
+                    double(n + 8) * kU * std::fabs(out);
+            x[i] = out;
+          }
+      }
 }
 
 /// The rotary embedding (naive::rope) on x [B, H, T, D] with its bound: the
@@ -1094,6 +1183,8 @@ Reference referenceWithBound(const BlockParams &p,
                       ekh = split(ek, kvSeq, p.kvHeads);
   std::vector<double> vh = split(v, kvSeq, p.kvHeads),
                       evh = split(ev, kvSeq, p.kvHeads);
+  normBound(qh, eqh, w.nq, p, batch, p.heads, seqLen);
+  normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
   ropeBound(qh, eqh, p, batch, p.heads, seqLen);
   ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq);
   std::vector<double> oh(qh.size()), eoh(qh.size());

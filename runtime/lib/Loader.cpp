@@ -310,6 +310,20 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (info.t5_num_buckets != 0 || info.t5_max_distance != 0 || info.t5_bidirectional != 0)
     return bad("a T5 relative bias is not supported by this runtime");
+  if (info.sinks != 0)
+    return bad("attention sinks are not supported by this runtime");
+  if (info.qk_norm > ATTNC_QK_NORM_PROJECTION)
+    return bad("unknown qk_norm value " + std::to_string(info.qk_norm));
+  if (info.qk_norm != ATTNC_QK_NORM_NONE) {
+    if (!(info.qk_norm_eps > 0) || !std::isfinite(info.qk_norm_eps) || info.qk_norm_eps > 1)
+      return bad("qk_norm_eps must be in (0, 1]");
+    if (!std::isfinite(info.qk_norm_offset))
+      return bad("qk_norm_offset is not finite");
+    if (info.weight_layout != ATTNC_LAYOUT_SEPARATE)
+      return bad("qk_norm needs the separate weight layout");
+  } else if (info.qk_norm_eps != 0 || info.qk_norm_offset != 0) {
+    return bad("qk_norm_eps / qk_norm_offset are set without qk_norm");
+  }
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));

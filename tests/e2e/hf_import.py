@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -153,6 +154,44 @@ FUSED_CASES = [
 ]
 
 
+NORM_CASES = [
+    dict(name="qwen3", module="model.layers.0.self_attn",
+         config=dict(model_type="qwen3", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=32, num_hidden_layers=1,
+                     rope_theta=1000000.0, rms_norm_eps=1e-6),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=32, bias=[], rope=dict(theta=1000000.0),
+                  qk_norm="head", eps=1e-6),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    # Gemma 3 (text): layer 5 is global (pattern 6), rope_theta with linear 8;
+    # layer 0 local (rope_local_base_freq, a window of 512 > T).
+    dict(name="gemma3", module="model.layers.5.self_attn",
+         config=dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
+                     query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
+                     sliding_window_pattern=6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                     rope_scaling={"rope_type": "linear", "factor": 8.0}),
+         ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=[], qk_norm="head", eps=1e-6,
+                  norm_offset=1.0, scale=1 / math.sqrt(32),
+                  rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="gemma3_local", module="model.layers.0.self_attn",
+         config=dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
+                     query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
+                     sliding_window_pattern=6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                     rope_scaling={"rope_type": "linear", "factor": 8.0}),
+         ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=[], qk_norm="head", eps=1e-6,
+                  norm_offset=1.0, scale=1 / math.sqrt(32), rope=dict(theta=10000.0)),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="olmo2", module="model.layers.0.self_attn",
+         config=dict(model_type="olmo2", hidden_size=48, num_attention_heads=3,
+                     num_hidden_layers=1, rope_theta=500000.0, rms_norm_eps=1e-5),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=500000.0),
+                  qk_norm="projection", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+]
+
+
 def fuse(c, w):
     """The checkpoint's fused QKV weight and bias from separate ones, laid
     out as the architecture's modeling code views them."""
@@ -194,7 +233,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
     passed = failed = 0
-    for c in CASES + FUSED_CASES:
+    for c in CASES + FUSED_CASES + NORM_CASES:
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "config.json"), "w") as f:
@@ -204,12 +243,17 @@ def main():
         # The checkpoint: this module's tensors under its own names, plus a
         # decoy copy (other values) of the same names in another layer.
         tensors = fuse(c, w) if "fused" in c else {}
+        for kind in ("weight",):
+            for p in "qk":
+                if f"{p}_norm.weight" in w:
+                    tensors[f"{c['module']}.{p}_norm.weight"] = w[f"{p}_norm.weight"]
         for p, hf in c.get("names", {}).items():
             for kind in ("weight", "bias"):
                 key = f"{p}_proj.{kind}"
                 if key in w:
                     tensors[f"{c['module']}.{hf}.{kind}"] = w[key]
-                    decoy = c["module"].replace(".0.", ".9.").replace(".1.", ".9.").replace(".2.", ".9.")
+                    decoy = re.sub(r"\.\d+\.", ".9.", c["module"], count=1)
+                    assert decoy != c["module"]
                     tensors[f"{decoy}.{hf}.{kind}"] = (w[key] * 3 + 1).astype(np.float32)
         save_safetensors(os.path.join(d, "model.safetensors"), tensors)
         lib = os.path.join(d, f"lib{c['name']}.so")

@@ -8,7 +8,8 @@ compared with a float64 NumPy reference written here from the formulas of
 Hugging Face transformers (modeling_rope_utils.py and the models'
 attention functions), independently of attnc: ALiBi with BLOOM's and
 MPT's own slope constructions (and Falcon-RW's bias inside the scale),
-Gemma 2's soft-capping; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+Gemma 2's soft-capping, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
+the whole projection); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -141,8 +142,18 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         if p in bias:
             y = y + w[f"{p}_proj.bias"].astype(np.float64)
         return y
-    q = proj("q", x).reshape(B, T, H, dh).transpose(0, 2, 1, 3)
-    k = proj("k", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    q, k = proj("q", x), proj("k", x)
+    qn = case.get("qk_norm") if mods else None
+
+    def rms(t, wn):  # HF RMSNorm over the last axis, times (offset + w)
+        wn = wn.astype(np.float64) + case.get("norm_offset", 0.0)
+        return t / np.sqrt((t * t).mean(axis=-1, keepdims=True) + case.get("eps", 1e-6)) * wn
+    if qn == "projection":  # OLMo 2: over the whole projection, before the split
+        q, k = rms(q, w["q_norm.weight"]), rms(k, w["k_norm.weight"])
+    q = q.reshape(B, T, H, dh).transpose(0, 2, 1, 3)
+    k = k.reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    if qn == "head":  # Qwen3, Gemma 3: per head, after the split
+        q, k = rms(q, w["q_norm.weight"]), rms(k, w["k_norm.weight"])
     v = proj("v", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
     q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
     g = H // Hkv
@@ -243,6 +254,19 @@ CASES = [
     dict(name="gemma2", d=64, heads=4, kv_heads=2, head_dim=32, bias=[], T=[50],
          rope=dict(), softcap=2.0, scale=1 / math.sqrt(24),
          yaml="softcap: 2.0\nscale: 0.2041241452319315\n"),
+    # Qwen3: per-head RMSNorm of q and k before RoPE.
+    dict(name="qwen3", d=64, heads=4, kv_heads=2, head_dim=32, bias=[], T=[1, 45],
+         rope=dict(theta=1000000.0), qk_norm="head", eps=1e-6,
+         yaml="qk_norm:\n  width: head\n  eps: 1.0e-6\n"),
+    # Gemma 3: per head with (1 + w), query_pre_attn_scalar.
+    dict(name="gemma3", d=64, heads=4, kv_heads=1, head_dim=16, bias=[], T=[33],
+         rope=dict(theta=10000.0), qk_norm="head", eps=1e-6, norm_offset=1.0,
+         scale=1 / math.sqrt(32), yaml="qk_norm:\n  width: head\n  weight_offset: 1\n"
+                                       "scale: 0.17677669529663687\n"),
+    # OLMo 2: RMSNorm over the whole q (H*dh) and k (Hkv*dh) projections.
+    dict(name="olmo2", d=48, heads=3, kv_heads=3, head_dim=16, bias=[], T=[29],
+         rope=dict(theta=500000.0), qk_norm="projection", eps=1e-5,
+         yaml="qk_norm:\n  width: projection\n  eps: 1.0e-5\n"),
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
@@ -265,6 +289,10 @@ def weights_of(c, rng):
         w[f"{p}_proj.weight"] = (rng.standard_normal(sh) / math.sqrt(sh[1])).astype(np.float32)
         if p in c["bias"]:
             w[f"{p}_proj.bias"] = (0.5 * rng.standard_normal(sh[0])).astype(np.float32)
+    if c.get("qk_norm"):
+        for p, width in (("q", qw), ("k", kvw)):
+            n = width if c["qk_norm"] == "projection" else c["head_dim"]
+            w[f"{p}_norm.weight"] = (1 + 0.3 * rng.standard_normal(n)).astype(np.float32)
     return w
 
 
@@ -313,7 +341,7 @@ def main():
             err = np.abs(y - ref)
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
-            scored = c.get("alibi") or c.get("softcap")
+            scored = c.get("alibi") or c.get("softcap") or c.get("qk_norm")
             wrong = (reference(c, w, x, mods=False) if scored
                      else reference(c, w, x, rope=None) if c["rope"] is not None
                      else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))
@@ -325,7 +353,7 @@ def main():
             if ok and detects:
                 passed += 1
                 print(f"PASS: {label}: max err {err.max():.2e} (without "
-                      f"{'the score modifier' if scored else 'rope' if c['rope'] is not None else 'the q bias'}: "
+                      f"{'the feature' if scored else 'rope' if c['rope'] is not None else 'the q bias'}: "
                       f"{werr.max():.2e})")
             else:
                 failed += 1

@@ -30,7 +30,9 @@ using Catch::Matchers::Contains;
 static_assert(sizeof(attnc_tensor_info) == 32, "attnc_tensor_info layout");
 static_assert(offsetof(attnc_tensor_info, rank) == 8, "");
 static_assert(offsetof(attnc_tensor_info, dims) == 16, "");
-static_assert(sizeof(attnc_kernel_info) == 296, "attnc_kernel_info layout");
+static_assert(sizeof(attnc_kernel_info) == 320, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, qk_norm) == 296, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 312, "");
 static_assert(offsetof(attnc_kernel_info, softcap) == 264, "");
 static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 272, "");
 static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 292, "");
@@ -169,7 +171,7 @@ struct InfoFixture {
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 3u);
-  REQUIRE(sizeof(attnc_kernel_info) == 296);
+  REQUIRE(sizeof(attnc_kernel_info) == 320);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -197,7 +199,7 @@ TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 288 bytes") && Contains("expects 296"));
+             Contains("struct_size is 312 bytes") && Contains("expects 320"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {

@@ -302,16 +302,17 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), in);
     return success();
   }
-  if (auto r = dyn_cast<RopeOp>(op)) {
+  if (isa<RopeOp, RmsNormOp>(op)) {
     // In place when this op is the input's only user (Q and K views into
     // the QKV buffer, which nothing else reads unrotated); else on a copy.
-    Value in = map.lookup(r.getInput());
-    if (!r.getInput().hasOneUse()) {
-      Value out = allocFor(r.getResult(), resolve(r.getResult(), dimsOf(in)));
+    Value input = op->getOperand(0), result = op->getResult(0);
+    Value in = map.lookup(input);
+    if (!input.hasOneUse()) {
+      Value out = allocFor(result, resolve(result, dimsOf(in)));
       preCopies[op].push_back({in, out});
       in = out;
     }
-    map.map(r.getResult(), in);
+    map.map(result, in);
     return success();
   }
   if (auto a = dyn_cast<CacheAppendOp>(op)) {
@@ -446,7 +447,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
   // These ops have no lowering of their own here: their kernels come from
   // the TiledOpInterface models (attn.linear falls back to a one-task GEMM).
-  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp>(op) &&
+  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp>(op) &&
       !isa<TiledOpInterface>(op))
     return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
   // The CUDA target has kernels for the fused block (packed GEMMs and
@@ -461,9 +462,9 @@ LogicalResult FunctionLowering::emit(Operation *op) {
         return isa<ProbsOp>(op)
                    ? op->emitOpError("(outputs: probs) is not supported by the "
                                      "CUDA target yet")
-               : isa<RopeOp>(op)
-                   ? op->emitOpError("(rope) is not supported by the CUDA "
-                                     "target yet")
+               : isa<RopeOp, RmsNormOp>(op)
+                   ? op->emitOpError("(rope, qk_norm) is not supported by the "
+                                     "CUDA target yet")
                : isa<SdpaOp>(op)
                    ? op->emitOpError("(softcap, alibi) is not supported by "
                                      "the CUDA target yet")

@@ -335,3 +335,81 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
   }
   return s;
 }
+
+//===----------------------------------------------------------------------===//
+// attn.rms_norm
+//===----------------------------------------------------------------------===//
+
+void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, Value w) {
+  constexpr int64_t kRows = 16;
+  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
+    return arith::ConstantIndexOp::create(c, v).getResult();
+  };
+  auto f32c = [&](ImplicitLocOpBuilder &c, double v) {
+    return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(v))).getResult();
+  };
+  auto xt = cast<MemRefType>(x.getType());
+  const int64_t D = xt.getDimSize(3);
+  const bool across = op.getAcrossHeads();
+  const double eps = op.getEps().convertToDouble();
+  const double offset = op.getWeightOffset().convertToDouble();
+  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
+  Value t = memref::DimOp::create(b, x, 2);
+  Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
+  Value tasks = arith::MulIOp::create(b, nb, blocks);
+  attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
+    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
+    Value zero = idx(c, 0), one = idx(c, 1);
+    attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
+      // Groups: each head, or one group of all heads.
+      Value groups = across ? one : nh;
+      Value per = across ? nh : one;
+      Value n = arith::UIToFPOp::create(
+          c1, c1.getF32Type(),
+          arith::IndexCastOp::create(c1, c1.getI64Type(),
+                                     arith::MulIOp::create(c1, per, idx(c1, D))));
+      attnc::loop(c1, zero, groups, {}, [&](ImplicitLocOpBuilder &c2, Value g, ValueRange) {
+        Value h0 = arith::MulIOp::create(c2, g, per);
+        auto heads = [&](ImplicitLocOpBuilder &cc, ValueRange init,
+                         llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value,
+                                                               Value, ValueRange)> fn) {
+          return attnc::loop(cc, zero, per, init,
+                             [&](ImplicitLocOpBuilder &c3, Value hh, ValueRange a) {
+            Value h = arith::AddIOp::create(c3, h0, hh);
+            return attnc::loop(c3, zero, idx(c3, D), a,
+                               [&](ImplicitLocOpBuilder &c4, Value d, ValueRange a2) {
+                                 return fn(c4, h, arith::AddIOp::create(
+                                                      c4, arith::MulIOp::create(c4, hh, idx(c4, D)), d),
+                                           a2);
+                               }).getResults();
+          });
+        };
+        scf::ForOp ss = heads(c2, ValueRange{f32c(c2, 0.0)},
+            [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange a) {
+              Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
+              Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
+              return SmallVector<Value>{
+                  arith::AddFOp::create(c4, a[0], arith::MulFOp::create(c4, v, v))};
+            });
+        Value mean = arith::DivFOp::create(c2, ss.getResult(0), n);
+        Value r = arith::DivFOp::create(
+            c2, f32c(c2, 1.0),
+            math::SqrtOp::create(c2, arith::AddFOp::create(c2, mean, f32c(c2, eps))));
+        heads(c2, ValueRange{}, [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange) {
+          Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
+          Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
+          Value wv = memref::LoadOp::create(c4, w, ValueRange{wi});
+          if (offset != 0)
+            wv = arith::AddFOp::create(c4, wv, f32c(c4, offset));
+          Value y = arith::MulFOp::create(c4, arith::MulFOp::create(c4, v, r), wv);
+          memref::StoreOp::create(c4, y, x, ValueRange{bi, h, row, d});
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
+      return SmallVector<Value>{};
+    });
+  });
+}

@@ -138,6 +138,13 @@ void buildCacheAppend(mlir::ImplicitLocOpBuilder &b, mlir::Value k,
 /// t >= lens[b] of y [B, T, N] become zeros.
 void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value lens);
 
+/// attn.rms_norm in place on x [B, H, T, D] (a strided view) with weight w
+/// [D] or [H*D] (across_heads): tasks (batch, block of rows); per row and
+/// head (or all heads) the sum of squares in f32, one sqrt, then the
+/// products.
+void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value x,
+                  mlir::Value w);
+
 /// The score modifiers of attn.sdpa and attn.probs (softcap, alibi_slopes,
 /// alibi_before_scale; the ops' description says what they mean): the one
 /// place every CPU kernel asks how a score changes. Kernels keep scores in

@@ -13,6 +13,7 @@
 //   attn.cache_append  batch x kv head                row copies
 //   attn.mask_rows     batch                          zero rows
 //   attn.rope          batch x row block              pair rotations in place
+//   attn.rms_norm      batch x row block              QK-norm in place
 //
 //===----------------------------------------------------------------------===//
 #include "LoopBuilders.h"
@@ -122,6 +123,16 @@ struct RopeModel : TiledOpInterface::ExternalModel<RopeModel, RopeOp> {
   }
 };
 
+struct RmsNormModel : TiledOpInterface::ExternalModel<RmsNormModel, RmsNormOp> {
+  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto r = cast<RmsNormOp>(op);
+    attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
+                        ctx.buffer(r.getWeight()));
+    return success();
+  }
+};
+
 } // namespace
 
 void attnc::registerTiledOpModels(DialectRegistry &registry) {
@@ -132,5 +143,6 @@ void attnc::registerTiledOpModels(DialectRegistry &registry) {
     CacheAppendOp::attachInterface<CacheAppendModel>(*ctx);
     MaskRowsOp::attachInterface<MaskRowsModel>(*ctx);
     RopeOp::attachInterface<RopeModel>(*ctx);
+    RmsNormOp::attachInterface<RmsNormModel>(*ctx);
   });
 }

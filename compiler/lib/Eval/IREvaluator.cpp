@@ -542,6 +542,18 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       t[a.getNewKeyCache()] = std::move(nk);
       t[a.getNewValueCache()] = std::move(nv);
       t[a.getLens()] = std::move(lens);
+    } else if (auto r = dyn_cast<RmsNormOp>(op)) {
+      const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
+      if (!x || !w)
+        return false;
+      if (x->shape.size() != 4 || w->shape.size() != 1 ||
+          w->shape[0] != x->shape[3] * (r.getAcrossHeads() ? x->shape[1] : 1))
+        return fail(op, "weight " + shapeStr(w->shape) + " does not fit " + shapeStr(x->shape));
+      Tensor y = *x;
+      attnrt::naive::rmsNorm(y.data.data(), w->data.data(), x->shape[0], x->shape[1],
+                             x->shape[2], x->shape[3], r.getEps().convertToDouble(),
+                             r.getWeightOffset().convertToDouble(), r.getAcrossHeads());
+      t[r] = std::move(y);
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       const Tensor *x = tensorOf(r.getInput());
       const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;

@@ -89,6 +89,14 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     addWeight("wv", "bv", d, kvw);
     if (spec.outProj)
       addWeight("wo", "bo", qw, d);
+    // QK-norm weights: [head_dim], or the whole projection's width.
+    const bool normAll = spec.qkNorm == attnc::Spec::QkNorm::Projection;
+    if (spec.qkNorm != attnc::Spec::QkNorm::None) {
+      argTypes.push_back(RankedTensorType::get({normAll ? qw : dh}, f32));
+      argNames.push_back("nq");
+      argTypes.push_back(RankedTensorType::get({normAll ? kvw : dh}, f32));
+      argNames.push_back("nk");
+    }
     Type xType = argTypes[0];
     auto rowsOf = [&](int64_t w) -> Type {
       auto t = cast<RankedTensorType>(xType);
@@ -150,6 +158,20 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                     b.getI64IntegerAttr(spec.kvHeads));
     Value vh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), v,
                                     b.getI64IntegerAttr(spec.kvHeads));
+    // QK-norm, before the rotary embedding. Its weights are the last
+    // arguments (after W_O's).
+    if (spec.qkNorm != attnc::Spec::QkNorm::None) {
+      Location normLoc = locOf("qk_norm", "qk_norm");
+      unsigned nq = argNames.size() - 2;
+      auto norm = [&](Value t, unsigned arg) -> Value {
+        return RmsNormOp::create(b, normLoc, t.getType(), t, entry->getArgument(arg),
+                                 b.getF64FloatAttr(spec.qkNormEps),
+                                 b.getF64FloatAttr(spec.qkNormOffset),
+                                 b.getBoolAttr(normAll));
+      };
+      qh = norm(qh, nq);
+      kh = norm(kh, nq + 1);
+    }
     // Rotary embedding of Q and K (before the cache: cached keys stay
     // rotated). Decode rotates the new token at its cache position.
     if (spec.hasRope()) {

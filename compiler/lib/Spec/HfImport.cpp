@@ -176,13 +176,11 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
 const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
-                              "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode"};
+                              "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
+                              "qwen3", "olmo2", "gemma3", "gemma3_text"};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
-    {"qwen3", "per-head QK-norm (q_norm, k_norm)"},
-    {"gemma3", "per-head QK-norm with (1 + w) weights"},
-    {"olmo2", "full-width QK-norm"},
     {"gpt_oss", "attention sinks"},
     {"t5", "T5's bucketed relative position bias"},
     {"mt5", "T5's bucketed relative position bias"},
@@ -247,6 +245,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   if (!c.root.IsMap())
     throw ImportError{fmt::format("{}: error: expected a JSON object", c.file)};
   std::string mt = c.str("model_type");
+  // Gemma 3's multimodal config keeps the language model's keys in text_config.
+  if (mt == "gemma3" && c.root["text_config"] && c.root["text_config"].IsMap())
+    c.root = c.root["text_config"];
   if (mt.empty())
     throw ImportError{fmt::format("{}: error: model_type: expected the architecture's "
                                   "name, found no such key", c.file)};
@@ -264,7 +265,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   std::string path = module;
   const bool llamaLike = mt == "llama" || mt == "mistral" || mt == "mixtral" ||
                          mt == "qwen2" || mt == "qwen2_moe" || mt == "starcoder2" ||
-                         mt == "gemma" || mt == "gemma2" || mt == "phi";
+                         mt == "gemma" || mt == "gemma2" || mt == "phi" ||
+                         mt == "qwen3" || mt == "olmo2" || mt == "gemma3" ||
+                         mt == "gemma3_text";
+  const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
       throw ImportError{"attnc: error: --hf needs --module PATH (the attention module "
@@ -345,26 +349,45 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // max_window_layers with use_sliding_window; Gemma 2 even layers.
     int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
     bool slides = window > 0;
-    if (mt == "qwen2" || mt == "qwen2_moe")
+    if (mt == "qwen2" || mt == "qwen2_moe" || mt == "qwen3")
       slides = slides && c.boolean("use_sliding_window", false) &&
                layer >= c.integer("max_window_layers", 0);
+    bool localLayer = false; // Gemma 3's sliding layers (their own rope)
+    if (gemma3) {
+      const YAML::Node &types = c.root["layer_types"];
+      if (types && types.IsSequence() && layer < int64_t(types.size()))
+        localLayer = types[size_t(layer)].as<std::string>() == "sliding_attention";
+      else
+        localLayer = (layer + 1) % c.integer("sliding_window_pattern", 6) != 0;
+      slides = slides && localLayer;
+    }
     if (mt == "gemma2")
       slides = slides && layer % 2 == 0;
-    if (mt == "gemma" || mt == "phi" || mt == "llama")
+    if (mt == "gemma" || mt == "phi" || mt == "llama" || mt == "olmo2")
       slides = false;
     if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
     else
       y += "mask: causal\n";
-    if (mt == "gemma2") {
+    if (mt == "gemma2" || gemma3) {
       y += fmt::format("scale: {}\n",
                        num(1.0 / std::sqrt(c.number("query_pre_attn_scalar", double(dh)))));
       if (c.has("attn_logit_softcapping"))
         y += fmt::format("softcap: {}\n", num(c.number("attn_logit_softcapping", 50)));
     }
+    // QK-norm: Qwen3 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
+    // the whole projection; eps is rms_norm_eps.
+    if (mt == "qwen3" || mt == "olmo2" || gemma3)
+      y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
+                       mt == "olmo2" ? "projection" : "head",
+                       num(c.number("rms_norm_eps", 1e-6)), gemma3 ? 1 : 0);
     double partial = c.number("partial_rotary_factor", 1.0);
-    y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
-                  c.root["rope_scaling"]);
+    if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
+      y += ropeYaml(c, dh, c.number("rope_local_base_freq", 10000.0), partial, "half_split",
+                    YAML::Node());
+    else
+      y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
+                    c.root["rope_scaling"]);
   } else if (mt == "phi3") {
     // Fused qkv_proj [q | k | v] (cut by the weights loader), no biases,
     // longrope, a sliding window on every layer.

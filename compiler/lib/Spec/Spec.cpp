@@ -137,6 +137,10 @@ std::string canonicalString(const Spec &s) {
                        s.alibiBeforeScale);
   if (s.softcap)
     out += fmt::format("softcap={:a}\n", *s.softcap);
+  if (s.qkNorm != Spec::QkNorm::None)
+    out += fmt::format("qk_norm={} eps={:a} offset={:a}\n",
+                       s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
+                       s.qkNormEps, s.qkNormOffset);
   if (s.hasRope()) {
     const RopeSpec &r = s.rope;
     out += fmt::format("rope={} theta={:a} rotary_dim={} scaling={} "
@@ -215,6 +219,10 @@ std::string printSpec(const Spec &s) {
                          s.alibiBiasMax, s.alibiBeforeScale);
     if (s.softcap)
       out += fmt::format("softcap: {}\n", *s.softcap);
+    if (s.qkNorm != Spec::QkNorm::None)
+      out += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
+                         s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
+                         s.qkNormEps, s.qkNormOffset);
     if (s.hasRope()) {
       const RopeSpec &r = s.rope;
       out += fmt::format("rope:\n  style: {}\n  theta: {}\n  rotary_dim: {}\n",

@@ -86,7 +86,7 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention", "rope", "alibi", "softcap"};
+    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -672,6 +672,8 @@ private:
       setAlibi(v);
     } else if (key == "softcap") {
       spec.softcap = getPositive("softcap", v);
+    } else if (key == "qk_norm") {
+      setQkNorm(v);
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -784,6 +786,24 @@ private:
                             allowZero ? "non-negative" : "positive",
                             describe(v)));
     return *d;
+  }
+
+  /// qk_norm: {width: head | projection, eps: 1e-6, weight_offset: 0}.
+  void setQkNorm(const YNode &v) {
+    auto m = nestedMap("qk_norm", v, {"width", "eps", "weight_offset"});
+    if (!m.count("width"))
+      fail("qk_norm", "expected a 'width' key (head or projection), found none");
+    for (auto &[key, node] : m) {
+      std::string full = "qk_norm." + key;
+      if (key == "width")
+        spec.qkNorm = getEnum(full, *node, {"head", "projection"}) == 0
+                          ? Spec::QkNorm::Head
+                          : Spec::QkNorm::Projection;
+      else if (key == "eps")
+        spec.qkNormEps = getPositive(full, *node);
+      else
+        spec.qkNormOffset = getPositive(full, *node, /*allowZero=*/true);
+    }
   }
 
   /// alibi: true | false | {bias_max: 8, before_scale: false}.
@@ -1026,6 +1046,11 @@ private:
     }
     if (!s.outProj && (s.biasMask & BiasO))
       s.biasMask &= ~unsigned(BiasO); // no W_O, so no o bias either
+    if (s.qkNorm != Spec::QkNorm::None && s.weights != WeightLayout::Separate)
+      fail("qk_norm", fmt::format("expected weights: separate with qk_norm (its "
+                                  "q_norm/k_norm weights sit beside q_proj and "
+                                  "k_proj), found weights: {}",
+                                  toString(s.weights)));
     if (s.hasRope()) {
       RopeSpec &r = s.rope;
       if (!s.keyPos.count("rope.rotary_dim"))

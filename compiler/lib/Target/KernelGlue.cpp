@@ -299,7 +299,11 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "  .softcap = " << llvm::format("%a", params.softcap) << ",\n"
      << "  .alibi_slopes = " << (params.alibiSlopes.empty() ? "0" : "k_alibi_slopes") << ",\n"
      << "  .alibi_before_scale = " << (params.alibiBeforeScale ? 1 : 0) << "u,\n"
-     << "  .t5_num_buckets = 0,\n  .t5_max_distance = 0,\n  .t5_bidirectional = 0u,\n};\n"
+     << "  .t5_num_buckets = 0,\n  .t5_max_distance = 0,\n  .t5_bidirectional = 0u,\n"
+     << "  .qk_norm = " << params.qkNorm << "u,\n"
+     << "  .sinks = 0u,\n"
+     << "  .qk_norm_eps = " << llvm::format("%a", params.qkNorm ? params.qkNormEps : 0.0) << ",\n"
+     << "  .qk_norm_offset = " << llvm::format("%a", params.qkNormOffset) << ",\n};\n"
      << "K_EXPORT const attnc_kernel_info *KSYM(query)(uint32_t max_abi_version) {\n"
      << "  return max_abi_version >= ATTNC_ABI_VERSION ? &k_info : 0;\n}\n";
   if (n != "attnc")

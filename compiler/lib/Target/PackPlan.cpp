@@ -26,6 +26,11 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.headDim = s.headDim;
   p.biasMask = s.biasMask;
   p.softcap = s.softcap.value_or(0.0);
+  p.qkNorm = s.qkNorm == Spec::QkNorm::None   ? ATTNC_QK_NORM_NONE
+             : s.qkNorm == Spec::QkNorm::Head ? ATTNC_QK_NORM_HEAD
+                                              : ATTNC_QK_NORM_PROJECTION;
+  p.qkNormEps = s.qkNormEps;
+  p.qkNormOffset = s.qkNormOffset;
   p.alibiSlopes = alibiSlopes(s);
   p.alibiBeforeScale = s.alibiBeforeScale;
   if (s.hasRope()) {
@@ -64,9 +69,26 @@ std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
 }
 
 bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {
-  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b'))
+  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n'))
     return false;
   char which = role[1];
+  if (role[0] == 'n') { // QK-norm weights: q_norm.weight, k_norm.weight
+    if (spec.qkNorm == Spec::QkNorm::None || (which != 'q' && which != 'k'))
+      return false;
+    const bool all = spec.qkNorm == Spec::QkNorm::Projection;
+    const std::string name = std::string(1, which) + "_norm.weight";
+    auto tensors = storageTensors(spec);
+    out = RoleSource();
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].name == name)
+        out.tensor = static_cast<int>(i);
+    if (out.tensor < 0)
+      return false;
+    out.isBias = true; // a vector: role(n) = T[n]
+    out.rows = 1;
+    out.cols = all ? (which == 'q' ? spec.qWidth() : spec.kvWidth()) : spec.headDim;
+    return true;
+  }
   bool isBias = role[0] == 'b';
   if (isBias && !spec.hasBias(which))
     return false;
@@ -129,7 +151,7 @@ ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
   std::vector<attnrt::TensorShape> tensors = storageTensors(spec);
   std::vector<std::vector<NamedAttribute>> roles(tensors.size());
   std::vector<bool> transposed(tensors.size(), false);
-  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo"}) {
+  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk"}) {
     RoleSource src;
     if (!sourceOf(spec, role, src))
       continue;
@@ -171,14 +193,15 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
     for (NamedAttribute r : roles) {
       StringRef role = r.getName().getValue();
       auto rect = dyn_cast<DenseI64ArrayAttr>(r.getValue());
-      bool known = llvm::is_contained({"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo"}, role);
+      bool known = llvm::is_contained(
+          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk"}, role);
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role
-               << "' is not one of wq wk wv wo bq bk bv bo with [rowOff, colOff, rows, cols]";
+               << "' is not one of wq wk wv wo bq bk bv bo nq nk with [rowOff, colOff, rows, cols]";
       RoleSource src;
       src.tensor = static_cast<int>(i);
-      src.isBias = role[0] == 'b';
+      src.isBias = role[0] == 'b' || role[0] == 'n'; // vectors
       src.transposed = tr.getValue() && !src.isBias;
       src.rowOff = rect[0];
       src.colOff = rect[1];

@@ -90,6 +90,12 @@ struct Spec {
   double alibiBiasMax = 8;        ///< MPT's alibi_bias_max
   bool alibiBeforeScale = false;  ///< Falcon-RW: the bias inside the scale
   std::optional<double> softcap;  ///< Gemma 2: cap * tanh(s / cap)
+  /// QK-norm: RMSNorm of q and k before the rotary embedding, over each
+  /// head (Qwen3, Gemma 3) or over the whole projection (OLMo 2), times
+  /// (w + qkNormOffset) (Gemma 3: 1).
+  enum class QkNorm { None, Head, Projection } qkNorm = QkNorm::None;
+  double qkNormEps = 1e-6;
+  double qkNormOffset = 0;
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded

@@ -426,6 +426,34 @@ LogicalResult RopeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RmsNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RmsNormOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (in.getRank() != 4 || in.isDynamicDim(3))
+    return emitOpError("input must be [B, H, T, D] with a static D, found ") << in;
+  if (w.getRank() != 1 || w.isDynamicDim(0))
+    return emitOpError("weight must be a static vector, found ") << w;
+  int64_t want = in.getDimSize(3);
+  if (getAcrossHeads()) {
+    if (in.isDynamicDim(1))
+      return emitOpError("across_heads needs a static head count");
+    want *= in.getDimSize(1);
+  }
+  if (w.getDimSize(0) != want)
+    return emitOpError("weight has ") << w.getDimSize(0) << " entries, expected " << want
+                                      << (getAcrossHeads() ? " (heads * head_dim)" : " (head_dim)");
+  double eps = getEps().convertToDouble(), off = getWeightOffset().convertToDouble();
+  if (!std::isfinite(eps) || eps <= 0)
+    return emitOpError("eps must be positive and finite, found ") << eps;
+  if (!std::isfinite(off))
+    return emitOpError("weight_offset must be finite");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CacheAppendOp
 //===----------------------------------------------------------------------===//
 

@@ -56,6 +56,12 @@ void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
           const std::vector<double> &longFreq, int64_t longFrom,
           double attentionFactor, const int64_t *start = nullptr);
 
+/// QK-norm in place on x [B, H, T, D]: per (b, t) and head (or over all H*D
+/// values with acrossHeads), x' = x / sqrt(mean(x^2) + eps) * (w + offset),
+/// w [D] (or [H*D]).
+void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads,
+             int64_t seq, int64_t d, double eps, double offset, bool acrossHeads);
+
 /// How a score changes before the mask (abi.h, ATTNC_FEATURE_SCORE_MODS):
 /// the reference's one description, used by sdpa and the error bound.
 struct ScoreMods {
@@ -111,6 +117,9 @@ struct BlockParams {
   double softcap = 0;
   std::vector<double> alibiSlopes;
   bool alibiBeforeScale = false;
+  /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
+  uint32_t qkNorm = ATTNC_QK_NORM_NONE;
+  double qkNormEps = 0, qkNormOffset = 0;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
   /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second

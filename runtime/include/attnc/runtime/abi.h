@@ -115,6 +115,13 @@ extern "C" {
 #define ATTNC_BIAS_V 4u
 #define ATTNC_BIAS_O 8u
 
+/* attnc_kernel_info.qk_norm: RMSNorm of q and k before the rotary
+ * embedding (the weights q_norm.weight, k_norm.weight are in the weights
+ * table, after the projections'). */
+#define ATTNC_QK_NORM_NONE 0u
+#define ATTNC_QK_NORM_HEAD 1u       /* over each head's head_dim (Qwen3, Gemma 3) */
+#define ATTNC_QK_NORM_PROJECTION 2u /* over the whole projection (OLMo 2) */
+
 /* attnc_kernel_info.rope_style: how a head's rotated dimensions pair up. */
 #define ATTNC_ROPE_NONE 0u
 #define ATTNC_ROPE_HALF_SPLIT 1u  /* dim i with i + rotary_dim/2 (rotate_half:
@@ -242,6 +249,12 @@ typedef struct attnc_kernel_info {
   int32_t t5_num_buckets;
   int32_t t5_max_distance;
   uint32_t t5_bidirectional;
+  /* QK-norm: x' = x / sqrt(mean(x^2) + qk_norm_eps) * (w + qk_norm_offset). */
+  uint32_t qk_norm;       /* ATTNC_QK_NORM_* */
+  uint32_t sinks;         /* 1: a per-head sink logit in each softmax's
+                             denominator (gpt-oss); 0 in this version */
+  double qk_norm_eps;     /* 0 without qk_norm */
+  double qk_norm_offset;  /* 1 for Gemma 3's (1 + w), else 0 */
 } attnc_kernel_info;
 
 /* The parallel-for hook. A kernel splits each phase of its work into

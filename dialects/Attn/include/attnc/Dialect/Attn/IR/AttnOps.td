@@ -325,6 +325,36 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "QK-norm: RMSNorm of each head (or all heads) of a token";
+  let description = [{
+    `input` is [B, H, T, D] (queries or keys after the head split). For each
+    token (b, t) and, unless `across_heads`, each head h, with n the
+    normalised width (D, or H*D across heads):
+
+        x' = x / sqrt(mean(x^2) + eps) * (weight + weight_offset)
+
+    `weight` is [D] (per head: Qwen3, Gemma 3 with weight_offset 1) or
+    [H*D] (`across_heads`: OLMo 2's norm over the whole projection, element
+    h*D + d for head h). Applied before the rotary embedding.
+
+    Example:
+    ```mlir
+    %qn = attn.rms_norm %q, %w {eps = 1.0e-06 : f64}
+        : tensor<?x16x?x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+                       F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+                       DefaultValuedAttr<BoolAttr, "false">:$across_heads);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication by a constant factor";
   let description = [{

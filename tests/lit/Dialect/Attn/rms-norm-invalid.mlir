@@ -1,0 +1,23 @@
+// Verifier diagnostics of attn.rms_norm.
+// RUN: attnc-opt %s --split-input-file --verify-diagnostics
+func.func @width(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight has 8 entries, expected 16 (heads * head_dim)}}
+  %0 = attn.rms_norm %q, %w {eps = 1.0e-6 : f64, across_heads = true} : tensor<?x2x?x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @head(%q: tensor<?x2x?x8xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{weight has 16 entries, expected 8 (head_dim)}}
+  %0 = attn.rms_norm %q, %w {eps = 1.0e-6 : f64} : tensor<?x2x?x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @eps(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{eps must be positive and finite, found 0}}
+  %0 = attn.rms_norm %q, %w {eps = 0.0 : f64} : tensor<?x2x?x8xf32>, tensor<8xf32>
+  return
+}
