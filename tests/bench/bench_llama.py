@@ -119,7 +119,7 @@ def run_peer(mode, t, p, reps, procs):
     return mins, meds
 
 
-def phases(lib_path, t, reps):
+def phases(lib_path, t, reps, d_model=None):
     """Min ms of each phase on one thread (parallel-for hook)."""
     import numpy as np
     import attnc
@@ -128,7 +128,8 @@ def phases(lib_path, t, reps):
     w = [(rng.standard_normal(shape) * 0.02).astype(np.float32)
          for shape in k.weight_shapes.values()]
     packed = k.pack(w)
-    x = rng.standard_normal((1, t, D)).astype(np.float32)
+    dm = d_model or D
+    x = rng.standard_normal((1, t, dm)).astype(np.float32)
     lib = ctypes.CDLL(lib_path)
     name = k.name
     fwd = getattr(lib, name + "_forward")
@@ -136,7 +137,7 @@ def phases(lib_path, t, reps):
     ws_fn.restype = ctypes.c_int64
     ws_fn.argtypes = [ctypes.c_int64] * 3
     from attnc import _abi
-    y = np.zeros((1, t, D), np.float32)
+    y = np.zeros((1, t, dm), np.float32)
     ws = np.zeros(ws_fn(1, t, 0), np.uint8)
     times = {}
     TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -234,6 +235,30 @@ def main():
         print(f"phases at T = {t}, 1 thread (min ms): " +
               ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
               f"; rope = {100 * (ph[1] + ph[2]) / total:.1f}% of the block")
+    score_mods(a)
+
+
+def score_mods(a):
+    """The attention phase of a GPT-2-shaped block (768 = 12 x 64, causal)
+    with and without each score modifier, 1 thread, min over --procs
+    rounds of 5 calls."""
+    base = "d_model: 768\nheads: 12\nmask: causal\nweights: separate\n"
+    variants = {"plain": "", "alibi": "alibi: true\n", "softcap": "softcap: 30.0\n"}
+    libs = {}
+    for n, extra in variants.items():
+        sp = os.path.join(a.work, f"mods_{n}.yaml")
+        with open(sp, "w") as f:
+            f.write(f"name: mods_{n}\n" + base + extra)
+        libs[n] = os.path.join(a.work, f"libmods_{n}.so")
+        subprocess.run([a.attnc, sp, "-o", libs[n]], check=True)
+    for t in (512, 2048):
+        att = {}
+        for n in variants:
+            att[n] = min(phases(libs[n], t, 5, d_model=768)[1] for _ in range(a.procs))
+        print(f"attention phase at T = {t}, 1 thread (min ms): " +
+              ", ".join(f"{n} {v:.2f}" for n, v in att.items()) + "; " +
+              ", ".join(f"{n} +{100 * (att[n] / att['plain'] - 1):.1f}%"
+                        for n in variants if n != "plain"))
 
 
 if __name__ == "__main__":

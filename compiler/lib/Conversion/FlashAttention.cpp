@@ -488,6 +488,12 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       lanes.push_back(static_cast<int32_t>(r));
     Value laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, ArrayRef<int32_t>(lanes)));
     Value slopeV = mods.slope(c, h, llvm::numbers::log2e);
+    // Query vector m's first query, at key position i0 + off + m*VL (i32).
+    SmallVector<Value> qpos0;
+    if (mods.any())
+      for (int64_t m = 0; m < mv; ++m)
+        qpos0.push_back(arith::IndexCastOp::create(
+            c, c.getI32Type(), add(c, arith::AddIOp::create(c, i0, off), m * vl)));
 
     SmallVector<Value> init;
     for (int64_t m = 0; m < mv; ++m)
@@ -522,10 +528,26 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
               return next;
             });
         Value negInf = splat(c1, -std::numeric_limits<double>::infinity());
-        for (int64_t jj = 0; jj < kr; ++jj)
-          for (int64_t m = 0; m < mv; ++m)
-            vector::StoreOp::create(c1, m < s ? negInf : dl.getResult(jj * nv + m - s), ST,
-                                    ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
+        for (int64_t jj = 0; jj < kr; ++jj) {
+          // The score modifiers (ALiBi, soft-capping) on the computed
+          // scores in registers, before the mask: delta = j - i'.
+          Value jv;
+          if (mods.any())
+            jv = vector::BroadcastOp::create(
+                c1, ivt,
+                arith::IndexCastOp::create(
+                    c1, c1.getI32Type(), add(c1, arith::AddIOp::create(c1, j0, jg), jj)));
+          for (int64_t m = 0; m < mv; ++m) {
+            Value sc = m < s ? negInf : dl.getResult(jj * nv + m - s);
+            if (mods.any() && m >= s) {
+              Value qpos = arith::AddIOp::create(
+                  c1, vector::BroadcastOp::create(c1, ivt, qpos0[m]), laneIdx);
+              Value delta = arith::SIToFPOp::create(c1, vt, arith::SubIOp::create(c1, jv, qpos));
+              sc = mods.apply(c1, sc, slopeV, delta, llvm::numbers::log2e);
+            }
+            vector::StoreOp::create(c1, sc, ST, ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
+          }
+        }
       };
       loop(cb, zero, cnt, idx(cb, kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
         if (!causal || mv == 1) {
@@ -543,25 +565,6 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
             [&](ImplicitLocOpBuilder &cd) { scores(cd, jg, 0); });
         return SmallVector<Value>{};
       });
-      // The score modifiers (ALiBi, soft-capping), before the mask.
-      if (mods.any())
-        loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
-          Value j = arith::IndexCastOp::create(c1, c1.getI32Type(),
-                                               arith::AddIOp::create(c1, j0, jj));
-          Value jv = vector::BroadcastOp::create(c1, ivt, j);
-          for (int64_t m = 0; m < mv; ++m) {
-            Value qpos = arith::AddIOp::create(
-                c1, vector::BroadcastOp::create(
-                        c1, ivt, arith::IndexCastOp::create(
-                                     c1, c1.getI32Type(), add(c1, arith::AddIOp::create(c1, i0, off), m * vl))),
-                laneIdx);
-            Value delta = arith::SIToFPOp::create(c1, vt, arith::SubIOp::create(c1, jv, qpos));
-            Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
-            vector::StoreOp::create(c1, mods.apply(c1, s, slopeV, delta, llvm::numbers::log2e),
-                                    ST, ValueRange{jj, idx(c1, m * vl)});
-          }
-          return SmallVector<Value>{};
-        });
       // The mask, element-wise, only where this block crosses its boundary.
       if (causal) {
         Value crosses = arith::CmpIOp::create(

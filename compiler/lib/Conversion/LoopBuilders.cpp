@@ -319,19 +319,38 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     // e = exp(-2|y|) <= 1 (so the flash kernels' 2^x for x <= 0 serves).
     // -inf (a key skipped before its dot product) stays -inf.
     const double cap = *softcap;
-    Value y = arith::MulFOp::create(c, s, cst(1.0 / (unit * cap)));
-    Value a = math::AbsFOp::create(c, y);
-    Value e = vt ? exp2NonPositive(c, arith::MulFOp::create(c, a, cst(-2.0 * 1.4426950408889634)))
-                 : math::ExpOp::create(c, arith::MulFOp::create(c, a, cst(-2.0))).getResult();
+    // |y| = |s| / (unit cap); e = exp(-2|y|) = 2^(-2 log2(e) |y|): one
+    // product from |s| (the sign of y is the sign of s).
+    Value y = s;
+    Value a = math::AbsFOp::create(c, s);
+    Value e = vt ? exp2NonPositive(c, arith::MulFOp::create(
+                                          c, a, cst(-2.0 * 1.4426950408889634 / (unit * cap))))
+                 : math::ExpOp::create(c, arith::MulFOp::create(c, a, cst(-2.0 / (unit * cap))))
+                       .getResult();
     Value one = cst(1.0);
     Value t = arith::DivFOp::create(c, arith::SubFOp::create(c, one, e),
                                     arith::AddFOp::create(c, one, e));
-    Value neg = arith::CmpFOp::create(c, arith::CmpFPredicate::OLT, y, cst(0.0));
-    t = arith::SelectOp::create(c, neg, arith::NegFOp::create(c, t), t);
+    // tanh's sign is y's: copy its sign bit (and, xor: no compare, no select).
+    Type it = vt ? Type(VectorType::get(vt.getShape(), c.getI32Type())) : Type(c.getI32Type());
+    auto icst = [&](int32_t v) -> Value {
+      if (vt)
+        return arith::ConstantOp::create(c, DenseElementsAttr::get(cast<ShapedType>(it), v));
+      return arith::ConstantIntOp::create(c, v, 32);
+    };
+    Value sign = arith::AndIOp::create(c, arith::BitcastOp::create(c, it, y),
+                                       icst(std::numeric_limits<int32_t>::min()));
+    t = arith::BitcastOp::create(
+        c, ty, arith::XOrIOp::create(c, arith::BitcastOp::create(c, it, t), sign));
     Value capped = arith::MulFOp::create(c, t, cst(cap * unit));
-    Value ninf = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ, s,
-                                       cst(-std::numeric_limits<double>::infinity()));
-    s = arith::SelectOp::create(c, ninf, s, capped);
+    // A score already -inf (a key hidden before its dot product) stays so;
+    // the flash kernel never passes one (it applies this to computed scores
+    // only), the others may.
+    if (!vt) {
+      Value ninf = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ, s,
+                                         cst(-std::numeric_limits<double>::infinity()));
+      capped = arith::SelectOp::create(c, ninf, s, capped);
+    }
+    s = capped;
   }
   return s;
 }

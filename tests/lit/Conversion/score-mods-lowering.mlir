@@ -1,7 +1,8 @@
 // The score modifiers in the x86 flash kernel: the slopes a constant table
-// (times log2 e: scores are in log2 units), read once per task; per score
-// block, one pass adding slope * (j - i') and soft-capping (tanh from the
-// kernel's 2^x, -inf kept) before the mask; no math.tanh left for libm.
+// (times log2 e: scores are in log2 units), read once per task; applied to
+// each computed score vector in registers before it is stored and masked:
+// slope * (j - i') added, then soft-capping (tanh from the kernel's 2^x,
+// the sign bit copied with and/xor); no math.tanh left for libm.
 // The CUDA target refuses them.
 // RUN: attnc-opt %s --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s
 // RUN: not attnc-opt %s --attnc-set-target=isa=cuda-sm90 --attn-to-loops 2>&1 | FileCheck %s --check-prefix=CUDA
@@ -11,7 +12,8 @@
 // CHECK: memref.get_global @__attnc_alibi_slopes_
 // CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK: math.absf %{{.*}} : vector<8xf32>
-// CHECK: arith.cmpf oeq, %{{.*}}, %cst{{.*}} : vector<8xf32>
+// CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<8xi32>
+// CHECK: arith.xori %{{.*}}, %{{.*}} : vector<8xi32>
 // CHECK-NOT: math.tanh
 // CUDA: error: 'attn.sdpa' op (softcap, alibi) is not supported by the CUDA target yet
 func.func @mods(%q: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
