@@ -115,8 +115,12 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
             prow[j] = 0;
         if (!any)
           continue; // Every key masked: the row is zero.
-        // Softmax with the maximum subtracted, then the weighted sum of V.
-        T sum = 0;
+        // Softmax with the maximum subtracted, then the weighted sum of V;
+        // a sink is one more term of the denominator.
+        const T sink = mods.sinks ? T(mods.sinks[h]) : T(0);
+        if (mods.sinks && sink > maxScore)
+          maxScore = sink;
+        T sum = mods.sinks ? std::exp(sink - maxScore) : T(0);
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
@@ -281,6 +285,7 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     p.ropeAttentionFactor = info.rope_attention_factor;
   }
   p.qkNorm = info.qk_norm;
+  p.sinks = info.sinks != 0;
   p.qkNormEps = info.qk_norm_eps;
   p.qkNormOffset = info.qk_norm_offset;
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
@@ -305,6 +310,18 @@ naive::ScoreMods scoreModsOf(const BlockParams &p) {
   m.slopes = p.alibiSlopes.empty() ? nullptr : p.alibiSlopes.data();
   m.beforeScale = p.alibiBeforeScale;
   return m;
+}
+
+/// The sinks of a block as the naive kernels take them: the "sinks" weight
+/// [heads] from the storage tensors, or empty.
+std::vector<double> sinksOf(const BlockParams &p, const std::vector<const float *> &weights) {
+  if (!p.sinks)
+    return {};
+  std::vector<TensorShape> t = storageTensors(p);
+  for (size_t i = 0; i < t.size() && i < weights.size(); ++i)
+    if (t[i].name == "sinks")
+      return std::vector<double>(weights[i], weights[i] + p.heads);
+  return {};
 }
 
 std::vector<TensorShape> storageTensors(const BlockParams &p) {
@@ -357,6 +374,8 @@ std::vector<TensorShape> storageTensors(const BlockParams &p) {
       t.push_back({"q_norm.weight", {all ? qW : p.headDim}});
       t.push_back({"k_norm.weight", {all ? kvW : p.headDim}});
     }
+    if (p.sinks)
+      t.push_back({"sinks", {p.heads}});
     break;
   default:
     break; // Unknown layout: no tensors (validateInfo rejects it).
@@ -656,10 +675,13 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
+  const std::vector<double> sinks = sinksOf(p, weights);
+  naive::ScoreMods mods = scoreModsOf(p);
+  mods.sinks = sinks.empty() ? nullptr : sinks.data();
   naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
                   p.kvHeads, seqLen, kvSeq, p.headDim, scale, p.mask,
                   p.topLeft, p.window, run.q(), run.kv(),
-                  probs ? ph.data() : nullptr, scoreModsOf(p));
+                  probs ? ph.data() : nullptr, mods);
   if (probs)
     probs->assign(ph.begin(), ph.end());
   std::vector<T> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
@@ -1005,7 +1027,11 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           orow[c] = erow[c] = 0;
         if (!any)
           continue;
-        double sum = 0;
+        const double sink = mods.sinks ? mods.sinks[h] : 0.0;
+        if (mods.sinks && sink > maxScore)
+          maxScore = sink;
+        const double sinkExp = mods.sinks ? std::exp(sink - maxScore) : 0.0;
+        double sum = sinkExp;
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
@@ -1060,6 +1086,13 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           if (scores[j] > 0)
             zHi += scores[j] / sum * std::expm1(dS[j]);
         }
+        // The sink: a term of the denominator with no value (its weight's
+        // perturbation moves o by w_sink rho_sink |0 - o|).
+        double rhoSink = 0;
+        if (mods.sinks) {
+          rhoSink = std::expm1(2 * kU * (maxScore - sink) + argErr);
+          zHi += sinkExp / sum * rhoSink;
+        }
         const double L = std::log1p(zHi);
         const double gT = model.g(nVis + 2);
         // Probabilistic: the sum of the exps and the division round
@@ -1069,6 +1102,10 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                            : expSum.rounding(model.lambda, sum) / sum +
                                  model.lambda * kU;
         std::vector<double> vErr(model.rigorous ? 0 : size_t(d), 0.0);
+        if (mods.sinks)
+          for (int64_t c = 0; c < d; ++c)
+            erow[c] += sinkExp / sum * std::expm1(std::log(1 + rhoSink) + L) *
+                       std::fabs(orow[c]);
         for (int64_t j = 0; j < tkv; ++j) {
           if (!visible[j])
             continue;
@@ -1194,12 +1231,15 @@ Reference referenceWithBound(const BlockParams &p,
   }
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
   const double perRow = double(kvSeq) * p.headDim;
+  const std::vector<double> sinks = sinksOf(p, weights);
+  naive::ScoreMods mods = scoreModsOf(p);
+  mods.sinks = sinks.empty() ? nullptr : sinks.data();
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,
             run.q(), run.kv(), p.wantProbs ? r.probs.data() : nullptr,
             p.wantProbs ? r.probsBound.data() : nullptr,
-            [&](int64_t n) { report(double(n) * perRow); }, scoreModsOf(p));
+            [&](int64_t n) { report(double(n) * perRow); }, mods);
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj) {

@@ -310,8 +310,10 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (info.t5_num_buckets != 0 || info.t5_max_distance != 0 || info.t5_bidirectional != 0)
     return bad("a T5 relative bias is not supported by this runtime");
-  if (info.sinks != 0)
-    return bad("attention sinks are not supported by this runtime");
+  if (info.sinks > 1)
+    return bad("sinks must be 0 or 1, got " + std::to_string(info.sinks));
+  if (info.sinks && info.weight_layout != ATTNC_LAYOUT_SEPARATE)
+    return bad("sinks need the separate weight layout");
   if (info.qk_norm > ATTNC_QK_NORM_PROJECTION)
     return bad("unknown qk_norm value " + std::to_string(info.qk_norm));
   if (info.qk_norm != ATTNC_QK_NORM_NONE) {

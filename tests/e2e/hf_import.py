@@ -155,6 +155,21 @@ FUSED_CASES = [
 
 
 NORM_CASES = [
+    # gpt-oss: layer 1 is full attention (layer_types), sinks, yarn, biases.
+    dict(name="gpt_oss", module="model.layers.1.self_attn",
+         config=dict(model_type="gpt_oss", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                     rope_theta=150000.0, attention_bias=True,
+                     rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                   "beta_slow": 1.0, "truncate": False,
+                                   "original_max_position_embeddings": 4096}),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], sinks=True,
+                  rope=dict(theta=150000.0, scaling={"type": "yarn", "factor": 32.0,
+                                                     "beta_fast": 32.0, "beta_slow": 1.0,
+                                                     "truncate": False,
+                                                     "original_max_position_embeddings": 4096})),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
     dict(name="qwen3", module="model.layers.0.self_attn",
          config=dict(model_type="qwen3", hidden_size=64, num_attention_heads=4,
                      num_key_value_heads=2, head_dim=32, num_hidden_layers=1,
@@ -247,6 +262,8 @@ def main():
             for p in "qk":
                 if f"{p}_norm.weight" in w:
                     tensors[f"{c['module']}.{p}_norm.weight"] = w[f"{p}_norm.weight"]
+            if "sinks" in w:
+                tensors[f"{c['module']}.sinks"] = w["sinks"]
         for p, hf in c.get("names", {}).items():
             for kind in ("weight", "bias"):
                 key = f"{p}_proj.{kind}"

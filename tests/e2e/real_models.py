@@ -9,7 +9,7 @@ Hugging Face transformers (modeling_rope_utils.py and the models'
 attention functions), independently of attnc: ALiBi with BLOOM's and
 MPT's own slope constructions (and Falcon-RW's bias inside the scale),
 Gemma 2's soft-capping, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
-the whole projection); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+the whole projection), gpt-oss's sinks; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -173,10 +173,20 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         cap = case["softcap"]
         s = cap * np.tanh(s / cap)
     if case.get("causal", True):
-        s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(axis=-1, keepdims=True)
+        vis = np.tril(np.ones((T, T), dtype=bool))
+        if case.get("window"):  # HF: kv > q - W (W keys, the query's own included)
+            vis &= ~np.tril(np.ones((T, T), dtype=bool), k=-case["window"])
+        s = np.where(vis, s, -np.inf)
+    if mods and case.get("sinks"):  # gpt-oss: a per-head logit, dropped after the softmax
+        sk = w["sinks"].astype(np.float64)[None, :, None, None] * np.ones((B, H, T, 1))
+        full = np.concatenate([s, sk], axis=-1)
+        full = full - full.max(axis=-1, keepdims=True)
+        p = np.exp(full)
+        p = (p / p.sum(axis=-1, keepdims=True))[..., :-1]
+    else:
+        s = s - s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=-1, keepdims=True)
     o = (p @ v).transpose(0, 2, 1, 3).reshape(B, T, H * dh)
     return proj("o", o)
 
@@ -267,6 +277,14 @@ CASES = [
     dict(name="olmo2", d=48, heads=3, kv_heads=3, head_dim=16, bias=[], T=[29],
          rope=dict(theta=500000.0), qk_norm="projection", eps=1e-5,
          yaml="qk_norm:\n  width: projection\n  eps: 1.0e-5\n"),
+    # gpt-oss: sinks, yarn (factor 32, truncate false), all biases, a sliding
+    # window of 8 (T = 30 crosses it).
+    dict(name="gpt_oss", d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+         T=[30], window=8, sinks=True,
+         rope=dict(theta=150000.0, scaling={"type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                             "beta_slow": 1.0, "truncate": False,
+                                             "original_max_position_embeddings": 4096}),
+         yaml="sinks: true\n"),
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
@@ -276,6 +294,8 @@ CASES = [
 def spec_of(c):
     bias = "[" + ", ".join(c["bias"]) + "]"
     mask = "causal" if c.get("causal", True) else "none"
+    if c.get("window"):
+        mask = f"sliding_window\nwindow: {c['window']}"
     return (f"name: {c['name']}\nd_model: {c['d']}\nheads: {c['heads']}\n"
             f"kv_heads: {c['kv_heads']}\nhead_dim: {c['head_dim']}\nmask: {mask}\n"
             f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]) + c.get("yaml", ""))
@@ -289,6 +309,8 @@ def weights_of(c, rng):
         w[f"{p}_proj.weight"] = (rng.standard_normal(sh) / math.sqrt(sh[1])).astype(np.float32)
         if p in c["bias"]:
             w[f"{p}_proj.bias"] = (0.5 * rng.standard_normal(sh[0])).astype(np.float32)
+    if c.get("sinks"):
+        w["sinks"] = (1.5 * rng.standard_normal(c["heads"])).astype(np.float32)
     if c.get("qk_norm"):
         for p, width in (("q", qw), ("k", kvw)):
             n = width if c["qk_norm"] == "projection" else c["head_dim"]
@@ -341,7 +363,7 @@ def main():
             err = np.abs(y - ref)
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
-            scored = c.get("alibi") or c.get("softcap") or c.get("qk_norm")
+            scored = c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
             wrong = (reference(c, w, x, mods=False) if scored
                      else reference(c, w, x, rope=None) if c["rope"] is not None
                      else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))

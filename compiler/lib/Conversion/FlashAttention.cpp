@@ -143,7 +143,8 @@ static double log2Scale(SdpaOp op) {
 /// [B, Hkv, L, D] layout: the kernel is bound by that read.
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
-                                          Value o, Value qLens, Value kvLens) {
+                                          Value o, Value qLens, Value kvLens,
+                                          Value sinks) {
   using attnc::loop;
   using attnc::taskLoop;
   using attnc::validLength;
@@ -235,8 +236,16 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     // Loop state per head: m (splat), l (splat), O (dv vectors).
     SmallVector<Value> init;
     for (int64_t g = 0; g < gq; ++g) {
-      init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
-      init.push_back(splat(c, 0.0));
+      // A sink starts the row as one more "key" of weight 1 at its logit.
+      if (sinks) {
+        Value sk = memref::LoadOp::create(c, sinks, ValueRange{add(c, h0, g)});
+        init.push_back(vector::BroadcastOp::create(
+            c, vt, arith::MulFOp::create(c, sk, f32Const(c, llvm::numbers::log2e))));
+        init.push_back(splat(c, 1.0));
+      } else {
+        init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
+        init.push_back(splat(c, 0.0));
+      }
       for (int64_t ch = 0; ch < dv; ++ch)
         init.push_back(splat(c, 0.0));
     }
@@ -352,7 +361,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          TargetAttr t, SdpaOp op, Value q,
                                          Value k, Value v, Value o,
-                                         Value qLens, Value kvLens) {
+                                         Value qLens, Value kvLens, Value sinks) {
   auto qt = cast<MemRefType>(q.getType());
   Type f32 = b.getF32Type();
   int64_t D = qt.getDimSize(3);
@@ -362,7 +371,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                           "head_dim and unit innermost stride");
   // One query per (batch, head): the decode kernel.
   if (qt.getDimSize(2) == 1)
-    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens);
+    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks);
   const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
                 kr = t.getAttnKr(), nk = t.getAttnNk();
   const int64_t mv = mq / vl;             // query vectors per task
@@ -496,10 +505,17 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
             c, c.getI32Type(), add(c, arith::AddIOp::create(c, i0, off), m * vl)));
 
     SmallVector<Value> init;
+    // A sink starts each row as one more "key" of weight 1 at its logit
+    // (log2 units); it has no value.
+    Value sinkM = sinks ? vector::BroadcastOp::create(
+                              c, vt, arith::MulFOp::create(
+                                         c, memref::LoadOp::create(c, sinks, ValueRange{h}),
+                                         fc(c, llvm::numbers::log2e))).getResult()
+                        : Value();
     for (int64_t m = 0; m < mv; ++m)
-      init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
+      init.push_back(sinks ? sinkM : splat(c, -std::numeric_limits<double>::infinity()));
     for (int64_t m = 0; m < mv; ++m)
-      init.push_back(splat(c, 0.0));
+      init.push_back(splat(c, sinks ? 1.0 : 0.0));
     scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
       Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
@@ -732,7 +748,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 // anyway). Row i of head h: visible keys [jLo, jHi) (the same range the
 // flash kernel walks), max of the scores, sum of their exponentials, then
 // the normalised weights; everything else in the row is zero.
-LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
+LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op, Value sinks,
                                 Value q, Value k, Value p, Value qLens,
                                 Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
@@ -803,7 +819,13 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
             return SmallVector<Value>{arith::MaximumFOp::create(c2, a[0], score(c2, j))};
           });
       Value m = mx.getResult(0);
-      scf::ForOp sum = loop(c1, jLo, jHi, ValueRange{fc(c1, 0.0)},
+      Value sum0 = fc(c1, 0.0);
+      if (sinks) { // the sink: one more term of the denominator
+        Value sk = memref::LoadOp::create(c1, sinks, ValueRange{h});
+        m = arith::MaximumFOp::create(c1, m, sk);
+        sum0 = math::ExpOp::create(c1, arith::SubFOp::create(c1, sk, m));
+      }
+      scf::ForOp sum = loop(c1, jLo, jHi, ValueRange{sum0},
           [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {
             Value e = math::ExpOp::create(c2, arith::SubFOp::create(c2, score(c2, j), m));
             memref::StoreOp::create(c2, e, p, ValueRange{bi, h, i, j});

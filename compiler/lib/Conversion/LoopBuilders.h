@@ -72,7 +72,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
                                         attn::SdpaOp op, mlir::Value q,
                                         mlir::Value k, mlir::Value v,
                                         mlir::Value o, mlir::Value qLens,
-                                        mlir::Value kvLens);
+                                        mlir::Value kvLens, mlir::Value sinks = {});
 
 /// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
 /// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
@@ -80,6 +80,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
 /// p buffer (the caller did not ask) gives no tasks.
 mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
                                attn::TargetAttr target, attn::ProbsOp op,
+                               mlir::Value sinks,
                                mlir::Value q, mlir::Value k, mlir::Value p,
                                mlir::Value qLens, mlir::Value kvLens);
 

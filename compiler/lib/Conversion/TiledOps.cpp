@@ -60,15 +60,21 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
 struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
   bool canTile(Operation *op, PhaseContext &ctx) const {
     // The CUDA kernels do not apply the score modifiers yet.
-    return !isCuda(ctx) || !attnc::ScoreMods::of(cast<SdpaOp>(op)).any();
+    auto s = cast<SdpaOp>(op);
+    return !isCuda(ctx) || (!attnc::ScoreMods::of(s).any() && !s.getSinks());
   }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
-    auto build = isCuda(ctx) ? attnc::buildGpuAttention : attnc::buildFlashAttention;
-    return build(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
-                 ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
-                 ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
-                 optional(ctx, s.getKvLens()));
+    if (isCuda(ctx))
+      return attnc::buildGpuAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
+                                      ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
+                                      ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
+                                      optional(ctx, s.getKvLens()));
+    return attnc::buildFlashAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
+                                      ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
+                                      ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
+                                      optional(ctx, s.getKvLens()),
+                                      optional(ctx, s.getSinks()));
   }
 };
 
@@ -76,7 +82,8 @@ struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
   bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
-    return attnc::buildProbs(ctx.builder(), ctx.target(), p, ctx.buffer(p.getQuery()),
+    return attnc::buildProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+                             ctx.buffer(p.getQuery()),
                              ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
                              optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
   }

@@ -483,6 +483,12 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       mods.softcap = cap ? cap->convertToDouble() : 0.0;
       mods.slopes = slopes ? slopes->data() : nullptr;
       mods.beforeScale = sdpa ? sdpa.getAlibiBeforeScale() : pr.getAlibiBeforeScale();
+      Value sinksV = sdpa ? sdpa.getSinks() : pr.getSinks();
+      const Tensor *sinks = sinksV ? tensorOf(sinksV) : nullptr;
+      if (sinksV && (!sinks || sinks->shape.size() != 1 || sinks->shape[0] != q->shape[1]))
+        return sinks ? fail(op, "sinks " + shapeStr(sinks->shape) + " do not fit the query heads")
+                     : false;
+      mods.sinks = sinks ? sinks->data.data() : nullptr;
       if (o.numel() > 0 && k->numel() > 0)
         attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
                             o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,

@@ -97,6 +97,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       argTypes.push_back(RankedTensorType::get({normAll ? kvw : dh}, f32));
       argNames.push_back("nk");
     }
+    if (spec.sinks) { // one logit per query head
+      argTypes.push_back(RankedTensorType::get({spec.heads}, f32));
+      argNames.push_back("ss");
+    }
     Type xType = argTypes[0];
     auto rowsOf = [&](int64_t w) -> Type {
       auto t = cast<RankedTensorType>(xType);
@@ -162,7 +166,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     // arguments (after W_O's).
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {
       Location normLoc = locOf("qk_norm", "qk_norm");
-      unsigned nq = argNames.size() - 2;
+      unsigned nq = argNames.size() - 2 - (spec.sinks ? 1 : 0);
       auto norm = [&](Value t, unsigned arg) -> Value {
         return RmsNormOp::create(b, normLoc, t.getType(), t, entry->getArgument(arg),
                                  b.getF64FloatAttr(spec.qkNormEps),
@@ -224,6 +228,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     auto sdpa = SdpaOp::create(
         b, locOf("mask", "sdpa"), headsOf(spec.heads), qh, keys, values, kvLens,
         /*q_lens=*/padding ? input("lengths") : Value(),
+        /*sinks=*/spec.sinks ? entry->getArgument(argNames.size() - 1) : Value(),
         MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
         CausalAlignAttr::get(&ctx, align),
         spec.mask == attnc::MaskKind::SlidingWindow ? b.getI64IntegerAttr(spec.window)
@@ -236,7 +241,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     if (wantProbs)
       results.push_back(ProbsOp::create(
           b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
-          sdpa.getKvLens(), sdpa.getQLens(), sdpa.getMaskAttr(),
+          sdpa.getKvLens(), sdpa.getQLens(), sdpa.getSinks(), sdpa.getMaskAttr(),
           sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr(),
           sdpa.getSoftcapAttr(), sdpa.getAlibiSlopesAttr(),
           sdpa.getAlibiBeforeScaleAttr()));

@@ -177,11 +177,10 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
-                              "qwen3", "olmo2", "gemma3", "gemma3_text"};
+                              "qwen3", "olmo2", "gemma3", "gemma3_text", "gpt_oss"};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
-    {"gpt_oss", "attention sinks"},
     {"t5", "T5's bucketed relative position bias"},
     {"mt5", "T5's bucketed relative position bias"},
 };
@@ -267,7 +266,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "qwen2" || mt == "qwen2_moe" || mt == "starcoder2" ||
                          mt == "gemma" || mt == "gemma2" || mt == "phi" ||
                          mt == "qwen3" || mt == "olmo2" || mt == "gemma3" ||
-                         mt == "gemma3_text";
+                         mt == "gemma3_text" || mt == "gpt_oss";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -338,7 +337,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += "bias: [q, k, v]\n";
     else if (mt == "starcoder2")
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
-    else if (mt == "phi")
+    else if (mt == "phi" || mt == "gpt_oss")
       y += "bias: true\n";
     else
       y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
@@ -353,6 +352,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       slides = slides && c.boolean("use_sliding_window", false) &&
                layer >= c.integer("max_window_layers", 0);
     bool localLayer = false; // Gemma 3's sliding layers (their own rope)
+    if (mt == "gpt_oss") { // alternating sliding / full layers
+      const YAML::Node &types = c.root["layer_types"];
+      if (types && types.IsSequence() && layer < int64_t(types.size()))
+        slides = slides && types[size_t(layer)].as<std::string>() == "sliding_attention";
+      else
+        slides = slides && layer % 2 == 0;
+    }
     if (gemma3) {
       const YAML::Node &types = c.root["layer_types"];
       if (types && types.IsSequence() && layer < int64_t(types.size()))
@@ -377,6 +383,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     // QK-norm: Qwen3 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
     // the whole projection; eps is rms_norm_eps.
+    if (mt == "gpt_oss")
+      y += "sinks: true\n";
     if (mt == "qwen3" || mt == "olmo2" || gemma3)
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" ? "projection" : "head",

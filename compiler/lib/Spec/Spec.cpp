@@ -137,6 +137,8 @@ std::string canonicalString(const Spec &s) {
                        s.alibiBeforeScale);
   if (s.softcap)
     out += fmt::format("softcap={:a}\n", *s.softcap);
+  if (s.sinks)
+    out += "sinks=true\n";
   if (s.qkNorm != Spec::QkNorm::None)
     out += fmt::format("qk_norm={} eps={:a} offset={:a}\n",
                        s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
@@ -219,6 +221,8 @@ std::string printSpec(const Spec &s) {
                          s.alibiBiasMax, s.alibiBeforeScale);
     if (s.softcap)
       out += fmt::format("softcap: {}\n", *s.softcap);
+    if (s.sinks)
+      out += "sinks: true\n";
     if (s.qkNorm != Spec::QkNorm::None)
       out += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                          s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",

@@ -86,7 +86,7 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm"};
+    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -674,6 +674,8 @@ private:
       spec.softcap = getPositive("softcap", v);
     } else if (key == "qk_norm") {
       setQkNorm(v);
+    } else if (key == "sinks") {
+      spec.sinks = getBool(key, v);
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -1046,6 +1048,11 @@ private:
     }
     if (!s.outProj && (s.biasMask & BiasO))
       s.biasMask &= ~unsigned(BiasO); // no W_O, so no o bias either
+    if (s.sinks && s.weights != WeightLayout::Separate)
+      fail("sinks", fmt::format("expected weights: separate with sinks (the "
+                                "'sinks' tensor sits beside q_proj), found "
+                                "weights: {}",
+                                toString(s.weights)));
     if (s.qkNorm != Spec::QkNorm::None && s.weights != WeightLayout::Separate)
       fail("qk_norm", fmt::format("expected weights: separate with qk_norm (its "
                                   "q_norm/k_norm weights sit beside q_proj and "

@@ -301,7 +301,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "  .alibi_before_scale = " << (params.alibiBeforeScale ? 1 : 0) << "u,\n"
      << "  .t5_num_buckets = 0,\n  .t5_max_distance = 0,\n  .t5_bidirectional = 0u,\n"
      << "  .qk_norm = " << params.qkNorm << "u,\n"
-     << "  .sinks = 0u,\n"
+     << "  .sinks = " << (params.sinks ? 1 : 0) << "u,\n"
      << "  .qk_norm_eps = " << llvm::format("%a", params.qkNorm ? params.qkNormEps : 0.0) << ",\n"
      << "  .qk_norm_offset = " << llvm::format("%a", params.qkNormOffset) << ",\n};\n"
      << "K_EXPORT const attnc_kernel_info *KSYM(query)(uint32_t max_abi_version) {\n"

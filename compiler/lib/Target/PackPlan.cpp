@@ -30,6 +30,7 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
              : s.qkNorm == Spec::QkNorm::Head ? ATTNC_QK_NORM_HEAD
                                               : ATTNC_QK_NORM_PROJECTION;
   p.qkNormEps = s.qkNormEps;
+  p.sinks = s.sinks;
   p.qkNormOffset = s.qkNormOffset;
   p.alibiSlopes = alibiSlopes(s);
   p.alibiBeforeScale = s.alibiBeforeScale;
@@ -69,9 +70,25 @@ std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
 }
 
 bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {
-  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n'))
+  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n' &&
+                           role != "ss"))
     return false;
   char which = role[1];
+  if (role == "ss") { // the sinks [heads]
+    if (!spec.sinks)
+      return false;
+    auto tensors = storageTensors(spec);
+    out = RoleSource();
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].name == "sinks")
+        out.tensor = static_cast<int>(i);
+    if (out.tensor < 0)
+      return false;
+    out.isBias = true;
+    out.rows = 1;
+    out.cols = spec.heads;
+    return true;
+  }
   if (role[0] == 'n') { // QK-norm weights: q_norm.weight, k_norm.weight
     if (spec.qkNorm == Spec::QkNorm::None || (which != 'q' && which != 'k'))
       return false;
@@ -151,7 +168,7 @@ ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
   std::vector<attnrt::TensorShape> tensors = storageTensors(spec);
   std::vector<std::vector<NamedAttribute>> roles(tensors.size());
   std::vector<bool> transposed(tensors.size(), false);
-  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk"}) {
+  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss"}) {
     RoleSource src;
     if (!sourceOf(spec, role, src))
       continue;
@@ -194,14 +211,14 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       StringRef role = r.getName().getValue();
       auto rect = dyn_cast<DenseI64ArrayAttr>(r.getValue());
       bool known = llvm::is_contained(
-          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk"}, role);
+          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss"}, role);
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role
                << "' is not one of wq wk wv wo bq bk bv bo nq nk with [rowOff, colOff, rows, cols]";
       RoleSource src;
       src.tensor = static_cast<int>(i);
-      src.isBias = role[0] == 'b' || role[0] == 'n'; // vectors
+      src.isBias = role[0] == 'b' || role[0] == 'n' || role == "ss"; // vectors
       src.transposed = tr.getValue() && !src.isBias;
       src.rowOff = rect[0];
       src.colOff = rect[1];

@@ -15,7 +15,7 @@
 // CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<8xi32>
 // CHECK: arith.xori %{{.*}}, %{{.*}} : vector<8xi32>
 // CHECK-NOT: math.tanh
-// CUDA: error: 'attn.sdpa' op (softcap, alibi) is not supported by the CUDA target yet
+// CUDA: error: 'attn.sdpa' op (softcap, alibi, sinks) is not supported by the CUDA target yet
 func.func @mods(%q: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
   %o = attn.sdpa %q, %q, %q {mask = #attn<mask causal>, scale = 0.25 : f64, softcap = 30.0 : f64,
                               alibi_slopes = array<f64: 0.5, 0.25>}

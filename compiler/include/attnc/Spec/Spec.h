@@ -96,6 +96,7 @@ struct Spec {
   enum class QkNorm { None, Head, Projection } qkNorm = QkNorm::None;
   double qkNormEps = 1e-6;
   double qkNormOffset = 0;
+  bool sinks = false; ///< gpt-oss: a learned logit per head in the softmax
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded

@@ -275,6 +275,12 @@ static LogicalResult verifyScoreMods(Op op, int64_t hq) {
   } else if (op.getAlibiBeforeScale()) {
     return op.emitOpError("alibi_before_scale needs alibi_slopes");
   }
+  if (Value sk = op.getSinks()) {
+    auto st = cast<RankedTensorType>(sk.getType());
+    if (st.getRank() != 1 || (!ShapedType::isDynamic(hq) && !st.isDynamicDim(0) &&
+                              st.getDimSize(0) != hq))
+      return op.emitOpError("sinks ") << st << " must be [query heads] = [" << hq << "]";
+  }
   return success();
 }
 

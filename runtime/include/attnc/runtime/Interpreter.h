@@ -68,6 +68,10 @@ struct ScoreMods {
   double softcap = 0;              ///< 0: none
   const double *slopes = nullptr;  ///< [Hq] ALiBi slopes, or null
   bool beforeScale = false;
+  /// [Hq] sink logits (gpt-oss): one more term exp(sink[h]) in each row's
+  /// softmax denominator, with no value (not a score modifier: any() does
+  /// not count it).
+  const double *sinks = nullptr;
   bool any() const { return softcap > 0 || slopes; }
   /// The score of query head h for q.k = dot, key j, query at key position
   /// qpos, with the softmax scale.
@@ -119,6 +123,8 @@ struct BlockParams {
   bool alibiBeforeScale = false;
   /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
   uint32_t qkNorm = ATTNC_QK_NORM_NONE;
+  /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].
+  bool sinks = false;
   double qkNormEps = 0, qkNormOffset = 0;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;

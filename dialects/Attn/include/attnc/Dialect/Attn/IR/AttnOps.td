@@ -151,7 +151,9 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     with `alibi_before_scale` (Falcon); the per-row constant that BLOOM's
     `slope * j` and MPT's `slope * (j - L + 1)` differ by cancels in the
     softmax. Then with `softcap` (Gemma 2), `s = softcap * tanh(s /
-    softcap)`.
+    softcap)`. The optional `sinks` ([Hq] f32, gpt-oss) adds one term
+    `exp(sinks[h])` to each row's softmax denominator, with no value: rows
+    then sum to less than 1.
 
     Example:
     ```mlir
@@ -164,6 +166,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        AnyRankedTensor:$value,
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
+                       Optional<RankedTensorOf<[F32]>>:$sinks,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -178,6 +181,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     $query `,` $key `,` $value (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -204,6 +208,7 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
+                       Optional<RankedTensorOf<[F32]>>:$sinks,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -216,6 +221,7 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     $query `,` $key (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($result)
   }];
   let hasVerifier = 1;
