@@ -210,6 +210,24 @@ void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64
       }
 }
 
+int32_t t5Bucket(int64_t rel, int64_t nb, int64_t maxDistance, bool bidirectional) {
+  int64_t bucket = 0, a;
+  if (bidirectional) {
+    nb /= 2;
+    bucket += rel > 0 ? nb : 0;
+    a = rel < 0 ? -rel : rel;
+  } else {
+    a = rel < 0 ? -rel : 0;
+  }
+  const int64_t maxExact = nb / 2;
+  if (a < maxExact)
+    return int32_t(bucket + a);
+  const float v = std::log(float(a) / float(maxExact)) /
+                  float(std::log(double(maxDistance) / double(maxExact))) *
+                  float(nb - maxExact);
+  return int32_t(bucket + std::min<int64_t>(maxExact + int64_t(v), nb - 1));
+}
+
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t seq,
              int64_t d, double eps, double offset, bool acrossHeads) {
   rmsNormT<double>(x, w, batch, heads, seq, d, eps, offset, acrossHeads);
@@ -286,6 +304,9 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   }
   p.qkNorm = info.qk_norm;
   p.sinks = info.sinks != 0;
+  p.t5Buckets = info.t5_num_buckets;
+  p.t5MaxDistance = info.t5_max_distance;
+  p.t5Bidirectional = info.t5_bidirectional != 0;
   p.qkNormEps = info.qk_norm_eps;
   p.qkNormOffset = info.qk_norm_offset;
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
@@ -310,6 +331,24 @@ naive::ScoreMods scoreModsOf(const BlockParams &p) {
   m.slopes = p.alibiSlopes.empty() ? nullptr : p.alibiSlopes.data();
   m.beforeScale = p.alibiBeforeScale;
   return m;
+}
+
+/// A storage tensor of the block by name, as doubles (empty if absent).
+std::vector<double> tensorOf(const BlockParams &p, const std::vector<const float *> &weights,
+                             const char *name, int64_t n) {
+  std::vector<TensorShape> t = storageTensors(p);
+  for (size_t i = 0; i < t.size() && i < weights.size(); ++i)
+    if (t[i].name == name)
+      return std::vector<double>(weights[i], weights[i] + n);
+  return {};
+}
+
+/// The block's T5 bucket table (rel in [-max_distance, max_distance]).
+std::vector<int32_t> t5Buckets(const BlockParams &p) {
+  std::vector<int32_t> b;
+  for (int64_t rel = -p.t5MaxDistance; p.t5Buckets && rel <= p.t5MaxDistance; ++rel)
+    b.push_back(naive::t5Bucket(rel, p.t5Buckets, p.t5MaxDistance, p.t5Bidirectional));
+  return b;
 }
 
 /// The sinks of a block as the naive kernels take them: the "sinks" weight
@@ -376,6 +415,8 @@ std::vector<TensorShape> storageTensors(const BlockParams &p) {
     }
     if (p.sinks)
       t.push_back({"sinks", {p.heads}});
+    if (p.t5Buckets)
+      t.push_back({"relative_attention_bias.weight", {p.t5Buckets, p.heads}});
     break;
   default:
     break; // Unknown layout: no tensors (validateInfo rejects it).
@@ -678,6 +719,16 @@ std::vector<double> interpretT(const BlockParams &p,
   const std::vector<double> sinks = sinksOf(p, weights);
   naive::ScoreMods mods = scoreModsOf(p);
   mods.sinks = sinks.empty() ? nullptr : sinks.data();
+  const std::vector<double> relTable =
+      p.t5Buckets ? tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads)
+                  : std::vector<double>();
+  const std::vector<int32_t> buckets = t5Buckets(p);
+  if (!relTable.empty()) {
+    mods.relBias = relTable.data();
+    mods.relBuckets = buckets.data();
+    mods.relRange = p.t5MaxDistance;
+    mods.hq = p.heads;
+  }
   naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
                   p.kvHeads, seqLen, kvSeq, p.headDim, scale, p.mask,
                   p.topLeft, p.window, run.q(), run.kv(),
@@ -1007,10 +1058,9 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
             // adds its own evaluation's (a few ulps of cap): 8u of each
             // magnitude covers both, in log2 or natural units.
             const double modded = mods.apply(dot, scale, h, i + rr.offset, j);
-            const double bias =
-                mods.slopes ? std::fabs(mods.slopes[h] * double(j - i - rr.offset)) *
-                                  (mods.beforeScale ? scale : 1.0)
-                            : 0.0;
+            // The added bias (ALiBi's term, T5's table entry) and softcap's
+            // change: |modded - s| bounds them all.
+            const double bias = std::fabs(modded - s);
             dS[j] += 8 * kU * (std::fabs(s) + std::fabs(modded) + bias + mods.softcap);
             s = modded;
           }
@@ -1234,6 +1284,16 @@ Reference referenceWithBound(const BlockParams &p,
   const std::vector<double> sinks = sinksOf(p, weights);
   naive::ScoreMods mods = scoreModsOf(p);
   mods.sinks = sinks.empty() ? nullptr : sinks.data();
+  const std::vector<double> relTable =
+      p.t5Buckets ? tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads)
+                  : std::vector<double>();
+  const std::vector<int32_t> buckets = t5Buckets(p);
+  if (!relTable.empty()) {
+    mods.relBias = relTable.data();
+    mods.relBuckets = buckets.data();
+    mods.relRange = p.t5MaxDistance;
+    mods.hq = p.heads;
+  }
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,

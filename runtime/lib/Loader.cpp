@@ -308,8 +308,15 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   } else if (info.softcap != 0 || info.alibi_slopes || info.alibi_before_scale) {
     return bad("score modifier fields are set but features does not declare score_mods");
   }
-  if (info.t5_num_buckets != 0 || info.t5_max_distance != 0 || info.t5_bidirectional != 0)
-    return bad("a T5 relative bias is not supported by this runtime");
+  if (info.t5_num_buckets != 0) {
+    if (info.t5_num_buckets < 2 || info.t5_num_buckets > 1024 || info.t5_max_distance < 2 ||
+        info.t5_max_distance > 65536 || info.t5_bidirectional > 1)
+      return bad("t5_num_buckets / t5_max_distance / t5_bidirectional out of range");
+    if (info.weight_layout != ATTNC_LAYOUT_SEPARATE)
+      return bad("a T5 relative bias needs the separate weight layout");
+  } else if (info.t5_max_distance != 0 || info.t5_bidirectional != 0) {
+    return bad("t5_max_distance / t5_bidirectional are set without t5_num_buckets");
+  }
   if (info.sinks > 1)
     return bad("sinks must be 0 or 1, got " + std::to_string(info.sinks));
   if (info.sinks && info.weight_layout != ATTNC_LAYOUT_SEPARATE)

@@ -13,6 +13,7 @@
 
 #include "TensorFile.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <sys/stat.h>
@@ -38,11 +39,11 @@ namespace {
 /// attnc's own names.
 std::vector<std::string> spellings(const std::string &name) {
   static const std::map<std::string, std::vector<std::string>> aliases = {
-      {"q_proj", {"self.query"}},
-      {"k_proj", {"self.key"}},
-      {"v_proj", {"self.value"}},
+      {"q_proj", {"self.query", "q"}}, // BERT, T5
+      {"k_proj", {"self.key", "k"}},
+      {"v_proj", {"self.value", "v"}},
       // BERT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode
-      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj"}},
+      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
   };
   std::vector<std::string> r = {name};
@@ -153,6 +154,37 @@ struct Loader {
                         " converted to float32");
     data.insert(data.end(), tensor.data.begin(), tensor.data.end());
     return ATTNRT_WEIGHTS_OK;
+  }
+
+  /// T5's relative_attention_bias is owned by block 0 of each stack and
+  /// shared by the later blocks: for "encoder.block.5.layer.0.SelfAttention."
+  /// it is read from "encoder.block.0.layer.0.SelfAttention.". -1 when not
+  /// there.
+  int sharedTable(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+                  std::vector<float> &data, std::string &source, attnrt_weights &w) {
+    const std::string name = ti.name;
+    if (name != "relative_attention_bias.weight")
+      return -1;
+    size_t at = prefix.find("block.");
+    if (at == std::string::npos)
+      return -1;
+    size_t digits = at + 6, end = digits;
+    while (end < prefix.size() && std::isdigit(static_cast<unsigned char>(prefix[end])))
+      ++end;
+    if (end == digits || end >= prefix.size() || prefix[end] != '.')
+      return -1;
+    const std::string owner = prefix.substr(0, digits) + "0" + prefix.substr(end);
+    for (const TensorRef &r : all)
+      if (r.name == owner + name) {
+        std::vector<int64_t> want = {ti.dims[0], ti.dims[1]};
+        if (int rc = readOne(r, name, want, data, w))
+          return rc;
+        source = r.name;
+        w.notes.push_back(path + ": '" + name + "' shared from '" + r.name +
+                          "' (block 0 owns the stack's table)");
+        return ATTNRT_WEIGHTS_OK;
+      }
+    return -1;
   }
 
   /// The rows of a fused QKV tensor that hold projection `which` ('q',
@@ -294,6 +326,8 @@ struct Loader {
         int rc = assemble(ti, all, under, data, source, w);
         if (rc < 0)
           rc = splitFused(ti, all, under, data, source, w);
+        if (rc < 0)
+          rc = sharedTable(ti, all, data, source, w);
         if (rc > 0)
           return rc;
         if (rc < 0) {

@@ -243,7 +243,8 @@ def score_mods(a):
     with and without each score modifier, 1 thread, min over --procs
     rounds of 5 calls."""
     base = "d_model: 768\nheads: 12\nmask: causal\nweights: separate\n"
-    variants = {"plain": "", "alibi": "alibi: true\n", "softcap": "softcap: 30.0\n"}
+    variants = {"plain": "", "alibi": "alibi: true\n", "softcap": "softcap: 30.0\n",
+                "t5_bias": "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n"}
     libs = {}
     for n, extra in variants.items():
         sp = os.path.join(a.work, f"mods_{n}.yaml")

@@ -154,7 +154,22 @@ FUSED_CASES = [
 ]
 
 
+T5_CONFIG = dict(model_type="t5", d_model=48, d_kv=16, num_heads=4, num_layers=3,
+                 num_decoder_layers=3, relative_attention_num_buckets=32,
+                 relative_attention_max_distance=20)
 NORM_CASES = [
+    # T5: encoder block 2 reads the table block 0 owns; decoder self-attention
+    # with causal buckets (its own table in decoder block 0).
+    dict(name="t5_enc", module="encoder.block.2.layer.0.SelfAttention", config=T5_CONFIG,
+         table_owner="encoder.block.0.layer.0.SelfAttention",
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=16, bias=[], rope=None, causal=False,
+                  t5=(32, 20, True), scale=1.0),
+         names={"q": "q", "k": "k", "v": "v", "o": "o"}),
+    dict(name="t5_dec", module="decoder.block.0.layer.0.SelfAttention", config=T5_CONFIG,
+         table_owner="decoder.block.0.layer.0.SelfAttention",
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=16, bias=[], rope=None,
+                  t5=(32, 20, False), scale=1.0),
+         names={"q": "q", "k": "k", "v": "v", "o": "o"}),
     # gpt-oss: layer 1 is full attention (layer_types), sinks, yarn, biases.
     dict(name="gpt_oss", module="model.layers.1.self_attn",
          config=dict(model_type="gpt_oss", hidden_size=64, num_attention_heads=4,
@@ -264,6 +279,9 @@ def main():
                     tensors[f"{c['module']}.{p}_norm.weight"] = w[f"{p}_norm.weight"]
             if "sinks" in w:
                 tensors[f"{c['module']}.sinks"] = w["sinks"]
+            if "relative_attention_bias.weight" in w:
+                tensors[f"{c['table_owner']}.relative_attention_bias.weight"] = \
+                    w["relative_attention_bias.weight"]
         for p, hf in c.get("names", {}).items():
             for kind in ("weight", "bias"):
                 key = f"{p}_proj.{kind}"

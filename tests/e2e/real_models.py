@@ -9,7 +9,8 @@ Hugging Face transformers (modeling_rope_utils.py and the models'
 attention functions), independently of attnc: ALiBi with BLOOM's and
 MPT's own slope constructions (and Falcon-RW's bias inside the scale),
 Gemma 2's soft-capping, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
-the whole projection), gpt-oss's sinks; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
+function in float32 as torch computes it); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -130,6 +131,27 @@ def mpt_slopes(h, bias_max):
     return slopes
 
 
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    """HF models/t5/modeling_t5.py _relative_position_bucket (float32 log as
+    torch computes it, then truncation)."""
+    rel = np.asarray(rel, dtype=np.int64)
+    buckets = np.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).astype(np.int64) * num_buckets
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    small = rel < max_exact
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = (np.log(rel.astype(np.float32) / np.float32(max_exact))
+             / np.float32(math.log(max_distance / max_exact)) * np.float32(num_buckets - max_exact))
+        large = max_exact + np.where(small, 0, v).astype(np.int64)  # (small: log 0 unused)
+    large = np.minimum(large, num_buckets - 1)
+    return buckets + np.where(small, rel, large)
+
+
 def reference(case, w, x, rope=None, bias=None, mods=True):
     """The block as HF computes it, float64. bias: the projections with a bias."""
     H, Hkv, dh = case["heads"], case["kv_heads"], case["head_dim"]
@@ -169,6 +191,12 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         s = s + mpt_slopes(H, case["bias_max"])[None, :, None, None] * (pos - (T - 1))
     elif alibi == "falcon":  # s = (QK^T + slope * pos_j) / sqrt(dh)
         s = (dot + bloom_slopes(H)[None, :, None, None] * pos[None, None, None, :]) * scale
+    if mods and case.get("t5"):  # T5: table[bucket(j - i), h], no scale (scale 1)
+        nb, md, bi = case["t5"]
+        rel = pos[None, :] - pos[:, None]  # memory - context
+        b = t5_bucket(rel.astype(np.int64), bi, nb, md)
+        table = w["relative_attention_bias.weight"].astype(np.float64)  # [nb, H]
+        s = s + table[b].transpose(2, 0, 1)[None]
     if mods and case.get("softcap"):  # Gemma 2: after the scale, before the mask
         cap = case["softcap"]
         s = cap * np.tanh(s / cap)
@@ -285,6 +313,15 @@ CASES = [
                                              "beta_slow": 1.0, "truncate": False,
                                              "original_max_position_embeddings": 4096}),
          yaml="sinks: true\n"),
+    # T5 encoder: bidirectional buckets (32, max_distance 20 so that T = 60
+    # reaches the logarithmic and the saturated buckets), no scale, no biases.
+    dict(name="t5_enc", d=48, heads=4, kv_heads=4, head_dim=16, bias=[], T=[60], rope=None,
+         causal=False, t5=(32, 20, True), scale=1.0,
+         yaml="scale: 1\nt5_bias:\n  num_buckets: 32\n  max_distance: 20\n"),
+    # T5 decoder self-attention: causal buckets.
+    dict(name="t5_dec", d=48, heads=4, kv_heads=4, head_dim=8, bias=[], T=[45], rope=None,
+         t5=(16, 24, False), scale=1.0,
+         yaml="scale: 1\nt5_bias:\n  num_buckets: 16\n  max_distance: 24\n  bidirectional: false\n"),
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
@@ -311,6 +348,9 @@ def weights_of(c, rng):
             w[f"{p}_proj.bias"] = (0.5 * rng.standard_normal(sh[0])).astype(np.float32)
     if c.get("sinks"):
         w["sinks"] = (1.5 * rng.standard_normal(c["heads"])).astype(np.float32)
+    if c.get("t5"):
+        w["relative_attention_bias.weight"] = rng.standard_normal(
+            (c["t5"][0], c["heads"])).astype(np.float32)
     if c.get("qk_norm"):
         for p, width in (("q", qw), ("k", kvw)):
             n = width if c["qk_norm"] == "projection" else c["head_dim"]
@@ -363,7 +403,8 @@ def main():
             err = np.abs(y - ref)
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
-            scored = c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
+            scored = (c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
+                      or c.get("t5"))
             wrong = (reference(c, w, x, mods=False) if scored
                      else reference(c, w, x, rope=None) if c["rope"] is not None
                      else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))

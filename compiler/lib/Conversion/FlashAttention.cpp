@@ -144,7 +144,7 @@ static double log2Scale(SdpaOp op) {
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
                                           Value o, Value qLens, Value kvLens,
-                                          Value sinks) {
+                                          Value sinks, Value relBias) {
   using attnc::loop;
   using attnc::taskLoop;
   using attnc::validLength;
@@ -226,6 +226,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     SmallVector<Value> slopes;
     for (int64_t g = 0; g < gq; ++g)
       slopes.push_back(mods.slope(c, add(c, h0, g), llvm::numbers::log2e));
+    Value bucketsV = relBias ? mods.buckets(c) : Value();
     SmallVector<SmallVector<Value>> qs;
     for (int64_t g = 0; g < gq; ++g) {
       SmallVector<Value> row = loadRow(c, q, {bi, add(c, h0, g), zero});
@@ -267,6 +268,11 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                 arith::IndexCastOp::create(
                     c1, c1.getI64Type(),
                     arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jj), off)));
+            if (relBias) // T5's bias, before softcap (as the reference)
+              s = arith::AddFOp::create(
+                  c1, s, mods.relBias(c1, relBias, bucketsV, add(c1, h0, g),
+                                      arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jj), off),
+                                      llvm::numbers::log2e));
             s = mods.apply(c1, s, slopes[g], delta, llvm::numbers::log2e);
           }
           memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
@@ -361,7 +367,8 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          TargetAttr t, SdpaOp op, Value q,
                                          Value k, Value v, Value o,
-                                         Value qLens, Value kvLens, Value sinks) {
+                                         Value qLens, Value kvLens, Value sinks,
+                                         Value relBias) {
   auto qt = cast<MemRefType>(q.getType());
   Type f32 = b.getF32Type();
   int64_t D = qt.getDimSize(3);
@@ -371,7 +378,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                           "head_dim and unit innermost stride");
   // One query per (batch, head): the decode kernel.
   if (qt.getDimSize(2) == 1)
-    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks);
+    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias);
   const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
                 kr = t.getAttnKr(), nk = t.getAttnNk();
   const int64_t mv = mq / vl;             // query vectors per task
@@ -497,6 +504,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       lanes.push_back(static_cast<int32_t>(r));
     Value laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, ArrayRef<int32_t>(lanes)));
     Value slopeV = mods.slope(c, h, llvm::numbers::log2e);
+    Value relRow = relBias ? mods.relBiasRow(c, relBias, h, vl, llvm::numbers::log2e) : Value();
     // Query vector m's first query, at key position i0 + off + m*VL (i32).
     SmallVector<Value> qpos0;
     if (mods.any())
@@ -559,6 +567,17 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
               Value qpos = arith::AddIOp::create(
                   c1, vector::BroadcastOp::create(c1, ivt, qpos0[m]), laneIdx);
               Value delta = arith::SIToFPOp::create(c1, vt, arith::SubIOp::create(c1, jv, qpos));
+              if (relRow) { // T5: the contiguous biases of d = i' - j
+                Value jIdx = add(c1, arith::AddIOp::create(c1, j0, jg), jj);
+                Value k0 = arith::AddIOp::create(
+                    c1, arith::SubIOp::create(
+                            c1, arith::IndexCastOp::create(c1, c1.getIndexType(), qpos0[m]), jIdx),
+                    idx(c1, mods.relRange + vl));
+                k0 = arith::MinSIOp::create(
+                    c1, arith::MaxSIOp::create(c1, k0, zero),
+                    idx(c1, 2 * mods.relRange + vl + 1));
+                sc = arith::AddFOp::create(c1, sc, vector::LoadOp::create(c1, vt, relRow, ValueRange{k0}));
+              }
               sc = mods.apply(c1, sc, slopeV, delta, llvm::numbers::log2e);
             }
             vector::StoreOp::create(c1, sc, ST, ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
@@ -749,6 +768,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 // flash kernel walks), max of the scores, sum of their exponentials, then
 // the normalised weights; everything else in the row is zero.
 LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op, Value sinks,
+                                Value relBias,
                                 Value q, Value k, Value p, Value qLens,
                                 Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
@@ -777,6 +797,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
     Value bi = arith::DivUIOp::create(c, task, hq);
     Value h = arith::RemUIOp::create(c, task, hq);
     Value slopeV = mods.slope(c, h, 1.0);
+    Value bucketsV = relBias ? mods.buckets(c) : Value();
     Value hk = arith::DivUIOp::create(c, h, group);
     Value qv = qLens ? validLength(c, qLens, bi, tq) : tq;
     Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
@@ -808,6 +829,9 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
         Value sc = arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
         if (!mods.any())
           return sc;
+        if (relBias)
+          sc = arith::AddFOp::create(
+              c2, sc, mods.relBias(c2, relBias, bucketsV, h, arith::SubIOp::create(c2, j, diag), 1.0));
         Value delta = arith::SIToFPOp::create(
             c2, c2.getF32Type(),
             arith::IndexCastOp::create(c2, c2.getI64Type(),

@@ -300,6 +300,42 @@ Value attnc::ScoreMods::slope(ImplicitLocOpBuilder &c, Value head, double unit) 
   return arith::TruncFOp::create(c, c.getF32Type(), s);
 }
 
+Value attnc::ScoreMods::buckets(ImplicitLocOpBuilder &c) const {
+  SmallVector<double> b(relBuckets.begin(), relBuckets.end());
+  return constantTable(c, b, "__attnc_t5_buckets_");
+}
+
+Value attnc::ScoreMods::relBias(ImplicitLocOpBuilder &c, Value table, Value buckets,
+                                Value head, Value rel, double unit) const {
+  Value lo = arith::ConstantIndexOp::create(c, -relRange);
+  Value hi = arith::ConstantIndexOp::create(c, relRange);
+  Value r = arith::MinSIOp::create(c, arith::MaxSIOp::create(c, rel, lo), hi);
+  Value at = arith::AddIOp::create(c, r, hi);
+  // (the bucket table is a constant f64 global, exact for bucket numbers)
+  Value bucket = arith::FPToSIOp::create(c, c.getI64Type(),
+                                         memref::LoadOp::create(c, buckets, ValueRange{at}));
+  Value bi = arith::IndexCastOp::create(c, c.getIndexType(), bucket);
+  Value v = memref::LoadOp::create(c, table, ValueRange{bi, head});
+  return arith::MulFOp::create(
+      c, v, arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(unit))));
+}
+
+Value attnc::ScoreMods::relBiasRow(ImplicitLocOpBuilder &c, Value table, Value head,
+                                   int64_t vl, double unit) const {
+  const int64_t len = 2 * relRange + 2 * vl + 1, off = relRange + vl;
+  auto row = memref::AllocaOp::create(c, MemRefType::get({len}, c.getF32Type()));
+  Value bt = buckets(c);
+  attnc::loop(c, arith::ConstantIndexOp::create(c, 0), arith::ConstantIndexOp::create(c, len), {},
+              [&](ImplicitLocOpBuilder &c1, Value k, ValueRange) {
+                // d = k - off = i' - j, so rel = j - i' = off - k.
+                Value rel = arith::SubIOp::create(c1, arith::ConstantIndexOp::create(c1, off), k);
+                memref::StoreOp::create(c1, relBias(c1, table, bt, head, rel, unit), row,
+                                        ValueRange{k});
+                return SmallVector<Value>{};
+              });
+  return row;
+}
+
 Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
                               Value delta, double unit) const {
   Type ty = s.getType();

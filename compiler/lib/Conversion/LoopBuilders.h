@@ -72,7 +72,8 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
                                         attn::SdpaOp op, mlir::Value q,
                                         mlir::Value k, mlir::Value v,
                                         mlir::Value o, mlir::Value qLens,
-                                        mlir::Value kvLens, mlir::Value sinks = {});
+                                        mlir::Value kvLens, mlir::Value sinks = {},
+                                        mlir::Value relBias = {});
 
 /// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
 /// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
@@ -80,7 +81,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
 /// p buffer (the caller did not ask) gives no tasks.
 mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
                                attn::TargetAttr target, attn::ProbsOp op,
-                               mlir::Value sinks,
+                               mlir::Value sinks, mlir::Value relBias,
                                mlir::Value q, mlir::Value k, mlir::Value p,
                                mlir::Value qLens, mlir::Value kvLens);
 
@@ -156,7 +157,10 @@ struct ScoreMods {
   std::vector<double> slopes; ///< per query head; empty: no ALiBi
   bool beforeScale = false;
   double scale = 1;
-  bool any() const { return softcap.has_value() || !slopes.empty(); }
+  /// T5: the bucket of rel = j - i' for rel in [-relRange, relRange].
+  std::vector<int32_t> relBuckets;
+  int64_t relRange = 0;
+  bool any() const { return softcap.has_value() || !slopes.empty() || !relBuckets.empty(); }
   template <typename Op> static ScoreMods of(Op op) {
     ScoreMods m;
     if (auto c = op.getSoftcap())
@@ -165,8 +169,27 @@ struct ScoreMods {
       m.slopes.assign(s->begin(), s->end());
     m.beforeScale = op.getAlibiBeforeScale();
     m.scale = op.getScale().convertToDouble();
+    if (auto b = op.getRelBuckets()) {
+      m.relBuckets.assign(b->begin(), b->end());
+      m.relRange = int64_t(b->size() / 2);
+    }
     return m;
   }
+  /// T5's table entry for head `head` (index) and rel = j - i' (index),
+  /// clamped to the table's range, times `unit` (f32 scalar).
+  mlir::Value relBias(mlir::ImplicitLocOpBuilder &c, mlir::Value table, mlir::Value buckets,
+                      mlir::Value head, mlir::Value rel, double unit) const;
+  /// The bucket table (a constant global, f64 entries) for relBias: get it
+  /// where the module is reachable (a task's body, not inside a loop being
+  /// built).
+  mlir::Value buckets(mlir::ImplicitLocOpBuilder &c) const;
+  /// The flash kernel's per-task copy of head `head`'s biases by
+  /// d = i' - j: a stack vector BR of relRange*2 + 2*vl + 1 entries with
+  /// BR[k] = bias(d = k - (relRange + vl)) * unit, so that a query vector's
+  /// biases against key j are the contiguous BR[d0 + relRange + vl ...]
+  /// (clamped: the edges hold the saturated buckets).
+  mlir::Value relBiasRow(mlir::ImplicitLocOpBuilder &c, mlir::Value table, mlir::Value head,
+                         int64_t vl, double unit) const;
   /// Head `head`'s ALiBi slope in score units per key (f32 scalar), or a
   /// null Value without ALiBi: read once per task.
   mlir::Value slope(mlir::ImplicitLocOpBuilder &c, mlir::Value head, double unit) const;

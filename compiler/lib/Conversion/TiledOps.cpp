@@ -61,7 +61,7 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
   bool canTile(Operation *op, PhaseContext &ctx) const {
     // The CUDA kernels do not apply the score modifiers yet.
     auto s = cast<SdpaOp>(op);
-    return !isCuda(ctx) || (!attnc::ScoreMods::of(s).any() && !s.getSinks());
+    return !isCuda(ctx) || (!attnc::ScoreMods::of(s).any() && !s.getSinks() && !s.getRelBias());
   }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
@@ -74,7 +74,8 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
                                       optional(ctx, s.getKvLens()),
-                                      optional(ctx, s.getSinks()));
+                                      optional(ctx, s.getSinks()),
+                                      optional(ctx, s.getRelBias()));
   }
 };
 
@@ -83,6 +84,7 @@ struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
     return attnc::buildProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+                             optional(ctx, p.getRelBias()),
                              ctx.buffer(p.getQuery()),
                              ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
                              optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));

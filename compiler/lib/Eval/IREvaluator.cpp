@@ -489,6 +489,17 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         return sinks ? fail(op, "sinks " + shapeStr(sinks->shape) + " do not fit the query heads")
                      : false;
       mods.sinks = sinks ? sinks->data.data() : nullptr;
+      Value relV = sdpa ? sdpa.getRelBias() : pr.getRelBias();
+      const Tensor *rel = relV ? tensorOf(relV) : nullptr;
+      std::optional<ArrayRef<int32_t>> buckets = sdpa ? sdpa.getRelBuckets() : pr.getRelBuckets();
+      if (relV && (!rel || !buckets || rel->shape.size() != 2 || rel->shape[1] != q->shape[1]))
+        return rel ? fail(op, "rel_bias " + shapeStr(rel->shape) + " does not fit") : false;
+      if (rel) {
+        mods.relBias = rel->data.data();
+        mods.relBuckets = buckets->data();
+        mods.relRange = int64_t(buckets->size() / 2);
+        mods.hq = q->shape[1];
+      }
       if (o.numel() > 0 && k->numel() > 0)
         attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
                             o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,

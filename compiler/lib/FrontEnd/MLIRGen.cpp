@@ -101,6 +101,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       argTypes.push_back(RankedTensorType::get({spec.heads}, f32));
       argNames.push_back("ss");
     }
+    if (spec.t5Buckets) { // T5's table [buckets, heads]
+      argTypes.push_back(RankedTensorType::get({spec.t5Buckets, spec.heads}, f32));
+      argNames.push_back("rb");
+    }
     Type xType = argTypes[0];
     auto rowsOf = [&](int64_t w) -> Type {
       auto t = cast<RankedTensorType>(xType);
@@ -166,7 +170,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     // arguments (after W_O's).
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {
       Location normLoc = locOf("qk_norm", "qk_norm");
-      unsigned nq = argNames.size() - 2 - (spec.sinks ? 1 : 0);
+      unsigned nq = argNames.size() - 2 - (spec.sinks ? 1 : 0) - (spec.t5Buckets ? 1 : 0);
       auto norm = [&](Value t, unsigned arg) -> Value {
         return RmsNormOp::create(b, normLoc, t.getType(), t, entry->getArgument(arg),
                                  b.getF64FloatAttr(spec.qkNormEps),
@@ -228,7 +232,9 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     auto sdpa = SdpaOp::create(
         b, locOf("mask", "sdpa"), headsOf(spec.heads), qh, keys, values, kvLens,
         /*q_lens=*/padding ? input("lengths") : Value(),
-        /*sinks=*/spec.sinks ? entry->getArgument(argNames.size() - 1) : Value(),
+        /*sinks=*/spec.sinks ? entry->getArgument(argNames.size() - 1 - (spec.t5Buckets ? 1 : 0))
+                             : Value(),
+        /*rel_bias=*/spec.t5Buckets ? entry->getArgument(argNames.size() - 1) : Value(),
         MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
         CausalAlignAttr::get(&ctx, align),
         spec.mask == attnc::MaskKind::SlidingWindow ? b.getI64IntegerAttr(spec.window)
@@ -236,15 +242,19 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd),
         spec.softcap ? b.getF64FloatAttr(*spec.softcap) : FloatAttr(),
         spec.alibi ? b.getDenseF64ArrayAttr(attnc::alibiSlopes(spec)) : DenseF64ArrayAttr(),
-        b.getBoolAttr(spec.alibiBeforeScale));
+        b.getBoolAttr(spec.alibiBeforeScale),
+        spec.t5Buckets ? b.getDenseI32ArrayAttr(attnc::t5BucketTable(
+                             spec.t5Buckets, spec.t5MaxDistance, spec.t5Bidirectional))
+                       : DenseI32ArrayAttr());
     SmallVector<Value> results;
     if (wantProbs)
       results.push_back(ProbsOp::create(
           b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
-          sdpa.getKvLens(), sdpa.getQLens(), sdpa.getSinks(), sdpa.getMaskAttr(),
+          sdpa.getKvLens(), sdpa.getQLens(), sdpa.getSinks(), sdpa.getRelBias(),
+          sdpa.getMaskAttr(),
           sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr(),
           sdpa.getSoftcapAttr(), sdpa.getAlibiSlopesAttr(),
-          sdpa.getAlibiBeforeScaleAttr()));
+          sdpa.getAlibiBeforeScaleAttr(), sdpa.getRelBucketsAttr()));
     Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), rowsOf(qw),
                                         sdpa.getResult());
     Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;

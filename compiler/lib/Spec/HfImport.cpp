@@ -177,12 +177,11 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
-                              "qwen3", "olmo2", "gemma3", "gemma3_text", "gpt_oss"};
+                              "qwen3", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
+                              "t5", "mt5"};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
-    {"t5", "T5's bucketed relative position bias"},
-    {"mt5", "T5's bucketed relative position bias"},
 };
 
 std::string knownList() {
@@ -299,7 +298,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" || mt == "bloom" ||
                                             mt == "gpt_bigcode"
                                         ? "n_layer"
-                                    : mt == "mpt" ? "n_layers"
+                                    : mt == "mpt" || mt == "t5" || mt == "mt5" ? "num_layers"
                                     : (mt == "bart" || mt == "mbart" || mt == "whisper")
                                         ? "encoder_layers"
                                         : "num_hidden_layers",
@@ -396,6 +395,28 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     else
       y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
                     c.root["rope_scaling"]);
+  } else if (mt == "t5" || mt == "mt5") {
+    // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),
+    // decoder.block.N.layer.0.SelfAttention (causal buckets),
+    // decoder.block.N.layer.1.EncDecAttention (cross, no table). No scale,
+    // no biases; head_dim is d_kv.
+    expectAfter({"layer.0.SelfAttention", "layer.1.EncDecAttention"});
+    const bool decoder = m.before.find("decoder") != std::string::npos;
+    const bool cross = m.after == "layer.1.EncDecAttention";
+    if (cross && !decoder)
+      throw ImportError{fmt::format("attnc: error: --module {}: only decoder blocks have "
+                                    "EncDecAttention", path)};
+    y += fmt::format("d_model: {}\nheads: {}\nhead_dim: {}\nweights: separate\nbias: false\n"
+                     "scale: 1\n", c.integer("d_model"), c.integer("num_heads"),
+                     c.integer("d_kv"));
+    y += decoder && !cross ? "mask: causal\n" : "mask: none\n";
+    if (cross)
+      y += "cross_attention: true\n";
+    else
+      y += fmt::format("t5_bias:\n  num_buckets: {}\n  max_distance: {}\n  bidirectional: {}\n",
+                       c.integer("relative_attention_num_buckets", 32),
+                       c.integer("relative_attention_max_distance", 128),
+                       decoder ? "false" : "true");
   } else if (mt == "phi3") {
     // Fused qkv_proj [q | k | v] (cut by the weights loader), no biases,
     // longrope, a sliding window on every layer.

@@ -139,6 +139,9 @@ std::string canonicalString(const Spec &s) {
     out += fmt::format("softcap={:a}\n", *s.softcap);
   if (s.sinks)
     out += "sinks=true\n";
+  if (s.t5Buckets)
+    out += fmt::format("t5_bias={} {} {}\n", s.t5Buckets, s.t5MaxDistance,
+                       s.t5Bidirectional);
   if (s.qkNorm != Spec::QkNorm::None)
     out += fmt::format("qk_norm={} eps={:a} offset={:a}\n",
                        s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
@@ -223,6 +226,10 @@ std::string printSpec(const Spec &s) {
       out += fmt::format("softcap: {}\n", *s.softcap);
     if (s.sinks)
       out += "sinks: true\n";
+    if (s.t5Buckets)
+      out += fmt::format("t5_bias:\n  num_buckets: {}\n  max_distance: {}\n  "
+                         "bidirectional: {}\n",
+                         s.t5Buckets, s.t5MaxDistance, s.t5Bidirectional);
     if (s.qkNorm != Spec::QkNorm::None)
       out += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                          s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
@@ -343,6 +350,32 @@ RopeTables ropeTables(const Spec &s) {
                   : std::sqrt(1 + std::log(sc) / std::log(double(r.originalMaxPos)));
   }
   return t;
+}
+
+std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
+                                   bool bidirectional) {
+  std::vector<int32_t> out;
+  for (int64_t rel = -maxDistance; rel <= maxDistance; ++rel) {
+    int64_t nb = buckets, bucket = 0, a;
+    if (bidirectional) {
+      nb /= 2;
+      bucket += rel > 0 ? nb : 0;
+      a = rel < 0 ? -rel : rel;
+    } else {
+      a = rel < 0 ? -rel : 0;
+    }
+    const int64_t maxExact = nb / 2;
+    if (a < maxExact) {
+      bucket += a;
+    } else {
+      float v = std::log(float(a) / float(maxExact)) /
+                float(std::log(double(maxDistance) / double(maxExact))) *
+                float(nb - maxExact);
+      bucket += std::min<int64_t>(maxExact + int64_t(v), nb - 1);
+    }
+    out.push_back(int32_t(bucket));
+  }
+  return out;
 }
 
 std::vector<double> alibiSlopes(const Spec &s) {

@@ -69,7 +69,9 @@ constexpr SizeLimit kSizeLimits[] = {
     {"max_seq_len", int64_t(1) << 24}, {"window", int64_t(1) << 24},
     {"rope.rotary_dim", int64_t(1) << 10},
     {"rope.scaling.original_max_position_embeddings", int64_t(1) << 24},
-    {"rope.scaling.max_position_embeddings", int64_t(1) << 24}};
+    {"rope.scaling.max_position_embeddings", int64_t(1) << 24},
+    {"t5_bias.num_buckets", int64_t(1) << 10},
+    {"t5_bias.max_distance", int64_t(1) << 16}};
 
 /// The largest accepted value of the size key `key`.
 int64_t maxSizeOf(const std::string &key) {
@@ -86,7 +88,7 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks"};
+    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks", "t5_bias"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -676,6 +678,26 @@ private:
       setQkNorm(v);
     } else if (key == "sinks") {
       spec.sinks = getBool(key, v);
+    } else if (key == "t5_bias") {
+      auto m = nestedMap("t5_bias", v, {"num_buckets", "max_distance", "bidirectional"});
+      spec.t5Buckets = 32;
+      for (auto &[k, node] : m) {
+        if (k == "num_buckets")
+          spec.t5Buckets = getSize("t5_bias.num_buckets", *node);
+        else if (k == "max_distance")
+          spec.t5MaxDistance = getSize("t5_bias.max_distance", *node);
+        else
+          spec.t5Bidirectional = getBool("t5_bias.bidirectional", *node);
+      }
+      if (spec.t5Buckets < (spec.t5Bidirectional ? 4 : 2))
+        fail("t5_bias.num_buckets",
+             fmt::format("expected at least {} buckets, found {}",
+                         spec.t5Bidirectional ? 4 : 2, spec.t5Buckets));
+      if (spec.t5MaxDistance <= spec.t5Buckets / (spec.t5Bidirectional ? 4 : 2))
+        fail("t5_bias.max_distance",
+             fmt::format("expected more than the exact range ({}), found {}",
+                         spec.t5Buckets / (spec.t5Bidirectional ? 4 : 2),
+                         spec.t5MaxDistance));
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -1048,6 +1070,11 @@ private:
     }
     if (!s.outProj && (s.biasMask & BiasO))
       s.biasMask &= ~unsigned(BiasO); // no W_O, so no o bias either
+    if (s.t5Buckets && s.weights != WeightLayout::Separate)
+      fail("t5_bias", fmt::format("expected weights: separate with t5_bias (the "
+                                  "relative_attention_bias table sits beside "
+                                  "q_proj), found weights: {}",
+                                  toString(s.weights)));
     if (s.sinks && s.weights != WeightLayout::Separate)
       fail("sinks", fmt::format("expected weights: separate with sinks (the "
                                 "'sinks' tensor sits beside q_proj), found "

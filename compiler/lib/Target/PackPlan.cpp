@@ -31,6 +31,9 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
                                               : ATTNC_QK_NORM_PROJECTION;
   p.qkNormEps = s.qkNormEps;
   p.sinks = s.sinks;
+  p.t5Buckets = s.t5Buckets;
+  p.t5MaxDistance = s.t5MaxDistance;
+  p.t5Bidirectional = s.t5Bidirectional;
   p.qkNormOffset = s.qkNormOffset;
   p.alibiSlopes = alibiSlopes(s);
   p.alibiBeforeScale = s.alibiBeforeScale;
@@ -71,8 +74,22 @@ std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
 
 bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {
   if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n' &&
-                           role != "ss"))
+                           role != "ss" && role != "rb"))
     return false;
+  if (role == "rb") { // T5's relative_attention_bias [buckets, heads], plain
+    if (!spec.t5Buckets)
+      return false;
+    auto tensors = storageTensors(spec);
+    out = RoleSource();
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].name == "relative_attention_bias.weight")
+        out.tensor = static_cast<int>(i);
+    if (out.tensor < 0)
+      return false;
+    out.rows = spec.t5Buckets;
+    out.cols = spec.heads;
+    return true;
+  }
   char which = role[1];
   if (role == "ss") { // the sinks [heads]
     if (!spec.sinks)
@@ -168,7 +185,7 @@ ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
   std::vector<attnrt::TensorShape> tensors = storageTensors(spec);
   std::vector<std::vector<NamedAttribute>> roles(tensors.size());
   std::vector<bool> transposed(tensors.size(), false);
-  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss"}) {
+  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss", "rb"}) {
     RoleSource src;
     if (!sourceOf(spec, role, src))
       continue;
@@ -211,7 +228,7 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       StringRef role = r.getName().getValue();
       auto rect = dyn_cast<DenseI64ArrayAttr>(r.getValue());
       bool known = llvm::is_contained(
-          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss"}, role);
+          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss", "rb"}, role);
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role

@@ -97,6 +97,11 @@ struct Spec {
   double qkNormEps = 1e-6;
   double qkNormOffset = 0;
   bool sinks = false; ///< gpt-oss: a learned logit per head in the softmax
+  /// T5's bucketed relative position bias (0 buckets: none): the table
+  /// relative_attention_bias.weight [buckets, heads] indexed by the bucket
+  /// of j - i.
+  int64_t t5Buckets = 0, t5MaxDistance = 128;
+  bool t5Bidirectional = true;
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded
@@ -180,6 +185,12 @@ struct HfSpec {
 };
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
                   const std::vector<std::string> &sets);
+
+/// T5's bucket (HF _relative_position_bucket, in float32 as torch computes
+/// it) of rel = j - i for rel in [-maxDistance, maxDistance] (entry
+/// rel + maxDistance); every |rel| >= maxDistance has the edge bucket.
+std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
+                                   bool bidirectional);
 
 /// Returns "" when this version of attnc can lower `spec`, otherwise one
 /// located error for the first feature that parses and validates but cannot

@@ -275,6 +275,21 @@ static LogicalResult verifyScoreMods(Op op, int64_t hq) {
   } else if (op.getAlibiBeforeScale()) {
     return op.emitOpError("alibi_before_scale needs alibi_slopes");
   }
+  if (Value rb = op.getRelBias()) {
+    auto rt = cast<RankedTensorType>(rb.getType());
+    auto buckets = op.getRelBuckets();
+    if (!buckets || buckets->size() % 2 != 1)
+      return op.emitOpError("rel_bias needs rel_buckets with an odd count (2R + 1)");
+    if (rt.getRank() != 2 || rt.isDynamicDim(0) ||
+        (!ShapedType::isDynamic(hq) && !rt.isDynamicDim(1) && rt.getDimSize(1) != hq))
+      return op.emitOpError("rel_bias ") << rt << " must be [buckets, query heads]";
+    for (int32_t bkt : *buckets)
+      if (bkt < 0 || bkt >= rt.getDimSize(0))
+        return op.emitOpError("rel_buckets entry ") << bkt << " is outside the table's "
+                                                    << rt.getDimSize(0) << " buckets";
+  } else if (op.getRelBuckets()) {
+    return op.emitOpError("rel_buckets needs a rel_bias table");
+  }
   if (Value sk = op.getSinks()) {
     auto st = cast<RankedTensorType>(sk.getType());
     if (st.getRank() != 1 || (!ShapedType::isDynamic(hq) && !st.isDynamicDim(0) &&

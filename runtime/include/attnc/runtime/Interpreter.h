@@ -62,6 +62,10 @@ void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads,
              int64_t seq, int64_t d, double eps, double offset, bool acrossHeads);
 
+/// T5's bucket of rel = j - i (HF _relative_position_bucket, float32 as
+/// torch computes it).
+int32_t t5Bucket(int64_t rel, int64_t buckets, int64_t maxDistance, bool bidirectional);
+
 /// How a score changes before the mask (abi.h, ATTNC_FEATURE_SCORE_MODS):
 /// the reference's one description, used by sdpa and the error bound.
 struct ScoreMods {
@@ -72,7 +76,13 @@ struct ScoreMods {
   /// softmax denominator, with no value (not a score modifier: any() does
   /// not count it).
   const double *sinks = nullptr;
-  bool any() const { return softcap > 0 || slopes; }
+  /// T5: rel_bias [buckets, Hq] (row-major) and the bucket of rel = j - i'
+  /// for rel in [-relRange, relRange] (the edges beyond): added after the
+  /// scale, before softcap.
+  const double *relBias = nullptr;
+  const int32_t *relBuckets = nullptr;
+  int64_t relRange = 0, hq = 0;
+  bool any() const { return softcap > 0 || slopes || relBias; }
   /// The score of query head h for q.k = dot, key j, query at key position
   /// qpos, with the softmax scale.
   double apply(double dot, double scale, int64_t h, int64_t qpos, int64_t j) const {
@@ -80,6 +90,11 @@ struct ScoreMods {
     if (slopes)
       s = beforeScale ? (dot + slopes[h] * double(j - qpos)) * scale
                       : s + slopes[h] * double(j - qpos);
+    if (relBias) {
+      int64_t rel = j - qpos;
+      rel = rel < -relRange ? -relRange : rel > relRange ? relRange : rel;
+      s += relBias[relBuckets[rel + relRange] * hq + h];
+    }
     if (softcap > 0)
       s = softcap * std::tanh(s / softcap);
     return s;
@@ -125,6 +140,9 @@ struct BlockParams {
   uint32_t qkNorm = ATTNC_QK_NORM_NONE;
   /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].
   bool sinks = false;
+  /// T5's relative bias (abi.h t5_*): "relative_attention_bias.weight".
+  int64_t t5Buckets = 0, t5MaxDistance = 0;
+  bool t5Bidirectional = false;
   double qkNormEps = 0, qkNormOffset = 0;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;

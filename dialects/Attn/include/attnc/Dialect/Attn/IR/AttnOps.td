@@ -153,7 +153,10 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     softmax. Then with `softcap` (Gemma 2), `s = softcap * tanh(s /
     softcap)`. The optional `sinks` ([Hq] f32, gpt-oss) adds one term
     `exp(sinks[h])` to each row's softmax denominator, with no value: rows
-    then sum to less than 1.
+    then sum to less than 1. The optional `rel_bias` ([buckets, Hq], T5)
+    with `rel_buckets` (2R+1 buckets of rel = j - i' for rel in [-R, R],
+    the edge buckets beyond) adds `rel_bias[bucket(j - i'), h]` to the score
+    after the scale.
 
     Example:
     ```mlir
@@ -167,6 +170,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
                        Optional<RankedTensorOf<[F32]>>:$sinks,
+                       Optional<RankedTensorOf<[F32]>>:$rel_bias,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -176,12 +180,14 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                          "::attnc::attn::HeadLayout::bhtd">:$layout,
                        OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale);
+                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale,
+                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`rel_bias` `(` $rel_bias^ `:` type($rel_bias) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -209,6 +215,7 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
                        Optional<RankedTensorOf<[F32]>>:$sinks,
+                       Optional<RankedTensorOf<[F32]>>:$rel_bias,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -216,12 +223,14 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
-                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale);
+                       DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale,
+                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`rel_bias` `(` $rel_bias^ `:` type($rel_bias) `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($result)
   }];
   let hasVerifier = 1;
