@@ -8,7 +8,9 @@
 # torch/NumPy decode steps, build/bench/decode.csv). Takes 10-20 minutes
 # on a 2-core machine; extra arguments go to bench_block.py (e.g. --seq
 # 128 512 --threads 1 for a quick look). BENCH_DECODE=0 skips the decode
-# row, BENCH_BLOCK=0 the block table.
+# row, BENCH_BLOCK=0 the block table. Then the Llama-shaped block with RoPE
+# against a torch block with the same RoPE, the RoPE phase's share and the
+# score modifiers' cost (tests/bench/bench_llama.py; BENCH_LLAMA=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -35,4 +37,8 @@ if [ "${BENCH_DECODE:-1}" != 0 ]; then
   /usr/bin/python3 tests/bench/bench_decode.py --attnc-run build/tools/attnc-run \
     --lib "$out/libgpt2_decode_attn.so" --read-bw "$out/read_bw" --threads 1 2 \
     --csv "$out/decode.csv"
+fi
+if [ "${BENCH_LLAMA:-1}" != 0 ]; then
+  /usr/bin/python3 tests/bench/bench_llama.py --attnc build/tools/attnc \
+    --attnc-run build/tools/attnc-run --work "$out/llama"
 fi
