@@ -351,17 +351,30 @@ std::vector<int32_t> t5Buckets(const BlockParams &p) {
   return b;
 }
 
-/// The sinks of a block as the naive kernels take them: the "sinks" weight
-/// [heads] from the storage tensors, or empty.
-std::vector<double> sinksOf(const BlockParams &p, const std::vector<const float *> &weights) {
-  if (!p.sinks)
-    return {};
-  std::vector<TensorShape> t = storageTensors(p);
-  for (size_t i = 0; i < t.size() && i < weights.size(); ++i)
-    if (t[i].name == "sinks")
-      return std::vector<double>(weights[i], weights[i] + p.heads);
-  return {};
-}
+/// A block's score modifiers, sinks and T5 table as the naive kernels take
+/// them (naive::ScoreMods points into the tables this owns).
+struct BlockMods {
+  std::vector<double> sinks, relTable;
+  std::vector<int32_t> buckets;
+  naive::ScoreMods mods;
+  BlockMods(const BlockParams &p, const std::vector<const float *> &weights) {
+    mods = scoreModsOf(p);
+    if (p.sinks)
+      sinks = tensorOf(p, weights, "sinks", p.heads);
+    mods.sinks = sinks.empty() ? nullptr : sinks.data();
+    if (p.t5Buckets)
+      relTable = tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads);
+    buckets = t5Buckets(p);
+    if (!relTable.empty()) {
+      mods.relBias = relTable.data();
+      mods.relBuckets = buckets.data();
+      mods.relRange = p.t5MaxDistance;
+      mods.hq = p.heads;
+    }
+  }
+  BlockMods(const BlockMods &) = delete;
+  BlockMods &operator=(const BlockMods &) = delete;
+};
 
 std::vector<TensorShape> storageTensors(const BlockParams &p) {
   const int64_t d = p.dModel;
@@ -716,19 +729,8 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
-  const std::vector<double> sinks = sinksOf(p, weights);
-  naive::ScoreMods mods = scoreModsOf(p);
-  mods.sinks = sinks.empty() ? nullptr : sinks.data();
-  const std::vector<double> relTable =
-      p.t5Buckets ? tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads)
-                  : std::vector<double>();
-  const std::vector<int32_t> buckets = t5Buckets(p);
-  if (!relTable.empty()) {
-    mods.relBias = relTable.data();
-    mods.relBuckets = buckets.data();
-    mods.relRange = p.t5MaxDistance;
-    mods.hq = p.heads;
-  }
+  const BlockMods blockMods(p, weights);
+  const naive::ScoreMods &mods = blockMods.mods;
   naive::sdpaT<T>(qh.data(), kh.data(), vh.data(), oh.data(), batch, p.heads,
                   p.kvHeads, seqLen, kvSeq, p.headDim, scale, p.mask,
                   p.topLeft, p.window, run.q(), run.kv(),
@@ -1281,19 +1283,8 @@ Reference referenceWithBound(const BlockParams &p,
   }
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
   const double perRow = double(kvSeq) * p.headDim;
-  const std::vector<double> sinks = sinksOf(p, weights);
-  naive::ScoreMods mods = scoreModsOf(p);
-  mods.sinks = sinks.empty() ? nullptr : sinks.data();
-  const std::vector<double> relTable =
-      p.t5Buckets ? tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads)
-                  : std::vector<double>();
-  const std::vector<int32_t> buckets = t5Buckets(p);
-  if (!relTable.empty()) {
-    mods.relBias = relTable.data();
-    mods.relBuckets = buckets.data();
-    mods.relRange = p.t5MaxDistance;
-    mods.hq = p.heads;
-  }
+  const BlockMods blockMods(p, weights);
+  const naive::ScoreMods &mods = blockMods.mods;
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,

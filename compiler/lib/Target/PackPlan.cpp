@@ -76,53 +76,39 @@ bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out)
   if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n' &&
                            role != "ss" && role != "rb"))
     return false;
-  if (role == "rb") { // T5's relative_attention_bias [buckets, heads], plain
-    if (!spec.t5Buckets)
+  // Plain tensors (not projection weights): one storage tensor each, read
+  // whole. QK-norm weights and sinks are vectors, T5's table a matrix.
+  struct Plain {
+    const char *role, *name;
+    bool present, vector;
+    int64_t rows, cols;
+  };
+  const bool normAll = spec.qkNorm == Spec::QkNorm::Projection;
+  const bool norm = spec.qkNorm != Spec::QkNorm::None;
+  const Plain plain[] = {
+      {"nq", "q_norm.weight", norm, true, 1, normAll ? spec.qWidth() : spec.headDim},
+      {"nk", "k_norm.weight", norm, true, 1, normAll ? spec.kvWidth() : spec.headDim},
+      {"ss", "sinks", spec.sinks, true, 1, spec.heads},
+      {"rb", "relative_attention_bias.weight", spec.t5Buckets > 0, false, spec.t5Buckets,
+       spec.heads}};
+  for (const Plain &pl : plain) {
+    if (role != pl.role)
+      continue;
+    if (!pl.present)
       return false;
     auto tensors = storageTensors(spec);
     out = RoleSource();
     for (size_t i = 0; i < tensors.size(); ++i)
-      if (tensors[i].name == "relative_attention_bias.weight")
+      if (tensors[i].name == pl.name)
         out.tensor = static_cast<int>(i);
-    if (out.tensor < 0)
-      return false;
-    out.rows = spec.t5Buckets;
-    out.cols = spec.heads;
-    return true;
+    out.isBias = pl.vector; // a vector: role(n) = T[n]
+    out.rows = pl.rows;
+    out.cols = pl.cols;
+    return out.tensor >= 0;
   }
+  if (role[0] == 'n')
+    return false;
   char which = role[1];
-  if (role == "ss") { // the sinks [heads]
-    if (!spec.sinks)
-      return false;
-    auto tensors = storageTensors(spec);
-    out = RoleSource();
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (tensors[i].name == "sinks")
-        out.tensor = static_cast<int>(i);
-    if (out.tensor < 0)
-      return false;
-    out.isBias = true;
-    out.rows = 1;
-    out.cols = spec.heads;
-    return true;
-  }
-  if (role[0] == 'n') { // QK-norm weights: q_norm.weight, k_norm.weight
-    if (spec.qkNorm == Spec::QkNorm::None || (which != 'q' && which != 'k'))
-      return false;
-    const bool all = spec.qkNorm == Spec::QkNorm::Projection;
-    const std::string name = std::string(1, which) + "_norm.weight";
-    auto tensors = storageTensors(spec);
-    out = RoleSource();
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (tensors[i].name == name)
-        out.tensor = static_cast<int>(i);
-    if (out.tensor < 0)
-      return false;
-    out.isBias = true; // a vector: role(n) = T[n]
-    out.rows = 1;
-    out.cols = all ? (which == 'q' ? spec.qWidth() : spec.kvWidth()) : spec.headDim;
-    return true;
-  }
   bool isBias = role[0] == 'b';
   if (isBias && !spec.hasBias(which))
     return false;
