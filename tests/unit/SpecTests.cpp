@@ -408,7 +408,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
         "t.yaml:4:1: error: unknown key 'frobnicate': expected one of name, "
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
         "bias, out_proj, scale, weights, max_seq_len, dtype, outputs, "
-        "decode, cross_attention, rope, alibi, softcap, qk_norm, sinks");
+        "decode, cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
         std::string::npos);
 }
@@ -715,7 +715,7 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
         "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
         "out_proj, scale, weights, max_seq_len, dtype, outputs, decode, "
-        "cross_attention, rope, alibi, softcap, qk_norm, sinks");
+        "cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias");
 }
 
 TEST_CASE("found values are escaped and truncated", "[spec][error]") {
