@@ -21,12 +21,12 @@
 
 namespace attnc::tools {
 
-/// Parses and validates a spec, printing the one located error on stderr.
-/// Also rejects features this version cannot lower yet.
-inline std::optional<Spec> loadSpec(const std::string &path) {
-  SpecResult r = parseSpecFile(path);
+/// A parsed spec, or its one located error printed on stderr (with `note`
+/// after it when not empty); also rejects features this version cannot
+/// lower yet.
+inline std::optional<Spec> checkedSpec(SpecResult r, const std::string &note = "") {
   if (!r) {
-    llvm::errs() << r.error << "\n";
+    llvm::errs() << r.error << "\n" << note;
     return std::nullopt;
   }
   std::string unsupported = unsupportedFeature(*r.spec);
@@ -35,6 +35,11 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
     return std::nullopt;
   }
   return r.spec;
+}
+
+/// Parses and validates a spec file (checkedSpec).
+inline std::optional<Spec> loadSpec(const std::string &path) {
+  return checkedSpec(parseSpecFile(path));
 }
 
 /// The spec of `attnc --hf DIR --module PATH [--layer N] [--set K=V]...`:
@@ -64,19 +69,8 @@ inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string 
                          ? emitSpec
                          : dir + "/config.json[" + hf.weightsPrefix.substr(
                                                        0, hf.weightsPrefix.size() - 1) + "]";
-  SpecResult r = parseSpecString(hf.yaml, name);
-  if (!r) {
-    llvm::errs() << r.error << "\n";
-    if (emitSpec.empty())
-      llvm::errs() << "attnc: note: the derived spec was:\n" << hf.yaml;
-    return std::nullopt;
-  }
-  std::string unsupported = unsupportedFeature(*r.spec);
-  if (!unsupported.empty()) {
-    llvm::errs() << unsupported << "\n";
-    return std::nullopt;
-  }
-  return r.spec;
+  return checkedSpec(parseSpecString(hf.yaml, name),
+                     emitSpec.empty() ? "attnc: note: the derived spec was:\n" + hf.yaml : "");
 }
 
 /// Prints MLIR diagnostics as `FILE:LINE:COL: error: message`, using the
