@@ -611,7 +611,9 @@ private:
     return *n;
   }
 
-  bool getBool(const std::string &key, const YNode &v) {
+  /// The boolean a plain scalar spells (true/True/TRUE, false/...), or
+  /// nullopt.
+  static std::optional<bool> boolValue(const YNode &v) {
     if (isPlain(v)) {
       const std::string &s = v.value;
       if (s == "true" || s == "True" || s == "TRUE")
@@ -619,6 +621,12 @@ private:
       if (s == "false" || s == "False" || s == "FALSE")
         return false;
     }
+    return std::nullopt;
+  }
+
+  bool getBool(const std::string &key, const YNode &v) {
+    if (std::optional<bool> b = boolValue(v))
+      return *b;
     fail(key, fmt::format("expected true or false, found {}", describe(v)));
   }
 
@@ -728,13 +736,12 @@ private:
   /// that carry a bias: Qwen2 is [q, k, v], Whisper [q, v, o]).
   void setBias(const YNode &v) {
     if (v.kind != YNode::Seq) {
-      if (!isPlain(v) || (v.value != "true" && v.value != "True" &&
-                          v.value != "TRUE" && v.value != "false" &&
-                          v.value != "False" && v.value != "FALSE"))
+      std::optional<bool> b = boolValue(v);
+      if (!b)
         fail("bias", fmt::format("expected true, false or a list of "
                                  "projections such as [q, k, v], found {}",
                                  describe(v)));
-      spec.biasMask = getBool("bias", v) ? kAllBiases : 0u;
+      spec.biasMask = *b ? kAllBiases : 0u;
       return;
     }
     unsigned mask = 0;
@@ -833,13 +840,12 @@ private:
   /// alibi: true | false | {bias_max: 8, before_scale: false}.
   void setAlibi(const YNode &v) {
     if (v.kind != YNode::Map) {
-      if (!isPlain(v) || (v.value != "true" && v.value != "True" &&
-                          v.value != "TRUE" && v.value != "false" &&
-                          v.value != "False" && v.value != "FALSE"))
+      std::optional<bool> b = boolValue(v);
+      if (!b)
         fail("alibi", fmt::format("expected true, false or a mapping with "
                                   "bias_max and before_scale, found {}",
                                   describe(v)));
-      spec.alibi = getBool("alibi", v);
+      spec.alibi = *b;
       return;
     }
     spec.alibi = true;
