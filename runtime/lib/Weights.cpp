@@ -194,7 +194,7 @@ struct Loader {
   /// MQA) or Falcon-40B's groups [Hkv, G + 2, dh]. Empty when unknown.
   std::vector<int64_t> fusedRows(char which, std::string &layout) {
     const int64_t h = info.heads, hkv = info.kv_heads, dh = info.head_dim;
-    std::string config = configJson();
+    const std::string &config = configJson();
     auto has = [&](const char *k) { return config.find(k) != std::string::npos; };
     auto model = [&](const char *m) {
       return has((std::string("\"model_type\": \"") + m + "\"").c_str()) ||
@@ -391,12 +391,12 @@ struct Loader {
                             "checkpoint's (add a rope: key to the spec)");
           break;
         }
-      std::string config = configJson();
+      const std::string &cfg = configJson();
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
                               "\"rope_parameters\""})
-        if (config.find(key) != std::string::npos) {
+        if (cfg.find(key) != std::string::npos) {
           w.notes.push_back("warning: " + configPath() + " has " + key +
                             " (a rotary embedding), but this kernel has no "
                             "rope: its output is not the checkpoint's (add "
@@ -433,18 +433,23 @@ struct Loader {
     return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) +
            "/config.json";
   }
-  std::string configJson() const {
+  /// config.json's text, read once per load ("" when there is none).
+  const std::string &configJson() {
+    if (configRead)
+      return config;
+    configRead = true;
     std::FILE *f = std::fopen(configPath().c_str(), "rb");
     if (!f)
-      return "";
-    std::string text;
+      return config;
     char buf[4096];
     size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (size_t(1) << 22))
-      text.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && config.size() < (size_t(1) << 22))
+      config.append(buf, n);
     std::fclose(f);
-    return text;
+    return config;
   }
+  std::string config;
+  bool configRead = false;
 };
 
 void copyError(const std::string &msg, char *err, size_t size) {
@@ -486,7 +491,7 @@ int attnrt_weights_open(const char *path, const char *prefix,
   }
   try {
     auto *w = new attnrt_weights();
-    Loader l{path, prefix ? prefix : "", *info, {}};
+    Loader l{path, prefix ? prefix : "", *info, {}, {}, false};
     int rc = l.load(*w);
     if (rc != ATTNRT_WEIGHTS_OK) {
       delete w;
