@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Heatmap.h"
+#include "attnc/runtime/Files.h"
 
 #include <zlib.h>
 
@@ -366,15 +367,14 @@ bool writeHeatmapSvg(const std::string &path, const float *probs,
     message = path + ": cannot draw a heatmap of this shape";
     return false;
   }
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f) {
-    message = path + ": cannot open for writing: " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  ok = (std::fclose(f) == 0) && ok;
+  // All or nothing: a full disk leaves the previous file, never a 0-byte one.
+  std::string why;
+  bool ok = writeFileAtomically(
+      path,
+      [&](std::FILE *f) { return std::fwrite(svg.data(), 1, svg.size(), f) == svg.size(); },
+      why);
   if (!ok)
-    message = path + ": write failed: " + std::strerror(errno);
+    message = path + ": " + why;
   return ok;
 }
 

@@ -9,6 +9,7 @@
 
 #include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/Files.h"
 
 #include <algorithm>
 #include <cctype>
@@ -303,6 +304,12 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
     if (!p.accept(':'))
       return fail(message, name,
                   "malformed header: expected ':' after '" + key + "'");
+    if ((key == "descr" && haveDescr) || (key == "fortran_order" && haveFortran) ||
+        (key == "shape" && haveShape))
+      return fail(message, name,
+                  "malformed header: key '" + key +
+                      "' appears twice (NumPy reads the last one, which may "
+                      "not be what was meant: refusing the ambiguity)");
     if (key == "descr") {
       if (p.peek() == '[')
         return fail(message, name,
@@ -429,23 +436,19 @@ bool parseNpy(const std::string &bytes, const std::string &name, NpyArray &out,
 bool readNpy(const std::string &path, NpyArray &out, std::string &message,
              int64_t maxDataBytes, const NpyShapeCheck &acceptShape) {
   out = NpyArray();
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return fail(message, path,
-                std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0) {
+  // Only regular files: a FIFO or a device could block or never end.
+  std::string why;
+  uint64_t size = 0;
+  int fd = openRegularFile(path, why, &size);
+  if (fd < 0)
+    return fail(message, path, why);
+  std::FILE *f = fdopen(fd, "rb");
+  if (!f) {
     int e = errno;
-    std::fclose(f);
-    return fail(message, path, std::string("cannot stat: ") + std::strerror(e));
+    ::close(fd);
+    return fail(message, path, std::string("cannot open: ") + std::strerror(e));
   }
-  if (S_ISDIR(st.st_mode)) {
-    std::fclose(f);
-    return fail(message, path, "is a directory, not a .npy file");
-  }
-  // Regular files have a known size; pipes, character devices and the
-  // like are read as streams, exactly as far as the header says.
-  FileSource src(f, S_ISREG(st.st_mode) ? int64_t(st.st_size) : -1);
+  FileSource src(f, int64_t(size));
   bool ok = readNpyFrom(src, path, out, message, maxDataBytes, acceptShape);
   std::fclose(f);
   return ok;
@@ -476,33 +479,33 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
   bytes += char((header.size() >> 8) & 0xff);
   bytes += header;
 
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return fail(message, path,
-                std::string("cannot open for writing: ") +
-                    std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  // Encode little-endian in chunks.
-  std::vector<unsigned char> buf;
-  const int64_t chunk = 1 << 16;
-  for (int64_t i = 0; ok && i < count; i += chunk) {
-    int64_t n = std::min(chunk, count - i);
-    buf.resize(size_t(n) * 4);
-    for (int64_t j = 0; j < n; ++j) {
-      uint32_t bits;
-      std::memcpy(&bits, &data[i + j], 4);
-      writeLE32(&buf[size_t(j) * 4], bits);
-    }
-    ok = std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
-  }
-  int err = ok ? 0 : errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
+  // All or nothing (a temporary renamed over `path`): a full disk leaves
+  // the previous file, never a truncated .npy with a valid header.
+  std::string why;
+  bool ok = writeFileAtomically(
+      path,
+      [&](std::FILE *f) {
+        if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size())
+          return false;
+        // Encode little-endian in chunks.
+        std::vector<unsigned char> buf;
+        const int64_t chunk = 1 << 16;
+        for (int64_t i = 0; i < count; i += chunk) {
+          int64_t n = std::min(chunk, count - i);
+          buf.resize(size_t(n) * 4);
+          for (int64_t j = 0; j < n; ++j) {
+            uint32_t bits;
+            std::memcpy(&bits, &data[i + j], 4);
+            writeLE32(&buf[size_t(j) * 4], bits);
+          }
+          if (std::fwrite(buf.data(), 1, buf.size(), f) != buf.size())
+            return false;
+        }
+        return true;
+      },
+      why);
   if (!ok)
-    return fail(message, path,
-                std::string("write error: ") + std::strerror(err));
+    return fail(message, path, why);
   message.clear();
   return true;
 }

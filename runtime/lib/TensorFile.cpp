@@ -125,8 +125,10 @@ void fortranToC(Tensor &t) {
 
 namespace {
 
-/// Bytes read or inflated up front to find a .npy header.
-constexpr uint64_t kNpyProbe = 1u << 16;
+/// The longest .npy header dict accepted (NumPy writes a few hundred
+/// bytes; format 2.0 exists for longer ones). The header is read exactly
+/// as long as its preamble announces, up to this.
+constexpr uint64_t kMaxNpyHeader = 1u << 20;
 
 //===----------------------------------------------------------------------===//
 // .npy headers
@@ -186,13 +188,21 @@ int parseNpyHeader(const unsigned char *b, size_t n, const std::string &where,
     i = e + 1;
     return true;
   };
-  bool haveDescr = false, haveShape = false;
+  bool haveDescr = false, haveShape = false, haveFortran = false;
   if (!eat('{'))
     return fail(err, where, "malformed .npy header: expected '{'");
   while (!eat('}')) {
     std::string key;
     if (!str(key) || !eat(':'))
       return fail(err, where, "malformed .npy header: expected 'key':");
+    bool &seen = key == "descr" ? haveDescr : key == "shape" ? haveShape : haveFortran;
+    if ((key == "descr" || key == "shape" || key == "fortran_order") && seen)
+      return fail(err, where,
+                  "malformed .npy header: key '" + key +
+                      "' appears twice (NumPy reads the last one, which may "
+                      "not be what was meant: refusing the ambiguity)");
+    if (key == "fortran_order")
+      haveFortran = true;
     if (key == "descr") {
       if (!str(h.descr))
         return fail(err, where,
@@ -261,9 +271,27 @@ template <typename Next>
 int readNpyStream(uint64_t total, const std::string &where, int64_t maxFloats,
                   Next next, Tensor &out, std::string &err) {
   std::vector<unsigned char> buf;
-  uint64_t probe = std::min(total, kNpyProbe);
+  // The preamble (magic, version, header length), then exactly the header
+  // it announces (format 2.0 headers may be longer than 64 KiB).
+  uint64_t probe = std::min<uint64_t>(total, 12);
   if (int rc = next(probe, buf, err))
     return rc;
+  if (probe >= 10 && std::memcmp(buf.data(), "\x93NUMPY", 6) == 0 &&
+      (buf[6] >= 1 && buf[6] <= 3)) {
+    const uint64_t lenBytes = buf[6] == 1 ? 2 : 4;
+    if (probe >= 8 + lenBytes) {
+      uint64_t hl = le(buf.data() + 8, int(lenBytes));
+      if (hl > kMaxNpyHeader)
+        return fail(err, where,
+                    "header length " + std::to_string(hl) +
+                        " bytes is implausible (at most " +
+                        std::to_string(kMaxNpyHeader) + " accepted)");
+      uint64_t more = std::min(total, 8 + lenBytes + hl) - probe;
+      if (int rc = next(more, buf, err))
+        return rc;
+      probe += more;
+    }
+  }
   NpyHeader h;
   if (int rc = parseNpyHeader(buf.data(), buf.size(), where, h, err))
     return rc;

@@ -10,6 +10,7 @@
 #define ATTNC_RUNTIME_LIB_TENSORFILESUPPORT_H
 
 #include "TensorFile.h"
+#include "attnc/runtime/Files.h"
 
 #include <zlib.h>
 
@@ -50,14 +51,10 @@ public:
   }
   int open(const std::string &path, std::string &err) {
     path_ = path;
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0)
-      return fail(err, path, std::string("cannot open: ") + std::strerror(errno),
-                  ErrIo);
-    if (!S_ISREG(st.st_mode))
-      return fail(err, path, "not a regular file", ErrIo);
-    size_ = static_cast<uint64_t>(st.st_size);
+    std::string why;
+    fd_ = openRegularFile(path, why, &size_);
+    if (fd_ < 0)
+      return fail(err, path, why, ErrIo);
     return Ok;
   }
   uint64_t size() const { return size_; }

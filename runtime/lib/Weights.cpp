@@ -12,6 +12,7 @@
 #include "attnc/runtime/weights.h"
 
 #include "TensorFile.h"
+#include "attnc/runtime/Files.h"
 
 #include <cctype>
 #include <cstdio>
@@ -288,6 +289,11 @@ struct Loader {
     std::vector<size_t> parts;
     for (const char *p : {"q_proj", "k_proj", "v_proj"}) {
       std::vector<size_t> f = find(p + suffix, under);
+      if (f.size() > 1) // q_proj.weight and self.query.weight: which one?
+        return error(ATTNRT_WEIGHTS_ERR_DUPLICATE,
+                     path + ": two tensors for part " + std::string(1, p[0]) + " of the kernel's '" +
+                         name + "': '" + all[f[0]].name + "' and '" + all[f[1]].name +
+                         "' (two spellings of one tensor)");
       if (f.size() != 1)
         return -1;
       parts.push_back(f[0]);
@@ -438,14 +444,11 @@ struct Loader {
     if (configRead)
       return config;
     configRead = true;
-    std::FILE *f = std::fopen(configPath().c_str(), "rb");
-    if (!f)
-      return config;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && config.size() < (size_t(1) << 22))
-      config.append(buf, n);
-    std::fclose(f);
+    // A config.json that is missing, not a regular file (a FIFO cannot
+    // hang the load) or over 4 MiB is treated as absent.
+    std::string why;
+    if (!attnrt::readRegularFile(configPath(), uint64_t(1) << 22, config, why))
+      config.clear();
     return config;
   }
   std::string config;

@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <fcntl.h>
@@ -280,26 +282,36 @@ namespace {
 struct Fifo {
   std::string path;
   std::thread writer;
+  std::atomic<bool> done{false};
   explicit Fifo(std::string bytes) {
     TempFile t; // a unique name
     path = t.path + ".fifo";
     REQUIRE(mkfifo(path.c_str(), 0600) == 0);
     std::signal(SIGPIPE, SIG_IGN); // the reader may stop early
-    writer = std::thread([p = path, b = std::move(bytes)] {
-      int fd = open(p.c_str(), O_WRONLY);
-      if (fd < 0)
-        return;
+    writer = std::thread([this, b = std::move(bytes)] {
+      int fd = open(path.c_str(), O_WRONLY);
       size_t off = 0;
-      while (off < b.size()) {
+      while (fd >= 0 && off < b.size()) {
         ssize_t n = write(fd, b.data() + off, b.size() - off);
         if (n <= 0)
           break; // EPIPE: the reader closed
         off += size_t(n);
       }
-      close(fd);
+      if (fd >= 0)
+        close(fd);
+      done = true;
     });
   }
   ~Fifo() {
+    // Hold a read end open (so the writer's open() returns whenever it
+    // runs) and drain it until the writer is done.
+    int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);
+    char buf[4096];
+    while (!done)
+      if (fd < 0 || read(fd, buf, sizeof buf) <= 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (fd >= 0)
+      close(fd);
     writer.join();
     std::remove(path.c_str());
   }
@@ -307,38 +319,28 @@ struct Fifo {
 
 } // namespace
 
-TEST_CASE("npy: streams are read exactly as far as the format says",
+TEST_CASE("npy: FIFOs and devices are refused, never read or waited on",
           "[npy]") {
+  // Only regular files (attnc/runtime/Files.h): a FIFO without a writer
+  // would block open() forever, a device could stream without end.
   NpyArray arr;
   std::string msg;
-  SECTION("/dev/zero fails at the magic, at once") {
+  SECTION("/dev/zero") {
     CHECK_FALSE(readNpy("/dev/zero", arr, msg));
-    CHECK(msg == "/dev/zero: not a .npy file (bad magic: expected "
-                 "'\\x93NUMPY')");
+    CHECK(msg == "/dev/zero: is a character device, not a regular file");
   }
-  SECTION("a valid array through a pipe") {
+  SECTION("a FIFO with a writer") {
     Fifo f(npyImage(dictFor("(2, 2)"), payload({1, 2, 3, 4})));
-    REQUIRE(readNpy(f.path, arr, msg));
-    CHECK(arr.shape == std::vector<int64_t>{2, 2});
-    CHECK(arr.data == std::vector<float>{1, 2, 3, 4});
-  }
-  SECTION("trailing bytes in a pipe: one byte is read past the data") {
-    Fifo f(npyImage(dictFor("(2,)"), payload({1, 2})) +
-           std::string(1 << 20, 'z'));
     CHECK_FALSE(readNpy(f.path, arr, msg));
-    CHECK_THAT(msg, Contains("trailing bytes"));
+    CHECK(msg == f.path + ": is a FIFO, not a regular file");
   }
-  SECTION("a pipe that promises 4 TiB and ends early") {
-    Fifo f(npyImage(dictFor("(1099511627776,)"), payload({1, 2, 3})));
-    CHECK_FALSE(readNpy(f.path, arr, msg));
-    CHECK_THAT(msg, Contains("truncated data") &&
-                        Contains("needs 4398046511104 bytes, found 12"));
-  }
-  SECTION("a pipe past the caller's data limit is refused before reading") {
-    Fifo f(npyImage(dictFor("(1024,)"), payload(std::vector<float>(1024))));
-    CHECK_FALSE(readNpy(f.path, arr, msg, 1000));
-    CHECK_THAT(msg, Contains("needs 4096 bytes of data, more than the 1000 "
-                             "allowed"));
+  SECTION("a FIFO without a writer") {
+    TempFile t;
+    std::string path = t.path + ".fifo";
+    REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+    CHECK_FALSE(readNpy(path, arr, msg));
+    CHECK(msg == path + ": is a FIFO, not a regular file");
+    std::remove(path.c_str());
   }
 }
 
@@ -368,5 +370,5 @@ TEST_CASE("npy: header length is bounded and directories are refused",
   const char *dir = std::getenv("TMPDIR");
   std::string d = dir && *dir ? dir : "/tmp";
   CHECK_FALSE(readNpy(d, arr, msg));
-  CHECK(msg == d + ": is a directory, not a .npy file");
+  CHECK(msg == d + ": is a directory, not a regular file");
 }
