@@ -19,11 +19,66 @@ namespace {
 
 class JsonParser {
 public:
-  explicit JsonParser(const std::string &s) : s_(s) {}
+  JsonParser(const std::string &s, const JsonLimits &limits) : s_(s), limits_(limits) {}
   bool parse(Json &out, std::string &why) {
     if (!value(out, 0)) {
       why = why_ + " at byte " + std::to_string(pos_);
       return false;
+    }
+    ws();
+    if (pos_ != s_.size()) {
+      why = "text after the JSON object at byte " + std::to_string(pos_);
+      return false;
+    }
+    return true;
+  }
+
+  /// The top-level object entry by entry (parseJsonObjectEntries).
+  bool entries(const std::function<bool(const std::string &, const Json &)> &entry,
+               std::string &why, bool &stopped) {
+    stopped = false;
+    auto located = [&] {
+      why = why_ + " at byte " + std::to_string(pos_);
+      return false;
+    };
+    ws();
+    if (pos_ >= s_.size() || s_[pos_] != '{')
+      return error("expected a JSON object"), located();
+    ++pos_;
+    ws();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+    } else {
+      while (true) {
+        ws();
+        if (pos_ >= s_.size() || s_[pos_] != '"')
+          return error("expected a quoted key"), located();
+        std::string key;
+        if (!string(key))
+          return located();
+        ws();
+        if (pos_ >= s_.size() || s_[pos_] != ':')
+          return error("expected ':'"), located();
+        ++pos_;
+        used_ = 0; // the budget is per entry: earlier ones are gone
+        Json item;
+        if (!value(item, 1))
+          return located();
+        if (!entry(key, item)) {
+          stopped = true;
+          return false;
+        }
+        ws();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == '}') {
+          ++pos_;
+          break;
+        }
+        return error("expected ',' or '}'"), located();
+      }
     }
     ws();
     if (pos_ != s_.size()) {
@@ -160,9 +215,22 @@ private:
     }
     return true;
   }
+  /// Counts `bytes` against the memory budget.
+  bool charge(uint64_t bytes) {
+    used_ += bytes;
+    if (used_ <= limits_.maxBytes)
+      return true;
+    budgetWhy_ = "the parsed tree would take more than " +
+                 std::to_string(limits_.maxBytes) + " bytes of memory";
+    return error(budgetWhy_.c_str());
+  }
   bool value(Json &v, int depth) {
-    if (depth > 64)
-      return error("nested too deeply");
+    if (depth > limits_.maxDepth) {
+      depthWhy_ = "nested deeper than " + std::to_string(limits_.maxDepth) + " levels";
+      return error(depthWhy_.c_str());
+    }
+    if (!charge(2 * sizeof(Json)))
+      return false;
     ws();
     if (pos_ >= s_.size())
       return error("unexpected end");
@@ -180,7 +248,7 @@ private:
         if (pos_ >= s_.size() || s_[pos_] != '"')
           return error("expected a quoted key");
         std::string key;
-        if (!string(key))
+        if (!string(key) || !charge(2 * sizeof(std::pair<std::string, Json>) + key.size()))
           return false;
         ws();
         if (pos_ >= s_.size() || s_[pos_] != ':')
@@ -229,7 +297,7 @@ private:
     }
     if (c == '"') {
       v.type = Json::String;
-      return string(v.str);
+      return string(v.str) && charge(v.str.size());
     }
     if (c == 't' || c == 'f') {
       v.type = Json::Bool;
@@ -243,14 +311,27 @@ private:
   }
 
   const std::string &s_;
+  JsonLimits limits_;
   size_t pos_ = 0;
-  std::string why_;
+  uint64_t used_ = 0;
+  std::string why_, budgetWhy_, depthWhy_;
 };
 
 } // namespace
 
-bool parseJson(const std::string &text, Json &out, std::string &why) {
-  return JsonParser(text).parse(out, why);
+bool parseJson(const std::string &text, Json &out, std::string &why,
+               const JsonLimits &limits) {
+  return JsonParser(text, limits).parse(out, why);
+}
+
+bool parseJsonObjectEntries(
+    const std::string &text, const std::function<bool(const std::string &, const Json &)> &entry,
+    std::string &why, const JsonLimits &limits) {
+  bool stopped = false;
+  bool ok = JsonParser(text, limits).entries(entry, why, stopped);
+  if (stopped)
+    why.clear();
+  return ok;
 }
 
 } // namespace tensorfile

@@ -67,30 +67,36 @@ int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
     return rc;
   if (text.empty() || text[0] != '{')
     return fail(err, path, "bad safetensors header: not a JSON object");
-  Json root;
-  std::string why;
-  if (!parseJson(text, root, why))
-    return fail(err, path, "bad safetensors header JSON: " + why);
-  if (root.type != Json::Object)
-    return fail(err, path, "bad safetensors header: not a JSON object");
+  // A header is {name: {dtype, shape, data_offsets}, __metadata__: {str:
+  // str}}: at most three levels deep. Each entry is parsed and checked on
+  // its own and only its TensorRef is kept (a few times the entry's text),
+  // so memory stays a small multiple of the header; an entry whose tree
+  // would pass the budget (tiny arrays in __metadata__ cost 75x their text)
+  // or that nests deeper is refused while it is parsed.
   uint64_t dataStart = 8 + n, dataSize = f.size() - dataStart;
   std::map<std::string, size_t> seen;
   std::vector<TensorRef> refs;
-  for (const auto &kv : root.fields) {
-    const std::string &name = kv.first;
+  int code = Ok;
+  auto entry = [&](const std::string &name, const Json &t) {
+    auto stop = [&](const std::string &what, int c = ErrFormat) {
+      code = fail(err, path, what, c);
+      return false;
+    };
     if (seen.count(name))
-      return fail(err, path, "tensor '" + name + "' appears twice in the header",
-                  ErrDuplicate);
+      return stop("tensor '" + name + "' appears twice in the header", ErrDuplicate);
     seen[name] = refs.size();
     if (name == "__metadata__") {
-      if (kv.second.type != Json::Object)
-        return fail(err, path, "bad safetensors header: __metadata__ is not an object");
-      continue;
+      if (t.type != Json::Object)
+        return stop("bad safetensors header: __metadata__ is not an object");
+      for (const auto &m : t.fields)
+        if (m.second.type != Json::String)
+          return stop("bad safetensors header: __metadata__ entry '" + m.first +
+                      "' is not a string (the format maps strings to strings)");
+      return true;
     }
-    const Json &t = kv.second;
     std::string where = "tensor '" + name + "'";
     if (t.type != Json::Object)
-      return fail(err, path, where + ": header entry is not an object");
+      return stop(where + ": header entry is not an object");
     const Json *dtype = nullptr, *shape = nullptr, *offs = nullptr;
     for (const auto &fld : t.fields) {
       if (fld.first == "dtype")
@@ -101,11 +107,11 @@ int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
         offs = &fld.second;
     }
     if (!dtype || dtype->type != Json::String)
-      return fail(err, path, where + ": no \"dtype\" string");
+      return stop(where + ": no \"dtype\" string");
     if (!shape || shape->type != Json::Array)
-      return fail(err, path, where + ": no \"shape\" list");
+      return stop(where + ": no \"shape\" list");
     if (!offs || offs->type != Json::Array || offs->items.size() != 2)
-      return fail(err, path, where + ": no \"data_offsets\" [begin, end] pair");
+      return stop(where + ": no \"data_offsets\" [begin, end] pair");
     TensorRef r;
     r.name = name;
     r.file = path;
@@ -113,33 +119,38 @@ int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
     r.dtypeName = dtype->str;
     for (const Json &d : shape->items) {
       if (d.type != Json::Number || !d.isInt || d.intValue < 0)
-        return fail(err, path, where + ": shape entries must be non-negative integers");
+        return stop(where + ": shape entries must be non-negative integers");
       r.shape.push_back(d.intValue);
     }
     for (const Json &o : offs->items)
       if (o.type != Json::Number || !o.isInt || o.intValue < 0)
-        return fail(err, path, where + ": data_offsets must be non-negative integers");
+        return stop(where + ": data_offsets must be non-negative integers");
     uint64_t b = uint64_t(offs->items[0].intValue), e = uint64_t(offs->items[1].intValue);
     std::string range = "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "]";
     if (b > e)
-      return fail(err, path, where + ": " + range + " end before they begin");
+      return stop(where + ": " + range + " end before they begin");
     if (e > dataSize)
-      return fail(err, path,
-                  where + ": " + range + " are beyond the data (" +
-                      std::to_string(dataSize) + " bytes; truncated file?)");
+      return stop(where + ": " + range + " are beyond the data (" +
+                  std::to_string(dataSize) + " bytes; truncated file?)");
     r.offset = dataStart + b;
     r.size = e - b;
     size_t w = safetensorsWidth(r.dtypeName, r.dtype);
     int64_t count;
     if (!elementCount(r.shape, count))
-      return fail(err, path, where + ": shape " + shapeString(r.shape) + " is too large");
+      return stop(where + ": shape " + shapeString(r.shape) + " is too large");
     if (w && uint64_t(count) * w != r.size)
-      return fail(err, path,
-                  where + ": " + r.dtypeName + " " + shapeString(r.shape) +
-                      " needs " + std::to_string(uint64_t(count) * w) +
-                      " bytes but " + range + " span " + std::to_string(r.size));
+      return stop(where + ": " + r.dtypeName + " " + shapeString(r.shape) + " needs " +
+                  std::to_string(uint64_t(count) * w) + " bytes but " + range + " span " +
+                  std::to_string(r.size));
     refs.push_back(std::move(r));
-  }
+    return true;
+  };
+  std::string why;
+  JsonLimits limits;
+  limits.maxDepth = 3;
+  limits.maxBytes = 4 * n + (1u << 20);
+  if (!parseJsonObjectEntries(text, entry, why, limits))
+    return code != Ok ? code : fail(err, path, "bad safetensors header JSON: " + why);
   // No two tensors may share bytes.
   std::vector<const TensorRef *> byOffset;
   for (const TensorRef &r : refs)
