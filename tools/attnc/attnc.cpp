@@ -3,7 +3,9 @@
 //   attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T] [-v]
 //
 // Exit codes: 0 success, 2 bad spec (one located error) or bad usage, 1 any
-// other failure. On any failure every output is left exactly as it was: all
+// other failure. An output that is an input (the spec, a file of --hf DIR)
+// or another output is refused (exit 2). On any failure every output is
+// left exactly as it was: all
 // outputs go to temporaries that are moved into place only when all of them
 // are complete (attnc/Target/Outputs.h); an existing output that is not a
 // regular file (/dev/null, a FIFO) is written straight to, never replaced.
@@ -70,7 +72,9 @@ int main(int argc, char **argv) {
       "MLIR's --mlir-* options (timing, IR printing, statistics) apply to every\n"
       "pass pipeline of the compilation.\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
-      "usage; 1 other failure. A failed run leaves every output as it was.\n");
+      "usage (also: an output that is the spec, a file of --hf DIR or another\n"
+      "output); 1 other failure. A failed run leaves every output as it was.\n"
+      "The spec (and config.json) must be a regular file: a FIFO is refused.\n");
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc");
   if (!opts)
@@ -79,6 +83,38 @@ int main(int argc, char **argv) {
     errs() << "attnc: error: -o and --header name the same file '" << header
            << "'\n";
     return 2;
+  }
+  // No output may be an input (the spec, the checkpoint's config.json or a
+  // file beside it) or another output: whatever the spelling or link.
+  {
+    std::vector<std::string> inputs;
+    if (!input.empty())
+      inputs.push_back(input);
+    if (!hfDir.empty()) {
+      std::error_code ec;
+      for (sys::fs::directory_iterator it(hfDir, ec), end; !ec && it != end;
+           it.increment(ec))
+        inputs.push_back(it->path());
+    }
+    std::vector<std::pair<const char *, std::string>> outputs = {{"-o", output}};
+    if (!header.empty())
+      outputs.push_back({"--header", header});
+    if (!emitSpec.empty())
+      outputs.push_back({"--emit-spec", emitSpec});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      for (const std::string &in : inputs)
+        if (attnc::samePath(outputs[i].second, in)) {
+          errs() << "attnc: error: " << outputs[i].first << " " << outputs[i].second
+                 << " is the input " << in << ": refusing to overwrite it\n";
+          return 2;
+        }
+      for (size_t j = 0; j < i; ++j)
+        if (attnc::samePath(outputs[i].second, outputs[j].second)) {
+          errs() << "attnc: error: " << outputs[j].first << " and " << outputs[i].first
+                 << " name the same file '" << outputs[i].second << "'\n";
+          return 2;
+        }
+    }
   }
   opts->verbose = verbose;
   opts->lastStage = "llvm-ir-opt";

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Files.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -227,15 +228,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   HfSpec out;
   Config c;
   c.file = dir + "/config.json";
-  std::ifstream in(c.file, std::ios::binary);
-  if (!in)
-    throw ImportError{fmt::format("{}: error: cannot read the checkpoint's config "
+  std::string text, why;
+  if (!attnrt::readRegularFile(c.file, uint64_t(1) << 22, text, why))
+    throw ImportError{fmt::format("{}: error: cannot read the checkpoint's config: {} "
                                   "(attnc --hf takes a Hugging Face model directory)",
-                                  c.file)};
-  std::stringstream text;
-  text << in.rdbuf();
+                                  c.file, why)};
   try {
-    c.root = YAML::Load(text.str());
+    c.root = YAML::Load(text);
   } catch (const YAML::Exception &e) {
     throw ImportError{fmt::format("{}:{}:{}: error: malformed JSON: {}", c.file,
                                   e.mark.line + 1, e.mark.column + 1, e.msg)};

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/Outputs.h"
+#include "attnc/runtime/Files.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
@@ -14,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -43,15 +45,19 @@ int attnc::OutputFiles::add(const std::string &path, std::string &error) {
   }
   e->direct = exists && !sys::fs::is_regular_file(st);
   SmallString<256> model;
+  std::string prefix;
   if (e->direct) {
     sys::path::system_temp_directory(/*ErasedOnReboot=*/true, model);
-    sys::path::append(model, "attnc-%%%%%%%%.tmp");
+    prefix = "attnc";
   } else {
     // Next to the output, so that the final rename is atomic.
     StringRef dir = sys::path::parent_path(path);
     model = dir.empty() ? StringRef(".") : dir;
-    sys::path::append(model, ".attnc-%%%%%%%%.tmp");
+    prefix = ".attnc";
   }
+  // PREFIX-PID-*.tmp: what a killed compile left here is removed now.
+  attnrt::removeStaleTemporaries(std::string(model), prefix);
+  sys::path::append(model, prefix + "-" + std::to_string(::getpid()) + "-%%%%%%%%.tmp");
   Expected<sys::fs::TempFile> tmp = sys::fs::TempFile::create(model);
   if (!tmp) {
     std::error_code ec = errorToErrorCode(tmp.takeError());
@@ -108,7 +114,19 @@ static bool copyInto(const std::string &from, const std::string &to,
 }
 
 bool attnc::OutputFiles::commit(std::string &error) {
-  // 1. Hard-link backups of the regular outputs that exist now.
+  // 1. Outputs that are not regular files (/dev/null, a FIFO, /dev/full)
+  //    first: they cannot be rolled back, so a failing one must fail the
+  //    commit before any regular output is replaced.
+  for (auto &e : entries) {
+    if (!e->direct)
+      continue;
+    bool ok = copyInto(e->tmpName, e->path, error);
+    consumeError(e->tmp->discard());
+    e->tmp.reset();
+    if (!ok)
+      return false;
+  }
+  // 2. Hard-link backups of the regular outputs that exist now.
   std::vector<std::string> backup(entries.size());
   auto dropBackups = [&] {
     for (const std::string &b : backup)
@@ -121,7 +139,7 @@ bool attnc::OutputFiles::commit(std::string &error) {
       continue;
     StringRef dir = sys::path::parent_path(e.path);
     SmallString<256> model(dir.empty() ? StringRef(".") : dir), name;
-    sys::path::append(model, ".attnc-%%%%%%%%.bak");
+    sys::path::append(model, ".attnc-" + std::to_string(::getpid()) + "-%%%%%%%%.bak.tmp");
     sys::fs::createUniquePath(model, name, /*MakeAbsolute=*/false);
     if (sys::fs::create_hard_link(e.path, name)) {
       dropBackups();
@@ -130,7 +148,7 @@ bool attnc::OutputFiles::commit(std::string &error) {
     }
     backup[i] = std::string(name);
   }
-  // 2. Rename the regular outputs; undo them all when one fails.
+  // 3. Rename the regular outputs; undo them all when one fails.
   std::vector<size_t> done;
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry &e = *entries[i];
@@ -154,17 +172,7 @@ bool attnc::OutputFiles::commit(std::string &error) {
     done.push_back(i);
   }
   dropBackups();
-  // 3. Outputs that are not regular files: write straight to them.
-  bool ok = true;
-  for (auto &e : entries) {
-    if (!e->direct)
-      continue;
-    if (ok)
-      ok = copyInto(e->tmpName, e->path, error);
-    consumeError(e->tmp->discard());
-    e->tmp.reset();
-  }
-  return ok;
+  return true;
 }
 
 /// An absolute spelling of `p` with every symbolic link resolved; for a

@@ -13,11 +13,15 @@
 //     system temp directory;
 //   - a directory is refused.
 //
-// commit() renames the regular outputs first; when a rename fails, the
-// outputs already renamed are put back from hard-link backups (or removed
-// when they did not exist), so the set changes all together or not at all
-// (direct outputs, which cannot be rolled back, are written last).
-// Uncommitted temporaries are removed by the destructor (and on signals).
+// commit() writes the direct outputs first (they cannot be rolled back: a
+// failing one, such as --header /dev/full, fails the commit before any
+// regular output changed), then renames the regular outputs; when a rename
+// fails, the outputs already renamed are put back from hard-link backups
+// (or removed when they did not exist), so the set changes all together or
+// not at all. Uncommitted temporaries are removed by the destructor (and on
+// signals); they are named .attnc-PID-XXXXXXXX.tmp, and the ones a SIGKILL
+// left behind (their PID is gone) are removed by the next compile that
+// writes to the same directory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_TARGET_OUTPUTS_H
