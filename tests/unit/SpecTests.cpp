@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace attnc;
 
@@ -734,7 +736,16 @@ TEST_CASE("parseSpecFile reports unreadable files", "[spec][error]") {
   CHECK(r.error == "/nonexistent/attnc/spec.yaml: error: cannot read file: "
                    "No such file or directory");
   r = parseSpecFile("/");
-  CHECK(r.error == "/: error: cannot read file: Is a directory");
+  CHECK(r.error == "/: error: cannot read file: is a directory, not a regular file");
+  // A FIFO is refused without blocking (no writer: open() would hang).
+  char dir[] = "/tmp/attnc-spec-fifo-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string fifo = std::string(dir) + "/spec.yaml";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  r = parseSpecFile(fifo);
+  CHECK(r.error == fifo + ": error: cannot read file: is a FIFO, not a regular file");
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST_CASE("the file name given is the one printed", "[spec][error]") {
@@ -743,12 +754,40 @@ TEST_CASE("the file name given is the one printed", "[spec][error]") {
                    "integer, found 'x'");
 }
 
-TEST_CASE("scale must survive rounding to f32", "[spec][errors]") {
-  REQUIRE(errorOf(kBase + "scale: 1e39\n") ==
-          "t.yaml:4:8: error: scale: expected a positive number representable "
-          "in f32 (about 1.2e-38 to 3.4e38), found '1e39'");
-  REQUIRE(errorOf(kBase + "scale: 1e-40\n") ==
-          "t.yaml:4:8: error: scale: expected a positive number representable "
-          "in f32 (about 1.2e-38 to 3.4e38), found '1e-40'");
-  REQUIRE(specOf(kBase + "scale: 3e38\n").effectiveScale() == 3e38);
+TEST_CASE("scale must survive rounding to f32 and load", "[spec][errors]") {
+  const std::string msg = "t.yaml:4:8: error: scale: expected a positive number "
+                          "between the smallest normal float32 (about 1.2e-38) "
+                          "and 1e6, found ";
+  REQUIRE(errorOf(kBase + "scale: 1e39\n") == msg + "'1e39'");
+  REQUIRE(errorOf(kBase + "scale: 1e-40\n") == msg + "'1e-40'");
+  // The loader refuses a scale past 1e6 (attnc/runtime/Limits.h): so does
+  // the parser, not only past float32.
+  REQUIRE(errorOf(kBase + "scale: 3e38\n") == msg + "'3e38'");
+  REQUIRE(errorOf(kBase + "scale: 1000000.1\n") == msg + "'1000000.1'");
+  REQUIRE(specOf(kBase + "scale: 1e6\n").effectiveScale() == 1e6);
+  REQUIRE(specOf(kBase + "scale: 1.2e-38\n").effectiveScale() == 1.2e-38);
+}
+
+TEST_CASE("CR-only line endings are named as such", "[spec][error]") {
+  // Classic Mac OS line breaks: yaml-cpp sees one line and reports
+  // something unrelated; the parser says what the file is.
+  CHECK(errorOf("name: attn\rd_model: 8\rheads: 2\r") ==
+        "t.yaml:1:11: error: the file uses CR line endings (a carriage return "
+        "without a line feed, as classic Mac OS wrote them): expected LF or "
+        "CRLF; convert it, for example with tr '\\r' '\\n'");
+  CHECK(errorOf("name: attn\r\nd_model: 8\rheads: 2\r\n") ==
+        "t.yaml:2:11: error: the file uses CR line endings (a carriage return "
+        "without a line feed, as classic Mac OS wrote them): expected LF or "
+        "CRLF; convert it, for example with tr '\\r' '\\n'");
+  // CRLF is fine.
+  CHECK(specOf("name: attn\r\nd_model: 8\r\nheads: 2\r\n").heads == 2);
+}
+
+TEST_CASE("columns after a UTF-8 BOM count from the first character", "[spec][error]") {
+  // The byte order mark is not a character an editor shows: an error on
+  // the first line points where it would without it (it was 3 columns off).
+  CHECK(errorOf("\xef\xbb\xbfname: [attn\nd_model: 8\nheads: 2\n") ==
+        errorOf("name: [attn\nd_model: 8\nheads: 2\n"));
+  CHECK(errorOf("\xef\xbb\xbfheads: x\nname: a\nd_model: 8\n") ==
+        "t.yaml:1:8: error: heads: expected a positive integer, found 'x'");
 }

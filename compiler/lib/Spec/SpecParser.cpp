@@ -30,6 +30,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Files.h"
+#include "attnc/runtime/Limits.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
@@ -63,15 +65,16 @@ struct SizeLimit {
   const char *key;
   int64_t max;
 };
+/// From the one table the loader uses too (attnc/runtime/Limits.h).
 constexpr SizeLimit kSizeLimits[] = {
-    {"d_model", int64_t(1) << 16},     {"heads", int64_t(1) << 10},
-    {"kv_heads", int64_t(1) << 10},    {"head_dim", int64_t(1) << 10},
-    {"max_seq_len", int64_t(1) << 24}, {"window", int64_t(1) << 24},
-    {"rope.rotary_dim", int64_t(1) << 10},
-    {"rope.scaling.original_max_position_embeddings", int64_t(1) << 24},
-    {"rope.scaling.max_position_embeddings", int64_t(1) << 24},
-    {"t5_bias.num_buckets", int64_t(1) << 10},
-    {"t5_bias.max_distance", int64_t(1) << 16}};
+    {"d_model", limits::kMaxDModel},         {"heads", limits::kMaxHeads},
+    {"kv_heads", limits::kMaxKvHeads},       {"head_dim", limits::kMaxHeadDim},
+    {"max_seq_len", limits::kMaxSeqLen},     {"window", limits::kMaxWindow},
+    {"rope.rotary_dim", limits::kMaxRotaryDim},
+    {"rope.scaling.original_max_position_embeddings", limits::kMaxPositions},
+    {"rope.scaling.max_position_embeddings", limits::kMaxPositions},
+    {"t5_bias.num_buckets", limits::kMaxT5Buckets},
+    {"t5_bias.max_distance", limits::kMaxT5Distance}};
 
 /// The largest accepted value of the size key `key`.
 int64_t maxSizeOf(const std::string &key) {
@@ -973,10 +976,10 @@ private:
         // The kernel computes in f32: the scale must survive the rounding
         // (neither inf nor zero/denormal there).
         float f = static_cast<float>(*d);
-        if (!std::isnormal(f))
-          fail("scale", fmt::format("expected a positive number representable "
-                                    "in f32 (about 1.2e-38 to 3.4e38), found "
-                                    "'{}'",
+        if (!std::isnormal(f) || f < limits::kMinScale || *d > limits::kMaxScale)
+          fail("scale", fmt::format("expected a positive number between the "
+                                    "smallest normal float32 (about 1.2e-38) "
+                                    "and 1e6, found '{}'",
                                     v.value));
         spec.scale = *d;
         return;
@@ -1135,7 +1138,7 @@ private:
     bool ovf = __builtin_add_overflow(s.heads, 2 * s.kvHeads, &rows) ||
                __builtin_mul_overflow(rows, s.headDim, &elems) ||
                __builtin_mul_overflow(elems, s.dModel, &elems);
-    if (ovf || elems >= (int64_t(1) << 31))
+    if (ovf || elems >= limits::kMaxWeightElements)
       fail("d_model",
            fmt::format("expected (heads + 2*kv_heads) * head_dim * d_model < "
                        "2^31 weight elements, found ({} + 2*{}) * {} * {}{}",
@@ -1147,10 +1150,28 @@ private:
 
 } // namespace
 
-SpecResult parseSpecString(const std::string &text, const std::string &file) {
+/// Rejects line breaks that are a CR alone (classic Mac OS): yaml-cpp
+/// would read the whole file as one line and report something unrelated.
+void checkLineEndings(const std::string &text, const std::string &file) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))
+      throw SpecError{locatedMsg(
+          file, posOfOffset(text, i), "",
+          "the file uses CR line endings (a carriage return without a line "
+          "feed, as classic Mac OS wrote them): expected LF or CRLF; convert "
+          "it, for example with tr '\\r' '\\n'")};
+}
+
+SpecResult parseSpecString(const std::string &withBom, const std::string &file) {
   SpecResult result;
   try {
-    checkText(text, file);
+    checkText(withBom, file);
+    // A UTF-8 byte order mark is not part of the text: without it, columns
+    // on the first line count characters as an editor shows them.
+    const bool bom = withBom.compare(0, 3, "\xef\xbb\xbf") == 0;
+    const std::string stripped = bom ? withBom.substr(3) : std::string();
+    const std::string &text = bom ? stripped : withBom;
+    checkLineEndings(text, file);
     checkTabs(text, file);
     std::istringstream in(text);
     TreeBuilder builder(text, file);
@@ -1196,39 +1217,21 @@ SpecResult parseSpecString(const std::string &text, const std::string &file) {
 SpecResult parseSpecFile(const std::string &path) {
   SpecResult result;
   try {
-    auto cannotRead = [&](int err) {
-      result.error = fmt::format("{}: error: cannot read file: {}", path,
-                                 std::strerror(err));
-      return result;
-    };
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      return cannotRead(errno);
-    if (S_ISDIR(st.st_mode))
-      return cannotRead(EISDIR);
-    if (S_ISREG(st.st_mode) &&
-        static_cast<uint64_t>(st.st_size) > kMaxSpecBytes) {
-      result.error = locatedMsg(
-          path, {1, 1}, "",
-          fmt::format("expected a spec of at most 1 MiB, found {} bytes",
-                      static_cast<uint64_t>(st.st_size)));
+    // Only regular files, opened without blocking: a FIFO or a device
+    // could hang the compile or never end.
+    std::string text, why;
+    uint64_t size = 0;
+    if (!attnrt::readRegularFile(path, kMaxSpecBytes, text, why, &size)) {
+      if (size > kMaxSpecBytes)
+        result.error = locatedMsg(
+            path, {1, 1}, "",
+            fmt::format("expected a spec of at most 1 MiB, found {} bytes", size));
+      else
+        result.error = fmt::format(
+            "{}: error: cannot read file: {}", path,
+            why.rfind("cannot open: ", 0) == 0 ? why.substr(13) : why);
       return result;
     }
-    std::unique_ptr<FILE, int (*)(FILE *)> f(std::fopen(path.c_str(), "rb"),
-                                             &std::fclose);
-    if (!f)
-      return cannotRead(errno);
-    std::string text;
-    char buf[65536];
-    // Read at most one byte past the limit: pipes and devices have no size.
-    while (text.size() <= kMaxSpecBytes) {
-      size_t n = std::fread(buf, 1, sizeof(buf), f.get());
-      text.append(buf, n);
-      if (n < sizeof(buf))
-        break;
-    }
-    if (std::ferror(f.get()))
-      return cannotRead(errno ? errno : EIO);
     return parseSpecString(text, path);
   } catch (const std::exception &e) {
     result.spec.reset();
