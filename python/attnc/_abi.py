@@ -41,6 +41,7 @@ FEATURE_DECODE = 8   # k_cache, v_cache, cache_len and the NAME_decode entries
 FEATURE_CUDA = 16    # a CUDA kernel: forward takes device pointers and a stream
 FEATURE_ROPE = 32    # Q and K rotated (rope_* fields of the metadata)
 FEATURE_SCORE_MODS = 64  # scores modified before the mask (softcap, alibi_*)
+FEATURE_CHECKSUM = 128  # a CRC-32 of the file in section .attnc.checksum (libattnrt checks it)
 
 # attnc_kernel_info.rope_style and .bias_flags (version 3).
 ROPE_NONE, ROPE_HALF_SPLIT, ROPE_INTERLEAVED = 0, 1, 2
@@ -50,6 +51,8 @@ QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_PROJECTION = 0, 1, 2
 FEATURES = {FEATURE_LENGTHS: "lengths", FEATURE_CROSS: "cross", FEATURE_PROBS: "probs",
             FEATURE_DECODE: "decode", FEATURE_CUDA: "cuda", FEATURE_ROPE: "rope",
             FEATURE_SCORE_MODS: "score_mods"}
+# FEATURE_CHECKSUM is a property of the file (libattnrt verifies it before
+# the package opens the library), not an argument: not in `features`.
 
 # Status codes by name (the ones the package raises itself).
 ERR_NULL_ARG = 1

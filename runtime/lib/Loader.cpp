@@ -12,6 +12,9 @@
 #include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/Checksum.h"
+#include "attnc/runtime/Files.h"
+#include "attnc/runtime/Limits.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -19,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdlib>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 
@@ -103,14 +108,10 @@ constexpr int64_t kMaxDim = int64_t(1) << 24;
 constexpr size_t kMaxString = 256;
 /// Most storage tensors any layout has (separate with biases: 8).
 constexpr uint32_t kMaxWeights = 16;
-/// Largest softmax scale accepted (the spec allows any positive float32 up
-/// to this; a scale beyond it makes every logit overflow).
-constexpr double kMaxScale = 1e6;
 /// Bounds of the workspace and stack fields (generous: a corrupt record is
 /// orders of magnitude off).
 constexpr int64_t kMaxWorkspaceFixed = int64_t(1) << 32; // bytes
 constexpr int64_t kMaxStackBytes = int64_t(64) << 20;    // bytes per thread
-constexpr int64_t kMaxSeqLenField = int64_t(1) << 40;
 /// NAME_workspace_size may exceed workspace_fixed + B*T*per_row*4 by this
 /// much: 64 bytes of alignment for each of up to 16 buffers.
 constexpr int64_t kWorkspaceSlack = 64 * 16;
@@ -231,18 +232,18 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                  " contains non-printable characters");
   }
 
-  const std::pair<const char *, int64_t> sizes[] = {
-      {"d_model", info.d_model},
-      {"heads", info.heads},
-      {"kv_heads", info.kv_heads},
-      {"head_dim", info.head_dim}};
-  for (const auto &sz : sizes) {
-    if (sz.second <= 0)
-      return bad(std::string(sz.first) + " must be positive, got " +
-                 num(sz.second));
-    if (sz.second > kMaxDim)
-      return bad(std::string(sz.first) + " is implausibly large (" +
-                 num(sz.second) + ")");
+  // The spec's own limits (attnc/runtime/Limits.h): what compiles, loads.
+  const std::tuple<const char *, int64_t, int64_t> sizes[] = {
+      {"d_model", info.d_model, attnc::limits::kMaxDModel},
+      {"heads", info.heads, attnc::limits::kMaxHeads},
+      {"kv_heads", info.kv_heads, attnc::limits::kMaxKvHeads},
+      {"head_dim", info.head_dim, attnc::limits::kMaxHeadDim}};
+  for (const auto &[what, value, max] : sizes) {
+    if (value <= 0)
+      return bad(std::string(what) + " must be positive, got " + num(value));
+    if (value > max)
+      return bad(std::string(what) + " is " + num(value) + ", more than a spec allows (" +
+                 num(max) + ")");
   }
   if (info.heads % info.kv_heads != 0)
     return bad("heads (" + num(info.heads) +
@@ -263,6 +264,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                " (0 = bottom_right, 1 = top_left)");
   if (info.window < 0)
     return bad("window must be non-negative, got " + num(info.window));
+  if (info.window > attnc::limits::kMaxWindow)
+    return bad("window is " + num(info.window) + ", more than a spec allows (2^24)");
   if (info.mask == ATTNC_MASK_SLIDING_WINDOW && info.window <= 0)
     return bad("sliding_window mask needs a positive window, got " +
                num(info.window));
@@ -344,10 +347,11 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                               : " (heads * head_dim, no out_proj)"));
   if (!std::isfinite(info.scale))
     return bad("scale is not finite");
-  if (!(info.scale > 0) || info.scale > kMaxScale) {
+  if (!(info.scale >= attnc::limits::kMinScale) || info.scale > attnc::limits::kMaxScale) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.9g", info.scale);
-    return bad(std::string("scale ") + buf + " is outside (0, 1e6]");
+    return bad(std::string("scale ") + buf +
+               " is outside [FLT_MIN, 1e6] (a normal float32 no larger than 1e6)");
   }
   if (info.dtype != ATTNC_DTYPE_F32)
     return bad("unknown dtype value " + std::to_string(info.dtype));
@@ -359,7 +363,7 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   const uint32_t knownFeatures =
       ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS | ATTNC_FEATURE_PROBS |
       ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CUDA | ATTNC_FEATURE_ROPE |
-      ATTNC_FEATURE_SCORE_MODS;
+      ATTNC_FEATURE_SCORE_MODS | ATTNC_FEATURE_CHECKSUM;
   if (info.features & ~knownFeatures)
     return bad("unknown features bits 0x" +
                [&] {
@@ -388,8 +392,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                      "padding");
   if (!info.selected_isa)
     return bad("selected_isa is null");
-  if (info.max_seq_len < 0 || info.max_seq_len > kMaxSeqLenField)
-    return bad("max_seq_len must be in [0, 2^40], got " +
+  if (info.max_seq_len < 0 || info.max_seq_len > attnc::limits::kMaxSeqLen)
+    return bad("max_seq_len must be in [0, 2^24] (0: none), got " +
                num(info.max_seq_len));
 
   // The weights table must be exactly the storage tensors of this block.
@@ -435,17 +439,24 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
         !checkedAdd(weightFloats, n, weightFloats))
       return bad(where + " ('" + e.name + "') is implausibly large");
   }
-  // The packed buffer holds every weight once, padded to 32-column panels:
-  // at least the storage floats, at most twice that plus 2^20.
+  // The packed buffer holds every weight once, padded to panels: at least
+  // the storage floats, at most the bound the compiler checks too.
+  std::vector<int64_t> dims2;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    dims2.push_back(info.weights[i].dims[0]);
+    dims2.push_back(info.weights[i].rank == 2 ? info.weights[i].dims[1] : 1);
+  }
   int64_t maxPacked;
-  if (!checkedMul(weightFloats, 2, maxPacked) ||
-      !checkedAdd(maxPacked, int64_t(1) << 20, maxPacked))
-    return bad("weights are implausibly large");
+  if (weightFloats >= attnc::limits::kMaxWeightElements ||
+      !attnc::limits::packedFloatsBound(reinterpret_cast<const int64_t(*)[2]>(dims2.data()),
+                                        int64_t(expected.size()), maxPacked))
+    return bad("weights are implausibly large (" + num(weightFloats) +
+               " floats; a spec allows fewer than 2^31)");
   if (info.packed_floats < weightFloats || info.packed_floats > maxPacked)
     return bad("packed_floats is " + num(info.packed_floats) +
                ", expected between " + num(weightFloats) +
                " (the weight tensors' floats) and " + num(maxPacked) +
-               " (twice that + 2^20)");
+               " (those padded to whole panels + 2^20)");
 
   // Workspace: per (batch, token) row at most a generous multiple of every
   // activation a block has (x, q, k, v, attention output, y).
@@ -503,21 +514,15 @@ Kernel::~Kernel() {
 /// after stat() says `path` is a regular file (a directory, FIFO or device
 /// is refused before anything is read).
 static std::string checkElfFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  std::string why;
+  uint64_t n = 0;
+  int fd = attnrt::openRegularFile(path, why, &n);
   if (fd < 0)
-    return std::strerror(errno);
+    return why;
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    return std::string("cannot stat: ") + std::strerror(errno);
-  if (S_ISDIR(st.st_mode))
-    return "is a directory, not a shared object";
-  if (!S_ISREG(st.st_mode))
-    return "not a regular file";
-  const uint64_t n = uint64_t(st.st_size);
   auto readAt = [fd](void *dst, size_t len, uint64_t off) {
     return ::pread(fd, dst, len, off_t(off)) == ssize_t(len);
   };
@@ -542,6 +547,17 @@ static std::string checkElfFile(const std::string &path) {
              " ends past the end of the file)";
   }
   return "";
+}
+
+/// verifyChecksum, and for tests ATTNC_TESTING_SKIP_CHECKSUM=1 skips it
+/// (to show what a corrupt library would do without the check).
+static std::string checksumProblem(const std::string &path, bool &present) {
+  const char *skip = std::getenv("ATTNC_TESTING_SKIP_CHECKSUM");
+  if (skip && std::strcmp(skip, "1") == 0) {
+    present = true;
+    return "";
+  }
+  return attnrt::verifyChecksum(path, &present);
 }
 
 bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
@@ -574,6 +590,12 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   if (!elfProblem.empty())
     return fail(LoadError::OpenFailed,
                 "cannot load kernel library: " + elfProblem);
+  // Bit flips in code or data would crash (or worse, compute) once run:
+  // the library's own CRC-32 is checked before any of it is mapped.
+  bool hasChecksum = false;
+  std::string sumProblem = checksumProblem(openPath, hasChecksum);
+  if (!sumProblem.empty())
+    return fail(LoadError::OpenFailed, "cannot load kernel library: " + sumProblem);
   dlerror();
   handle_ = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
@@ -606,6 +628,10 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   LoadError e = checkInfo(*info, abiVersion, why);
   if (e != LoadError::None)
     return fail(e, why);
+  if ((info->features & ATTNC_FEATURE_CHECKSUM) && !hasChecksum)
+    return fail(LoadError::BadMetadata,
+                std::string("features declares a checksum, but the file has no ") +
+                    ATTNC_CHECKSUM_SECTION + " section (corrupt library)");
   // The code path this CPU would run: a concrete instruction set, or NONE.
   // A CUDA kernel's is its own sm_XY (a suitable device is present) or
   // NONE.

@@ -50,6 +50,7 @@ def main():
               "ATTNC_FEATURE_CUDA": _abi.FEATURE_CUDA,
               "ATTNC_FEATURE_ROPE": _abi.FEATURE_ROPE,
               "ATTNC_FEATURE_SCORE_MODS": _abi.FEATURE_SCORE_MODS,
+              "ATTNC_FEATURE_CHECKSUM": _abi.FEATURE_CHECKSUM,
               "ATTNC_ROPE_HALF_SPLIT": _abi.ROPE_HALF_SPLIT,
               "ATTNC_ROPE_INTERLEAVED": _abi.ROPE_INTERLEAVED,
               "ATTNC_BIAS_Q": _abi.BIAS_Q, "ATTNC_BIAS_K": _abi.BIAS_K,

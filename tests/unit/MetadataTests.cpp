@@ -222,16 +222,23 @@ TEST_CASE("metadata: sizes must be positive and heads divisible",
   f.info.head_dim = 16;
   f.info.d_model = -4;
   CHECK(f.check() == "d_model must be positive, got -4");
+  // The spec's limits (attnc/runtime/Limits.h), not looser ones: what the
+  // parser accepts loads, and nothing past it.
+  f.info.d_model = 65537;
+  CHECK_THAT(f.check(), Contains("d_model is 65537, more than a spec allows (65536)"));
   f.info.d_model = 64;
+  f.info.head_dim = 1025;
+  CHECK_THAT(f.check(), Contains("head_dim is 1025, more than a spec allows (1024)"));
+  f.info.head_dim = 16;
   f.info.kv_heads = 3;
   CHECK(f.check() == "heads (4) is not a multiple of kv_heads (3)");
   f.info.kv_heads = int64_t(1) << 40;
-  CHECK_THAT(f.check(), Contains("kv_heads is implausibly large"));
+  CHECK_THAT(f.check(), Contains("kv_heads is 1099511627776, more than a spec allows (1024)"));
   f.info.kv_heads = 2;
   f.info.max_seq_len = -1;
-  CHECK(f.check() == "max_seq_len must be in [0, 2^40], got -1");
+  CHECK(f.check() == "max_seq_len must be in [0, 2^24] (0: none), got -1");
   f.info.max_seq_len = int64_t(1) << 41;
-  CHECK_THAT(f.check(), Contains("max_seq_len must be in [0, 2^40]"));
+  CHECK_THAT(f.check(), Contains("max_seq_len must be in [0, 2^24] (0: none)"));
   f.info.max_seq_len = 1024;
   CHECK(f.check().empty());
 }
@@ -251,8 +258,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   CHECK(f.check() == "unknown isa value 7");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
-  f.info.features = 128;
-  CHECK(f.check() == "unknown features bits 0x80");
+  f.info.features = 256;
+  CHECK(f.check() == "unknown features bits 0x100");
   f.info.features = ATTNC_FEATURE_LENGTHS;
   CHECK_THAT(f.check(), Contains("the mask has no padding"));
   f.info.mask = ATTNC_MASK_PADDING;
@@ -334,10 +341,12 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   CHECK(f.check() == "scale is not finite");
   f.info.scale = HUGE_VAL;
   CHECK(f.check() == "scale is not finite");
-  for (double bad : {-1.0, 0.0, -0.0, 3.4e39, 1e6 * (1 + 1e-15) + 1}) {
+  // A denormal scale is not a float32 normal: the spec refuses it, so
+  // does the loader (attnc/runtime/Limits.h).
+  for (double bad : {-1.0, 0.0, -0.0, 3.4e39, 1e6 * (1 + 1e-15) + 1, 1e-40, 1.1e-38}) {
     INFO("scale " << bad);
     f.info.scale = bad;
-    CHECK_THAT(f.check(), Contains("is outside (0, 1e6]"));
+    CHECK_THAT(f.check(), Contains("is outside [FLT_MIN, 1e6]"));
   }
   f.info.scale = 1e6;
   CHECK(f.check().empty());
@@ -403,9 +412,13 @@ TEST_CASE("metadata: packed_floats is bounded by the weight tensors",
   REQUIRE(w == 64 * 128 + 128 + 64 * 64 + 64);
   f.info.packed_floats = w;
   CHECK(f.check().empty());
-  f.info.packed_floats = 2 * w + (1 << 20);
+  // attnc::limits::packedFloatsBound: each tensor's elements plus two
+  // panels' padding on both axes and 64 floats, plus 2^20.
+  const int64_t bound = (64 * 128 + 64 * (64 + 128) + 64) + (128 + 64 * 129 + 64) +
+                        (64 * 64 + 64 * 128 + 64) + (64 + 64 * 65 + 64) + (1 << 20);
+  f.info.packed_floats = bound;
   CHECK(f.check().empty());
-  for (int64_t bad : {int64_t(1), w - 1, 2 * w + (1 << 20) + 1,
+  for (int64_t bad : {int64_t(1), w - 1, bound + 1,
                       int64_t(1) << 40, int64_t(-5), int64_t(0)}) {
     INFO("packed_floats " << bad);
     f.info.packed_floats = bad;
@@ -598,16 +611,19 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
   } cases[] = {
       {"packed_floats=1", "packed_floats is 1, expected between 1088"},
       {"packed_floats=1099511627776", "packed_floats is 1099511627776"},
-      {"scale=-1", "scale -1 is outside (0, 1e6]"},
-      {"scale=3.4e39", "scale 3.4e+39 is outside (0, 1e6]"},
-      {"scale=1e300", "scale 1e+300 is outside (0, 1e6]"},
+      {"scale=-1", "scale -1 is outside [FLT_MIN, 1e6]"},
+      {"scale=3.4e39", "scale 3.4e+39 is outside [FLT_MIN, 1e6]"},
+      {"scale=1e300", "scale 1e+300 is outside [FLT_MIN, 1e6]"},
       {"mask=7", "unknown mask value 7"},
       {"mask=2", "padding mask needs the lengths feature"},
       {"isa=9", "unknown isa value 9"},
       {"dtype=1", "unknown dtype value 1"},
       {"layout=3", "unknown weight_layout value 3"},
       {"causal_align=2", "unknown causal_align value 2"},
-      {"features=128", "unknown features bits 0x80"},
+      {"features=256", "unknown features bits 0x100"},
+      // The checksum bit on a file without the section: never unchecked.
+      {"features=128", "features declares a checksum, but the file has no "
+                       ".attnc.checksum section (corrupt library)"},
       {"isa=5", "isa cuda-sm80 needs the cuda feature"},
       {"features=16", "features declares cuda, but isa x86-64 is a CPU"},
       {"isa=6,features=16,selected_isa=5",
@@ -621,7 +637,7 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"workspace_per_row=-1", "workspace_per_row is -1"},
       {"workspace_fixed=4611686018427387904", "workspace_fixed is"},
       {"stack_bytes=-8", "stack_bytes is -8"},
-      {"max_seq_len=-1", "max_seq_len must be in [0, 2^40], got -1"},
+      {"max_seq_len=-1", "max_seq_len must be in [0, 2^24] (0: none), got -1"},
       {"long_name", "kernel name is longer than 256 bytes"},
       {"unterminated_name", "target_cpu is longer than 256 bytes"},
       {"null_triple", "target_triple is null"},
@@ -719,7 +735,7 @@ TEST_CASE("loader: a directory or a FIFO is not opened as a library",
   CHECK_FALSE(k.load("/tmp", msg, err));
   CHECK(err == LoadError::OpenFailed);
   CHECK(msg == "/tmp: cannot load kernel library: is a directory, not a "
-               "shared object");
+               "regular file");
   CHECK_FALSE(k.load("/dev/zero", msg, err));
   CHECK(err == LoadError::OpenFailed);
   CHECK_THAT(msg, Contains("not a regular file"));

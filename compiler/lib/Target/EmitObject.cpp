@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/Target.h"
+#include "attnc/runtime/Checksum.h"
+#include "attnc/runtime/Files.h"
 #include "attnc/runtime/abi.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -25,6 +27,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -128,10 +132,14 @@ bool attnc::emitCode(Module &m, TargetMachine &tm, bool assembly,
 
 /// A temporary file next to `path` (so the final rename is atomic), removed
 /// on failure and on signals.
+/// Named .attnc-PID-XXXXXXXX.tmp: the next compile removes those of
+/// processes that are gone (attnc/runtime/Files.h).
 static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &path) {
   StringRef dir = sys::path::parent_path(path);
-  return sys::fs::TempFile::create((dir.empty() ? "." : dir) +
-                                   "/.attnc-%%%%%%%%.tmp");
+  std::string d = dir.empty() ? "." : dir.str();
+  attnrt::removeStaleTemporaries(d, ".attnc");
+  return sys::fs::TempFile::create(d + "/.attnc-" + std::to_string(::getpid()) +
+                                   "-%%%%%%%%.tmp");
 }
 
 /// keep() or discard() `tmp`, turning LLVM errors into `error`.
@@ -189,10 +197,18 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
 
   // Temporaries in a private directory, with fixed names so a static
   // archive's members are named the same every time (deterministic output).
+  // TMPDIR/attnc-PID-XXXXXX.tmp; a killed compile's is removed by the next.
   SmallString<128> dir;
-  if (std::error_code ec = sys::fs::createUniqueDirectory("attnc", dir)) {
-    error = "cannot create a temporary directory: " + ec.message();
-    return false;
+  {
+    SmallString<128> tmpRoot;
+    sys::path::system_temp_directory(/*ErasedOnReboot=*/true, tmpRoot);
+    std::string why, made = attnrt::makeTemporary(std::string(tmpRoot), "attnc",
+                                                  /*directory=*/true, why);
+    if (made.empty()) {
+      error = why;
+      return false;
+    }
+    dir = made;
   }
   std::string base = sys::path::stem(soname).str();
   SmallString<128> objPath(dir), srcPath(dir), glueObjPath(dir);
@@ -261,5 +277,8 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
               "linking");
   }
   cleanup();
+  // The CRC-32 of the finished file, into its .attnc.checksum section.
+  if (ok && !archive && !attnrt::stampChecksum(out->TmpName, error))
+    ok = false;
   return finish(*out, outPath, ok, error);
 }

@@ -248,7 +248,14 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     doubles("k_rope_long_inv_freq", params.ropeLongInvFreq);
   if (!params.alibiSlopes.empty())
     doubles("k_alibi_slopes", params.alibiSlopes);
-  os << ""
+  // A shared object carries its CRC-32 in its own section (abi.h), which
+  // attnc stamps after linking; a static archive cannot (the final link is
+  // the user's).
+  os << "#ifdef ATTNC_SHARED\n"
+     << "__attribute__((section(ATTNC_CHECKSUM_SECTION), used, aligned(8)))\n"
+     << "static const attnc_checksum k_checksum = {ATTNC_CHECKSUM_MAGIC, 0, 0};\n"
+     << "#define K_FEATURES_RECORD (K_FEATURES | ATTNC_FEATURE_CHECKSUM)\n"
+     << "#else\n#define K_FEATURES_RECORD K_FEATURES\n#endif\n"
      << "static const attnc_kernel_info k_info = {\n"
      << "  .abi_version = ATTNC_ABI_VERSION,\n"
      << "  .struct_size = sizeof(attnc_kernel_info),\n"
@@ -268,7 +275,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "  .dtype = ATTNC_DTYPE_F32,\n"
      << "  .isa = " << isaCode << ",\n"
      << "  .weight_layout = " << params.layout << "u,\n"
-     << "  .features = K_FEATURES,\n"
+     << "  .features = K_FEATURES_RECORD,\n"
      << "  .num_weights = " << plan.storage.size() << "u,\n"
      << "  .reserved0 = 0,\n"
      << "  .weights = k_tensors,\n"

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/PackPlan.h"
+#include "attnc/runtime/Limits.h"
 
 #include <algorithm>
 
@@ -317,6 +318,20 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     plan.weightTypes.push_back(fn.getArgumentTypes()[i]);
   }
   plan.packedFloats = offset;
+  // The loader refuses a record past this bound (attnc/runtime/Limits.h):
+  // a library this compiler writes must load.
+  std::vector<int64_t> dims;
+  for (const attnrt::TensorShape &t : storage.tensors) {
+    dims.push_back(t.shape.empty() ? 1 : t.shape[0]);
+    dims.push_back(t.shape.size() == 2 ? t.shape[1] : 1);
+  }
+  int64_t bound = 0;
+  if (!attnc::limits::packedFloatsBound(reinterpret_cast<const int64_t(*)[2]>(dims.data()),
+                                 int64_t(storage.tensors.size()), bound) ||
+      plan.packedFloats > bound)
+    return fn.emitError("internal error: the packed weights take ")
+           << plan.packedFloats << " floats, more than the loader accepts (" << bound
+           << ", attnc/runtime/Limits.h)";
   return plan;
 }
 

@@ -159,6 +159,24 @@ extern "C" {
                                        keys are stored rotated */
 #define ATTNC_FEATURE_SCORE_MODS 64u /* scores modified before the mask
                                         (softcap, alibi_* fields) */
+#define ATTNC_FEATURE_CHECKSUM 128u /* the shared object carries a CRC-32 of
+                                       its whole file in the section
+                                       ATTNC_CHECKSUM_SECTION, which the
+                                       loader verifies before dlopen()
+                                       (a corrupt library is refused, never
+                                       run). Static archives: not set. */
+
+/* The checksum record of a shared object attnc writes: in its own ELF
+ * section (so a loader finds it from the section headers, before any of the
+ * library's code runs). crc32 is zlib's CRC-32 of the whole file with the
+ * crc32 field's own four bytes read as zero; attnc stamps it after linking. */
+#define ATTNC_CHECKSUM_SECTION ".attnc.checksum"
+#define ATTNC_CHECKSUM_MAGIC "ATTNCSUM" /* 8 bytes, no NUL */
+typedef struct attnc_checksum {
+  char magic[8];
+  uint32_t crc32;
+  uint32_t reserved; /* 0 */
+} attnc_checksum;
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
