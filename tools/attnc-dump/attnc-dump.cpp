@@ -123,6 +123,12 @@ int main(int argc, char **argv) {
     errs() << "attnc-dump: error: --seq-len and --batch must be >= 1\n";
     return 2;
   }
+  // Checked before any stage runs: the compiled kernel would refuse it.
+  if (check && spec->maxSeqLen > 0 && seqLen > spec->maxSeqLen) {
+    errs() << "attnc-dump: error: --seq-len " << seqLen << " exceeds the spec's max_seq_len "
+           << spec->maxSeqLen << " (see --help)\n";
+    return 2;
+  }
 
   if (want >= 0 && attnc::stageList()[want].cudaOnly && !attnc::isCuda(opts.isa)) {
     errs() << "attnc-dump: error: --stage " << stage
