@@ -14,13 +14,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  echo "usage: scripts/fuzz.sh spec|attn-ir|npy|metadata SECONDS [libFuzzer options]" >&2
+  echo "usage: scripts/fuzz.sh spec|attn-ir|npy|metadata|weights SECONDS [libFuzzer options]" >&2
   exit 2
 fi
 target=$1 seconds=$2
 shift 2
 case "$target" in
-  spec|attn-ir|npy|metadata) ;;
+  spec|attn-ir|npy|metadata|weights) ;;
   *) echo "fuzz.sh: error: unknown target '$target' (spec, attn-ir, npy, metadata)" >&2; exit 2 ;;
 esac
 ATTNC_WITH_FUZZ=1 bash scripts/install-deps.sh
