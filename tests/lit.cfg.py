@@ -15,6 +15,10 @@ config.excludes = ["unit", "fuzz", "Inputs", "CMakeLists.txt", "lit.cfg.py", "da
 config.environment["PATH"] = os.pathsep.join(
     [config.attnc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 # attnc, attnc-opt, attnc-dump and attnc-run are found on PATH (tools dir first).
+# The Python package checks every kernel library through libattnrt: this
+# build's (python/attnc/_runtime.py looks here first).
+config.environment["ATTNC_LIBATTNRT"] = os.path.join(config.attnc_obj_root, "runtime",
+                                                     "libattnrt.so")
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%cc", config.c_compiler))
 config.substitutions.append(("%src", config.attnc_src_root))

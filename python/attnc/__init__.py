@@ -14,33 +14,69 @@
     y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
-attnc_kernel_info (ABI version 2) is mirrored in attnc._abi, and nothing
-is compiled. Weights are packed once (NAME_pack) into a float32 array;
-forward (and decode) allocate the workspace NAME_workspace_size
-(NAME_decode_workspace_bytes) asks for and check every argument (features,
-shapes, dtypes, length and position ranges) before the call, raising
-attnc.ArgumentError. See docs/embedding.md.
+attnc_kernel_info (ABI version 3) is mirrored in attnc._abi, and nothing
+is compiled. Before ctypes opens a kernel library, libattnrt (attnc's
+runtime library) checks it with the loader attnc-run uses
+(attnrt_check_library: a complete x86-64 ELF file, attnc_query, the ABI,
+the whole metadata record, the entry points); a refusal raises
+attnc.AttncError with the loader's message and `.code`, attnc-run's exit
+code (11..16, docs/exit-codes.md). libattnrt is found through
+$ATTNC_LIBATTNRT (a path), attnc/_lib/libattnrt.so*, the install prefix
+(PREFIX/lib when the package is PREFIX/share/attnc/python/attnc), a
+source tree's build/runtime/, then ctypes.util.find_library("attnrt");
+attnc.libattnrt_path() says which one is used, and without one Kernel()
+raises AttncError saying how to point at it.
+
+Weights are packed once (NAME_pack) into a float32 array; forward (and
+decode) allocate the workspace NAME_workspace_size
+(NAME_decode_workspace_bytes) asks for and check every argument before the
+call, raising attnc.ArgumentError naming it: features, shapes, length and
+position ranges, and every buffer handed to the library: inputs (x, x_kv,
+weights: any real dtype, NumPy or torch, bfloat16 and float16 converted to
+float32 by torch) and the buffers it writes in place (out, probs_out,
+k_cache, v_cache: NumPy arrays or CPU torch tensors, exactly float32,
+C-contiguous, aligned, writable, of the exact shape, overlapping no other
+buffer of the call). See docs/embedding.md.
 """
 import ctypes as C
 import os
 
 import numpy as np
 
-from . import _abi
+from . import _abi, _runtime
 from ._abi import ABI_VERSION
-from .weights import load_safetensors, save_safetensors, map_names
+from .weights import load_safetensors, save_safetensors, map_names, to_numpy
 
 __all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",
-           "save_safetensors", "map_names"]
+           "save_safetensors", "map_names", "libattnrt_path"]
 __version__ = "0.1.0"
 
 
 class AttncError(RuntimeError):
-    """A kernel call returned a non-zero status, or the library is unusable."""
+    """A kernel call returned a non-zero status, or the library is unusable.
 
-    def __init__(self, message, status=None):
+    `.status`: the kernel's status code (ATTNC_ERR_*) where one applies.
+    `.code`: for a kernel library libattnrt's loader refuses, attnc-run's
+    exit code for it (11 cannot be opened: missing, not a regular x86-64
+    ELF file, truncated; 12 not an attnc kernel; 13 ABI too new; 14 ABI
+    mismatch; 15 metadata the runtime cannot trust; 16 missing entry
+    point), with `.reason` its short name ("open_failed", ...); else
+    None."""
+
+    def __init__(self, message, status=None, code=None, reason=None):
         super().__init__(message)
         self.status = status
+        self.code = code
+        self.reason = reason
+
+
+def libattnrt_path():
+    """The libattnrt.so the package checks kernel libraries with (found as
+    the module docstring says); raises AttncError when there is none."""
+    try:
+        return _runtime.library()[1]
+    except _runtime.Unavailable as e:
+        raise AttncError(str(e)) from None
 
 
 class ArgumentError(AttncError, ValueError):
@@ -51,22 +87,34 @@ class ArgumentError(AttncError, ValueError):
     cache without the other, _THREADS for num_threads)."""
 
 
-def _numpy(a):
-    """`a` as a NumPy array (torch tensors detached and moved to the CPU)."""
-    if hasattr(a, "detach"):
-        a = a.detach().cpu().numpy()
-    return np.asarray(a)
+def _numpy(a, name):
+    """`a` as a NumPy array: torch tensors detached and moved to the CPU, the
+    floating dtypes NumPy has no type for (bfloat16) converted to float32 by
+    torch. What cannot be read raises ArgumentError naming `name`."""
+    try:
+        return to_numpy(a)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+        raise ArgumentError(f"{name}: cannot be read as an array ({e})",
+                            _abi.ERR_ARGS) from None
 
 
 def _f32(a, name):
     """A C-contiguous float32 view or copy of `a` (a real-valued array)."""
-    a = _numpy(a)
+    a = _numpy(a, name)
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{name} must hold real numbers, got dtype {a.dtype}",
                             _abi.ERR_ARGS)
     if a.dtype != np.float32:
         a = a.astype(np.float32)
     return np.ascontiguousarray(a)
+
+
+def _is_tensor(a):
+    return hasattr(a, "detach") and hasattr(a, "data_ptr")
+
+
+def _torch_dtype(t):
+    return str(t.dtype).replace("torch.", "")
 
 
 def _fptr(a):
@@ -77,14 +125,31 @@ _FEATURE_ORDER = list(_abi.FEATURES.values())
 
 
 class Kernel:
-    """One kernel library (.so), opened with ctypes.
+    """One kernel library (.so), checked by libattnrt, then opened with
+    ctypes.
 
-    `name`: the spec's name, needed only when the library has no
-    attnc_query (it always has one in shared objects attnc writes).
+    The library must pass libattnrt's loader first (attnc-run's checks:
+    AttncError with `.code` 11..16 otherwise, see AttncError), which also
+    means it has attnc_query (every shared object attnc writes does).
+    `name`: the spec's name, to read the metadata through NAME_query.
     """
 
     def __init__(self, path, name=None):
         self.path = os.fspath(path)
+        if isinstance(self.path, bytes):
+            self.path = os.fsdecode(self.path)
+        if "\0" in self.path:
+            raise AttncError(f"{self.path!r}: cannot load kernel library: a NUL byte "
+                             "in the path", code=11, reason="open_failed")
+        # libattnrt's loader first: a truncated file would kill this process
+        # in dlopen (SIGBUS), and a record it refuses is never read here.
+        try:
+            code, reason, message = _runtime.check_library(self.path)
+        except _runtime.Unavailable as e:
+            raise AttncError(f"{self.path}: {e}") from None
+        if code != 0:
+            raise AttncError(message or f"{self.path}: refused by libattnrt ({reason})",
+                             code=code, reason=reason)
         # RTLD_LOCAL: two kernels' symbols do not mix.
         self._lib = C.CDLL(os.path.abspath(self.path), mode=C.RTLD_LOCAL)
         qname = f"{name}_query" if name else "attnc_query"
@@ -246,8 +311,7 @@ class Kernel:
                              f"got {len(weights)}")
         arrays = []
         for (wname, shape), w in zip(shapes.items(), weights):
-            if hasattr(w, "detach"):  # a torch tensor
-                w = w.detach().cpu().numpy()
+            # NumPy arrays or torch tensors (bfloat16 converted by torch).
             a = _f32(w, f"{self.name}: weight '{wname}'")
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
@@ -279,7 +343,7 @@ class Kernel:
 
     def _lengths(self, value, field, batch, limit, limit_name, squeeze):
         """`value` as a C-contiguous int32 [batch] array, each in 0..limit."""
-        a = _numpy(value)
+        a = _numpy(value, f"{self.name}: {field}")
         if squeeze and a.ndim == 0:
             a = a.reshape(1)
         if a.shape != (batch,):
@@ -294,12 +358,78 @@ class Kernel:
         return np.ascontiguousarray(a, dtype=np.int32)
 
     def _packed(self, packed):
-        packed = _numpy(packed)
-        if packed.dtype != np.float32 or packed.size != self._info.packed_floats:
+        """The packed weights as the C-contiguous float32 array the library
+        reads (a copy where the caller's is not contiguous)."""
+        given = _torch_dtype(packed) if _is_tensor(packed) else None
+        packed = _numpy(packed, f"{self.name}: packed")
+        if (given not in (None, "float32") or packed.dtype != np.float32
+                or packed.size != self._info.packed_floats):
             self._refuse("packed must be the float32 array pack() returns "
-                         f"({self._info.packed_floats} floats), got {packed.dtype} "
+                         f"({self._info.packed_floats} floats), got {given or packed.dtype} "
                          f"with {packed.size}", _abi.ERR_BUFFER_SIZE)
         return np.ascontiguousarray(packed)
+
+    def _written(self, a, name, shapes=None, want=None):
+        """The NumPy view of `a`, a buffer the library writes in place (never
+        a copy): a NumPy array, or a CPU torch tensor (zero-copy: a view of
+        its memory) that does not require grad, exactly float32,
+        C-contiguous, 4-byte aligned, writable and, when `shapes` is given,
+        of one of them. Anything else raises ArgumentError (ERR_BUFFER_SIZE)
+        naming `name`; `want` describes the shape in the message."""
+        want = want or " or ".join(str(tuple(sh)) for sh in shapes or [])
+        what = f"{name} must be a writable C-contiguous float32 NumPy array or CPU torch " \
+               f"tensor of shape {want} (it is written in place)"
+        if _is_tensor(a):
+            problems = []
+            if _torch_dtype(a) != "float32":
+                problems.append(f"of dtype {_torch_dtype(a)}")
+            if shapes is not None and tuple(a.shape) not in shapes:
+                problems.append(f"of shape {tuple(a.shape)}")
+            if a.device.type != "cpu":
+                problems.append(f"on device {a.device}")
+            if not a.is_contiguous():
+                problems.append("that is not contiguous")
+            if a.requires_grad:
+                problems.append("that requires grad (pass one made under "
+                                "torch.no_grad(), or .detach() it)")
+            if problems:
+                self._refuse(f"{what}; got a torch tensor {', '.join(problems)}",
+                             _abi.ERR_BUFFER_SIZE)
+            try:
+                a = a.detach().numpy()  # shares the tensor's memory
+            except (TypeError, RuntimeError) as e:
+                self._refuse(f"{what}; got a torch tensor NumPy cannot view ({e})",
+                             _abi.ERR_BUFFER_SIZE)
+        elif not isinstance(a, np.ndarray):
+            self._refuse(f"{what}; got an object of type {type(a).__name__}",
+                         _abi.ERR_BUFFER_SIZE)
+        problems = []
+        if a.dtype != np.float32:
+            problems.append(f"of dtype {a.dtype}")
+        if shapes is not None and a.shape not in shapes:
+            problems.append(f"of shape {a.shape}")
+        if not a.flags.c_contiguous:
+            problems.append("that is not C-contiguous")
+        if not a.flags.writeable:
+            problems.append("that is read-only")
+        if not a.flags.aligned:
+            problems.append("that is not 4-byte aligned")
+        if problems:
+            self._refuse(f"{what}; got an array {', '.join(problems)}",
+                         _abi.ERR_BUFFER_SIZE)
+        return a
+
+    def _disjoint(self, written, read):
+        """Refuses (ERR_BUFFER_SIZE) a buffer the library writes that shares
+        memory with another buffer of the call: `written` and `read` are
+        [(name, array or None)]."""
+        written = [(n, a) for n, a in written if a is not None]
+        others = written + [(n, a) for n, a in read if a is not None]
+        for i, (n, a) in enumerate(written):
+            for m, b in others[i + 1:]:
+                if np.may_share_memory(a, b):
+                    self._refuse(f"{n} and {m} overlap in memory ({n} is written "
+                                 "in place)", _abi.ERR_BUFFER_SIZE)
 
     def _threads(self, num_threads):
         try:
@@ -332,28 +462,14 @@ class Kernel:
                      f"head_dim {i.head_dim}]")
         out = []
         for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if hasattr(c, "detach"):  # a torch tensor: a view of its memory
-                if getattr(c, "device", None) is not None and c.device.type != "cpu":
-                    self._refuse(f"{name} must be in CPU memory (it is written in "
-                                 f"place), got a tensor on {c.device}",
-                                 _abi.ERR_BUFFER_SIZE)
-                c = c.detach().numpy()
-            if not isinstance(c, np.ndarray):
-                self._refuse(f"{name} must be a NumPy array (it is written in place), "
-                             f"got {type(c).__name__}", _abi.ERR_BUFFER_SIZE)
+            # A NumPy array, or a view of a CPU tensor's memory.
+            c = self._written(c, name, want=want)
             given = c.shape
             if squeeze and c.ndim == 3:
                 c = c[None]
             if (c.ndim != 4 or c.shape[0] != batch or c.shape[1] != i.kv_heads
                     or c.shape[3] != i.head_dim):
                 self._refuse(f"{name} must be {want}, got shape {given}",
-                             _abi.ERR_BUFFER_SIZE)
-            if (c.dtype != np.float32 or not c.flags.c_contiguous
-                    or not c.flags.writeable):
-                self._refuse(f"{name} must be a writable C-contiguous float32 array "
-                             f"(it is written in place), got {c.dtype}"
-                             f"{'' if c.flags.c_contiguous else ', not C-contiguous'}"
-                             f"{'' if c.flags.writeable else ', read-only'}",
                              _abi.ERR_BUFFER_SIZE)
             out.append(c)
         k, v = out
@@ -391,8 +507,14 @@ class Kernel:
                 kv_lengths=None, want_probs=False, probs_out=None, k_cache=None,
                 v_cache=None):
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
-        [seq_len, d_model]). `packed` comes from pack(). num_threads: the
-        library's built-in pool (0: one per CPU, 1: this thread only).
+        [seq_len, d_model]), any real dtype (NumPy or torch; bfloat16 and
+        float16 converted to float32). `packed` comes from pack().
+        num_threads: the library's built-in pool (0: one per CPU, 1: this
+        thread only). out: y's buffer [batch, seq_len, out_dim] (or
+        [seq_len, out_dim] with a 2-D x), written in place and returned: a
+        writable, C-contiguous, aligned float32 NumPy array or CPU torch
+        tensor (not requiring grad) that overlaps no other buffer; the
+        same rules hold for probs_out, k_cache and v_cache.
 
         The variants (docs/abi.md), each only where `features` has it:
           lengths     ("lengths") int [batch]: valid tokens per sequence,
@@ -404,7 +526,7 @@ class Kernel:
                       0..kv_seq_len; None: all valid.
           want_probs  ("probs"): also return the attention weights
                       [batch, heads, seq_len, kv_seq_len] as (y, probs);
-                      probs_out: a C-contiguous float32 array to write them to
+                      probs_out: a buffer, as out, to write them to
                       (implies want_probs).
           k_cache, v_cache  ("decode", both or neither) writable C-contiguous
                       float32 NumPy arrays (or CPU torch tensors)
@@ -488,25 +610,32 @@ class Kernel:
                                        "kv_seq_len", squeeze)
 
         packed = self._packed(packed)
+        # The buffers the library writes: the caller's own memory (NumPy
+        # arrays or CPU tensors), never a copy.
         shape = (batch, seq, info.out_dim)
+        shapes = [shape, shape[1:]] if squeeze else [shape]
         if out is None:
-            out = np.empty(shape, dtype=np.float32)
-        elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-            self._refuse(f"out must be C-contiguous float32 {shape}", _abi.ERR_BUFFER_SIZE)
-        probs = None
+            y_arr = np.empty(shape, dtype=np.float32)
+            out = y_arr[0] if squeeze else y_arr
+        else:
+            y_arr = self._written(out, "out", shapes).reshape(shape)
+            if squeeze and len(out.shape) == 3:  # [1, seq, out_dim] given
+                out = out[0]
+        probs = probs_ret = None
         if want_probs:
             pshape = (batch, info.heads, seq, kv_seq)
             if probs_out is None:
                 probs = np.empty(pshape, dtype=np.float32)
+                probs_ret = probs[0] if squeeze else probs
             else:
-                probs = probs_out[None] if squeeze and isinstance(probs_out, np.ndarray) \
-                    and probs_out.ndim == 3 else probs_out
-                if (not isinstance(probs, np.ndarray) or probs.shape != pshape
-                        or probs.dtype != np.float32 or not probs.flags.c_contiguous
-                        or not probs.flags.writeable):
-                    self._refuse(f"probs_out must be a writable C-contiguous float32 "
-                                 f"array of shape {pshape[1:] if squeeze else pshape}",
-                                 _abi.ERR_BUFFER_SIZE)
+                probs = self._written(probs_out, "probs_out",
+                                      [pshape, pshape[1:]] if squeeze else [pshape])
+                probs = probs.reshape(pshape)
+                probs_ret = probs_out[0] if squeeze and len(probs_out.shape) == 4 \
+                    else probs_out
+        self._disjoint([("out", y_arr), ("probs_out", probs), ("k_cache", k_cache),
+                        ("v_cache", v_cache)],
+                       [("x", x), ("x_kv", x_kv), ("packed", packed)])
         threads = self._threads(num_threads)
 
         cross = bool(feats & _abi.FEATURE_CROSS)
@@ -527,8 +656,8 @@ class Kernel:
         args.packed_floats = packed.size
         args.x = _fptr(x)
         args.x_floats = x.size
-        args.y = _fptr(out)
-        args.y_floats = out.size
+        args.y = _fptr(y_arr)
+        args.y_floats = y_arr.size
         args.batch = batch
         args.seq_len = seq
         args.workspace = ws.ctypes.data + off
@@ -555,10 +684,9 @@ class Kernel:
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
-        y = out[0] if squeeze else out
         if probs is None:
-            return y
-        return y, (probs[0] if squeeze else probs)
+            return out
+        return out, probs_ret
 
     __call__ = forward
 
@@ -608,7 +736,7 @@ class Kernel:
         row positions[b], and its query attends over rows
         [0, positions[b]] (a sliding window: the last `window` of them).
         Returns y [batch, 1, out_dim] ([batch, out_dim] for a 2-D x);
-        out: a C-contiguous float32 array of that shape to write it to.
+        out: a buffer of that shape to write it to, as forward's out.
         num_threads as in forward(). Every argument is checked here first
         (ArgumentError)."""
         self._host_only("decode")
@@ -630,7 +758,7 @@ class Kernel:
                 self._refuse(f"decode needs {name} [batch, kv_heads, cache_len, "
                              "head_dim] (see new_cache())", _abi.ERR_NULL_ARG)
         k_cache, v_cache, cache_len = self._caches(k_cache, v_cache, batch, False)
-        pos = _numpy(positions)
+        pos = _numpy(positions, f"{self.name}: positions")
         if pos.ndim == 0 and batch == 1:
             pos = pos.reshape(1)
         if pos.shape != (batch,):
@@ -648,13 +776,13 @@ class Kernel:
         shape = (batch, info.out_dim) if squeeze else (batch, 1, info.out_dim)
         if out is None:
             out = np.empty(shape, dtype=np.float32)
-        elif (not isinstance(out, np.ndarray) or out.shape != shape
-              or out.dtype != np.float32 or not out.flags.c_contiguous
-              or not out.flags.writeable):
-            self._refuse(f"out must be a writable C-contiguous float32 {shape}",
-                         _abi.ERR_BUFFER_SIZE)
+            y_arr = out
+        else:  # the caller's memory (a NumPy array or a CPU tensor), in place
+            y_arr = self._written(out, "out", [shape])
         threads = self._threads(num_threads)
         x3 = np.ascontiguousarray(x3)
+        self._disjoint([("out", y_arr), ("k_cache", k_cache), ("v_cache", v_cache)],
+                       [("x", x3), ("packed", packed)])
 
         ws_bytes = self.decode_workspace_size(batch, cache_len)
         if ws_bytes < 0:
@@ -670,8 +798,8 @@ class Kernel:
         args.packed_floats = packed.size
         args.x = _fptr(x3)
         args.x_floats = x3.size
-        args.y = _fptr(out)
-        args.y_floats = out.size
+        args.y = _fptr(y_arr)
+        args.y_floats = y_arr.size
         args.batch = batch
         args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
         args.k_cache = _fptr(k_cache)

@@ -6,6 +6,9 @@ libattnrt's loader (weights.h, docs/weights.md): an optional layer prefix,
 attnc's own names or the Hugging Face spellings of the `separate` layout.
 save_safetensors / load_safetensors read and write the format with NumPy
 only (an 8-byte little-endian header length, a JSON header, raw bytes).
+Wherever they take arrays they take torch tensors too (to_numpy): a
+bfloat16 tensor, which NumPy has no dtype for, is converted to float32 by
+torch, and save_safetensors writes it as BF16, bit for bit.
 """
 import json
 import struct
@@ -20,6 +23,29 @@ ALIASES = {
     "o_proj": ["output.dense", "out_proj"],
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
 }
+
+
+# The floating torch dtypes NumPy holds as they are; the others (bfloat16,
+# the float8 types) are converted to float32 by torch.
+_NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
+
+
+def to_numpy(a):
+    """`a` as a NumPy array. A torch tensor is detached and moved to the CPU
+    (a CPU tensor NumPy can hold comes back as a view of its memory); a
+    floating one of a dtype NumPy has no type for (bfloat16, float8) is
+    converted to float32 with torch (t.float()) first. Anything else goes
+    through np.asarray."""
+    if hasattr(a, "detach") and hasattr(a, "dtype"):
+        t = a.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if hasattr(t, "resolve_neg"):
+            t = t.resolve_conj().resolve_neg()
+        if t.is_floating_point() and str(t.dtype) not in _NUMPY_FLOATS:
+            t = t.float()
+        return t.numpy()
+    return np.asarray(a)
 
 
 def spellings(name):
@@ -44,9 +70,7 @@ def map_names(tensors, names, layout=None, prefix=""):
             parts = [[under[s] for s in spellings(p + suffix) if s in under]
                      for p in ("q_proj", "k_proj", "v_proj")]
             if all(len(p) == 1 for p in parts):
-                arrays = [tensors[p[0]] for p in parts]
-                arrays = [a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
-                          for a in arrays]
+                arrays = [to_numpy(tensors[p[0]]) for p in parts]
                 out.append(np.concatenate(arrays, axis=0))
                 continue
         if not found:
@@ -68,14 +92,23 @@ _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64,
 
 def save_safetensors(path, tensors, dtype=None, metadata=None):
     """Writes {name: array} as a .safetensors file. dtype: None (keep each
-    array's), or "F32" / "F16" / "F64" / "BF16" for all of them."""
+    array's; a torch bfloat16 tensor is written as BF16, bit for bit), or
+    "F32" / "F16" / "F64" / "BF16" for all of them."""
     header, chunks, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name, a in tensors.items():
-        if hasattr(a, "detach"):
-            a = a.detach().cpu().numpy()
-        a = np.ascontiguousarray(a)
+        if (hasattr(a, "detach") and str(getattr(a, "dtype", "")) == "torch.bfloat16"
+                and dtype in (None, "BF16")):
+            import torch  # a torch tensor was given: torch is there
+            bits = a.detach().cpu().contiguous().view(torch.int16).numpy()
+            raw = bits.astype("<i2").tobytes()
+            header[name] = {"dtype": "BF16", "shape": list(bits.shape),
+                            "data_offsets": [offset, offset + len(raw)]}
+            chunks.append(raw)
+            offset += len(raw)
+            continue
+        a = np.ascontiguousarray(to_numpy(a))
         if dtype == "BF16":
             bits = a.astype("<f4").view("<u4")
             raw = (bits >> 16).astype("<u2").tobytes()  # truncation

@@ -145,10 +145,16 @@ CM
 
   step "the installed Python package (PYTHONPATH=prefix/share/attnc/python) on a hand-written kernel"
   "$src/tests/package/fake_attnc.py" "$src/examples/embed-cmake/block.yaml" -o "$work/consumer/libembed_block.so"
-  PYTHONPATH=$prefix/share/attnc/python $py - "$work/consumer/libembed_block.so" <<'PY'
-import sys, numpy as np, attnc
+  # The package checks kernels with libattnrt: the prefix's, found from
+  # share/attnc/python (not $ATTNC_LIBATTNRT, not a build tree).
+  env -u ATTNC_LIBATTNRT PYTHONPATH=$prefix/share/attnc/python $py - "$work/consumer/libembed_block.so" "$prefix" <<'PY'
+import os, sys, numpy as np, attnc
 k = attnc.Kernel(sys.argv[1])
 print(k)
+rt = attnc.libattnrt_path()
+assert os.path.realpath(rt).startswith(os.path.realpath(sys.argv[2]) + "/"), \
+    f"libattnrt from {rt}, not from the prefix"
+print("python: libattnrt", rt.rsplit("/", 2)[-2] + "/" + rt.rsplit("/", 1)[-1])
 w = {n: np.full(s, 0.01, np.float32) for n, s in k.weight_shapes.items()}
 y = k.forward(np.ones((2, 3, k.d_model), np.float32), k.pack(w), num_threads=2)
 print("python:", attnc.__file__.rsplit("/share/", 1)[-1], "y", y.shape, "y[0,0,0] =", float(y[0, 0, 0]))

@@ -1,0 +1,70 @@
+/*===- attnrt_c.h - libattnrt's kernel-library check as a C API --*- C -*-===*
+ *
+ * What a program that opens kernel libraries itself (the Python package,
+ * python/attnc, through ctypes) calls before it dlopen()s one: the checks
+ * attnc-run applies through attnrt::Kernel::load (Runtime.h), so that a
+ * truncated or corrupt .so is refused instead of crashing the caller
+ * (SIGBUS in dlopen) and metadata the runtime cannot trust is refused
+ * before anything reads it. The return codes are attnc-run's exit codes
+ * (docs/exit-codes.md): 0, or 10 + attnrt::LoadError (11..16).
+ *
+ * Plain C; no exceptions cross it; every message is NUL-terminated.
+ *===---------------------------------------------------------------------===*/
+#ifndef ATTNC_RUNTIME_ATTNRT_C_H
+#define ATTNC_RUNTIME_ATTNRT_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this C API (attnrt_c_api_version); grows when a function
+ * is added. */
+#define ATTNRT_C_API_VERSION 1u
+
+/* Return codes of attnrt_check_library: attnc-run's exit codes. */
+#define ATTNRT_CHECK_OK 0
+#define ATTNRT_CHECK_INTERNAL 1        /* out of memory inside the check */
+#define ATTNRT_CHECK_OPEN_FAILED 11    /* missing, not a regular file, not
+                                          x86-64 ELF, truncated, dlopen
+                                          failed */
+#define ATTNRT_CHECK_NO_QUERY 12       /* no attnc_query: not a kernel */
+#define ATTNRT_CHECK_ABI_TOO_NEW 13    /* built for a newer runtime */
+#define ATTNRT_CHECK_ABI_MISMATCH 14   /* abi_version / struct_size differ */
+#define ATTNRT_CHECK_BAD_METADATA 15   /* metadata the runtime cannot trust */
+#define ATTNRT_CHECK_MISSING_ENTRY 16  /* NAME_pack/_workspace_size/_forward
+                                          (or the decode entries) absent */
+
+/* ATTNRT_C_API_VERSION of the library (not of the header one compiled
+ * against). */
+uint32_t attnrt_c_api_version(void);
+
+/* ATTNC_ABI_VERSION (abi.h): the kernel ABI this runtime speaks and checks
+ * libraries against. */
+uint32_t attnrt_abi_version(void);
+
+/* Loads the kernel library `path` with attnrt::Kernel::load (every check it
+ * makes: a regular x86-64 ELF file with every header and segment inside it,
+ * the file's checksum where attnc stamped one, attnc_query, the ABI version
+ * and struct size, the whole metadata record, selected_isa, the entry
+ * points) and unloads it again. Returns
+ * ATTNRT_CHECK_OK, or one of the codes above with the loader's one-line
+ * message ("PATH: ...") in message[0..message_cap), truncated to fit and
+ * always NUL-terminated when message is not NULL and message_cap > 0 (""
+ * on success). A NULL path is ATTNRT_CHECK_OPEN_FAILED. Running the check
+ * runs the library's constructors and its attnc_query and selected_isa
+ * functions, as dlopen and the loader do. */
+int attnrt_check_library(const char *path, char *message, size_t message_cap);
+
+/* A short stable name for an attnrt_check_library code: "ok", "internal",
+ * "open_failed", "no_query", "abi_too_new", "abi_mismatch", "bad_metadata",
+ * "missing_entry"; "unknown" otherwise. */
+const char *attnrt_check_strerror(int code);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNC_RUNTIME_ATTNRT_C_H */

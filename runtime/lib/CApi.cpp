@@ -1,0 +1,89 @@
+//===- CApi.cpp - attnrt_c.h: the loader's checks for C callers -*- C++ -*-===//
+//
+// attnrt_check_library runs attnrt::Kernel::load on a kernel library and
+// hands back its verdict as attnc-run's exit code (10 + LoadError) and its
+// message, so that a program that dlopen()s kernels itself (the Python
+// package) refuses what attnc-run refuses, with the same words. Nothing
+// here re-implements a check: every one lives in Kernel::load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/runtime/attnrt_c.h"
+
+#include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/abi.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace {
+
+using attnrt::LoadError;
+
+/// attnc-run's exit code for a load error (tools/attnc-run: 10 + code).
+constexpr int exitCode(LoadError e) { return 10 + static_cast<int>(e); }
+
+static_assert(ATTNRT_CHECK_OPEN_FAILED == exitCode(LoadError::OpenFailed), "");
+static_assert(ATTNRT_CHECK_NO_QUERY == exitCode(LoadError::NoQuery), "");
+static_assert(ATTNRT_CHECK_ABI_TOO_NEW == exitCode(LoadError::AbiTooNew), "");
+static_assert(ATTNRT_CHECK_ABI_MISMATCH == exitCode(LoadError::AbiMismatch),
+              "");
+static_assert(ATTNRT_CHECK_BAD_METADATA == exitCode(LoadError::BadMetadata),
+              "");
+static_assert(ATTNRT_CHECK_MISSING_ENTRY == exitCode(LoadError::MissingEntry),
+              "");
+
+/// Copies `text` into message[0..cap), truncated, always NUL-terminated.
+void copyMessage(const char *text, char *message, size_t cap) {
+  if (!message || cap == 0)
+    return;
+  size_t n = std::strlen(text);
+  if (n >= cap)
+    n = cap - 1;
+  std::memcpy(message, text, n);
+  message[n] = '\0';
+}
+
+} // namespace
+
+extern "C" {
+
+uint32_t attnrt_c_api_version(void) { return ATTNRT_C_API_VERSION; }
+
+uint32_t attnrt_abi_version(void) { return ATTNC_ABI_VERSION; }
+
+int attnrt_check_library(const char *path, char *message, size_t message_cap) {
+  copyMessage("", message, message_cap);
+  if (!path) {
+    copyMessage("attnrt_check_library: path is NULL", message, message_cap);
+    return ATTNRT_CHECK_OPEN_FAILED;
+  }
+  try {
+    std::string why;
+    LoadError err = LoadError::None;
+    attnrt::Kernel kernel;
+    if (kernel.load(path, why, err))
+      return ATTNRT_CHECK_OK;
+    copyMessage(why.c_str(), message, message_cap);
+    return exitCode(err);
+  } catch (const std::bad_alloc &) {
+    copyMessage("attnrt_check_library: out of memory", message, message_cap);
+  } catch (...) {
+    copyMessage("attnrt_check_library: unexpected error", message, message_cap);
+  }
+  return ATTNRT_CHECK_INTERNAL;
+}
+
+const char *attnrt_check_strerror(int code) {
+  if (code == ATTNRT_CHECK_OK)
+    return "ok";
+  if (code == ATTNRT_CHECK_INTERNAL)
+    return "internal";
+  if (code < ATTNRT_CHECK_OPEN_FAILED || code > 10 + 255)
+    return "unknown";
+  // toString says "unknown" past the last LoadError.
+  return attnrt::toString(static_cast<LoadError>(code - 10));
+}
+
+} // extern "C"

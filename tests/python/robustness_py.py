@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""The Python package refuses what would crash it or corrupt memory, with
+an exception, never a signal (the robustness issue, items 12 and 13):
+
+  * kernel libraries go through libattnrt's loader before ctypes opens
+    them: a truncated .so (SIGBUS in dlopen before), a weights table
+    longer than the layout's, a directory, an empty file, a shared object
+    without attnc_query each raise attnc.AttncError with attnc-run's exit
+    code as `.code` (11, 15, 11, 11, 12); without libattnrt, Kernel()
+    raises AttncError saying how to point at it;
+  * every buffer the library writes (out, probs_out, k_cache, v_cache;
+    forward and decode) must be a writable, C-contiguous, aligned float32
+    NumPy array or CPU torch tensor of the exact shape that overlaps no
+    other buffer of the call: a read-only np.memmap, a bytes object, a
+    read-only view of one, a transposed, float64 or misaligned array, an
+    out that is x raise attnc.ArgumentError naming the argument and leave
+    the memory as it was; a float32 torch tensor as out= is written in
+    place;
+  * (--torch) bfloat16 and float16 tensors as x, weights (a state_dict or
+    a list), map_names' fused q/k/v and save_safetensors work, converted by
+    torch, and give exactly what their float32 conversion gives; a
+    bfloat16 cache, out or packed raises ArgumentError, not TypeError.
+
+Every case runs in a child process: one that dies on a signal is a FAIL
+(and the next cases go on in a fresh child). The kernel is the
+hand-written one (tests/support/fake_kernel.c), reshaped with
+ATTNC_FAKE_KERNEL. Prints PASS/FAIL per case and a summary; exit 1 on any
+failure.
+
+Usage: robustness_py.py --kernel libattnc_fake_kernel.so --work DIR [--torch]
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import numpy as np  # noqa: E402
+import attnc  # noqa: E402
+from attnc import _abi  # noqa: E402
+
+B, T = 2, 5  # batch, seq_len of every call
+ARGS = None
+CASES = []
+
+
+def case(torch=False):
+    def register(fn):
+        CASES.append((fn.__name__, torch, fn))
+        return fn
+    return register
+
+
+def kernel(fake=""):
+    os.environ["ATTNC_FAKE_KERNEL"] = fake
+    return attnc.Kernel(ARGS.kernel)
+
+
+def setup(fake=""):
+    """(kernel, packed, x) with random weights and input."""
+    k = kernel(fake)
+    rng = np.random.default_rng(3)
+    w = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in k.weight_shapes.values()]
+    x = rng.standard_normal((B, T, k.d_model)).astype(np.float32)
+    return k, k.pack(w), x
+
+
+def refused(call, *words, error=None, status=_abi.ERR_BUFFER_SIZE):
+    """The message of the ArgumentError (or `error`) `call` raises, checked
+    to hold every word of `words` and, for an ArgumentError, `status`."""
+    error = error or attnc.ArgumentError
+    try:
+        call()
+    except error as e:
+        msg = str(e)
+        missing = [w for w in words if w not in msg]
+        assert not missing, f"message lacks {missing}: {msg}"
+        if error is attnc.ArgumentError:
+            assert e.status == status, f"status {e.status}, expected {status}: {msg}"
+        return msg
+    raise AssertionError(f"no {error.__name__} raised")
+
+
+def load_refused(path, code, reason, *words, fake=""):
+    """The message of the AttncError Kernel(path) raises (path None: the
+    fake kernel under ATTNC_FAKE_KERNEL=fake), checked to have `.code`
+    `code`, `.reason` `reason` and every word of `words`."""
+    os.environ["ATTNC_FAKE_KERNEL"] = fake
+    try:
+        attnc.Kernel(ARGS.kernel if path is None else path)
+    except attnc.ArgumentError as e:
+        raise AssertionError(f"ArgumentError for a library: {e}")
+    except attnc.AttncError as e:
+        msg = str(e)
+        assert e.code == code and e.reason == reason, \
+            f"code {e.code} ({e.reason}), expected {code} ({reason}): {msg}"
+        missing = [w for w in words if w not in msg]
+        assert not missing, f"message lacks {missing}: {msg}"
+        return msg
+    raise AssertionError("Kernel() accepted it")
+
+
+# -- loading ---------------------------------------------------------------
+@case()
+def truncated_library():
+    data = open(ARGS.kernel, "rb").read()
+    path = os.path.join(ARGS.work, "truncated.so")
+    with open(path, "wb") as f:
+        f.write(data[: len(data) * 2 // 5])
+    msg = load_refused(path, 11, "open_failed", "truncated", path)
+    return f"code 11: {msg.replace(ARGS.work + '/', '')}"
+
+
+@case()
+def bad_weight_count():
+    msg = load_refused(None, 15, "bad_metadata", "1000", fake="num_weights=1000")
+    load_refused(None, 15, "bad_metadata", fake="num_weights=3")
+    return f"code 15: {msg.split(': ', 1)[1]}"
+
+
+@case()
+def not_kernel_libraries():
+    empty = os.path.join(ARGS.work, "empty.so")
+    open(empty, "wb").close()
+    load_refused(ARGS.work, 11, "open_failed", "directory")
+    load_refused(empty, 11, "open_failed")
+    load_refused(attnc.libattnrt_path(), 12, "no_query", "attnc_query")
+    return "directory 11, empty file 11, libattnrt itself 12"
+
+
+@case()
+def no_libattnrt():
+    env = dict(os.environ, ATTNC_LIBATTNRT=os.path.join(ARGS.work, "no-such-libattnrt.so"))
+    code = ("import sys, attnc\n"
+            "try:\n"
+            f"    attnc.Kernel({ARGS.kernel!r})\n"
+            "except attnc.AttncError as e:\n"
+            "    print(e); sys.exit(0 if e.code is None else 3)\n"
+            "sys.exit(4)\n")
+    p = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True,
+                       cwd=os.path.join(HERE, "..", "..", "python"))
+    assert p.returncode == 0, f"exit {p.returncode}: {p.stdout}"
+    assert "ATTNC_LIBATTNRT" in p.stdout and "no-such-libattnrt.so" in p.stdout, p.stdout
+    return "AttncError names $ATTNC_LIBATTNRT"
+
+
+# -- out= and the other written buffers (NumPy) -----------------------------
+@case()
+def readonly_memmap_out():
+    k, packed, x = setup()
+    path = os.path.join(ARGS.work, "out.bin")
+    np.full((B, T, k.out_dim), 7.0, np.float32).tofile(path)
+    ro = np.memmap(path, dtype=np.float32, mode="r", shape=(B, T, k.out_dim))
+    msg = refused(lambda: k.forward(x, packed, out=ro), "out", "read-only")
+    assert (np.fromfile(path, np.float32) == 7.0).all(), "the file was written"
+    rw = np.memmap(path, dtype=np.float32, mode="r+", shape=(B, T, k.out_dim))
+    y = k.forward(x, packed, out=rw)
+    assert y is rw and np.array_equal(np.asarray(rw), k.forward(x, packed)), "r+ memmap"
+    return msg.split(": ", 1)[1]
+
+
+@case()
+def bytes_out():
+    k, packed, x = setup()
+    b = bytes(B * T * k.out_dim * 4)
+    refused(lambda: k.forward(x, packed, out=b), "out", "type bytes")
+    view = np.frombuffer(b, np.float32).reshape(B, T, k.out_dim)
+    refused(lambda: k.forward(x, packed, out=view), "out", "read-only")
+    refused(lambda: k.forward(x, packed, out=bytearray(len(b))), "out", "type bytearray")
+    assert b == bytes(len(b)), "the bytes object was written"
+    return "bytes, a read-only view of bytes, bytearray"
+
+
+@case()
+def noncontiguous_out():
+    k, packed, x = setup()
+    out = np.full((B, k.out_dim, T), 7.0, np.float32).transpose(0, 2, 1)
+    msg = refused(lambda: k.forward(x, packed, out=out), "out", "not C-contiguous")
+    assert (out == 7.0).all()
+    return msg.split(": ", 1)[1]
+
+
+@case()
+def wrong_out():
+    k, packed, x = setup()
+    refused(lambda: k.forward(x, packed, out=np.zeros((B, T, k.out_dim))), "out",
+            "dtype float64")
+    refused(lambda: k.forward(x, packed, out=np.zeros((B, T + 1, k.out_dim), np.float32)),
+            "out", "of shape (2, 6, 16)")
+    n = B * T * k.out_dim
+    odd = np.frombuffer(bytearray(n * 4 + 1), np.float32, count=n, offset=1)
+    refused(lambda: k.forward(x, packed, out=odd.reshape(B, T, k.out_dim)), "out",
+            "4-byte aligned")
+    refused(lambda: k.forward(x, packed, out=x), "out and x overlap")
+    refused(lambda: k.forward(x, packed, out=packed[:n].reshape(B, T, k.out_dim)),
+            "out and packed overlap")
+    return "float64, wrong shape, misaligned, out=x, out inside packed"
+
+
+@case()
+def out_in_place():
+    k, packed, x = setup()
+    want = k.forward(x, packed)
+    out = np.full((B, T, k.out_dim), 7.0, np.float32)
+    assert k.forward(x, packed, out=out) is out and np.array_equal(out, want), "3-D"
+    out2 = np.full((T, k.out_dim), 7.0, np.float32)
+    got = k.forward(x[1], packed, out=out2)
+    assert got is out2 and np.array_equal(out2, want[1]), "2-D x with a 2-D out"
+    return "3-D out, and a 2-D out for a 2-D x"
+
+
+@case()
+def probs_and_cache_buffers():
+    k, packed, x = setup("features=4")
+    pshape = (B, k.heads, T, T)
+    path = os.path.join(ARGS.work, "probs.bin")
+    np.zeros(pshape, np.float32).tofile(path)
+    ro = np.memmap(path, dtype=np.float32, mode="r", shape=pshape)
+    refused(lambda: k.forward(x, packed, probs_out=ro), "probs_out", "read-only")
+    refused(lambda: k.forward(x, packed, probs_out=bytes(ro.nbytes)), "probs_out", "type bytes")
+    kd, packed_d, xd = setup("features=8")
+    kc, vc = kd.new_cache(B, 8)
+    np.zeros(kc.shape, np.float32).tofile(path)
+    ro = np.memmap(path, dtype=np.float32, mode="r", shape=kc.shape)
+    refused(lambda: kd.forward(xd, packed_d, k_cache=kc, v_cache=ro), "v_cache",
+            "read-only")
+    refused(lambda: kd.forward(xd, packed_d, k_cache=bytes(kc.nbytes), v_cache=vc),
+            "k_cache", "type bytes")
+    tok, pos = xd[:, :1], np.array([T, T], np.int32)
+    dshape = (B, 1, kd.out_dim)
+    np.zeros(dshape, np.float32).tofile(path)
+    ro_out = np.memmap(path, dtype=np.float32, mode="r", shape=dshape)
+    refused(lambda: kd.decode(tok, packed_d, pos, kc, vc, out=ro_out), "out", "read-only")
+    refused(lambda: kd.decode(tok, packed_d, pos, kc, vc, out=bytes(ro_out.nbytes)),
+            "out", "type bytes")
+    inside = kc.reshape(-1)[:B * kd.out_dim].reshape(dshape)
+    refused(lambda: kd.decode(tok, packed_d, pos, kc, vc, out=inside),
+            "out and k_cache overlap")
+    assert (kc == 0).all() and (vc == 0).all(), "a cache was written"
+    return "probs_out, k_cache, v_cache, decode's out"
+
+
+# -- torch -----------------------------------------------------------------
+@case(torch=True)
+def torch_out_in_place():
+    import torch
+    k, packed, x = setup()
+    want = k.forward(x, packed)
+    out = torch.full((B, T, k.out_dim), 7.0)
+    ptr = out.data_ptr()
+    got = k.forward(torch.from_numpy(x), packed, out=out)
+    assert got is out and out.data_ptr() == ptr, "not the caller's tensor"
+    assert np.array_equal(out.numpy(), want), "values differ from the NumPy call"
+    out2 = torch.full((T, k.out_dim), 7.0)
+    assert k.forward(x[0], packed, out=out2) is out2 and np.array_equal(out2.numpy(), want[0])
+    big = torch.zeros(3 * B * T * k.out_dim)  # a contiguous view inside a larger tensor
+    view = big[B * T * k.out_dim: 2 * B * T * k.out_dim].view(B, T, k.out_dim)
+    k.forward(x, packed, out=view)
+    assert np.array_equal(view.numpy(), want) and float(big[:B * T * k.out_dim].abs().sum()) == 0
+    return "float32 CPU tensors (3-D, 2-D, a view at an offset) written in place"
+
+
+@case(torch=True)
+def torch_bad_out():
+    import torch
+    k, packed, x = setup()
+    shape = (B, T, k.out_dim)
+    nc = torch.full((B, k.out_dim, T), 7.0).transpose(1, 2)
+    msg = refused(lambda: k.forward(x, packed, out=nc), "out", "not contiguous")
+    assert bool((nc == 7.0).all())
+    refused(lambda: k.forward(x, packed, out=torch.zeros(shape, dtype=torch.float64)),
+            "out", "dtype float64")
+    refused(lambda: k.forward(x, packed, out=torch.zeros(shape, dtype=torch.bfloat16)),
+            "out", "dtype bfloat16")
+    refused(lambda: k.forward(x, packed, out=torch.zeros(shape, requires_grad=True)),
+            "out", "requires grad")
+    refused(lambda: k.forward(x, packed, out=torch.empty(shape, device="meta")),
+            "out", "device meta")
+    xt = torch.from_numpy(x.copy())
+    refused(lambda: k.forward(xt, packed, out=xt), "out and x overlap")
+    return msg.split(": ", 1)[1]
+
+
+@case(torch=True)
+def torch_bf16_x():
+    import torch
+    k, packed, x = setup()
+    xb = torch.from_numpy(x).bfloat16()
+    got = k.forward(xb, packed)
+    want = k.forward(xb.float().numpy(), packed)
+    assert np.array_equal(got, want), "bf16 x differs from its float32 conversion"
+    xh = torch.from_numpy(x).half()
+    assert np.array_equal(k.forward(xh, packed), k.forward(xh.float().numpy(), packed))
+    assert np.array_equal(k.forward(xb[0], packed), want[0]), "2-D bf16 x"
+    err = float(np.abs(got - k.forward(x, packed)).max())
+    return f"bf16 and f16 x equal their float32 conversion (bf16 vs float32 x: {err:.1e})"
+
+
+@case(torch=True)
+def torch_bf16_state_dict():
+    import torch
+    k = kernel()
+    torch.manual_seed(0)
+    sd = {f"h.0.attn.{n}": (torch.randn(*s) * 0.3).bfloat16()
+          for n, s in k.weight_shapes.items()}
+    packed = k.pack(sd, prefix="h.0.attn.")
+    want = k.pack({n: t.float() for n, t in sd.items()}, prefix="h.0.attn.")
+    assert packed.dtype == np.float32 and np.array_equal(packed, want), "packed differs"
+    assert np.array_equal(k.pack(list(sd.values())), want), "a list of bf16 tensors"
+    assert np.array_equal(k.pack([t.half() for t in sd.values()]),
+                          k.pack([t.half().float() for t in sd.values()])), "f16"
+    x = torch.randn(B, T, k.d_model).bfloat16()
+    assert np.array_equal(k.forward(x, packed), k.forward(x.float(), want))
+    refused(lambda: k.forward(x, torch.from_numpy(packed).bfloat16()), "packed",
+            "bfloat16")
+    return "pack(bf16 state_dict) equals pack of its float32 conversion; bf16 packed refused"
+
+
+@case(torch=True)
+def torch_buffers_cache_probs():
+    import torch
+    k, packed, x = setup("features=8")
+    kc, vc = (torch.zeros(B, k.kv_heads, 8, k.head_dim) for _ in range(2))
+    kn, vn = k.new_cache(B, 8)
+    y = k.forward(torch.from_numpy(x), packed, k_cache=kc, v_cache=vn)
+    k.forward(x, packed, k_cache=kn, v_cache=vc)
+    assert np.array_equal(kc.numpy(), kn) and np.array_equal(vc.numpy(), vn), "cache"
+    bf = torch.zeros(B, k.kv_heads, 8, k.head_dim, dtype=torch.bfloat16)
+    refused(lambda: k.forward(x, packed, k_cache=bf, v_cache=vn), "k_cache",
+            "dtype bfloat16")
+    tok = torch.from_numpy(x[:, :1].copy()).bfloat16()
+    out = torch.zeros(B, 1, k.out_dim)
+    got = k.decode(tok, packed, [T, T], kc, vc, out=out)
+    assert got is out and bool(torch.isfinite(out).all()) and float(out.abs().sum()) > 0
+    kp, packed_p, xp = setup("features=4")
+    probs = torch.full((B, kp.heads, T, T), 7.0)
+    y, p = kp.forward(torch.from_numpy(xp), packed_p, probs_out=probs)
+    y2, p2 = kp.forward(xp, packed_p, want_probs=True)
+    assert p is probs and np.array_equal(probs.numpy(), p2) and np.array_equal(y, y2)
+    return "float32 tensor caches, decode out and probs_out in place; bf16 cache refused"
+
+
+@case(torch=True)
+def torch_bf16_weights_module():
+    import torch
+    from attnc import weights
+    torch.manual_seed(1)
+    t = {f"l.self.{n}.{s}": torch.randn(4, 4).bfloat16() if s == "weight"
+         else torch.randn(4).bfloat16()
+         for n in ("query", "key", "value") for s in ("weight", "bias")}
+    w, b = weights.map_names(t, ["in_proj_weight", "in_proj_bias"], prefix="l.")
+    want = torch.cat([t[f"l.self.{n}.weight"] for n in ("query", "key", "value")]).float()
+    assert w.dtype == np.float32 and np.array_equal(w, want.numpy()), "fused q/k/v"
+    path = os.path.join(ARGS.work, "bf16.safetensors")
+    weights.save_safetensors(path, {"a": t["l.self.query.weight"]})
+    header = open(path, "rb").read(200)
+    back = weights.load_safetensors(path)["a"]
+    assert b'"BF16"' in header and np.array_equal(back, t["l.self.query.weight"].float().numpy())
+    return "map_names fuses bf16 q/k/v; save_safetensors writes a bf16 tensor as BF16"
+
+
+# -- driver ----------------------------------------------------------------
+def child(names):
+    """Runs the cases `names`, one line each: BEGIN name, then PASS/FAIL."""
+    by_name = {n: fn for n, _, fn in CASES}
+    for n in names:
+        print(f"BEGIN {n}", flush=True)
+        try:
+            print(f"PASS: {n}: {by_name[n]()}", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"FAIL: {n}: {type(e).__name__}: {e}", flush=True)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--child", nargs="*")
+    ARGS = ap.parse_args()
+    os.makedirs(ARGS.work, exist_ok=True)
+    if ARGS.child is not None:
+        child(ARGS.child)
+        return 0
+    todo = [n for n, t, _ in CASES if t == ARGS.torch]
+    passes = failures = 0
+    while todo:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--kernel", ARGS.kernel,
+                            "--work", ARGS.work, "--child", *todo],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        current = None
+        for line in p.stdout.splitlines():
+            if line.startswith("BEGIN "):
+                current = line[6:]
+                continue
+            print(line)
+            passes += line.startswith("PASS")
+            failures += line.startswith("FAIL")
+            todo.remove(current)
+            current = None
+        if current is not None:  # the child died in this case
+            why = f"signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}"
+            tail = p.stderr.strip().splitlines()[-1:] or [""]
+            print(f"FAIL: {current}: the process died ({why}) {tail[0]}")
+            failures += 1
+            todo.remove(current)
+        elif p.returncode != 0:
+            print(f"FAIL: the child exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            failures += 1
+            break
+    print(f"python robustness{' (torch)' if ARGS.torch else ''}: {passes} passed, "
+          f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
