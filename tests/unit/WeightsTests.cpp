@@ -506,6 +506,16 @@ TEST_CASE("weights: torch_in_proj from BERT's separate query/key/value",
   r = open(dir / "bert.safetensors", "attention.", info);
   CHECK(r.rc == ATTNRT_WEIGHTS_ERR_MISSING);
   CHECK_THAT(r.err, Contains("no tensor for the kernel's 'in_proj_weight'"));
+  // A part spelled twice (q_proj.weight and self.query.weight): a duplicate
+  // (code 5), not a missing in_proj_weight (issue 22, item 15).
+  ts.emplace_back("attention.self.key.weight", "F32", tensor({4, 4}, 11));
+  ts.emplace_back("attention.q_proj.weight", "F32", tensor({4, 4}, 30));
+  writeFile(dir / "bert.safetensors", safetensors(ts));
+  r = open(dir / "bert.safetensors", "attention.", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DUPLICATE);
+  CHECK_THAT(r.err, Contains("two tensors for part q of the kernel's 'in_proj_weight': "
+                             "'attention.q_proj.weight' and 'attention.self.query.weight' "
+                             "(two spellings of one tensor)"));
 }
 
 TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
