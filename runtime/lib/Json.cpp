@@ -37,48 +37,18 @@ public:
   bool entries(const std::function<bool(const std::string &, const Json &)> &entry,
                std::string &why, bool &stopped) {
     stopped = false;
-    auto located = [&] {
-      why = why_ + " at byte " + std::to_string(pos_);
+    ws();
+    bool ok = pos_ < s_.size() && s_[pos_] == '{'
+                  ? object(0, [&](std::string &&key, Json &&item) {
+                      used_ = 0; // the budget is per entry: this one is gone next
+                      stopped = !entry(key, item);
+                      return !stopped;
+                    })
+                  : error("expected a JSON object");
+    if (!ok) {
+      if (!stopped)
+        why = why_ + " at byte " + std::to_string(pos_);
       return false;
-    };
-    ws();
-    if (pos_ >= s_.size() || s_[pos_] != '{')
-      return error("expected a JSON object"), located();
-    ++pos_;
-    ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-    } else {
-      while (true) {
-        ws();
-        if (pos_ >= s_.size() || s_[pos_] != '"')
-          return error("expected a quoted key"), located();
-        std::string key;
-        if (!string(key))
-          return located();
-        ws();
-        if (pos_ >= s_.size() || s_[pos_] != ':')
-          return error("expected ':'"), located();
-        ++pos_;
-        used_ = 0; // the budget is per entry: earlier ones are gone
-        Json item;
-        if (!value(item, 1))
-          return located();
-        if (!entry(key, item)) {
-          stopped = true;
-          return false;
-        }
-        ws();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '}') {
-          ++pos_;
-          break;
-        }
-        return error("expected ',' or '}'"), located();
-      }
     }
     ws();
     if (pos_ != s_.size()) {
@@ -215,6 +185,41 @@ private:
     }
     return true;
   }
+  /// The object at pos_ (its '{'): each field's value parsed at depth + 1
+  /// and handed to `field(key, value)`, which returns false to stop.
+  template <typename Field> bool object(int depth, Field &&field) {
+    ++pos_; // '{'
+    ws();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+      return true;
+    }
+    while (true) {
+      ws();
+      if (pos_ >= s_.size() || s_[pos_] != '"')
+        return error("expected a quoted key");
+      std::string key;
+      if (!string(key) || !charge(2 * sizeof(std::pair<std::string, Json>) + key.size()))
+        return false;
+      ws();
+      if (pos_ >= s_.size() || s_[pos_] != ':')
+        return error("expected ':'");
+      ++pos_;
+      Json item;
+      if (!value(item, depth + 1) || !field(std::move(key), std::move(item)))
+        return false;
+      ws();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
+      return error("expected ',' or '}'");
+    }
+  }
   /// Counts `bytes` against the memory budget.
   bool charge(uint64_t bytes) {
     used_ += bytes;
@@ -237,38 +242,10 @@ private:
     char c = s_[pos_];
     if (c == '{') {
       v.type = Json::Object;
-      ++pos_;
-      ws();
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return true;
-      }
-      while (true) {
-        ws();
-        if (pos_ >= s_.size() || s_[pos_] != '"')
-          return error("expected a quoted key");
-        std::string key;
-        if (!string(key) || !charge(2 * sizeof(std::pair<std::string, Json>) + key.size()))
-          return false;
-        ws();
-        if (pos_ >= s_.size() || s_[pos_] != ':')
-          return error("expected ':'");
-        ++pos_;
-        Json item;
-        if (!value(item, depth + 1))
-          return false;
+      return object(depth, [&](std::string &&key, Json &&item) {
         v.fields.emplace_back(std::move(key), std::move(item));
-        ws();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '}') {
-          ++pos_;
-          return true;
-        }
-        return error("expected ',' or '}'");
-      }
+        return true;
+      });
     }
     if (c == '[') {
       v.type = Json::Array;

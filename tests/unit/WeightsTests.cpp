@@ -672,7 +672,7 @@ TEST_CASE("weights: malformed safetensors headers", "[weights]") {
       {"{\"c_attn.weight\": {\"shape\": [2, 6], \"data_offsets\": [0, 48]}}", std::string(48, '\0'), "tensor 'c_attn.weight': no \"dtype\" string"},
       {"{\"c_attn.weight\": {\"dtype\": \"F32\", \"shape\": [2, 6], \"data_offsets\": [0, 99999999999999999999]}}", std::string(48, '\0'), "data_offsets must be non-negative integers"},
       {"{\"a\": \"\\ud800\"}", "", "lone surrogate"},
-      {"{\"a\": " + std::string(70, '['), "", "nested too deeply"},
+      {"{\"a\": " + std::string(70, '['), "", "nested deeper than 3 levels at byte 9"},
   };
   for (const Case &c : cases) {
     writeFile(path, safetensors({}, c.header) + c.data);
