@@ -20,18 +20,7 @@ namespace {
 class JsonParser {
 public:
   JsonParser(const std::string &s, const JsonLimits &limits) : s_(s), limits_(limits) {}
-  bool parse(Json &out, std::string &why) {
-    if (!value(out, 0)) {
-      why = why_ + " at byte " + std::to_string(pos_);
-      return false;
-    }
-    ws();
-    if (pos_ != s_.size()) {
-      why = "text after the JSON object at byte " + std::to_string(pos_);
-      return false;
-    }
-    return true;
-  }
+  bool parse(Json &out, std::string &why) { return finish(value(out, 0), false, why); }
 
   /// The top-level object entry by entry (parseJsonObjectEntries).
   bool entries(const std::function<bool(const std::string &, const Json &)> &entry,
@@ -45,6 +34,13 @@ public:
                       return !stopped;
                     })
                   : error("expected a JSON object");
+    return finish(ok, stopped, why);
+  }
+
+private:
+  /// The verdict of a whole parse: a located error, the caller's own stop
+  /// (nothing to add), or text after the value.
+  bool finish(bool ok, bool stopped, std::string &why) {
     if (!ok) {
       if (!stopped)
         why = why_ + " at byte " + std::to_string(pos_);
@@ -58,7 +54,6 @@ public:
     return true;
   }
 
-private:
   bool error(const char *w) {
     if (why_.empty())
       why_ = w;
