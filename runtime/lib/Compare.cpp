@@ -27,14 +27,11 @@ CompareResult compare(const float *out, const double *ref,
                       double rtol) {
   CompareResult r;
   // A bound wider than the whole output's magnitude checks nothing.
-  double maxRef = 0;
-  if (bound)
-    for (int64_t i = 0; i < n; ++i)
-      if (std::isfinite(ref[i]))
-        maxRef = std::max(maxRef, std::fabs(ref[i]));
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(ref[i]))
+      r.maxRef = std::max(r.maxRef, std::fabs(ref[i]));
   double sumAbs = 0;
   int64_t finiteCount = 0;
-  int64_t firstNonFinite = -1;
   for (int64_t i = 0; i < n; ++i) {
     const double o = out[i];
     const double e = ref[i];
@@ -51,38 +48,45 @@ CompareResult compare(const float *out, const double *ref,
       else
         ++r.nonFiniteBoth;
       r.ok = false;
-      if (firstNonFinite < 0)
-        firstNonFinite = i;
+      if (r.firstNonFinite < 0)
+        r.firstNonFinite = i;
       continue;
     }
+    // The error statistics cover every element finite in both, bounded
+    // or not: they are what the kernel computed.
     const double diff = std::fabs(o - e);
     const double rel = diff / std::max(std::fabs(e), 1e-6);
-    const double b = bound ? bound[i] : 0.0;
-    if (!std::isfinite(b) || (b > maxRef && b > atol)) {
-      // The bound says nothing here (logits so large that float32 can
-      // give anything): the check is inconclusive, which is no pass.
-      ++r.unbounded;
-      r.ok = false;
-      if (firstNonFinite < 0)
-        firstNonFinite = i;
-      continue;
-    }
-    const double allowed = atol + rtol * std::fabs(e) + b;
     sumAbs += diff;
     ++finiteCount;
-    r.maxBound = std::max(r.maxBound, b);
     if (r.worstIndex < 0 || diff > r.maxAbs) {
       r.worstIndex = i;
       r.maxAbs = diff;
     }
     r.maxRel = std::max(r.maxRel, rel);
+    const double b = bound ? bound[i] : 0.0;
+    if (!std::isfinite(b) || (b > r.maxRef && b > atol)) {
+      // The bound says nothing here (logits so large that float32 can
+      // give anything): the check is inconclusive, which is no pass.
+      ++r.unbounded;
+      if (!std::isfinite(b))
+        ++r.unboundedInfinite;
+      r.ok = false;
+      if (r.firstUnbounded < 0) {
+        r.firstUnbounded = i;
+        r.firstUnboundedBound = b;
+      }
+      continue;
+    }
+    const double allowed = atol + rtol * std::fabs(e) + b;
+    ++r.checked;
+    r.maxBound = std::max(r.maxBound, b);
     const double ratio = allowed > 0 ? diff / allowed
                          : diff > 0  ? HUGE_VAL
                                      : 0.0;
-    if (r.worstRatioIndex < 0 || ratio > r.worstRatio) {
-      r.worstRatioIndex = i;
-      r.worstRatio = ratio;
-      r.worstAllowed = allowed;
+    if (r.worstCheckedIndex < 0 || ratio > r.worstCheckedRatio) {
+      r.worstCheckedIndex = i;
+      r.worstCheckedRatio = ratio;
+      r.worstCheckedAllowed = allowed;
     }
     if (!(diff <= allowed)) {
       ++r.outside;
@@ -90,10 +94,18 @@ CompareResult compare(const float *out, const double *ref,
     }
   }
   r.meanAbs = finiteCount ? sumAbs / double(finiteCount) : 0.0;
-  // A non-finite mismatch is the worst kind of difference.
-  if (firstNonFinite >= 0) {
-    r.worstIndex = firstNonFinite;
-    r.worstRatioIndex = firstNonFinite;
+  r.worstRatioIndex = r.worstCheckedIndex;
+  r.worstRatio = r.worstCheckedRatio;
+  r.worstAllowed = r.worstCheckedAllowed;
+  // A non-finite mismatch, or an element nothing can be said about, is
+  // the worst kind of difference.
+  const int64_t first =
+      r.firstNonFinite < 0 ? r.firstUnbounded
+      : r.firstUnbounded < 0 ? r.firstNonFinite
+                             : std::min(r.firstNonFinite, r.firstUnbounded);
+  if (first >= 0) {
+    r.worstIndex = first;
+    r.worstRatioIndex = first;
   }
   return r;
 }

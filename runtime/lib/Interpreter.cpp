@@ -829,9 +829,11 @@ struct Model {
     return std::expm1(lambda * std::sqrt(double(n)) * kU +
                       double(n) * kU * kU / (1 - kU));
   }
-  /// How `count` independent error sources of one ulp each add up.
+  /// How `count` independent error sources of one ulp each add up (never
+  /// more than their plain sum).
   double count(int64_t n) const {
-    return rigorous ? double(n) : lambda * std::sqrt(double(n));
+    return rigorous ? double(n)
+                    : std::min(double(n), lambda * std::sqrt(double(n)));
   }
   /// Accumulates one propagated error term (a bound for one source).
   void add(double &acc, double term) const {
@@ -856,13 +858,13 @@ struct PartialSums {
     ++n;
   }
   /// lambda * u * sqrt(max(forward, reverse) sum of squared partial sums +
-  /// 2 * sum of squared products) for the final value `total` (the 2: a
-  /// product and a scale folded into a weight).
-  double rounding(double lambda, double total) const {
+  /// products * sum of squared products) for the final value `total` (the
+  /// default 2: a product and a scale folded into a weight).
+  double rounding(double lambda, double total, int products = 2) const {
     double fwd = sumS2 + total * total;
     double rev = double(n) * total * total - 2 * total * sumS + sumS2;
     double worst = std::max(fwd, std::max(rev, 0.0));
-    return lambda * kU * std::sqrt(worst + 2 * prod2);
+    return lambda * kU * std::sqrt(worst + double(products) * prod2);
   }
 };
 
@@ -873,15 +875,25 @@ struct PartialSums {
 /// +2: the bias add and a scale folded into the weights). The inputs'
 /// errors are correlated within groups of `group` consecutive inputs (one
 /// attention head) and independent across groups: they add linearly within
-/// a group, and across groups as the model says.
+/// a group, and across groups as the model says. `rowExtra`, when set,
+/// may fill extra[g * n + j] (groups g of the row's inputs) with an error
+/// of output j already carried through W exactly (added to group g's
+/// propagated error) and return true; `exMag`, when not null, holds the
+/// inputs' whole errors for the magnitude of the rounding term (ex may
+/// leave out what rowExtra carries).
 void linearBound(const Model &model, const double *x, const double *ex,
                  const double *w, const double *b, double *y, double *ey,
                  int64_t m, int64_t k, int64_t n, int64_t group,
-                 const std::function<void(double)> &rowDone) {
+                 const std::function<void(double)> &rowDone,
+                 const std::function<bool(int64_t, double *)> &rowExtra = {},
+                 const double *exMag = nullptr) {
   const double g = model.g(k + 2);
+  const int64_t groups = (k + group - 1) / group;
+  std::vector<double> extra(rowExtra ? size_t(groups * n) : 0);
   for (int64_t i = 0; i < m; ++i) {
     if (i > 0 && rowDone)
       rowDone(double(k) * double(n));
+    const bool hasExtra = rowExtra && rowExtra(i, extra.data());
     for (int64_t j = 0; j < n; ++j) {
       double acc = b ? b[j] : 0.0;
       double mag = b ? std::fabs(b[j]) : 0.0;
@@ -893,17 +905,23 @@ void linearBound(const Model &model, const double *x, const double *ex,
           ps.add(acc, xv * wv);
         acc += xv * wv;
         const double e = ex ? ex[i * k + t] : 0.0;
-        mag += (std::fabs(xv) + e) * std::fabs(wv);
+        const double eMag = exMag ? exMag[i * k + t] : e;
+        mag += (std::fabs(xv) + eMag) * std::fabs(wv);
         groupProp += e * std::fabs(wv);
         if ((t + 1) % group == 0 || t + 1 == k) {
+          if (hasExtra)
+            groupProp += extra[size_t((t / group) * n + j)];
           model.add(prop, groupProp);
           groupProp = 0;
         }
       }
       y[i * n + j] = acc;
-      ey[i * n + j] = model.total(prop) + (model.rigorous
-                                               ? g * mag
-                                               : ps.rounding(model.lambda, acc));
+      // Probabilistic: the model's rounding term, never more than the
+      // worst case.
+      ey[i * n + j] = model.total(prop) +
+                      (model.rigorous ? g * mag
+                                      : std::min(ps.rounding(model.lambda, acc),
+                                                 gammaN(k + 2) * mag));
     }
   }
   if (m > 0 && rowDone)
@@ -977,32 +995,79 @@ void ropeBound(std::vector<double> &x, std::vector<double> &ex,
       });
 }
 
-/// naive::sdpa (same loops, same order) with the bound: errors of q, k, v
-/// propagated, plus rounding of the logits (gamma_{dh+2}), the exp
-/// arguments (u times the logits' magnitude), the exps themselves
-/// (kExpUlps each, up to T+2 of them per term with online-softmax
-/// rescaling), the normalisation and the weighted sum (gamma_{T+2}).
-/// `tick(1)` after each query row. Valid lengths and the mask as in
-/// naive::sdpa; `probs`/`eprobs`, when not null, receive the softmax
-/// weights [B, Hq, Tq, Tkv] and their bounds.
+/// naive::sdpa (same loops, same order, so o and the weights are
+/// bit-identical to the reference) with the bound of docs/checking.md,
+/// stage 3: per row, each key's logit error split into the part that comes
+/// from q's error (shared by every key of the row) and a key-specific
+/// part; the output's first-order change sum_j w_j eps_j (v_j - o), in
+/// which a shift common to every logit cancels, so q's error enters only
+/// through k_j - kbar (kbar = sum_j w_j k_j); a second-order remainder; the
+/// zeroth-order bound of each weight (pivoted on the row's largest logit)
+/// when it is smaller; plus the errors of v, the exp arguments (relative
+/// to the logits' spread, and to the running maxima an online softmax
+/// subtracts), the exps themselves (kExpUlps each, one per running-max
+/// change that can still follow the key), the normalisation and the
+/// weighted sum. `tick(1)` after each query row. Valid lengths and the
+/// mask as in naive::sdpa; `probs`/`eprobs`, when not null, receive the
+/// softmax weights [B, Hq, Tq, Tkv] and their bounds.
 constexpr double kExpUlps = 4;
+/// An exp within kExpUlps ulp: relative error 2 kExpUlps u (one ulp of a
+/// float32 value is at most 2u of it).
+constexpr double kExpRel = 2 * kExpUlps * kU;
+
+/// The few keys of one query row (and head) that carry nearly all of the
+/// softmax part of its output's error: that part goes through W_O exactly
+/// (stage 4 of docs/checking.md) instead of with absolute values per
+/// component. Per key: its weight and w D, w kind, w klin, w |R|, P0.
+struct ExactKeys {
+  static constexpr int kMax = 4;
+  int n = 0;
+  int64_t key[kMax] = {};  ///< key index; tkv: the sink (v = 0)
+  double w[kMax] = {}, wD[kMax] = {}, wKind[kMax] = {}, wKlin[kMax] = {},
+         rw[kMax] = {}, p0[kMax] = {};
+  double a1c = 0;    ///< the residual's factor A
+  double scale = 1;  ///< 1 + r: the normalisation's rounding
+};
+
+/// a * b, but 0 when either is 0 (an infinite bound times a zero
+/// difference moves nothing).
+double mulz(double a, double b) { return a == 0 || b == 0 ? 0.0 : a * b; }
 
 void sdpaBound(const Model &model, const double *q, const double *eq,
-               const double *k,
-               const double *ek, const double *v, const double *ev, double *o,
-               double *eo, int64_t batch, int64_t hq, int64_t hkv, int64_t tq,
-               int64_t tkv, int64_t d, double scale, uint32_t mask,
-               bool topLeft, int64_t window, const int64_t *qValid,
-               const int64_t *kvValid, double *probs, double *eprobs,
-               const std::function<void(int64_t)> &tick,
-               const naive::ScoreMods &mods) {
+               const double *k, const double *ek, const double *v,
+               const double *ev, double *o, double *eo, int64_t batch,
+               int64_t hq, int64_t hkv, int64_t tq, int64_t tkv, int64_t d,
+               double scale, uint32_t mask, bool topLeft, int64_t window,
+               const int64_t *qValid, const int64_t *kvValid, double *probs,
+               double *eprobs, const std::function<void(int64_t)> &tick,
+               const naive::ScoreMods &mods, ExactKeys *exact = nullptr,
+               double *eoMag = nullptr) {
   const int64_t group = hq / hkv;
   const bool causal = naive::isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
-  const double gd = model.g(d + 2);
-  std::vector<double> scores(static_cast<size_t>(tkv)), dS(scores.size()),
-      arg(scores.size());
-  std::vector<char> visible(static_cast<size_t>(tkv));
+  const bool prob = !model.rigorous;
+  const double inf = std::numeric_limits<double>::infinity();
+  // Softcap multiplies q's error by a slope that differs from key to key:
+  // there, q's part of the logit error is not centred on kbar.
+  const bool centred = !(mods.softcap > 0);
+  // Per key of a row; index tkv is the sink (a key with k = v = 0).
+  const size_t nk = size_t(tkv) + 1;
+  const int64_t S = tkv;
+  std::vector<double> logit(nk), ex(nk), eS(nk), kind(nk), klin(nk), w(nk),
+      lw(nk), D(nk), aB(nk), P0(nk), Rw(nk), P(nk), impv(nk), hiSorted;
+  std::vector<int64_t> nCorr(nk), order;
+  std::vector<char> visible(nk), inS(nk);
+  const size_t nd = static_cast<size_t>(d);
+  std::vector<double> eqp(nd), kbar(nd), ktop(nd);
+  auto kAt = [&](size_t ko, int64_t j, int64_t c) {
+    return j == S ? 0.0 : k[ko + size_t(j * d + c)];
+  };
+  auto vAt = [&](size_t ko, int64_t j, int64_t c) {
+    return j == S ? 0.0 : v[ko + size_t(j * d + c)];
+  };
+  auto evAt = [&](size_t ko, int64_t j, int64_t c) {
+    return j == S ? 0.0 : ev[ko + size_t(j * d + c)];
+  };
   for (int64_t b = 0; b < batch; ++b) {
     const naive::RowRange rr =
         naive::rowRange(b, tq, tkv, qValid, kvValid, topLeft);
@@ -1019,41 +1084,54 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
             eprobs ? eprobs + size_t(((b * hq + h) * tq + i) * tkv) : nullptr;
         for (int64_t j = 0; prow && j < tkv; ++j)
           prow[j] = eprow[j] = 0;
-        double maxScore = -std::numeric_limits<double>::infinity();
-        double maxMag = 0, maxErr = 0;
+        // q's errors and (probabilistic) the rounding of a kernel's Q
+        // pre-scaling, u |q_c|: shared by every key of the row. (The
+        // rigorous dot bound gamma(dh + 2) covers the pre-scaling.)
+        for (int64_t c = 0; c < d; ++c)
+          eqp[size_t(c)] = eq[qo + size_t(i * d + c)] +
+                           (prob ? kU * std::fabs(q[qo + size_t(i * d + c)]) : 0.0);
+        double maxScore = -inf;
         bool any = false;
-        int64_t nVis = 0;
+        int64_t nVis = 0, top = -1;
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = i < rr.qValid && j < rr.kvValid &&
                      naive::keyVisible(causal, windowed, rr.offset, window,
                                        i, j);
-          visible[j] = see;
+          visible[size_t(j)] = see;
           if (!see)
             continue;
           ++nVis;
-          double s = 0, mag = 0, prop = 0, second = 0;
+          double s = 0, mag = 0, propQ = 0, propK = 0, second = 0;
           PartialSums ps;
           for (int64_t c = 0; c < d; ++c) {
-            const double qv = q[qo + i * d + c], kv = k[ko + j * d + c];
-            const double qe = eq[qo + i * d + c], ke = ek[ko + j * d + c];
-            if (!model.rigorous)
+            const double qv = q[qo + size_t(i * d + c)], kv = k[ko + size_t(j * d + c)];
+            const double qe = eq[qo + size_t(i * d + c)], ke = ek[ko + size_t(j * d + c)];
+            if (prob)
               ps.add(s, qv * kv);
             s += qv * kv;
             mag += (std::fabs(qv) + qe) * (std::fabs(kv) + ke);
             // The errors of q_c and k_c (independent for different c, and
             // between q and k): first-order terms by the model, the
             // second-order one linearly.
-            model.add(prop, qe * std::fabs(kv));
-            model.add(prop, std::fabs(qv) * ke);
+            model.add(propQ, eqp[size_t(c)] * std::fabs(kv));
+            model.add(propK, std::fabs(qv) * ke);
             second += qe * ke;
           }
           const double dot = s;
           s *= scale;
-          dS[j] = scale * (model.total(prop) + second +
-                           (model.rigorous ? gd * mag
-                                           : ps.rounding(model.lambda, s) +
-                                                 model.lambda * kU *
-                                                     std::fabs(s)));
+          // The dot product's own rounding: the model's, and never more
+          // than the worst case.
+          const double round =
+              prob ? std::min(ps.rounding(model.lambda, dot, 1),
+                              gammaN(d + 1) * mag)
+                   : model.g(d + 2) * mag;
+          // Key-specific: k's error and the dot's rounding (independent
+          // of other keys'), and linearly the second-order term and the
+          // scale multiply's rounding (one rounding: u |s|).
+          kind[size_t(j)] = scale * (prob ? std::hypot(model.total(propK), round)
+                                          : model.total(propK) + round);
+          klin[size_t(j)] = scale * second + (prob ? kU * std::fabs(s) : 0.0);
+          const double qPart = scale * model.total(propQ);
           if (mods.any()) {
             // ALiBi's term is rounded to float32 once and added; softcap
             // shrinks the errors it is given (its slope is at most 1) and
@@ -1063,141 +1141,379 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
             // The added bias (ALiBi's term, T5's table entry) and softcap's
             // change: |modded - s| bounds them all.
             const double bias = std::fabs(modded - s);
-            dS[j] += 8 * kU * (std::fabs(s) + std::fabs(modded) + bias + mods.softcap);
+            klin[size_t(j)] +=
+                8 * kU * (std::fabs(s) + std::fabs(modded) + bias + mods.softcap);
             s = modded;
           }
-          scores[j] = s;
-          maxMag = std::max(maxMag, std::fabs(s));
-          maxErr = std::max(maxErr, dS[j]);
-          if (!any || s > maxScore)
+          logit[size_t(j)] = s;
+          eS[size_t(j)] = qPart + kind[size_t(j)] + klin[size_t(j)];
+          if (!any || s > maxScore) {
             maxScore = s;
+            top = j;
+          }
           any = true;
         }
-        double *orow = o + qo + i * d;
-        double *erow = eo + qo + i * d;
-        for (int64_t c = 0; c < d; ++c)
+        double *orow = o + qo + size_t(i * d);
+        double *erow = eo + qo + size_t(i * d);
+        double *mrow = eoMag ? eoMag + qo + size_t(i * d) : nullptr;
+        ExactKeys *exk = exact ? exact + size_t((b * hq + h) * tq + i) : nullptr;
+        if (exk)
+          *exk = ExactKeys();
+        for (int64_t c = 0; c < d; ++c) {
           orow[c] = erow[c] = 0;
+          if (mrow)
+            mrow[c] = 0;
+        }
         if (!any)
           continue;
+        // The sink: one more term of the denominator, with no value.
+        visible[size_t(S)] = mods.sinks != nullptr;
         const double sink = mods.sinks ? mods.sinks[h] : 0.0;
-        if (mods.sinks && sink > maxScore)
-          maxScore = sink;
+        if (mods.sinks) {
+          logit[size_t(S)] = sink;
+          eS[size_t(S)] = kind[size_t(S)] = klin[size_t(S)] = 0;
+          if (sink > maxScore) {
+            maxScore = sink;
+            top = S;
+          }
+        }
         const double sinkExp = mods.sinks ? std::exp(sink - maxScore) : 0.0;
         double sum = sinkExp;
         for (int64_t j = 0; j < tkv; ++j) {
-          if (!visible[j])
+          if (!visible[size_t(j)])
             continue;
-          arg[j] = maxScore - scores[j];
-          scores[j] = std::exp(scores[j] - maxScore);
-          sum += scores[j];
+          ex[size_t(j)] = std::exp(logit[size_t(j)] - maxScore);
+          sum += ex[size_t(j)];
         }
+        ex[size_t(S)] = sinkExp;
         PartialSums expSum;
         {
           double run = 0;
           for (int64_t j = 0; j < tkv; ++j)
-            if (visible[j]) {
-              expSum.add(run, scores[j]);
-              run += scores[j];
+            if (visible[size_t(j)]) {
+              expSum.add(run, ex[size_t(j)]);
+              run += ex[size_t(j)];
             }
         }
-        std::vector<PartialSums> wsum(model.rigorous ? 0 : size_t(d));
+        std::vector<PartialSums> wsum(prob ? size_t(d) : 0);
         for (int64_t j = 0; j < tkv; ++j) {
-          if (!visible[j])
+          if (!visible[size_t(j)])
             continue;
-          const double pj = scores[j] / sum;
+          const double pj = ex[size_t(j)] / sum;
           for (int64_t c = 0; c < d; ++c) {
-            if (!model.rigorous)
-              wsum[size_t(c)].add(orow[c], pj * v[ko + j * d + c]);
-            orow[c] += pj * v[ko + j * d + c];
+            if (prob)
+              wsum[size_t(c)].add(orow[c], pj * v[ko + size_t(j * d + c)]);
+            orow[c] += pj * v[ko + size_t(j * d + c)];
           }
         }
-        // The float32 softmax weights are the exact softmax of logits
-        // perturbed by at most dL_j: the logit's own error, the rounding of
-        // the exp argument (relative to |s_j - max| plus the running-max
-        // shifts of an online softmax: 2 max|s|), and each exp's error
-        // (kExpUlps, up to nVis + 2 exps per term with rescaling). Then
-        // w'_j = w_j e^{e_j} / Z with |e_j| <= dL_j, so
-        //   |w'_j - w_j| <= w_j rho_j,  rho_j = expm1(dL_j + L),
-        //   L = log1p(sum_k w_k expm1(dL_k)),
-        // and since sum_j (w'_j - w_j) = 0, the output moves by
-        //   sum_j (w'_j - w_j)(v_j - o)  <=  sum_j w_j rho_j |v_j - o|,
-        // which vanishes for one-hot (peaky) rows. Plus the errors of v
-        // (weighted by w'_j <= w_j (1 + rho_j)) and the rounding of the
-        // sum, the normalisation and the weighted sum (gamma_{nVis+2}).
-        const double argErr = kU * (2 * maxErr + 2 * maxMag) +
-                              model.count(nVis + 2) * kExpUlps * kU;
-        double zHi = 0;
-        for (int64_t j = 0; j < tkv; ++j) {
-          if (!visible[j])
+        // The weights (the sink's too) and their logarithms.
+        const double logSum = std::log(sum);
+        int64_t nTerms = 0; // keys and sink
+        for (int64_t j = 0; j <= S; ++j) {
+          if (!visible[size_t(j)])
             continue;
-          // 2u |s_j - max|: the exp argument's rounding, and the error of
-          // a kernel's float32 scale constant (x86 attention multiplies Q
-          // by fl(scale * log2 e): at most u, the same sign for every
-          // logit, so after the max is subtracted a shift of u |s_j - max|).
-          dS[j] += 2 * kU * arg[j] + argErr;
-          if (scores[j] > 0)
-            zHi += scores[j] / sum * std::expm1(dS[j]);
+          ++nTerms;
+          w[size_t(j)] = ex[size_t(j)] / sum;
+          lw[size_t(j)] = (logit[size_t(j)] - maxScore) - logSum;
+          if (j == S)
+            eS[size_t(S)] = 0;
         }
-        // The sink: a term of the denominator with no value (its weight's
-        // perturbation moves o by w_sink rho_sink |0 - o|).
-        double rhoSink = 0;
-        if (mods.sinks) {
-          rhoSink = std::expm1(2 * kU * (maxScore - sink) + argErr);
-          zHi += sinkExp / sum * rhoSink;
-        }
-        const double L = std::log1p(zHi);
-        const double gT = model.g(nVis + 2);
-        // Probabilistic: the sum of the exps and the division round
-        // relative to o as a whole.
-        const double normRel =
-            model.rigorous ? 0.0
-                           : expSum.rounding(model.lambda, sum) / sum +
-                                 model.lambda * kU;
-        std::vector<double> vErr(model.rigorous ? 0 : size_t(d), 0.0);
-        if (mods.sinks)
-          for (int64_t c = 0; c < d; ++c)
-            erow[c] += sinkExp / sum * std::expm1(std::log(1 + rhoSink) + L) *
-                       std::fabs(orow[c]);
-        for (int64_t j = 0; j < tkv; ++j) {
-          if (!visible[j])
+        // The largest float32 logit can be, and for each key how many
+        // running-max changes can still follow it in an online softmax
+        // (each needs a key whose float32 logit can exceed this one's).
+        double mHi = -inf;
+        hiSorted.clear();
+        for (int64_t j = 0; j <= S; ++j)
+          if (visible[size_t(j)]) {
+            mHi = std::max(mHi, logit[size_t(j)] + eS[size_t(j)]);
+            hiSorted.push_back(logit[size_t(j)] + eS[size_t(j)]);
+          }
+        std::sort(hiSorted.begin(), hiSorted.end());
+        // |the smallest the largest float32 logit can be|
+        const double mLo = std::fabs(maxScore - eS[size_t(top)]);
+        for (int64_t j = 0; j <= S; ++j) {
+          if (!visible[size_t(j)])
             continue;
-          const double pj = scores[j] / sum;
-          if (prow) {
-            // The weight itself: the perturbation below, the rounding of
-            // the sum and the division, and a weight that underflows or
-            // flushes to zero in float32.
-            prow[j] = pj;
-            eprow[j] = pj * (std::expm1(dS[j] + L) +
-                             (model.rigorous ? gT : normRel)) +
-                       0x1p-125;
-          }
-          if (pj == 0)
-            continue; // underflowed: the term below covers it
-          const double rho = std::expm1(dS[j] + L);
-          for (int64_t c = 0; c < d; ++c) {
-            const double vv = v[ko + j * d + c];
-            const double ve = ev[ko + j * d + c];
-            erow[c] += pj * rho * std::fabs(vv - orow[c]);
-            if (model.rigorous)
-              erow[c] += pj * (1 + rho) * (ve + gT * (std::fabs(vv) + ve));
-            else
-              model.add(vErr[size_t(c)], pj * (1 + rho) * ve);
-          }
+          const double lo = logit[size_t(j)] - eS[size_t(j)];
+          nCorr[size_t(j)] =
+              int64_t(hiSorted.end() -
+                      std::lower_bound(hiSorted.begin(), hiSorted.end(), lo)) -
+              1;
+          // The exp argument, relative to the spread (max - s_j, as
+          // float32 logits): the kernel's float32 scale constant (the same
+          // relative error for every logit), the argument's own rounding
+          // (a subtraction and a multiply by log2 e or an FMA) and the
+          // online corrections' (two each, telescoping to the same
+          // spread): 5u. A kernel that subtracts its running maximum m
+          // scaled and rounded once (FlashAttention-2's m * scale): u |m|,
+          // m between this key's logit and the row's largest. The exps:
+          // the key's own and one per correction that can follow it,
+          // each kExpUlps ulp plus the multiply by the correction.
+          const double spread = mHi - lo;
+          const double m = std::max(std::fabs(logit[size_t(j)]) + eS[size_t(j)],
+                                    std::max(std::fabs(mHi), mLo));
+          const double x = 5 * kU * spread + kU * m +
+                           model.count(1 + nCorr[size_t(j)]) * (kExpRel + kU);
+          klin[size_t(j)] += x;
         }
-        if (!model.rigorous)
-          for (int64_t c = 0; c < d; ++c)
-            erow[c] += model.total(vErr[size_t(c)]) +
-                       wsum[size_t(c)].rounding(model.lambda, orow[c]) +
-                       normRel * std::fabs(orow[c]);
-        // Weights that underflow (or flush) to zero in float32.
+        // kbar = sum_j w_j k_j (the sink's k is 0) and the pivot's k.
         for (int64_t c = 0; c < d; ++c) {
-          double vmax = 0;
+          double acc = 0;
           for (int64_t j = 0; j < tkv; ++j)
-            if (visible[j])
-              vmax = std::max(vmax, std::fabs(v[ko + j * d + c]) +
-                                        ev[ko + j * d + c]);
-          erow[c] += double(nVis) * 0x1p-125 * vmax;
+            if (visible[size_t(j)])
+              acc += w[size_t(j)] * k[ko + size_t(j * d + c)];
+          kbar[size_t(c)] = acc;
+          ktop[size_t(c)] = kAt(ko, top, c);
         }
+        // D_j: q's part of the logit error, centred on kbar (what moves the
+        // output: a shift common to all logits cancels), and aB_j: a bound
+        // on |eps_j - eps_top| for the zeroth-order and second-order terms.
+        double dTop = 0; // softcap: q's part of the pivot's own error
+        if (!centred) {
+          double acc = 0;
+          for (int64_t c = 0; c < d; ++c)
+            model.add(acc, eqp[size_t(c)] * std::fabs(ktop[size_t(c)]));
+          dTop = scale * model.total(acc);
+        }
+        const double kTop = kind[size_t(top)] + klin[size_t(top)];
+        double sumWD = 0;
+        for (int64_t j = 0; j <= S; ++j) {
+          if (!visible[size_t(j)])
+            continue;
+          double accC = 0, accT = 0;
+          for (int64_t c = 0; c < d; ++c) {
+            const double kc = kAt(ko, j, c);
+            model.add(accC, eqp[size_t(c)] *
+                                std::fabs(centred ? kc - kbar[size_t(c)] : kc));
+            if (centred)
+              model.add(accT, eqp[size_t(c)] * std::fabs(kc - ktop[size_t(c)]));
+          }
+          D[size_t(j)] = scale * model.total(accC);
+          const double dB = centred ? scale * model.total(accT)
+                                    : D[size_t(j)] + dTop;
+          aB[size_t(j)] = j == top ? 0.0
+                                   : dB + kind[size_t(j)] + klin[size_t(j)] + kTop;
+          sumWD += w[size_t(j)] * D[size_t(j)];
+        }
+        // The zeroth-order bound of each weight's change, and the
+        // second-order remainder (docs/checking.md).
+        double zHi = 0, zLo = 0, a1 = 0, q2 = 0;
+        for (int64_t j = 0; j <= S; ++j) {
+          if (!visible[size_t(j)])
+            continue;
+          const double a = aB[size_t(j)];
+          const double up = std::exp(lw[size_t(j)] + a);
+          zHi += up;
+          zLo += std::exp(lw[size_t(j)] - a);
+          a1 += w[size_t(j)] * a;
+          q2 += up * a * a / 2;
+        }
+        // First-order sums over the keys: sum (w kind)^2, sum w klin, and
+        // (centred) sum_j w_j (D_j + kind_j + klin_j) for the residual of
+        // sum_j w_j (v_j - o) = 0 in double.
+        double s2 = 0, s1 = 0, a1c = 0;
+        for (int64_t j = 0; j <= S; ++j)
+          if (visible[size_t(j)]) {
+            s2 += std::pow(w[size_t(j)] * kind[size_t(j)], 2);
+            s1 += w[size_t(j)] * klin[size_t(j)];
+            a1c += w[size_t(j)] *
+                   (D[size_t(j)] + kind[size_t(j)] + klin[size_t(j)]);
+          }
+        double nonTop = 0; // sum of the other terms' perturbed weights
+        bool undetermined = false;
+        for (int64_t j = 0; j <= S; ++j) {
+          if (!visible[size_t(j)])
+            continue;
+          const double wj = w[size_t(j)], a = aB[size_t(j)];
+          // Zeroth order: w'_j grows with eps_j and falls with the others,
+          // so it lies between w_j e^{-a} / (w_j e^{-a} + the others'
+          // e^{+a}) and w_j e^{a} / (w_j e^{a} + the others' e^{-a}) (at
+          // most 1 - w_j up and w_j down). The others' sums lose j's term
+          // by a subtraction: a margin of 4 double ulps, in the safe
+          // direction.
+          double p0 = 0;
+          if (wj > 0) {
+            const double restLo =
+                std::max(0.0, zLo - std::exp(lw[size_t(j)] - a) - 0x1p-51 * zLo);
+            const double restHi =
+                std::max(0.0, zHi - std::exp(lw[size_t(j)] + a)) + 0x1p-51 * zHi;
+            const double up = 1 / (1 + mulz(restLo, std::exp(-(lw[size_t(j)] + a))));
+            const double lo = 1 / (1 + mulz(restHi, std::exp(-(lw[size_t(j)] - a))));
+            p0 = std::max(0.0, std::max(up - wj, wj - lo));
+          }
+          P0[size_t(j)] = p0;
+          Rw[size_t(j)] = (std::exp(lw[size_t(j)] + a) * a * a / 2 +
+                           wj * (a1 * (a + a1) + q2 * (1 + a + a1))) /
+                          zLo;
+          // |eps_j - mean eps| to first order: q's part (centred: D_j;
+          // softcap: D_j + sum_k w_k D_k) and the key-specific parts,
+          // (1 - w_j) eps_j - sum_{k != j} w_k eps_k.
+          const double dp = centred ? D[size_t(j)] : D[size_t(j)] + sumWD;
+          const double om = 1 - wj;
+          const double first =
+              prob ? std::sqrt(dp * dp + std::pow(om * kind[size_t(j)], 2) +
+                               std::max(0.0, s2 - std::pow(wj * kind[size_t(j)], 2))) +
+                         om * klin[size_t(j)] + std::max(0.0, s1 - wj * klin[size_t(j)])
+                   : dp + om * (kind[size_t(j)] + klin[size_t(j)]) +
+                         std::max(0.0, a1c - sumWD - wj * (kind[size_t(j)] + klin[size_t(j)]));
+          P[size_t(j)] = std::min(P0[size_t(j)], wj * first + Rw[size_t(j)]);
+          if (!(P[size_t(j)] >= 0))
+            P[size_t(j)] = inf; // NaN: nothing is known
+          // A weight that may be anything in [0, 1]: float32 cannot tell
+          // which key wins, and the row's output is not bounded at all.
+          if (P[size_t(j)] > 0 && P[size_t(j)] >= std::max(wj, 1 - wj))
+            undetermined = true;
+          if (j != top)
+            nonTop += wj + P[size_t(j)];
+        }
+        // Rounding of the sum of the exps, the division, and (per output)
+        // of the weighted sum, with an online softmax's rescaling of the
+        // partial sums (n more roundings). When no float32 logit can
+        // exceed the largest one, every partial sum that holds its term is
+        // never rescaled after it, and each rounding is at most the
+        // operand without it: at most 2(n + 1) times the other terms.
+        const bool pinned = nCorr[size_t(top)] == 0;
+        const double g2n = gammaN(2 * nTerms + 2);
+        double normRel =
+            prob ? std::min(std::sqrt(2.0) * expSum.rounding(model.lambda, sum) / sum,
+                            g2n) +
+                       kU
+                 : g2n;
+        if (pinned)
+          normRel = std::min(normRel, 2 * double(nTerms + 1) * (1 + g2n) * nonTop + 2 * kU);
+        // The keys whose share of the softmax part goes through W_O
+        // exactly: at most ExactKeys::kMax of them, taken when they hold
+        // 90% of it (peaky rows); the rest stays per component below.
+        for (int64_t j = 0; j <= S; ++j)
+          inS[size_t(j)] = 0;
+        if (exk && !undetermined) {
+          double total = 0;
+          order.clear();
+          for (int64_t j = 0; j <= S; ++j) {
+            if (!visible[size_t(j)])
+              continue;
+            double spread = 0;
+            for (int64_t c = 0; c < d; ++c)
+              spread += std::fabs(vAt(ko, j, c) - orow[c]);
+            const double imp =
+                (P0[size_t(j)] + w[size_t(j)] * (D[size_t(j)] + kind[size_t(j)] +
+                                                 klin[size_t(j)]) +
+                 Rw[size_t(j)]) *
+                spread;
+            if (!(imp >= 0) || std::isinf(imp)) {
+              total = inf; // nothing to gain: keep the row per component
+              break;
+            }
+            total += imp;
+            order.push_back(j);
+            impv[size_t(j)] = imp;
+          }
+          if (std::isfinite(total) && total > 0) {
+            const size_t top4 = std::min(order.size(), size_t(ExactKeys::kMax));
+            std::partial_sort(order.begin(), order.begin() + long(top4), order.end(),
+                              [&](int64_t a, int64_t c) { return impv[size_t(a)] > impv[size_t(c)]; });
+            double cum = 0;
+            size_t take = 0;
+            while (take < top4 && cum < 0.999 * total)
+              cum += impv[size_t(order[take++])];
+            if (cum >= 0.9 * total) {
+              exk->n = int(take);
+              exk->a1c = a1c;
+              exk->scale = 1 + normRel;
+              for (size_t m = 0; m < take; ++m) {
+                const int64_t j = order[m];
+                inS[size_t(j)] = 1;
+                exk->key[m] = j;
+                exk->w[m] = w[size_t(j)];
+                exk->wD[m] = w[size_t(j)] * D[size_t(j)];
+                exk->wKind[m] = w[size_t(j)] * kind[size_t(j)];
+                exk->wKlin[m] = w[size_t(j)] * klin[size_t(j)];
+                exk->rw[m] = Rw[size_t(j)];
+                exk->p0[m] = P0[size_t(j)];
+              }
+            }
+          }
+        }
+        for (int64_t c = 0; c < d; ++c) {
+          double dsum = 0, kind2 = 0, klinS = 0, rem = 0, zero = 0, resid = 0,
+                 vErr = 0, mag = 0, ntv = 0, vmax = 0;
+          // The same sums over every key, for the magnitude (eoMag).
+          double dsumA = 0, kind2A = 0, klinA = 0, remA = 0, zeroA = 0,
+                 residA = 0;
+          for (int64_t j = 0; j <= S; ++j) {
+            if (!visible[size_t(j)])
+              continue;
+            const double wj = w[size_t(j)];
+            const double vv = vAt(ko, j, c), ve = evAt(ko, j, c);
+            const double dv = vv - orow[c];
+            const double adv = std::fabs(dv);
+            if (!inS[size_t(j)])
+              resid += wj * dv;
+            const double wdv = wj * adv;
+            const double dD = mulz(wdv, D[size_t(j)]),
+                         dK = mulz(wdv, kind[size_t(j)]),
+                         dL = mulz(wdv, klin[size_t(j)]),
+                         dR = mulz(Rw[size_t(j)], adv),
+                         dZ = mulz(P0[size_t(j)], adv);
+            dsumA += dD + (prob ? 0.0 : dK);
+            kind2A += prob ? dK * dK : 0.0;
+            klinA += dL;
+            remA += dR;
+            zeroA += dZ;
+            residA += wj * dv;
+            if (!inS[size_t(j)]) {
+              dsum += dD + (prob ? 0.0 : dK);
+              kind2 += prob ? dK * dK : 0.0;
+              klinS += dL;
+              rem += dR;
+              zero += dZ;
+            }
+            const double wUp = wj + P[size_t(j)];
+            model.add(vErr, mulz(wUp, ve));
+            mag += mulz(wUp, std::fabs(vv) + ve);
+            if (j != top)
+              ntv += mulz(wUp, std::fabs(vv) + ve);
+            if (j != S)
+              vmax = std::max(vmax, std::fabs(vv) + ve);
+          }
+          const double firstOrder = (prob ? std::sqrt(dsum * dsum + kind2) : dsum) +
+                                    klinS + rem + mulz(a1c, std::fabs(resid));
+          const double logitPart = std::min(zero, firstOrder);
+          const double logitAll =
+              std::min(zeroA, (prob ? std::sqrt(dsumA * dsumA + kind2A) : dsumA) +
+                                  klinA + remA + mulz(a1c, std::fabs(residA)));
+          double roundW =
+              prob ? std::min(std::sqrt(2.0) * wsum[size_t(c)].rounding(model.lambda, orow[c]),
+                              g2n * mag)
+                   : g2n * mag;
+          if (pinned)
+            roundW = std::min(roundW, 2 * double(nTerms + 1) * (1 + g2n) * ntv);
+          const double rest = model.total(vErr) + roundW;
+          const double tail = normRel * std::fabs(orow[c]) +
+                              // Weights that underflow (or flush) to zero
+                              // in float32.
+                              double(nVis) * 0x1p-125 * vmax;
+          erow[c] = (1 + normRel) * (logitPart + rest) + tail;
+          if (!(erow[c] >= 0) || undetermined)
+            erow[c] = inf;
+          if (mrow) {
+            mrow[c] = (1 + normRel) * (logitAll + rest) + tail;
+            if (!(mrow[c] >= 0) || undetermined)
+              mrow[c] = inf;
+          }
+        }
+        // The weights themselves: the perturbation above, the rounding of
+        // the sum and the division, and a weight that underflows or
+        // flushes to zero in float32. A bound that lets the weight be
+        // anything in [0, 1] says nothing: infinite (unbounded).
+        for (int64_t j = 0; prow && j < tkv; ++j)
+          if (visible[size_t(j)]) {
+            const double wj = w[size_t(j)];
+            prow[j] = wj;
+            eprow[j] = P[size_t(j)] >= std::max(wj, 1 - wj)
+                           ? inf
+                           : P[size_t(j)] + wj * normRel + 0x1p-125;
+          }
       }
       if (tick)
         tick(1); // the head's last row
@@ -1285,12 +1601,19 @@ Reference referenceWithBound(const BlockParams &p,
   const double perRow = double(kvSeq) * p.headDim;
   const BlockMods blockMods(p, weights);
   const naive::ScoreMods &mods = blockMods.mods;
+  // With W_O, the softmax part of the error of peaky rows goes through it
+  // exactly (ExactKeys); eoMag keeps the whole per-component bound for
+  // the rounding term's magnitude.
+  std::vector<ExactKeys> exact(p.outProj ? size_t(batch * p.heads * seqLen) : 0);
+  std::vector<double> eohMag(p.outProj ? qh.size() : 0);
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,
             run.q(), run.kv(), p.wantProbs ? r.probs.data() : nullptr,
             p.wantProbs ? r.probsBound.data() : nullptr,
-            [&](int64_t n) { report(double(n) * perRow); }, mods);
+            [&](int64_t n) { report(double(n) * perRow); }, mods,
+            p.outProj ? exact.data() : nullptr,
+            p.outProj ? eohMag.data() : nullptr);
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (!p.outProj) {
@@ -1304,8 +1627,66 @@ Reference referenceWithBound(const BlockParams &p,
   r.bound.resize(r.y.size());
   // The attention output's errors: correlated within a head (shared
   // softmax weights), independent across heads.
+  std::vector<double> eoMag = mergeHeads(eohMag, batch, seqLen, p.heads, p.headDim);
+  // Row r, head h with exact keys: the softmax part of y_j's error is
+  // sum_k |w'_k - w_k| |vt_kj - ot_j| with vt_k = v_k Wo_h, ot = o_h Wo_h
+  // (the same first-order / zeroth-order bounds as in sdpaBound, on the
+  // projected values): one direction, not head_dim absolute values.
+  const int64_t dh = p.headDim, group = p.heads / p.kvHeads;
+  std::vector<double> ot(static_cast<size_t>(d)),
+      dvt(static_cast<size_t>(d) * ExactKeys::kMax);
+  auto rowExtra = [&](int64_t row, double *extra) {
+    const int64_t b = row / seqLen, t = row % seqLen;
+    bool any = false;
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const ExactKeys &ek = exact[size_t((b * p.heads + h) * seqLen + t)];
+      double *out = extra + h * d;
+      std::fill(out, out + d, 0.0);
+      if (!ek.n)
+        continue;
+      any = true;
+      const double *orow = oh.data() + size_t(((b * p.heads + h) * seqLen + t) * dh);
+      const double *wo = w.wo.data() + size_t(h * dh * d); // rows h*dh.., [qW, d]
+      std::fill(ot.begin(), ot.end(), 0.0);
+      for (int64_t c = 0; c < dh; ++c)
+        for (int64_t j = 0; j < d; ++j)
+          ot[size_t(j)] += orow[c] * wo[c * d + j];
+      for (int m = 0; m < ek.n; ++m) {
+        double *dv = dvt.data() + size_t(m) * size_t(d);
+        for (int64_t j = 0; j < d; ++j)
+          dv[j] = -ot[size_t(j)];
+        if (ek.key[m] == kvSeq)
+          continue; // the sink: v = 0
+        const double *vrow =
+            vh.data() + size_t(((b * p.kvHeads + h / group) * kvSeq + ek.key[m]) * dh);
+        for (int64_t c = 0; c < dh; ++c)
+          for (int64_t j = 0; j < d; ++j)
+            dv[j] += vrow[c] * wo[c * d + j];
+      }
+      for (int64_t j = 0; j < d; ++j) {
+        double dsum = 0, kind2 = 0, klin = 0, rem = 0, zero = 0, resid = 0;
+        for (int m = 0; m < ek.n; ++m) {
+          const double dv = dvt[size_t(m) * size_t(d) + size_t(j)];
+          const double adv = std::fabs(dv);
+          dsum += mulz(ek.wD[m], adv) + (model.rigorous ? mulz(ek.wKind[m], adv) : 0.0);
+          if (!model.rigorous)
+            kind2 += std::pow(mulz(ek.wKind[m], adv), 2);
+          klin += mulz(ek.wKlin[m], adv);
+          rem += mulz(ek.rw[m], adv);
+          zero += mulz(ek.p0[m], adv);
+          resid += ek.w[m] * dv;
+        }
+        const double first = (model.rigorous ? dsum : std::sqrt(dsum * dsum + kind2)) +
+                             klin + rem + mulz(ek.a1c, std::fabs(resid));
+        const double part = ek.scale * std::min(zero, first);
+        out[j] = part >= 0 ? part : std::numeric_limits<double>::infinity();
+      }
+    }
+    return any;
+  };
   linearBound(model, o.data(), eo.data(), w.wo.data(), orNull(w.bo),
-              r.y.data(), r.bound.data(), rows, qW, d, p.headDim, report);
+              r.y.data(), r.bound.data(), rows, qW, d, p.headDim, report,
+              rowExtra, eoMag.data());
   // Padded query rows are exactly zero: nothing to round.
   zeroPaddedRows(r.y, run, batch, seqLen, d);
   zeroPaddedRows(r.bound, run, batch, seqLen, d);

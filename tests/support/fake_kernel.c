@@ -17,9 +17,10 @@
  *              ATTNC_ERR_ISA for 0xffffffff)
  *   entries:   workspace_size=N (what NAME_workspace_size returns)
  *   results:   nan (y[0] = NaN), inf (y[0] = +inf), wrong_scale (the
- *              softmax uses 1.05 x scale), drop_key (each query ignores
- *              its first visible key unless it is its only one),
- *              perturb=X (y[0] += X)
+ *              softmax uses 1.05 x scale), scale_error=X (the softmax
+ *              uses (1 + X) x scale: a relative scale error, e.g. 1e-3),
+ *              drop_key (each query ignores its first visible key unless
+ *              it is its only one), perturb=X (y[0] += X)
  *   variants:  ignore_lengths (every token valid whatever lengths says),
  *              pad_bias (padded query rows get the output bias, not 0),
  *              wrong_align (the other causal alignment), probs_off=X (the
@@ -74,7 +75,7 @@ static char g_unterminated[300];
 static int64_t g_ws_override = -1;
 static int g_have_ws_override = 0;
 static int g_nan = 0, g_inf = 0, g_wrong_scale = 0, g_drop_key = 0;
-static double g_perturb = 0;
+static double g_perturb = 0, g_scale_error = 0;
 static int g_shared = 0, g_counter = 0;
 static int g_ignore_lengths = 0, g_pad_bias = 0, g_wrong_align = 0;
 static float g_probs_off = 0;
@@ -132,7 +133,7 @@ static void configure(void) {
   i.compiler_version = "fake_kernel.c (tests)";
   g_have_ws_override = 0;
   g_nan = g_inf = g_wrong_scale = g_drop_key = 0;
-  g_perturb = 0;
+  g_perturb = g_scale_error = 0;
   g_shared = g_counter = 0;
   g_ignore_lengths = g_pad_bias = g_wrong_align = 0;
   g_probs_off = 0;
@@ -171,6 +172,7 @@ static void configure(void) {
     else if (item(s, "wrong_scale", &v)) g_wrong_scale = 1;
     else if (item(s, "drop_key", &v)) g_drop_key = 1;
     else if (item(s, "perturb", &v) && v) g_perturb = strtod(v, 0);
+    else if (item(s, "scale_error", &v) && v) g_scale_error = strtod(v, 0);
     else if (item(s, "shared_scratch", &v)) g_shared = 1;
     else if (item(s, "selected_isa", &v) && v) g_selected = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "call_counter", &v)) g_counter = 1;
@@ -432,7 +434,8 @@ int fake_attn_forward(const attnc_forward_args *a) {
     c.kv_lengths = g_ignore_lengths ? 0 : a->kv_lengths;
     c.seq = a->seq_len;
     c.kv_seq = kv_seq;
-    c.scale = (float)g_info.scale * (g_wrong_scale ? 1.05f : 1.0f);
+    c.scale = (float)(g_info.scale * (1 + g_scale_error)) *
+              (g_wrong_scale ? 1.05f : 1.0f);
     if (a->parallel_for) {
       if (a->parallel_for(a->parallel_ctx, a->batch * H, attn_task, &c) != 0)
         return ATTNC_ERR_THREADS;

@@ -229,9 +229,15 @@ std::vector<double> interpret(const BlockParams &p,
 /// on how far a correct float32 implementation of the block may be from it,
 /// whatever its summation order, blocking, FMA use or online-softmax
 /// rescaling: a forward error analysis run in double alongside the
-/// reference (errors propagated stage to stage over each reduction length:
-/// d_model, head_dim, T_kv, heads*head_dim; the exp arguments' rounding
-/// scaled by the logits' magnitude; each exp within 4 ulp). Two models
+/// reference, a posteriori from its own intermediate values (errors
+/// propagated stage to stage over each reduction length: d_model,
+/// head_dim, T_kv, heads*head_dim; per softmax row the logits' errors
+/// split into q's part, shared by every key, and each key's own, of which
+/// only what differs between the keys moves the weights, so q's error
+/// enters through the keys' weighted spread k_j - sum w k; the exp
+/// arguments' rounding relative to the logits' spread; each exp within 4
+/// ulp, one per running-max change that can follow a key; the softmax part
+/// of peaky rows carried through W_O exactly). Two models
 /// (docs/checking.md):
 ///  * probabilistic (default): rounding errors as independent mean-zero
 ///    random variables (Higham & Mary 2019), lambda*sqrt(n)*u per length-n
@@ -244,9 +250,11 @@ std::vector<double> interpret(const BlockParams &p,
 /// `progress`, when set, is called with the fraction of the work done
 /// (0..1). Empty vectors when the block cannot be run (as interpret()).
 /// With p.wantProbs, also the attention weights [batch, heads, seqLen, T_kv]
-/// and per weight a bound on a correct float32 kernel's error: w_j rho_j
-/// (the softmax perturbation of the y bound, docs/checking.md) plus the
-/// rounding of the normalisation; 0 for masked keys.
+/// and per weight a bound on a correct float32 kernel's error: P_j (the
+/// softmax perturbation of the y bound, docs/checking.md; about 0 in a
+/// one-hot row) plus the rounding of the normalisation and 2^-125; 0 for
+/// masked keys; infinite where it would let the weight be anything in
+/// [0, 1].
 struct Reference {
   std::vector<double> y, bound;
   std::vector<double> probs, probsBound;

@@ -327,23 +327,38 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
 //===----------------------------------------------------------------------===//
 
 struct CompareResult {
-  double maxAbs = 0;   ///< max |out - ref| over elements finite in both
+  /// Over every element finite in both (checked or unbounded).
+  double maxAbs = 0;   ///< max |out - ref|
   double maxRel = 0;   ///< max |out - ref| / max(|ref|, 1e-6)
   double meanAbs = 0;
   int64_t worstIndex = -1;  ///< where |out - ref| is largest (or the first
-                            ///< non-finite mismatch)
-  double maxBound = 0;      ///< largest float32 bound used
+                            ///< non-finite or unbounded element)
+  double maxBound = 0;      ///< largest float32 bound of a checked element
   /// The element closest to (or furthest past) its allowance:
-  /// |out - ref| / (atol + rtol*|ref| + bound).
+  /// |out - ref| / (atol + rtol*|ref| + bound); the first non-finite or
+  /// unbounded element when there is one (a failure of its own kind).
   double worstRatio = 0;
   double worstAllowed = 0;
   int64_t worstRatioIndex = -1;
-  int64_t outside = 0;             ///< finite elements past their allowance
+  /// The same over the checked elements only (finite in both, bounded):
+  /// -1 when there is none.
+  int64_t worstCheckedIndex = -1;
+  double worstCheckedRatio = 0;
+  double worstCheckedAllowed = 0;
+  int64_t checked = 0;             ///< elements held to their allowance
+  int64_t outside = 0;             ///< checked elements past their allowance
   int64_t nonFinite = 0;           ///< NaN/inf in out where ref is finite
   int64_t finiteVsNonFiniteRef = 0; ///< out finite where ref is NaN/inf
   int64_t nonFiniteBoth = 0;       ///< NaN/inf in both (bad inputs)
-  int64_t unbounded = 0; ///< bound not finite or > max |ref|: no check
-  /// Every element is finite in both and within its allowance.
+  int64_t firstNonFinite = -1;     ///< the first of those three kinds
+  /// Finite in both, but the bound is not finite or > max |ref| (and
+  /// atol): nothing can be checked there, which is no pass.
+  int64_t unbounded = 0;
+  int64_t firstUnbounded = -1;
+  double firstUnboundedBound = 0;  ///< its bound (inf, NaN or too wide)
+  int64_t unboundedInfinite = 0;   ///< unbounded ones whose bound is inf/NaN
+  double maxRef = 0;               ///< max |ref| over the finite ones
+  /// Every element is finite in both, bounded and within its allowance.
   bool ok = true;
 };
 
