@@ -25,11 +25,13 @@
 #include "attnc/runtime/Cuda.h"
 #include "attnc/runtime/Heatmap.h"
 #include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Files.h"
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/weights.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -66,18 +68,22 @@ const char *kUsage =
     "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
     "                     converted); default: random, scaled like a trained layer\n"
     "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
-    "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.')\n"
+    "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.');\n"
+    "                     needs --weights\n"
     "  --hf DIR --module PATH  the weights of the attention module PATH of a\n"
     "                     Hugging Face model directory (its .safetensors shards;\n"
     "                     the same as --weights DIR --weights-prefix PATH.)\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
-    "  --out FILE.npy     write y [B, T, out_dim]\n"
+    "  --out FILE.npy     write y [B, T, out_dim] (all or nothing: a temporary\n"
+    "                     beside it, renamed; refused when it is an input)\n"
     "  --check            compare y with the double-precision interpreter:\n"
     "                     FAIL (exit 1) on any NaN/inf in y or in the reference,\n"
     "                     or when some element has |y - ref| > atol + rtol*|ref|\n"
     "                     + B, B being that element's float32 error bound\n"
     "                     (docs/checking.md: a probabilistic rounding-error\n"
-    "                     model, lambda 10); progress goes to stderr when the\n"
+    "                     model, lambda 10), or where B is infinite or wider\n"
+    "                     than max |ref| (unbounded: float32 cannot tell which\n"
+    "                     key wins); progress goes to stderr when the\n"
     "                     reference takes more than a second\n"
     "  --rigorous-bound   --check with the worst-case bound instead (never\n"
     "                     exceeded by any float32 evaluation order, but wide:\n"
@@ -152,6 +158,15 @@ const char *kUsage =
     "seq_len <= the kernel's max_seq_len, no 64-bit overflow, and the buffers\n"
     "(x, y, workspace, weights, reference) within this machine's memory.\n"
     "\n"
+    "Files: inputs (the library, --x, --x-kv, --expected, --weights and the\n"
+    "files in its directory) must be regular files (a FIFO or device is\n"
+    "refused, never waited on); an output (--out, --probs, --heatmap) that is\n"
+    "one of them or another output is refused; outputs are written to a\n"
+    "temporary beside them and renamed, so a failed write leaves the old file.\n"
+    "Options that would do nothing (--weights-prefix without --weights,\n"
+    "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
+    "--check) are usage errors.\n"
+    "\n"
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"
     "   1  check failed, the kernel returned an error status, or this CPU\n"
@@ -161,7 +176,7 @@ const char *kUsage =
     "   2  usage or input error (bad option or value, unreadable or\n"
     "      mis-shaped .npy, size out of range or too large for memory)\n"
     "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
-    "      truncated)\n"
+    "      truncated, or corrupt: its CRC-32 does not match its bytes)\n"
     "  12  not an attnc kernel (no attnc_query)\n"
     "  13  kernel ABI newer than this runtime\n"
     "  14  ABI version or struct size mismatch\n"
@@ -215,6 +230,8 @@ std::string featureNames(uint32_t f) {
   add(ATTNC_FEATURE_CUDA, "cuda");
   add(ATTNC_FEATURE_ROPE, "rope");
   add(ATTNC_FEATURE_SCORE_MODS, "score_mods");
+  // ATTNC_FEATURE_CHECKSUM is a property of the file, not an argument the
+  // kernel reads: --info prints it on its own line.
   return s.empty() ? "none" : s;
 }
 
@@ -227,8 +244,18 @@ int usageError(const std::string &msg) {
   return kExitInput;
 }
 
+/// True when `s` starts like a number as written on a command line: a
+/// digit, or '-' (or '.') and a digit; not a space, a '+' or anything
+/// strtoll/strtod would skip or accept in front.
+bool plainNumberStart(const std::string &s) {
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i < s.size() && s[i] == '.')
+    ++i;
+  return i < s.size() && s[i] >= '0' && s[i] <= '9';
+}
+
 bool parseInt(const std::string &s, int64_t &out) {
-  if (s.empty())
+  if (s.empty() || !plainNumberStart(s))
     return false;
   char *end = nullptr;
   errno = 0;
@@ -240,7 +267,7 @@ bool parseInt(const std::string &s, int64_t &out) {
 }
 
 bool parseFinite(const std::string &s, double &out) {
-  if (s.empty())
+  if (s.empty() || !plainNumberStart(s))
     return false;
   char *end = nullptr;
   errno = 0;
@@ -330,24 +357,45 @@ bool report(const char *against, const attnrt::CompareResult &c,
     std::printf(" (in y only %lld, in the reference only %lld, in both %lld)",
                 (long long)c.nonFinite, (long long)c.finiteVsNonFiniteRef,
                 (long long)c.nonFiniteBoth);
+  // The error statistics above cover every element finite in both, the
+  // unbounded ones too (docs/checking.md).
   if (c.unbounded)
     std::printf(", unbounded %lld (the float32 bound there is infinite or "
-                "exceeds max |ref|: logits too large to check in float32)",
-                (long long)c.unbounded);
+                "exceeds max |ref| %.3e: logits too large to check in "
+                "float32; %lld infinite, %lld finite but wider; the error "
+                "statistics include them)",
+                (long long)c.unbounded, c.maxRef,
+                (long long)c.unboundedInfinite,
+                (long long)(c.unbounded - c.unboundedInfinite));
   std::printf(", outside the allowance %lld of %lld; allowance %.1e + %.1e*|ref|",
               (long long)c.outside, (long long)n, atol, rtol);
-  if (boundModel)
+  if (boundModel && c.checked)
     std::printf(" + float32 bound (%s, max %.3e)", boundModel, c.maxBound);
-  if (c.worstRatioIndex >= 0) {
-    int64_t i = c.worstRatioIndex;
-    if (nonFinite || c.unbounded)
-      std::printf("; first non-finite element %lld: y %.9g, ref %.9g",
-                  (long long)i, double(y[i]), ref[i]);
-    else
-      std::printf("; worst element %lld: y %.9g, ref %.9g, |err| %.3e = "
-                  "%.3g x its allowance",
-                  (long long)i, double(y[i]), ref[i], std::fabs(y[i] - ref[i]),
-                  c.worstRatio);
+  else if (boundModel)
+    std::printf(" + float32 bound (%s, no element bounded)", boundModel);
+  // What was found: the first non-finite element, the first unbounded
+  // one, and the checked element closest to (or furthest past) its
+  // allowance.
+  // One element as "; LABEL element I: y Y, ref R" and what follows.
+  auto element = [&](const char *label, int64_t i) {
+    std::printf("; %s element %lld: y %.9g, ref %.9g", label, (long long)i,
+                double(y[i]), ref[i]);
+  };
+  if (c.firstNonFinite >= 0)
+    element("first non-finite", c.firstNonFinite);
+  if (c.firstUnbounded >= 0) {
+    element("first unbounded", c.firstUnbounded);
+    std::printf(", |err| %.3e, bound %.3e",
+                std::fabs(y[c.firstUnbounded] - ref[c.firstUnbounded]),
+                c.firstUnboundedBound);
+  }
+  if (c.worstCheckedIndex >= 0) {
+    element("worst", c.worstCheckedIndex);
+    std::printf(", |err| %.3e = %.3g x its allowance",
+                std::fabs(y[c.worstCheckedIndex] - ref[c.worstCheckedIndex]),
+                c.worstCheckedRatio);
+  } else if (n > 0) {
+    std::printf("; no element checked");
   }
   std::printf(": %s\n", c.ok ? "PASS" : "FAIL");
   return c.ok;
@@ -491,6 +539,9 @@ void printInfo(const attnrt::Kernel &k) {
                   ? "none (no CUDA device for it here)"
                   : isaName(selected),
               featureNames(ki.features).c_str());
+  std::printf("checksum: %s\n", (ki.features & ATTNC_FEATURE_CHECKSUM)
+                                     ? "CRC-32 of the file, verified at load"
+                                     : "none (not written by attnc as a shared object)");
   std::printf("target: %s (%s)\ncompiler: %s\n", ki.target_triple,
               ki.target_cpu, ki.compiler_version);
   std::printf("packed_floats: %lld\n", (long long)ki.packed_floats);
@@ -519,6 +570,7 @@ struct Options {
   bool threadsGiven = false;
   bool cuda = false; // --device cuda
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
+  const char *tolGiven = nullptr; // "--atol" / "--rtol" when given
   bool check = false, info = false, noBound = false, rigorous = false,
        seqGiven = false, batchGiven = false;
   // Attention variants.
@@ -528,6 +580,58 @@ struct Options {
   int64_t kvSeq = 0, head = -1, heatmapBatch = 0, decodeSteps = 0;
   bool kvSeqGiven = false, headGiven = false, heatmapBatchGiven = false;
 };
+
+/// `p` spelled canonically: its directory's real path plus its name (the
+/// file itself need not exist).
+std::string canonicalName(const std::string &p) {
+  std::string dir = attnrt::parentDirectory(p);
+  size_t slash = p.rfind('/');
+  std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
+  char buf[PATH_MAX];
+  if (!::realpath(dir.c_str(), buf))
+    return p;
+  return std::string(buf) + "/" + name;
+}
+
+/// Exit 2 when an output (--out, --probs, --heatmap) is one of the inputs
+/// (the library, --x, --x-kv, --expected, --weights or a file in its
+/// directory; device and inode, so any spelling or link) or another output:
+/// writing it would destroy what is being read (a mapped library even
+/// crashes the run). -1 otherwise.
+int checkOutputsAreNotInputs(const Options &o) {
+  std::vector<std::pair<const char *, std::string>> outs, ins;
+  for (auto [opt, path] : {std::pair<const char *, const std::string *>{"--out", &o.outPath},
+                           {"--probs", &o.probsPath}, {"--heatmap", &o.heatmapPath}})
+    if (!path->empty())
+      outs.push_back({opt, *path});
+  if (outs.empty())
+    return -1;
+  for (auto [what, path] : {std::pair<const char *, const std::string *>{"the kernel library", &o.lib},
+                            {"--x", &o.xPath}, {"--x-kv", &o.xKvPath},
+                            {"--expected", &o.expectedPath}, {"--weights", &o.wDir}})
+    if (!path->empty())
+      ins.push_back({what, *path});
+  struct stat st;
+  if (!o.wDir.empty() && ::stat(o.wDir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    if (DIR *d = ::opendir(o.wDir.c_str())) {
+      while (dirent *e = ::readdir(d))
+        if (e->d_name[0] != '.')
+          ins.push_back({"a file of --weights", o.wDir + "/" + e->d_name});
+      ::closedir(d);
+    }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    for (const auto &[what, path] : ins)
+      if (attnrt::sameFile(outs[i].second, path))
+        return usageError(std::string(outs[i].first) + " " + outs[i].second + " is " +
+                          what + " (" + path + "): refusing to overwrite an input");
+    for (size_t j = 0; j < i; ++j)
+      if (attnrt::sameFile(outs[i].second, outs[j].second) ||
+          canonicalName(outs[i].second) == canonicalName(outs[j].second))
+        return usageError(std::string(outs[j].first) + " and " + outs[i].first +
+                          " name the same file '" + outs[i].second + "'");
+  }
+  return -1;
+}
 
 /// Parses argv; returns -1 to go on, else the exit code.
 int parseArgs(int argc, char **argv, Options &o) {
@@ -620,8 +724,10 @@ int parseArgs(int argc, char **argv, Options &o) {
       rc = sizeOpt(o.abiOverride, 0);
     } else if (a == "--atol") {
       rc = tolOpt(o.atol);
+      o.tolGiven = "--atol";
     } else if (a == "--rtol") {
       rc = tolOpt(o.rtol);
+      o.tolGiven = "--rtol";
     } else if (a == "--x-scale") {
       std::string v = next();
       if (missing)
@@ -713,6 +819,23 @@ int parseArgs(int argc, char **argv, Options &o) {
     o.wDir = o.hfDir;
     o.wPrefix = o.hfModule + ".";
   }
+  // Options that would do nothing are refused, not ignored.
+  if (!o.wPrefix.empty() && o.wDir.empty())
+    return usageError("--weights-prefix selects names in --weights, which is not "
+                      "given (random weights have no names to select)");
+  if (o.tolGiven && !o.check && o.expectedPath.empty())
+    return usageError(std::string(o.tolGiven) +
+                      " is a tolerance of --check and --expected, neither of "
+                      "which is given");
+  if ((o.noBound || o.rigorous) && !o.check)
+    return usageError(std::string(o.noBound ? "--no-bound" : "--rigorous-bound") +
+                      " chooses the float32 bound of --check, which is not given" +
+                      (o.expectedPath.empty() ? "" : " (--expected has no bound)"));
+  if (o.noBound && o.rigorous)
+    return usageError("--no-bound and --rigorous-bound contradict each other: "
+                      "give one");
+  if (int rc = checkOutputsAreNotInputs(o); rc >= 0)
+    return rc;
   if (!o.xPath.empty() && (o.seqGiven || o.batchGiven))
     return usageError("--x sets batch and seq_len from its shape; do not "
                       "also give --batch or --seq-len");
