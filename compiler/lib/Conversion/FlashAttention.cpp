@@ -45,21 +45,6 @@ using namespace attnc::attn;
 using attnc::exp2NonPositive;
 
 namespace {
-/// What a mask means for the key range of a query (the visible keys of
-/// query i are (i + off - window, i + off] for a windowed mask, [0, i + off]
-/// for a causal one, all for the others; padding lengths clamp them).
-struct MaskShape {
-  bool causal, windowed;
-  int64_t window;
-  template <typename Op> explicit MaskShape(Op op) {
-    MaskKind m = op.getMask();
-    causal = m == MaskKind::causal || m == MaskKind::causal_padding ||
-             m == MaskKind::sliding_window;
-    windowed = m == MaskKind::sliding_window;
-    window = windowed ? *op.getWindow() : 0;
-  }
-};
-
 Value indexConst(ImplicitLocOpBuilder &c, int64_t x) {
   return arith::ConstantIndexOp::create(c, x);
 }
@@ -153,8 +138,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const int64_t D = qt.getDimSize(3);
   const int64_t vl = t.getVectorWidth(), nk = t.getAttnNk();
   const int64_t dv = (D + vl - 1) / vl, dTail = D - (dv - 1) * vl;
-  const MaskShape ms(op);
-  const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
   const bool bthd = op.getLayout() == HeadLayout::bthd;
   const double scale = log2Scale(op);
   const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
@@ -210,15 +194,11 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     Value zero = idx(c, 0), one = idx(c, 1);
     Value qv = qLens ? validLength(c, qLens, bi, one) : one;
     Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
-    auto clampK = [&](Value x) -> Value {
-      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
-    };
-    // The one query row sees keys [kStart, kEnd): j <= off (causal), and
-    // j > off - window (sliding window); none when the row is padding.
-    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, qv).getResult();
-    Value kEnd = ms.causal ? clampK(arith::AddIOp::create(c, off, one)) : kvv;
-    Value kStart = ms.windowed ? clampK(arith::AddIOp::create(c, off, idx(c, 1 - ms.window)))
-                               : zero;
+    // The one query row sees keys [kStart, kEnd) (KeyVisibility); none
+    // when the row is padding.
+    Value off = vis.offset(c, qv, kvv);
+    attnc::KeyVisibility::Range keys = vis.row(c, off, kvv);
+    Value kStart = keys.start, kEnd = keys.end;
     Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, zero);
     kEnd = arith::SelectOp::create(c, rowValid, kEnd, kStart);
 
@@ -401,10 +381,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         break;
       }
   }
-  const MaskShape ms(op);
-  const bool causal = ms.causal, windowed = ms.windowed;
-  const int64_t window = ms.window;
-  bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
+  const bool causal = vis.causal, windowed = vis.windowed;
+  const int64_t window = vis.window;
   bool bthd = op.getLayout() == HeadLayout::bthd;
   const double scale = log2Scale(op);
   const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
@@ -449,7 +428,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     Value qv = length(qLens, tq), kvv = length(kvLens, tkv);
     // Keys a query i sees under a causal mask: j <= i + off (bottom-right:
     // the last valid query sees the last valid key).
-    Value off = topLeft ? idx(ct, 0) : arith::SubIOp::create(ct, kvv, qv).getResult();
+    Value off = vis.offset(ct, qv, kvv);
     std::optional<ImplicitLocOpBuilder> inner;
     if (qLens) {
       Value active = arith::CmpIOp::create(ct, arith::CmpIPredicate::slt, i0, qv);
@@ -483,20 +462,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 
     // Visible keys: [kStart, kEnd) for some row of the block; [kLow, kFull)
     // for all of them (the window's lower edge and the causal diagonal).
-    Value kStart = zero, kLow = zero, kEnd = kvv, kFull = kvv;
-    auto clampK = [&](Value x) -> Value {
-      Value lo = arith::MaxSIOp::create(c, x, zero);
-      return arith::MinSIOp::create(c, lo, kvv);
-    };
     Value diag0 = arith::AddIOp::create(c, i0, off); // row i0's last key
-    if (causal) {
-      kEnd = clampK(arith::AddIOp::create(c, diag0, rows));
-      kFull = clampK(add(c, diag0, 1));
-    }
-    if (windowed) {
-      kStart = clampK(add(c, diag0, 1 - window));
-      kLow = clampK(add(c, arith::AddIOp::create(c, diag0, rows), -window));
-    }
+    attnc::KeyVisibility::Range keys = vis.block(c, diag0, rows, kvv);
+    Value kStart = keys.start, kLow = keys.low, kEnd = keys.end, kFull = keys.full;
     Value lastKey = arith::SubIOp::create(c, tkv, idx(c, 1));
     // Lane r of query vector m is query i0 + m*VL + r.
     SmallVector<int32_t> lanes;
@@ -775,10 +743,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
   int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("attn-to-loops needs f32 operands with a static head_dim");
-  const MaskShape ms(op);
-  const bool causal = ms.causal, windowed = ms.windowed;
-  const int64_t window = ms.window;
-  bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
   auto idx = indexConst;
   auto fc = f32Const;
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
@@ -801,20 +766,16 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
     Value hk = arith::DivUIOp::create(c, h, group);
     Value qv = qLens ? validLength(c, qLens, bi, tq) : tq;
     Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
-    Value off = topLeft ? idx(c, 0) : arith::SubIOp::create(c, kvv, qv).getResult();
-    Value zero = idx(c, 0), one = idx(c, 1);
-    auto clampK = [&](ImplicitLocOpBuilder &cc, Value x) -> Value {
-      return arith::MinSIOp::create(cc, arith::MaxSIOp::create(cc, x, zero), kvv);
-    };
+    Value off = vis.offset(c, qv, kvv);
+    Value zero = idx(c, 0);
     loop(c, zero, tq, {}, [&](ImplicitLocOpBuilder &c1, Value i, ValueRange) {
       loop(c1, zero, tkv, {}, [&](ImplicitLocOpBuilder &c2, Value j, ValueRange) {
         memref::StoreOp::create(c2, fc(c2, 0.0), p, ValueRange{bi, h, i, j});
         return SmallVector<Value>{};
       });
       Value diag = arith::AddIOp::create(c1, i, off);
-      Value jHi = causal ? clampK(c1, arith::AddIOp::create(c1, diag, one)) : kvv;
-      Value jLo = windowed ? clampK(c1, arith::AddIOp::create(c1, diag, idx(c1, 1 - window)))
-                           : zero;
+      attnc::KeyVisibility::Range keys = vis.row(c1, diag, kvv);
+      Value jHi = keys.end, jLo = keys.start;
       // Rows past the valid queries stay zero.
       jHi = arith::SelectOp::create(
           c1, arith::CmpIOp::create(c1, arith::CmpIPredicate::slt, i, qv), jHi, jLo);

@@ -244,10 +244,9 @@ static Value deviceLength(ImplicitLocOpBuilder &c, Value lens, Value bi, Value f
 /// merges the NT partial results through shared memory:
 ///   M = max m_i,  o = sum_i e^{m_i - M} acc_i / sum_i e^{m_i - M} l_i.
 static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
-                                    int64_t D, bool causal, bool windowed,
-                                    int64_t window, bool topLeft, bool bthd,
-                                    double scale, Value q, Value k, Value v,
-                                    Value o, Value kvLens) {
+                                    int64_t D, const attnc::KeyVisibility &vis,
+                                    bool bthd, double scale, Value q, Value k,
+                                    Value v, Value o, Value kvLens) {
   const double negInf = -std::numeric_limits<double>::infinity();
   Value nb = dim(b, q, 0), hq = dim(b, q, 1);
   Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
@@ -259,14 +258,10 @@ static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
     Value hk = arith::DivUIOp::create(c, h, group);
     Value zero = idx(c, 0);
     Value kvv = kvLens ? deviceLength(c, kvLens, bi, tkv) : tkv;
-    // The query is row 0 of 1: it sees j <= off (bottom-right: off =
-    // kvv - 1) and, with a window, j > off - W.
-    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, idx(c, 1)).getResult();
-    auto clampK = [&](Value x) -> Value {
-      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
-    };
-    Value kEnd = causal ? clampK(arith::AddIOp::create(c, off, idx(c, 1))) : kvv;
-    Value kStart = windowed ? clampK(arith::AddIOp::create(c, off, idx(c, 1 - window))) : zero;
+    // The query is row 0 of 1 (KeyVisibility: bottom-right, off = kvv - 1).
+    Value off = vis.offset(c, idx(c, 1), kvv);
+    attnc::KeyVisibility::Range keys = vis.row(c, off, kvv);
+    Value kStart = keys.start, kEnd = keys.end;
     Value pm = sharedBuffer(c, {NT});
     Value pl = sharedBuffer(c, {NT});
     Value pacc = sharedBuffer(c, {NT, D});
@@ -351,15 +346,9 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   {
     // Decode (one query, no query lengths): the key-split kernel when its
     // NT partial rows fit the shared memory.
-    MaskKind mk = op.getMask();
     const int64_t NT = t.getAttnMq();
     if (qt.getDimSize(2) == 1 && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
-      bool causal = mk == MaskKind::causal || mk == MaskKind::causal_padding ||
-                    mk == MaskKind::sliding_window;
-      bool windowed = mk == MaskKind::sliding_window;
-      buildGpuDecodeAttention(b, NT, D, causal, windowed,
-                              windowed ? *op.getWindow() : 0,
-                              op.getCausalAlign() == CausalAlign::top_left,
+      buildGpuDecodeAttention(b, NT, D, attnc::KeyVisibility::of(op),
                               op.getLayout() == HeadLayout::bthd,
                               op.getScale().convertToDouble(), q, k, v, o, kvLens);
       return success();
@@ -375,12 +364,9 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const int64_t MQ = t.getAttnMq();
   const int64_t NK = std::max<int64_t>(
       1, std::min<int64_t>(t.getAttnNk(), t.getL1Bytes() / (2 * 4 * D)));
-  MaskKind mask = op.getMask();
-  const bool causal = mask == MaskKind::causal || mask == MaskKind::causal_padding ||
-                      mask == MaskKind::sliding_window;
-  const bool windowed = mask == MaskKind::sliding_window;
-  const int64_t window = windowed ? *op.getWindow() : 0;
-  const bool topLeft = op.getCausalAlign() == CausalAlign::top_left;
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
+  const bool causal = vis.causal, windowed = vis.windowed;
+  const int64_t window = vis.window;
   const bool bthd = op.getLayout() == HeadLayout::bthd;
   const double scale = op.getScale().convertToDouble();
   const double negInf = -std::numeric_limits<double>::infinity();
@@ -413,17 +399,11 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     Value zero = idx(c, 0);
     // Query i sees key j when j <= i + off (causal; bottom-right: off =
     // kvv - qv) and j > i + off - W (window), and j < kvv.
-    Value off = topLeft ? zero : arith::SubIOp::create(c, kvv, qv).getResult();
+    Value off = vis.offset(c, qv, kvv);
     Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, qv, i0));
-    auto clampK = [&](Value x) -> Value {
-      return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
-    };
     Value diag0 = arith::AddIOp::create(c, i0, off);
-    Value kStart = zero, kEnd = kvv;
-    if (causal)
-      kEnd = clampK(arith::AddIOp::create(c, diag0, rows));
-    if (windowed)
-      kStart = clampK(arith::AddIOp::create(c, diag0, idx(c, 1 - window)));
+    attnc::KeyVisibility::Range keys = vis.block(c, diag0, rows, kvv);
+    Value kStart = keys.start, kEnd = keys.end;
 
     Value ks = sharedBuffer(c, {NK, D});
     Value vs = sharedBuffer(c, {NK, D});

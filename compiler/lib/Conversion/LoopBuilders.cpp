@@ -468,3 +468,43 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
     });
   });
 }
+
+//===----------------------------------------------------------------------===//
+// KeyVisibility
+//===----------------------------------------------------------------------===//
+
+Value attnc::KeyVisibility::offset(ImplicitLocOpBuilder &c, Value qv, Value kvv) const {
+  return topLeft ? arith::ConstantIndexOp::create(c, 0).getResult()
+                 : arith::SubIOp::create(c, kvv, qv).getResult();
+}
+
+attnc::KeyVisibility::Range attnc::KeyVisibility::block(ImplicitLocOpBuilder &c, Value diag0,
+                                                       Value rows, Value kvv) const {
+  Value zero = arith::ConstantIndexOp::create(c, 0);
+  auto clamp = [&](Value x) -> Value {
+    return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, x, zero), kvv);
+  };
+  auto plus = [&](Value x, int64_t k) -> Value {
+    return arith::AddIOp::create(c, x, arith::ConstantIndexOp::create(c, k));
+  };
+  Range r{zero, kvv, zero, kvv};
+  Value last = arith::AddIOp::create(c, diag0, rows); // past the last row's diagonal
+  if (causal) {
+    r.end = clamp(last);
+    r.full = clamp(plus(diag0, 1));
+  }
+  if (windowed) {
+    r.start = clamp(plus(diag0, 1 - window));
+    r.low = clamp(plus(last, -window));
+  }
+  return r;
+}
+
+attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, Value diag,
+                                                     Value kvv) const {
+  Value one = arith::ConstantIndexOp::create(c, 1);
+  Range r = block(c, diag, one, kvv);
+  r.low = r.start;
+  r.full = r.end;
+  return r;
+}

@@ -147,6 +147,43 @@ void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value len
 void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value x,
                   mlir::Value w);
 
+/// Which keys the queries see (attn.sdpa's and attn.probs' mask, window and
+/// causal_align): the one description every kernel builder asks for a
+/// block's key range (x86 flash and decode, attn.probs, the CUDA attention
+/// and decode kernels). Of the valid queries [0, qv) and keys [0, kvv),
+/// query i sees key j when j <= i + off under a causal mask (off = 0 for
+/// top_left, kvv - qv for bottom_right: the last valid query sees the last
+/// valid key) and j > i + off - window under a sliding window; other masks
+/// see every valid key.
+struct KeyVisibility {
+  bool causal = false, windowed = false, topLeft = false;
+  int64_t window = 0;
+  template <typename Op> static KeyVisibility of(Op op) {
+    KeyVisibility v;
+    attn::MaskKind m = op.getMask();
+    v.causal = m == attn::MaskKind::causal || m == attn::MaskKind::causal_padding ||
+               m == attn::MaskKind::sliding_window;
+    v.windowed = m == attn::MaskKind::sliding_window;
+    v.window = v.windowed ? *op.getWindow() : 0;
+    v.topLeft = op.getCausalAlign() == attn::CausalAlign::top_left;
+    return v;
+  }
+  /// off: the key position of query 0's diagonal, given the valid lengths.
+  mlir::Value offset(mlir::ImplicitLocOpBuilder &c, mlir::Value qv, mlir::Value kvv) const;
+  /// The keys of rows [i0, i0 + rows) (rows >= 1) whose first row's
+  /// diagonal is diag0 = i0 + off, clamped to [0, kvv): some row sees
+  /// [start, end), every row sees [low, full) (empty when low >= full): the
+  /// tiles a kernel walks, and the ones it need not mask element-wise.
+  struct Range {
+    mlir::Value start, end, low, full;
+  };
+  Range block(mlir::ImplicitLocOpBuilder &c, mlir::Value diag0, mlir::Value rows,
+              mlir::Value kvv) const;
+  /// One row whose diagonal is diag: its keys [start, end) (low = start,
+  /// full = end).
+  Range row(mlir::ImplicitLocOpBuilder &c, mlir::Value diag, mlir::Value kvv) const;
+};
+
 /// The score modifiers of attn.sdpa and attn.probs (softcap, alibi_slopes,
 /// alibi_before_scale; the ops' description says what they mean): the one
 /// place every CPU kernel asks how a score changes. Kernels keep scores in
