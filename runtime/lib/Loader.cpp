@@ -519,10 +519,7 @@ static std::string checkElfFile(const std::string &path) {
   int fd = attnrt::openRegularFile(path, why, &n);
   if (fd < 0)
     return why;
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  attnrt::FdCloser closer{fd};
   auto readAt = [fd](void *dst, size_t len, uint64_t off) {
     return ::pread(fd, dst, len, off_t(off)) == ssize_t(len);
   };

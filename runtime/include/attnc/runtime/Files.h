@@ -51,6 +51,15 @@ inline const char *fileKind(mode_t m) {
   return "not a regular file";
 }
 
+/// Closes a descriptor at the end of a scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
 /// Opens `path` read-only (O_CLOEXEC) without blocking and returns the
 /// descriptor when it names a regular file, with its size in `*size`;
 /// otherwise -1 and `why` ("cannot open: No such file or directory", "is a
@@ -94,10 +103,7 @@ inline bool readRegularFile(const std::string &path, uint64_t maxBytes,
     *sizeOut = size;
   if (fd < 0)
     return false;
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  FdCloser closer{fd};
   if (size > maxBytes) {
     why = std::to_string(size) + " bytes, more than the limit of " +
           std::to_string(maxBytes);
