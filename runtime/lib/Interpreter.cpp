@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/T5Bucket.h"
 #include "attnc/runtime/Checked.h"
 
 #include <algorithm>
@@ -211,21 +212,7 @@ void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64
 }
 
 int32_t t5Bucket(int64_t rel, int64_t nb, int64_t maxDistance, bool bidirectional) {
-  int64_t bucket = 0, a;
-  if (bidirectional) {
-    nb /= 2;
-    bucket += rel > 0 ? nb : 0;
-    a = rel < 0 ? -rel : rel;
-  } else {
-    a = rel < 0 ? -rel : 0;
-  }
-  const int64_t maxExact = nb / 2;
-  if (a < maxExact)
-    return int32_t(bucket + a);
-  const float v = std::log(float(a) / float(maxExact)) /
-                  float(std::log(double(maxDistance) / double(maxExact))) *
-                  float(nb - maxExact);
-  return int32_t(bucket + std::min<int64_t>(maxExact + int64_t(v), nb - 1));
+  return attnc::t5RelativeBucket(rel, nb, maxDistance, bidirectional);
 }
 
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t seq,

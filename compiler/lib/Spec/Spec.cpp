@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/T5Bucket.h"
 
 #include <fmt/format.h>
 
@@ -355,26 +356,8 @@ RopeTables ropeTables(const Spec &s) {
 std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
                                    bool bidirectional) {
   std::vector<int32_t> out;
-  for (int64_t rel = -maxDistance; rel <= maxDistance; ++rel) {
-    int64_t nb = buckets, bucket = 0, a;
-    if (bidirectional) {
-      nb /= 2;
-      bucket += rel > 0 ? nb : 0;
-      a = rel < 0 ? -rel : rel;
-    } else {
-      a = rel < 0 ? -rel : 0;
-    }
-    const int64_t maxExact = nb / 2;
-    if (a < maxExact) {
-      bucket += a;
-    } else {
-      float v = std::log(float(a) / float(maxExact)) /
-                float(std::log(double(maxDistance) / double(maxExact))) *
-                float(nb - maxExact);
-      bucket += std::min<int64_t>(maxExact + int64_t(v), nb - 1);
-    }
-    out.push_back(int32_t(bucket));
-  }
+  for (int64_t rel = -maxDistance; rel <= maxDistance; ++rel)
+    out.push_back(t5RelativeBucket(rel, buckets, maxDistance, bidirectional));
   return out;
 }
 
