@@ -191,16 +191,15 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 namespace {
 
-/// Where the bytes of a .npy come from: a file or stream read exactly as far
-/// as the format says (never slurped: `--x /dev/zero` must not grow memory),
-/// or an in-memory image.
+/// Where the bytes of a .npy come from: a regular file (readNpy refuses
+/// FIFOs and devices) or an in-memory image; its size is known either way.
 class ByteSource {
 public:
   virtual ~ByteSource() = default;
   /// Reads up to n bytes; returns how many were read (short only at the
   /// end of the data or on an error).
   virtual size_t read(void *dst, size_t n) = 0;
-  /// Bytes left when known (regular files, memory); -1 for streams.
+  /// Bytes left.
   virtual int64_t remaining() const = 0;
   virtual bool failed() const { return false; }
 };
@@ -228,8 +227,7 @@ public:
   FileSource(std::FILE *f, int64_t size) : f_(f), left_(size) {}
   size_t read(void *dst, size_t n) override {
     size_t k = std::fread(dst, 1, n, f_);
-    if (left_ >= 0)
-      left_ -= static_cast<int64_t>(k);
+    left_ -= static_cast<int64_t>(k);
     return k;
   }
   int64_t remaining() const override { return left_; }
@@ -237,7 +235,7 @@ public:
 
 private:
   std::FILE *f_;
-  int64_t left_; // -1: a stream of unknown length
+  int64_t left_;
 };
 
 /// The longest header accepted. NumPy writes headers of a few hundred
@@ -276,7 +274,7 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                     " bytes is implausible (at most " +
                     std::to_string(kMaxHeaderLen) + " accepted)");
   int64_t left = src.remaining();
-  if (left >= 0 && uint64_t(left) < headerLen)
+  if (uint64_t(left) < headerLen)
     return fail(message, name,
                 "truncated header: header length is " +
                     std::to_string(headerLen) + " bytes but only " +
@@ -370,12 +368,12 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
   if (!elementCount(shape, count) || !checkedMul(count, 4, want))
     return fail(message, name, "shape " + shapeString(shape) + " is too large");
   left = src.remaining();
-  if (left >= 0 && left < want)
+  if (left < want)
     return fail(message, name,
                 "truncated data: shape " + shapeString(shape) + " needs " +
                     std::to_string(want) + " bytes, found " +
                     std::to_string(left));
-  if (left >= 0 && left > want)
+  if (left > want)
     return fail(message, name,
                 "size mismatch: shape " + shapeString(shape) + " needs " +
                     std::to_string(want) + " bytes of data, found " +
@@ -386,8 +384,8 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                     std::to_string(want) + " bytes of data, more than the " +
                     std::to_string(maxDataBytes) + " allowed");
 
-  // Read exactly the declared data, in chunks (a stream that ends early
-  // fails without first allocating what it promised).
+  // Read exactly the declared data, in chunks (a file that shrinks while
+  // read fails without first allocating what it promised).
   std::vector<float> data;
   const int64_t chunk = int64_t(1) << 20; // floats
   std::vector<unsigned char> buf;
@@ -409,14 +407,6 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
       std::memcpy(&data[size_t(done + i)], &bits, 4);
     }
     done += n;
-  }
-  if (left < 0) {
-    unsigned char extra;
-    if (src.read(&extra, 1) == 1)
-      return fail(message, name,
-                  "size mismatch: shape " + shapeString(shape) + " needs " +
-                      std::to_string(want) +
-                      " bytes of data, found more (trailing bytes)");
   }
   out.shape = shape;
   out.data = std::move(data);
