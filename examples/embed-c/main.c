@@ -44,11 +44,11 @@ static attnc_forward_args args_for(const float *packed, const float *x, float *y
   attnc_forward_args a = {0};
   a.struct_size = sizeof(a);
   a.packed = packed;
-  a.packed_floats = GPT2_SMALL_ATTN_PACKED_FLOATS;
+  a.packed_bytes = GPT2_SMALL_ATTN_PACKED_BYTES;
   a.x = x;
-  a.x_floats = B * T * GPT2_SMALL_ATTN_D_MODEL;
+  a.x_elems = B * T * GPT2_SMALL_ATTN_D_MODEL;
   a.y = y;
-  a.y_floats = B * T * GPT2_SMALL_ATTN_OUT_DIM;
+  a.y_elems = B * T * GPT2_SMALL_ATTN_OUT_DIM;
   a.batch = B;
   a.seq_len = T;
   a.workspace = ws;
@@ -91,7 +91,7 @@ int main(void) {
          info->num_weights);
 
   /* Storage-layout weights, as named in the header comment. */
-  const float *weights[GPT2_SMALL_ATTN_NUM_WEIGHTS];
+  const void *weights[GPT2_SMALL_ATTN_NUM_WEIGHTS];
   float *bufs[GPT2_SMALL_ATTN_NUM_WEIGHTS];
   for (unsigned t = 0; t < info->num_weights; ++t) {
     int64_t n = info->weights[t].dims[0] * info->weights[t].dims[1];
@@ -103,11 +103,11 @@ int main(void) {
   int64_t counts[GPT2_SMALL_ATTN_NUM_WEIGHTS];
   for (unsigned t = 0; t < info->num_weights; ++t)
     counts[t] = info->weights[t].dims[0] * info->weights[t].dims[1];
-  float *packed = malloc(sizeof(float) * GPT2_SMALL_ATTN_PACKED_FLOATS);
+  float *packed = malloc(GPT2_SMALL_ATTN_PACKED_BYTES);
   if (NAME(pack)(weights, counts, GPT2_SMALL_ATTN_NUM_WEIGHTS, packed,
-                 GPT2_SMALL_ATTN_PACKED_FLOATS - 1) != ATTNC_ERR_BUFFER_SIZE ||
+                 GPT2_SMALL_ATTN_PACKED_BYTES - 1) != ATTNC_ERR_BUFFER_SIZE ||
       NAME(pack)(weights, counts, GPT2_SMALL_ATTN_NUM_WEIGHTS, packed,
-                 GPT2_SMALL_ATTN_PACKED_FLOATS) != ATTNC_OK) {
+                 GPT2_SMALL_ATTN_PACKED_BYTES) != ATTNC_OK) {
     fprintf(stderr, "embed-c: pack failed\n");
     return 1;
   }
@@ -135,10 +135,10 @@ int main(void) {
     a.workspace_bytes = -1;
     bad |= NAME(forward)(&a) != ATTNC_ERR_WORKSPACE;
     a = ok;
-    a.y_floats -= 1; /* y one float too small */
+    a.y_elems -= 1; /* y one float too small */
     bad |= NAME(forward)(&a) != ATTNC_ERR_BUFFER_SIZE;
     a = ok;
-    a.struct_size -= 4; /* no version-2 size (sizeof - 8 is _V2_1, valid) */
+    a.struct_size -= 8; /* not this version's size */
     bad |= NAME(forward)(&a) != ATTNC_ERR_ARGS;
     a = ok;
     a.lengths = (const int32_t *)x; /* a variant field this kernel lacks */

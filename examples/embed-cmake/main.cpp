@@ -126,7 +126,7 @@ private:
 
 /// One forward call through the C ABI. hook == nullptr: the library's
 /// built-in pool with `threads` threads.
-int forward(const attnc_kernel_info &info, const std::vector<float> &packed,
+int forward(const attnc_kernel_info &info, const std::vector<unsigned char> &packed,
             const float *x, float *y, int64_t batch, int64_t seq,
             ThreadPool *pool, int threads) {
   int64_t wsBytes = embed_block_workspace_size(batch, seq, seq);
@@ -136,11 +136,11 @@ int forward(const attnc_kernel_info &info, const std::vector<float> &packed,
   attnc_forward_args a = {};
   a.struct_size = sizeof a;
   a.packed = packed.data();
-  a.packed_floats = int64_t(packed.size());
+  a.packed_bytes = int64_t(packed.size());
   a.x = x;
-  a.x_floats = batch * seq * info.d_model;
+  a.x_elems = batch * seq * info.d_model;
   a.y = y;
-  a.y_floats = batch * seq * info.out_dim;
+  a.y_elems = batch * seq * info.out_dim;
   a.batch = batch;
   a.seq_len = seq;
   uintptr_t p = reinterpret_cast<uintptr_t>(ws.data());
@@ -185,9 +185,9 @@ int main(int argc, char **argv) {
               w.sourceName(w.count() - 1).c_str(), argv[1]);
 
   // 2. Pack once.
-  std::vector<float> packed(size_t(info->packed_floats));
-  int rc = embed_block_pack(w.data(), w.floats(), w.count(), packed.data(),
-                            info->packed_floats);
+  std::vector<unsigned char> packed(size_t(info->packed_bytes));
+  int rc = embed_block_pack(w.data(), w.elems(), w.count(), packed.data(),
+                            info->packed_bytes);
   if (rc != ATTNC_OK) {
     std::fprintf(stderr, "embed-cmake: pack returned %d\n", rc);
     return 1;
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   std::mt19937_64 rng(42);
   std::vector<float> x = attnrt::randomNormal(batch * seq * d, rng);
   std::vector<double> ref = attnrt::interpret(attnrt::paramsFromInfo(*info),
-                                              w.pointers(), x.data(), batch, seq);
+                                              w.float32(), x.data(), batch, seq);
   if (ref.size() != size_t(batch * seq * od)) {
     std::fprintf(stderr, "embed-cmake: the interpreter refused the block\n");
     return 1;

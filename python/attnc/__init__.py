@@ -14,7 +14,7 @@
     y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
-attnc_kernel_info (ABI version 3) is mirrored in attnc._abi, and nothing
+attnc_kernel_info (ABI version 4) is mirrored in attnc._abi, and nothing
 is compiled. Before ctypes opens a kernel library, libattnrt (attnc's
 runtime library) checks it with the loader attnc-run uses
 (attnrt_check_library: a complete x86-64 ELF file, attnc_query, the ABI,
@@ -27,7 +27,7 @@ source tree's build/runtime/, then ctypes.util.find_library("attnrt");
 attnc.libattnrt_path() says which one is used, and without one Kernel()
 raises AttncError saying how to point at it.
 
-Weights are packed once (NAME_pack) into a float32 array; forward (and
+Weights are packed once (NAME_pack) into a byte (uint8) array; forward (and
 decode) allocate the workspace NAME_workspace_size
 (NAME_decode_workspace_bytes) asks for and check every argument before the
 call, raising attnc.ArgumentError naming it: features, shapes, length and
@@ -118,7 +118,7 @@ def _torch_dtype(t):
 
 
 def _fptr(a):
-    return a.ctypes.data_as(C.POINTER(C.c_float))
+    return a.ctypes.data_as(C.c_void_p)
 
 
 _FEATURE_ORDER = list(_abi.FEATURES.values())
@@ -203,7 +203,7 @@ class Kernel:
             "kv_heads": i.kv_heads, "head_dim": i.head_dim, "out_dim": i.out_dim,
             "mask": _abi.MASKS.get(i.mask, i.mask),
             "causal_align": "top_left" if i.causal_align else "bottom_right",
-            "window": i.window, "bias": bool(i.bias), "out_proj": bool(i.out_proj),
+            "window": i.window, "bias": bool(i.bias_flags), "out_proj": bool(i.out_proj),
             "bias_flags": [n for b, n in ((_abi.BIAS_Q, "q"), (_abi.BIAS_K, "k"),
                                           (_abi.BIAS_V, "v"), (_abi.BIAS_O, "o"))
                            if i.bias_flags & b],
@@ -219,7 +219,9 @@ class Kernel:
             "isa": _abi.ISAS.get(i.isa, i.isa),
             "weight_layout": _abi.LAYOUTS.get(i.weight_layout, i.weight_layout),
             "features": sorted(self.features, key=_FEATURE_ORDER.index),
-            "feature_bits": i.features, "packed_floats": i.packed_floats,
+            "feature_bits": i.features, "packed_bytes": i.packed_bytes,
+            "weight_dtype": _abi.DTYPES.get(i.weight_dtype, i.weight_dtype),
+            "tensor_parallel": {"size": i.tp_size, "rank": i.tp_rank},
             "max_seq_len": i.max_seq_len,
             "selected_isa": _abi.ISAS.get(self.selected_isa, self.selected_isa),
             "target_triple": (i.target_triple or b"").decode(),
@@ -300,7 +302,7 @@ class Kernel:
         `weights`: a sequence in weight_names order, or a mapping from names
         (attnc's, or a Hugging Face spelling, optionally under `prefix`,
         e.g. a whole state_dict with prefix "h.3.attn.") to arrays or
-        tensors. Returns a float32 array of packed_floats values.
+        tensors. Returns a uint8 array of packed_bytes bytes.
         """
         if hasattr(weights, "keys"):
             weights = map_names(weights, self.weight_names, self._info.weight_layout, prefix)
@@ -317,9 +319,9 @@ class Kernel:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
                                  f"got {a.shape}")
             arrays.append(a)
-        ptrs = (C.POINTER(C.c_float) * len(arrays))(*[_fptr(a) for a in arrays])
+        ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
-        packed = np.empty(self._info.packed_floats, dtype=np.float32)
+        packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
         rc = self._pack(ptrs, sizes, len(arrays), _fptr(packed), packed.size)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_pack returned {rc} "
@@ -358,15 +360,15 @@ class Kernel:
         return np.ascontiguousarray(a, dtype=np.int32)
 
     def _packed(self, packed):
-        """The packed weights as the C-contiguous float32 array the library
+        """The packed weights as the C-contiguous uint8 array the library
         reads (a copy where the caller's is not contiguous)."""
         given = _torch_dtype(packed) if _is_tensor(packed) else None
         packed = _numpy(packed, f"{self.name}: packed")
-        if (given not in (None, "float32") or packed.dtype != np.float32
-                or packed.size != self._info.packed_floats):
-            self._refuse("packed must be the float32 array pack() returns "
-                         f"({self._info.packed_floats} floats), got {given or packed.dtype} "
-                         f"with {packed.size}", _abi.ERR_BUFFER_SIZE)
+        if (given not in (None, "uint8") or packed.dtype != np.uint8
+                or packed.size != self._info.packed_bytes):
+            self._refuse("packed must be the uint8 array pack() returns "
+                         f"({self._info.packed_bytes} bytes), got {given or packed.dtype} "
+                         f"with {packed.size} elements", _abi.ERR_BUFFER_SIZE)
         return np.ascontiguousarray(packed)
 
     def _written(self, a, name, shapes=None, want=None):
@@ -505,7 +507,7 @@ class Kernel:
 
     def forward(self, x, packed, num_threads=1, out=None, *, lengths=None, x_kv=None,
                 kv_lengths=None, want_probs=False, probs_out=None, k_cache=None,
-                v_cache=None):
+                v_cache=None, positions=None):
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
         [seq_len, d_model]), any real dtype (NumPy or torch; bfloat16 and
         float16 converted to float32). `packed` comes from pack().
@@ -537,6 +539,10 @@ class Kernel:
                       place, so decode() continues at position seq_len
                       (with lengths, at lengths[b]; the rows from there to
                       seq_len hold unspecified values).
+          positions   int [batch]: each sequence's first position (default 0):
+                      a rotary embedding rotates token t of sequence b by
+                      positions[b] + t (HF's position_ids); any kernel takes
+                      it, not together with a KV cache (use decode()).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
         self._host_only("forward")
@@ -608,6 +614,12 @@ class Kernel:
         if kv_lengths is not None:
             kv_lengths = self._lengths(kv_lengths, "kv_lengths", batch, kv_seq,
                                        "kv_seq_len", squeeze)
+        if positions is not None:
+            if use_cache:
+                self._refuse("positions with a KV cache: the cache's rows are positions, "
+                             "so a chunk that does not start at 0 is a decode() call")
+            positions = self._lengths(positions, "positions", batch, 2**30 - seq,
+                                      "2^30 - seq_len", squeeze)
 
         packed = self._packed(packed)
         # The buffers the library writes: the caller's own memory (NumPy
@@ -647,17 +659,15 @@ class Kernel:
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
         off = (-ws.ctypes.data) % 64
         args = _abi.ForwardArgs()
-        # As the C runtime: without a cache, the first version-2 size (which
-        # kernels built before the cache fields accept too); with one, the
-        # size without the CUDA stream.
-        args.struct_size = _abi.FORWARD_ARGS_SIZE_V2_1 if use_cache \
-            else _abi.FORWARD_ARGS_SIZE_V2_0
+        args.struct_size = C.sizeof(_abi.ForwardArgs)
         args.packed = _fptr(packed)
-        args.packed_floats = packed.size
+        args.packed_bytes = packed.size
         args.x = _fptr(x)
-        args.x_floats = x.size
+        args.x_elems = x.size
         args.y = _fptr(y_arr)
-        args.y_floats = y_arr.size
+        args.y_elems = y_arr.size
+        if positions is not None:
+            args.positions = positions.ctypes.data_as(C.POINTER(C.c_int32))
         args.batch = batch
         args.seq_len = seq
         args.workspace = ws.ctypes.data + off
@@ -668,17 +678,17 @@ class Kernel:
             args.lengths = lengths.ctypes.data_as(C.POINTER(C.c_int32))
         if cross:
             args.x_kv = _fptr(x_kv)
-            args.x_kv_floats = x_kv.size
+            args.x_kv_elems = x_kv.size
             args.kv_seq_len = kv_seq
             if kv_lengths is not None:
                 args.kv_lengths = kv_lengths.ctypes.data_as(C.POINTER(C.c_int32))
         if probs is not None:
             args.probs = _fptr(probs)
-            args.probs_floats = probs.size
+            args.probs_elems = probs.size
         if use_cache:
             args.k_cache = _fptr(k_cache)
             args.v_cache = _fptr(v_cache)
-            args.cache_floats = k_cache.size
+            args.cache_elems = k_cache.size
             args.cache_len = cache_len
         rc = self._forward(C.byref(args))
         if rc != _abi.OK:
@@ -719,26 +729,27 @@ class Kernel:
         shape = (batch, i.kv_heads, cache_len, i.head_dim)
         return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
 
-    def decode_workspace_size(self, batch, cache_len):
-        """NAME_decode_workspace_bytes: bytes of scratch decode needs (-1:
-        shape refused)."""
+    def decode_workspace_size(self, batch, cache_len, seq_len=1):
+        """NAME_decode_workspace_bytes: bytes of scratch decode needs for
+        seq_len new tokens per sequence (-1: shape refused)."""
         self._no_decode("decode_workspace_size")
-        return int(self._decode_workspace_size(batch, cache_len))
+        return int(self._decode_workspace_size(batch, seq_len, cache_len))
 
     def decode(self, x, packed, positions, k_cache, v_cache, num_threads=1, out=None):
-        """One KV-cache decode step ("decode" feature): one new token per
-        sequence. x: [batch, 1, d_model] (or [batch, d_model]), each
-        sequence's new token. positions: int [batch], each in
-        0..cache_len-1: where sequence b's token goes (its tokens so far; after
-        forward over T tokens, T, or lengths[b] with a padding mask; then
-        +1 a step). k_cache, v_cache: as in forward(), [batch, kv_heads,
-        cache_len, head_dim], written in place: the token's K and V go to
-        row positions[b], and its query attends over rows
-        [0, positions[b]] (a sliding window: the last `window` of them).
-        Returns y [batch, 1, out_dim] ([batch, out_dim] for a 2-D x);
-        out: a buffer of that shape to write it to, as forward's out.
-        num_threads as in forward(). Every argument is checked here first
-        (ArgumentError)."""
+        """One KV-cache decode call ("decode" feature): seq_len new tokens per
+        sequence (1: a step of generation; more: a chunk of a chunked
+        prefill). x: [batch, seq_len, d_model] (or [batch, d_model] for one
+        token each). positions: int [batch], where sequence b's new tokens
+        start (its tokens so far; after forward over T tokens, T, or
+        lengths[b] with a padding mask), positions[b] + seq_len <=
+        cache_len. k_cache, v_cache: as in forward(), [batch, kv_heads,
+        cache_len, head_dim], written in place: the tokens' K and V go to
+        rows [positions[b], positions[b] + seq_len), and the query of new
+        token t attends over rows [0, positions[b] + t] (a sliding window:
+        the last `window` of them). Returns y [batch, seq_len, out_dim]
+        ([batch, out_dim] for a 2-D x); out: a buffer of that shape to
+        write it to, as forward's out. num_threads as in forward(). Every
+        argument is checked here first (ArgumentError)."""
         self._host_only("decode")
         self._no_decode("decode")
         info = self._info
@@ -746,10 +757,10 @@ class Kernel:
         x = _f32(x, f"{self.name}: x")
         squeeze = x.ndim == 2
         x3 = x[:, None] if squeeze else x
-        if x3.ndim != 3 or x3.shape[1] != 1 or x3.shape[2] != d:
-            self._refuse(f"decode: x must be [batch, 1, {d}] or [batch, {d}] (one token "
-                         f"per sequence), got {x.shape}", _abi.ERR_BAD_SHAPE)
-        batch = x3.shape[0]
+        if x3.ndim != 3 or x3.shape[1] < 1 or x3.shape[2] != d:
+            self._refuse(f"decode: x must be [batch, seq_len, {d}] or [batch, {d}] (one "
+                         f"token per sequence), got {x.shape}", _abi.ERR_BAD_SHAPE)
+        batch, seq = x3.shape[0], x3.shape[1]
         if batch < 1:
             self._refuse(f"decode: batch must be at least 1, got x of shape {x.shape}",
                          _abi.ERR_BAD_SHAPE)
@@ -758,6 +769,9 @@ class Kernel:
                 self._refuse(f"decode needs {name} [batch, kv_heads, cache_len, "
                              "head_dim] (see new_cache())", _abi.ERR_NULL_ARG)
         k_cache, v_cache, cache_len = self._caches(k_cache, v_cache, batch, False)
+        if seq > cache_len:
+            self._refuse(f"decode: {seq} new tokens do not fit a cache of {cache_len} rows",
+                         _abi.ERR_BAD_SHAPE)
         pos = _numpy(positions, f"{self.name}: positions")
         if pos.ndim == 0 and batch == 1:
             pos = pos.reshape(1)
@@ -766,14 +780,14 @@ class Kernel:
                          f"for batch {batch}, got shape {pos.shape}")
         if pos.dtype == np.bool_ or pos.dtype.kind not in "iu":
             self._refuse(f"positions must be integers, got dtype {pos.dtype}")
-        bad = np.flatnonzero((pos < 0) | (pos >= cache_len))
+        bad = np.flatnonzero((pos < 0) | (pos > cache_len - seq))
         if bad.size:
             b = int(bad[0])
-            self._refuse(f"positions[{b}] is {int(pos[b])}, expected 0..{cache_len - 1} "
-                         f"(cache_len {cache_len} rows)")
+            self._refuse(f"positions[{b}] is {int(pos[b])}, expected 0..{cache_len - seq} "
+                         f"(cache_len {cache_len} rows, {seq} new tokens)")
         pos = np.ascontiguousarray(pos, dtype=np.int32)
         packed = self._packed(packed)
-        shape = (batch, info.out_dim) if squeeze else (batch, 1, info.out_dim)
+        shape = (batch, info.out_dim) if squeeze else (batch, seq, info.out_dim)
         if out is None:
             out = np.empty(shape, dtype=np.float32)
             y_arr = out
@@ -784,27 +798,27 @@ class Kernel:
         self._disjoint([("out", y_arr), ("k_cache", k_cache), ("v_cache", v_cache)],
                        [("x", x3), ("packed", packed)])
 
-        ws_bytes = self.decode_workspace_size(batch, cache_len)
+        ws_bytes = self.decode_workspace_size(batch, cache_len, seq)
         if ws_bytes < 0:
             raise AttncError(f"{self.name}: {self.name}_decode_workspace_bytes(batch "
-                             f"{batch}, cache_len {cache_len}) refused the shape "
-                             f"(max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
+                             f"{batch}, seq_len {seq}, cache_len {cache_len}) refused the "
+                             f"shape (max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
         ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
         off = (-ws.ctypes.data) % 64
         args = _abi.DecodeArgs()
-        # Without a stream: the size every kernel takes, old or new.
-        args.struct_size = _abi.DECODE_ARGS_SIZE_V2_0
+        args.struct_size = C.sizeof(_abi.DecodeArgs)
         args.packed = _fptr(packed)
-        args.packed_floats = packed.size
+        args.packed_bytes = packed.size
         args.x = _fptr(x3)
-        args.x_floats = x3.size
+        args.x_elems = x3.size
         args.y = _fptr(y_arr)
-        args.y_floats = y_arr.size
+        args.y_elems = y_arr.size
         args.batch = batch
+        args.seq_len = seq
         args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
         args.k_cache = _fptr(k_cache)
         args.v_cache = _fptr(v_cache)
-        args.cache_floats = k_cache.size
+        args.cache_elems = k_cache.size
         args.cache_len = cache_len
         args.workspace = ws.ctypes.data + off
         args.workspace_bytes = ws_bytes

@@ -268,48 +268,6 @@ randomWeights(const std::vector<TensorShape> &tensors, std::mt19937_64 &rng) {
   return out;
 }
 
-BlockParams paramsFromInfo(const attnc_kernel_info &info) {
-  BlockParams p;
-  p.dModel = info.d_model;
-  p.heads = info.heads;
-  p.kvHeads = info.kv_heads;
-  p.headDim = info.head_dim;
-  p.mask = info.mask;
-  p.topLeft = info.causal_align == 1;
-  p.window = info.window;
-  p.biasMask = info.bias_flags;
-  if (info.features & ATTNC_FEATURE_ROPE) {
-    p.ropeStyle = info.rope_style;
-    p.rotaryDim = info.rotary_dim;
-    if (info.rope_inv_freq)
-      p.ropeInvFreq.assign(info.rope_inv_freq, info.rope_inv_freq + info.rope_pairs);
-    if (info.rope_long_inv_freq)
-      p.ropeLongInvFreq.assign(info.rope_long_inv_freq,
-                               info.rope_long_inv_freq + info.rope_pairs);
-    p.ropeLongFrom = info.rope_long_from;
-    p.ropeAttentionFactor = info.rope_attention_factor;
-  }
-  p.qkNorm = info.qk_norm;
-  p.sinks = info.sinks != 0;
-  p.t5Buckets = info.t5_num_buckets;
-  p.t5MaxDistance = info.t5_max_distance;
-  p.t5Bidirectional = info.t5_bidirectional != 0;
-  p.qkNormEps = info.qk_norm_eps;
-  p.qkNormOffset = info.qk_norm_offset;
-  if (info.features & ATTNC_FEATURE_SCORE_MODS) {
-    p.softcap = info.softcap;
-    if (info.alibi_slopes)
-      p.alibiSlopes.assign(info.alibi_slopes, info.alibi_slopes + info.heads);
-    p.alibiBeforeScale = info.alibi_before_scale != 0;
-  }
-  p.outProj = info.out_proj != 0;
-  p.scale = info.scale;
-  p.layout = info.weight_layout;
-  p.cross = (info.features & ATTNC_FEATURE_CROSS) != 0;
-  p.wantProbs = (info.features & ATTNC_FEATURE_PROBS) != 0;
-  return p;
-}
-
 /// The block's score modifiers as the naive kernels take them (pointing
 /// into p, which must outlive the result).
 naive::ScoreMods scoreModsOf(const BlockParams &p) {
@@ -320,14 +278,27 @@ naive::ScoreMods scoreModsOf(const BlockParams &p) {
   return m;
 }
 
-/// A storage tensor of the block by name, as doubles (empty if absent).
-std::vector<double> tensorOf(const BlockParams &p, const std::vector<const float *> &weights,
-                             const char *name, int64_t n) {
-  std::vector<TensorShape> t = storageTensors(p);
-  for (size_t i = 0; i < t.size() && i < weights.size(); ++i)
-    if (t[i].name == name)
-      return std::vector<double>(weights[i], weights[i] + n);
-  return {};
+/// Role `role` of the block in compute layout ([in, out] for a projection
+/// weight, a vector for a bias or norm weight, [buckets, heads] for T5's
+/// table), as doubles read straight from the storage tensors through the
+/// block's one layout table (Block.h); empty when the block has no such
+/// role.
+static std::vector<double> roleOf(const StorageLayout &layout,
+                           const std::vector<const float *> &weights,
+                           const char *role) {
+  const RoleRect *r = layout.find(role);
+  if (!r || r->tensor < 0 || static_cast<size_t>(r->tensor) >= weights.size())
+    return {};
+  const float *t = weights[static_cast<size_t>(r->tensor)];
+  const std::vector<int64_t> &shape = layout.tensors[static_cast<size_t>(r->tensor)].shape;
+  const int64_t stride = shape.back();
+  std::vector<double> m(static_cast<size_t>(r->rows * r->cols));
+  for (int64_t k = 0; k < r->rows; ++k)
+    for (int64_t n = 0; n < r->cols; ++n)
+      m[k * r->cols + n] = r->vector       ? t[r->colOff + n]
+                           : r->transposed ? t[(r->rowOff + n) * stride + r->colOff + k]
+                                           : t[(r->rowOff + k) * stride + r->colOff + n];
+  return m;
 }
 
 /// The block's T5 bucket table (rel in [-max_distance, max_distance]).
@@ -347,10 +318,10 @@ struct BlockMods {
   BlockMods(const BlockParams &p, const std::vector<const float *> &weights) {
     mods = scoreModsOf(p);
     if (p.sinks)
-      sinks = tensorOf(p, weights, "sinks", p.heads);
+      sinks = roleOf(storageLayout(p), weights, "ss");
     mods.sinks = sinks.empty() ? nullptr : sinks.data();
     if (p.t5Buckets)
-      relTable = tensorOf(p, weights, "relative_attention_bias.weight", p.t5Buckets * p.heads);
+      relTable = roleOf(storageLayout(p), weights, "rb");
     buckets = t5Buckets(p);
     if (!relTable.empty()) {
       mods.relBias = relTable.data();
@@ -363,67 +334,6 @@ struct BlockMods {
   BlockMods &operator=(const BlockMods &) = delete;
 };
 
-std::vector<TensorShape> storageTensors(const BlockParams &p) {
-  const int64_t d = p.dModel;
-  const int64_t qW = p.heads * p.headDim;
-  const int64_t kvW = p.kvHeads * p.headDim;
-  const int64_t n = qW + 2 * kvW;
-  // The fused layouts hold q, k and v in one tensor: one bias for all three
-  // (the spec refuses a mix), named by the q bit.
-  const bool qkvBias = p.hasBias('q');
-  std::vector<TensorShape> t;
-  switch (p.layout) {
-  case ATTNC_LAYOUT_GPT2_CONV1D:
-    t.push_back({"c_attn.weight", {d, n}});
-    if (qkvBias)
-      t.push_back({"c_attn.bias", {n}});
-    if (p.outProj) {
-      t.push_back({"c_proj.weight", {qW, d}});
-      if (p.hasBias('o'))
-        t.push_back({"c_proj.bias", {d}});
-    }
-    break;
-  case ATTNC_LAYOUT_TORCH_IN_PROJ:
-    t.push_back({"in_proj_weight", {n, d}});
-    if (qkvBias)
-      t.push_back({"in_proj_bias", {n}});
-    if (p.outProj) {
-      t.push_back({"out_proj.weight", {d, qW}});
-      if (p.hasBias('o'))
-        t.push_back({"out_proj.bias", {d}});
-    }
-    break;
-  case ATTNC_LAYOUT_SEPARATE:
-    t.push_back({"q_proj.weight", {qW, d}});
-    if (p.hasBias('q'))
-      t.push_back({"q_proj.bias", {qW}});
-    t.push_back({"k_proj.weight", {kvW, d}});
-    if (p.hasBias('k'))
-      t.push_back({"k_proj.bias", {kvW}});
-    t.push_back({"v_proj.weight", {kvW, d}});
-    if (p.hasBias('v'))
-      t.push_back({"v_proj.bias", {kvW}});
-    if (p.outProj) {
-      t.push_back({"o_proj.weight", {d, qW}});
-      if (p.hasBias('o'))
-        t.push_back({"o_proj.bias", {d}});
-    }
-    if (p.qkNorm != ATTNC_QK_NORM_NONE) {
-      const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
-      t.push_back({"q_norm.weight", {all ? qW : p.headDim}});
-      t.push_back({"k_norm.weight", {all ? kvW : p.headDim}});
-    }
-    if (p.sinks)
-      t.push_back({"sinks", {p.heads}});
-    if (p.t5Buckets)
-      t.push_back({"relative_attention_bias.weight", {p.t5Buckets, p.heads}});
-    break;
-  default:
-    break; // Unknown layout: no tensors (validateInfo rejects it).
-  }
-  return t;
-}
-
 namespace {
 
 /// Projection weights in [in, out] form (what naive::linear takes).
@@ -433,122 +343,21 @@ struct Projections {
   std::vector<double> nq, nk;         // QK-norm weights (empty: none)
 };
 
-/// Rows [row0, row0 + rows) of a row-major [*, cols] matrix, as double.
-std::vector<double> rowsOf(const float *w, int64_t cols, int64_t row0,
-                           int64_t rows) {
-  std::vector<double> r(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      r[i * cols + j] = w[(row0 + i) * cols + j];
-  return r;
-}
-
-/// Columns [col0, col0 + cols) of a row-major [rows, stride] matrix.
-std::vector<double> colsOf(const float *w, int64_t rows, int64_t stride,
-                           int64_t col0, int64_t cols) {
-  std::vector<double> r(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      r[i * cols + j] = w[i * stride + col0 + j];
-  return r;
-}
-
-/// The transpose of a [rows, cols] double matrix.
-std::vector<double> transpose(const std::vector<double> &m, int64_t rows,
-                              int64_t cols) {
-  std::vector<double> t(m.size());
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      t[j * rows + i] = m[i * cols + j];
-  return t;
-}
-
-/// Elements [off, off + n) of a vector, as double.
-std::vector<double> vec(const float *b, int64_t off, int64_t n) {
-  return std::vector<double>(b + off, b + off + n);
-}
-
 Projections unpack(const BlockParams &p,
                    const std::vector<const float *> &weights) {
-  const int64_t d = p.dModel;
-  const int64_t qW = p.heads * p.headDim;
-  const int64_t kvW = p.kvHeads * p.headDim;
-  const int64_t n = qW + 2 * kvW;
-  std::map<std::string, const float *> byName;
-  std::vector<TensorShape> tensors = storageTensors(p);
-  assert(weights.size() == tensors.size() && "one buffer per storage tensor");
-  for (size_t i = 0; i < tensors.size() && i < weights.size(); ++i)
-    byName[tensors[i].name] = weights[i];
-  auto get = [&](const char *name) -> const float * {
-    auto it = byName.find(name);
-    return it == byName.end() ? nullptr : it->second;
-  };
-
+  const StorageLayout layout = storageLayout(p);
+  assert(weights.size() == layout.tensors.size() && "one buffer per storage tensor");
   Projections r;
-  switch (p.layout) {
-  case ATTNC_LAYOUT_GPT2_CONV1D: {
-    // y = x W + b with W [d, N]; Q/K/V are column blocks.
-    const float *w = get("c_attn.weight");
-    r.wq = colsOf(w, d, n, 0, qW);
-    r.wk = colsOf(w, d, n, qW, kvW);
-    r.wv = colsOf(w, d, n, qW + kvW, kvW);
-    if (p.hasBias('q')) {
-      const float *b = get("c_attn.bias");
-      r.bq = vec(b, 0, qW);
-      r.bk = vec(b, qW, kvW);
-      r.bv = vec(b, qW + kvW, kvW);
-    }
-    if (p.outProj) {
-      r.wo = rowsOf(get("c_proj.weight"), d, 0, qW);
-      if (p.hasBias('o'))
-        r.bo = vec(get("c_proj.bias"), 0, d);
-    }
-    break;
-  }
-  case ATTNC_LAYOUT_TORCH_IN_PROJ: {
-    // y = x Wᵀ + b with W [N, d]; Q/K/V are row blocks.
-    const float *w = get("in_proj_weight");
-    r.wq = transpose(rowsOf(w, d, 0, qW), qW, d);
-    r.wk = transpose(rowsOf(w, d, qW, kvW), kvW, d);
-    r.wv = transpose(rowsOf(w, d, qW + kvW, kvW), kvW, d);
-    if (p.hasBias('q')) {
-      const float *b = get("in_proj_bias");
-      r.bq = vec(b, 0, qW);
-      r.bk = vec(b, qW, kvW);
-      r.bv = vec(b, qW + kvW, kvW);
-    }
-    if (p.outProj) {
-      r.wo = transpose(rowsOf(get("out_proj.weight"), qW, 0, d), d, qW);
-      if (p.hasBias('o'))
-        r.bo = vec(get("out_proj.bias"), 0, d);
-    }
-    break;
-  }
-  case ATTNC_LAYOUT_SEPARATE: {
-    r.wq = transpose(rowsOf(get("q_proj.weight"), d, 0, qW), qW, d);
-    r.wk = transpose(rowsOf(get("k_proj.weight"), d, 0, kvW), kvW, d);
-    r.wv = transpose(rowsOf(get("v_proj.weight"), d, 0, kvW), kvW, d);
-    if (p.qkNorm != ATTNC_QK_NORM_NONE) {
-      const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
-      r.nq = vec(get("q_norm.weight"), 0, all ? qW : p.headDim);
-      r.nk = vec(get("k_norm.weight"), 0, all ? kvW : p.headDim);
-    }
-    if (p.hasBias('q'))
-      r.bq = vec(get("q_proj.bias"), 0, qW);
-    if (p.hasBias('k'))
-      r.bk = vec(get("k_proj.bias"), 0, kvW);
-    if (p.hasBias('v'))
-      r.bv = vec(get("v_proj.bias"), 0, kvW);
-    if (p.outProj) {
-      r.wo = transpose(rowsOf(get("o_proj.weight"), qW, 0, d), d, qW);
-      if (p.hasBias('o'))
-        r.bo = vec(get("o_proj.bias"), 0, d);
-    }
-    break;
-  }
-  default:
-    break; // Rejected by interpret().
-  }
+  r.wq = roleOf(layout, weights, "wq");
+  r.wk = roleOf(layout, weights, "wk");
+  r.wv = roleOf(layout, weights, "wv");
+  r.wo = roleOf(layout, weights, "wo");
+  r.bq = roleOf(layout, weights, "bq");
+  r.bk = roleOf(layout, weights, "bk");
+  r.bv = roleOf(layout, weights, "bv");
+  r.bo = roleOf(layout, weights, "bo");
+  r.nq = roleOf(layout, weights, "nq");
+  r.nk = roleOf(layout, weights, "nk");
   return r;
 }
 
@@ -591,7 +400,6 @@ template <typename T> std::vector<T> as(const std::vector<double> &v) {
 } // namespace
 
 namespace {
-std::string num(int64_t v) { return std::to_string(v); }
 
 /// True when the block's shapes are sane and every buffer of a
 /// [batch*seqLen, width] activation (width up to d_model, the QKV width or
@@ -622,10 +430,16 @@ struct Run {
   int64_t rows = 0, kvRows = 0, kvSeq = 0;
   const float *kvSource = nullptr;
   std::vector<int64_t> qValid, kvValid;
+  /// Each sequence's first position (rotary embedding), empty: 0.
+  std::vector<int64_t> start;
+  const int64_t *qStart() const { return start.empty() ? nullptr : start.data(); }
+  /// The keys' first positions: the queries' for self-attention.
   const int64_t *q() const { return qValid.empty() ? nullptr : qValid.data(); }
   const int64_t *kv() const {
     return kvValid.empty() ? nullptr : kvValid.data();
   }
+  bool cross = false;
+  const int64_t *kvStart() const { return cross ? nullptr : qStart(); }
 };
 
 /// Checks everything interpret() needs; false when it cannot run.
@@ -637,7 +451,10 @@ bool prepare(const BlockParams &p, const std::vector<const float *> &weights,
       !checkVariantInputs(p, batch, seqLen, in).empty())
     return false;
   r.kvSeq = p.cross ? in.kvSeqLen : seqLen;
-  r.kvSource = p.cross ? in.xKv : x;
+  r.kvSource = p.cross ? static_cast<const float *>(in.xKv) : x;
+  r.cross = p.cross;
+  if (in.positions)
+    r.start.assign(in.positions, in.positions + batch);
   if (!sizesOk(p, batch, seqLen, r.kvSeq, r.rows, r.kvRows))
     return false;
   if (in.lengths)
@@ -709,10 +526,10 @@ std::vector<double> interpretT(const BlockParams &p,
   }
   naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.ropeStyle,
            p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
-           p.ropeAttentionFactor, nullptr);
+           p.ropeAttentionFactor, run.qStart());
   naive::ropeT<T>(kh.data(), batch, p.kvHeads, kvSeq, p.headDim, p.ropeStyle,
            p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
-           p.ropeAttentionFactor, nullptr);
+           p.ropeAttentionFactor, run.kvStart());
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
@@ -736,38 +553,6 @@ std::vector<double> interpretT(const BlockParams &p,
   return std::vector<double>(y.begin(), y.end());
 }
 } // namespace
-
-std::string checkVariantInputs(const BlockParams &p, int64_t batch,
-                               int64_t seqLen, const VariantInputs &in) {
-  if (batch < 1 || seqLen < 1)
-    return "batch and seq_len must be at least 1, got batch " + num(batch) +
-           ", seq_len " + num(seqLen);
-  if (p.cross) {
-    if (!in.xKv)
-      return "cross-attention needs x_kv";
-    if (in.kvSeqLen < 1)
-      return "cross-attention needs kv_seq_len >= 1, got " + num(in.kvSeqLen);
-  } else {
-    if (in.xKv)
-      return "x_kv given, but the block is self-attention";
-    if (in.kvSeqLen != 0 && in.kvSeqLen != seqLen)
-      return "kv_seq_len " + num(in.kvSeqLen) + " differs from seq_len " +
-             num(seqLen) + " in self-attention";
-    if (in.kvLengths)
-      return "kv_lengths given, but the block is self-attention (lengths "
-             "are the keys' lengths too)";
-  }
-  const int64_t kvSeq = p.cross ? in.kvSeqLen : seqLen;
-  for (int64_t b = 0; b < batch; ++b) {
-    if (in.lengths && (in.lengths[b] < 0 || in.lengths[b] > seqLen))
-      return "lengths[" + num(b) + "] is " + num(in.lengths[b]) +
-             ", expected 0.." + num(seqLen) + " (seq_len)";
-    if (in.kvLengths && (in.kvLengths[b] < 0 || in.kvLengths[b] > kvSeq))
-      return "kv_lengths[" + num(b) + "] is " + num(in.kvLengths[b]) +
-             ", expected 0.." + num(kvSeq) + " (kv_seq_len)";
-  }
-  return "";
-}
 
 std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
@@ -960,11 +745,12 @@ void normBound(std::vector<double> &x, std::vector<double> &ex,
 /// magnitudes), plus 1e-10 for the kernel's sin/cos polynomial and angle
 /// reduction (docs/checking.md).
 void ropeBound(std::vector<double> &x, std::vector<double> &ex,
-               const BlockParams &p, int64_t batch, int64_t heads, int64_t seq) {
+               const BlockParams &p, int64_t batch, int64_t heads, int64_t seq,
+               const int64_t *start) {
   const int64_t d = p.headDim;
   naive::forEachRopePair(
       batch, seq, p.ropeStyle, p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq,
-      p.ropeLongFrom, p.ropeAttentionFactor, nullptr,
+      p.ropeLongFrom, p.ropeAttentionFactor, start,
       [&](int64_t b, int64_t t, int64_t i0, int64_t i1, double c, double s) {
         const double af = p.ropeAttentionFactor;
         for (int64_t h = 0; h < heads; ++h) {
@@ -1577,8 +1363,8 @@ Reference referenceWithBound(const BlockParams &p,
                       evh = split(ev, kvSeq, p.kvHeads);
   normBound(qh, eqh, w.nq, p, batch, p.heads, seqLen);
   normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
-  ropeBound(qh, eqh, p, batch, p.heads, seqLen);
-  ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq);
+  ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart());
+  ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart());
   std::vector<double> oh(qh.size()), eoh(qh.size());
   if (p.wantProbs) {
     r.probs.assign(size_t(batch * p.heads * seqLen * kvSeq), 0.0);

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Checked.h"
-#include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Block.h"
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/Checksum.h"
 #include "attnc/runtime/Files.h"
@@ -58,19 +58,7 @@ bool isCudaIsa(uint32_t isa) {
   return isa == ATTNC_ISA_CUDA_SM80 || isa == ATTNC_ISA_CUDA_SM90;
 }
 
-const char *isaName(uint32_t isa) {
-  switch (isa) {
-  case ATTNC_ISA_X86_64: return "x86-64";
-  case ATTNC_ISA_AVX2: return "avx2";
-  case ATTNC_ISA_AVX512: return "avx512";
-  case ATTNC_ISA_HOST: return "host";
-  case ATTNC_ISA_MULTI: return "multi";
-  case ATTNC_ISA_CUDA_SM80: return "cuda-sm80";
-  case ATTNC_ISA_CUDA_SM90: return "cuda-sm90";
-  case ATTNC_ISA_NONE: return "none";
-  default: return "unknown";
-  }
-}
+const char *isaName(uint32_t isa) { return nameOf("isa", isa); }
 
 int cudaSmOf(uint32_t isa) {
   switch (isa) {
@@ -272,14 +260,9 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   if (info.mask != ATTNC_MASK_SLIDING_WINDOW && info.window != 0)
     return bad("window is " + num(info.window) +
                " but the mask is not sliding_window");
-  if (info.bias > 1)
-    return bad("bias flag must be 0 or 1, got " + std::to_string(info.bias));
   const uint32_t allBiases = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   if (info.bias_flags & ~allBiases)
     return bad("unknown bias_flags bits " + std::to_string(info.bias_flags));
-  if ((info.bias_flags != 0) != (info.bias != 0))
-    return bad("bias is " + std::to_string(info.bias) + " but bias_flags is " +
-               std::to_string(info.bias_flags));
   if (!info.out_proj && (info.bias_flags & ATTNC_BIAS_O))
     return bad("bias_flags has an o bias but there is no out_proj");
   {
@@ -289,8 +272,11 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
       return bad("bias_flags gives some of q, k, v a bias, but the weight "
                  "layout fuses them into one tensor");
   }
-  if (info.weight_dtype != ATTNC_DTYPE_F32)
+  if (dtypeBytes(info.weight_dtype) == 0)
     return bad("unknown weight_dtype value " + std::to_string(info.weight_dtype));
+  if (info.weight_dtype != ATTNC_DTYPE_F32)
+    return bad(std::string("weight_dtype ") + nameOf("dtype", info.weight_dtype) +
+               " is not supported by this runtime");
   if (info.tp_size != 1 || info.tp_rank != 0)
     return bad("tensor-parallel split " + std::to_string(info.tp_rank) + " of " +
                std::to_string(info.tp_size) +
@@ -353,8 +339,11 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
     return bad(std::string("scale ") + buf +
                " is outside [FLT_MIN, 1e6] (a normal float32 no larger than 1e6)");
   }
-  if (info.dtype != ATTNC_DTYPE_F32)
+  if (dtypeBytes(info.dtype) == 0)
     return bad("unknown dtype value " + std::to_string(info.dtype));
+  if (info.dtype != ATTNC_DTYPE_F32)
+    return bad(std::string("dtype ") + nameOf("dtype", info.dtype) +
+               " is not supported by this runtime");
   if (info.isa > ATTNC_ISA_CUDA_SM90)
     return bad("unknown isa value " + std::to_string(info.isa));
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
@@ -434,6 +423,9 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                                 ? std::vector<int64_t>{t.dims[0], t.dims[1]}
                                 : dims) +
                  ", expected " + dimsString(e.shape));
+    if (t.dtype != info.weight_dtype)
+      return bad(where + " ('" + e.name + "') has dtype " + std::to_string(t.dtype) +
+                 ", expected weight_dtype " + std::to_string(info.weight_dtype));
     int64_t n;
     if (!checkedMul(t.dims[0], t.dims[1], n) ||
         !checkedAdd(weightFloats, n, weightFloats))
@@ -452,11 +444,14 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                                         int64_t(expected.size()), maxPacked))
     return bad("weights are implausibly large (" + num(weightFloats) +
                " floats; a spec allows fewer than 2^31)");
-  if (info.packed_floats < weightFloats || info.packed_floats > maxPacked)
-    return bad("packed_floats is " + num(info.packed_floats) +
-               ", expected between " + num(weightFloats) +
-               " (the weight tensors' floats) and " + num(maxPacked) +
-               " (those padded to whole panels + 2^20)");
+  // Projection weights take weight_dtype's bytes, the rest float32's.
+  const int64_t minBytes = weightFloats * dtypeBytes(info.weight_dtype),
+                maxBytes = maxPacked * 4;
+  if (info.packed_bytes < minBytes || info.packed_bytes > maxBytes)
+    return bad("packed_bytes is " + num(info.packed_bytes) +
+               ", expected between " + num(minBytes) +
+               " (the weight tensors' bytes) and " + num(maxBytes) +
+               " (those as float32 padded to whole panels + 2^22)");
 
   // Workspace: per (batch, token) row at most a generous multiple of every
   // activation a block has (x, q, k, v, attention output, y).
@@ -674,11 +669,11 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   return true;
 }
 
-int Kernel::pack(const std::vector<const float *> &weights,
-                 std::vector<float> &packed) const {
+int Kernel::pack(const std::vector<const void *> &weights,
+                 std::vector<unsigned char> &packed) const {
   if (!pack_ || weights.size() != info_->num_weights)
     return ATTNC_ERR_NULL_ARG;
-  for (const float *w : weights)
+  for (const void *w : weights)
     if (!w)
       return ATTNC_ERR_NULL_ARG;
   std::vector<int64_t> counts;
@@ -688,10 +683,19 @@ int Kernel::pack(const std::vector<const float *> &weights,
       return ATTNC_ERR_BUFFER_SIZE;
     counts.push_back(n);
   }
-  packed.assign(static_cast<size_t>(info_->packed_floats), 0.0f);
+  packed.assign(static_cast<size_t>(info_->packed_bytes), 0);
   return pack_(weights.data(), counts.data(),
                static_cast<int64_t>(counts.size()), packed.data(),
-               info_->packed_floats);
+               info_->packed_bytes);
+}
+
+int Kernel::packFloat(const std::vector<const float *> &weights,
+                      std::vector<unsigned char> &packed) const {
+  if (!info_)
+    return ATTNC_ERR_NULL_ARG;
+  if (info_->weight_dtype == ATTNC_DTYPE_F32)
+    return pack(std::vector<const void *>(weights.begin(), weights.end()), packed);
+  return ATTNC_ERR_ARGS; // no other weight dtype loads yet (checkInfo)
 }
 
 bool Kernel::checkShape(int64_t batch, int64_t seqLen, std::string &why) const {
@@ -828,7 +832,7 @@ uint32_t Kernel::selectedIsa() const {
 }
 
 bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
-                           const VariantInputs &variants, const float *probs,
+                           const VariantInputs &variants, const void *probs,
                            std::string &why) const {
   if (!info_) {
     why = "no kernel loaded";
@@ -873,7 +877,7 @@ bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
   return why.empty();
 }
 
-int Kernel::forward(const float *packed, const float *x, float *y,
+int Kernel::forward(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen,
                     std::vector<unsigned char> &workspace, int threads,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
@@ -893,9 +897,9 @@ int Kernel::forward(const float *packed, const float *x, float *y,
                         workspace, threads, hook, hookCtx);
 }
 
-int Kernel::forward(const float *packed, const float *x, float *y,
+int Kernel::forward(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen,
-                    const VariantInputs &variants, float *probs,
+                    const VariantInputs &variants, void *probs,
                     std::vector<unsigned char> &workspace, int threads,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
@@ -923,9 +927,9 @@ int Kernel::forward(const float *packed, const float *x, float *y,
                         workspace, threads, hook, hookCtx);
 }
 
-int Kernel::forwardChecked(const float *packed, const float *x, float *y,
+int Kernel::forwardChecked(const void *packed, const void *x, void *y,
                            int64_t batch, int64_t seqLen,
-                           const VariantInputs &variants, float *probs,
+                           const VariantInputs &variants, void *probs,
                            std::vector<unsigned char> &workspace, int threads,
                            attnc_parallel_for_fn hook, void *hookCtx) const {
   std::string why;
@@ -935,19 +939,20 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
   if (need < 0)
     return ATTNC_ERR_WORKSPACE;
   // checkShape: these fit.
-  int64_t xFloats = 0, yFloats = 0, xKvFloats = 0, probsFloats = 0;
-  checkedProduct({batch, seqLen, info_->d_model}, xFloats);
-  checkedProduct({batch, seqLen, info_->out_dim}, yFloats);
+  int64_t xElems = 0, yElems = 0, xKvElems = 0, probsElems = 0;
+  checkedProduct({batch, seqLen, info_->d_model}, xElems);
+  checkedProduct({batch, seqLen, info_->out_dim}, yElems);
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
   attnc_forward_args a{};
   a.struct_size = sizeof(a);
   a.packed = packed;
-  a.packed_floats = info_->packed_floats;
+  a.packed_bytes = info_->packed_bytes;
   a.x = x;
-  a.x_floats = xFloats;
+  a.x_elems = xElems;
   a.y = y;
-  a.y_floats = yFloats;
+  a.y_elems = yElems;
+  a.positions = variants.positions;
   a.batch = batch;
   a.seq_len = seqLen;
   a.workspace = workspace.empty() ? nullptr : workspace.data();
@@ -959,33 +964,26 @@ int Kernel::forwardChecked(const float *packed, const float *x, float *y,
   // outside info->features must be NULL / 0).
   a.lengths = variants.lengths;
   if (cross && variants.xKv) {
-    checkedProduct({batch, kvSeq, info_->d_model}, xKvFloats);
+    checkedProduct({batch, kvSeq, info_->d_model}, xKvElems);
     a.x_kv = variants.xKv;
-    a.x_kv_floats = xKvFloats;
+    a.x_kv_elems = xKvElems;
     a.kv_seq_len = kvSeq;
     a.kv_lengths = variants.kvLengths;
   }
   if (probs) {
-    checkedProduct({batch, info_->heads, seqLen, kvSeq}, probsFloats);
+    checkedProduct({batch, info_->heads, seqLen, kvSeq}, probsElems);
     a.probs = probs;
-    a.probs_floats = probsFloats;
+    a.probs_elems = probsElems;
   }
-  // The cache fields came later in ABI version 2: without a cache, pass
-  // the first version-2 size, which kernels of every age accept; with one,
-  // the size without the stream (a CPU kernel's stream is NULL), which
-  // kernels built before the stream field accept too.
   if (variants.kCache) {
-    a.struct_size = ATTNC_FORWARD_ARGS_SIZE_V2_1;
-    int64_t cacheFloats = 0;
+    int64_t cacheElems = 0;
     if (!checkedProduct({batch, info_->kv_heads, variants.cacheLen, info_->head_dim},
-                        cacheFloats))
+                        cacheElems))
       return ATTNC_ERR_BAD_SHAPE;
     a.k_cache = variants.kCache;
     a.v_cache = variants.vCache;
-    a.cache_floats = cacheFloats;
+    a.cache_elems = cacheElems;
     a.cache_len = variants.cacheLen;
-  } else {
-    a.struct_size = ATTNC_FORWARD_ARGS_SIZE_V2_0;
   }
   return forward_(&a);
 }
@@ -1006,26 +1004,26 @@ bool Kernel::checkHost(std::string &why) const {
   return true;
 }
 
-int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+int Kernel::forwardDevice(const void *packed, const void *x, void *y,
                           int64_t batch, int64_t seqLen, void *workspace,
-                          int64_t workspaceBytes, const float *xKv,
+                          int64_t workspaceBytes, const void *xKv,
                           int64_t kvSeqLen, void *stream) const {
   return forwardDevice(packed, x, y, batch, seqLen, workspace, workspaceBytes,
                        xKv, kvSeqLen, DeviceLengths(), stream);
 }
 
-int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+int Kernel::forwardDevice(const void *packed, const void *x, void *y,
                           int64_t batch, int64_t seqLen, void *workspace,
-                          int64_t workspaceBytes, const float *xKv,
+                          int64_t workspaceBytes, const void *xKv,
                           int64_t kvSeqLen, const DeviceLengths &len,
                           void *stream) const {
   return forwardDevice(packed, x, y, batch, seqLen, workspace, workspaceBytes,
                        xKv, kvSeqLen, len, DeviceCache(), stream);
 }
 
-int Kernel::forwardDevice(const float *packed, const float *x, float *y,
+int Kernel::forwardDevice(const void *packed, const void *x, void *y,
                           int64_t batch, int64_t seqLen, void *workspace,
-                          int64_t workspaceBytes, const float *xKv,
+                          int64_t workspaceBytes, const void *xKv,
                           int64_t kvSeqLen, const DeviceLengths &len,
                           const DeviceCache &cache, void *stream) const {
   if (!forward_)
@@ -1057,7 +1055,7 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
   // The KV cache: the checks (and codes) forward applies to a host cache;
   // nothing here reads the device buffers.
   const bool hasCache = cache.kCache || cache.vCache || cache.cacheLen;
-  int64_t cacheFloats = 0;
+  int64_t cacheElems = 0;
   if (hasCache) {
     if (!(info_->features & ATTNC_FEATURE_DECODE))
       return ATTNC_ERR_ARGS;
@@ -1070,24 +1068,24 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
     if (cache.cacheLen < seqLen || !checkShape(batch, cache.cacheLen, why) ||
         !checkedProduct({batch, info_->kv_heads, cache.cacheLen,
                          info_->head_dim},
-                        cacheFloats))
+                        cacheElems))
       return ATTNC_ERR_BAD_SHAPE;
   }
   const int64_t need = this->workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0 || workspaceBytes < need || (need > 0 && !workspace))
     return ATTNC_ERR_WORKSPACE;
   // checkShape: these fit. Nothing here reads the (device) buffers.
-  int64_t xFloats = 0, yFloats = 0, xKvFloats = 0;
-  checkedProduct({batch, seqLen, info_->d_model}, xFloats);
-  checkedProduct({batch, seqLen, info_->out_dim}, yFloats);
+  int64_t xElems = 0, yElems = 0, xKvElems = 0;
+  checkedProduct({batch, seqLen, info_->d_model}, xElems);
+  checkedProduct({batch, seqLen, info_->out_dim}, yElems);
   attnc_forward_args a{};
   a.struct_size = sizeof(a);
   a.packed = packed;
-  a.packed_floats = info_->packed_floats;
+  a.packed_bytes = info_->packed_bytes;
   a.x = x;
-  a.x_floats = xFloats;
+  a.x_elems = xElems;
   a.y = y;
-  a.y_floats = yFloats;
+  a.y_elems = yElems;
   a.batch = batch;
   a.seq_len = seqLen;
   a.workspace = workspace;
@@ -1095,23 +1093,23 @@ int Kernel::forwardDevice(const float *packed, const float *x, float *y,
   a.num_threads = 0;
   a.lengths = len.lengths;
   if (cross) {
-    checkedProduct({batch, kvSeq, info_->d_model}, xKvFloats);
+    checkedProduct({batch, kvSeq, info_->d_model}, xKvElems);
     a.x_kv = xKv;
-    a.x_kv_floats = xKvFloats;
+    a.x_kv_elems = xKvElems;
     a.kv_seq_len = kvSeq;
     a.kv_lengths = len.kvLengths;
   }
   if (hasCache) {
     a.k_cache = cache.kCache;
     a.v_cache = cache.vCache;
-    a.cache_floats = cacheFloats;
+    a.cache_elems = cacheElems;
     a.cache_len = cache.cacheLen;
   }
   a.stream = stream;
   return forward_(&a);
 }
 
-int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
+int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t seqLen, int64_t cacheLen,
                                      std::string &why) const {
   if (!decodeWsSize_) {
     why = info_ ? std::string("the kernel ") + info_->name +
@@ -1119,17 +1117,22 @@ int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
                 : "no kernel loaded";
     return -1;
   }
-  if (!checkShape(batch, 1, why) || !checkShape(batch, cacheLen, why))
+  if (!checkShape(batch, seqLen, why) || !checkShape(batch, cacheLen, why))
     return -1;
+  if (seqLen > cacheLen) {
+    why = "seq_len " + num(seqLen) + " new tokens do not fit a cache of " + num(cacheLen) +
+          " rows";
+    return -1;
+  }
   int64_t limit = 0;
-  if (!checkedProduct({batch, info_->workspace_per_row, 4}, limit) ||
+  if (!checkedProduct({batch, seqLen, info_->workspace_per_row, 4}, limit) ||
       !checkedSum({limit, info_->workspace_fixed, kWorkspaceSlack}, limit)) {
     why = "the decode workspace for batch " + num(batch) + " overflows";
     return -1;
   }
-  int64_t need = decodeWsSize_(batch, cacheLen);
+  int64_t need = decodeWsSize_(batch, seqLen, cacheLen);
   const std::string call = std::string(info_->name) + "_decode_workspace_bytes(" +
-                           num(batch) + ", " + num(cacheLen) + ")";
+                           num(batch) + ", " + num(seqLen) + ", " + num(cacheLen) + ")";
   if (need < 0) {
     why = call + " returned " + num(need) + " (shape refused)";
     return -1;
@@ -1137,7 +1140,7 @@ int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
   if (need > limit) {
     why = call + " returned " + num(need) +
           " bytes, more than the metadata allows (" + num(limit) +
-          " = workspace_fixed + batch*workspace_per_row*4 + " +
+          " = workspace_fixed + batch*seq_len*workspace_per_row*4 + " +
           num(kWorkspaceSlack) + "); refusing to allocate it";
     return -1;
   }
@@ -1145,8 +1148,42 @@ int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
   return need;
 }
 
-int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
-                   const int32_t *positions, float *kCache, float *vCache,
+namespace {
+/// 0 <= positions[b] and positions[b] + seqLen <= cacheLen for each b.
+bool positionsFit(const int32_t *positions, int64_t batch, int64_t seqLen,
+                  int64_t cacheLen) {
+  for (int64_t b = 0; b < batch; ++b)
+    if (positions[b] < 0 || positions[b] > cacheLen - seqLen)
+      return false;
+  return true;
+}
+} // namespace
+
+/// The decode argument struct of a call whose arguments passed the checks.
+static attnc_decode_args decodeArgs(const attnc_kernel_info &info, const void *packed,
+                                    const void *x, void *y, int64_t batch, int64_t seqLen,
+                                    const int32_t *positions, void *kCache, void *vCache,
+                                    int64_t cacheLen, int64_t cacheElems) {
+  attnc_decode_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_bytes = info.packed_bytes;
+  a.x = x;
+  a.x_elems = batch * seqLen * info.d_model; // checkShape: these fit
+  a.y = y;
+  a.y_elems = batch * seqLen * info.out_dim;
+  a.batch = batch;
+  a.seq_len = seqLen;
+  a.positions = positions;
+  a.k_cache = kCache;
+  a.v_cache = vCache;
+  a.cache_elems = cacheElems;
+  a.cache_len = cacheLen;
+  return a;
+}
+
+int Kernel::decode(const void *packed, const void *x, void *y, int64_t batch, int64_t seqLen,
+                   const int32_t *positions, void *kCache, void *vCache,
                    int64_t cacheLen, std::vector<unsigned char> &workspace,
                    int threads, attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!decode_)
@@ -1158,33 +1195,18 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
   if (kCache == vCache)
     return ATTNC_ERR_ARGS;
   std::string why;
-  int64_t need = decodeWorkspaceBytes(batch, cacheLen, why);
+  int64_t need = decodeWorkspaceBytes(batch, seqLen, cacheLen, why);
   if (need < 0)
     return ATTNC_ERR_BAD_SHAPE;
-  for (int64_t b = 0; b < batch; ++b)
-    if (positions[b] < 0 || positions[b] >= cacheLen)
-      return ATTNC_ERR_ARGS;
-  int64_t cacheFloats = 0;
-  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheFloats))
+  if (!positionsFit(positions, batch, seqLen, cacheLen))
+    return ATTNC_ERR_ARGS;
+  int64_t cacheElems = 0;
+  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheElems))
     return ATTNC_ERR_BAD_SHAPE;
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
-  attnc_decode_args a{};
-  // The size without the stream (a CPU kernel's is NULL): kernels built
-  // before the stream field accept it, newer ones accept both.
-  a.struct_size = ATTNC_DECODE_ARGS_SIZE_V2_0;
-  a.packed = packed;
-  a.packed_floats = info_->packed_floats;
-  a.x = x;
-  a.x_floats = batch * info_->d_model;
-  a.y = y;
-  a.y_floats = batch * info_->out_dim;
-  a.batch = batch;
-  a.positions = positions;
-  a.k_cache = kCache;
-  a.v_cache = vCache;
-  a.cache_floats = cacheFloats;
-  a.cache_len = cacheLen;
+  attnc_decode_args a = decodeArgs(*info_, packed, x, y, batch, seqLen, positions, kCache,
+                                   vCache, cacheLen, cacheElems);
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
   a.parallel_for = hook;
@@ -1193,49 +1215,34 @@ int Kernel::decode(const float *packed, const float *x, float *y, int64_t batch,
   return decode_(&a);
 }
 
-int Kernel::decodeDevice(const float *packed, const float *x, float *y,
-                         int64_t batch, const int32_t *positions,
-                         const int32_t *hostPositions, float *kCache,
-                         float *vCache, int64_t cacheLen, void *workspace,
-                         int64_t workspaceBytes, void *stream) const {
+int Kernel::decodeDevice(const void *packed, const void *x, void *y, int64_t batch,
+                         int64_t seqLen, const int32_t *positions,
+                         const int32_t *hostPositions, void *kCache, void *vCache,
+                         int64_t cacheLen, void *workspace, int64_t workspaceBytes,
+                         void *stream) const {
   if (!decode_)
     return ATTNC_ERR_ARGS;
   if (!isCuda())
     return ATTNC_ERR_ARGS; // host memory: Kernel::decode
-  if (!positions || !hostPositions || !x || !y || !kCache || !vCache ||
-      !packed)
+  if (!positions || !hostPositions || !x || !y || !kCache || !vCache || !packed)
     return ATTNC_ERR_NULL_ARG;
   if (kCache == vCache)
     return ATTNC_ERR_ARGS;
   std::string why;
-  const int64_t need = decodeWorkspaceBytes(batch, cacheLen, why);
+  const int64_t need = decodeWorkspaceBytes(batch, seqLen, cacheLen, why);
   if (need < 0)
     return ATTNC_ERR_BAD_SHAPE;
   // The host copy of the positions, checked as decode checks them: the
   // glue cannot read the device copy, and the device code only clamps.
-  for (int64_t b = 0; b < batch; ++b)
-    if (hostPositions[b] < 0 || hostPositions[b] >= cacheLen)
-      return ATTNC_ERR_ARGS;
-  int64_t cacheFloats = 0;
-  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim},
-                      cacheFloats))
+  if (!positionsFit(hostPositions, batch, seqLen, cacheLen))
+    return ATTNC_ERR_ARGS;
+  int64_t cacheElems = 0;
+  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheElems))
     return ATTNC_ERR_BAD_SHAPE;
   if (workspaceBytes < need || (need > 0 && !workspace))
     return ATTNC_ERR_WORKSPACE;
-  attnc_decode_args a{};
-  a.struct_size = sizeof(a);
-  a.packed = packed;
-  a.packed_floats = info_->packed_floats;
-  a.x = x;
-  a.x_floats = batch * info_->d_model; // decodeWorkspaceBytes: checkShape
-  a.y = y;
-  a.y_floats = batch * info_->out_dim;
-  a.batch = batch;
-  a.positions = positions;
-  a.k_cache = kCache;
-  a.v_cache = vCache;
-  a.cache_floats = cacheFloats;
-  a.cache_len = cacheLen;
+  attnc_decode_args a = decodeArgs(*info_, packed, x, y, batch, seqLen, positions, kCache,
+                                   vCache, cacheLen, cacheElems);
   a.workspace = workspace;
   a.workspace_bytes = workspaceBytes;
   a.num_threads = 0;

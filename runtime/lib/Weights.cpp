@@ -27,6 +27,7 @@ using namespace attnrt::tensorfile;
 struct attnrt_weights {
   std::vector<std::vector<float>> buffers;
   std::vector<const float *> pointers;
+  std::vector<const void *> data; // the same buffers (weight_dtype f32)
   std::vector<int64_t> floats;
   std::vector<std::string> sources;
   std::vector<std::string> notes;
@@ -362,8 +363,10 @@ struct Loader {
       w.sources.push_back(source);
       w.buffers.push_back(std::move(data));
     }
-    for (const auto &b : w.buffers)
+    for (const auto &b : w.buffers) {
       w.pointers.push_back(b.data());
+      w.data.push_back(b.data());
+    }
     warnMissingFeatures(all, under, w);
     return ATTNRT_WEIGHTS_OK;
   }
@@ -516,12 +519,16 @@ uint32_t attnrt_weights_count(const attnrt_weights *w) {
   return w ? uint32_t(w->pointers.size()) : 0;
 }
 
-const float *const *attnrt_weights_data(const attnrt_weights *w) {
-  return w ? w->pointers.data() : nullptr;
+const void *const *attnrt_weights_data(const attnrt_weights *w) {
+  return w ? w->data.data() : nullptr;
 }
 
-const int64_t *attnrt_weights_floats(const attnrt_weights *w) {
+const int64_t *attnrt_weights_elems(const attnrt_weights *w) {
   return w ? w->floats.data() : nullptr;
+}
+
+const float *const *attnrt_weights_float32(const attnrt_weights *w) {
+  return w ? w->pointers.data() : nullptr;
 }
 
 const char *attnrt_weights_source_name(const attnrt_weights *w, uint32_t i) {

@@ -150,36 +150,13 @@ def run_attnc(attnc_run, lib, t, p, reps, procs, isa):
     return mins, meds
 
 
-class Args(ctypes.Structure):
-    """attnc_forward_args (abi.h; the fields before the KV cache)."""
-    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved0", ctypes.c_uint32),
-                ("packed", ctypes.c_void_p), ("packed_floats", ctypes.c_int64),
-                ("x", ctypes.c_void_p), ("x_floats", ctypes.c_int64),
-                ("y", ctypes.c_void_p), ("y_floats", ctypes.c_int64),
-                ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
-                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
-                ("parallel_for", ctypes.c_void_p), ("parallel_ctx", ctypes.c_void_p),
-                ("num_threads", ctypes.c_int32), ("reserved1", ctypes.c_int32),
-                ("lengths", ctypes.c_void_p), ("x_kv", ctypes.c_void_p),
-                ("x_kv_floats", ctypes.c_int64), ("kv_seq_len", ctypes.c_int64),
-                ("kv_lengths", ctypes.c_void_p), ("probs", ctypes.c_void_p),
-                ("probs_floats", ctypes.c_int64)]
-
-
-class Info(ctypes.Structure):
-    """attnc_kernel_info (abi.h, ABI version 3: the prefix up to packed_floats)."""
-    _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32),
-                ("name", ctypes.c_char_p), ("spec_hash", ctypes.c_uint64),
-                ("d_model", ctypes.c_int64), ("heads", ctypes.c_int64),
-                ("kv_heads", ctypes.c_int64), ("head_dim", ctypes.c_int64),
-                ("out_dim", ctypes.c_int64), ("mask", ctypes.c_uint32),
-                ("causal_align", ctypes.c_uint32), ("window", ctypes.c_int64),
-                ("bias", ctypes.c_uint32), ("out_proj", ctypes.c_uint32),
-                ("scale", ctypes.c_double), ("dtype", ctypes.c_uint32),
-                ("isa", ctypes.c_uint32), ("weight_layout", ctypes.c_uint32),
-                ("features", ctypes.c_uint32), ("num_weights", ctypes.c_uint32),
-                ("reserved0", ctypes.c_uint32), ("weights", ctypes.c_void_p),
-                ("packed_floats", ctypes.c_int64)]
+def _abi():
+    """attnc's ctypes mirror of abi.h (python/attnc/_abi.py, read from the
+    header itself)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python"))
+    from attnc import _abi as abi
+    return abi
 
 
 TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -195,7 +172,7 @@ def attnc_phases(lib_path, name, t, reps, isa):
     # measurement only.
     saved = os.environ.pop("ATTNC_ISA", None)
     if isa == "avx2":
-        os.environ["ATTNC_ISA"] = "avx2"
+        os.environ["ATTNC_ISA"] = "x86-avx2"
     try:
         return _phases(lib_path, name, t, reps, np)
     finally:
@@ -212,8 +189,9 @@ def _phases(lib_path, name, t, reps, np):
     ws_fn = getattr(lib, name + "_workspace_size")
     ws_fn.restype = ctypes.c_int64
     ws_fn.argtypes = [ctypes.c_int64] * 3
+    abi = _abi()
     fwd = getattr(lib, name + "_forward")
-    fwd.argtypes = [ctypes.POINTER(Args)]
+    fwd.argtypes = [ctypes.POINTER(abi.ForwardArgs)]
     rng = np.random.default_rng(0)
     shapes = [(768, 2304), (2304,), (768, 768), (768,)]
     ws_ = [np.ascontiguousarray(rng.standard_normal(s).astype(np.float32) * 0.02)
@@ -221,11 +199,11 @@ def _phases(lib_path, name, t, reps, np):
     counts = (ctypes.c_int64 * 4)(*[w.size for w in ws_])
     ptrs = (ctypes.c_void_p * 4)(*[w.ctypes.data for w in ws_])
     info_fn = getattr(lib, name + "_query")
-    info_fn.restype = ctypes.POINTER(Info)
+    info_fn.restype = ctypes.POINTER(abi.KernelInfo)
     info_fn.argtypes = [ctypes.c_uint32]
-    packed_floats = info_fn(3).contents.packed_floats
-    packed = np.zeros(packed_floats, np.float32)
-    assert q(ptrs, counts, 4, packed.ctypes.data, packed_floats) == 0
+    packed_bytes = info_fn(abi.ABI_VERSION).contents.packed_bytes
+    packed = np.zeros(packed_bytes, np.uint8)
+    assert q(ptrs, counts, 4, packed.ctypes.data, packed_bytes) == 0
     x = rng.standard_normal((1, t, 768)).astype(np.float32)
     y = np.zeros((1, t, 768), np.float32)
     ws = np.zeros(ws_fn(1, t, 0), np.uint8)
@@ -240,9 +218,15 @@ def _phases(lib_path, name, t, reps, np):
         hook.phase += 1
         return 0
 
-    a = Args(ctypes.sizeof(Args), 0, packed.ctypes.data, packed_floats, x.ctypes.data,
-             x.size, y.ctypes.data, y.size, 1, t, ws.ctypes.data, ws.size,
-             ctypes.cast(hook, ctypes.c_void_p), None, 1, 0)
+    a = abi.ForwardArgs()
+    a.struct_size = ctypes.sizeof(abi.ForwardArgs)
+    a.packed, a.packed_bytes = packed.ctypes.data, packed.size
+    a.x, a.x_elems = x.ctypes.data, x.size
+    a.y, a.y_elems = y.ctypes.data, y.size
+    a.batch, a.seq_len = 1, t
+    a.workspace, a.workspace_bytes = ws.ctypes.data, ws.size
+    a.parallel_for = ctypes.cast(hook, abi.ParallelForFn)
+    a.num_threads = 1
     for _ in range(reps + 1):
         hook.phase = 0
         assert fwd(ctypes.byref(a)) == 0

@@ -13,8 +13,8 @@ position T_past after T_past cached tokens):
   - attnc: `attnc-run LIB --seq-len T_past+1 --decode-steps 1 --bench N
     --threads P` in --procs separate processes (each prefills T_past tokens,
     then times N calls of the decode step at position T_past);
-  - the floor: BYTES = 4 * (packed_floats + 2 * kv_heads * T_past *
-    head_dim), the packed weights and both caches a step must read (as
+  - the floor: BYTES = packed_bytes + 4 * 2 * kv_heads * T_past *
+    head_dim, the packed weights and both caches a step must read (as
     attnc-run's `reads N MB`), read by `read_bw BYTES P SECONDS`; floor ms
     = BYTES / that rate;
   - torch (fp32, torch.set_num_threads(P)): the same step by hand with a
@@ -273,10 +273,10 @@ def main():
     if bad:
         sys.exit(f"bench_decode: {args.lib} is not a decode-enabled GPT-2 small kernel: "
                  + "; ".join(bad))
-    packed_floats = int(info["packed_floats"])
+    packed_bytes = int(info["packed_bytes"])
     kvh, dh = int(info["kv_heads"]), int(info["head_dim"])
-    nbytes = 4 * (packed_floats + 2 * kvh * t * dh)
-    print(f"{info['name']}: packed {packed_floats} floats + K/V cache 2 x [{kvh}, {t}, {dh}] "
+    nbytes = packed_bytes + 4 * 2 * kvh * t * dh
+    print(f"{info['name']}: packed {packed_bytes} bytes + K/V cache 2 x [{kvh}, {t}, {dh}] "
           f"= {nbytes / 1e6:.2f} MB per decode step; selected ISA {info.get('selected_isa')}",
           flush=True)
 

@@ -152,13 +152,13 @@ def phases(lib_path, t, reps, d_model=None):
         return 0
     a = _abi.ForwardArgs()
     a.struct_size = ctypes.sizeof(_abi.ForwardArgs)
-    pk = np.ascontiguousarray(packed, dtype=np.float32)
-    a.packed = pk.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-    a.packed_floats = pk.size
-    a.x = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-    a.x_floats = x.size
-    a.y = y.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-    a.y_floats = y.size
+    pk = np.ascontiguousarray(packed)
+    a.packed = pk.ctypes.data
+    a.packed_bytes = pk.size
+    a.x = x.ctypes.data
+    a.x_elems = x.size
+    a.y = y.ctypes.data
+    a.y_elems = y.size
     a.batch, a.seq_len = 1, t
     a.workspace = ws.ctypes.data
     a.workspace_bytes = ws.size

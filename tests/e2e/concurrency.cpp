@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
   std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
-  std::vector<float> packed;
-  int rc = k.pack(wptrs, packed);
+  std::vector<unsigned char> packed;
+  int rc = k.packFloat(wptrs, packed);
   if (rc != ATTNC_OK) {
     std::fprintf(stderr, "concurrency: error: %s_pack returned %d\n", ki.name, rc);
     return 1;

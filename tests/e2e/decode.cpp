@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
   std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
-  std::vector<float> packed;
-  if (int rc = k.pack(wptrs, packed); rc != ATTNC_OK) {
+  std::vector<unsigned char> packed;
+  if (int rc = k.packFloat(wptrs, packed); rc != ATTNC_OK) {
     std::fprintf(stderr, "decode: error: %s_pack returned %d\n", ki.name, rc);
     return 1;
   }
@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
       pos[size_t(b)] = int32_t(p);
       std::copy_n(tokens[size_t(b)].data() + p * d, d, x.data() + b * d);
     }
-    int rc = k.decode(packed.data(), x.data(), y.data(), batch, pos.data(),
+    int rc = k.decode(packed.data(), x.data(), y.data(), batch, 1, pos.data(),
                       kCache.data(), vCache.data(), cacheLen, ws, int(threads));
     if (rc != ATTNC_OK) {
       std::printf("decode: FAIL: decode step %lld returned %d\n", (long long)s, rc);
@@ -193,10 +193,10 @@ int main(int argc, char **argv) {
   // shorter than the prompt, one cache without the other, one buffer as
   // both caches, no positions.
   pos[0] = int32_t(cacheLen);
-  int bad1 = k.decode(packed.data(), x.data(), y.data(), batch, pos.data(),
+  int bad1 = k.decode(packed.data(), x.data(), y.data(), batch, 1, pos.data(),
                       kCache.data(), vCache.data(), cacheLen, ws, int(threads));
   pos[0] = -1;
-  int bad2 = k.decode(packed.data(), x.data(), y.data(), batch, pos.data(),
+  int bad2 = k.decode(packed.data(), x.data(), y.data(), batch, 1, pos.data(),
                       kCache.data(), vCache.data(), cacheLen, ws, int(threads));
   attnrt::VariantInputs shortCache;
   shortCache.kCache = kCache.data();
@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
   sameCache.cacheLen = cacheLen;
   int bad5 = k.forward(packed.data(), tokens[1].data(), y2.data(), 1, 2, sameCache,
                        nullptr, ws, int(threads));
-  int bad6 = k.decode(packed.data(), x.data(), y.data(), batch, nullptr, kCache.data(),
+  int bad6 = k.decode(packed.data(), x.data(), y.data(), batch, 1, nullptr, kCache.data(),
                       vCache.data(), cacheLen, ws, int(threads));
   // The runtime refuses these with the codes the library gives them.
   const int want[] = {ATTNC_ERR_ARGS, ATTNC_ERR_ARGS, ATTNC_ERR_BAD_SHAPE,

@@ -5,10 +5,10 @@
 #include <stdio.h>
 
 int main(void) {
-  printf("kv_decode_workspace_bytes %lld\n", (long long)kv_decode_workspace_bytes(1, 8));
+  printf("kv_decode_workspace_bytes %lld\n", (long long)kv_decode_workspace_bytes(1, 1, 8));
   printf("kv_decode_workspace_size %lld\n", (long long)kv_decode_workspace_size(1, 8, 0));
   printf("kv_decode_decode_workspace_bytes %lld\n",
-         (long long)kv_decode_decode_workspace_bytes(1, 8));
+         (long long)kv_decode_decode_workspace_bytes(1, 1, 8));
   printf("names %s %s\n", kv_query(ATTNC_ABI_VERSION)->name,
          kv_decode_query(ATTNC_ABI_VERSION)->name);
   return 0;

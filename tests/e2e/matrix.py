@@ -180,7 +180,7 @@ def main():
             # The default library runs its best path here; the last run takes
             # its AVX2 path (ATTNC_ISA caps the choice).
             for t, b, xs, isa in [r + (1.0, None) for r in RUNS] + [(33, 2, PEAKY, None),
-                                                                   (97, 3, 1.0, "avx2")]:
+                                                                   (97, 3, 1.0, "x86-avx2")]:
                 rc, out = run(["attnc-run", lib, "--seq-len", str(t), "--batch", str(b),
                                "--check", "--seed", str(t * 7 + b), "--x-scale", str(xs),
                                "--rtol", "1e-4", "--atol", str(1e-5 * xs * xs)],

@@ -53,7 +53,7 @@ static int round_trip(const char *lib, const char *name, int fork_child) {
     return 1;
   }
   unsigned seed = 1;
-  const float **w = calloc(info->num_weights, sizeof *w);
+  const void **w = calloc(info->num_weights, sizeof *w);
   int64_t *wn = calloc(info->num_weights, sizeof *wn);
   for (uint32_t i = 0; i < info->num_weights; ++i) {
     wn[i] = info->weights[i].dims[0] * info->weights[i].dims[1];
@@ -62,8 +62,8 @@ static int round_trip(const char *lib, const char *name, int fork_child) {
       t[j] = frand(&seed) * 0.2f;
     w[i] = t;
   }
-  float *packed = malloc((size_t)info->packed_floats * sizeof(float));
-  int rc = pack(w, wn, info->num_weights, packed, info->packed_floats);
+  void *packed = malloc((size_t)info->packed_bytes);
+  int rc = pack(w, wn, info->num_weights, packed, info->packed_bytes);
   int64_t B = 2, T = 40;
   int64_t nx = B * T * info->d_model, ny = B * T * info->out_dim;
   float *x = malloc((size_t)nx * sizeof(float));
@@ -77,11 +77,11 @@ static int round_trip(const char *lib, const char *name, int fork_child) {
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     a.packed = packed;
-    a.packed_floats = info->packed_floats;
+    a.packed_bytes = info->packed_bytes;
     a.x = x;
-    a.x_floats = nx;
+    a.x_elems = nx;
     a.y = y[k];
-    a.y_floats = ny;
+    a.y_elems = ny;
     a.batch = B;
     a.seq_len = T;
     a.workspace = ws;

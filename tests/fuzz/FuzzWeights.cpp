@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::abort();
     }
     for (uint32_t i = 0; i < 4; ++i)
-      if (attnrt_weights_floats(w)[i] != k.t[i].dims[0] * k.t[i].dims[1] ||
+      if (attnrt_weights_elems(w)[i] != k.t[i].dims[0] * k.t[i].dims[1] ||
           !attnrt_weights_data(w)[i]) {
         std::fprintf(stderr, "fuzz-weights: tensor %u has the wrong size\n", i);
         std::abort();

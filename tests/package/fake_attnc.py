@@ -53,7 +53,11 @@ def main(argv):
         subprocess.run([cc, "-shared", *flags, src, "-o", out, "-lm"], check=True)
     if header:
         # Like attnc's headers: abi.h verbatim, then the kernel's prototypes.
-        abi = open(os.path.join(SRC, "runtime", "include", "attnc", "runtime", "abi.h")).read()
+        inc = os.path.join(SRC, "runtime", "include", "attnc", "runtime")
+        abi = open(os.path.join(inc, "abi.h")).read()
+        # The field lists inlined, as attnc's own headers have them.
+        abi = re.sub(r'#include "attnc/runtime/(abi_[a-z_]+\.def)"',
+                     lambda m: open(os.path.join(inc, m.group(1))).read(), abi)
         with open(header, "w") as f:
             f.write(f"""/* {name}.h - written by fake_attnc.py (tests/package) */
 #ifndef FAKE_{name.upper()}_H
@@ -63,8 +67,8 @@ def main(argv):
 extern "C" {{
 #endif
 const attnc_kernel_info *{name}_query(uint32_t max_abi_version);
-int {name}_pack(const float *const *weights, const int64_t *weight_floats,
-    int64_t num_weights, float *packed, int64_t packed_floats);
+int {name}_pack(const void *const *weights, const int64_t *weight_elems,
+    int64_t num_weights, void *packed, int64_t packed_bytes);
 int64_t {name}_workspace_size(int64_t batch, int64_t seq_len, int64_t kv_seq_len);
 int {name}_forward(const attnc_forward_args *args);
 #ifdef __cplusplus

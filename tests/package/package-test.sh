@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     printf("consumer: %s (%s)\n", err, attnrt_weights_strerror(rc));
     return 1;
   }
-  const float *b = attnrt_weights_data(w)[0];
+  const float *b = attnrt_weights_float32(w)[0];
   printf("consumer: %s = [%g, %g, %g]\n", attnrt_weights_source_name(w, 0), b[0], b[1], b[2]);
   attnrt_weights_close(w);
   return 0;
@@ -242,7 +242,7 @@ static float run(const attnc_kernel_info *info,
                  int (*pack)(const float *const *, const int64_t *, int64_t, float *, int64_t),
                  int64_t (*ws)(int64_t, int64_t, int64_t),
                  int (*fwd)(const attnc_forward_args *)) {
-  const float *w[8];
+  const void *w[8];
   int64_t n[8];
   for (uint32_t i = 0; i < info->num_weights; ++i) {
     n[i] = info->weights[i].dims[0] * info->weights[i].dims[1];
@@ -251,8 +251,8 @@ static float run(const attnc_kernel_info *info,
       b[j] = (float)((j * 7 + i) % 13) / 64.0f - 0.09f;
     w[i] = b;
   }
-  float *packed = malloc(sizeof(float) * (size_t)info->packed_floats);
-  int prc = pack(w, n, info->num_weights, packed, info->packed_floats);
+  void *packed = malloc((size_t)info->packed_bytes);
+  int prc = pack(w, n, info->num_weights, packed, info->packed_bytes);
   for (uint32_t i = 0; i < info->num_weights; ++i)
     free((void *)w[i]);
   if (prc != ATTNC_OK) {
@@ -266,9 +266,9 @@ static float run(const attnc_kernel_info *info,
     x[j] = (float)((j * 5) % 11) / 8.0f - 0.6f;
   attnc_forward_args a = {0};
   a.struct_size = sizeof a;
-  a.packed = packed; a.packed_floats = info->packed_floats;
-  a.x = x; a.x_floats = B * T * info->d_model;
-  a.y = y; a.y_floats = B * T * info->out_dim;
+  a.packed = packed; a.packed_bytes = info->packed_bytes;
+  a.x = x; a.x_elems = B * T * info->d_model;
+  a.y = y; a.y_elems = B * T * info->out_dim;
   a.batch = B; a.seq_len = T;
   a.workspace = malloc((size_t)bytes); a.workspace_bytes = bytes;
   a.num_threads = 1;

@@ -42,7 +42,7 @@ def main():
           f"selected_isa {info['selected_isa']})")
     weights = [rng.standard_normal(s).astype(np.float32) for s in k.weight_shapes.values()]
     packed = k.pack(weights)
-    check(packed.size == k.packed_floats, "pack on the host")
+    check(packed.size == k.packed_bytes, "pack on the host")
     x = rng.standard_normal((1, 4, k.d_model)).astype(np.float32)
     out = np.full((1, 4, k.out_dim), 7.0, np.float32)
     try:

@@ -363,8 +363,8 @@ def bad_calls(k, kg, kp, packs, ok):
         ("caches of batch 3 for batch 2", B,
          (lambda out, kc, vc: k.decode(tok, pk, pos, *(
              (kc, vc) if ok else (zeros((3, hkv, 8, dh)), zeros((3, hkv, 8, dh))))))),
-        ("decode x with 2 tokens per sequence", S,
-         dec(x=tok if ok else np.zeros((2, 2, d), np.float32))),
+        ("decode x with no token per sequence", S,
+         dec(x=tok if ok else np.zeros((2, 0, d), np.float32))),
         ("decode x with the wrong d_model", S,
          dec(x=tok if ok else np.zeros((2, 1, d + 1), np.float32))),
         ("decode out of the wrong shape", B,

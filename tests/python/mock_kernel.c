@@ -50,14 +50,17 @@ static const attnc_tensor_info weights[4] = {
 static uint32_t selected(void) { return ATTNC_ISA_X86_64; }
 
 static const attnc_kernel_info info = {
-    ATTNC_ABI_VERSION, sizeof(attnc_kernel_info), STR(NAME), 0x1234u,
-    D, H, H, DH, D, CAUSAL ? ATTNC_MASK_CAUSAL : ATTNC_MASK_NONE, 0, 0,
-    1, 1, 0.0 /* set below */, ATTNC_DTYPE_F32, ATTNC_ISA_X86_64,
-    GPT2 ? ATTNC_LAYOUT_GPT2_CONV1D : ATTNC_LAYOUT_TORCH_IN_PROJ, 0, 4, 0,
-    weights, PACKED, 0,
-    4 * D, 0, 0, selected, "x86_64-unknown-linux-gnu", "x86-64", "mock",
-    /* v3: bias_flags, weight_dtype, tp_size, tp_rank; no rope */
-    ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O, ATTNC_DTYPE_F32, 1, 0};
+    .abi_version = ATTNC_ABI_VERSION, .struct_size = sizeof(attnc_kernel_info),
+    .name = STR(NAME), .spec_hash = 0x1234u, .d_model = D, .heads = H, .kv_heads = H,
+    .head_dim = DH, .out_dim = D, .mask = CAUSAL ? ATTNC_MASK_CAUSAL : ATTNC_MASK_NONE,
+    .bias_flags = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O, .out_proj = 1,
+    .scale = 0.0 /* set below */, .dtype = ATTNC_DTYPE_F32, .weight_dtype = ATTNC_DTYPE_F32,
+    .isa = ATTNC_ISA_X86_64,
+    .weight_layout = GPT2 ? ATTNC_LAYOUT_GPT2_CONV1D : ATTNC_LAYOUT_TORCH_IN_PROJ,
+    .num_weights = 4, .weights = weights, .packed_bytes = PACKED * 4,
+    .workspace_per_row = 4 * D, .selected_isa = selected,
+    .target_triple = "x86_64-unknown-linux-gnu", .target_cpu = "x86-64",
+    .compiler_version = "mock", .tp_size = 1, .tp_rank = 0};
 
 const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
   static attnc_kernel_info i;
@@ -72,20 +75,20 @@ const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
 const attnc_kernel_info *attnc_query(uint32_t v) { return CAT(NAME, query)(v); }
 #endif
 
-int CAT(NAME, pack)(const float *const *w, const int64_t *floats, int64_t n,
-                    float *packed, int64_t packed_floats) {
-  if (!w || !floats || !packed)
+int CAT(NAME, pack)(const void *const *w, const int64_t *elems, int64_t n,
+                    void *packed, int64_t packed_bytes) {
+  if (!w || !elems || !packed)
     return ATTNC_ERR_NULL_ARG;
-  if (n != 4 || packed_floats != PACKED)
+  if (n != 4 || packed_bytes != PACKED * 4)
     return ATTNC_ERR_BUFFER_SIZE;
   int64_t off = 0;
   for (int i = 0; i < 4; ++i) {
     int64_t want = weights[i].dims[0] * weights[i].dims[1];
     if (!w[i])
       return ATTNC_ERR_NULL_ARG;
-    if (floats[i] != want)
+    if (elems[i] != want)
       return ATTNC_ERR_BUFFER_SIZE;
-    memcpy(packed + off, w[i], sizeof(float) * (size_t)want);
+    memcpy((float *)packed + off, w[i], sizeof(float) * (size_t)want);
     off += want;
   }
   return ATTNC_OK;
@@ -104,10 +107,10 @@ struct task {
 /* Batch row b: qkv = x W^T + b, per-head softmax attention, out proj. */
 static void row(void *ctx, int64_t begin, int64_t end) {
   const attnc_forward_args *a = ((struct task *)ctx)->a;
-  const float *wi = a->packed, *bi = wi + 3 * D * D, *wo = bi + 3 * D, *bo = wo + D * D;
+  const float *wi = (const float *)a->packed, *bi = wi + 3 * D * D, *wo = bi + 3 * D, *bo = wo + D * D;
   int64_t T = a->seq_len;
   for (int64_t b = begin; b < end; ++b) {
-    const float *x = a->x + b * T * D;
+    const float *x = (const float *)a->x + b * T * D;
     float *qkv = (float *)a->workspace + b * T * 4 * D, *o = qkv + T * 3 * D;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t j = 0; j < 3 * D; ++j) {
@@ -143,7 +146,7 @@ static void row(void *ctx, int64_t begin, int64_t end) {
         double s = bo[j];
         for (int64_t k = 0; k < D; ++k)
           s += (double)o[t * D + k] * WO(j, k);
-        a->y[(b * T + t) * D + j] = (float)s;
+        ((float *)a->y)[(b * T + t) * D + j] = (float)s;
       }
   }
 }
@@ -151,18 +154,14 @@ static void row(void *ctx, int64_t begin, int64_t end) {
 int CAT(NAME, forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The version-2 sizes (abi.h: the KV-cache fields, then the stream,
-   * came later). */
-  if (a->struct_size != sizeof(attnc_forward_args) &&
-      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
-      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
+  if (a->struct_size != sizeof(attnc_forward_args))
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y)
     return ATTNC_ERR_NULL_ARG;
   if (a->batch < 1 || a->seq_len < 1 || a->seq_len > 4096)
     return ATTNC_ERR_BAD_SHAPE;
-  if (a->packed_floats != PACKED || a->x_floats != a->batch * a->seq_len * D ||
-      a->y_floats != a->batch * a->seq_len * D)
+  if (a->packed_bytes != PACKED * 4 || a->x_elems != a->batch * a->seq_len * D ||
+      a->y_elems != a->batch * a->seq_len * D)
     return ATTNC_ERR_BUFFER_SIZE;
   if (!a->workspace ||
       a->workspace_bytes < CAT(NAME, workspace_size)(a->batch, a->seq_len, a->seq_len))

@@ -8,7 +8,7 @@
  *
  * The environment variable ATTNC_FAKE_KERNEL (read by every query call)
  * changes or corrupts it on purpose, one comma-separated item at a time:
- *   metadata:  packed_floats=N workspace_per_row=N workspace_fixed=N
+ *   metadata:  packed_bytes=N workspace_per_row=N workspace_fixed=N
  *              stack_bytes=N max_seq_len=N mask=N isa=N dtype=N
  *              layout=N features=N num_weights=N out_dim=N scale=X
  *              causal_align=N window=N long_name no_selected_isa
@@ -33,9 +33,7 @@
  *              forward fills args->k_cache / v_cache, and
  *              fake_attn_decode / _decode_workspace_bytes run one token
  *              per sequence against them (causal or sliding-window masks
- *              only); old_decode (NAME_decode accepts only
- *              ATTNC_DECODE_ARGS_SIZE_V2_0, as a kernel built before the
- *              stream field), decode_skip_self (the decode step's key
+ *              only; seq_len 1), decode_skip_self (the decode step's key
  *              range ends one short: the new token does not see itself)
  *   state:     shared_scratch (q/k/v in one static buffer instead of the
  *              caller's workspace: concurrent calls race), call_counter
@@ -79,7 +77,7 @@ static double g_perturb = 0, g_scale_error = 0;
 static int g_shared = 0, g_counter = 0;
 static int g_ignore_lengths = 0, g_pad_bias = 0, g_wrong_align = 0;
 static float g_probs_off = 0;
-static int g_old_decode = 0, g_decode_skip_self = 0;
+static int g_decode_skip_self = 0;
 static float g_scratch[1 << 20];
 static long g_calls = 0;
 
@@ -112,7 +110,6 @@ static void configure(void) {
   i.out_dim = D;
   i.mask = ATTNC_MASK_CAUSAL;
   i.causal_align = 0;
-  i.bias = 1;
   i.bias_flags = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   i.tp_size = 1;
   i.weight_dtype = ATTNC_DTYPE_F32;
@@ -123,7 +120,7 @@ static void configure(void) {
   i.weight_layout = ATTNC_LAYOUT_GPT2_CONV1D;
   i.num_weights = 4;
   i.weights = g_tensors;
-  i.packed_floats = PACKED;
+  i.packed_bytes = PACKED * 4;
   i.workspace_per_row = N3 + QW;
   i.workspace_fixed = 0;
   i.stack_bytes = 4096;
@@ -137,13 +134,13 @@ static void configure(void) {
   g_shared = g_counter = 0;
   g_ignore_lengths = g_pad_bias = g_wrong_align = 0;
   g_probs_off = 0;
-  g_old_decode = g_decode_skip_self = 0;
+  g_decode_skip_self = 0;
   g_selected = ATTNC_ISA_X86_64;
 
   const char *env = getenv("ATTNC_FAKE_KERNEL");
   for (const char *s = env; s && *s;) {
     const char *v = 0;
-    if (item(s, "packed_floats", &v) && v) i.packed_floats = strtoll(v, 0, 0);
+    if (item(s, "packed_bytes", &v) && v) i.packed_bytes = strtoll(v, 0, 0);
     else if (item(s, "workspace_per_row", &v) && v) i.workspace_per_row = strtoll(v, 0, 0);
     else if (item(s, "workspace_fixed", &v) && v) i.workspace_fixed = strtoll(v, 0, 0);
     else if (item(s, "workspace_size", &v) && v) { g_ws_override = strtoll(v, 0, 0); g_have_ws_override = 1; }
@@ -180,7 +177,6 @@ static void configure(void) {
     else if (item(s, "pad_bias", &v)) g_pad_bias = 1;
     else if (item(s, "wrong_align", &v)) g_wrong_align = 1;
     else if (item(s, "probs_off", &v) && v) g_probs_off = (float)strtod(v, 0);
-    else if (item(s, "old_decode", &v)) g_old_decode = 1;
     else if (item(s, "decode_skip_self", &v)) g_decode_skip_self = 1;
     s = strchr(s, ',');
     if (s) ++s;
@@ -194,22 +190,22 @@ const attnc_kernel_info *fake_attn_query(uint32_t max_abi_version) {
 }
 const attnc_kernel_info *attnc_query(uint32_t v) { return fake_attn_query(v); }
 
-int fake_attn_pack(const float *const *weights, const int64_t *weight_floats,
-                   int64_t num_weights, float *packed, int64_t packed_floats) {
+int fake_attn_pack(const void *const *weights, const int64_t *weight_elems,
+                   int64_t num_weights, void *packed, int64_t packed_bytes) {
   static const int64_t want[4] = {D * N3, N3, QW * D, D};
   int64_t off = 0, k;
-  if (!weights || !weight_floats || !packed)
+  if (!weights || !weight_elems || !packed)
     return ATTNC_ERR_NULL_ARG;
-  if (num_weights != 4 || packed_floats != PACKED)
+  if (num_weights != 4 || packed_bytes != PACKED * 4)
     return ATTNC_ERR_BUFFER_SIZE;
   for (k = 0; k < 4; ++k) {
     if (!weights[k])
       return ATTNC_ERR_NULL_ARG;
-    if (weight_floats[k] != want[k])
+    if (weight_elems[k] != want[k])
       return ATTNC_ERR_BUFFER_SIZE;
   }
   for (k = 0; k < 4; ++k) {
-    memcpy(packed + off, weights[k], (size_t)want[k] * sizeof(float));
+    memcpy((float *)packed + off, weights[k], (size_t)want[k] * sizeof(float));
     off += want[k];
   }
   return ATTNC_OK;
@@ -325,30 +321,26 @@ static void project(const float *in, const float *wa, const float *ba,
 
 int fake_attn_forward(const attnc_forward_args *a) {
   int64_t rows, kv_rows = 0, kv_seq, j, c, r, b;
-  float *qkv, *o, *kvbuf, *k_cache = 0, *v_cache = 0;
-  int64_t cache_floats = 0, cache_len = 0;
+  float *qkv, *o, *kvbuf, *k_cache, *v_cache, *y;
+  int64_t cache_elems, cache_len;
   const float *wa, *ba, *wp, *bp;
   const uint32_t f = g_info.features;
   const int32_t *lengths;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The three version-2 sizes (abi.h); without the decode feature the
-   * later cache fields, when present, must be empty, and so must the
-   * stream unless it plays a CUDA kernel (features=16: it still computes
-   * on the host, which lets the runtime's device path be tested without a
-   * GPU; the stream is ignored). */
-  if (a->struct_size != sizeof(attnc_forward_args) &&
-      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_1 &&
-      a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0)
+  /* Without the decode feature the cache fields must be empty, and so
+   * must the stream unless it plays a CUDA kernel (features=16: it still
+   * computes on the host, which lets the runtime's device path be tested
+   * without a GPU; the stream is ignored). */
+  if (a->struct_size != sizeof(attnc_forward_args))
     return ATTNC_ERR_ARGS;
-  if (a->struct_size >= ATTNC_FORWARD_ARGS_SIZE_V2_1) {
-    k_cache = a->k_cache;
-    v_cache = a->v_cache;
-    cache_floats = a->cache_floats;
-    cache_len = a->cache_len;
-  }
+  k_cache = (float *)a->k_cache;
+  v_cache = (float *)a->v_cache;
+  cache_elems = a->cache_elems;
+  cache_len = a->cache_len;
+  y = (float *)a->y;
   if ((!(f & ATTNC_FEATURE_DECODE) || (f & ATTNC_FEATURE_CROSS)) &&
-      (k_cache || v_cache || cache_floats || cache_len))
+      (k_cache || v_cache || cache_elems || cache_len))
     return ATTNC_ERR_ARGS;
   if ((k_cache != 0) != (v_cache != 0))
     return ATTNC_ERR_NULL_ARG;
@@ -357,19 +349,18 @@ int fake_attn_forward(const attnc_forward_args *a) {
   if (k_cache && (cache_len < a->seq_len || a->batch < 1 ||
                   cache_len > INT64_MAX / 1024 / a->batch))
     return ATTNC_ERR_BAD_SHAPE;
-  if (k_cache ? cache_floats != a->batch * H * cache_len * HD
-              : cache_floats || cache_len)
+  if (k_cache ? cache_elems != a->batch * H * cache_len * HD
+              : cache_elems || cache_len)
     return ATTNC_ERR_BUFFER_SIZE;
-  if (a->struct_size == sizeof(attnc_forward_args) && a->stream &&
-      !(f & ATTNC_FEATURE_CUDA))
+  if (a->stream && !(f & ATTNC_FEATURE_CUDA))
     return ATTNC_ERR_ARGS;
   if (g_selected == ATTNC_ISA_NONE)
     return ATTNC_ERR_ISA;
   /* A variant field this kernel does not read must be NULL / 0. */
   if ((!(f & ATTNC_FEATURE_LENGTHS) && (a->lengths || a->kv_lengths)) ||
       (!(f & ATTNC_FEATURE_CROSS) &&
-       (a->x_kv || a->x_kv_floats || a->kv_seq_len || a->kv_lengths)) ||
-      (!(f & ATTNC_FEATURE_PROBS) && (a->probs || a->probs_floats)))
+       (a->x_kv || a->x_kv_elems || a->kv_seq_len || a->kv_lengths)) ||
+      (!(f & ATTNC_FEATURE_PROBS) && (a->probs || a->probs_elems)))
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y || !a->workspace)
     return ATTNC_ERR_NULL_ARG;
@@ -382,11 +373,11 @@ int fake_attn_forward(const attnc_forward_args *a) {
       (a->probs && (a->seq_len > INT64_MAX / 1024 / kv_seq ||
                     a->seq_len * kv_seq > INT64_MAX / 1024 / a->batch)))
     return ATTNC_ERR_BAD_SHAPE;
-  if (a->packed_floats != PACKED || a->x_floats != rows * D || a->y_floats != rows * D)
+  if (a->packed_bytes != PACKED * 4 || a->x_elems != rows * D || a->y_elems != rows * D)
     return ATTNC_ERR_BUFFER_SIZE;
-  if ((f & ATTNC_FEATURE_CROSS) && a->x_kv_floats != kv_rows * D)
+  if ((f & ATTNC_FEATURE_CROSS) && a->x_kv_elems != kv_rows * D)
     return ATTNC_ERR_BUFFER_SIZE;
-  if (a->probs && a->probs_floats != a->batch * H * a->seq_len * kv_seq)
+  if (a->probs && a->probs_elems != a->batch * H * a->seq_len * kv_seq)
     return ATTNC_ERR_BUFFER_SIZE;
   for (b = 0; b < a->batch; ++b)
     if ((a->lengths && (a->lengths[b] < 0 || a->lengths[b] > a->seq_len)) ||
@@ -395,7 +386,7 @@ int fake_attn_forward(const attnc_forward_args *a) {
   if (a->workspace_bytes < fake_attn_workspace_size(a->batch, a->seq_len, kv_seq))
     return ATTNC_ERR_WORKSPACE;
   lengths = g_ignore_lengths ? 0 : a->lengths;
-  wa = a->packed;
+  wa = (const float *)a->packed;
   ba = wa + D * N3;
   wp = ba + N3;
   bp = wp + QW * D;
@@ -405,11 +396,11 @@ int fake_attn_forward(const attnc_forward_args *a) {
   o = (float *)((char *)a->workspace + align64(rows * N3 * 4));
   kvbuf = qkv;
   /* qkv = x Wa + ba; cross: also of x_kv (only its k, v columns are read) */
-  project(a->x, wa, ba, qkv, rows);
+  project((const float *)a->x, wa, ba, qkv, rows);
   if (f & ATTNC_FEATURE_CROSS) {
     kvbuf = (float *)((char *)a->workspace + align64(rows * N3 * 4) +
                       align64(rows * QW * 4));
-    project(a->x_kv, wa, ba, kvbuf, kv_rows);
+    project((const float *)a->x_kv, wa, ba, kvbuf, kv_rows);
   }
   /* the KV cache: rows [0, seq) of each sequence's K and V */
   if (k_cache)
@@ -450,23 +441,24 @@ int fake_attn_forward(const attnc_forward_args *a) {
       float acc = bp[c];
       for (j = 0; j < QW; ++j)
         acc += o[r * QW + j] * wp[j * D + c];
-      a->y[r * D + c] = t < len || g_pad_bias ? acc : 0.0f;
+      y[r * D + c] = t < len || g_pad_bias ? acc : 0.0f;
     }
   }
   if (g_nan)
-    a->y[0] = NAN;
+    y[0] = NAN;
   if (g_inf)
-    a->y[0] = INFINITY;
-  a->y[0] += (float)g_perturb;
+    y[0] = INFINITY;
+  y[0] += (float)g_perturb;
   if (g_counter)
-    a->y[0] += (float)++g_calls;
+    y[0] += (float)++g_calls;
   return ATTNC_OK;
 }
 
 /* KV-cache decode (features & ATTNC_FEATURE_DECODE): q/k/v of each
  * sequence's new token, then its attention output. */
-int64_t fake_attn_decode_workspace_bytes(int64_t batch, int64_t cache_len) {
-  if (batch < 1 || cache_len < 1 || batch > INT64_MAX / 1024 / (N3 + QW))
+int64_t fake_attn_decode_workspace_bytes(int64_t batch, int64_t seq_len,
+                                         int64_t cache_len) {
+  if (batch < 1 || seq_len != 1 || cache_len < 1 || batch > INT64_MAX / 1024 / (N3 + QW))
     return -1;
   return align64(batch * N3 * 4) + align64(batch * QW * 4);
 }
@@ -478,15 +470,11 @@ int fake_attn_decode(const attnc_decode_args *a) {
   int64_t b, h, c, j;
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* Both sizes (abi.h), or, as a kernel built before the stream field
-   * (old_decode), only the smaller one. */
-  if (a->struct_size != ATTNC_DECODE_ARGS_SIZE_V2_0 &&
-      (g_old_decode || a->struct_size != sizeof(attnc_decode_args)))
+  if (a->struct_size != sizeof(attnc_decode_args))
     return ATTNC_ERR_ARGS;
   if (a->reserved0 || a->reserved1 || a->num_threads < 0)
     return ATTNC_ERR_ARGS;
-  if (a->struct_size == sizeof(attnc_decode_args) && a->stream &&
-      !(f & ATTNC_FEATURE_CUDA))
+  if (a->stream && !(f & ATTNC_FEATURE_CUDA))
     return ATTNC_ERR_ARGS;
   if (!(f & ATTNC_FEATURE_DECODE))
     return ATTNC_ERR_ARGS;
@@ -497,26 +485,26 @@ int fake_attn_decode(const attnc_decode_args *a) {
     return ATTNC_ERR_NULL_ARG;
   if (a->k_cache == a->v_cache)
     return ATTNC_ERR_ARGS;
-  if (fake_attn_decode_workspace_bytes(a->batch, a->cache_len) < 0 ||
+  if (fake_attn_decode_workspace_bytes(a->batch, a->seq_len, a->cache_len) < 0 ||
       a->cache_len > INT64_MAX / 1024 / a->batch)
     return ATTNC_ERR_BAD_SHAPE;
-  if (a->packed_floats != PACKED || a->x_floats != a->batch * D ||
-      a->y_floats != a->batch * D ||
-      a->cache_floats != a->batch * H * a->cache_len * HD)
+  if (a->packed_bytes != PACKED * 4 || a->x_elems != a->batch * D ||
+      a->y_elems != a->batch * D ||
+      a->cache_elems != a->batch * H * a->cache_len * HD)
     return ATTNC_ERR_BUFFER_SIZE;
   for (b = 0; b < a->batch; ++b)
     if (a->positions[b] < 0 || a->positions[b] >= a->cache_len)
       return ATTNC_ERR_ARGS;
   if (a->workspace_bytes <
-      fake_attn_decode_workspace_bytes(a->batch, a->cache_len))
+      fake_attn_decode_workspace_bytes(a->batch, a->seq_len, a->cache_len))
     return ATTNC_ERR_WORKSPACE;
-  wa = a->packed;
+  wa = (const float *)a->packed;
   ba = wa + D * N3;
   wp = ba + N3;
   bp = wp + QW * D;
   qkv = (float *)a->workspace;
   o = (float *)((char *)a->workspace + align64(a->batch * N3 * 4));
-  project(a->x, wa, ba, qkv, a->batch);
+  project((const float *)a->x, wa, ba, qkv, a->batch);
   for (b = 0; b < a->batch; ++b) {
     const int64_t pos = a->positions[b];
     /* visible keys [lo, hi): the causal mask's bottom-right alignment */
@@ -525,8 +513,8 @@ int fake_attn_decode(const attnc_decode_args *a) {
         lo < pos - g_info.window + 1)
       lo = pos - g_info.window + 1;
     for (h = 0; h < H; ++h) {
-      float *kc = a->k_cache + (b * H + h) * a->cache_len * HD;
-      float *vc = a->v_cache + (b * H + h) * a->cache_len * HD;
+      float *kc = (float *)a->k_cache + (b * H + h) * a->cache_len * HD;
+      float *vc = (float *)a->v_cache + (b * H + h) * a->cache_len * HD;
       const float *q = qkv + b * N3 + h * HD;
       float m = -INFINITY, sum = 0, acc[HD];
       for (c = 0; c < HD; ++c) {
@@ -556,7 +544,7 @@ int fake_attn_decode(const attnc_decode_args *a) {
       float acc = bp[c];
       for (j = 0; j < QW; ++j)
         acc += o[b * QW + j] * wp[j * D + c];
-      a->y[b * D + c] = acc;
+      ((float *)a->y)[b * D + c] = acc;
     }
   return ATTNC_OK;
 }

@@ -439,7 +439,7 @@ TEST_CASE("paramsFromInfo maps the metadata fields", "[interp]") {
   info.mask = ATTNC_MASK_SLIDING_WINDOW;
   info.causal_align = 1;
   info.window = 7;
-  info.bias = 0;
+  info.bias_flags = 0;
   info.out_proj = 1;
   info.scale = 0.25;
   info.weight_layout = ATTNC_LAYOUT_TORCH_IN_PROJ;

@@ -25,44 +25,36 @@
 using namespace attnrt;
 using Catch::Matchers::Contains;
 
-// The ABI record must not drift silently: any change here is an ABI change
-// and needs ATTNC_ABI_VERSION bumped (LP64 layout).
+// The ABI records must not drift silently: any change here is an ABI
+// change and needs ATTNC_ABI_VERSION bumped (LP64 layout; the fields come
+// from abi_*.def, these numbers from this test).
 static_assert(sizeof(attnc_tensor_info) == 32, "attnc_tensor_info layout");
 static_assert(offsetof(attnc_tensor_info, rank) == 8, "");
+static_assert(offsetof(attnc_tensor_info, dtype) == 12, "");
 static_assert(offsetof(attnc_tensor_info, dims) == 16, "");
-static_assert(sizeof(attnc_kernel_info) == 320, "attnc_kernel_info layout");
-static_assert(offsetof(attnc_kernel_info, qk_norm) == 296, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 312, "");
-static_assert(offsetof(attnc_kernel_info, softcap) == 264, "");
-static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 272, "");
-static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 292, "");
-static_assert(offsetof(attnc_kernel_info, bias_flags) == 200, "");
-static_assert(offsetof(attnc_kernel_info, tp_size) == 208, "");
-static_assert(offsetof(attnc_kernel_info, rope_style) == 216, "");
-static_assert(offsetof(attnc_kernel_info, rotary_dim) == 224, "");
-static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 232, "");
-static_assert(offsetof(attnc_kernel_info, rope_long_from) == 248, "");
-static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 256, "");
 static_assert(offsetof(attnc_kernel_info, abi_version) == 0, "");
 static_assert(offsetof(attnc_kernel_info, struct_size) == 4, "");
 static_assert(offsetof(attnc_kernel_info, name) == 8, "");
 static_assert(offsetof(attnc_kernel_info, spec_hash) == 16, "");
 static_assert(offsetof(attnc_kernel_info, d_model) == 24, "");
+static_assert(offsetof(attnc_kernel_info, heads) == 32, "");
+static_assert(offsetof(attnc_kernel_info, kv_heads) == 40, "");
 static_assert(offsetof(attnc_kernel_info, head_dim) == 48, "");
 static_assert(offsetof(attnc_kernel_info, out_dim) == 56, "");
 static_assert(offsetof(attnc_kernel_info, mask) == 64, "");
 static_assert(offsetof(attnc_kernel_info, causal_align) == 68, "");
 static_assert(offsetof(attnc_kernel_info, window) == 72, "");
-static_assert(offsetof(attnc_kernel_info, bias) == 80, "");
+static_assert(offsetof(attnc_kernel_info, bias_flags) == 80, "");
 static_assert(offsetof(attnc_kernel_info, out_proj) == 84, "");
 static_assert(offsetof(attnc_kernel_info, scale) == 88, "");
 static_assert(offsetof(attnc_kernel_info, dtype) == 96, "");
-static_assert(offsetof(attnc_kernel_info, isa) == 100, "");
-static_assert(offsetof(attnc_kernel_info, weight_layout) == 104, "");
-static_assert(offsetof(attnc_kernel_info, features) == 108, "");
-static_assert(offsetof(attnc_kernel_info, num_weights) == 112, "");
+static_assert(offsetof(attnc_kernel_info, weight_dtype) == 100, "");
+static_assert(offsetof(attnc_kernel_info, isa) == 104, "");
+static_assert(offsetof(attnc_kernel_info, weight_layout) == 108, "");
+static_assert(offsetof(attnc_kernel_info, features) == 112, "");
+static_assert(offsetof(attnc_kernel_info, num_weights) == 116, "");
 static_assert(offsetof(attnc_kernel_info, weights) == 120, "");
-static_assert(offsetof(attnc_kernel_info, packed_floats) == 128, "");
+static_assert(offsetof(attnc_kernel_info, packed_bytes) == 128, "");
 static_assert(offsetof(attnc_kernel_info, max_seq_len) == 136, "");
 static_assert(offsetof(attnc_kernel_info, workspace_per_row) == 144, "");
 static_assert(offsetof(attnc_kernel_info, workspace_fixed) == 152, "");
@@ -71,29 +63,79 @@ static_assert(offsetof(attnc_kernel_info, selected_isa) == 168, "");
 static_assert(offsetof(attnc_kernel_info, target_triple) == 176, "");
 static_assert(offsetof(attnc_kernel_info, target_cpu) == 184, "");
 static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
-// attnc_forward_args (v2; the KV-cache fields, then the CUDA stream,
-// appended later in v2, the earlier v2 sizes stay accepted).
-static_assert(sizeof(attnc_forward_args) == 208, "attnc_forward_args layout");
-static_assert(ATTNC_FORWARD_ARGS_SIZE_V2_0 == 168, "first v2 size");
-static_assert(ATTNC_FORWARD_ARGS_SIZE_V2_1 == 200, "v2 size before the stream");
-static_assert(offsetof(attnc_forward_args, stream) == 200, "");
+static_assert(offsetof(attnc_kernel_info, tp_size) == 200, "");
+static_assert(offsetof(attnc_kernel_info, tp_rank) == 204, "");
+static_assert(offsetof(attnc_kernel_info, rope_style) == 208, "");
+static_assert(offsetof(attnc_kernel_info, rope_pairs) == 212, "");
+static_assert(offsetof(attnc_kernel_info, rotary_dim) == 216, "");
+static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 224, "");
+static_assert(offsetof(attnc_kernel_info, rope_long_inv_freq) == 232, "");
+static_assert(offsetof(attnc_kernel_info, rope_long_from) == 240, "");
+static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 248, "");
+static_assert(offsetof(attnc_kernel_info, softcap) == 256, "");
+static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 264, "");
+static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 272, "");
+static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 276, "");
+static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 280, "");
+static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 284, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm) == 288, "");
+static_assert(offsetof(attnc_kernel_info, sinks) == 292, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 296, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 304, "");
+static_assert(sizeof(attnc_kernel_info) == 312, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
+static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
+static_assert(offsetof(attnc_forward_args, packed_bytes) == 16, "");
+static_assert(offsetof(attnc_forward_args, x) == 24, "");
+static_assert(offsetof(attnc_forward_args, x_elems) == 32, "");
+static_assert(offsetof(attnc_forward_args, y) == 40, "");
+static_assert(offsetof(attnc_forward_args, y_elems) == 48, "");
 static_assert(offsetof(attnc_forward_args, batch) == 56, "");
+static_assert(offsetof(attnc_forward_args, seq_len) == 64, "");
 static_assert(offsetof(attnc_forward_args, workspace) == 72, "");
+static_assert(offsetof(attnc_forward_args, workspace_bytes) == 80, "");
 static_assert(offsetof(attnc_forward_args, parallel_for) == 88, "");
+static_assert(offsetof(attnc_forward_args, parallel_ctx) == 96, "");
 static_assert(offsetof(attnc_forward_args, num_threads) == 104, "");
-static_assert(offsetof(attnc_forward_args, lengths) == 112, "");
-static_assert(offsetof(attnc_forward_args, probs_floats) == 160, "");
-static_assert(offsetof(attnc_forward_args, k_cache) == 168, "");
-static_assert(offsetof(attnc_forward_args, cache_len) == 192, "");
-// attnc_decode_args.
-static_assert(sizeof(attnc_decode_args) == 152, "attnc_decode_args layout");
-static_assert(ATTNC_DECODE_ARGS_SIZE_V2_0 == 144, "attnc_decode_args without the stream");
+static_assert(offsetof(attnc_forward_args, reserved1) == 108, "");
+static_assert(offsetof(attnc_forward_args, positions) == 112, "");
+static_assert(offsetof(attnc_forward_args, lengths) == 120, "");
+static_assert(offsetof(attnc_forward_args, x_kv) == 128, "");
+static_assert(offsetof(attnc_forward_args, x_kv_elems) == 136, "");
+static_assert(offsetof(attnc_forward_args, kv_seq_len) == 144, "");
+static_assert(offsetof(attnc_forward_args, kv_lengths) == 152, "");
+static_assert(offsetof(attnc_forward_args, probs) == 160, "");
+static_assert(offsetof(attnc_forward_args, probs_elems) == 168, "");
+static_assert(offsetof(attnc_forward_args, k_cache) == 176, "");
+static_assert(offsetof(attnc_forward_args, v_cache) == 184, "");
+static_assert(offsetof(attnc_forward_args, cache_elems) == 192, "");
+static_assert(offsetof(attnc_forward_args, cache_len) == 200, "");
+static_assert(offsetof(attnc_forward_args, stream) == 208, "");
+static_assert(sizeof(attnc_forward_args) == 216, "attnc_forward_args layout");
+static_assert(offsetof(attnc_decode_args, struct_size) == 0, "");
+static_assert(offsetof(attnc_decode_args, reserved0) == 4, "");
+static_assert(offsetof(attnc_decode_args, packed) == 8, "");
+static_assert(offsetof(attnc_decode_args, packed_bytes) == 16, "");
+static_assert(offsetof(attnc_decode_args, x) == 24, "");
+static_assert(offsetof(attnc_decode_args, x_elems) == 32, "");
+static_assert(offsetof(attnc_decode_args, y) == 40, "");
+static_assert(offsetof(attnc_decode_args, y_elems) == 48, "");
 static_assert(offsetof(attnc_decode_args, batch) == 56, "");
-static_assert(offsetof(attnc_decode_args, positions) == 64, "");
-static_assert(offsetof(attnc_decode_args, cache_len) == 96, "");
-static_assert(offsetof(attnc_decode_args, workspace) == 104, "");
-static_assert(offsetof(attnc_decode_args, num_threads) == 136, "");
+static_assert(offsetof(attnc_decode_args, seq_len) == 64, "");
+static_assert(offsetof(attnc_decode_args, positions) == 72, "");
+static_assert(offsetof(attnc_decode_args, k_cache) == 80, "");
+static_assert(offsetof(attnc_decode_args, v_cache) == 88, "");
+static_assert(offsetof(attnc_decode_args, cache_elems) == 96, "");
+static_assert(offsetof(attnc_decode_args, cache_len) == 104, "");
+static_assert(offsetof(attnc_decode_args, workspace) == 112, "");
+static_assert(offsetof(attnc_decode_args, workspace_bytes) == 120, "");
+static_assert(offsetof(attnc_decode_args, parallel_for) == 128, "");
+static_assert(offsetof(attnc_decode_args, parallel_ctx) == 136, "");
+static_assert(offsetof(attnc_decode_args, num_threads) == 144, "");
+static_assert(offsetof(attnc_decode_args, reserved1) == 148, "");
+static_assert(offsetof(attnc_decode_args, stream) == 152, "");
+static_assert(sizeof(attnc_decode_args) == 160, "attnc_decode_args layout");
 
 namespace {
 
@@ -116,7 +158,6 @@ struct InfoFixture {
     info.mask = ATTNC_MASK_CAUSAL;
     info.causal_align = 0;
     info.window = 0;
-    info.bias = bias;
     info.bias_flags = bias ? (outProj ? 15u : 7u) : 0u;
     info.tp_size = 1;
     info.out_proj = outProj;
@@ -137,7 +178,7 @@ struct InfoFixture {
   static uint32_t selectIsa() { return ATTNC_ISA_AVX2; }
 
   /// Rebuilds the weights table from storageTensors of the current fields,
-  /// and the fields that follow from them (out_dim, packed_floats,
+  /// and the fields that follow from them (out_dim, packed_bytes,
   /// workspace_per_row).
   void fillWeights() {
     info.out_dim = info.out_proj ? info.d_model : info.heads * info.head_dim;
@@ -153,7 +194,7 @@ struct InfoFixture {
     }
     info.num_weights = uint32_t(tensors.size());
     info.weights = tensors.data();
-    info.packed_floats = weightFloats() + 32 * info.d_model; // some padding
+    info.packed_bytes = 4 * (weightFloats() + 32 * info.d_model); // some padding
     info.workspace_per_row = info.d_model + 3 * info.heads * info.head_dim;
   }
 
@@ -170,9 +211,9 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 3u);
-  REQUIRE(sizeof(attnc_kernel_info) == 320);
-  REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 104);
+  REQUIRE(ATTNC_ABI_VERSION == 4u);
+  REQUIRE(sizeof(attnc_kernel_info) == 312);
+  REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
 
@@ -194,12 +235,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 4, runtime speaks 3");
+  CHECK(f.check() == "kernel ABI version 5, runtime speaks 4");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 312 bytes") && Contains("expects 320"));
+             Contains("struct_size is 304 bytes") && Contains("expects 312"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -323,9 +364,9 @@ TEST_CASE("runtime: status and isa names", "[metadata][cuda]") {
 
 TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   InfoFixture f;
-  f.info.bias = 2;
-  CHECK(f.check() == "bias flag must be 0 or 1, got 2");
-  f.info.bias = 1;
+  f.info.bias_flags = 16;
+  CHECK(f.check() == "unknown bias_flags bits 16");
+  f.info.bias_flags = 15;
   f.info.out_proj = 7;
   CHECK(f.check() == "out_proj flag must be 0 or 1, got 7");
   f.info.out_proj = 1;
@@ -405,26 +446,26 @@ TEST_CASE("metadata: out_dim, selected_isa and counts", "[metadata]") {
         "weights table has 1000000 entries, more than any layout has (16)");
 }
 
-TEST_CASE("metadata: packed_floats is bounded by the weight tensors",
+TEST_CASE("metadata: packed_bytes is bounded by the weight tensors",
           "[metadata]") {
   InfoFixture f;
   const int64_t w = f.weightFloats(); // 64*128 + 128 + 64*64 + 64
   REQUIRE(w == 64 * 128 + 128 + 64 * 64 + 64);
-  f.info.packed_floats = w;
+  f.info.packed_bytes = 4 * w;
   CHECK(f.check().empty());
   // attnc::limits::packedFloatsBound: each tensor's elements plus two
-  // panels' padding on both axes and 64 floats, plus 2^20.
-  const int64_t bound = (64 * 128 + 64 * (64 + 128) + 64) + (128 + 64 * 129 + 64) +
-                        (64 * 64 + 64 * 128 + 64) + (64 + 64 * 65 + 64) + (1 << 20);
-  f.info.packed_floats = bound;
+  // panels' padding on both axes and 64 floats, plus 2^20; as float32.
+  const int64_t bound = 4 * ((64 * 128 + 64 * (64 + 128) + 64) + (128 + 64 * 129 + 64) +
+                             (64 * 64 + 64 * 128 + 64) + (64 + 64 * 65 + 64) + (1 << 20));
+  f.info.packed_bytes = bound;
   CHECK(f.check().empty());
-  for (int64_t bad : {int64_t(1), w - 1, bound + 1,
+  for (int64_t bad : {int64_t(1), 4 * w - 1, bound + 1,
                       int64_t(1) << 40, int64_t(-5), int64_t(0)}) {
-    INFO("packed_floats " << bad);
-    f.info.packed_floats = bad;
-    CHECK_THAT(f.check(), Contains("packed_floats is " + std::to_string(bad) +
+    INFO("packed_bytes " << bad);
+    f.info.packed_bytes = bad;
+    CHECK_THAT(f.check(), Contains("packed_bytes is " + std::to_string(bad) +
                                    ", expected between " +
-                                   std::to_string(w)));
+                                   std::to_string(4 * w)));
   }
 }
 
@@ -457,8 +498,7 @@ TEST_CASE("metadata: weights table must match the storage tensors",
   }
   SECTION("count after a flag change") {
     InfoFixture f;
-    f.info.bias = 0; // table still lists the biases
-    f.info.bias_flags = 0;
+    f.info.bias_flags = 0; // table still lists the biases
     CHECK(f.check() == "weights table has 4 entries, expected 2");
   }
   SECTION("null table") {
@@ -592,9 +632,9 @@ TEST_CASE("loader: the hand-written v2 kernel loads, packs and runs",
   std::vector<const float *> wp;
   for (auto &v : w)
     wp.push_back(v.data());
-  std::vector<float> packed;
-  REQUIRE(k.pack(wp, packed) == ATTNC_OK);
-  CHECK(int64_t(packed.size()) == k.packedFloats());
+  std::vector<unsigned char> packed;
+  REQUIRE(k.packFloat(wp, packed) == ATTNC_OK);
+  CHECK(int64_t(packed.size()) == k.packedBytes());
   std::vector<float> x = randomNormal(2 * 5 * 16, rng), y(2 * 5 * 16);
   std::vector<unsigned char> ws;
   REQUIRE(k.forward(packed.data(), x.data(), y.data(), 2, 5, ws) == ATTNC_OK);
@@ -609,15 +649,15 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
     const char *corruption;
     const char *message;
   } cases[] = {
-      {"packed_floats=1", "packed_floats is 1, expected between 1088"},
-      {"packed_floats=1099511627776", "packed_floats is 1099511627776"},
+      {"packed_bytes=1", "packed_bytes is 1, expected between 4352"},
+      {"packed_bytes=1099511627776", "packed_bytes is 1099511627776"},
       {"scale=-1", "scale -1 is outside [FLT_MIN, 1e6]"},
       {"scale=3.4e39", "scale 3.4e+39 is outside [FLT_MIN, 1e6]"},
       {"scale=1e300", "scale 1e+300 is outside [FLT_MIN, 1e6]"},
       {"mask=7", "unknown mask value 7"},
       {"mask=2", "padding mask needs the lengths feature"},
       {"isa=9", "unknown isa value 9"},
-      {"dtype=1", "unknown dtype value 1"},
+      {"dtype=5", "unknown dtype value 5"},
       {"layout=3", "unknown weight_layout value 3"},
       {"causal_align=2", "unknown causal_align value 2"},
       {"features=256", "unknown features bits 0x100"},
@@ -669,7 +709,7 @@ TEST_CASE("loader: NAME_workspace_size is checked against the metadata",
                              "4611686018427387904 bytes, more than the "
                              "metadata allows"));
     std::vector<unsigned char> ws;
-    std::vector<float> x(64), y(64), packed(size_t(k.packedFloats()));
+    std::vector<float> x(64), y(64), packed(size_t(k.packedBytes() / 4));
     CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 4, ws) ==
           ATTNC_ERR_WORKSPACE);
     CHECK(ws.empty()); // nothing allocated
@@ -706,7 +746,7 @@ TEST_CASE("loader: shapes are checked before the library is called",
   CHECK_THAT(why, Contains("at least 1"));
   CHECK_FALSE(k.checkShape(4, 0, why));
   {
-    std::vector<float> x(64), y(64), packed(size_t(k.packedFloats()));
+    std::vector<float> x(64), y(64), packed(size_t(k.packedBytes() / 4));
     std::vector<unsigned char> ws;
     CHECK(k.forward(packed.data(), x.data(), y.data(), 0, 4, ws) ==
           ATTNC_ERR_BAD_SHAPE);
@@ -791,7 +831,7 @@ TEST_CASE("loader: a CUDA kernel is never run on host memory",
     CHECK(why == "kernel fake_attn targets cuda-sm90: its forward takes "
                  "device pointers (Kernel::forwardDevice; attnc-run --device "
                  "cuda)");
-    std::vector<float> packed(size_t(k.packedFloats()), 0.5f), x(2 * 16, 1.0f),
+    std::vector<float> packed(size_t(k.packedBytes() / 4), 0.5f), x(2 * 16, 1.0f),
         y(2 * 16, 7.0f);
     std::vector<unsigned char> ws;
     CHECK(k.forward(packed.data(), x.data(), y.data(), 1, 2, ws) ==
@@ -821,8 +861,8 @@ TEST_CASE("loader: forwardDevice fills the args of a CUDA kernel",
   std::vector<const float *> wp;
   for (auto &v : w)
     wp.push_back(v.data());
-  std::vector<float> packed;
-  REQUIRE(k.pack(wp, packed) == ATTNC_OK); // NAME_pack: a host function
+  std::vector<unsigned char> packed;
+  REQUIRE(k.packFloat(wp, packed) == ATTNC_OK); // NAME_pack: a host function
   const int64_t B = 2, T = 5;
   std::vector<float> x = randomNormal(B * T * 16, rng), y(B * T * 16);
   std::string why;
@@ -880,8 +920,8 @@ TEST_CASE("loader: forwardDevice checks the host lengths, passes the device "
   std::vector<const float *> wp;
   for (auto &v : w)
     wp.push_back(v.data());
-  std::vector<float> packed;
-  REQUIRE(k.pack(wp, packed) == ATTNC_OK);
+  std::vector<unsigned char> packed;
+  REQUIRE(k.packFloat(wp, packed) == ATTNC_OK);
   const int64_t B = 3, T = 6;
   std::vector<float> x = randomNormal(B * T * 16, rng), y(B * T * 16);
   std::string why;
@@ -981,7 +1021,8 @@ namespace {
 struct FakeInputs {
   std::vector<std::vector<float>> w;
   std::vector<const float *> wp;
-  std::vector<float> packed, x;
+  std::vector<unsigned char> packed;
+  std::vector<float> x;
 };
 
 FakeInputs fakeInputs(const Kernel &k, int64_t B, int64_t T, uint64_t seed) {
@@ -990,18 +1031,16 @@ FakeInputs fakeInputs(const Kernel &k, int64_t B, int64_t T, uint64_t seed) {
   in.w = randomWeights(storageTensors(paramsFromInfo(k.info())), rng);
   for (auto &v : in.w)
     in.wp.push_back(v.data());
-  REQUIRE(k.pack(in.wp, in.packed) == ATTNC_OK);
+  REQUIRE(k.packFloat(in.wp, in.packed) == ATTNC_OK);
   in.x = randomNormal(B * T * 16, rng);
   return in;
 }
 
 } // namespace
 
-TEST_CASE("loader: decode passes the decode args' size without the stream",
+TEST_CASE("loader: prefill then decode steps equal one forward",
           "[metadata][loader][decode]") {
-  // old_decode: NAME_decode takes only ATTNC_DECODE_ARGS_SIZE_V2_0, as a
-  // kernel built before the stream field; the host path runs it.
-  for (const char *sel : {"features=8", "features=8,old_decode"}) {
+  for (const char *sel : {"features=8"}) {
     INFO(sel);
     Kernel k;
     REQUIRE(loadFake(k, sel).ok);
@@ -1031,7 +1070,7 @@ TEST_CASE("loader: decode passes the decode args' size without the stream",
         std::copy_n(in.x.data() + (b * T + t) * 16, 16, xt.data() + b * 16);
         pos[static_cast<size_t>(b)] = int32_t(t);
       }
-      REQUIRE(k.decode(in.packed.data(), xt.data(), yt.data(), B, pos.data(),
+      REQUIRE(k.decode(in.packed.data(), xt.data(), yt.data(), B, 1, pos.data(),
                        kc.data(), vc.data(), T, dws) == ATTNC_OK);
       for (int64_t b = 0; b < B; ++b)
         std::copy_n(yt.data() + b * 16, 16, y.data() + (b * T + t) * 16);
@@ -1041,7 +1080,7 @@ TEST_CASE("loader: decode passes the decode args' size without the stream",
     CHECK(compare(y.data(), ref.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
     // A CPU kernel takes host memory: decodeDevice refuses it.
     std::vector<unsigned char> w2(4096);
-    CHECK(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B, pos.data(),
+    CHECK(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B, 1, pos.data(),
                          pos.data(), kc.data(), vc.data(), T, w2.data(),
                          int64_t(w2.size())) == ATTNC_ERR_ARGS);
     Kernel::DeviceCache dc;
@@ -1093,7 +1132,7 @@ TEST_CASE("loader: forwardDevice fills device caches, decodeDevice checks "
       CHECK(row(vc, b, h, P - 1)[0] != 0.0f);
       CHECK(row(kc, b, h, P)[0] == 0.0f);
     }
-  const int64_t dneed = k.decodeWorkspaceBytes(B, T, why);
+  const int64_t dneed = k.decodeWorkspaceBytes(B, 1, T, why);
   REQUIRE(dneed > 0);
   std::vector<unsigned char> dws(static_cast<size_t>(dneed));
   std::vector<float> xt(static_cast<size_t>(B * 16)), yt(xt.size());
@@ -1103,7 +1142,7 @@ TEST_CASE("loader: forwardDevice fills device caches, decodeDevice checks "
       std::copy_n(in.x.data() + (b * T + t) * 16, 16, xt.data() + b * 16);
       dev[static_cast<size_t>(b)] = host[static_cast<size_t>(b)] = int32_t(t);
     }
-    REQUIRE(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
+    REQUIRE(k.decodeDevice(in.packed.data(), xt.data(), yt.data(), B, 1,
                            dev.data(), host.data(), kc.data(), vc.data(), T,
                            dws.data(), dneed, &stream) == ATTNC_OK);
     for (int64_t b = 0; b < B; ++b)
@@ -1120,7 +1159,7 @@ TEST_CASE("loader: forwardDevice fills device caches, decodeDevice checks "
   std::fill(yt.begin(), yt.end(), 7.0f);
   auto step = [&](const int32_t *d, const int32_t *h, float *kp, float *vp,
                   int64_t batch, int64_t cacheLen, void *w, int64_t wb) {
-    return k.decodeDevice(in.packed.data(), xt.data(), yt.data(), batch, d, h,
+    return k.decodeDevice(in.packed.data(), xt.data(), yt.data(), batch, 1, d, h,
                           kp, vp, cacheLen, w, wb);
   };
   for (std::vector<int32_t> bad : {std::vector<int32_t>{0, int32_t(T)},
@@ -1175,24 +1214,17 @@ TEST_CASE("loader: forwardDevice fills device caches, decodeDevice checks "
     CHECK(v == 7.0f);
   // The host path refuses a CUDA kernel's decode.
   std::vector<unsigned char> hostWs;
-  CHECK(k.decode(in.packed.data(), xt.data(), yt.data(), B, host.data(),
+  CHECK(k.decode(in.packed.data(), xt.data(), yt.data(), B, 1, host.data(),
                  kc.data(), vc.data(), T, hostWs) == ATTNC_ERR_DEVICE);
   CHECK(hostWs.empty());
 
-  // decodeDevice passes sizeof(attnc_decode_args): a decode entry that
-  // takes only the size without the stream (old_decode) refuses it.
-  // (The fake's metadata is global: the last load configures it for every
+  // A kernel without decode refuses the decode entry and a cache. (The
+  // fake's metadata is global: the last load configures it for every
   // Kernel open on it.)
-  Kernel old;
-  REQUIRE(loadFake(old, "isa=6,features=24,selected_isa=6,old_decode").ok);
-  CHECK(old.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
-                         dev.data(), host.data(), kc.data(), vc.data(), T,
-                         dws.data(), dneed) == ATTNC_ERR_ARGS);
-  // A kernel without decode refuses the decode entry and a cache.
   Kernel plain;
   REQUIRE(loadFake(plain, "isa=6,features=16,selected_isa=6").ok);
   CHECK_FALSE(plain.hasDecode());
-  CHECK(plain.decodeDevice(in.packed.data(), xt.data(), yt.data(), B,
+  CHECK(plain.decodeDevice(in.packed.data(), xt.data(), yt.data(), B, 1,
                            dev.data(), host.data(), kc.data(), vc.data(), T,
                            dws.data(), dneed) == ATTNC_ERR_ARGS);
   Kernel::DeviceCache c;

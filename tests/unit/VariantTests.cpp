@@ -483,8 +483,8 @@ TEST_CASE("variants: Kernel::forward passes lengths, x_kv and probs",
     const bool lens = ki.features & ATTNC_FEATURE_LENGTHS;
     BlockParams p = paramsFromInfo(ki);
     Data d = weightsFor(p, 51);
-    std::vector<float> packed;
-    REQUIRE(k.pack(d.ptrs, packed) == ATTNC_OK);
+    std::vector<unsigned char> packed;
+    REQUIRE(k.packFloat(d.ptrs, packed) == ATTNC_OK);
     const int64_t b = 3, t = 6, tkv = cross ? 9 : t;
     std::mt19937_64 rng(52);
     std::vector<float> x = randomNormal(b * t * 16, rng);
@@ -527,7 +527,7 @@ TEST_CASE("variants: Kernel refuses variant fields the kernel does not take",
   {
     FakeKernel fk(""); // causal, no features
     const Kernel &k = fk.k;
-    std::vector<float> packed(size_t(k.packedFloats()));
+    std::vector<float> packed(size_t(k.packedBytes() / 4));
     VariantInputs in;
     in.lengths = lengths;
     CHECK_FALSE(k.checkVariants(2, 4, in, nullptr, why));
@@ -549,7 +549,7 @@ TEST_CASE("variants: Kernel refuses variant fields the kernel does not take",
   {
     FakeKernel fk("mask=3,features=7,max_seq_len=8");
     const Kernel &k = fk.k;
-    std::vector<float> packed(size_t(k.packedFloats()));
+    std::vector<float> packed(size_t(k.packedBytes() / 4));
     VariantInputs in;
     in.lengths = lengths;
     // A cross kernel without x_kv: the old form cannot pass it.

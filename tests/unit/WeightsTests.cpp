@@ -320,9 +320,9 @@ void checkValues(const attnrt::Weights &w, const Info &info, int seedBase) {
   REQUIRE(w.count() == info.info.num_weights);
   for (uint32_t i = 0; i < w.count(); ++i) {
     T want = info.make(i, seedBase + int(i));
-    REQUIRE(w.floats()[i] == int64_t(want.values.size()));
+    REQUIRE(w.elems()[i] == int64_t(want.values.size()));
     for (size_t j = 0; j < want.values.size(); ++j)
-      REQUIRE(w.data()[i][j] == float(want.values[j]));
+      REQUIRE(w.float32()[i][j] == float(want.values[j]));
   }
 }
 
@@ -479,14 +479,14 @@ TEST_CASE("weights: torch_in_proj from BERT's separate query/key/value",
       T part = k == 0 ? tensor({4, 4}, 10 + i) : tensor({4}, 20 + i);
       want.insert(want.end(), part.values.begin(), part.values.end());
     }
-    REQUIRE(r.w.floats()[k] == int64_t(want.size()));
+    REQUIRE(r.w.elems()[k] == int64_t(want.size()));
     for (size_t j = 0; j < want.size(); ++j)
-      REQUIRE(r.w.data()[k][j] == float(want[j]));
+      REQUIRE(r.w.float32()[k][j] == float(want[j]));
   }
   for (uint32_t i = 2; i < 4; ++i) {
     T want = info.make(i, int(i));
     for (size_t j = 0; j < want.values.size(); ++j)
-      REQUIRE(r.w.data()[i][j] == float(want.values[j]));
+      REQUIRE(r.w.float32()[i][j] == float(want.values[j]));
   }
   CHECK(r.w.sourceName(0) == "attention.self.query.weight+attention.self.key.weight+attention.self.value.weight");
   CHECK(r.w.sourceName(2) == "attention.output.dense.weight");

@@ -187,52 +187,24 @@ const char *kUsage =
 /// Meaning of a NAME_pack / NAME_forward return code (libattnrt's text).
 const char *statusText(int rc) { return attnrt::statusText(rc); }
 
-const char *maskName(uint32_t m) {
-  switch (m) {
-  case ATTNC_MASK_NONE: return "none";
-  case ATTNC_MASK_CAUSAL: return "causal";
-  case ATTNC_MASK_PADDING: return "padding";
-  case ATTNC_MASK_CAUSAL_PADDING: return "causal_padding";
-  case ATTNC_MASK_SLIDING_WINDOW: return "sliding_window";
-  default: return "unknown";
-  }
-}
-
-const char *layoutName(uint32_t l) {
-  switch (l) {
-  case ATTNC_LAYOUT_GPT2_CONV1D: return "gpt2_conv1d";
-  case ATTNC_LAYOUT_TORCH_IN_PROJ: return "torch_in_proj";
-  case ATTNC_LAYOUT_SEPARATE: return "separate";
-  default: return "unknown";
-  }
-}
+// Every enum value in its one spelling (abi_names.def, through Block.h).
+const char *maskName(uint32_t m) { return attnrt::nameOf("mask", m); }
+const char *layoutName(uint32_t l) { return attnrt::nameOf("layout", l); }
 
 const char *isaName(uint32_t isa) {
-  // The runtime's names, with the multi library's code paths and "none"
-  // spelled out.
+  // The multi library's code paths and "none" spelled out.
   if (isa == ATTNC_ISA_MULTI)
-    return "multi (avx512, avx2)";
+    return "multi (x86-avx512, x86-avx2)";
   if (isa == ATTNC_ISA_NONE)
     return "none (this CPU has none of the library's code paths)";
   return attnrt::isaName(isa);
 }
 
+/// The argument features (ATTNC_FEATURE_CHECKSUM is a property of the
+/// file, not an argument the kernel reads: --info prints it on its own
+/// line).
 std::string featureNames(uint32_t f) {
-  std::string s;
-  auto add = [&](uint32_t bit, const char *name) {
-    if (f & bit)
-      s += (s.empty() ? "" : ", ") + std::string(name);
-  };
-  add(ATTNC_FEATURE_LENGTHS, "lengths");
-  add(ATTNC_FEATURE_CROSS, "cross");
-  add(ATTNC_FEATURE_PROBS, "probs");
-  add(ATTNC_FEATURE_DECODE, "decode");
-  add(ATTNC_FEATURE_CUDA, "cuda");
-  add(ATTNC_FEATURE_ROPE, "rope");
-  add(ATTNC_FEATURE_SCORE_MODS, "score_mods");
-  // ATTNC_FEATURE_CHECKSUM is a property of the file, not an argument the
-  // kernel reads: --info prints it on its own line.
-  return s.empty() ? "none" : s;
+  return attnrt::featureNames(f & ~ATTNC_FEATURE_CHECKSUM);
 }
 
 void error(const std::string &msg) {
@@ -312,7 +284,7 @@ bool loadWeights(const std::string &path, const std::string &prefix,
     std::fprintf(stderr, "attnc-run: %s%s\n",
                  note.rfind("warning: ", 0) == 0 ? "" : "note: ", note.c_str());
   for (uint32_t i = 0; i < loaded.count(); ++i)
-    weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
+    weights.emplace_back(loaded.float32()[i], loaded.float32()[i] + loaded.elems()[i]);
   return true;
 }
 
@@ -514,10 +486,13 @@ void printInfo(const attnrt::Kernel &k) {
         bias += (bias.empty() ? "[" : ", ") + std::string(name);
     bias += "]";
   }
-  std::printf("bias: %s\nout_proj: %s\nscale: %.9g\ndtype: f32\n"
+  std::printf("bias: %s\nout_proj: %s\nscale: %.9g\ndtype: %s\nweight_dtype: %s\n"
               "weight_layout: %s\n",
-              bias.c_str(), ki.out_proj ? "true" : "false",
-              ki.scale, layoutName(ki.weight_layout));
+              bias.c_str(), ki.out_proj ? "true" : "false", ki.scale,
+              attnrt::nameOf("dtype", ki.dtype), attnrt::nameOf("dtype", ki.weight_dtype),
+              layoutName(ki.weight_layout));
+  if (ki.tp_size > 1)
+    std::printf("tensor_parallel: rank %d of %d\n", ki.tp_rank, ki.tp_size);
   if (ki.softcap > 0)
     std::printf("softcap: %.9g\n", ki.softcap);
   if (ki.alibi_slopes)
@@ -527,7 +502,7 @@ void printInfo(const attnrt::Kernel &k) {
   if (ki.features & ATTNC_FEATURE_ROPE)
     std::printf("rope: %s, rotary_dim %lld, inv_freq[0] %.9g, inv_freq[%u] %.9g, "
                 "attention_factor %.9g%s\n",
-                ki.rope_style == ATTNC_ROPE_INTERLEAVED ? "interleaved" : "half_split",
+                attnrt::nameOf("rope_style", ki.rope_style),
                 (long long)ki.rotary_dim, ki.rope_inv_freq[0], ki.rope_pairs - 1,
                 ki.rope_inv_freq[ki.rope_pairs - 1], ki.rope_attention_factor,
                 ki.rope_long_inv_freq
@@ -544,7 +519,7 @@ void printInfo(const attnrt::Kernel &k) {
                                      : "none (not written by attnc as a shared object)");
   std::printf("target: %s (%s)\ncompiler: %s\n", ki.target_triple,
               ki.target_cpu, ki.compiler_version);
-  std::printf("packed_floats: %lld\n", (long long)ki.packed_floats);
+  std::printf("packed_bytes: %lld\n", (long long)ki.packed_bytes);
   if (ki.max_seq_len > 0)
     std::printf("max_seq_len: %lld\n", (long long)ki.max_seq_len);
   else
@@ -1117,7 +1092,7 @@ int main(int argc, char **argv) {
     msg.clear();
     if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
                                 cacheFloats) ||
-        (decodeWsBytes = k.decodeWorkspaceBytes(batch, seq, msg)) < 0 ||
+        (decodeWsBytes = k.decodeWorkspaceBytes(batch, 1, seq, msg)) < 0 ||
         (prefill > 0 &&
          (prefillWsBytes = k.workspaceBytes(batch, prefill, msg)) < 0)) {
       error(msg.empty() ? "the KV cache overflows" : msg);
@@ -1167,7 +1142,7 @@ int main(int argc, char **argv) {
               attnrt::checkedProduct({probsFloats, o.check ? 4 + 16 : 4},
                                      probsBytes) &&
               attnrt::checkedProduct(
-                  {weightFloats + ki.packed_floats, 4}, fixedBytes) &&
+                  {weightFloats * 4 + ki.packed_bytes}, fixedBytes) &&
               attnrt::checkedProduct({2, cacheFloats, 4}, cacheBytes) &&
               attnrt::checkedProduct(
                   {steps > 0 ? rows : 0, ki.d_model + ki.out_dim, 4},
@@ -1196,7 +1171,7 @@ int main(int argc, char **argv) {
         !o.cuda ||
         (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4},
                                 xyBytes) &&
-         attnrt::checkedMul(ki.packed_floats, 4, packedBytes) &&
+         attnrt::checkedMul(ki.packed_bytes, 1, packedBytes) &&
          attnrt::checkedProduct(
              {batch,
               int64_t(!o.lengthsArg.empty()) + int64_t(!o.kvLengthsArg.empty()),
@@ -1268,9 +1243,9 @@ int main(int argc, char **argv) {
   std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
-  std::vector<float> packed;
+  std::vector<unsigned char> packed;
   auto tp0 = std::chrono::steady_clock::now();
-  rc = k.pack(wptrs, packed);
+  rc = k.packFloat(wptrs, packed);
   auto tp1 = std::chrono::steady_clock::now();
   if (rc != ATTNC_OK) {
     error(std::string(ki.name) + "_pack returned " + std::to_string(rc) +
@@ -1319,11 +1294,11 @@ int main(int argc, char **argv) {
   };
   auto launchStep = [&]() {
     if (!o.cuda)
-      return k.decode(packed.data(), xTok.data(), yTok.data(), batch,
+      return k.decode(packed.data(), xTok.data(), yTok.data(), batch, 1,
                       positions.data(), kCache.data(), vCache.data(), seq,
                       decodeWs, threads);
     return k.decodeDevice(dPacked.floats(), dXTok.floats(), dYTok.floats(),
-                          batch, static_cast<const int32_t *>(dPositions.get()),
+                          batch, 1, static_cast<const int32_t *>(dPositions.get()),
                           positions.data(), dKCache.floats(), dVCache.floats(),
                           seq, dDecodeWs.get(), decodeWsBytes,
                           /*stream=*/nullptr);
@@ -1361,8 +1336,8 @@ int main(int argc, char **argv) {
     if (!o.cuda) {
       kCache.assign(size_t(cacheFloats), 0.0f);
       vCache.assign(size_t(cacheFloats), 0.0f);
-    } else if (!dPacked.allocate(packed.size() * f4, "packed", msg) ||
-               !dPacked.upload(packed.data(), packed.size() * f4, msg) ||
+    } else if (!dPacked.allocate(packed.size(), "packed", msg) ||
+               !dPacked.upload(packed.data(), packed.size(), msg) ||
                !dKCache.allocate(size_t(cacheFloats) * f4, "k_cache", msg) ||
                !dVCache.allocate(size_t(cacheFloats) * f4, "v_cache", msg) ||
                !dKCache.fill(0, msg) || !dVCache.fill(0, msg) ||
@@ -1451,12 +1426,12 @@ int main(int argc, char **argv) {
                            dLen, /*stream=*/nullptr);
   };
   if (o.cuda && steps == 0) {
-    if (!dPacked.allocate(packed.size() * f4, "packed", msg) ||
+    if (!dPacked.allocate(packed.size(), "packed", msg) ||
         !dX.allocate(x.size() * f4, "x", msg) ||
         !dY.allocate(y.size() * f4, "y", msg) ||
         !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
         (cross && !dXKv.allocate(xKv.size() * f4, "x_kv", msg)) ||
-        !dPacked.upload(packed.data(), packed.size() * f4, msg) ||
+        !dPacked.upload(packed.data(), packed.size(), msg) ||
         !dX.upload(x.data(), x.size() * f4, msg) ||
         (cross && !dXKv.upload(xKv.data(), xKv.size() * f4, msg)) ||
         !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
@@ -1622,8 +1597,8 @@ int main(int argc, char **argv) {
     // A sliding window reads only the last `window` rows of the cache.
     const int64_t rowsRead =
         ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
-    double bytes = 4.0 * (double(ki.packed_floats) +
-                          2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim));
+    double bytes = double(ki.packed_bytes) +
+                   4.0 * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
     const std::string where =
         o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) +
                      ")"
@@ -1667,9 +1642,9 @@ int main(int argc, char **argv) {
                 "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
                 (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
                 ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld floats, on the host)\n",
+    std::printf("pack: %.3f ms (%lld bytes, on the host)\n",
                 std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
-                (long long)ki.packed_floats);
+                (long long)ki.packed_bytes);
   } else if (o.bench > 0) {
     std::vector<double> ms;
     for (int64_t i = 0; i < o.bench; ++i) {
@@ -1695,9 +1670,9 @@ int main(int argc, char **argv) {
                 shownThreads == 1 ? "" : "s",
                 threads == 0 ? " (--threads 0: all online CPUs)" : "",
                 ms.front(), ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld floats)\n",
+    std::printf("pack: %.3f ms (%lld bytes)\n",
                 std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
-                (long long)ki.packed_floats);
+                (long long)ki.packed_bytes);
   }
   return status;
 }

@@ -193,6 +193,7 @@ attnrt::VariantInputs attnc::variantInputs(const Spec &spec,
                                            const EvalInputs &in) {
   attnrt::VariantInputs v;
   v.lengths = in.lengths.empty() ? nullptr : in.lengths.data();
+  v.positions = in.positions.empty() ? nullptr : in.positions.data();
   if (spec.crossAttention) {
     v.xKv = in.xKv.data();
     v.kvSeqLen = in.kvSeq;
@@ -212,7 +213,8 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
   }
   DenseMap<Value, Tensor> t;
   DenseMap<Value, int64_t> ix;
-  auto storage = storageTensors(spec);
+  const attnrt::StorageLayout layout = storageLayout(spec);
+  const std::vector<attnrt::TensorShape> &storage = layout.tensors;
   if (in.storage.size() != storage.size()) {
     error = "the inputs were made for another spec";
     return false;
@@ -261,8 +263,16 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
         continue;
       }
       if (what == "positions") {
-        error = "the evaluator runs the forward function, not the decode entry";
-        return false;
+        if (fn->getAttr("attn.entry")) {
+          error = "the evaluator runs the forward function, not the decode entry";
+          return false;
+        }
+        if (!allocate(v, {in.batch}, error))
+          return false;
+        for (int64_t b = 0; b < in.batch; ++b)
+          v.data[b] = in.positions.empty() ? 0.0 : double(in.positions.at(size_t(b)));
+        t[a] = std::move(v);
+        continue;
       }
       if (what == "lengths" || what == "kv_lengths") {
         const std::vector<int32_t> &l = what == "lengths" ? in.lengths : in.kvLengths;
@@ -321,23 +331,24 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
     int64_t n = v.shape.back(), rows = v.shape.size() == 2 ? v.shape[0] : 1;
     int64_t start = 0;
     for (const std::string &p : parts) {
-      RoleSource src;
-      if (!sourceOf(spec, p, src)) {
+      const attnrt::RoleRect *found = layout.find(p);
+      if (!found) {
         error = "unknown weight role '" + p + "'";
         return false;
       }
+      const attnrt::RoleRect &src = *found;
       const std::vector<float> &s = in.storage[src.tensor];
       int64_t sc = storage[src.tensor].shape.back();
       // The role's columns must fit the argument, its rows must match.
-      if (src.cols > n - start || (!src.isBias && src.rows != rows) ||
-          (src.isBias && rows != 1)) {
+      if (src.cols > n - start || (!src.vector && src.rows != rows) ||
+          (src.vector && rows != 1)) {
         error = "weight argument " + std::to_string(i) + " of shape " +
                 shapeStr(v.shape) + " does not fit its roles";
         return false;
       }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < src.cols; ++c) {
-          double x = src.isBias       ? s[src.colOff + c]
+          double x = src.vector       ? s[src.colOff + c]
                      : src.transposed ? s[(src.rowOff + c) * sc + src.colOff + r]
                                       : s[(src.rowOff + r) * sc + src.colOff + c];
           v.data[r * n + start + c] = x;

@@ -42,8 +42,8 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
   // One run per code path: ATTNC_ISA caps the glue's choice.
   const char *old = std::getenv("ATTNC_ISA");
   std::string saved = old ? old : "";
-  std::vector<std::pair<std::string, const char *>> caps = {{"avx512", nullptr},
-                                                            {"avx2", "avx2"}};
+  std::vector<std::pair<std::string, const char *>> caps = {{"x86-avx512", nullptr},
+                                                            {"x86-avx2", "x86-avx2"}};
   if (isa != Isa::Multi)
     caps.resize(1);
   for (auto &[label, cap] : caps) {
@@ -60,16 +60,12 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
       std::vector<const float *> w;
       for (const auto &t : in.storage)
         w.push_back(t.data());
-      std::vector<float> packed;
-      std::vector<unsigned char> ws;
+      std::vector<unsigned char> packed, ws;
       CompiledRun run;
-      run.isa = sel == ATTNC_ISA_AVX512 ? "avx512"
-                : sel == ATTNC_ISA_AVX2 ? "avx2"
-                : sel == ATTNC_ISA_HOST ? "host"
-                                        : "x86-64";
+      run.isa = attnrt::nameOf("isa", sel);
       int64_t outDim = spec.outProj ? spec.dModel : spec.qWidth();
       run.y.assign(in.batch * in.seq * outDim, 0.0f);
-      int rc = k.pack(w, packed);
+      int rc = k.packFloat(w, packed);
       if (rc == ATTNC_OK)
         rc = k.forward(packed.data(), in.x.data(), run.y.data(), in.batch, in.seq,
                        variantInputs(spec, in), /*probs=*/nullptr, ws);

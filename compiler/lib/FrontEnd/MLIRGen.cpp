@@ -67,7 +67,9 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         argNames.push_back("kv_lengths");
       }
     }
-    if (decodeEntry) {
+    // Each sequence's first position: where decode appends to the cache,
+    // and what a rotary embedding rotates by (forward takes it for RoPE).
+    if (decodeEntry || spec.hasRope()) {
       argTypes.push_back(lensType);
       argNames.push_back("positions");
     }
@@ -184,7 +186,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     // rotated). Decode rotates the new token at its cache position.
     if (spec.hasRope()) {
       Location ropeLoc = locOf("rope", "rope");
-      Value pos = decodeEntry ? input("positions") : Value();
+      Value pos = input("positions");
       auto rope = [&](Value t) -> Value {
         return RopeOp::create(
             b, ropeLoc, t.getType(), t, pos, b.getI64IntegerAttr(spec.rope.rotaryDim),

@@ -44,7 +44,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   def("OUT_DIM", outW);
   def("MAX_SEQ_LEN", spec.maxSeqLen);
   def("NUM_WEIGHTS", static_cast<int64_t>(plan.storage.size()));
-  def("PACKED_FLOATS", plan.packedFloats);
+  def("PACKED_BYTES", plan.packedFloats * 4);
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(specHash(spec), 16) << "ull\n";
   bool padding = spec.paddingMask(), probs = spec.wantsProbs();
@@ -78,14 +78,14 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   os << "/* Returns the metadata record, or NULL when the library's ABI version\n"
         " * is newer than max_abi_version. */\n"
      << "const attnc_kernel_info *" << n << "_query(uint32_t max_abi_version);\n\n"
-     << "/* Packs the storage-layout weights (see above; weight_floats[i] is the\n"
-        " * number of floats of weights[i], num_weights == " << N << "_NUM_WEIGHTS)\n"
+     << "/* Packs the storage-layout weights (see above; weight_elems[i] is the\n"
+        " * number of elements of weights[i], num_weights == " << N << "_NUM_WEIGHTS)\n"
         " * into the compute layout: Q/K/V concatenated and cut into the\n"
-        " * micro-kernel's panels, once. packed must hold packed_floats ==\n * "
-     << N << "_PACKED_FLOATS floats. Returns ATTNC_OK, ATTNC_ERR_NULL_ARG or\n"
+        " * micro-kernel's panels, once. packed must hold packed_bytes ==\n * "
+     << N << "_PACKED_BYTES bytes. Returns ATTNC_OK, ATTNC_ERR_NULL_ARG or\n"
         " * ATTNC_ERR_BUFFER_SIZE. */\n"
-     << "int " << n << "_pack(const float *const *weights, const int64_t *weight_floats,\n"
-        "    int64_t num_weights, float *packed, int64_t packed_floats);\n\n"
+     << "int " << n << "_pack(const void *const *weights, const int64_t *weight_elems,\n"
+        "    int64_t num_weights, void *packed, int64_t packed_bytes);\n\n"
      << "/* Bytes of workspace NAME_forward needs for this batch and sequence\n"
      << (spec.crossAttention
              ? " * length and kv_seq_len, the length of x_kv (>= 1); -1 when batch < 1,\n"
@@ -97,7 +97,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
      << "/* y = attention block(x): args->x is [batch, seq_len, " << N
      << "_D_MODEL],\n * args->y [batch, seq_len, " << N
      << "_OUT_DIM], float32 row-major, with their sizes in\n"
-        " * floats; args->packed comes from " << n << "_pack. The work runs as\n"
+        " * elements; args->packed comes from " << n << "_pack. The work runs as\n"
         " * phases of independent tasks through args->parallel_for (your\n"
         " * threads) or the built-in pool (args->num_threads). Results are\n"
         " * bit-identical for any thread count. Returns ATTNC_OK or an\n"
@@ -105,7 +105,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
         " * workspaces may run concurrently.";
   if (spec.crossAttention)
     os << "\n * Cross-attention: args->x_kv is [batch, kv_seq_len, " << N
-       << "_D_MODEL]\n * (x_kv_floats its size): K and V are projected from it.";
+       << "_D_MODEL]\n * (x_kv_elems its size): K and V are projected from it.";
   if (padding)
     os << "\n * Padding: args->lengths (int32 [batch], each 0..seq_len; NULL: all\n"
           " * valid) gives each sequence's valid tokens (right padding); keys past\n"
@@ -114,31 +114,38 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
                ? "\n * args->kv_lengths does the same for the keys of x_kv." : "");
   if (probs)
     os << "\n * args->probs (optional; NULL: not computed) receives the attention\n"
-          " * weights [batch, " << N << "_HEADS, seq_len, kv_seq_len], probs_floats\n"
+          " * weights [batch, " << N << "_HEADS, seq_len, kv_seq_len], probs_elems\n"
           " * their count.";
   if (spec.decode)
     os << "\n * KV cache (optional; NULL: not filled): args->k_cache and v_cache,\n"
           " * each [batch, " << N << "_KV_HEADS, cache_len, " << N << "_HEAD_DIM] with\n"
-          " * cache_len >= seq_len and cache_floats their size, receive rows\n"
+          " * cache_len >= seq_len and cache_elems their size, receive rows\n"
           " * [0, seq_len) of every sequence's K and V, for " << n << "_decode.";
+  if (spec.hasRope())
+    os << "\n * Rotary embedding: args->positions (int32 [batch]; NULL: 0) gives\n"
+          " * each sequence's first position; token t is rotated by positions[b] + t.";
   os << "\n * Variant fields not listed here must be NULL / 0. */\n"
      << "int " << n << "_forward(const attnc_forward_args *args);\n\n";
   if (spec.decode)
-    os << "/* Bytes of workspace " << n << "_decode needs (independent of how full\n"
-          " * the cache is); -1 when batch < 1 or cache_len is out of range. */\n"
-       << "int64_t " << n << "_decode_workspace_bytes(int64_t batch, int64_t cache_len);\n\n"
-       << "/* One decode step: args->x [batch, 1, " << N << "_D_MODEL] holds each\n"
-          " * sequence's new token; its K and V go into row positions[b] of the\n"
-          " * caches (layout as above, filled by " << n << "_forward and earlier\n"
-          " * steps), its query attends over rows [0, positions[b]]"
+    os << "/* Bytes of workspace " << n << "_decode needs for seq_len new tokens per\n"
+          " * sequence (independent of how full the cache is); -1 when batch or\n"
+          " * seq_len < 1, seq_len > cache_len, or cache_len is out of range. */\n"
+       << "int64_t " << n
+       << "_decode_workspace_bytes(int64_t batch, int64_t seq_len,\n    int64_t cache_len);\n\n"
+       << "/* One decode call: args->x [batch, seq_len, " << N << "_D_MODEL] holds each\n"
+          " * sequence's seq_len new tokens (1: one step of generation; more: a\n"
+          " * chunk of a chunked prefill); their K and V go into rows\n"
+          " * [positions[b], positions[b] + seq_len) of the caches (layout as above,\n"
+          " * filled by " << n << "_forward and earlier calls), the query of new\n"
+          " * token t attends over rows [0, positions[b] + t]"
        << (spec.mask == MaskKind::SlidingWindow
                ? " (the last\n * " + std::to_string(spec.window) + " of them)"
                : "")
-       << ", and args->y\n * [batch, 1, " << N << "_OUT_DIM] receives the block's output. Q is never\n"
-          " * cached. Prefill of n tokens, then decode steps at positions n, n+1,\n"
+       << ", and args->y\n * [batch, seq_len, " << N << "_OUT_DIM] receives the block's output. Q is\n"
+          " * never cached. Prefill of n tokens, then decode calls at positions n,\n"
           " * ..., equals one forward over all the tokens. Returns ATTNC_OK or an\n"
-          " * ATTNC_ERR_* code (ATTNC_ERR_ARGS: a position outside\n"
-          " * [0, cache_len)). */\n"
+          " * ATTNC_ERR_* code (ATTNC_ERR_ARGS: positions[b] + seq_len past\n"
+          " * cache_len). */\n"
        << "int " << n << "_decode(const attnc_decode_args *args);\n\n";
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return out;

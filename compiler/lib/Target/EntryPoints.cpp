@@ -7,7 +7,7 @@
 //   int64_t NAME__V_tasks(const attnc_call *c, int64_t phase)
 //   void    NAME__V_run(const attnc_call *c, int64_t phase, int64_t lo, int64_t hi)
 //
-// and once `void NAME__pack_impl(const float *const *w, float *packed)`,
+// and once `void NAME__pack_impl(const void *const *w, void *packed)`,
 // which the C glue (KernelGlue.c) calls; `attnc_call` is the record the glue
 // fills (pointers, workspace, batch, seq_len, and the variants' inputs). With
 // decode: true, NAME__V_decode_ws/_tasks/_run wrap the decode entry's code
@@ -24,9 +24,28 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <string_view>
+
 using namespace llvm;
 
 namespace {
+/// The fields of the record the glue fills (abi_call.def), in order.
+enum CallField : unsigned {
+#define ATTNC_CALL(kind, name) CF_##name,
+#include "attnc/runtime/abi_call.def"
+#undef ATTNC_CALL
+  CF_count
+};
+struct CallFieldInfo {
+  const char *name;
+  bool isPtr;
+};
+const CallFieldInfo kCallFields[] = {
+#define ATTNC_CALL(kind, name) {#name, std::string_view(#kind) == "ptr"},
+#include "attnc/runtime/abi_call.def"
+#undef ATTNC_CALL
+};
+
 struct WrapperBuilder {
   Module &m;
   const attnc::Spec &spec;
@@ -41,13 +60,11 @@ struct WrapperBuilder {
     i64 = b.getInt64Ty();
     ptr = b.getPtrTy();
     f32 = b.getFloatTy();
-    // struct attnc_call { packed, x, y, ws, ws_bytes, batch, seq,
-    //                      lengths, x_kv, kv_seq, kv_lengths, probs,
-    //                      positions, k_cache, v_cache, cache_len }
-    callTy = StructType::create(
-        ctx, {ptr, ptr, ptr, ptr, i64, i64, i64, ptr, ptr, i64, ptr, ptr,
-              ptr, ptr, ptr, i64},
-        "attnc_call");
+    // struct attnc_call, field for field (abi_call.def).
+    SmallVector<Type *> fields;
+    for (const CallFieldInfo &f : kCallFields)
+      fields.push_back(f.isPtr ? ptr : i64);
+    callTy = StructType::create(ctx, fields, "attnc_call");
   }
 
   Constant *c64(int64_t v) { return ConstantInt::get(i64, v); }
@@ -70,20 +87,27 @@ struct WrapperBuilder {
     args.append(strides.begin(), strides.end());
   }
 
-  Value *field(Value *call, unsigned i, Type *t) {
-    return b.CreateLoad(t, b.CreateStructGEP(callTy, call, i));
+  Value *field(Value *call, CallField f) {
+    return b.CreateLoad(kCallFields[f].isPtr ? ptr : i64, b.CreateStructGEP(callTy, call, f));
+  }
+
+  /// The record's field named `name` (a run-time argument of the lowered
+  /// functions is named after the field that holds it), or CF_count.
+  static CallField fieldNamed(const std::string &name) {
+    for (unsigned i = 0; i < CF_count; ++i)
+      if (name == kCallFields[i].name)
+        return CallField(i);
+    return CF_count;
   }
 
   /// The lowered functions' leading arguments, from an attnc_call.
-  SmallVector<Value *> forwardArgs(Value *call, bool decode) {
-    Value *packed = field(call, 0, ptr), *x = field(call, 1, ptr),
-          *y = field(call, 2, ptr), *ws = field(call, 3, ptr),
-          *wsBytes = field(call, 4, i64), *batch = field(call, 5, i64),
-          *seq = field(call, 6, i64), *lengths = field(call, 7, ptr),
-          *xKv = field(call, 8, ptr), *kvSeq = field(call, 9, i64),
-          *kvLengths = field(call, 10, ptr), *probs = field(call, 11, ptr),
-          *positions = field(call, 12, ptr), *kCache = field(call, 13, ptr),
-          *vCache = field(call, 14, ptr), *cacheLen = field(call, 15, i64);
+  SmallVector<Value *> forwardArgs(Value *call, bool decode, std::string &error) {
+    // Every field, loaded once, in record order.
+    SmallVector<Value *> f;
+    for (unsigned i = 0; i < CF_count; ++i)
+      f.push_back(field(call, CallField(i)));
+    Value *batch = f[CF_batch], *seq = f[CF_seq], *kvSeq = f[CF_kv_seq],
+          *cacheLen = f[CF_cache_len];
     auto dims = [&](const std::vector<int64_t> &shape, Value *seqLen) {
       SmallVector<Value *> d;
       for (size_t i = 0; i < shape.size(); ++i)
@@ -94,37 +118,31 @@ struct WrapperBuilder {
     for (const attnc::ForwardArg &a : decode ? plan.decodeArgs : plan.forwardArgs) {
       switch (a.kind) {
       case attnc::ForwardArg::Input:
-        if (a.input == "k_cache" || a.input == "v_cache") {
-          // [batch, kv_heads, cache_len, head_dim]
-          auto d = dims(a.shape, cacheLen);
-          pushMemref(args, a.input == "k_cache" ? kCache : vCache, d);
-        } else if (a.input == "positions")
-          pushMemref(args, positions, dims(a.shape, seq));
-        else if (a.input == "x_kv")
-          pushMemref(args, xKv, dims(a.shape, kvSeq));
-        else if (a.input == "lengths")
-          pushMemref(args, lengths, dims(a.shape, seq));
-        else if (a.input == "kv_lengths")
-          pushMemref(args, kvLengths, dims(a.shape, seq));
-        else
-          pushMemref(args, x, dims(a.shape, seq));
-        break;
-      case attnc::ForwardArg::Output:
-        if (a.input == "probs") { // [batch, heads, seq, kv_seq]
-          auto d = dims(a.shape, seq);
-          if (d.size() == 4 && a.shape[3] < 0)
-            d[3] = kvSeq;
-          pushMemref(args, probs, d);
-        } else {
-          pushMemref(args, y, dims(a.shape, seq));
+      case attnc::ForwardArg::Output: {
+        CallField fld = fieldNamed(a.input);
+        if (fld == CF_count || !kCallFields[fld].isPtr) {
+          error = "internal error: run-time argument '" + a.input +
+                  "' is no buffer of the call record";
+          return {};
         }
+        // Dimension 1 of each buffer: the caches' rows, x_kv's tokens, or
+        // the call's tokens; probs [batch, heads, seq, kv_seq].
+        Value *rows = fld == CF_k_cache || fld == CF_v_cache ? cacheLen
+                      : fld == CF_x_kv                       ? kvSeq
+                                                             : seq;
+        auto d = dims(a.shape, rows);
+        if (fld == CF_probs && d.size() == 4 && a.shape[3] < 0)
+          d[3] = kvSeq;
+        pushMemref(args, f[fld], d);
         break;
+      }
       case attnc::ForwardArg::Weight:
-        pushMemref(args, b.CreateGEP(f32, packed, c64(plan.weights[a.weight].offset)),
+        pushMemref(args,
+                   b.CreateGEP(f32, f[CF_packed], c64(plan.weights[a.weight].offset)),
                    dims(a.shape, seq));
         break;
       case attnc::ForwardArg::Workspace:
-        pushMemref(args, ws, {wsBytes});
+        pushMemref(args, f[CF_ws], {f[CF_ws_bytes]});
         break;
       }
     }
@@ -159,11 +177,14 @@ struct WrapperBuilder {
     }
     {
       Function *fn = define(wrap + "_ws", i64, {ptr});
-      b.CreateRet(b.CreateCall(ws, forwardArgs(fn->getArg(0), decode)));
+      auto args = forwardArgs(fn->getArg(0), decode, error);
+      if (!error.empty())
+        return false;
+      b.CreateRet(b.CreateCall(ws, args));
     }
     {
       Function *fn = define(wrap + "_tasks", i64, {ptr, i64});
-      auto args = forwardArgs(fn->getArg(0), decode);
+      auto args = forwardArgs(fn->getArg(0), decode, error);
       args.push_back(fn->getArg(1));
       b.CreateRet(b.CreateCall(tasks, args));
     }
@@ -173,7 +194,7 @@ struct WrapperBuilder {
       // NAME__V_args(const attnc_call *c, int64_t *out) stores them in
       // order (pointers as integers) and returns how many there are.
       Function *fn = define(wrap + "_args", i64, {ptr, ptr});
-      auto args = forwardArgs(fn->getArg(0), decode);
+      auto args = forwardArgs(fn->getArg(0), decode, error);
       for (auto [i, v] : llvm::enumerate(args)) {
         Value *x = v->getType()->isPointerTy() ? b.CreatePtrToInt(v, i64) : v;
         b.CreateStore(x, b.CreateGEP(i64, fn->getArg(1), c64(i)));
@@ -181,7 +202,7 @@ struct WrapperBuilder {
       b.CreateRet(c64(args.size()));
     } else {
       Function *fn = define(wrap + "_run", b.getVoidTy(), {ptr, i64, i64, i64});
-      auto args = forwardArgs(fn->getArg(0), decode);
+      auto args = forwardArgs(fn->getArg(0), decode, error);
       for (unsigned i = 1; i < 4; ++i)
         args.push_back(fn->getArg(i));
       b.CreateCall(run, args);

@@ -22,24 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The generated functions read their buffers through this record. */
+/* The generated functions read their buffers through this record
+ * (abi_call.def: one field per entry, in order). */
+#define K_CALL_ptr void *
+#define K_CALL_i64 int64_t
 typedef struct attnc_call {
-  const float *packed;
-  const float *x;
-  float *y;
-  void *ws;
-  int64_t ws_bytes;
-  int64_t batch;
-  int64_t seq;
-  const int32_t *lengths;    /* NULL: every token valid */
-  const float *x_kv;         /* cross-attention: [batch, kv_seq, d_model] */
-  int64_t kv_seq;
-  const int32_t *kv_lengths; /* NULL: every key valid */
-  float *probs;
-  const int32_t *positions;  /* decode: [batch] rows already in the cache */
-  float *k_cache;            /* NULL: forward does not fill a cache */
-  float *v_cache;
-  int64_t cache_len;
+#define ATTNC_CALL(kind, name) K_CALL_##kind name;
+#include "attnc/runtime/abi_call.def"
+#undef ATTNC_CALL
 } attnc_call;
 
 typedef struct attnc_variant {
@@ -270,20 +260,20 @@ K_EXPORT int64_t KSYM(workspace_size)(int64_t batch, int64_t seq_len,
   return k_max_ws(&c, 0);
 }
 
-K_EXPORT int KSYM(pack)(const float *const *weights, const int64_t *weight_floats,
-               int64_t num_weights, float *packed, int64_t packed_floats) {
-  if (!weights || !weight_floats || !packed)
+K_EXPORT int KSYM(pack)(const void *const *weights, const int64_t *weight_elems,
+               int64_t num_weights, void *packed, int64_t packed_bytes) {
+  if (!weights || !weight_elems || !packed)
     return ATTNC_ERR_NULL_ARG;
-  if (num_weights != K_NUM_WEIGHTS || packed_floats != K_PACKED_FLOATS)
+  if (num_weights != K_NUM_WEIGHTS || packed_bytes != K_PACKED_BYTES)
     return ATTNC_ERR_BUFFER_SIZE;
   for (int64_t i = 0; i < K_NUM_WEIGHTS; ++i) {
     if (!weights[i])
       return ATTNC_ERR_NULL_ARG;
-    if (weight_floats[i] != k_weight_floats[i])
+    if (weight_elems[i] != k_weight_elems[i])
       return ATTNC_ERR_BUFFER_SIZE;
   }
   /* Padding of the panels must be zero: the kernels multiply it. */
-  memset(packed, 0, (size_t)K_PACKED_FLOATS * sizeof(float));
+  memset(packed, 0, (size_t)K_PACKED_BYTES);
   KSYM(_pack_impl)(weights, packed);
   return ATTNC_OK;
 }
@@ -545,41 +535,45 @@ static int k_cuda_run(int64_t (*tasks)(const attnc_call *, int64_t),
 }
 #endif
 
+/* positions[b] (NULL: 0) with positions[b] + seq past the first
+ * position of no sequence: 0 <= positions[b] <= 2^30 - seq. A CUDA
+ * kernel's positions are device memory: the kernels clamp them. */
+static int k_positions_ok(const int32_t *positions, int64_t batch, int64_t seq,
+                          int64_t limit) {
+  for (int64_t b = 0; positions && b < ((K_FEATURES & ATTNC_FEATURE_CUDA) ? 0 : batch); ++b)
+    if (positions[b] < 0 || positions[b] > limit - seq)
+      return 0;
+  return 1;
+}
+
 K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The KV-cache fields, then the stream, came later in version 2: a
-   * caller built against an older version-2 header passes a smaller size. */
-  int has_stream = a->struct_size == sizeof(attnc_forward_args);
-  int has_cache_fields = has_stream || a->struct_size == ATTNC_FORWARD_ARGS_SIZE_V2_1;
-  if ((!has_cache_fields && a->struct_size != ATTNC_FORWARD_ARGS_SIZE_V2_0) ||
-      a->reserved0 != 0 || a->reserved1 != 0 || a->num_threads < 0)
+  if (a->struct_size != sizeof(attnc_forward_args) || a->reserved0 != 0 ||
+      a->reserved1 != 0 || a->num_threads < 0)
     return ATTNC_ERR_ARGS;
-  void *stream = has_stream ? a->stream : NULL;
-  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && stream)
+  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && a->stream)
     return ATTNC_ERR_ARGS;
-  float *k_cache = has_cache_fields ? a->k_cache : NULL;
-  float *v_cache = has_cache_fields ? a->v_cache : NULL;
-  int64_t cache_floats = has_cache_fields ? a->cache_floats : 0;
-  int64_t cache_len = has_cache_fields ? a->cache_len : 0;
   if ((K_FEATURES & ATTNC_FEATURE_DECODE) == 0 &&
-      (k_cache || v_cache || cache_floats || cache_len))
+      (a->k_cache || a->v_cache || a->cache_elems || a->cache_len))
     return ATTNC_ERR_ARGS;
   /* Variant fields this kernel does not take must be empty. */
   if (((K_FEATURES & ATTNC_FEATURE_LENGTHS) == 0 && a->lengths) ||
       ((K_FEATURES & ATTNC_FEATURE_CROSS) == 0 &&
-       (a->x_kv || a->x_kv_floats || a->kv_lengths ||
+       (a->x_kv || a->x_kv_elems || a->kv_lengths ||
         (a->kv_seq_len != 0 && a->kv_seq_len != a->seq_len))) ||
-      ((K_FEATURES & ATTNC_FEATURE_PROBS) == 0 && (a->probs || a->probs_floats)))
+      ((K_FEATURES & ATTNC_FEATURE_PROBS) == 0 && (a->probs || a->probs_elems)))
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y)
     return ATTNC_ERR_NULL_ARG;
   if (!k_shape_ok(a->batch, a->seq_len))
     return ATTNC_ERR_BAD_SHAPE;
   int64_t rows = a->batch * a->seq_len;
-  if (a->packed_floats != K_PACKED_FLOATS || a->x_floats != rows * K_D_MODEL ||
-      a->y_floats != rows * K_OUT_DIM)
+  if (a->packed_bytes != K_PACKED_BYTES || a->x_elems != rows * K_D_MODEL ||
+      a->y_elems != rows * K_OUT_DIM)
     return ATTNC_ERR_BUFFER_SIZE;
+  if (!k_positions_ok(a->positions, a->batch, a->seq_len, ((int64_t)1) << 30))
+    return ATTNC_ERR_ARGS;
   int64_t kv_seq = a->seq_len;
   if (K_FEATURES & ATTNC_FEATURE_CROSS) {
     if (!a->x_kv)
@@ -587,14 +581,14 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
     kv_seq = a->kv_seq_len;
     if (!k_shape_ok(a->batch, kv_seq))
       return ATTNC_ERR_BAD_SHAPE;
-    if (a->x_kv_floats != a->batch * kv_seq * K_D_MODEL)
+    if (a->x_kv_elems != a->batch * kv_seq * K_D_MODEL)
       return ATTNC_ERR_BUFFER_SIZE;
   }
   /* Attention weights: optional (NULL: not computed), exactly sized. */
   if ((K_FEATURES & ATTNC_FEATURE_PROBS) &&
-      (a->probs ? a->probs_floats / K_HEADS / a->batch / a->seq_len != kv_seq ||
-                      a->probs_floats % (K_HEADS * a->batch * a->seq_len) != 0
-                : a->probs_floats != 0))
+      (a->probs ? a->probs_elems / K_HEADS / a->batch / a->seq_len != kv_seq ||
+                      a->probs_elems % (K_HEADS * a->batch * a->seq_len) != 0
+                : a->probs_elems != 0))
     return ATTNC_ERR_BUFFER_SIZE;
   /* Valid lengths (right padding): 0 <= lengths[b] <= seq_len. A CUDA
    * kernel's lengths are in device memory: the kernels clamp them. */
@@ -603,16 +597,18 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
         (a->kv_lengths && (a->kv_lengths[b] < 0 || a->kv_lengths[b] > kv_seq)))
       return ATTNC_ERR_ARGS;
   /* KV cache: both or neither; long enough for the prompt. */
-  if ((k_cache != NULL) != (v_cache != NULL))
+  if ((a->k_cache != NULL) != (a->v_cache != NULL))
     return ATTNC_ERR_NULL_ARG;
-  if (k_cache) {
-    if (k_cache == v_cache)
+  if (a->k_cache) {
+    /* The cache rows are positions: a prompt that does not start at 0 is
+     * a decode call (a chunk) at its positions. */
+    if (a->k_cache == a->v_cache || a->positions)
       return ATTNC_ERR_ARGS;
-    if (cache_len < a->seq_len || !k_shape_ok(a->batch, cache_len))
+    if (a->cache_len < a->seq_len || !k_shape_ok(a->batch, a->cache_len))
       return ATTNC_ERR_BAD_SHAPE;
-    if (cache_floats != a->batch * cache_len * K_KV_HEADS * K_HEAD_DIM)
+    if (a->cache_elems != a->batch * a->cache_len * K_KV_HEADS * K_HEAD_DIM)
       return ATTNC_ERR_BUFFER_SIZE;
-  } else if (cache_floats || cache_len) {
+  } else if (a->cache_elems || a->cache_len) {
     return ATTNC_ERR_BUFFER_SIZE;
   }
 #ifdef K_CUDA
@@ -624,25 +620,26 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
 #endif
   attnc_call c;
   memset(&c, 0, sizeof(c));
-  c.k_cache = k_cache;
-  c.v_cache = v_cache;
-  c.cache_len = k_cache ? cache_len : 0;
-  c.packed = a->packed;
-  c.x = a->x;
+  c.k_cache = a->k_cache;
+  c.v_cache = a->v_cache;
+  c.cache_len = a->k_cache ? a->cache_len : 0;
+  c.packed = (void *)a->packed;
+  c.x = (void *)a->x;
   c.y = a->y;
   c.ws = a->workspace;
   c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
   c.batch = a->batch;
   c.seq = a->seq_len;
-  c.lengths = a->lengths;
-  c.x_kv = a->x_kv;
+  c.positions = (void *)a->positions;
+  c.lengths = (void *)a->lengths;
+  c.x_kv = (void *)a->x_kv;
   c.kv_seq = kv_seq;
-  c.kv_lengths = a->kv_lengths;
+  c.kv_lengths = (void *)a->kv_lengths;
   c.probs = a->probs;
   if (v->ws(&c) > c.ws_bytes)
     return ATTNC_ERR_WORKSPACE;
 #ifdef K_CUDA
-  return k_cuda_run(v->tasks, K_CUDA_ARGS_FN, K_CUDA_ARGS, 0, K_PHASES, &c, stream);
+  return k_cuda_run(v->tasks, K_CUDA_ARGS_FN, K_CUDA_ARGS, 0, K_PHASES, &c, a->stream);
 #else
   return k_run_phases(v->tasks, v->run, K_PHASES, &c, a->parallel_for,
                       a->parallel_ctx, a->num_threads);
@@ -650,13 +647,16 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
 }
 
 #if K_FEATURES & ATTNC_FEATURE_DECODE
-K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t cache_len) {
-  if (!k_shape_ok(batch, 1) || !k_shape_ok(batch, cache_len))
+K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t seq_len,
+                                              int64_t cache_len) {
+  if (!k_shape_ok(batch, seq_len) || !k_shape_ok(batch, cache_len) ||
+      seq_len > cache_len || seq_len > K_DECODE_MAX_SEQ)
     return -1;
   attnc_call c;
   memset(&c, 0, sizeof(c));
   c.batch = batch;
-  c.seq = 1;
+  c.seq = seq_len;
+  c.kv_seq = seq_len;
   c.cache_len = cache_len;
   return k_max_ws(&c, 1);
 }
@@ -664,29 +664,27 @@ K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t cache_len) 
 K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
-  /* The stream came later in version 2 (ATTNC_DECODE_ARGS_SIZE_V2_0). */
-  int has_stream = a->struct_size == sizeof(attnc_decode_args);
-  if ((!has_stream && a->struct_size != ATTNC_DECODE_ARGS_SIZE_V2_0) ||
-      a->reserved0 != 0 || a->reserved1 != 0 || a->num_threads < 0)
+  if (a->struct_size != sizeof(attnc_decode_args) || a->reserved0 != 0 ||
+      a->reserved1 != 0 || a->num_threads < 0)
     return ATTNC_ERR_ARGS;
-  void *stream = has_stream ? a->stream : NULL;
-  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && stream)
+  if ((K_FEATURES & ATTNC_FEATURE_CUDA) == 0 && a->stream)
     return ATTNC_ERR_ARGS;
   if (!a->packed || !a->x || !a->y || !a->positions || !a->k_cache ||
       !a->v_cache)
     return ATTNC_ERR_NULL_ARG;
   if (a->k_cache == a->v_cache)
     return ATTNC_ERR_ARGS;
-  if (!k_shape_ok(a->batch, 1) || !k_shape_ok(a->batch, a->cache_len))
+  if (!k_shape_ok(a->batch, a->seq_len) || !k_shape_ok(a->batch, a->cache_len) ||
+      a->seq_len > a->cache_len || a->seq_len > K_DECODE_MAX_SEQ)
     return ATTNC_ERR_BAD_SHAPE;
-  if (a->packed_floats != K_PACKED_FLOATS ||
-      a->x_floats != a->batch * K_D_MODEL || a->y_floats != a->batch * K_OUT_DIM ||
-      a->cache_floats != a->batch * a->cache_len * K_KV_HEADS * K_HEAD_DIM)
+  const int64_t rows = a->batch * a->seq_len;
+  if (a->packed_bytes != K_PACKED_BYTES ||
+      a->x_elems != rows * K_D_MODEL || a->y_elems != rows * K_OUT_DIM ||
+      a->cache_elems != a->batch * a->cache_len * K_KV_HEADS * K_HEAD_DIM)
     return ATTNC_ERR_BUFFER_SIZE;
-  /* A CUDA kernel's positions are device memory: the kernels clamp them. */
-  for (int64_t b = 0; b < ((K_FEATURES & ATTNC_FEATURE_CUDA) ? 0 : a->batch); ++b)
-    if (a->positions[b] < 0 || a->positions[b] >= a->cache_len)
-      return ATTNC_ERR_ARGS;
+  /* Each sequence's new rows fit the cache (device positions: clamped). */
+  if (!k_positions_ok(a->positions, a->batch, a->seq_len, a->cache_len))
+    return ATTNC_ERR_ARGS;
 #ifdef K_CUDA
   const attnc_variant *v = &k_variants[0];
 #else
@@ -696,15 +694,15 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
 #endif
   attnc_call c;
   memset(&c, 0, sizeof(c));
-  c.packed = a->packed;
-  c.x = a->x;
+  c.packed = (void *)a->packed;
+  c.x = (void *)a->x;
   c.y = a->y;
   c.ws = a->workspace;
   c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
   c.batch = a->batch;
-  c.seq = 1;
-  c.kv_seq = 1;
-  c.positions = a->positions;
+  c.seq = a->seq_len;
+  c.kv_seq = a->seq_len;
+  c.positions = (void *)a->positions;
   c.k_cache = a->k_cache;
   c.v_cache = a->v_cache;
   c.cache_len = a->cache_len;
@@ -712,7 +710,7 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
     return ATTNC_ERR_WORKSPACE;
 #ifdef K_CUDA
   return k_cuda_run(v->decode_tasks, K_CUDA_DECODE_ARGS_FN, K_CUDA_DECODE_ARGS,
-                    K_PHASES, K_DECODE_PHASES, &c, stream);
+                    K_PHASES, K_DECODE_PHASES, &c, a->stream);
 #else
   return k_run_phases(v->decode_tasks, v->decode_run, K_DECODE_PHASES, &c,
                       a->parallel_for, a->parallel_ctx, a->num_threads);

@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <map>
 
 static const char kAbiHeader[] =
 #include "attnc/Target/AbiHeader.inc"
@@ -25,6 +26,13 @@ static const char kGlue[] =
     ;
 
 namespace {
+/// The fields of attnc_kernel_info, in order (abi_kernel_info.def).
+const char *const kInfoFields[] = {
+#define ATTNC_FIELD(type, name) #name,
+#include "attnc/runtime/abi_kernel_info.def"
+#undef ATTNC_FIELD
+};
+
 std::string cString(const std::string &s) {
   std::string out = "\"";
   for (char c : s) {
@@ -93,7 +101,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_OUT_DIM " << outDim << "\n"
      << "#define K_HEADS " << spec.heads << "\n"
      << "#define K_NUM_WEIGHTS " << plan.storage.size() << "\n"
-     << "#define K_PACKED_FLOATS " << plan.packedFloats << "\n"
+     << "#define K_PACKED_BYTES " << plan.packedFloats * 4 << "\n"
      << "#define K_MAX_SEQ_LEN " << spec.maxSeqLen << "\n"
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
@@ -102,7 +110,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_KV_HEADS " << spec.kvHeads << "\n"
      << "#define K_HEAD_DIM " << spec.headDim << "\n"
      << "#define K_DECODE_PHASES " << lw.decodePhases << "\n"
-     << "static const int64_t k_weight_floats[] = {";
+     << "#define K_DECODE_MAX_SEQ 1\n"
+     << "static const int64_t k_weight_elems[] = {";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     int64_t f = 1;
     for (int64_t d : plan.storage[i].shape)
@@ -110,7 +119,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     os << (i ? ", " : "") << f;
   }
   os << "};\n"
-     << "void " << n << "__pack_impl(const float *const *, float *);\n";
+     << "void " << n << "__pack_impl(const void *const *, void *);\n";
 
   // The code path table, preferred first.
   std::string table;
@@ -230,9 +239,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     int64_t d0 = t.shape.size() > 0 ? t.shape[0] : 1;
     int64_t d1 = t.shape.size() > 1 ? t.shape[1] : 1;
     os << "  {.name = " << cString(t.name) << ", .rank = " << t.shape.size()
-       << ", .reserved = 0, .dims = {" << d0 << ", " << d1 << "}},\n";
+       << ", .dtype = ATTNC_DTYPE_F32, .dims = {" << d0 << ", " << d1 << "}},\n";
   }
-  const char *isaCode = isaInfo(isa).abiCode;
   os << "};\n";
   // The rotary frequency tables (radians per position), exactly as the
   // kernels were compiled with them.
@@ -255,64 +263,79 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "__attribute__((section(ATTNC_CHECKSUM_SECTION), used, aligned(8)))\n"
      << "static const attnc_checksum k_checksum = {ATTNC_CHECKSUM_MAGIC, 0, 0};\n"
      << "#define K_FEATURES_RECORD (K_FEATURES | ATTNC_FEATURE_CHECKSUM)\n"
-     << "#else\n#define K_FEATURES_RECORD K_FEATURES\n#endif\n"
-     << "static const attnc_kernel_info k_info = {\n"
-     << "  .abi_version = ATTNC_ABI_VERSION,\n"
-     << "  .struct_size = sizeof(attnc_kernel_info),\n"
-     << "  .name = " << cString(n) << ",\n"
-     << "  .spec_hash = " << specHash(spec) << "ull,\n"
-     << "  .d_model = " << spec.dModel << ",\n"
-     << "  .heads = " << spec.heads << ",\n"
-     << "  .kv_heads = " << spec.kvHeads << ",\n"
-     << "  .head_dim = " << spec.headDim << ",\n"
-     << "  .out_dim = " << outDim << ",\n"
-     << "  .mask = " << params.mask << "u,\n"
-     << "  .causal_align = " << (params.topLeft ? 1 : 0) << "u,\n"
-     << "  .window = " << spec.window << ",\n"
-     << "  .bias = " << (spec.biasMask ? 1 : 0) << "u,\n"
-     << "  .out_proj = " << (spec.outProj ? 1 : 0) << "u,\n"
-     << "  .scale = " << llvm::format("%.17g", spec.effectiveScale()) << ",\n"
-     << "  .dtype = ATTNC_DTYPE_F32,\n"
-     << "  .isa = " << isaCode << ",\n"
-     << "  .weight_layout = " << params.layout << "u,\n"
-     << "  .features = K_FEATURES_RECORD,\n"
-     << "  .num_weights = " << plan.storage.size() << "u,\n"
-     << "  .reserved0 = 0,\n"
-     << "  .weights = k_tensors,\n"
-     << "  .packed_floats = K_PACKED_FLOATS,\n"
-     << "  .max_seq_len = K_MAX_SEQ_LEN,\n"
-     << "  .workspace_per_row = " << lw.wsPerRow << ",\n"
-     << "  .workspace_fixed = " << 64 * lw.wsBuffers << ",\n"
-     << "  .stack_bytes = K_STACK_BYTES,\n"
-     << "  .selected_isa = k_selected_isa,\n"
-     << "  .target_triple = \""
-     << (isCuda(isa) ? "nvptx64-nvidia-cuda" : "x86_64-unknown-linux-gnu") << "\",\n"
-     << "  .target_cpu = " << cString(cpus) << ",\n"
-     << "  .compiler_version = " << cString(std::string("attnc ") + ATTNC_VERSION)
-     << ",\n"
-     << "  .bias_flags = " << params.biasMask << "u,\n"
-     << "  .weight_dtype = ATTNC_DTYPE_F32,\n"
-     << "  .tp_size = 1,\n"
-     << "  .tp_rank = 0,\n"
-     << "  .rope_style = " << params.ropeStyle << "u,\n"
-     << "  .rope_pairs = " << params.ropeInvFreq.size() << "u,\n"
-     << "  .rotary_dim = " << params.rotaryDim << ",\n"
-     << "  .rope_inv_freq = " << (params.ropeInvFreq.empty() ? "0" : "k_rope_inv_freq") << ",\n"
-     << "  .rope_long_inv_freq = "
-     << (params.ropeLongInvFreq.empty() ? "0" : "k_rope_long_inv_freq") << ",\n"
-     << "  .rope_long_from = " << params.ropeLongFrom << ",\n"
-     << "  .rope_attention_factor = " << llvm::format("%a", params.ropeAttentionFactor)
-     << ",\n"
-     << "  .softcap = " << llvm::format("%a", params.softcap) << ",\n"
-     << "  .alibi_slopes = " << (params.alibiSlopes.empty() ? "0" : "k_alibi_slopes") << ",\n"
-     << "  .alibi_before_scale = " << (params.alibiBeforeScale ? 1 : 0) << "u,\n"
-     << "  .t5_num_buckets = " << params.t5Buckets << ",\n"
-     << "  .t5_max_distance = " << (params.t5Buckets ? params.t5MaxDistance : 0) << ",\n"
-     << "  .t5_bidirectional = " << (params.t5Buckets && params.t5Bidirectional ? 1 : 0) << "u,\n"
-     << "  .qk_norm = " << params.qkNorm << "u,\n"
-     << "  .sinks = " << (params.sinks ? 1 : 0) << "u,\n"
-     << "  .qk_norm_eps = " << llvm::format("%a", params.qkNorm ? params.qkNormEps : 0.0) << ",\n"
-     << "  .qk_norm_offset = " << llvm::format("%a", params.qkNormOffset) << ",\n};\n"
+     << "#else\n#define K_FEATURES_RECORD K_FEATURES\n#endif\n";
+  // The record: the value of every field, written in the order of the
+  // field list (abi_kernel_info.def); a field without a value here stops
+  // the C compiler.
+  auto hexf = [](double v) {
+    std::string t;
+    llvm::raw_string_ostream ss(t);
+    ss << llvm::format("%a", v);
+    return t;
+  };
+  auto u = [](uint64_t v) { return std::to_string(v) + "u"; };
+  std::map<std::string, std::string> value = {
+      {"abi_version", "ATTNC_ABI_VERSION"},
+      {"struct_size", "sizeof(attnc_kernel_info)"},
+      {"name", cString(n)},
+      {"spec_hash", std::to_string(specHash(spec)) + "ull"},
+      {"d_model", std::to_string(spec.dModel)},
+      {"heads", std::to_string(spec.heads)},
+      {"kv_heads", std::to_string(spec.kvHeads)},
+      {"head_dim", std::to_string(spec.headDim)},
+      {"out_dim", std::to_string(outDim)},
+      {"mask", u(params.mask)},
+      {"causal_align", u(params.topLeft ? 1 : 0)},
+      {"window", std::to_string(spec.window)},
+      {"bias_flags", u(params.biasMask)},
+      {"out_proj", u(spec.outProj ? 1 : 0)},
+      {"scale", hexf(spec.effectiveScale())},
+      {"dtype", "ATTNC_DTYPE_F32"},
+      {"weight_dtype", "ATTNC_DTYPE_F32"},
+      {"isa", isaInfo(isa).abiCode},
+      {"weight_layout", u(params.layout)},
+      {"features", "K_FEATURES_RECORD"},
+      {"num_weights", u(plan.storage.size())},
+      {"weights", "k_tensors"},
+      {"packed_bytes", "K_PACKED_BYTES"},
+      {"max_seq_len", "K_MAX_SEQ_LEN"},
+      {"workspace_per_row", std::to_string(lw.wsPerRow)},
+      {"workspace_fixed", std::to_string(64 * lw.wsBuffers)},
+      {"stack_bytes", "K_STACK_BYTES"},
+      {"selected_isa", "k_selected_isa"},
+      {"target_triple",
+       isCuda(isa) ? "\"nvptx64-nvidia-cuda\"" : "\"x86_64-unknown-linux-gnu\""},
+      {"target_cpu", cString(cpus)},
+      {"compiler_version", cString(std::string("attnc ") + ATTNC_VERSION)},
+      {"tp_size", "1"},
+      {"tp_rank", "0"},
+      {"rope_style", u(params.ropeStyle)},
+      {"rope_pairs", u(params.ropeInvFreq.size())},
+      {"rotary_dim", std::to_string(params.rotaryDim)},
+      {"rope_inv_freq", params.ropeInvFreq.empty() ? "0" : "k_rope_inv_freq"},
+      {"rope_long_inv_freq", params.ropeLongInvFreq.empty() ? "0" : "k_rope_long_inv_freq"},
+      {"rope_long_from", std::to_string(params.ropeLongFrom)},
+      {"rope_attention_factor", hexf(params.ropeAttentionFactor)},
+      {"softcap", hexf(params.softcap)},
+      {"alibi_slopes", params.alibiSlopes.empty() ? "0" : "k_alibi_slopes"},
+      {"alibi_before_scale", u(params.alibiBeforeScale ? 1 : 0)},
+      {"t5_num_buckets", std::to_string(params.t5Buckets)},
+      {"t5_max_distance", std::to_string(params.t5Buckets ? params.t5MaxDistance : 0)},
+      {"t5_bidirectional", u(params.t5Buckets && params.t5Bidirectional ? 1 : 0)},
+      {"qk_norm", u(params.qkNorm)},
+      {"sinks", u(params.sinks ? 1 : 0)},
+      {"qk_norm_eps", hexf(params.qkNorm ? params.qkNormEps : 0.0)},
+      {"qk_norm_offset", hexf(params.qkNormOffset)},
+  };
+  os << "static const attnc_kernel_info k_info = {\n";
+  for (const char *field : kInfoFields) {
+    auto it = value.find(field);
+    if (it == value.end())
+      os << "#error \"attnc: no value for attnc_kernel_info." << field << "\"\n";
+    else
+      os << "  ." << field << " = " << it->second << ",\n";
+  }
+  os << "};\n"
      << "K_EXPORT const attnc_kernel_info *KSYM(query)(uint32_t max_abi_version) {\n"
      << "  return max_abi_version >= ATTNC_ABI_VERSION ? &k_info : 0;\n}\n";
   if (n != "attnc")

@@ -73,119 +73,26 @@ std::vector<attnrt::TensorShape> attnc::storageTensors(const Spec &spec) {
   return attnrt::storageTensors(blockParams(spec));
 }
 
-bool attnc::sourceOf(const Spec &spec, const std::string &role, RoleSource &out) {
-  if (role.size() != 2 || (role[0] != 'w' && role[0] != 'b' && role[0] != 'n' &&
-                           role != "ss" && role != "rb"))
-    return false;
-  // Plain tensors (not projection weights): one storage tensor each, read
-  // whole. QK-norm weights and sinks are vectors, T5's table a matrix.
-  struct Plain {
-    const char *role, *name;
-    bool present, vector;
-    int64_t rows, cols;
-  };
-  const bool normAll = spec.qkNorm == Spec::QkNorm::Projection;
-  const bool norm = spec.qkNorm != Spec::QkNorm::None;
-  const Plain plain[] = {
-      {"nq", "q_norm.weight", norm, true, 1, normAll ? spec.qWidth() : spec.headDim},
-      {"nk", "k_norm.weight", norm, true, 1, normAll ? spec.kvWidth() : spec.headDim},
-      {"ss", "sinks", spec.sinks, true, 1, spec.heads},
-      {"rb", "relative_attention_bias.weight", spec.t5Buckets > 0, false, spec.t5Buckets,
-       spec.heads}};
-  for (const Plain &pl : plain) {
-    if (role != pl.role)
-      continue;
-    if (!pl.present)
-      return false;
-    auto tensors = storageTensors(spec);
-    out = RoleSource();
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (tensors[i].name == pl.name)
-        out.tensor = static_cast<int>(i);
-    out.isBias = pl.vector; // a vector: role(n) = T[n]
-    out.rows = pl.rows;
-    out.cols = pl.cols;
-    return out.tensor >= 0;
-  }
-  if (role[0] == 'n')
-    return false;
-  char which = role[1];
-  bool isBias = role[0] == 'b';
-  if (isBias && !spec.hasBias(which))
-    return false;
-  if (which == 'o' && !spec.outProj)
-    return false;
-  int64_t d = spec.dModel, qw = spec.qWidth(), kvw = spec.kvWidth();
-  int64_t off = 0, width = 0; // column range of q/k/v in the fused N
-  switch (which) {
-  case 'q': off = 0; width = qw; break;
-  case 'k': off = qw; width = kvw; break;
-  case 'v': off = qw + kvw; width = kvw; break;
-  case 'o': off = 0; width = d; break;
-  default: return false;
-  }
-  std::string name;
-  bool transposed = spec.weights != WeightLayout::Gpt2Conv1D;
-  switch (spec.weights) {
-  case WeightLayout::Gpt2Conv1D:
-    name = which == 'o' ? "c_proj" : "c_attn";
-    name += isBias ? ".bias" : ".weight";
-    break;
-  case WeightLayout::TorchInProj:
-    name = which == 'o' ? (isBias ? "out_proj.bias" : "out_proj.weight")
-                        : (isBias ? "in_proj_bias" : "in_proj_weight");
-    break;
-  case WeightLayout::Separate:
-    name = std::string(1, which) + "_proj" + (isBias ? ".bias" : ".weight");
-    off = 0; // one role per tensor
-    break;
-  }
-  auto tensors = storageTensors(spec);
-  out = RoleSource();
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].name == name)
-      out.tensor = static_cast<int>(i);
-  if (out.tensor < 0)
-    return false;
-  out.isBias = isBias;
-  out.transposed = transposed && !isBias;
-  out.rows = isBias ? 1 : (which == 'o' ? qw : d);
-  out.cols = width;
-  if (isBias)
-    out.colOff = off;
-  else if (out.transposed)
-    out.rowOff = off; // [out, in]: the role's outputs are rows
-  else
-    out.colOff = off; // [in, out]: the role's outputs are columns
-  return true;
-}
-
-const attnc::RoleSource *attnc::WeightStorage::find(const std::string &role) const {
-  for (const auto &r : roles)
-    if (r.first == role)
-      return &r.second;
-  return nullptr;
+attnrt::StorageLayout attnc::storageLayout(const Spec &spec) {
+  return attnrt::storageLayout(blockParams(spec));
 }
 
 ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
   Builder b(ctx);
-  std::vector<attnrt::TensorShape> tensors = storageTensors(spec);
-  std::vector<std::vector<NamedAttribute>> roles(tensors.size());
-  std::vector<bool> transposed(tensors.size(), false);
-  for (const char *role : {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss", "rb"}) {
-    RoleSource src;
-    if (!sourceOf(spec, role, src))
-      continue;
+  attnrt::StorageLayout layout = storageLayout(spec);
+  std::vector<std::vector<NamedAttribute>> roles(layout.tensors.size());
+  std::vector<bool> transposed(layout.tensors.size(), false);
+  for (const attnrt::RoleRect &src : layout.roles) {
     roles[src.tensor].push_back(b.getNamedAttr(
-        role, b.getDenseI64ArrayAttr({src.rowOff, src.colOff, src.rows, src.cols})));
-    if (!src.isBias)
+        src.role, b.getDenseI64ArrayAttr({src.rowOff, src.colOff, src.rows, src.cols})));
+    if (!src.vector)
       transposed[src.tensor] = src.transposed;
   }
   SmallVector<Attribute> entries;
-  for (size_t i = 0; i < tensors.size(); ++i)
+  for (size_t i = 0; i < layout.tensors.size(); ++i)
     entries.push_back(b.getDictionaryAttr({
-        b.getNamedAttr("name", b.getStringAttr(tensors[i].name)),
-        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(tensors[i].shape)),
+        b.getNamedAttr("name", b.getStringAttr(layout.tensors[i].name)),
+        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(layout.tensors[i].shape)),
         b.getNamedAttr("transposed", b.getBoolAttr(transposed[i])),
         b.getNamedAttr("roles", b.getDictionaryAttr(roles[i])),
     }));
@@ -214,16 +121,16 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
     for (NamedAttribute r : roles) {
       StringRef role = r.getName().getValue();
       auto rect = dyn_cast<DenseI64ArrayAttr>(r.getValue());
-      bool known = llvm::is_contained(
-          {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo", "nq", "nk", "ss", "rb"}, role);
+      bool known = llvm::is_contained(attnrt::roleNames(), role.str());
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role
                << "' is not one of wq wk wv wo bq bk bv bo nq nk with [rowOff, colOff, rows, cols]";
       RoleSource src;
+      src.role = role.str();
       src.tensor = static_cast<int>(i);
-      src.isBias = role[0] == 'b' || role[0] == 'n' || role == "ss"; // vectors
-      src.transposed = tr.getValue() && !src.isBias;
+      src.vector = role[0] == 'b' || role[0] == 'n' || role == "ss";
+      src.transposed = tr.getValue() && !src.vector;
       src.rowOff = rect[0];
       src.colOff = rect[1];
       src.rows = rect[2];
@@ -235,12 +142,12 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       int64_t nr = src.transposed ? src.cols : src.rows;
       int64_t nc = src.transposed ? src.rows : src.cols;
       if (src.rowOff < 0 || src.colOff < 0 || src.rows <= 0 || src.cols <= 0 ||
-          (src.isBias && (t.shape.size() != 1 || src.rows != 1 || src.rowOff != 0)) ||
-          (!src.isBias && t.shape.size() != 2) ||
+          (src.vector && (t.shape.size() != 1 || src.rows != 1 || src.rowOff != 0)) ||
+          (!src.vector && t.shape.size() != 2) ||
           nr > sr - src.rowOff || nc > sc - src.colOff || ws.find(role.str()))
         return module.emitError("attn.weight_storage: role '")
                << role << "' lies outside " << t.name << " or is given twice";
-      ws.roles.emplace_back(role.str(), src);
+      ws.roles.push_back(src);
     }
     ws.tensors.push_back(t);
   }
@@ -301,7 +208,7 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
       const RoleSource *src = storage.find(p);
       if (!src)
         return fn.emitError("no storage tensor provides weight role '") << p << "'";
-      if ((rank == 1) != src->isBias ||
+      if ((rank == 1) != src->vector ||
           (rank == 2 && src->rows != arg.shape[0]))
         return fn.emitError("weight role '") << p << "' of argument " << i
                                              << " does not match its storage";
@@ -365,7 +272,7 @@ LogicalResult attnc::addPackFunction(ModuleOp module, StringRef name,
     for (const std::string &p : arg.parts) {
       const RoleSource &src = *storage.find(p); // checked by computePackPlan
       Value s = entry->getArgument(src.tensor);
-      bool bias = src.isBias;
+      bool bias = src.vector;
       // for r < rows, c < cols: dst[off + r*n + start + c] = src(r, c)
       auto outer = scf::ForOp::create(b, zero, idx(rows), one);
       {

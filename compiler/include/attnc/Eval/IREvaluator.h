@@ -27,6 +27,8 @@ struct EvalInputs {
   int64_t kvSeq = 0;
   /// Padding masks: valid lengths per sequence (empty: every token valid).
   std::vector<int32_t> lengths, kvLengths;
+  /// Each sequence's first position (rotary embeddings; empty: 0).
+  std::vector<int32_t> positions;
 };
 
 /// The run-time inputs of the variants (padding lengths, x_kv) as the

@@ -12,7 +12,7 @@
 #define ATTNC_TARGET_PACKPLAN_H
 
 #include "attnc/Spec/Spec.h"
-#include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Block.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -22,17 +22,9 @@
 
 namespace attnc {
 
-/// Where role `wq`, `bk`, ... comes from in the storage tensors:
-/// weight roles: role(k, n) = T[rowOff + k][colOff + n]            (plain)
-///                          = T[rowOff + n][colOff + k]            (transposed)
-/// bias roles:   role(n)    = T[colOff + n]
-struct RoleSource {
-  int tensor = -1;     ///< index into storageTensors()
-  bool transposed = false;
-  int64_t rowOff = 0, colOff = 0;
-  int64_t rows = 0, cols = 0; ///< shape of the role in compute layout
-  bool isBias = false;
-};
+/// Where role `wq`, `bk`, ... comes from in the storage tensors (Block.h's
+/// one layout table).
+using RoleSource = attnrt::RoleRect;
 
 /// The spec as the runtime describes a block (ABI enum values): the one
 /// mapping from Spec to the metadata record's codes.
@@ -42,9 +34,8 @@ attnrt::BlockParams blockParams(const Spec &spec);
 /// runtime's attnrt::storageTensors).
 std::vector<attnrt::TensorShape> storageTensors(const Spec &spec);
 
-/// Role names: wq wk wv wo (weights, [in, out]) and bq bk bv bo (biases).
-/// Returns false for an unknown role or one the spec does not have.
-bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
+/// The storage layout of a spec (attnrt::storageLayout of its block).
+attnrt::StorageLayout storageLayout(const Spec &spec);
 
 /// The weights as the user stores them, as the IR carries them: the module
 /// attribute `attn.weight_storage` the front end writes,
@@ -55,18 +46,13 @@ bool sourceOf(const Spec &spec, const std::string &role, RoleSource &out);
 ///
 /// one entry per storage tensor in pack-entry order. Each role's rows x
 /// cols are its compute-layout shape ([in, out]; rows = 1 for a bias) and
-/// (rowOff, colOff) the storage offsets of RoleSource's formula:
+/// (rowOff, colOff) the storage offsets of RoleRect's formula:
 /// role(k, n) = T[rowOff + k][colOff + n], or T[rowOff + n][colOff + k] when
 /// the tensor is `transposed` ([out, in]), or T[colOff + n] for a bias.
 /// attnc-pack-weights reads it, so the pack plan needs no spec.
-struct WeightStorage {
-  std::vector<attnrt::TensorShape> tensors;
-  std::vector<std::pair<std::string, RoleSource>> roles;
-  /// The source of `role`, or null.
-  const RoleSource *find(const std::string &role) const;
-};
+using WeightStorage = attnrt::StorageLayout;
 
-/// The attribute for a spec (built from storageTensors and sourceOf).
+/// The attribute for a spec (built from its storage layout).
 mlir::ArrayAttr weightStorageAttr(mlir::MLIRContext *ctx, const Spec &spec);
 /// Reads `attn.weight_storage` off a module; emits an error at the module
 /// when it is missing or malformed.

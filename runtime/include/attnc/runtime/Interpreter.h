@@ -15,6 +15,7 @@
 #ifndef ATTNC_RUNTIME_INTERPRETER_H
 #define ATTNC_RUNTIME_INTERPRETER_H
 
+#include "attnc/runtime/Block.h"
 #include "attnc/runtime/abi.h"
 
 #include <cmath>
@@ -110,95 +111,9 @@ void sdpa(const double *q, const double *k, const double *v, double *o,
 
 } // namespace naive
 
-/// Storage-layout weights of one block, by the ecosystem's tensor names.
-struct BlockParams {
-  int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
-  uint32_t mask = ATTNC_MASK_NONE;
-  bool topLeft = false;
-  int64_t window = 0; ///< sliding-window size (ATTNC_MASK_SLIDING_WINDOW)
-  uint32_t biasMask = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
-  bool outProj = true;
-  /// Projection 'q', 'k', 'v' or 'o' carries a bias.
-  bool hasBias(char which) const {
-    uint32_t bit = which == 'q'   ? ATTNC_BIAS_Q
-                   : which == 'k' ? ATTNC_BIAS_K
-                   : which == 'v' ? ATTNC_BIAS_V
-                                  : ATTNC_BIAS_O;
-    return (biasMask & bit) != 0;
-  }
-  /// Rotary embedding (ATTNC_FEATURE_ROPE; abi.h's rope_* fields).
-  uint32_t ropeStyle = ATTNC_ROPE_NONE;
-  int64_t rotaryDim = 0;
-  std::vector<double> ropeInvFreq, ropeLongInvFreq;
-  int64_t ropeLongFrom = 0;
-  double ropeAttentionFactor = 1;
-  /// Score modifiers (ATTNC_FEATURE_SCORE_MODS): naive::ScoreMods.
-  double softcap = 0;
-  std::vector<double> alibiSlopes;
-  bool alibiBeforeScale = false;
-  /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
-  uint32_t qkNorm = ATTNC_QK_NORM_NONE;
-  /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].
-  bool sinks = false;
-  /// T5's relative bias (abi.h t5_*): "relative_attention_bias.weight".
-  int64_t t5Buckets = 0, t5MaxDistance = 0;
-  bool t5Bidirectional = false;
-  double qkNormEps = 0, qkNormOffset = 0;
-  double scale = 0;   ///< 0 = 1/sqrt(headDim)
-  uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
-  /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second
-  /// input x_kv [batch, kvSeqLen, dModel] (VariantInputs::xKv).
-  bool cross = false;
-  /// The attention weights are an output too (ATTNC_FEATURE_PROBS):
-  /// referenceWithBound then also returns them, with their bound.
-  bool wantProbs = false;
-};
-
 /// The block's score modifiers as the naive kernels take them (pointing
 /// into p, which must outlive the result).
 naive::ScoreMods scoreModsOf(const BlockParams &p);
-
-/// The block a kernel computes, from its metadata (features: cross from
-/// ATTNC_FEATURE_CROSS, wantProbs from ATTNC_FEATURE_PROBS).
-BlockParams paramsFromInfo(const attnc_kernel_info &info);
-
-/// The per-call inputs of the attention variants, as in attnc_forward_args
-/// (docs/abi.md). The default is plain self-attention with every token
-/// valid, which is what the entry points without a VariantInputs run.
-struct VariantInputs {
-  /// [batch] valid query rows per sequence, 0 <= lengths[b] <= seqLen
-  /// (null: all); for self-attention also the valid keys. Query rows past
-  /// the length give zero y rows.
-  const int32_t *lengths = nullptr;
-  /// Cross-attention only: K/V input [batch, kvSeqLen, dModel].
-  const float *xKv = nullptr;
-  /// Cross-attention: T_kv (>= 1). Self-attention: 0 or seqLen.
-  int64_t kvSeqLen = 0;
-  /// Cross-attention only: [batch] valid keys, 0 <= kvLengths[b] <=
-  /// kvSeqLen (null: all).
-  const int32_t *kvLengths = nullptr;
-  /// KV cache to fill (kernels with decode: true; forward only): each
-  /// [batch, kv_heads, cacheLen, head_dim], cacheLen >= seqLen. The
-  /// interpreter ignores them.
-  float *kCache = nullptr;
-  float *vCache = nullptr;
-  int64_t cacheLen = 0;
-};
-
-/// Empty when `in` fits a block `p` with this batch and seqLen (xKv and a
-/// kvSeqLen >= 1 exactly for cross-attention, kvLengths only with it, every
-/// length in range); otherwise the reason, naming the offending entry.
-/// What interpret() and referenceWithBound() check before running.
-std::string checkVariantInputs(const BlockParams &p, int64_t batch,
-                               int64_t seqLen, const VariantInputs &in);
-
-/// The storage tensors (names and shapes) a block of this shape takes, in
-/// the order the pack entry expects. Must agree with the compiler's list.
-struct TensorShape {
-  std::string name;
-  std::vector<int64_t> shape;
-};
-std::vector<TensorShape> storageTensors(const BlockParams &p);
 
 /// Deterministic test data: N(0, 1) values (the input x) and storage
 /// weights scaled by 1/sqrt(min(rows, cols)) (1/4 for biases), so that

@@ -10,7 +10,7 @@
 #ifndef ATTNC_RUNTIME_RUNTIME_H
 #define ATTNC_RUNTIME_RUNTIME_H
 
-#include "attnc/runtime/Interpreter.h"
+#include "attnc/runtime/Block.h"
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
@@ -41,8 +41,9 @@ const char *toString(LoadError e);
 /// The text of a NAME_pack / NAME_forward / NAME_decode return code
 /// (ATTNC_OK .. ATTNC_ERR_DEVICE; "unknown status" otherwise).
 const char *statusText(int rc);
-/// A short name of an ATTNC_ISA_* value: "x86-64", "avx2", "avx512",
-/// "host", "multi", "cuda-sm80", "cuda-sm90", "none"; "unknown" otherwise.
+/// The name of an ATTNC_ISA_* value (abi_names.def: attnc's --target
+/// names "x86-64", "x86-avx2", "x86-avx512", "host", "multi", "cuda-sm80",
+/// "cuda-sm90", and "none"); "unknown" otherwise.
 const char *isaName(uint32_t isa);
 /// True for ATTNC_ISA_CUDA_SM80 / _SM90.
 bool isCudaIsa(uint32_t isa);
@@ -66,13 +67,17 @@ public:
             LoadError &err, uint32_t abiVersion = ATTNC_ABI_VERSION);
 
   const attnc_kernel_info &info() const { return *info_; }
-  int64_t packedFloats() const { return info_->packed_floats; }
+  int64_t packedBytes() const { return info_->packed_bytes; }
 
   /// Packs storage-layout weights (one buffer per info().weights entry, in
-  /// that order) into `packed` (resized to packedFloats()). Returns the C
-  /// status code (ATTNC_OK on success).
-  int pack(const std::vector<const float *> &weights,
-           std::vector<float> &packed) const;
+  /// that order, each of the kernel's weight_dtype) into `packed` (resized
+  /// to packedBytes()). Returns the C status code (ATTNC_OK on success).
+  int pack(const std::vector<const void *> &weights,
+           std::vector<unsigned char> &packed) const;
+  /// The same from float32 weights, converted to the kernel's weight_dtype
+  /// (round to nearest even) when it is bf16 or f16.
+  int packFloat(const std::vector<const float *> &weights,
+                std::vector<unsigned char> &packed) const;
 
   /// Empty `why` and true when forward can take this shape: batch and
   /// seqLen >= 1, seqLen <= max_seq_len (when set), and batch*seqLen*width*4
@@ -108,7 +113,7 @@ public:
   /// xKv and kvSeqLen, every length is in range, and the shapes pass
   /// checkShape. Calls nothing in the library.
   bool checkVariants(int64_t batch, int64_t seqLen,
-                     const VariantInputs &variants, const float *probs,
+                     const VariantInputs &variants, const void *probs,
                      std::string &why) const;
 
   /// True for a CUDA kernel (ATTNC_FEATURE_CUDA): forward and decode take
@@ -130,7 +135,7 @@ public:
   /// a non-null `hook` runs the tasks instead. A CUDA kernel (isCuda()) is
   /// refused with ATTNC_ERR_DEVICE without calling the library: its forward
   /// takes device pointers (forwardDevice).
-  int forward(const float *packed, const float *x, float *y, int64_t batch,
+  int forward(const void *packed, const void *x, void *y, int64_t batch,
               int64_t seqLen, std::vector<unsigned char> &workspace,
               int threads = 1, attnc_parallel_for_fn hook = nullptr,
               void *hookCtx = nullptr) const;
@@ -141,14 +146,14 @@ public:
   /// calling the library when checkVariants refuses them (a field this
   /// kernel does not read, a length out of range) and ATTNC_ERR_BAD_SHAPE
   /// for a kvSeqLen checkShape refuses.
-  int forward(const float *packed, const float *x, float *y, int64_t batch,
-              int64_t seqLen, const VariantInputs &variants, float *probs,
+  int forward(const void *packed, const void *x, void *y, int64_t batch,
+              int64_t seqLen, const VariantInputs &variants, void *probs,
               std::vector<unsigned char> &workspace, int threads = 1,
               attnc_parallel_for_fn hook = nullptr,
               void *hookCtx = nullptr) const;
 
   /// A CUDA kernel's forward on DEVICE memory (the current CUDA context's:
-  /// Cuda.h): packed (packedFloats() floats, NAME_pack's host output copied
+  /// Cuda.h): packed (packedBytes() bytes, NAME_pack's host output copied
   /// to the device), x [batch, seqLen, d_model], y [batch, seqLen,
   /// out_dim], workspace of workspaceBytes (at least this->workspaceBytes
   /// for the shape) and, for cross-attention (ATTNC_FEATURE_CROSS), xKv
@@ -161,9 +166,9 @@ public:
   /// ATTNC_ERR_BAD_SHAPE / ATTNC_ERR_WORKSPACE as forward, all without
   /// calling the library; else the library's status. No padding lengths
   /// (every token valid): see the overload with DeviceLengths.
-  int forwardDevice(const float *packed, const float *x, float *y,
+  int forwardDevice(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen, void *workspace,
-                    int64_t workspaceBytes, const float *xKv = nullptr,
+                    int64_t workspaceBytes, const void *xKv = nullptr,
                     int64_t kvSeqLen = 0, void *stream = nullptr) const;
 
   /// The padding lengths of a forwardDevice call (a kernel with
@@ -189,9 +194,9 @@ public:
   /// copies are refused, without calling the library; checkVariants with
   /// a VariantInputs of the host copies (and xKv, kvSeqLen) gives the
   /// reason.
-  int forwardDevice(const float *packed, const float *x, float *y,
+  int forwardDevice(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen, void *workspace,
-                    int64_t workspaceBytes, const float *xKv,
+                    int64_t workspaceBytes, const void *xKv,
                     int64_t kvSeqLen, const DeviceLengths &len,
                     void *stream = nullptr) const;
 
@@ -201,13 +206,13 @@ public:
   /// padding lengths, rows past lengths[b] hold unspecified values), so
   /// decodeDevice continues at position seqLen. All null / 0: no cache.
   struct DeviceCache {
-    float *kCache = nullptr; ///< device
-    float *vCache = nullptr; ///< device
+    void *kCache = nullptr; ///< device
+    void *vCache = nullptr; ///< device
     int64_t cacheLen = 0;    ///< rows per sequence and kv head, >= seqLen
   };
 
   /// forwardDevice filling a KV cache: args->k_cache / v_cache /
-  /// cache_len / cache_floats get `cache` (struct_size = sizeof, as every
+  /// cache_len / cache_elems get `cache` (struct_size = sizeof, as every
   /// forwardDevice call). Refused without calling the library with the
   /// codes Kernel::forward gives a host cache: ATTNC_ERR_ARGS for a kernel
   /// without the decode feature or k_cache == v_cache, ATTNC_ERR_NULL_ARG
@@ -215,9 +220,9 @@ public:
   /// cacheLen without caches, ATTNC_ERR_BAD_SHAPE for cacheLen < seqLen
   /// (or a cache checkShape refuses); besides what the overloads above
   /// return. A null `cache` (DeviceCache()) is the overload above.
-  int forwardDevice(const float *packed, const float *x, float *y,
+  int forwardDevice(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen, void *workspace,
-                    int64_t workspaceBytes, const float *xKv,
+                    int64_t workspaceBytes, const void *xKv,
                     int64_t kvSeqLen, const DeviceLengths &len,
                     const DeviceCache &cache, void *stream = nullptr) const;
 
@@ -228,53 +233,54 @@ public:
 
   /// True when the kernel has the decode entry (ATTNC_FEATURE_DECODE).
   bool hasDecode() const { return decode_ != nullptr; }
-  /// NAME_decode_workspace_bytes(batch, cacheLen), checked against the
-  /// metadata's bound for batch tokens; -1 with the reason when refused.
-  int64_t decodeWorkspaceBytes(int64_t batch, int64_t cacheLen,
+  /// NAME_decode_workspace_bytes(batch, seqLen, cacheLen), checked against
+  /// the metadata's bound for batch*seqLen tokens; -1 with the reason when
+  /// refused.
+  int64_t decodeWorkspaceBytes(int64_t batch, int64_t seqLen, int64_t cacheLen,
                                std::string &why) const;
-  /// One decode step (abi.h, attnc_decode_args): x [batch, 1, d_model],
-  /// y [batch, 1, out_dim], positions [batch] in [0, cacheLen), caches
+  /// One decode call (abi.h, attnc_decode_args): seqLen new tokens per
+  /// sequence (1: a step of generation; more: a chunk of a chunked
+  /// prefill), x [batch, seqLen, d_model], y [batch, seqLen, out_dim],
+  /// positions [batch] with positions[b] + seqLen <= cacheLen, caches
   /// [batch, kv_heads, cacheLen, head_dim]. Returns ATTNC_ERR_ARGS without
   /// calling the library for a kernel without decode or a position out of
   /// range, ATTNC_ERR_DEVICE for a CUDA kernel (decodeDevice); else the C
-  /// status code. Passes struct_size = ATTNC_DECODE_ARGS_SIZE_V2_0 (no
-  /// stream: a CPU kernel's is NULL), which kernels built before the
-  /// stream field accept too.
-  int decode(const float *packed, const float *x, float *y, int64_t batch,
-             const int32_t *positions, float *kCache, float *vCache,
+  /// status code.
+  int decode(const void *packed, const void *x, void *y, int64_t batch, int64_t seqLen,
+             const int32_t *positions, void *kCache, void *vCache,
              int64_t cacheLen, std::vector<unsigned char> &workspace,
              int threads = 1, attnc_parallel_for_fn hook = nullptr,
              void *hookCtx = nullptr) const;
 
-  /// A CUDA kernel's decode step on DEVICE memory: packed, x [batch, 1,
-  /// d_model], y [batch, 1, out_dim], positions [batch] (int32), the caches
-  /// [batch, kv_heads, cacheLen, head_dim] (forwardDevice with a
-  /// DeviceCache fills them) and a workspace of workspaceBytes (at least
-  /// decodeWorkspaceBytes(batch, cacheLen)). `hostPositions` is the host
-  /// copy `positions` was uploaded from: the runtime checks it (0 <=
-  /// hostPositions[b] < cacheLen, as decode does) before the call, since
+  /// A CUDA kernel's decode call on DEVICE memory: packed, x [batch,
+  /// seqLen, d_model], y [batch, seqLen, out_dim], positions [batch]
+  /// (int32), the caches [batch, kv_heads, cacheLen, head_dim]
+  /// (forwardDevice with a DeviceCache fills them) and a workspace of
+  /// workspaceBytes (at least decodeWorkspaceBytes(batch, seqLen,
+  /// cacheLen)). `hostPositions` is the host copy `positions` was uploaded
+  /// from: the runtime checks it (as decode does) before the call, since
   /// the glue cannot read device memory and the device code only clamps;
-  /// the caller keeps the two equal. Passes struct_size =
-  /// sizeof(attnc_decode_args) and `stream` (a CUstream; null: the default
-  /// stream); the kernel only queues its launches (synchronize before
-  /// reading y). Nothing here dereferences a device pointer. Returns,
-  /// without calling the library: ATTNC_ERR_ARGS for a kernel without
-  /// decode, a CPU kernel (host memory: decode), k_cache == v_cache or a
-  /// host position out of range; ATTNC_ERR_NULL_ARG for a null pointer
-  /// (either copy of the positions included); ATTNC_ERR_BAD_SHAPE for a
-  /// batch or cacheLen decodeWorkspaceBytes refuses; ATTNC_ERR_WORKSPACE
-  /// for a workspace smaller than it asks for. Else the library's status.
-  int decodeDevice(const float *packed, const float *x, float *y,
-                   int64_t batch, const int32_t *positions,
-                   const int32_t *hostPositions, float *kCache, float *vCache,
+  /// the caller keeps the two equal. Passes `stream` (a CUstream; null:
+  /// the default stream); the kernel only queues its launches (synchronize
+  /// before reading y). Nothing here dereferences a device pointer.
+  /// Returns, without calling the library: ATTNC_ERR_ARGS for a kernel
+  /// without decode, a CPU kernel (host memory: decode), k_cache ==
+  /// v_cache or a host position out of range; ATTNC_ERR_NULL_ARG for a
+  /// null pointer (either copy of the positions included);
+  /// ATTNC_ERR_BAD_SHAPE for a shape decodeWorkspaceBytes refuses;
+  /// ATTNC_ERR_WORKSPACE for a workspace smaller than it asks for. Else
+  /// the library's status.
+  int decodeDevice(const void *packed, const void *x, void *y, int64_t batch,
+                   int64_t seqLen, const int32_t *positions,
+                   const int32_t *hostPositions, void *kCache, void *vCache,
                    int64_t cacheLen, void *workspace, int64_t workspaceBytes,
                    void *stream = nullptr) const;
 
 private:
   /// forward after the shape and variant checks.
-  int forwardChecked(const float *packed, const float *x, float *y,
+  int forwardChecked(const void *packed, const void *x, void *y,
                      int64_t batch, int64_t seqLen,
-                     const VariantInputs &variants, float *probs,
+                     const VariantInputs &variants, void *probs,
                      std::vector<unsigned char> &workspace, int threads,
                      attnc_parallel_for_fn hook, void *hookCtx) const;
 

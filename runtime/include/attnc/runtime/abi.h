@@ -1,19 +1,20 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * ABI version 3. Every kernel library (shared object or static archive)
+ * ABI version 4. Every kernel library (shared object or static archive)
  * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
- *   int     NAME_pack(const float *const *weights,
- *                     const int64_t *weight_floats, int64_t num_weights,
- *                     float *packed, int64_t packed_floats);
+ *   int     NAME_pack(const void *const *weights,
+ *                     const int64_t *weight_elems, int64_t num_weights,
+ *                     void *packed, int64_t packed_bytes);
  *   int64_t NAME_workspace_size(int64_t batch, int64_t seq_len,
  *                               int64_t kv_seq_len);
  *   int     NAME_forward(const attnc_forward_args *args);
  *
  * and, when info->features has ATTNC_FEATURE_DECODE (spec: decode: true),
  *
- *   int64_t NAME_decode_workspace_bytes(int64_t batch, int64_t cache_len);
+ *   int64_t NAME_decode_workspace_bytes(int64_t batch, int64_t seq_len,
+ *                                       int64_t cache_len);
  *   int     NAME_decode(const attnc_decode_args *args);
  *
  * (no exported suffix ends with another one, so no kernel's NAME_suffix
@@ -24,36 +25,32 @@
  * loader can open a library without knowing NAME. Static archives export
  * only NAME_-prefixed symbols, so several kernels link into one program.
  *
- * Version 2 (over 1): every buffer comes with its size, so a kernel checks
- * what a caller passes instead of trusting it; forward takes one argument
- * struct (sized, so later fields can be added without a new entry point)
- * with a parallel-for hook through which the embedding application runs the
- * kernel's tiles on its own threads (NULL: a small built-in pthread pool);
- * the metadata names the instruction set each code path needs and which one
- * runs on this CPU.
- *
- * Additions within version 2 (older callers keep working): the KV-cache
- * fields at the end of attnc_forward_args and the decode entry points;
- * then CUDA kernels (ATTNC_FEATURE_CUDA, ATTNC_ISA_CUDA_*, the stream
- * fields of both argument structs, ATTNC_ERR_NO_DRIVER / _NO_DEVICE /
- * _DEVICE). NAME_decode accepts sizeof(attnc_decode_args) and
- * ATTNC_DECODE_ARGS_SIZE_V2_0.
- * A kernel accepts struct_size = sizeof(attnc_forward_args),
- * ATTNC_FORWARD_ARGS_SIZE_V2_1 (without the stream) or
- * ATTNC_FORWARD_ARGS_SIZE_V2_0 (without the cache fields either, as the
- * first version-2 header declared it), so a caller that does not use the
- * newer fields can pass a smaller size to kernels of any age.
- * A runtime older than these additions refuses a library that declares
- * ATTNC_FEATURE_DECODE (an unknown features bit) as bad metadata.
+ * Version 2 (over 1): every buffer comes with its size; forward takes one
+ * sized argument struct with a parallel-for hook; the metadata names the
+ * instruction set each code path needs and which one runs on this CPU;
+ * then the KV cache, the decode entry and CUDA kernels.
  *
  * Version 3 (over 2): the metadata describes the attention of real
- * checkpoints and the storage of their data, designed once for all of it:
- * bias_flags (which of the q/k/v/o projections carry a bias), the rotary
- * embedding (style, rotated width, the frequency tables computed at compile
- * time, the attention factor), weight_dtype beside dtype, and the
- * tensor-parallel split (tp_size, tp_rank). A version-2 runtime refuses a
- * version-3 library (and the reverse) as an ABI mismatch, never by
- * computing something else.
+ * checkpoints: which projections carry a bias, the rotary embedding (its
+ * frequency tables computed at compile time), the score modifiers (ALiBi,
+ * soft-capping, T5's bucketed bias), QK-norm and attention sinks.
+ *
+ * Version 4 (over 3), designed once for low precision, positions,
+ * tensor parallelism and one description of every field:
+ *  - element types: activations are arrays of info->dtype (f32, bf16 or
+ *    f16), the projection weights NAME_pack reads and packs of
+ *    info->weight_dtype; the buffers are `void *`, every count is in
+ *    elements (`*_elems`) and the packed buffer's in bytes;
+ *  - positions: forward takes each sequence's first position (rotary
+ *    embeddings at start + t, HF's position_ids), decode a chunk of
+ *    seq_len tokens per sequence (chunked prefill) as well as one;
+ *  - tensor parallelism: tp_size / tp_rank name one rank's share of a
+ *    Megatron-style split (docs/abi.md);
+ *  - the struct fields are listed once, in abi_*.def beside this file,
+ *    from which this header, the kernel glue and the Python package's
+ *    mirror are built.
+ * A runtime of another version refuses the library as an ABI mismatch,
+ * never by computing something else.
  *
  * Plain C99; no C++ types cross this boundary.
  *===---------------------------------------------------------------------===*/
@@ -67,7 +64,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 3u
+#define ATTNC_ABI_VERSION 4u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0
@@ -108,6 +105,8 @@ extern "C" {
 
 /* attnc_kernel_info.dtype and .weight_dtype */
 #define ATTNC_DTYPE_F32 0u
+#define ATTNC_DTYPE_BF16 1u /* bfloat16: float32's top 16 bits, round to nearest even */
+#define ATTNC_DTYPE_F16 2u  /* IEEE binary16 */
 
 /* attnc_kernel_info.bias_flags: the projections that carry a bias. */
 #define ATTNC_BIAS_Q 1u
@@ -140,7 +139,8 @@ extern "C" {
 #define ATTNC_ISA_NONE 0xffffffffu /* selected_isa(): no code path fits */
 
 /* attnc_kernel_info.features: optional attnc_forward_args fields the
- * kernel reads. A field outside this set must be NULL / 0. */
+ * kernel reads, and what it computes. A variant field outside this set
+ * must be NULL / 0. */
 #define ATTNC_FEATURE_LENGTHS 1u    /* args->lengths (padding masks) */
 #define ATTNC_FEATURE_CROSS 2u      /* args->x_kv, kv_seq_len, kv_lengths */
 #define ATTNC_FEATURE_PROBS 4u      /* args->probs (attention weights) */
@@ -154,9 +154,9 @@ extern "C" {
                                        device once). Without this bit every
                                        pointer is host memory. */
 #define ATTNC_FEATURE_ROPE 32u      /* Q and K are rotated (the rope_* fields):
-                                       forward at positions 0..seq_len-1,
-                                       decode at positions[b]; the cached
-                                       keys are stored rotated */
+                                       forward at positions[b] + t (0 + t
+                                       without positions), decode likewise;
+                                       the cached keys are stored rotated */
 #define ATTNC_FEATURE_SCORE_MODS 64u /* scores modified before the mask
                                         (softcap, alibi_* fields) */
 #define ATTNC_FEATURE_CHECKSUM 128u /* the shared object carries a CRC-32 of
@@ -180,99 +180,21 @@ typedef struct attnc_checksum {
 
 /* One storage-layout weight tensor the pack entry reads, in the order of
  * the `weights` array passed to NAME_pack. rank is 1 or 2; for rank 1,
- * dims[1] is 1. Row-major (C order), float32. */
+ * dims[1] is 1. Row-major (C order), elements of type dtype. */
 typedef struct attnc_tensor_info {
   const char *name; /* as the ecosystem spells it: "c_attn.weight", ... */
   uint32_t rank;
-  uint32_t reserved;
+  uint32_t dtype;   /* ATTNC_DTYPE_*: info->weight_dtype */
   int64_t dims[2];
 } attnc_tensor_info;
 
+/* selected_isa of attnc_kernel_info. */
+typedef uint32_t (*attnc_selected_isa_fn)(void);
+
 typedef struct attnc_kernel_info {
-  uint32_t abi_version; /* ATTNC_ABI_VERSION the library was built for */
-  uint32_t struct_size; /* sizeof(attnc_kernel_info) of that version */
-  const char *name;     /* the spec's name: prefix of every symbol */
-  uint64_t spec_hash;   /* FNV-1a over the spec's semantic fields */
-  int64_t d_model, heads, kv_heads, head_dim;
-  int64_t out_dim;       /* columns of y: d_model, or heads*head_dim
-                            without out_proj */
-  uint32_t mask;         /* ATTNC_MASK_* */
-  uint32_t causal_align; /* 0 = bottom_right, 1 = top_left */
-  int64_t window;        /* sliding window size; 0 when unused */
-  uint32_t bias;         /* 1 when any projection carries a bias
-                            (bias_flags != 0), else 0 */
-  uint32_t out_proj;     /* W_O applied */
-  double scale;          /* the softmax scale actually used */
-  uint32_t dtype;        /* ATTNC_DTYPE_* */
-  uint32_t isa;          /* ATTNC_ISA_*: what the library was built for */
-  uint32_t weight_layout; /* ATTNC_LAYOUT_* */
-  uint32_t features;     /* ATTNC_FEATURE_* */
-  uint32_t num_weights;
-  uint32_t reserved0;
-  const attnc_tensor_info *weights; /* num_weights entries */
-  int64_t packed_floats; /* floats in the packed (compute-layout) buffer:
-                            the weights cut into 32-column panels (zero
-                            padded) and 16-float aligned */
-  int64_t max_seq_len;   /* 0 = unbounded */
-  /* A bound the runtime checks NAME_workspace_size against:
-   *   NAME_workspace_size(batch, T, 0)
-   *     <= workspace_fixed + 4 * batch * T * workspace_per_row
-   * (workspace_per_row floats per (batch, token) row over all buffers;
-   * workspace_fixed = 64 bytes of alignment per buffer). */
-  int64_t workspace_per_row;
-  int64_t workspace_fixed;
-  /* Bytes of stack one task uses at most (per thread; the built-in pool's
-   * threads get twice this plus 1 MiB). */
-  int64_t stack_bytes;
-  /* The instruction set of the code path that runs on this CPU: a concrete
-   * ATTNC_ISA_AVX512 / _AVX2 / _X86_64 / _HOST (never _MULTI), or
-   * ATTNC_ISA_NONE when this CPU has none of them: forward then returns
-   * ATTNC_ERR_ISA. ATTNC_ISA=avx2 (or x86-64) in the environment caps the
-   * choice. */
-  uint32_t (*selected_isa)(void);
-  const char *target_triple;
-  const char *target_cpu;       /* e.g. "x86-64-v4", "x86-64-v4,x86-64-v3" */
-  const char *compiler_version;
-  /* Version 3. */
-  uint32_t bias_flags;   /* ATTNC_BIAS_*: which projections carry a bias */
-  uint32_t weight_dtype; /* ATTNC_DTYPE_* of the packed weights */
-  int32_t tp_size;       /* tensor-parallel ranks the block is split over
-                            (1: not split) */
-  int32_t tp_rank;       /* this kernel's rank, 0 <= tp_rank < tp_size */
-  /* Rotary position embedding (ATTNC_FEATURE_ROPE; otherwise NONE, 0 and
-   * NULL). Position p rotates pair i of each head of Q and K by the angle
-   * p * rope_inv_freq[i] (radians), cos and sin multiplied by
-   * rope_attention_factor; dims past rotary_dim pass through. A call of
-   * length L (forward: seq_len; decode: positions[b] + 1) with
-   * L > rope_long_from uses rope_long_inv_freq when it is not NULL
-   * (longrope). */
-  uint32_t rope_style;   /* ATTNC_ROPE_* */
-  uint32_t rope_pairs;   /* rotary_dim / 2: entries of each table */
-  int64_t rotary_dim;
-  const double *rope_inv_freq;      /* [rope_pairs] */
-  const double *rope_long_inv_freq; /* [rope_pairs] or NULL */
-  int64_t rope_long_from;
-  double rope_attention_factor;
-  /* Score modifiers (ATTNC_FEATURE_SCORE_MODS; otherwise 0 and NULL),
-   * applied to the score of query i and key j before the mask, with
-   * i' = i's position among the keys (i + kv_len - q_len bottom-right, i
-   * top-left):
-   *   ALiBi:  s = scale * q.k + alibi_slopes[h] * (j - i')
-   *           (alibi_before_scale: s = scale * (q.k + slope * (j - i')))
-   *   softcap: s = softcap * tanh(s / softcap) */
-  double softcap;              /* 0: none */
-  const double *alibi_slopes;  /* [heads], or NULL: no ALiBi */
-  uint32_t alibi_before_scale; /* 0 or 1 */
-  /* T5's bucketed relative bias (0: none; this version has none yet). */
-  int32_t t5_num_buckets;
-  int32_t t5_max_distance;
-  uint32_t t5_bidirectional;
-  /* QK-norm: x' = x / sqrt(mean(x^2) + qk_norm_eps) * (w + qk_norm_offset). */
-  uint32_t qk_norm;       /* ATTNC_QK_NORM_* */
-  uint32_t sinks;         /* 1: a per-head sink logit in each softmax's
-                             denominator (gpt-oss); 0 in this version */
-  double qk_norm_eps;     /* 0 without qk_norm */
-  double qk_norm_offset;  /* 1 for Gemma 3's (1 + w), else 0 */
+#define ATTNC_FIELD(type, name) type name;
+#include "attnc/runtime/abi_kernel_info.def"
+#undef ATTNC_FIELD
 } attnc_kernel_info;
 
 /* The parallel-for hook. A kernel splits each phase of its work into
@@ -286,107 +208,40 @@ typedef void (*attnc_task_fn)(void *task_ctx, int64_t begin, int64_t end);
 typedef int (*attnc_parallel_for_fn)(void *parallel_ctx, int64_t num_tasks,
                                      attnc_task_fn task, void *task_ctx);
 
+/* The arguments of NAME_forward (abi_forward_args.def says what each
+ * field holds). */
 typedef struct attnc_forward_args {
-  uint32_t struct_size;   /* sizeof(attnc_forward_args) */
-  uint32_t reserved0;     /* 0 */
-  const float *packed;    /* from NAME_pack */
-  int64_t packed_floats;  /* must equal info->packed_floats */
-  const float *x;         /* [batch, seq_len, d_model] */
-  int64_t x_floats;       /* must equal batch * seq_len * d_model */
-  float *y;               /* [batch, seq_len, out_dim] */
-  int64_t y_floats;       /* must equal batch * seq_len * out_dim */
-  int64_t batch, seq_len;
-  void *workspace;        /* caller-owned scratch, 64-byte aligned is best */
-  int64_t workspace_bytes; /* >= NAME_workspace_size(batch, seq_len, ...) */
-  /* Threads. parallel_for NULL: the library's built-in pthread pool with
-   * num_threads threads (0: one per online CPU; 1: the calling thread
-   * only). Otherwise the hook runs the tasks and num_threads is ignored. */
-  attnc_parallel_for_fn parallel_for;
-  void *parallel_ctx;
-  int32_t num_threads;
-  int32_t reserved1;      /* 0 */
-  /* Variants, read only when info->features says so; otherwise NULL / 0. */
-  const int32_t *lengths; /* [batch] valid tokens per sequence (padding) */
-  const float *x_kv;      /* [batch, kv_seq_len, d_model] (cross-attention) */
-  int64_t x_kv_floats;
-  int64_t kv_seq_len;
-  const int32_t *kv_lengths; /* [batch] */
-  float *probs;           /* [batch, heads, seq_len, kv_seq_len] */
-  int64_t probs_floats;
-  /* KV cache (ATTNC_FEATURE_DECODE; optional: NULL = not filled). Forward
-   * writes rows [0, seq_len) of each sequence's K and V into the caches, so
-   * NAME_decode can continue at position seq_len (with a padding mask, at
-   * position lengths[b]; rows past it hold unspecified values). Layout of
-   * each cache: [batch, kv_heads, cache_len, head_dim], row-major, so one
-   * head's keys are contiguous and a decode step reads them as one stream.
-   * cache_len >= seq_len; cache_floats = batch*kv_heads*cache_len*head_dim
-   * (each cache). */
-  float *k_cache;
-  float *v_cache;
-  int64_t cache_floats;
-  int64_t cache_len;
-  /* CUDA kernels (ATTNC_FEATURE_CUDA): the CUstream the kernels are
-   * launched on (NULL: the default stream). forward returns once the
-   * launches are queued; the caller synchronizes the stream before reading
-   * y. Must be NULL for a CPU kernel. */
-  void *stream;
+#define ATTNC_FIELD(type, name) type name;
+#include "attnc/runtime/abi_forward_args.def"
+#undef ATTNC_FIELD
 } attnc_forward_args;
 
-/* sizeof(attnc_forward_args) without the KV-cache fields (see above). */
-#define ATTNC_FORWARD_ARGS_SIZE_V2_0 \
-  ((uint32_t)offsetof(attnc_forward_args, k_cache))
-/* sizeof(attnc_forward_args) without the stream field. */
-#define ATTNC_FORWARD_ARGS_SIZE_V2_1 \
-  ((uint32_t)offsetof(attnc_forward_args, stream))
-
-/* One decode step (ATTNC_FEATURE_DECODE): one new token per sequence.
- * For each sequence b, the token's K and V are written into row
- * positions[b] of the caches (the caller's, in the layout above), then its
- * query attends over rows [0, positions[b]] (the causal mask's bottom-right
- * alignment; a sliding window keeps the last `window` of them), and y gets
- * the block's output for the token. Q is never cached. After forward over
- * n tokens, positions[b] = n (or lengths[b]) continues the sequence; each
- * step then adds 1. Prefill + decode steps equal one forward over all the
+/* One decode step (ATTNC_FEATURE_DECODE): seq_len new tokens per sequence
+ * (1 for a step of generation; a chunk of a chunked prefill). For each
+ * sequence b, the tokens' K and V are written into rows [positions[b],
+ * positions[b] + seq_len) of the caches (the caller's, in the layout of
+ * attnc_forward_args), then the query of its token t attends over rows
+ * [0, positions[b] + t] (the causal mask's bottom-right alignment; a
+ * sliding window keeps the last `window` of them), and y gets the block's
+ * output for the tokens. Q is never cached. After forward over n tokens,
+ * positions[b] = n (or lengths[b]) continues the sequence; each call then
+ * adds its seq_len. Prefill + decode calls equal one forward over all the
  * tokens (up to float rounding). */
 typedef struct attnc_decode_args {
-  uint32_t struct_size;   /* sizeof(attnc_decode_args) */
-  uint32_t reserved0;     /* 0 */
-  const float *packed;    /* from NAME_pack (the same buffer forward reads) */
-  int64_t packed_floats;
-  const float *x;         /* [batch, 1, d_model]: each sequence's new token */
-  int64_t x_floats;       /* batch * d_model */
-  float *y;               /* [batch, 1, out_dim] */
-  int64_t y_floats;       /* batch * out_dim */
-  int64_t batch;
-  const int32_t *positions; /* [batch]: 0 <= positions[b] < cache_len */
-  float *k_cache;         /* [batch, kv_heads, cache_len, head_dim] */
-  float *v_cache;
-  int64_t cache_floats;   /* each cache: batch*kv_heads*cache_len*head_dim */
-  int64_t cache_len;
-  void *workspace;
-  int64_t workspace_bytes; /* >= NAME_decode_workspace_bytes(batch, cache_len) */
-  attnc_parallel_for_fn parallel_for; /* as in attnc_forward_args */
-  void *parallel_ctx;
-  int32_t num_threads;
-  int32_t reserved1;      /* 0 */
-  /* CUDA kernels: the CUstream (NULL: the default stream); as in
-   * attnc_forward_args. Must be NULL for a CPU kernel. */
-  void *stream;
+#define ATTNC_FIELD(type, name) type name;
+#include "attnc/runtime/abi_decode_args.def"
+#undef ATTNC_FIELD
 } attnc_decode_args;
 
-/* sizeof(attnc_decode_args) without the stream field (every kernel
- * accepts both sizes). */
-#define ATTNC_DECODE_ARGS_SIZE_V2_0 \
-  ((uint32_t)offsetof(attnc_decode_args, stream))
-
 typedef const attnc_kernel_info *(*attnc_query_fn)(uint32_t max_abi_version);
-typedef int (*attnc_pack_fn)(const float *const *weights,
-                             const int64_t *weight_floats, int64_t num_weights,
-                             float *packed, int64_t packed_floats);
+typedef int (*attnc_pack_fn)(const void *const *weights,
+                             const int64_t *weight_elems, int64_t num_weights,
+                             void *packed, int64_t packed_bytes);
 typedef int64_t (*attnc_workspace_size_fn)(int64_t batch, int64_t seq_len,
                                            int64_t kv_seq_len);
 typedef int (*attnc_forward_fn)(const attnc_forward_args *args);
 typedef int64_t (*attnc_decode_workspace_bytes_fn)(int64_t batch,
+                                                  int64_t seq_len,
                                                   int64_t cache_len);
 typedef int (*attnc_decode_fn)(const attnc_decode_args *args);
 

@@ -1,8 +1,8 @@
 /*===- weights.h - Load a kernel's weights from checkpoint files -*- C -*-===*
  *
  * Reads the storage-layout weights an attnc kernel's NAME_pack takes from
- * the files people have, and hands them back as float32 buffers in the
- * kernel's weight order (attnc_kernel_info.weights):
+ * the files people have, and hands them back as buffers of the kernel's
+ * weight_dtype in the kernel's weight order (attnc_kernel_info.weights):
  *
  *   - a directory of NumPy .npy files, one per tensor (DIR/<name>.npy), and
  *     any .safetensors / .npz files in it (a sharded checkpoint);
@@ -16,8 +16,10 @@
  * Names are then matched to the kernel's tensors, including the Hugging
  * Face spellings of the `separate` layout (BERT's self.query / self.key /
  * self.value / output.dense, OPT's out_proj); docs/weights.md has the
- * table. float16, bfloat16 and float64 tensors are converted to float32,
- * each with a note. Shapes must be exactly the kernel's.
+ * table. Tensors of another dtype (f32, f16, bf16, f64) are converted to
+ * the kernel's weight_dtype (round to nearest even), each with a note; a
+ * tensor already of that dtype is used as stored. Shapes must be exactly
+ * the kernel's.
  *
  * Every file is read with bounds checks; a malformed file (truncated, bad
  * header, offsets out of range or overlapping, wrong dtype or shape, a
@@ -55,7 +57,7 @@ typedef struct attnrt_weights attnrt_weights;
 
 /* Opens `path` (a directory, a .npz or a .safetensors file), keeps the
  * tensors whose names start with `prefix` (NULL or "": all), and loads the
- * ones `info` needs as float32. On success stores a handle in *out and
+ * ones `info` needs as info->weight_dtype. On success stores a handle in *out and
  * returns ATTNRT_WEIGHTS_OK. On failure stores NULL, returns an
  * ATTNRT_WEIGHTS_ERR_* code and writes a one-line message (naming the file
  * and the tensor) into err[0..err_size) when err is not NULL. */
@@ -66,12 +68,18 @@ int attnrt_weights_open(const char *path, const char *prefix,
 /* The number of tensors: info->num_weights. */
 uint32_t attnrt_weights_count(const attnrt_weights *w);
 
-/* num_weights pointers in the kernel's order: the `weights` argument of
- * NAME_pack. Valid until attnrt_weights_close. */
-const float *const *attnrt_weights_data(const attnrt_weights *w);
+/* num_weights pointers in the kernel's order, to elements of the kernel's
+ * weight_dtype: the `weights` argument of NAME_pack. Valid until
+ * attnrt_weights_close. */
+const void *const *attnrt_weights_data(const attnrt_weights *w);
 
-/* num_weights float counts: the `weight_floats` argument of NAME_pack. */
-const int64_t *attnrt_weights_floats(const attnrt_weights *w);
+/* num_weights element counts: the `weight_elems` argument of NAME_pack. */
+const int64_t *attnrt_weights_elems(const attnrt_weights *w);
+
+/* The same tensors as float32 (the values NAME_pack packs, exactly: bf16
+ * and f16 widen without rounding), for references such as attnrt's
+ * interpreter. Valid until attnrt_weights_close. */
+const float *const *attnrt_weights_float32(const attnrt_weights *w);
 
 /* The name tensor i had in the file (prefix included), e.g.
  * "encoder.layer.3.attention.self.query.weight"; NULL when out of range. */
@@ -103,7 +111,7 @@ namespace attnrt {
 ///   std::string err;
 ///   attnrt::Weights w = attnrt::Weights::open(path, "h.3.attn.", *info, err);
 ///   if (!w) { fprintf(stderr, "%s\n", err.c_str()); return 1; }
-///   NAME_pack(w.data(), w.floats(), w.count(), packed, packed_floats);
+///   NAME_pack(w.data(), w.elems(), w.count(), packed, packed_bytes);
 class Weights {
 public:
   Weights() = default;
@@ -131,11 +139,16 @@ public:
 
   explicit operator bool() const { return w_ != nullptr; }
   uint32_t count() const { return attnrt_weights_count(w_.get()); }
-  const float *const *data() const { return attnrt_weights_data(w_.get()); }
-  const int64_t *floats() const { return attnrt_weights_floats(w_.get()); }
+  const void *const *data() const { return attnrt_weights_data(w_.get()); }
+  const int64_t *elems() const { return attnrt_weights_elems(w_.get()); }
   /// The buffers as a vector (what attnrt::Kernel::pack takes).
-  std::vector<const float *> pointers() const {
-    return std::vector<const float *>(data(), data() + count());
+  std::vector<const void *> pointers() const {
+    return std::vector<const void *>(data(), data() + count());
+  }
+  /// The buffers as float32 (what the interpreter takes).
+  std::vector<const float *> float32() const {
+    const float *const *f = attnrt_weights_float32(w_.get());
+    return std::vector<const float *>(f, f + count());
   }
   std::string sourceName(uint32_t i) const {
     const char *s = attnrt_weights_source_name(w_.get(), i);

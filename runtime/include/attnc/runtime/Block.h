@@ -1,0 +1,162 @@
+//===- Block.h - the block description every layer shares ------*- C++ -*-===//
+//
+// What one attention block is, once, for the compiler, the kernel glue,
+// the runtime, the reference interpreter and the tools: its parameters (the
+// values of the metadata record, abi.h), the storage layout of its weights
+// (which tensors a user hands to NAME_pack, and which rectangle of which
+// tensor each projection weight, bias or table is), and the one spelling of
+// every enum value. A leaf: no MLIR, no LLVM, no interpreter.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_BLOCK_H
+#define ATTNC_RUNTIME_BLOCK_H
+
+#include "attnc/runtime/abi.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnrt {
+
+/// One attention block, in the metadata record's terms (ABI enum values).
+struct BlockParams {
+  int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
+  uint32_t mask = ATTNC_MASK_NONE;
+  bool topLeft = false;
+  int64_t window = 0; ///< sliding-window size (ATTNC_MASK_SLIDING_WINDOW)
+  uint32_t biasMask = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
+  bool outProj = true;
+  /// Projection 'q', 'k', 'v' or 'o' carries a bias.
+  bool hasBias(char which) const {
+    uint32_t bit = which == 'q'   ? ATTNC_BIAS_Q
+                   : which == 'k' ? ATTNC_BIAS_K
+                   : which == 'v' ? ATTNC_BIAS_V
+                                  : ATTNC_BIAS_O;
+    return (biasMask & bit) != 0;
+  }
+  /// Rotary embedding (ATTNC_FEATURE_ROPE; abi.h's rope_* fields).
+  uint32_t ropeStyle = ATTNC_ROPE_NONE;
+  int64_t rotaryDim = 0;
+  std::vector<double> ropeInvFreq, ropeLongInvFreq;
+  int64_t ropeLongFrom = 0;
+  double ropeAttentionFactor = 1;
+  /// Score modifiers (ATTNC_FEATURE_SCORE_MODS): naive::ScoreMods.
+  double softcap = 0;
+  std::vector<double> alibiSlopes;
+  bool alibiBeforeScale = false;
+  /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
+  uint32_t qkNorm = ATTNC_QK_NORM_NONE;
+  /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].
+  bool sinks = false;
+  /// T5's relative bias (abi.h t5_*): "relative_attention_bias.weight".
+  int64_t t5Buckets = 0, t5MaxDistance = 0;
+  bool t5Bidirectional = false;
+  double qkNormEps = 0, qkNormOffset = 0;
+  double scale = 0;   ///< 0 = 1/sqrt(headDim)
+  uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;
+  /// Cross-attention (ATTNC_FEATURE_CROSS): Q from x, K and V from a second
+  /// input x_kv [batch, kvSeqLen, dModel].
+  bool cross = false;
+  /// The attention weights are an output too (ATTNC_FEATURE_PROBS).
+  bool wantProbs = false;
+
+  int64_t qWidth() const { return heads * headDim; }
+  int64_t kvWidth() const { return kvHeads * headDim; }
+};
+
+/// One storage tensor: its name as the ecosystem spells it and its shape.
+struct TensorShape {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// Where one compute-layout role lives in the storage tensors. Roles:
+/// wq wk wv wo (projection weights, [in, out]), bq bk bv bo (their
+/// biases), nq nk (QK-norm weights), ss (sinks), rb (T5's table
+/// [buckets, heads]). Element (k, n) of the role is
+///   T[rowOff + k][colOff + n]     (plain)
+///   T[rowOff + n][colOff + k]     (transposed: T is [out, in])
+///   T[colOff + n]                 (vector: rows = 1)
+struct RoleRect {
+  std::string role;
+  int tensor = -1; ///< index into StorageLayout::tensors
+  bool transposed = false, vector = false;
+  int64_t rowOff = 0, colOff = 0;
+  int64_t rows = 0, cols = 0; ///< the role's compute-layout shape
+};
+
+/// The storage layout of a block: the tensors NAME_pack takes, in its
+/// order, and the rectangle of each role the block has. The one table the
+/// compiler's pack plan, the runtime's loader and the reference read.
+struct StorageLayout {
+  std::vector<TensorShape> tensors;
+  std::vector<RoleRect> roles;
+  /// The rectangle of `role`, or null when the block has no such role.
+  const RoleRect *find(const std::string &role) const;
+};
+StorageLayout storageLayout(const BlockParams &p);
+
+/// The storage tensors (names and shapes) of a block, in the order the
+/// pack entry expects (storageLayout(p).tensors).
+std::vector<TensorShape> storageTensors(const BlockParams &p);
+
+/// Every role name, in the order a block lists them.
+const std::vector<std::string> &roleNames();
+
+/// The one spelling of each ABI enum value (abi_names.def): kind is
+/// "mask", "layout", "dtype", "isa", "feature", "rope_style" or "qk_norm".
+/// nameOf returns "unknown" for a value without a name; codeOf false for a
+/// spelling that is not one.
+const char *nameOf(const char *kind, uint32_t code);
+bool codeOf(const char *kind, const std::string &spelling, uint32_t &code);
+/// The spellings of `kind`, separated by ", " (for messages).
+std::string namesOf(const char *kind);
+/// The names of the bits set in `features` ("lengths, decode"; "none").
+std::string featureNames(uint32_t features);
+
+/// The per-call inputs of the attention variants, as in attnc_forward_args
+/// (docs/abi.md). The default is plain self-attention with every token
+/// valid, which is what the entry points without a VariantInputs run.
+struct VariantInputs {
+  /// [batch] valid query rows per sequence, 0 <= lengths[b] <= seqLen
+  /// (null: all); for self-attention also the valid keys. Query rows past
+  /// the length give zero y rows.
+  const int32_t *lengths = nullptr;
+  /// [batch] the position of each sequence's first token (null: 0); what
+  /// a rotary embedding rotates token t of sequence b by: positions[b] + t.
+  const int32_t *positions = nullptr;
+  /// Cross-attention only: K/V input [batch, kvSeqLen, dModel], elements
+  /// of the kernel's dtype (the interpreter reads float32).
+  const void *xKv = nullptr;
+  /// Cross-attention: T_kv (>= 1). Self-attention: 0 or seqLen.
+  int64_t kvSeqLen = 0;
+  /// Cross-attention only: [batch] valid keys, 0 <= kvLengths[b] <=
+  /// kvSeqLen (null: all).
+  const int32_t *kvLengths = nullptr;
+  /// KV cache to fill (kernels with decode: true; forward only): each
+  /// [batch, kv_heads, cacheLen, head_dim], cacheLen >= seqLen. The
+  /// interpreter ignores them.
+  void *kCache = nullptr;
+  void *vCache = nullptr;
+  int64_t cacheLen = 0;
+};
+
+/// Empty when `in` fits a block `p` with this batch and seqLen (xKv and a
+/// kvSeqLen >= 1 exactly for cross-attention, kvLengths only with it, every
+/// length in range); otherwise the reason, naming the offending entry.
+/// What interpret() and referenceWithBound() check before running.
+std::string checkVariantInputs(const BlockParams &p, int64_t batch,
+                               int64_t seqLen, const VariantInputs &in);
+
+/// Bytes of one element of an ATTNC_DTYPE_* (4, 2, 2; 0 for an unknown
+/// code).
+int64_t dtypeBytes(uint32_t dtype);
+
+/// The block a kernel computes, from its metadata (features: cross from
+/// ATTNC_FEATURE_CROSS, wantProbs from ATTNC_FEATURE_PROBS).
+BlockParams paramsFromInfo(const attnc_kernel_info &info);
+
+} // namespace attnrt
+
+#endif // ATTNC_RUNTIME_BLOCK_H
