@@ -94,12 +94,6 @@ void mapToBlocks(scf::ForallOp phase) {
       ctx, {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
 }
 
-/// exp(x) for x <= 0, clamped where f32 exp is normal (the polynomial's
-/// range; the result is then ~1e-38, not a denormal).
-Value expNeg(ImplicitLocOpBuilder &c, Value x) {
-  return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, f32c(c, -87.0)));
-}
-
 /// `cond ? load : 0.0`.
 Value guardedLoad(ImplicitLocOpBuilder &c, Value cond, Value buf, ValueRange at) {
   auto ifOp = scf::IfOp::create(
@@ -282,8 +276,8 @@ static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
         Value mNew = arith::MaximumFOp::create(ci, m, sc);
         Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
         Value alpha = arith::SelectOp::create(ci, first, f32c(ci, 0.0),
-                                              expNeg(ci, arith::SubFOp::create(ci, m, mNew)));
-        Value p = expNeg(ci, arith::SubFOp::create(ci, sc, mNew));
+                                              attnc::expClamped(ci, arith::SubFOp::create(ci, m, mNew)));
+        Value p = attnc::expClamped(ci, arith::SubFOp::create(ci, sc, mNew));
         SmallVector<Value> out{mNew, math::FmaOp::create(ci, a[1], alpha, p).getResult()};
         for (int64_t d = 0; d < D; ++d) {
           Value vd = memref::LoadOp::create(ci, v, ValueRange{bi, hk, j, idx(ci, d)});
@@ -308,7 +302,7 @@ static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
         Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
         Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
         return arith::SelectOp::create(ci, none, f32c(ci, 0.0),
-                                       expNeg(ci, arith::SubFOp::create(ci, m, M)));
+                                       attnc::expClamped(ci, arith::SubFOp::create(ci, m, M)));
       };
       scf::ForOp ls = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, 0.0)},
                            [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
@@ -487,7 +481,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
         Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32c(r, negInf));
         Value alpha = arith::SelectOp::create(
             r, hadNone, f32c(r, 0.0),
-            expNeg(r, arith::SubFOp::create(r, mOld, mUse)));
+            attnc::expClamped(r, arith::SubFOp::create(r, mOld, mUse)));
         SmallVector<Value> init;
         init.push_back(arith::MulFOp::create(r, lOld, alpha));
         for (int64_t d = 0; d < D; ++d)
@@ -499,7 +493,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
           Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32c(ci, negInf));
           Value p = arith::SelectOp::create(
               ci, masked, f32c(ci, 0.0),
-              expNeg(ci, arith::SubFOp::create(ci, s, mUse)));
+              attnc::expClamped(ci, arith::SubFOp::create(ci, s, mUse)));
           SmallVector<Value> out{arith::AddFOp::create(ci, a[0], p).getResult()};
           for (int64_t d = 0; d < D; ++d)
             out.push_back(math::FmaOp::create(
