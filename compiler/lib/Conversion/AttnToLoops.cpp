@@ -465,9 +465,6 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                : isa<RopeOp, RmsNormOp>(op)
                    ? op->emitOpError("(rope, qk_norm) is not supported by the "
                                      "CUDA target yet")
-               : isa<SdpaOp>(op)
-                   ? op->emitOpError("(softcap, alibi, sinks) is not supported "
-                                     "by the CUDA target yet")
                    : op->emitOpError("the CUDA target needs packed f32 weights "
                                      "and a rank-3 input");
       return t.buildTiledPhases(phases);

@@ -101,12 +101,15 @@ void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
 /// (batch, head), one thread per query, K/V staged attn_nk rows at a time
 /// in shared memory, online softmax, only the mask's visible key range.
 /// qLens/kvLens (memref<?xi32> in device memory, or null): valid lengths,
-/// clamped to [0, T] by the kernel.
+/// clamped to [0, T] by the kernel. The score modifiers (ScoreMods, natural
+/// log units), sinks [Hq] and T5's rel_bias table (or null) as the CPU
+/// kernels apply them.
 mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       attn::TargetAttr target, attn::SdpaOp op,
                                       mlir::Value q, mlir::Value k,
                                       mlir::Value v, mlir::Value o,
-                                      mlir::Value qLens, mlir::Value kvLens);
+                                      mlir::Value qLens, mlir::Value kvLens,
+                                      mlir::Value sinks = {}, mlir::Value relBias = {});
 
 /// The CUDA target's attn.mask_rows: rows t >= lens[b] of y [B, T, N]
 /// become zeros (one block per row).

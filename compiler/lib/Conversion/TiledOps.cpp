@@ -58,18 +58,15 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
 };
 
 struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
-  bool canTile(Operation *op, PhaseContext &ctx) const {
-    // The CUDA kernels do not apply the score modifiers yet.
-    auto s = cast<SdpaOp>(op);
-    return !isCuda(ctx) || (!attnc::ScoreMods::of(s).any() && !s.getSinks() && !s.getRelBias());
-  }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
     if (isCuda(ctx))
       return attnc::buildGpuAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
-                                      optional(ctx, s.getKvLens()));
+                                      optional(ctx, s.getKvLens()), optional(ctx, s.getSinks()),
+                                      optional(ctx, s.getRelBias()));
     return attnc::buildFlashAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
