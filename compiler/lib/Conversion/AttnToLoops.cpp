@@ -462,9 +462,6 @@ LogicalResult FunctionLowering::emit(Operation *op) {
         return isa<ProbsOp>(op)
                    ? op->emitOpError("(outputs: probs) is not supported by the "
                                      "CUDA target yet")
-               : isa<RopeOp, RmsNormOp>(op)
-                   ? op->emitOpError("(rope, qk_norm) is not supported by the "
-                                     "CUDA target yet")
                    : op->emitOpError("the CUDA target needs packed f32 weights "
                                      "and a rank-3 input");
       return t.buildTiledPhases(phases);

@@ -769,3 +769,114 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
   });
   mapToBlocks(phase);
 }
+
+//===----------------------------------------------------------------------===//
+// attn.rope and attn.rms_norm
+//===----------------------------------------------------------------------===//
+
+void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value x,
+                         Value positions) {
+  // One block per (sequence, R rows), R such that the block's R x half
+  // (row, pair) items give each of the NT threads about one: an item's cos
+  // and sin are computed once (in double: RopeAngles) and applied to every
+  // head; consecutive threads take consecutive pairs of a row.
+  const int64_t NT = t.getGemmMc();
+  const RopeAngles ang = RopeAngles::of(b, op);
+  const int64_t R = std::max<int64_t>(1, (NT + ang.half - 1) / ang.half);
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
+  Value blocks = ceilDiv(b, tt, R);
+  Value tasks = arith::MulIOp::create(b, nb, blocks);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, R));
+    Value rows = arith::MinUIOp::create(c, idx(c, R), arith::SubIOp::create(c, tt, r0));
+    Value items = arith::MulIOp::create(c, rows, idx(c, ang.half));
+    Value zero = idx(c, 0);
+    // Decode: the sequence's rows start at positions[b] (a position is
+    // only a number here: nothing is indexed by it).
+    Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
+    Value useLong = ang.useLong(c, p0, tt);
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, items, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, idx(ci, ang.half)));
+        Value i = arith::RemUIOp::create(ci, e, idx(ci, ang.half));
+        Value posF = ang.position(ci, arith::AddIOp::create(ci, p0, row));
+        auto cs = ang.cosSin(ci, posF, i, useLong);
+        auto cols = ang.columns(ci, i);
+        loop(ci, zero, nh, {}, [&](ImplicitLocOpBuilder &ch, Value h, ValueRange) {
+          ang.rotate(ch, x, ValueRange{bi, h, row}, cols, cs);
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}
+
+void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, TargetAttr t, RmsNormOp op, Value x,
+                            Value w) {
+  // One block per (sequence, row, group: one head, or all heads across):
+  // NT threads stride over the group's n = heads * D elements (element e is
+  // head h0 + e / D, column e % D, weight w[e]); each thread's partial sum
+  // of squares goes through shared memory, and every thread adds the NT
+  // partials in the same order before scaling its elements:
+  //   x = x * (1 / sqrt(sum / n + eps)) * (w + offset).
+  auto xt = cast<MemRefType>(x.getType());
+  const int64_t D = xt.getDimSize(3);
+  const bool across = op.getAcrossHeads();
+  const double eps = op.getEps().convertToDouble();
+  const double offset = op.getWeightOffset().convertToDouble();
+  const int64_t heads = across && !ShapedType::isDynamic(xt.getDimSize(1)) ? xt.getDimSize(1) : 1;
+  const int64_t NT =
+      std::min<int64_t>(t.getGemmMc(), std::max<int64_t>(32, (D * heads + 31) / 32 * 32));
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
+  Value groups = across ? idx(b, 1) : nh;
+  Value per = across ? nh : idx(b, 1);
+  Value n = arith::MulIOp::create(b, per, idx(b, D));
+  Value perSeq = arith::MulIOp::create(b, tt, groups);
+  Value tasks = arith::MulIOp::create(b, nb, perSeq);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, perSeq);
+    Value rest = arith::RemUIOp::create(c, task, perSeq);
+    Value row = arith::DivUIOp::create(c, rest, groups);
+    Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, groups), per);
+    Value ps = sharedBuffer(c, {NT});
+    // Element e of the group in x.
+    auto at = [&](ImplicitLocOpBuilder &ci, Value e) {
+      Value h = arith::AddIOp::create(ci, h0, arith::DivUIOp::create(ci, e, idx(ci, D)));
+      return SmallVector<Value>{bi, h, row, arith::RemUIOp::create(ci, e, idx(ci, D))};
+    };
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      scf::ForOp ss = loop(r, tid, n, idx(r, NT), ValueRange{f32c(r, 0.0)},
+                           [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
+        Value v = memref::LoadOp::create(ci, x, at(ci, e));
+        return SmallVector<Value>{math::FmaOp::create(ci, v, v, a[0]).getResult()};
+      });
+      memref::StoreOp::create(r, ss.getResult(0), ps, ValueRange{tid});
+    });
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+                              [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+        Value s = memref::LoadOp::create(ci, ps, ValueRange{i});
+        return SmallVector<Value>{arith::AddFOp::create(ci, a[0], s).getResult()};
+      });
+      Value nf = arith::UIToFPOp::create(r, r.getF32Type(),
+                                         arith::IndexCastOp::create(r, r.getI64Type(), n));
+      Value mean = arith::DivFOp::create(r, total.getResult(0), nf);
+      Value inv = arith::DivFOp::create(
+          r, f32c(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32c(r, eps))));
+      loop(r, tid, n, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        SmallVector<Value> pos = at(ci, e);
+        Value v = memref::LoadOp::create(ci, x, pos);
+        Value wv = memref::LoadOp::create(ci, w, ValueRange{e});
+        if (offset != 0)
+          wv = arith::AddFOp::create(ci, wv, f32c(ci, offset));
+        Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
+        memref::StoreOp::create(ci, y, x, pos);
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}

@@ -111,6 +111,19 @@ mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       mlir::Value qLens, mlir::Value kvLens,
                                       mlir::Value sinks = {}, mlir::Value relBias = {});
 
+/// The CUDA target's attn.rope in place on x [B, H, T, D]: one block per
+/// (sequence, block of rows), one thread per (row, pair) computing the
+/// pair's cos and sin once (RopeAngles, as buildRope) for every head.
+void buildGpuRope(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target, attn::RopeOp op,
+                  mlir::Value x, mlir::Value positions);
+
+/// The CUDA target's attn.rms_norm in place on x [B, H, T, D]: one block per
+/// (sequence, row, group of heads normalised together), its threads
+/// striding over the group's elements; the sum of squares through shared
+/// memory.
+void buildGpuRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                     attn::RmsNormOp op, mlir::Value x, mlir::Value w);
+
 /// The CUDA target's attn.mask_rows: rows t >= lens[b] of y [B, T, N]
 /// become zeros (one block per row).
 mlir::LogicalResult buildGpuMaskRows(mlir::ImplicitLocOpBuilder &b,

@@ -14,6 +14,7 @@
 //   attn.mask_rows     batch                          zero rows
 //   attn.rope          batch x row block              pair rotations in place
 //   attn.rms_norm      batch x row block              QK-norm in place
+//                      (CUDA: batch x row x head group)
 //
 //===----------------------------------------------------------------------===//
 #include "LoopBuilders.h"
@@ -120,21 +121,29 @@ struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp
 };
 
 struct RopeModel : TiledOpInterface::ExternalModel<RopeModel, RopeOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RopeOp>(op);
-    attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
-                     optional(ctx, r.getPositions()));
+    if (isCuda(ctx))
+      attnc::buildGpuRope(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+                          optional(ctx, r.getPositions()));
+    else
+      attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
+                       optional(ctx, r.getPositions()));
     return success();
   }
 };
 
 struct RmsNormModel : TiledOpInterface::ExternalModel<RmsNormModel, RmsNormOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RmsNormOp>(op);
-    attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
-                        ctx.buffer(r.getWeight()));
+    if (isCuda(ctx))
+      attnc::buildGpuRmsNorm(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+                             ctx.buffer(r.getWeight()));
+    else
+      attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
+                          ctx.buffer(r.getWeight()));
     return success();
   }
 };
