@@ -771,6 +771,192 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
 }
 
 //===----------------------------------------------------------------------===//
+// attn.probs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// buildGpuProbs' task: row i of head h of sequence bi, whose visible keys
+/// [jLo, jHi) the NT threads stride over (thread t: jLo + t, + NT, ...);
+/// the query row staged in shared memory (qs), each thread's partial max
+/// and sum in shared memory (pm, pl).
+struct GpuProbsTask {
+  int64_t NT, D;
+  double scale;
+  const attnc::ScoreMods &mods;
+  Value q, k, p, sinks;
+  Value bi, h, hk, i, diag, jLo, jHi, tkv, qs, pm, pl;
+  attnc::ScoreMods::Head mh;
+
+  /// Loads q's row into qs and writes the zeros of the row's hidden keys.
+  void prepare(ImplicitLocOpBuilder &c) const;
+  /// pm[t] = the max of thread t's scores.
+  void maxPass(ImplicitLocOpBuilder &c) const;
+  /// p = e^{s - M} on the visible keys; pl[t] = thread t's sum.
+  void expPass(ImplicitLocOpBuilder &c) const;
+  /// p /= the row's sum (the sink's e^{sink - M} included).
+  void scalePass(ImplicitLocOpBuilder &c) const;
+
+private:
+  /// The modified score of key j (natural-log units).
+  Value score(ImplicitLocOpBuilder &c, Value j) const;
+  /// M: the max of the partial maxima (and the sink); every thread reads
+  /// all NT of them, in the same order.
+  Value rowMax(ImplicitLocOpBuilder &c) const;
+  /// for j = jLo + tid; j < jHi; j += NT.
+  void eachKey(ImplicitLocOpBuilder &c, Value tid, ValueRange init, LoopBody fn,
+               SmallVectorImpl<Value> *results = nullptr) const;
+};
+
+Value GpuProbsTask::score(ImplicitLocOpBuilder &c, Value j) const {
+  scf::ForOp dot = loop(c, idx(c, 0), idx(c, D), ValueRange{f32c(c, 0.0)},
+                        [&](ImplicitLocOpBuilder &ci, Value d, ValueRange a) {
+    Value x = memref::LoadOp::create(ci, qs, ValueRange{d});
+    Value y = memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, d});
+    return SmallVector<Value>{math::FmaOp::create(ci, x, y, a[0]).getResult()};
+  });
+  Value s = arith::MulFOp::create(c, dot.getResult(0), f32c(c, scale));
+  return mods.any() ? mods.applyAt(c, s, mh, j, diag, /*unit=*/1.0) : s;
+}
+
+void GpuProbsTask::eachKey(ImplicitLocOpBuilder &c, Value tid, ValueRange init, LoopBody fn,
+                           SmallVectorImpl<Value> *results) const {
+  scf::ForOp l = loop(c, arith::AddIOp::create(c, jLo, tid), jHi, idx(c, NT), init, fn);
+  if (results)
+    results->assign(l.getResults().begin(), l.getResults().end());
+}
+
+Value GpuProbsTask::rowMax(ImplicitLocOpBuilder &c) const {
+  scf::ForOp mx = loop(c, idx(c, 0), idx(c, NT),
+                       ValueRange{f32c(c, -std::numeric_limits<double>::infinity())},
+                       [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
+    Value m = memref::LoadOp::create(ci, pm, ValueRange{t});
+    return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], m).getResult()};
+  });
+  Value m = mx.getResult(0);
+  if (sinks)
+    m = arith::MaximumFOp::create(c, m, memref::LoadOp::create(c, sinks, ValueRange{h}));
+  return m;
+}
+
+void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    loop(r, tid, idx(r, D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value d, ValueRange) {
+      memref::StoreOp::create(ci, memref::LoadOp::create(ci, q, ValueRange{bi, h, i, d}), qs,
+                              ValueRange{d});
+      return SmallVector<Value>{};
+    });
+    loop(r, tid, tkv, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
+      Value past = arith::CmpIOp::create(ci, arith::CmpIPredicate::sge, j, jHi);
+      Value hidden = arith::OrIOp::create(ci, lt(ci, j, jLo), past);
+      auto ifOp = scf::IfOp::create(ci, hidden, /*withElse=*/false);
+      ImplicitLocOpBuilder s(ci.getLoc(), ifOp.getThenBodyBuilder());
+      memref::StoreOp::create(s, f32c(s, 0.0), p, ValueRange{bi, h, i, j});
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+void GpuProbsTask::maxPass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    SmallVector<Value> m;
+    eachKey(r, tid, ValueRange{f32c(r, -std::numeric_limits<double>::infinity())},
+            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
+              Value mx = arith::MaximumFOp::create(ci, a[0], score(ci, j));
+              return SmallVector<Value>{mx};
+            },
+            &m);
+    memref::StoreOp::create(r, m[0], pm, ValueRange{tid});
+  });
+}
+
+void GpuProbsTask::expPass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    Value M = rowMax(r);
+    SmallVector<Value> sum;
+    eachKey(r, tid, ValueRange{f32c(r, 0.0)},
+            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
+              Value e = attnc::expClamped(ci, arith::SubFOp::create(ci, score(ci, j), M));
+              memref::StoreOp::create(ci, e, p, ValueRange{bi, h, i, j});
+              return SmallVector<Value>{arith::AddFOp::create(ci, a[0], e).getResult()};
+            },
+            &sum);
+    memref::StoreOp::create(r, sum[0], pl, ValueRange{tid});
+  });
+}
+
+void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+                            [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
+      Value l = memref::LoadOp::create(ci, pl, ValueRange{t});
+      return SmallVector<Value>{arith::AddFOp::create(ci, a[0], l).getResult()};
+    });
+    Value L = total.getResult(0);
+    if (sinks) { // the sink: one more term of the denominator
+      Value M = rowMax(r);
+      Value sk = memref::LoadOp::create(r, sinks, ValueRange{h});
+      L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sk, M)));
+    }
+    Value inv = arith::DivFOp::create(r, f32c(r, 1.0), L);
+    eachKey(r, tid, {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
+      Value e = memref::LoadOp::create(ci, p, ValueRange{bi, h, i, j});
+      memref::StoreOp::create(ci, arith::MulFOp::create(ci, e, inv), p, ValueRange{bi, h, i, j});
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+} // namespace
+
+LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, TargetAttr t, ProbsOp op,
+                                   Value sinks, Value relBias, Value q, Value k, Value p,
+                                   Value qLens, Value kvLens) {
+  auto qt = cast<MemRefType>(q.getType());
+  const int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
+    return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
+  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
+  const int64_t NT = t.getAttnMq();
+  Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
+  Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  Value perBatch = arith::MulIOp::create(b, hq, tq);
+  // No output buffer (NULL probs in the C ABI): no tasks (and no launch).
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, p);
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ptr, idx(b, 0));
+  Value tasks = arith::SelectOp::create(b, none, idx(b, 0),
+                                        arith::MulIOp::create(b, nb, perBatch));
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    GpuProbsTask pt{NT, D, op.getScale().convertToDouble(), mods, q, k, p, sinks};
+    pt.tkv = tkv;
+    pt.bi = arith::DivUIOp::create(c, task, perBatch);
+    Value rest = arith::RemUIOp::create(c, task, perBatch);
+    pt.h = arith::DivUIOp::create(c, rest, tq);
+    pt.i = arith::RemUIOp::create(c, rest, tq);
+    pt.hk = arith::DivUIOp::create(c, pt.h, group);
+    Value qv = qLens ? deviceLength(c, qLens, pt.bi, tq) : tq;
+    Value kvv = kvLens ? deviceLength(c, kvLens, pt.bi, tkv) : tkv;
+    pt.diag = arith::AddIOp::create(c, pt.i, vis.offset(c, qv, kvv));
+    attnc::KeyVisibility::Range keys = vis.row(c, pt.diag, kvv);
+    // A row past the valid queries sees no key: all zeros.
+    pt.jLo = keys.start;
+    pt.jHi = arith::SelectOp::create(c, lt(c, pt.i, qv), keys.end, keys.start);
+    pt.qs = sharedBuffer(c, {D});
+    pt.pm = sharedBuffer(c, {NT});
+    pt.pl = sharedBuffer(c, {NT});
+    pt.mh = mods.head(c, pt.h, relBias, /*unit=*/1.0);
+    pt.prepare(c);
+    pt.maxPass(c);
+    pt.expPass(c);
+    pt.scalePass(c);
+  });
+  mapToBlocks(phase);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // attn.rope and attn.rms_norm
 //===----------------------------------------------------------------------===//
 

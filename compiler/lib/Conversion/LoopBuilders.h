@@ -111,6 +111,15 @@ mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       mlir::Value qLens, mlir::Value kvLens,
                                       mlir::Value sinks = {}, mlir::Value relBias = {});
 
+/// The CUDA target's attn.probs: p [B, Hq, Tq, Tkv] as buildProbs defines
+/// it, one block per (batch, head, query row) whose threads stride over the
+/// row's keys; three passes over the visible keys (max, exponentials, scale)
+/// with block-wide max and sum through shared memory.
+mlir::LogicalResult buildGpuProbs(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                                  attn::ProbsOp op, mlir::Value sinks, mlir::Value relBias,
+                                  mlir::Value q, mlir::Value k, mlir::Value p,
+                                  mlir::Value qLens, mlir::Value kvLens);
+
 /// The CUDA target's attn.rope in place on x [B, H, T, D]: one block per
 /// (sequence, block of rows), one thread per (row, pair) computing the
 /// pair's cos and sin once (RopeAngles, as buildRope) for every head.

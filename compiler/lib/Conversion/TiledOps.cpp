@@ -10,6 +10,7 @@
 //   attn.linear        batch x row block x panels     packed-panel GEMM
 //   attn.sdpa          batch x head x query block     flash attention
 //   attn.probs         batch x head                   softmax rows
+//                      (CUDA: batch x head x row)
 //   attn.cache_append  batch x kv head                row copies
 //   attn.mask_rows     batch                          zero rows
 //   attn.rope          batch x row block              pair rotations in place
@@ -78,9 +79,14 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
 };
 
 struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
+    if (isCuda(ctx))
+      return attnc::buildGpuProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+                                  optional(ctx, p.getRelBias()), ctx.buffer(p.getQuery()),
+                                  ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
+                                  optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
     return attnc::buildProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
                              optional(ctx, p.getRelBias()),
                              ctx.buffer(p.getQuery()),
