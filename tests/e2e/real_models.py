@@ -21,9 +21,11 @@ the tolerance, so a kernel that silently ignored the feature would FAIL.
 
 Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
 
-Usage: real_models.py --work DIR   (attnc and attnc-run on PATH). One
-PASS/FAIL line per case and a closing 'real_models: N passed, M failed'
-line; exit 1 on a failure.
+Usage: real_models.py --work DIR [--cuda-on-host]   (attnc and attnc-run on
+PATH). With --cuda-on-host every kernel is the CUDA target's (attnc --target
+cuda-sm90 --testing-gpu-on-host: its blocks and thread regions run one after
+another on this CPU). One PASS/FAIL line per case and a closing
+'real_models: N passed, M failed' line; exit 1 on a failure.
 """
 import argparse
 import math
@@ -368,7 +370,10 @@ def run(cmd):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cuda-on-host", action="store_true",
+                    help="the CUDA target's kernels, built for this CPU")
     a = ap.parse_args()
+    target = ["--target", "cuda-sm90", "--testing-gpu-on-host"] if a.cuda_on_host else []
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(7)
     passed = failed = 0
@@ -382,7 +387,7 @@ def main():
         for n, t in w.items():
             np.save(os.path.join(d, "w", n + ".npy"), t)
         try:
-            run(["attnc", os.path.join(d, "spec.yaml"), "-o", lib])
+            run(["attnc", os.path.join(d, "spec.yaml"), "-o", lib] + target)
         except RuntimeError as e:
             print(f"FAIL: {c['name']}: {e}")
             failed += 1

@@ -115,7 +115,8 @@ const char *kUsage =
     "                     the KV caches are device buffers, each step's tokens\n"
     "                     and positions are copied up and its y rows back. Not\n"
     "                     with --threads (other than 1), --probs, --heatmap\n"
-    "                     (usage errors)\n"
+    "                     (usage errors; a kernel with the probs output is\n"
+    "                     checked on y)\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
     "\n"
     "attention variants (each only for a kernel whose --info features list it):\n"
@@ -821,19 +822,19 @@ int parseArgs(int argc, char **argv, Options &o) {
     return usageError(std::string(o.headGiven ? "--head" : "--heatmap-batch") +
                       " applies to --heatmap, which is not given");
   if (o.cuda) {
-    // What a CUDA kernel does not have (yet): a thread pool, the probs
-    // variant.
+    // What a CUDA kernel does not have: a thread pool. What attnc-run does
+    // not do with one (yet): copy the attention weights back.
     const char *refused = o.threadsGiven && o.threads != 1 ? "--threads"
                           : !o.probsPath.empty()           ? "--probs"
                           : !o.heatmapPath.empty()         ? "--heatmap"
                                                            : nullptr;
     if (refused)
       return usageError(std::string(refused) +
-                        " is not available with --device cuda (CUDA "
-                        "kernels have no " +
+                        " is not available with --device cuda (" +
                         (std::strcmp(refused, "--threads") == 0
-                             ? "thread pool"
-                             : "attention weights output") +
+                             ? "CUDA kernels have no thread pool"
+                             : "attnc-run copies y back, not the attention "
+                               "weights") +
                         ")");
   }
   return -1;
@@ -980,7 +981,9 @@ int main(int argc, char **argv) {
   std::vector<attnrt::TensorShape> tensors = attnrt::storageTensors(p);
   const int64_t memory = physicalMemory();
   const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
-  const bool wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0;
+  // --device cuda: the attention weights stay on the device (attnc-run
+  // copies y back), so neither asked for nor checked.
+  const bool wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda;
   auto shapeText = [](const std::vector<int64_t> &shape) {
     std::string got;
     for (int64_t d : shape)

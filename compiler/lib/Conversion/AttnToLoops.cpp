@@ -459,17 +459,8 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                              "(attn-fuse-qkv and attn-heads-as-views)");
     if (auto t = dyn_cast<TiledOpInterface>(op)) {
       if (!t.canTile(phases))
-        return isa<ProbsOp>(op)
-                   ? op->emitOpError("(outputs: probs) is not supported by the "
-                                     "CUDA target yet")
-               : isa<RopeOp, RmsNormOp>(op)
-                   ? op->emitOpError("(rope, qk_norm) is not supported by the "
-                                     "CUDA target yet")
-               : isa<SdpaOp>(op)
-                   ? op->emitOpError("(softcap, alibi, sinks) is not supported "
-                                     "by the CUDA target yet")
-                   : op->emitOpError("the CUDA target needs packed f32 weights "
-                                     "and a rank-3 input");
+        return op->emitOpError("the CUDA target needs packed f32 weights "
+                               "and a rank-3 input");
       return t.buildTiledPhases(phases);
     }
     if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))

@@ -203,10 +203,9 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     kEnd = arith::SelectOp::create(c, rowValid, kEnd, kStart);
 
     auto S = memref::AllocaOp::create(c, MemRefType::get({gq, nk}, f32));
-    SmallVector<Value> slopes;
+    SmallVector<attnc::ScoreMods::Head> heads;
     for (int64_t g = 0; g < gq; ++g)
-      slopes.push_back(mods.slope(c, add(c, h0, g), llvm::numbers::log2e));
-    Value bucketsV = relBias ? mods.buckets(c) : Value();
+      heads.push_back(mods.head(c, add(c, h0, g), relBias, llvm::numbers::log2e));
     SmallVector<SmallVector<Value>> qs;
     for (int64_t g = 0; g < gq; ++g) {
       SmallVector<Value> row = loadRow(c, q, {bi, add(c, h0, g), zero});
@@ -242,19 +241,9 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
           for (int64_t ch = 1; ch < dv; ++ch)
             acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
           Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc);
-          if (mods.any()) { // the one query sits at key position off
-            Value delta = arith::SIToFPOp::create(
-                c1, c1.getF32Type(),
-                arith::IndexCastOp::create(
-                    c1, c1.getI64Type(),
-                    arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jj), off)));
-            if (relBias) // T5's bias, before softcap (as the reference)
-              s = arith::AddFOp::create(
-                  c1, s, mods.relBias(c1, relBias, bucketsV, add(c1, h0, g),
-                                      arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jj), off),
-                                      llvm::numbers::log2e));
-            s = mods.apply(c1, s, slopes[g], delta, llvm::numbers::log2e);
-          }
+          if (mods.any()) // the one query sits at key position off
+            s = mods.applyAt(c1, s, heads[g], arith::AddIOp::create(c1, j0, jj), off,
+                             llvm::numbers::log2e);
           memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
         }
         return SmallVector<Value>{};
@@ -761,8 +750,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
   taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, hq);
     Value h = arith::RemUIOp::create(c, task, hq);
-    Value slopeV = mods.slope(c, h, 1.0);
-    Value bucketsV = relBias ? mods.buckets(c) : Value();
+    const attnc::ScoreMods::Head head = mods.head(c, h, relBias, 1.0);
     Value hk = arith::DivUIOp::create(c, h, group);
     Value qv = qLens ? validLength(c, qLens, bi, tq) : tq;
     Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
@@ -788,16 +776,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
                   c3, a[0], arith::MulFOp::create(c3, x, y))};
             });
         Value sc = arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
-        if (!mods.any())
-          return sc;
-        if (relBias)
-          sc = arith::AddFOp::create(
-              c2, sc, mods.relBias(c2, relBias, bucketsV, h, arith::SubIOp::create(c2, j, diag), 1.0));
-        Value delta = arith::SIToFPOp::create(
-            c2, c2.getF32Type(),
-            arith::IndexCastOp::create(c2, c2.getI64Type(),
-                                       arith::SubIOp::create(c2, j, diag)));
-        return mods.apply(c2, sc, slopeV, delta, 1.0);
+        return mods.any() ? mods.applyAt(c2, sc, head, j, diag, 1.0) : sc;
       };
       scf::ForOp mx = loop(c1, jLo, jHi, ValueRange{fc(c1, -std::numeric_limits<double>::infinity())},
           [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {

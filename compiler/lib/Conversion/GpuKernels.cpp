@@ -33,6 +33,9 @@
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::loop;
+using attnc::LoopBody;
+using attnc::taskLoop;
 
 namespace {
 
@@ -92,12 +95,6 @@ void mapToBlocks(scf::ForallOp phase) {
   MLIRContext *ctx = phase.getContext();
   phase.setMappingAttr(ArrayAttr::get(
       ctx, {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
-}
-
-/// exp(x) for x <= 0, clamped where f32 exp is normal (the polynomial's
-/// range; the result is then ~1e-38, not a denormal).
-Value expNeg(ImplicitLocOpBuilder &c, Value x) {
-  return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, f32c(c, -87.0)));
 }
 
 /// `cond ? load : 0.0`.
@@ -238,119 +235,370 @@ static Value deviceLength(ImplicitLocOpBuilder &c, Value lens, Value bi, Value f
   return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, l, idx(c, 0)), full);
 }
 
+namespace {
+
+/// What the CUDA attention kernels share about one attn.sdpa: head_dim,
+/// visibility, layout, scale and score modifiers (in natural-log units:
+/// the CUDA kernels scale q by `scale` only, so ScoreMods' unit is 1),
+/// the operands and the optional sinks [Hq] and T5 table [buckets, Hq].
+struct GpuSdpa {
+  int64_t D = 0;
+  attnc::KeyVisibility vis;
+  bool bthd = false;
+  double scale = 1;
+  attnc::ScoreMods mods;
+  Value q, k, v, o, sinks, relBias;
+
+  static GpuSdpa of(SdpaOp op, Value q, Value k, Value v, Value o, Value sinks,
+                    Value relBias) {
+    GpuSdpa a;
+    a.D = cast<MemRefType>(q.getType()).getDimSize(3);
+    a.vis = attnc::KeyVisibility::of(op);
+    a.bthd = op.getLayout() == HeadLayout::bthd;
+    a.scale = op.getScale().convertToDouble();
+    a.mods = attnc::ScoreMods::of(op);
+    a.q = q, a.k = k, a.v = v, a.o = o, a.sinks = sinks, a.relBias = relBias;
+    return a;
+  }
+  /// The score s of key j for the query at key position qpos (index
+  /// values) after the score modifiers.
+  Value modified(ImplicitLocOpBuilder &c, Value s, const attnc::ScoreMods::Head &h, Value j,
+                 Value qpos) const {
+    return mods.any() ? mods.applyAt(c, s, h, j, qpos, /*unit=*/1.0) : s;
+  }
+  /// Element d of row i of query head h in the output.
+  SmallVector<Value> outAt(Value bi, Value h, Value i, Value d) const {
+    return bthd ? SmallVector<Value>{bi, i, h, d} : SmallVector<Value>{bi, h, i, d};
+  }
+};
+
+/// The decode kernel's task: one query of head h of sequence bi, its
+/// visible keys [kStart, kEnd) split among NT threads, their partial
+/// softmax states in shared memory (pm, pl: [NT], pacc: [NT, D]).
+struct GpuDecodeTask {
+  const GpuSdpa &a;
+  int64_t NT;
+  Value bi, h, hk, off, kStart, kEnd, pm, pl, pacc;
+  attnc::ScoreMods::Head mh;
+
+  /// Thread t's online softmax (m, l, acc) over keys kStart + t, + NT, ...
+  void partials(ImplicitLocOpBuilder &c) const;
+  /// M = max m_i, o = sum_i e^{m_i - M} acc_i / sum_i e^{m_i - M} l_i; a
+  /// sink is one more partial (m = sink, l = 1, acc = 0).
+  void merge(ImplicitLocOpBuilder &c) const;
+};
+
+void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  const int64_t D = a.D;
+  Value zero = idx(c, 0);
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    SmallVector<Value> qv;
+    for (int64_t d = 0; d < D; ++d)
+      qv.push_back(arith::MulFOp::create(
+          r, memref::LoadOp::create(r, a.q, ValueRange{bi, h, zero, idx(r, d)}),
+          f32c(r, a.scale)));
+    SmallVector<Value> init{f32c(r, negInf), f32c(r, 0.0)};
+    for (int64_t d = 0; d < D; ++d)
+      init.push_back(f32c(r, 0.0));
+    scf::ForOp keys = attnc::loop(r, arith::AddIOp::create(r, kStart, tid), kEnd, idx(r, NT), init,
+                           [&](ImplicitLocOpBuilder &ci, Value j, ValueRange st) {
+      Value sc = f32c(ci, 0.0);
+      for (int64_t d = 0; d < D; ++d)
+        sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, a.k, ValueRange{bi, hk, j, idx(ci, d)}), sc);
+      sc = a.modified(ci, sc, mh, j, off); // the query sits at key position off
+      Value m = st[0];
+      Value mNew = arith::MaximumFOp::create(ci, m, sc);
+      Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
+      Value alpha = arith::SelectOp::create(ci, first, f32c(ci, 0.0),
+                                            attnc::expClamped(ci, arith::SubFOp::create(ci, m, mNew)));
+      Value p = attnc::expClamped(ci, arith::SubFOp::create(ci, sc, mNew));
+      SmallVector<Value> out{mNew, math::FmaOp::create(ci, st[1], alpha, p).getResult()};
+      for (int64_t d = 0; d < D; ++d) {
+        Value vd = memref::LoadOp::create(ci, a.v, ValueRange{bi, hk, j, idx(ci, d)});
+        out.push_back(math::FmaOp::create(ci, p, vd, arith::MulFOp::create(ci, st[2 + d], alpha)));
+      }
+      return out;
+    });
+    memref::StoreOp::create(r, keys.getResult(0), pm, ValueRange{tid});
+    memref::StoreOp::create(r, keys.getResult(1), pl, ValueRange{tid});
+    for (int64_t d = 0; d < D; ++d)
+      memref::StoreOp::create(r, keys.getResult(2 + d), pacc, ValueRange{tid, idx(r, d)});
+  });
+}
+
+void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Value zero = idx(c, 0);
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    scf::ForOp mx = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, negInf)},
+                         [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
+      Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
+      return SmallVector<Value>{arith::MaximumFOp::create(ci, st[0], m).getResult()};
+    });
+    Value M = mx.getResult(0);
+    Value sink;
+    if (a.sinks) {
+      sink = memref::LoadOp::create(r, a.sinks, ValueRange{h});
+      M = arith::MaximumFOp::create(r, M, sink);
+    }
+    // A thread that saw no key has m = -inf, l = 0, acc = 0: weight 0.
+    auto weight = [&](ImplicitLocOpBuilder &ci, Value i) -> Value {
+      Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
+      Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
+      return arith::SelectOp::create(ci, none, f32c(ci, 0.0),
+                                     attnc::expClamped(ci, arith::SubFOp::create(ci, m, M)));
+    };
+    scf::ForOp ls = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, 0.0)},
+                         [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
+      Value l = memref::LoadOp::create(ci, pl, ValueRange{i});
+      return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), l, st[0]).getResult()};
+    });
+    Value L = ls.getResult(0);
+    if (a.sinks)
+      L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sink, M)));
+    Value pos = arith::CmpFOp::create(r, arith::CmpFPredicate::OGT, L, f32c(r, 0.0));
+    Value inv = arith::SelectOp::create(r, pos, arith::DivFOp::create(r, f32c(r, 1.0), L),
+                                        f32c(r, 0.0));
+    attnc::loop(r, tid, idx(r, a.D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &cd, Value d, ValueRange) {
+      scf::ForOp acc = attnc::loop(cd, zero, idx(cd, NT), ValueRange{f32c(cd, 0.0)},
+                            [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
+        Value x = memref::LoadOp::create(ci, pacc, ValueRange{i, d});
+        return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), x, st[0]).getResult()};
+      });
+      Value val = arith::MulFOp::create(cd, acc.getResult(0), inv);
+      memref::StoreOp::create(cd, val, a.o, a.outAt(bi, h, zero, d));
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+} // namespace
+
 /// One query per (batch, head) (decode): the block's threads split the
-/// key range (thread t takes keys kStart + t, + 2*NT, ...), each keeping an
+/// key range (thread t takes keys kStart + t, + NT, ...), each keeping an
 /// online softmax (m, l, acc) of its keys in registers; a second region
 /// merges the NT partial results through shared memory:
 ///   M = max m_i,  o = sum_i e^{m_i - M} acc_i / sum_i e^{m_i - M} l_i.
-static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT,
-                                    int64_t D, const attnc::KeyVisibility &vis,
-                                    bool bthd, double scale, Value q, Value k,
-                                    Value v, Value o, Value kvLens) {
-  const double negInf = -std::numeric_limits<double>::infinity();
-  Value nb = dim(b, q, 0), hq = dim(b, q, 1);
-  Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
+static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT, const GpuSdpa &a,
+                                    Value kvLens) {
+  Value nb = dim(b, a.q, 0), hq = dim(b, a.q, 1);
+  Value hkv = dim(b, a.k, 1), tkv = dim(b, a.k, 2);
   Value group = arith::DivUIOp::create(b, hq, hkv);
   scf::ForallOp phase = attnc::taskLoop(b, arith::MulIOp::create(b, nb, hq),
                                  [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, hq);
-    Value h = arith::RemUIOp::create(c, task, hq);
-    Value hk = arith::DivUIOp::create(c, h, group);
-    Value zero = idx(c, 0);
-    Value kvv = kvLens ? deviceLength(c, kvLens, bi, tkv) : tkv;
+    GpuDecodeTask dt{a, NT};
+    dt.bi = arith::DivUIOp::create(c, task, hq);
+    dt.h = arith::RemUIOp::create(c, task, hq);
+    dt.hk = arith::DivUIOp::create(c, dt.h, group);
+    Value kvv = kvLens ? deviceLength(c, kvLens, dt.bi, tkv) : tkv;
     // The query is row 0 of 1 (KeyVisibility: bottom-right, off = kvv - 1).
-    Value off = vis.offset(c, idx(c, 1), kvv);
-    attnc::KeyVisibility::Range keys = vis.row(c, off, kvv);
-    Value kStart = keys.start, kEnd = keys.end;
-    Value pm = sharedBuffer(c, {NT});
-    Value pl = sharedBuffer(c, {NT});
-    Value pacc = sharedBuffer(c, {NT, D});
-    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      SmallVector<Value> qv;
-      for (int64_t d = 0; d < D; ++d)
-        qv.push_back(arith::MulFOp::create(
-            r, memref::LoadOp::create(r, q, ValueRange{bi, h, zero, idx(r, d)}), f32c(r, scale)));
-      SmallVector<Value> init{f32c(r, negInf), f32c(r, 0.0)};
-      for (int64_t d = 0; d < D; ++d)
-        init.push_back(f32c(r, 0.0));
-      scf::ForOp keys = attnc::loop(r, arith::AddIOp::create(r, kStart, tid), kEnd, idx(r, NT), init,
-                             [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
-        Value sc = f32c(ci, 0.0);
-        for (int64_t d = 0; d < D; ++d)
-          sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, idx(ci, d)}), sc);
-        Value m = a[0];
-        Value mNew = arith::MaximumFOp::create(ci, m, sc);
-        Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
-        Value alpha = arith::SelectOp::create(ci, first, f32c(ci, 0.0),
-                                              expNeg(ci, arith::SubFOp::create(ci, m, mNew)));
-        Value p = expNeg(ci, arith::SubFOp::create(ci, sc, mNew));
-        SmallVector<Value> out{mNew, math::FmaOp::create(ci, a[1], alpha, p).getResult()};
-        for (int64_t d = 0; d < D; ++d) {
-          Value vd = memref::LoadOp::create(ci, v, ValueRange{bi, hk, j, idx(ci, d)});
-          out.push_back(math::FmaOp::create(ci, p, vd, arith::MulFOp::create(ci, a[2 + d], alpha)));
-        }
-        return out;
-      });
-      memref::StoreOp::create(r, keys.getResult(0), pm, ValueRange{tid});
-      memref::StoreOp::create(r, keys.getResult(1), pl, ValueRange{tid});
-      for (int64_t d = 0; d < D; ++d)
-        memref::StoreOp::create(r, keys.getResult(2 + d), pacc, ValueRange{tid, idx(r, d)});
-    });
-    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      scf::ForOp mx = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, negInf)},
-                           [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
-        Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
-        return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], m).getResult()};
-      });
-      Value M = mx.getResult(0);
-      // A thread that saw no key has m = -inf, l = 0, acc = 0: weight 0.
-      auto weight = [&](ImplicitLocOpBuilder &ci, Value i) -> Value {
-        Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
-        Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
-        return arith::SelectOp::create(ci, none, f32c(ci, 0.0),
-                                       expNeg(ci, arith::SubFOp::create(ci, m, M)));
-      };
-      scf::ForOp ls = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, 0.0)},
-                           [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
-        Value l = memref::LoadOp::create(ci, pl, ValueRange{i});
-        return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), l, a[0]).getResult()};
-      });
-      Value L = ls.getResult(0);
-      Value pos = arith::CmpFOp::create(r, arith::CmpFPredicate::OGT, L, f32c(r, 0.0));
-      Value inv = arith::SelectOp::create(r, pos, arith::DivFOp::create(r, f32c(r, 1.0), L),
-                                          f32c(r, 0.0));
-      attnc::loop(r, tid, idx(r, D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &cd, Value d, ValueRange) {
-        scf::ForOp acc = attnc::loop(cd, zero, idx(cd, NT), ValueRange{f32c(cd, 0.0)},
-                              [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
-          Value x = memref::LoadOp::create(ci, pacc, ValueRange{i, d});
-          return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), x, a[0]).getResult()};
-        });
-        Value val = arith::MulFOp::create(cd, acc.getResult(0), inv);
-        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, zero, h, d}
-                                     : SmallVector<Value>{bi, h, zero, d};
-        memref::StoreOp::create(cd, val, o, at);
-        return SmallVector<Value>{};
-      });
-    });
+    dt.off = a.vis.offset(c, idx(c, 1), kvv);
+    attnc::KeyVisibility::Range keys = a.vis.row(c, dt.off, kvv);
+    dt.kStart = keys.start, dt.kEnd = keys.end;
+    dt.pm = sharedBuffer(c, {NT});
+    dt.pl = sharedBuffer(c, {NT});
+    dt.pacc = sharedBuffer(c, {NT, a.D});
+    dt.mh = a.mods.head(c, dt.h, a.relBias, /*unit=*/1.0);
+    dt.partials(c);
+    dt.merge(c);
   });
   mapToBlocks(phase);
 }
 
+namespace {
+
+/// The flash kernel's task: MQ query rows [i0, i0 + MQ) of head h of
+/// sequence bi, thread r owning row i0 + r (its scaled q row qr, output row
+/// accB and (m, l) in stat, private), the K/V tiles (ks, vs: [NK, D],
+/// shared) and each thread's scores of one tile (sc, private).
+struct GpuAttentionTask {
+  const GpuSdpa &a;
+  int64_t MQ, NK;
+  Value bi, h, hk, i0, tq, off, kEnd;
+  Value ks, vs, qr, accB, stat, sc;
+  attnc::ScoreMods::Head mh;
+
+  /// q scaled, acc = 0, (m, l) = (-inf, 0), or (sink, 1): the sink is one
+  /// more key of weight 1 at its logit with no value.
+  void init(ImplicitLocOpBuilder &c) const;
+  /// K and V rows [j0, j0 + NK) into shared memory, zeros past kEnd.
+  void stage(ImplicitLocOpBuilder &c, Value j0) const;
+  /// The online softmax of each row over the staged tile.
+  void update(ImplicitLocOpBuilder &c, Value j0) const;
+  /// o = acc / l (zeros for a row that saw no key).
+  void write(ImplicitLocOpBuilder &c) const;
+
+private:
+  /// What thread tid's scores of the tile starting at key j0 need: its row's
+  /// key position, the tile's valid keys, the row's q.
+  struct Row {
+    Value diag, cnt;
+    SmallVector<Value> q;
+  };
+  Row row(ImplicitLocOpBuilder &r, Value tid, Value j0) const;
+  /// Thread tid's scores of the tile (modified, -inf where masked) into sc;
+  /// returns their maximum.
+  Value scores(ImplicitLocOpBuilder &r, Value tid, Value j0, const Row &row) const;
+};
+
+void GpuAttentionTask::init(ImplicitLocOpBuilder &c) const {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Value lastQ = arith::SubIOp::create(c, tq, idx(c, 1));
+  threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+    Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
+    for (int64_t d = 0; d < a.D; ++d) {
+      Value x = memref::LoadOp::create(r, a.q, ValueRange{bi, h, i, idx(r, d)});
+      memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32c(r, a.scale)), qr,
+                              ValueRange{tid, idx(r, d)});
+      memref::StoreOp::create(r, f32c(r, 0.0), accB, ValueRange{tid, idx(r, d)});
+    }
+    Value m0 = a.sinks ? memref::LoadOp::create(r, a.sinks, ValueRange{h}).getResult()
+                       : f32c(r, negInf);
+    memref::StoreOp::create(r, m0, stat, ValueRange{tid, idx(r, 0)});
+    memref::StoreOp::create(r, f32c(r, a.sinks ? 1.0 : 0.0), stat, ValueRange{tid, idx(r, 1)});
+  });
+}
+
+void GpuAttentionTask::stage(ImplicitLocOpBuilder &c, Value j0) const {
+  // Rows past the block's key range are zeros (their scores are masked,
+  // and p = 0 times a zero row keeps the sum exact even when a padding
+  // token's K/V is not finite).
+  const int64_t D = a.D, elems = NK * D, per = (elems + MQ - 1) / MQ;
+  threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+    for (int64_t e = 0; e < per; ++e) {
+      Value li = arith::AddIOp::create(r, tid, idx(r, e * MQ));
+      auto body = [&](ImplicitLocOpBuilder &s) {
+        Value row = arith::DivUIOp::create(s, li, idx(s, D));
+        Value d = arith::RemUIOp::create(s, li, idx(s, D));
+        Value j = arith::AddIOp::create(s, j0, row);
+        Value in = lt(s, j, kEnd);
+        memref::StoreOp::create(s, guardedLoad(s, in, a.k, ValueRange{bi, hk, j, d}),
+                                ks, ValueRange{row, d});
+        memref::StoreOp::create(s, guardedLoad(s, in, a.v, ValueRange{bi, hk, j, d}),
+                                vs, ValueRange{row, d});
+      };
+      if ((e + 1) * MQ <= elems) {
+        body(r);
+      } else {
+        auto ifOp = scf::IfOp::create(r, lt(r, li, idx(r, elems)), false);
+        ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+        body(s);
+      }
+    }
+  });
+}
+
+GpuAttentionTask::Row GpuAttentionTask::row(ImplicitLocOpBuilder &r, Value tid, Value j0) const {
+  Row w;
+  Value i = arith::AddIOp::create(r, i0, tid);
+  w.cnt = arith::MinUIOp::create(r, idx(r, NK), arith::SubIOp::create(r, kEnd, j0));
+  w.diag = arith::AddIOp::create(r, i, off); // row i's key position
+  for (int64_t d = 0; d < a.D; ++d)
+    w.q.push_back(memref::LoadOp::create(r, qr, ValueRange{tid, idx(r, d)}));
+  return w;
+}
+
+Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
+                               const Row &w) const {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  Value diag = w.diag, cnt = w.cnt;
+  ArrayRef<Value> qv = w.q;
+  scf::ForOp sl = loop(r, idx(r, 0), idx(r, NK), ValueRange{f32c(r, negInf)},
+                       [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange st) {
+    Value s = f32c(ci, 0.0);
+    for (int64_t d = 0; d < a.D; ++d)
+      s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, idx(ci, d)}), s);
+    Value j = arith::AddIOp::create(ci, j0, jj);
+    s = a.modified(ci, s, mh, j, diag);
+    Value vis = lt(ci, jj, cnt);
+    if (a.vis.causal)
+      vis = arith::AndIOp::create(
+          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j, diag));
+    if (a.vis.windowed)
+      vis = arith::AndIOp::create(
+          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sgt, j,
+                                         arith::AddIOp::create(ci, diag, idx(ci, -a.vis.window))));
+    s = arith::SelectOp::create(ci, vis, s, f32c(ci, negInf));
+    memref::StoreOp::create(ci, s, sc, ValueRange{tid, jj});
+    return SmallVector<Value>{arith::MaximumFOp::create(ci, st[0], s).getResult()};
+  });
+  return sl.getResult(0);
+}
+
+void GpuAttentionTask::update(ImplicitLocOpBuilder &c, Value j0) const {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+    Row w = row(r, tid, j0);
+    Value mOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 0)});
+    Value lOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 1)});
+    Value mNew = arith::MaximumFOp::create(r, mOld, scores(r, tid, j0, w));
+    // No visible key so far: nothing to rescale, and exp(s - m) would be
+    // exp(-inf + inf); use m = 0 (every p is then 0 anyway). (Never with a
+    // sink: m starts finite.)
+    Value none = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mNew, f32c(r, negInf));
+    Value mUse = arith::SelectOp::create(r, none, f32c(r, 0.0), mNew);
+    Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32c(r, negInf));
+    Value alpha = arith::SelectOp::create(
+        r, hadNone, f32c(r, 0.0), attnc::expClamped(r, arith::SubFOp::create(r, mOld, mUse)));
+    SmallVector<Value> init;
+    init.push_back(arith::MulFOp::create(r, lOld, alpha));
+    for (int64_t d = 0; d < a.D; ++d)
+      init.push_back(arith::MulFOp::create(
+          r, memref::LoadOp::create(r, accB, ValueRange{tid, idx(r, d)}), alpha));
+    scf::ForOp pl = loop(r, idx(r, 0), idx(r, NK), init,
+                         [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange st) {
+      Value s = memref::LoadOp::create(ci, sc, ValueRange{tid, jj});
+      Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32c(ci, negInf));
+      Value p = arith::SelectOp::create(
+          ci, masked, f32c(ci, 0.0), attnc::expClamped(ci, arith::SubFOp::create(ci, s, mUse)));
+      SmallVector<Value> out{arith::AddFOp::create(ci, st[0], p).getResult()};
+      for (int64_t d = 0; d < a.D; ++d)
+        out.push_back(math::FmaOp::create(
+            ci, p, memref::LoadOp::create(ci, vs, ValueRange{jj, idx(ci, d)}), st[1 + d]));
+      return out;
+    });
+    memref::StoreOp::create(r, mNew, stat, ValueRange{tid, idx(r, 0)});
+    memref::StoreOp::create(r, pl.getResult(0), stat, ValueRange{tid, idx(r, 1)});
+    for (int64_t d = 0; d < a.D; ++d)
+      memref::StoreOp::create(r, pl.getResult(1 + d), accB, ValueRange{tid, idx(r, d)});
+  });
+}
+
+void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
+    Value i = arith::AddIOp::create(r, i0, tid);
+    auto ifOp = scf::IfOp::create(r, lt(r, i, tq), false);
+    ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
+    Value l = memref::LoadOp::create(s, stat, ValueRange{tid, idx(s, 1)});
+    Value pos = arith::CmpFOp::create(s, arith::CmpFPredicate::OGT, l, f32c(s, 0.0));
+    Value inv = arith::SelectOp::create(s, pos, arith::DivFOp::create(s, f32c(s, 1.0), l),
+                                        f32c(s, 0.0));
+    for (int64_t d = 0; d < a.D; ++d) {
+      Value val = arith::MulFOp::create(
+          s, memref::LoadOp::create(s, accB, ValueRange{tid, idx(s, d)}), inv);
+      memref::StoreOp::create(s, val, a.o, a.outAt(bi, h, i, idx(s, d)));
+    }
+  });
+}
+
+} // namespace
+
 LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                        SdpaOp op, Value q, Value k, Value v,
-                                       Value o, Value qLens, Value kvLens) {
+                                       Value o, Value qLens, Value kvLens,
+                                       Value sinks, Value relBias) {
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
+  const GpuSdpa a = GpuSdpa::of(op, q, k, v, o, sinks, relBias);
   {
     // Decode (one query, no query lengths): the key-split kernel when its
     // NT partial rows fit the shared memory.
     const int64_t NT = t.getAttnMq();
     if (qt.getDimSize(2) == 1 && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
-      buildGpuDecodeAttention(b, NT, D, attnc::KeyVisibility::of(op),
-                              op.getLayout() == HeadLayout::bthd,
-                              op.getScale().convertToDouble(), q, k, v, o, kvLens);
+      buildGpuDecodeAttention(b, NT, a, kvLens);
       return success();
     }
   }
@@ -364,12 +612,6 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const int64_t MQ = t.getAttnMq();
   const int64_t NK = std::max<int64_t>(
       1, std::min<int64_t>(t.getAttnNk(), t.getL1Bytes() / (2 * 4 * D)));
-  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
-  const bool causal = vis.causal, windowed = vis.windowed;
-  const int64_t window = vis.window;
-  const bool bthd = op.getLayout() == HeadLayout::bthd;
-  const double scale = op.getScale().convertToDouble();
-  const double negInf = -std::numeric_limits<double>::infinity();
 
   Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
   Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
@@ -379,157 +621,48 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
-    Value bi = arith::DivUIOp::create(ct, task, perBatch);
+    GpuAttentionTask at{a, MQ, NK};
+    at.tq = tq;
+    at.bi = arith::DivUIOp::create(ct, task, perBatch);
     Value rest = arith::RemUIOp::create(ct, task, perBatch);
-    Value h = arith::DivUIOp::create(ct, rest, qBlocks);
-    Value i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, MQ));
-    Value hk = arith::DivUIOp::create(ct, h, group);
+    at.h = arith::DivUIOp::create(ct, rest, qBlocks);
+    at.i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, MQ));
+    at.hk = arith::DivUIOp::create(ct, at.h, group);
     // Valid lengths (padding): queries [0, qv), keys [0, kvv). A block of
     // queries wholly past qv does nothing (its rows are zeroed by the mask
     // rows phase); the condition is the same for every thread of the block,
     // so its barriers stay uniform.
-    Value qv = qLens ? deviceLength(ct, qLens, bi, tq) : tq;
-    Value kvv = kvLens ? deviceLength(ct, kvLens, bi, tkv) : tkv;
+    Value qv = qLens ? deviceLength(ct, qLens, at.bi, tq) : tq;
+    Value kvv = kvLens ? deviceLength(ct, kvLens, at.bi, tkv) : tkv;
     std::optional<ImplicitLocOpBuilder> inner;
     if (qLens) {
-      auto ifOp = scf::IfOp::create(ct, lt(ct, i0, qv), /*withElse=*/false);
+      auto ifOp = scf::IfOp::create(ct, lt(ct, at.i0, qv), /*withElse=*/false);
       inner.emplace(ct.getLoc(), ifOp.getThenBodyBuilder());
     }
     ImplicitLocOpBuilder &c = inner ? *inner : ct;
-    Value zero = idx(c, 0);
     // Query i sees key j when j <= i + off (causal; bottom-right: off =
     // kvv - qv) and j > i + off - W (window), and j < kvv.
-    Value off = vis.offset(c, qv, kvv);
-    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, qv, i0));
-    Value diag0 = arith::AddIOp::create(c, i0, off);
-    attnc::KeyVisibility::Range keys = vis.block(c, diag0, rows, kvv);
-    Value kStart = keys.start, kEnd = keys.end;
+    at.off = a.vis.offset(c, qv, kvv);
+    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, qv, at.i0));
+    Value diag0 = arith::AddIOp::create(c, at.i0, at.off);
+    attnc::KeyVisibility::Range keys = a.vis.block(c, diag0, rows, kvv);
+    at.kEnd = keys.end;
 
-    Value ks = sharedBuffer(c, {NK, D});
-    Value vs = sharedBuffer(c, {NK, D});
-    Value qr = privateBuffer(c, MQ, {D});
-    Value accB = privateBuffer(c, MQ, {D});
-    Value stat = privateBuffer(c, MQ, {2});
-    Value sc = privateBuffer(c, MQ, {NK});
-    Value lastQ = arith::SubIOp::create(c, tq, idx(c, 1));
-
-    threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
-      Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
-      for (int64_t d = 0; d < D; ++d) {
-        Value x = memref::LoadOp::create(r, q, ValueRange{bi, h, i, idx(r, d)});
-        memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32c(r, scale)), qr,
-                                ValueRange{tid, idx(r, d)});
-        memref::StoreOp::create(r, f32c(r, 0.0), accB, ValueRange{tid, idx(r, d)});
-      }
-      memref::StoreOp::create(r, f32c(r, negInf), stat, ValueRange{tid, idx(r, 0)});
-      memref::StoreOp::create(r, f32c(r, 0.0), stat, ValueRange{tid, idx(r, 1)});
-    });
-    loop(c, kStart, kEnd, idx(c, NK), {}, [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
-      // Stage NK rows of K and V; rows past the block's key range are
-      // zeros (their scores are masked, and p = 0 times a zero row keeps
-      // the sum exact even when a padding token's K/V is not finite).
-      const int64_t elems = NK * D, per = (elems + MQ - 1) / MQ;
-      threadRegion(cj, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
-        for (int64_t e = 0; e < per; ++e) {
-          Value li = arith::AddIOp::create(r, tid, idx(r, e * MQ));
-          auto body = [&](ImplicitLocOpBuilder &s) {
-            Value row = arith::DivUIOp::create(s, li, idx(s, D));
-            Value d = arith::RemUIOp::create(s, li, idx(s, D));
-            Value j = arith::AddIOp::create(s, j0, row);
-            Value in = lt(s, j, kEnd);
-            memref::StoreOp::create(s, guardedLoad(s, in, k, ValueRange{bi, hk, j, d}),
-                                    ks, ValueRange{row, d});
-            memref::StoreOp::create(s, guardedLoad(s, in, v, ValueRange{bi, hk, j, d}),
-                                    vs, ValueRange{row, d});
-          };
-          if ((e + 1) * MQ <= elems) {
-            body(r);
-          } else {
-            auto ifOp = scf::IfOp::create(r, lt(r, li, idx(r, elems)), false);
-            ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
-            body(s);
-          }
-        }
-      });
-      // Online softmax over the staged keys, one query row per thread.
-      threadRegion(cj, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
-        Value i = arith::AddIOp::create(r, i0, tid);
-        Value cnt = arith::MinUIOp::create(r, idx(r, NK), arith::SubIOp::create(r, kEnd, j0));
-        Value diag = arith::AddIOp::create(r, i, off);
-        SmallVector<Value> qv;
-        for (int64_t d = 0; d < D; ++d)
-          qv.push_back(memref::LoadOp::create(r, qr, ValueRange{tid, idx(r, d)}));
-        Value mOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 0)});
-        Value lOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 1)});
-        scf::ForOp sl = loop(r, idx(r, 0), idx(r, NK), ValueRange{f32c(r, negInf)},
-                             [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange a) {
-          Value s = f32c(ci, 0.0);
-          for (int64_t d = 0; d < D; ++d)
-            s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, idx(ci, d)}), s);
-          Value j = arith::AddIOp::create(ci, j0, jj);
-          Value vis = lt(ci, jj, cnt);
-          if (causal)
-            vis = arith::AndIOp::create(
-                ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j, diag));
-          if (windowed)
-            vis = arith::AndIOp::create(
-                ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sgt, j,
-                                               arith::AddIOp::create(ci, diag, idx(ci, -window))));
-          s = arith::SelectOp::create(ci, vis, s, f32c(ci, negInf));
-          memref::StoreOp::create(ci, s, sc, ValueRange{tid, jj});
-          return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], s).getResult()};
-        });
-        Value mNew = arith::MaximumFOp::create(r, mOld, sl.getResult(0));
-        // No visible key so far: nothing to rescale, and exp(s - m) would be
-        // exp(-inf + inf); use m = 0 (every p is then 0 anyway).
-        Value none = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mNew, f32c(r, negInf));
-        Value mUse = arith::SelectOp::create(r, none, f32c(r, 0.0), mNew);
-        Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32c(r, negInf));
-        Value alpha = arith::SelectOp::create(
-            r, hadNone, f32c(r, 0.0),
-            expNeg(r, arith::SubFOp::create(r, mOld, mUse)));
-        SmallVector<Value> init;
-        init.push_back(arith::MulFOp::create(r, lOld, alpha));
-        for (int64_t d = 0; d < D; ++d)
-          init.push_back(arith::MulFOp::create(
-              r, memref::LoadOp::create(r, accB, ValueRange{tid, idx(r, d)}), alpha));
-        scf::ForOp pl = loop(r, idx(r, 0), idx(r, NK), init,
-                             [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange a) {
-          Value s = memref::LoadOp::create(ci, sc, ValueRange{tid, jj});
-          Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32c(ci, negInf));
-          Value p = arith::SelectOp::create(
-              ci, masked, f32c(ci, 0.0),
-              expNeg(ci, arith::SubFOp::create(ci, s, mUse)));
-          SmallVector<Value> out{arith::AddFOp::create(ci, a[0], p).getResult()};
-          for (int64_t d = 0; d < D; ++d)
-            out.push_back(math::FmaOp::create(
-                ci, p, memref::LoadOp::create(ci, vs, ValueRange{jj, idx(ci, d)}), a[1 + d]));
-          return out;
-        });
-        memref::StoreOp::create(r, mNew, stat, ValueRange{tid, idx(r, 0)});
-        memref::StoreOp::create(r, pl.getResult(0), stat, ValueRange{tid, idx(r, 1)});
-        for (int64_t d = 0; d < D; ++d)
-          memref::StoreOp::create(r, pl.getResult(1 + d), accB, ValueRange{tid, idx(r, d)});
-      });
+    at.ks = sharedBuffer(c, {NK, D});
+    at.vs = sharedBuffer(c, {NK, D});
+    at.qr = privateBuffer(c, MQ, {D});
+    at.accB = privateBuffer(c, MQ, {D});
+    at.stat = privateBuffer(c, MQ, {2});
+    at.sc = privateBuffer(c, MQ, {NK});
+    at.mh = a.mods.head(c, at.h, relBias, /*unit=*/1.0);
+    at.init(c);
+    loop(c, keys.start, keys.end, idx(c, NK), {},
+         [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
+      at.stage(cj, j0);
+      at.update(cj, j0);
       return SmallVector<Value>{};
     });
-    // o = acc / l (zeros for a row that saw no key).
-    threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
-      Value i = arith::AddIOp::create(r, i0, tid);
-      auto ifOp = scf::IfOp::create(r, lt(r, i, tq), false);
-      ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
-      Value l = memref::LoadOp::create(s, stat, ValueRange{tid, idx(s, 1)});
-      Value pos = arith::CmpFOp::create(s, arith::CmpFPredicate::OGT, l, f32c(s, 0.0));
-      Value inv = arith::SelectOp::create(s, pos, arith::DivFOp::create(s, f32c(s, 1.0), l),
-                                          f32c(s, 0.0));
-      for (int64_t d = 0; d < D; ++d) {
-        Value val = arith::MulFOp::create(
-            s, memref::LoadOp::create(s, accB, ValueRange{tid, idx(s, d)}), inv);
-        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, i, h, idx(s, d)}
-                                     : SmallVector<Value>{bi, h, i, idx(s, d)};
-        memref::StoreOp::create(s, val, o, at);
-      }
-    });
+    at.write(c);
   });
   mapToBlocks(phase);
   return success();
@@ -632,6 +765,303 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
           return SmallVector<Value>{};
         });
       }
+    });
+  });
+  mapToBlocks(phase);
+}
+
+//===----------------------------------------------------------------------===//
+// attn.probs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// buildGpuProbs' task: row i of head h of sequence bi, whose visible keys
+/// [jLo, jHi) the NT threads stride over (thread t: jLo + t, + NT, ...);
+/// the query row staged in shared memory (qs), each thread's partial max
+/// and sum in shared memory (pm, pl).
+struct GpuProbsTask {
+  int64_t NT, D;
+  double scale;
+  const attnc::ScoreMods &mods;
+  Value q, k, p, sinks;
+  Value bi, h, hk, i, diag, jLo, jHi, tkv, qs, pm, pl;
+  attnc::ScoreMods::Head mh;
+
+  /// Loads q's row into qs and writes the zeros of the row's hidden keys.
+  void prepare(ImplicitLocOpBuilder &c) const;
+  /// pm[t] = the max of thread t's scores.
+  void maxPass(ImplicitLocOpBuilder &c) const;
+  /// p = e^{s - M} on the visible keys; pl[t] = thread t's sum.
+  void expPass(ImplicitLocOpBuilder &c) const;
+  /// p /= the row's sum (the sink's e^{sink - M} included).
+  void scalePass(ImplicitLocOpBuilder &c) const;
+
+private:
+  /// The modified score of key j (natural-log units).
+  Value score(ImplicitLocOpBuilder &c, Value j) const;
+  /// M: the max of the partial maxima (and the sink); every thread reads
+  /// all NT of them, in the same order.
+  Value rowMax(ImplicitLocOpBuilder &c) const;
+  /// for j = jLo + tid; j < jHi; j += NT.
+  void eachKey(ImplicitLocOpBuilder &c, Value tid, ValueRange init, LoopBody fn,
+               SmallVectorImpl<Value> *results = nullptr) const;
+};
+
+Value GpuProbsTask::score(ImplicitLocOpBuilder &c, Value j) const {
+  scf::ForOp dot = loop(c, idx(c, 0), idx(c, D), ValueRange{f32c(c, 0.0)},
+                        [&](ImplicitLocOpBuilder &ci, Value d, ValueRange a) {
+    Value x = memref::LoadOp::create(ci, qs, ValueRange{d});
+    Value y = memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, d});
+    return SmallVector<Value>{math::FmaOp::create(ci, x, y, a[0]).getResult()};
+  });
+  Value s = arith::MulFOp::create(c, dot.getResult(0), f32c(c, scale));
+  return mods.any() ? mods.applyAt(c, s, mh, j, diag, /*unit=*/1.0) : s;
+}
+
+void GpuProbsTask::eachKey(ImplicitLocOpBuilder &c, Value tid, ValueRange init, LoopBody fn,
+                           SmallVectorImpl<Value> *results) const {
+  scf::ForOp l = loop(c, arith::AddIOp::create(c, jLo, tid), jHi, idx(c, NT), init, fn);
+  if (results)
+    results->assign(l.getResults().begin(), l.getResults().end());
+}
+
+Value GpuProbsTask::rowMax(ImplicitLocOpBuilder &c) const {
+  scf::ForOp mx = loop(c, idx(c, 0), idx(c, NT),
+                       ValueRange{f32c(c, -std::numeric_limits<double>::infinity())},
+                       [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
+    Value m = memref::LoadOp::create(ci, pm, ValueRange{t});
+    return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], m).getResult()};
+  });
+  Value m = mx.getResult(0);
+  if (sinks)
+    m = arith::MaximumFOp::create(c, m, memref::LoadOp::create(c, sinks, ValueRange{h}));
+  return m;
+}
+
+void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    loop(r, tid, idx(r, D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value d, ValueRange) {
+      memref::StoreOp::create(ci, memref::LoadOp::create(ci, q, ValueRange{bi, h, i, d}), qs,
+                              ValueRange{d});
+      return SmallVector<Value>{};
+    });
+    loop(r, tid, tkv, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
+      Value past = arith::CmpIOp::create(ci, arith::CmpIPredicate::sge, j, jHi);
+      Value hidden = arith::OrIOp::create(ci, lt(ci, j, jLo), past);
+      auto ifOp = scf::IfOp::create(ci, hidden, /*withElse=*/false);
+      ImplicitLocOpBuilder s(ci.getLoc(), ifOp.getThenBodyBuilder());
+      memref::StoreOp::create(s, f32c(s, 0.0), p, ValueRange{bi, h, i, j});
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+void GpuProbsTask::maxPass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    SmallVector<Value> m;
+    eachKey(r, tid, ValueRange{f32c(r, -std::numeric_limits<double>::infinity())},
+            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
+              Value mx = arith::MaximumFOp::create(ci, a[0], score(ci, j));
+              return SmallVector<Value>{mx};
+            },
+            &m);
+    memref::StoreOp::create(r, m[0], pm, ValueRange{tid});
+  });
+}
+
+void GpuProbsTask::expPass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    Value M = rowMax(r);
+    SmallVector<Value> sum;
+    eachKey(r, tid, ValueRange{f32c(r, 0.0)},
+            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
+              Value e = attnc::expClamped(ci, arith::SubFOp::create(ci, score(ci, j), M));
+              memref::StoreOp::create(ci, e, p, ValueRange{bi, h, i, j});
+              return SmallVector<Value>{arith::AddFOp::create(ci, a[0], e).getResult()};
+            },
+            &sum);
+    memref::StoreOp::create(r, sum[0], pl, ValueRange{tid});
+  });
+}
+
+void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
+  threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+    scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+                            [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
+      Value l = memref::LoadOp::create(ci, pl, ValueRange{t});
+      return SmallVector<Value>{arith::AddFOp::create(ci, a[0], l).getResult()};
+    });
+    Value L = total.getResult(0);
+    if (sinks) { // the sink: one more term of the denominator
+      Value M = rowMax(r);
+      Value sk = memref::LoadOp::create(r, sinks, ValueRange{h});
+      L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sk, M)));
+    }
+    Value inv = arith::DivFOp::create(r, f32c(r, 1.0), L);
+    eachKey(r, tid, {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
+      Value e = memref::LoadOp::create(ci, p, ValueRange{bi, h, i, j});
+      memref::StoreOp::create(ci, arith::MulFOp::create(ci, e, inv), p, ValueRange{bi, h, i, j});
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+} // namespace
+
+LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, TargetAttr t, ProbsOp op,
+                                   Value sinks, Value relBias, Value q, Value k, Value p,
+                                   Value qLens, Value kvLens) {
+  auto qt = cast<MemRefType>(q.getType());
+  const int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
+    return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
+  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
+  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
+  const int64_t NT = t.getAttnMq();
+  Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
+  Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
+  Value group = arith::DivUIOp::create(b, hq, hkv);
+  Value perBatch = arith::MulIOp::create(b, hq, tq);
+  // No output buffer (NULL probs in the C ABI): no tasks (and no launch).
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, p);
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ptr, idx(b, 0));
+  Value tasks = arith::SelectOp::create(b, none, idx(b, 0),
+                                        arith::MulIOp::create(b, nb, perBatch));
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    GpuProbsTask pt{NT, D, op.getScale().convertToDouble(), mods, q, k, p, sinks};
+    pt.tkv = tkv;
+    pt.bi = arith::DivUIOp::create(c, task, perBatch);
+    Value rest = arith::RemUIOp::create(c, task, perBatch);
+    pt.h = arith::DivUIOp::create(c, rest, tq);
+    pt.i = arith::RemUIOp::create(c, rest, tq);
+    pt.hk = arith::DivUIOp::create(c, pt.h, group);
+    Value qv = qLens ? deviceLength(c, qLens, pt.bi, tq) : tq;
+    Value kvv = kvLens ? deviceLength(c, kvLens, pt.bi, tkv) : tkv;
+    pt.diag = arith::AddIOp::create(c, pt.i, vis.offset(c, qv, kvv));
+    attnc::KeyVisibility::Range keys = vis.row(c, pt.diag, kvv);
+    // A row past the valid queries sees no key: all zeros.
+    pt.jLo = keys.start;
+    pt.jHi = arith::SelectOp::create(c, lt(c, pt.i, qv), keys.end, keys.start);
+    pt.qs = sharedBuffer(c, {D});
+    pt.pm = sharedBuffer(c, {NT});
+    pt.pl = sharedBuffer(c, {NT});
+    pt.mh = mods.head(c, pt.h, relBias, /*unit=*/1.0);
+    pt.prepare(c);
+    pt.maxPass(c);
+    pt.expPass(c);
+    pt.scalePass(c);
+  });
+  mapToBlocks(phase);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// attn.rope and attn.rms_norm
+//===----------------------------------------------------------------------===//
+
+void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value x,
+                         Value positions) {
+  // One block per (sequence, R rows), R such that the block's R x half
+  // (row, pair) items give each of the NT threads about one: an item's cos
+  // and sin are computed once (in double: RopeAngles) and applied to every
+  // head; consecutive threads take consecutive pairs of a row.
+  const int64_t NT = t.getGemmMc();
+  const RopeAngles ang = RopeAngles::of(b, op);
+  const int64_t R = std::max<int64_t>(1, (NT + ang.half - 1) / ang.half);
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
+  Value blocks = ceilDiv(b, tt, R);
+  Value tasks = arith::MulIOp::create(b, nb, blocks);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, R));
+    Value rows = arith::MinUIOp::create(c, idx(c, R), arith::SubIOp::create(c, tt, r0));
+    Value items = arith::MulIOp::create(c, rows, idx(c, ang.half));
+    Value zero = idx(c, 0);
+    // Decode: the sequence's rows start at positions[b] (a position is
+    // only a number here: nothing is indexed by it).
+    Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
+    Value useLong = ang.useLong(c, p0, tt);
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, items, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, idx(ci, ang.half)));
+        Value i = arith::RemUIOp::create(ci, e, idx(ci, ang.half));
+        Value posF = ang.position(ci, arith::AddIOp::create(ci, p0, row));
+        auto cs = ang.cosSin(ci, posF, i, useLong);
+        auto cols = ang.columns(ci, i);
+        loop(ci, zero, nh, {}, [&](ImplicitLocOpBuilder &ch, Value h, ValueRange) {
+          ang.rotate(ch, x, ValueRange{bi, h, row}, cols, cs);
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}
+
+void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, TargetAttr t, RmsNormOp op, Value x,
+                            Value w) {
+  // One block per (sequence, row, group: one head, or all heads across):
+  // NT threads stride over the group's n = heads * D elements (element e is
+  // head h0 + e / D, column e % D, weight w[e]); each thread's partial sum
+  // of squares goes through shared memory, and every thread adds the NT
+  // partials in the same order before scaling its elements:
+  //   x = x * (1 / sqrt(sum / n + eps)) * (w + offset).
+  auto xt = cast<MemRefType>(x.getType());
+  const int64_t D = xt.getDimSize(3);
+  const bool across = op.getAcrossHeads();
+  const double eps = op.getEps().convertToDouble();
+  const double offset = op.getWeightOffset().convertToDouble();
+  const int64_t heads = across && !ShapedType::isDynamic(xt.getDimSize(1)) ? xt.getDimSize(1) : 1;
+  const int64_t NT =
+      std::min<int64_t>(t.getGemmMc(), std::max<int64_t>(32, (D * heads + 31) / 32 * 32));
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
+  Value groups = across ? idx(b, 1) : nh;
+  Value per = across ? nh : idx(b, 1);
+  Value n = arith::MulIOp::create(b, per, idx(b, D));
+  Value perSeq = arith::MulIOp::create(b, tt, groups);
+  Value tasks = arith::MulIOp::create(b, nb, perSeq);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, perSeq);
+    Value rest = arith::RemUIOp::create(c, task, perSeq);
+    Value row = arith::DivUIOp::create(c, rest, groups);
+    Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, groups), per);
+    Value ps = sharedBuffer(c, {NT});
+    // Element e of the group in x.
+    auto at = [&](ImplicitLocOpBuilder &ci, Value e) {
+      Value h = arith::AddIOp::create(ci, h0, arith::DivUIOp::create(ci, e, idx(ci, D)));
+      return SmallVector<Value>{bi, h, row, arith::RemUIOp::create(ci, e, idx(ci, D))};
+    };
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      scf::ForOp ss = loop(r, tid, n, idx(r, NT), ValueRange{f32c(r, 0.0)},
+                           [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
+        Value v = memref::LoadOp::create(ci, x, at(ci, e));
+        return SmallVector<Value>{math::FmaOp::create(ci, v, v, a[0]).getResult()};
+      });
+      memref::StoreOp::create(r, ss.getResult(0), ps, ValueRange{tid});
+    });
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+                              [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+        Value s = memref::LoadOp::create(ci, ps, ValueRange{i});
+        return SmallVector<Value>{arith::AddFOp::create(ci, a[0], s).getResult()};
+      });
+      Value nf = arith::UIToFPOp::create(r, r.getF32Type(),
+                                         arith::IndexCastOp::create(r, r.getI64Type(), n));
+      Value mean = arith::DivFOp::create(r, total.getResult(0), nf);
+      Value inv = arith::DivFOp::create(
+          r, f32c(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32c(r, eps))));
+      loop(r, tid, n, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        SmallVector<Value> pos = at(ci, e);
+        Value v = memref::LoadOp::create(ci, x, pos);
+        Value wv = memref::LoadOp::create(ci, w, ValueRange{e});
+        if (offset != 0)
+          wv = arith::AddFOp::create(ci, wv, f32c(ci, offset));
+        Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
+        memref::StoreOp::create(ci, y, x, pos);
+        return SmallVector<Value>{};
+      });
     });
   });
   mapToBlocks(phase);

@@ -201,20 +201,86 @@ std::pair<Value, Value> sinCos(ImplicitLocOpBuilder &c, Value a) {
 
 } // namespace
 
-void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
-                      Value positions) {
-  constexpr int64_t kRows = 16; // rows per task
-  const double twoPi = 6.283185307179586476925286766559;
+static constexpr double twoPi = 6.283185307179586476925286766559;
+
+attnc::RopeAngles attnc::RopeAngles::of(ImplicitLocOpBuilder &b, attn::RopeOp op) {
   auto turnsOf = [&](ArrayRef<double> f) {
     SmallVector<double> t;
     for (double v : f)
       t.push_back(v / twoPi);
     return t;
   };
-  Value turns = constantTable(b, turnsOf(op.getInvFreq()), "__attnc_rope_turns_");
-  Value longTurns;
+  RopeAngles r;
+  r.turns = constantTable(b, turnsOf(op.getInvFreq()), "__attnc_rope_turns_");
   if (auto l = op.getLongInvFreq())
-    longTurns = constantTable(b, turnsOf(*l), "__attnc_rope_turns_");
+    r.longTurns = constantTable(b, turnsOf(*l), "__attnc_rope_turns_");
+  r.half = op.getRotaryDim() / 2;
+  r.interleaved = op.getInterleaved();
+  r.factor = op.getAttentionFactor().convertToDouble();
+  r.longFrom = op.getLongFrom();
+  return r;
+}
+
+Value attnc::RopeAngles::useLong(ImplicitLocOpBuilder &c, Value p0, Value t) const {
+  if (!longTurns) // longrope: the sequence's length p0 + T past long_from
+    return {};
+  return arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, arith::AddIOp::create(c, p0, t),
+                               arith::ConstantIndexOp::create(c, longFrom));
+}
+
+Value attnc::RopeAngles::position(ImplicitLocOpBuilder &c, Value pos) const {
+  return arith::SIToFPOp::create(c, c.getF64Type(),
+                                 arith::IndexCastOp::create(c, c.getI64Type(), pos));
+}
+
+std::pair<Value, Value> attnc::RopeAngles::cosSin(ImplicitLocOpBuilder &c, Value posF, Value i,
+                                                  Value useLongV) const {
+  auto f64c = [&](double v) {
+    return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
+  };
+  Value f = memref::LoadOp::create(c, turns, ValueRange{i});
+  if (longTurns)
+    f = arith::SelectOp::create(c, useLongV, memref::LoadOp::create(c, longTurns, ValueRange{i}),
+                                f);
+  // The angle in turns, reduced to [-1/2, 1/2] exactly enough in double
+  // (positions < 2^40), then in radians.
+  Value tt = arith::MulFOp::create(c, posF, f);
+  Value k = arith::FPToSIOp::create(c, c.getI64Type(), arith::AddFOp::create(c, tt, f64c(0.5)));
+  Value red = arith::SubFOp::create(c, tt, arith::SIToFPOp::create(c, c.getF64Type(), k));
+  Value a = arith::MulFOp::create(c, red, f64c(twoPi));
+  auto [sn, cs] = sinCos(c, a);
+  Value cf = arith::TruncFOp::create(c, c.getF32Type(), arith::MulFOp::create(c, cs, f64c(factor)));
+  Value sf = arith::TruncFOp::create(c, c.getF32Type(), arith::MulFOp::create(c, sn, f64c(factor)));
+  return {cf, sf};
+}
+
+std::pair<Value, Value> attnc::RopeAngles::columns(ImplicitLocOpBuilder &c, Value i) const {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(c, v).getResult(); };
+  Value i0 = interleaved ? arith::MulIOp::create(c, i, idx(2)).getResult() : i;
+  Value i1 = arith::AddIOp::create(c, i0, idx(interleaved ? 1 : half));
+  return {i0, i1};
+}
+
+void attnc::RopeAngles::rotate(ImplicitLocOpBuilder &c, Value x, ValueRange at,
+                               std::pair<Value, Value> cols, std::pair<Value, Value> cs) const {
+  SmallVector<Value> a0(at), a1(at);
+  a0.push_back(cols.first);
+  a1.push_back(cols.second);
+  auto [cf, sf] = cs;
+  Value x0 = memref::LoadOp::create(c, x, a0);
+  Value x1 = memref::LoadOp::create(c, x, a1);
+  Value y0 = arith::SubFOp::create(c, arith::MulFOp::create(c, x0, cf),
+                                   arith::MulFOp::create(c, x1, sf));
+  Value y1 = arith::AddFOp::create(c, arith::MulFOp::create(c, x1, cf),
+                                   arith::MulFOp::create(c, x0, sf));
+  memref::StoreOp::create(c, y0, x, a0);
+  memref::StoreOp::create(c, y1, x, a1);
+}
+
+void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
+                      Value positions) {
+  constexpr int64_t kRows = 16; // rows per task
+  const RopeAngles ang = RopeAngles::of(b, op);
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
@@ -222,10 +288,6 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
   Value t = memref::DimOp::create(b, x, 2);
   Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
   Value tasks = arith::MulIOp::create(b, nb, blocks);
-  const int64_t half = op.getRotaryDim() / 2;
-  const bool interleaved = op.getInterleaved();
-  const double af = op.getAttentionFactor().convertToDouble();
-  const int64_t longFrom = op.getLongFrom();
   attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, blocks);
     Value r0 = arith::MulIOp::create(
@@ -233,49 +295,17 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
     Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
-    Value useLong;
-    if (longTurns) // longrope: the sequence's length p0 + T past long_from
-      useLong = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt,
-                                      arith::AddIOp::create(c, p0, t),
-                                      idx(c, longFrom));
-    auto f64c = [&](ImplicitLocOpBuilder &cc, double v) {
-      return arith::ConstantOp::create(cc, cc.getF64FloatAttr(v)).getResult();
-    };
+    Value useLong = ang.useLong(c, p0, t);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
-      Value pos = arith::AddIOp::create(c1, p0, row);
-      Value posF = arith::SIToFPOp::create(
-          c1, c1.getF64Type(), arith::IndexCastOp::create(c1, c1.getI64Type(), pos));
-      attnc::loop(c1, idx(c1, 0), idx(c1, half), {},
+      Value posF = ang.position(c1, arith::AddIOp::create(c1, p0, row));
+      attnc::loop(c1, idx(c1, 0), idx(c1, ang.half), {},
                   [&](ImplicitLocOpBuilder &c2, Value i, ValueRange) {
-        Value f = memref::LoadOp::create(c2, turns, ValueRange{i});
-        if (longTurns)
-          f = arith::SelectOp::create(
-              c2, useLong, memref::LoadOp::create(c2, longTurns, ValueRange{i}), f);
-        // The angle in turns, reduced to [-1/2, 1/2] exactly enough in
-        // double (positions < 2^40), then in radians.
-        Value tt = arith::MulFOp::create(c2, posF, f);
-        Value k = arith::FPToSIOp::create(
-            c2, c2.getI64Type(), arith::AddFOp::create(c2, tt, f64c(c2, 0.5)));
-        Value red = arith::SubFOp::create(
-            c2, tt, arith::SIToFPOp::create(c2, c2.getF64Type(), k));
-        Value a = arith::MulFOp::create(c2, red, f64c(c2, twoPi));
-        auto [sn, cs] = sinCos(c2, a);
-        Value cf = arith::TruncFOp::create(
-            c2, c2.getF32Type(), arith::MulFOp::create(c2, cs, f64c(c2, af)));
-        Value sf = arith::TruncFOp::create(
-            c2, c2.getF32Type(), arith::MulFOp::create(c2, sn, f64c(c2, af)));
-        Value i0 = interleaved ? arith::MulIOp::create(c2, i, idx(c2, 2)).getResult() : i;
-        Value i1 = arith::AddIOp::create(c2, i0, idx(c2, interleaved ? 1 : half));
+        // Each pair's cos and sin once per row, applied to every head.
+        auto cs = ang.cosSin(c2, posF, i, useLong);
+        auto cols = ang.columns(c2, i);
         attnc::loop(c2, idx(c2, 0), nh, {},
                     [&](ImplicitLocOpBuilder &c3, Value h, ValueRange) {
-          Value x0 = memref::LoadOp::create(c3, x, ValueRange{bi, h, row, i0});
-          Value x1 = memref::LoadOp::create(c3, x, ValueRange{bi, h, row, i1});
-          Value y0 = arith::SubFOp::create(c3, arith::MulFOp::create(c3, x0, cf),
-                                           arith::MulFOp::create(c3, x1, sf));
-          Value y1 = arith::AddFOp::create(c3, arith::MulFOp::create(c3, x1, cf),
-                                           arith::MulFOp::create(c3, x0, sf));
-          memref::StoreOp::create(c3, y0, x, ValueRange{bi, h, row, i0});
-          memref::StoreOp::create(c3, y1, x, ValueRange{bi, h, row, i1});
+          ang.rotate(c3, x, ValueRange{bi, h, row}, cols, cs);
           return SmallVector<Value>{};
         });
         return SmallVector<Value>{};
@@ -361,8 +391,7 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     Value a = math::AbsFOp::create(c, s);
     Value e = vt ? exp2NonPositive(c, arith::MulFOp::create(
                                           c, a, cst(-2.0 * 1.4426950408889634 / (unit * cap))))
-                 : math::ExpOp::create(c, arith::MulFOp::create(c, a, cst(-2.0 / (unit * cap))))
-                       .getResult();
+                 : expClamped(c, arith::MulFOp::create(c, a, cst(-2.0 / (unit * cap))));
     Value one = cst(1.0);
     Value t = arith::DivFOp::create(c, arith::SubFOp::create(c, one, e),
                                     arith::AddFOp::create(c, one, e));
@@ -389,6 +418,33 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     s = capped;
   }
   return s;
+}
+
+attnc::ScoreMods::Head attnc::ScoreMods::head(ImplicitLocOpBuilder &c, Value index,
+                                              Value relTable, double unit) const {
+  Head h;
+  h.index = index;
+  h.slope = slope(c, index, unit);
+  if (relTable) {
+    h.table = relTable;
+    h.buckets = buckets(c);
+  }
+  return h;
+}
+
+Value attnc::ScoreMods::applyAt(ImplicitLocOpBuilder &c, Value s, const Head &h, Value j,
+                                Value qpos, double unit) const {
+  Value rel = arith::SubIOp::create(c, j, qpos);
+  if (h.table) // T5's bias, before softcap (as the reference)
+    s = arith::AddFOp::create(c, s, relBias(c, h.table, h.buckets, h.index, rel, unit));
+  Value delta = arith::SIToFPOp::create(c, c.getF32Type(),
+                                        arith::IndexCastOp::create(c, c.getI64Type(), rel));
+  return apply(c, s, h.slope, delta, unit);
+}
+
+Value attnc::expClamped(ImplicitLocOpBuilder &c, Value x) {
+  Value lo = arith::ConstantOp::create(c, c.getF32FloatAttr(-87.0f));
+  return math::ExpOp::create(c, arith::MaximumFOp::create(c, x, lo));
 }
 
 //===----------------------------------------------------------------------===//

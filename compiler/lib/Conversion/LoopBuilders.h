@@ -101,12 +101,37 @@ void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
 /// (batch, head), one thread per query, K/V staged attn_nk rows at a time
 /// in shared memory, online softmax, only the mask's visible key range.
 /// qLens/kvLens (memref<?xi32> in device memory, or null): valid lengths,
-/// clamped to [0, T] by the kernel.
+/// clamped to [0, T] by the kernel. The score modifiers (ScoreMods, natural
+/// log units), sinks [Hq] and T5's rel_bias table (or null) as the CPU
+/// kernels apply them.
 mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       attn::TargetAttr target, attn::SdpaOp op,
                                       mlir::Value q, mlir::Value k,
                                       mlir::Value v, mlir::Value o,
-                                      mlir::Value qLens, mlir::Value kvLens);
+                                      mlir::Value qLens, mlir::Value kvLens,
+                                      mlir::Value sinks = {}, mlir::Value relBias = {});
+
+/// The CUDA target's attn.probs: p [B, Hq, Tq, Tkv] as buildProbs defines
+/// it, one block per (batch, head, query row) whose threads stride over the
+/// row's keys; three passes over the visible keys (max, exponentials, scale)
+/// with block-wide max and sum through shared memory.
+mlir::LogicalResult buildGpuProbs(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                                  attn::ProbsOp op, mlir::Value sinks, mlir::Value relBias,
+                                  mlir::Value q, mlir::Value k, mlir::Value p,
+                                  mlir::Value qLens, mlir::Value kvLens);
+
+/// The CUDA target's attn.rope in place on x [B, H, T, D]: one block per
+/// (sequence, block of rows), one thread per (row, pair) computing the
+/// pair's cos and sin once (RopeAngles, as buildRope) for every head.
+void buildGpuRope(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target, attn::RopeOp op,
+                  mlir::Value x, mlir::Value positions);
+
+/// The CUDA target's attn.rms_norm in place on x [B, H, T, D]: one block per
+/// (sequence, row, group of heads normalised together), its threads
+/// striding over the group's elements; the sum of squares through shared
+/// memory.
+void buildGpuRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
+                     attn::RmsNormOp op, mlir::Value x, mlir::Value w);
 
 /// The CUDA target's attn.mask_rows: rows t >= lens[b] of y [B, T, N]
 /// become zeros (one block per row).
@@ -234,6 +259,56 @@ struct ScoreMods {
   /// queries at key position i', `delta` = j - i' (f32, the shape of s).
   mlir::Value apply(mlir::ImplicitLocOpBuilder &c, mlir::Value s, mlir::Value slope,
                     mlir::Value delta, double unit) const;
+
+  /// What a kernel that modifies one score at a time reads once per task
+  /// for query head `index`: the slope (null without ALiBi), T5's table
+  /// [buckets, Hq] and the bucket table (null without T5's bias).
+  struct Head {
+    mlir::Value index, slope, table, buckets;
+  };
+  Head head(mlir::ImplicitLocOpBuilder &c, mlir::Value index, mlir::Value relTable,
+            double unit) const;
+  /// The scalar entry point: score s (f32) of key j for the query at key
+  /// position qpos (index values) with T5's bias added, then apply() with
+  /// delta = j - qpos.
+  mlir::Value applyAt(mlir::ImplicitLocOpBuilder &c, mlir::Value s, const Head &h,
+                      mlir::Value j, mlir::Value qpos, double unit) const;
+};
+
+/// exp(x) for a scalar f32 x <= 0, clamped at -87 where f32 exp is still
+/// normal (the result is then ~1e-38, not a denormal): the CUDA kernels'
+/// exponential and ScoreMods' scalar soft-cap. attnc-map-to-gpu makes it
+/// the hardware's ex2.approx.ftz and refuses an exp without this clamp.
+mlir::Value expClamped(mlir::ImplicitLocOpBuilder &c, mlir::Value x);
+
+/// attn.rope's angles, read by the x86 and the CUDA kernels: the frequency
+/// tables in turns per position (constant globals), the pairing and the
+/// attention factor. The angle p * inv_freq is reduced exactly in turns (in
+/// double, exact for positions < 2^40), sin and cos are Taylor polynomials
+/// on [-pi, pi] in double, rounded to float once: no libm call, no table of
+/// size max_seq_len.
+struct RopeAngles {
+  mlir::Value turns, longTurns; ///< longTurns: null without longrope
+  int64_t half = 0, longFrom = 0;
+  bool interleaved = false;
+  double factor = 1;
+  /// The tables: get them where the module is reachable.
+  static RopeAngles of(mlir::ImplicitLocOpBuilder &b, attn::RopeOp op);
+  /// Whether a sequence whose rows start at position p0 (index) and has t
+  /// rows uses the long table (p0 + t > long_from); null without one.
+  mlir::Value useLong(mlir::ImplicitLocOpBuilder &c, mlir::Value p0, mlir::Value t) const;
+  /// Position pos (index) as the f64 the angles take.
+  mlir::Value position(mlir::ImplicitLocOpBuilder &c, mlir::Value pos) const;
+  /// factor * cos and factor * sin (f32) of pair i (index) at position
+  /// posF (f64).
+  std::pair<mlir::Value, mlir::Value> cosSin(mlir::ImplicitLocOpBuilder &c, mlir::Value posF,
+                                             mlir::Value i, mlir::Value useLong) const;
+  /// The columns of pair i: (i, i + half) half-split, (2i, 2i + 1) interleaved.
+  std::pair<mlir::Value, mlir::Value> columns(mlir::ImplicitLocOpBuilder &c, mlir::Value i) const;
+  /// x[at..., i0] and x[at..., i1] rotated in place by (cf, sf).
+  void rotate(mlir::ImplicitLocOpBuilder &c, mlir::Value x, mlir::ValueRange at,
+              std::pair<mlir::Value, mlir::Value> cols,
+              std::pair<mlir::Value, mlir::Value> cs) const;
 };
 
 /// 2^x for a vector of x <= 0 (-inf included): the flash kernels' exp.

@@ -35,6 +35,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <set>
 
@@ -89,6 +90,68 @@ void lowerThreadRegion(scf::ForallOp fa, Value tid, int64_t blockThreads) {
   }
   gpu::BarrierOp::create(b, loc);
   fa.erase();
+}
+
+/// The constant tables a kernel reads (memref.get_global: RoPE's
+/// frequencies, ALiBi's slopes, T5's buckets) copied into the GPU module,
+/// where its symbol references resolve; only constant globals (device
+/// memory the host never writes).
+LogicalResult copyGlobals(gpu::GPUFuncOp kernel, ModuleOp module, gpu::GPUModuleOp gm) {
+  WalkResult r = kernel.walk([&](memref::GetGlobalOp g) {
+    StringRef name = g.getName();
+    if (SymbolTable::lookupSymbolIn(gm, name))
+      return WalkResult::advance();
+    auto global = dyn_cast_or_null<memref::GlobalOp>(SymbolTable::lookupSymbolIn(module, name));
+    if (!global || !global.getConstant()) {
+      g.emitOpError("attnc-map-to-gpu: a kernel may read only constant globals");
+      return WalkResult::interrupt();
+    }
+    OpBuilder::atBlockBegin(gm.getBody()).clone(*global);
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
+/// The kernels' f32 math as the hardware's instructions, never libdevice
+/// calls (convert-gpu-to-nvvm would make math.exp, math.sqrt and math.absf
+/// __nv_* calls, and refuses their LLVM intrinsics):
+///   exp(x) = 2^(x log2 e) with ex2.approx (what CUDA's __expf does), for
+///     exp(max(x, c)) with c >= -87: then no denormal reaches its
+///     flush-to-zero form (the kernels clamp every exponential this way:
+///     attnc::expClamped); any other exp is refused;
+///   sqrt: sqrt.rn (IEEE round to nearest, as sqrtf), the QK-norm's;
+///   |x|: abs (the soft-cap's).
+LogicalResult lowerMath(gpu::GPUFuncOp kernel) {
+  SmallVector<Operation *> ops;
+  kernel.walk([&](Operation *op) {
+    if (isa<math::ExpOp, math::SqrtOp, math::AbsFOp>(op) && op->getResult(0).getType().isF32())
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder ob(op);
+    Location loc = op->getLoc();
+    Value x = op->getOperand(0);
+    const char *intrinsic = isa<math::SqrtOp>(op) ? "llvm.nvvm.sqrt.rn.f"
+                            : isa<math::AbsFOp>(op) ? "llvm.fabs.f32"
+                                                    : "llvm.nvvm.ex2.approx.ftz.f";
+    if (isa<math::ExpOp>(op)) {
+      auto mx = x.getDefiningOp<arith::MaximumFOp>();
+      APFloat c(0.0f);
+      bool clamped = mx && (matchPattern(mx.getRhs(), m_ConstantFloat(&c)) ||
+                            matchPattern(mx.getLhs(), m_ConstantFloat(&c))) &&
+                     c.convertToDouble() >= -87.0;
+      if (!clamped)
+        return op->emitOpError("attnc-map-to-gpu: exp of an argument not clamped "
+                               "to >= -87 (ex2.approx.ftz would flush denormals)");
+      Value log2e = arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(1.4426950408889634f));
+      x = arith::MulFOp::create(ob, loc, x, log2e);
+    }
+    auto call = LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
+                                              ob.getStringAttr(intrinsic), ValueRange{x});
+    op->getResult(0).replaceAllUsesWith(call.getResult(0));
+    op->erase();
+  }
+  return success();
 }
 
 LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
@@ -198,6 +261,8 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     for (Operation &op : taskLoop.getBody()->without_terminator())
       b.clone(op, map);
     gpu::ReturnOp::create(b, run.getLoc());
+    if (failed(copyGlobals(kernel, run->getParentOfType<ModuleOp>(), gm)))
+      return failure();
 
     // Outside thread regions an op runs once in the sequential meaning but
     // once per thread on the GPU: only pure ops (and control flow) may.
@@ -264,34 +329,8 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       }
       op->erase();
     }
-    // exp(x) = 2^(x log2 e) with the hardware's ex2.approx (what CUDA's
-    // __expf does), for exp(max(x, c)) with c >= -87: then no denormal
-    // reaches the flush-to-zero form (the kernels clamp every exponential
-    // this way). Any other exp is refused: it would be a libdevice call.
-    SmallVector<math::ExpOp> exps;
-    kernel.walk([&](math::ExpOp e) {
-      if (e.getType().isF32())
-        exps.push_back(e);
-    });
-    for (math::ExpOp e : exps) {
-      auto mx = e.getOperand().getDefiningOp<arith::MaximumFOp>();
-      APFloat c(0.0f);
-      bool clamped = mx && (matchPattern(mx.getRhs(), m_ConstantFloat(&c)) ||
-                            matchPattern(mx.getLhs(), m_ConstantFloat(&c))) &&
-                     c.convertToDouble() >= -87.0;
-      if (!clamped)
-        return e.emitOpError("attnc-map-to-gpu: exp of an argument not clamped "
-                             "to >= -87 (ex2.approx.ftz would flush denormals)");
-      OpBuilder ob(e);
-      Location loc = e.getLoc();
-      Value log2e = arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(1.4426950408889634f));
-      Value y = arith::MulFOp::create(ob, loc, e.getOperand(), log2e);
-      auto call = LLVM::CallIntrinsicOp::create(ob, loc, ob.getF32Type(),
-                                                ob.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
-                                                ValueRange{y});
-      e.getResult().replaceAllUsesWith(call.getResult(0));
-      e.erase();
-    }
+    if (failed(lowerMath(kernel)))
+      return failure();
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
         ctx, {static_cast<int32_t>(threads), 1, 1}));
     kernel->setAttr("attn.block_threads", IntegerAttr::get(IndexType::get(ctx), threads));
@@ -334,6 +373,13 @@ struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
       tasks->setAttr("attn.block_threads", ab.getDenseI64ArrayAttr(threads));
       run.erase();
     }
+    // The tables now in the GPU module that no host function reads.
+    llvm::StringSet<> hostUses;
+    for (auto f : module.getOps<func::FuncOp>())
+      f.walk([&](memref::GetGlobalOp g) { hostUses.insert(g.getName()); });
+    for (auto g : llvm::make_early_inc_range(module.getOps<memref::GlobalOp>()))
+      if (SymbolTable::lookupSymbolIn(gm, g.getSymName()) && !hostUses.contains(g.getSymName()))
+        g.erase();
   }
 };
 

@@ -10,10 +10,12 @@
 //   attn.linear        batch x row block x panels     packed-panel GEMM
 //   attn.sdpa          batch x head x query block     flash attention
 //   attn.probs         batch x head                   softmax rows
+//                      (CUDA: batch x head x row)
 //   attn.cache_append  batch x kv head                row copies
 //   attn.mask_rows     batch                          zero rows
 //   attn.rope          batch x row block              pair rotations in place
 //   attn.rms_norm      batch x row block              QK-norm in place
+//                      (CUDA: batch x row x head group)
 //
 //===----------------------------------------------------------------------===//
 #include "LoopBuilders.h"
@@ -58,18 +60,15 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
 };
 
 struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
-  bool canTile(Operation *op, PhaseContext &ctx) const {
-    // The CUDA kernels do not apply the score modifiers yet.
-    auto s = cast<SdpaOp>(op);
-    return !isCuda(ctx) || (!attnc::ScoreMods::of(s).any() && !s.getSinks() && !s.getRelBias());
-  }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
     if (isCuda(ctx))
       return attnc::buildGpuAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
-                                      optional(ctx, s.getKvLens()));
+                                      optional(ctx, s.getKvLens()), optional(ctx, s.getSinks()),
+                                      optional(ctx, s.getRelBias()));
     return attnc::buildFlashAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
@@ -80,9 +79,14 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
 };
 
 struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
+    if (isCuda(ctx))
+      return attnc::buildGpuProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+                                  optional(ctx, p.getRelBias()), ctx.buffer(p.getQuery()),
+                                  ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
+                                  optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
     return attnc::buildProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
                              optional(ctx, p.getRelBias()),
                              ctx.buffer(p.getQuery()),
@@ -123,21 +127,29 @@ struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp
 };
 
 struct RopeModel : TiledOpInterface::ExternalModel<RopeModel, RopeOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RopeOp>(op);
-    attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
-                     optional(ctx, r.getPositions()));
+    if (isCuda(ctx))
+      attnc::buildGpuRope(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+                          optional(ctx, r.getPositions()));
+    else
+      attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
+                       optional(ctx, r.getPositions()));
     return success();
   }
 };
 
 struct RmsNormModel : TiledOpInterface::ExternalModel<RmsNormModel, RmsNormOp> {
-  bool canTile(Operation *, PhaseContext &ctx) const { return !isCuda(ctx); }
+  bool canTile(Operation *, PhaseContext &) const { return true; }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RmsNormOp>(op);
-    attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
-                        ctx.buffer(r.getWeight()));
+    if (isCuda(ctx))
+      attnc::buildGpuRmsNorm(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+                             ctx.buffer(r.getWeight()));
+    else
+      attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
+                          ctx.buffer(r.getWeight()));
     return success();
   }
 };

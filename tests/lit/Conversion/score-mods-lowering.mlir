@@ -3,9 +3,12 @@
 // each computed score vector in registers before it is stored and masked:
 // slope * (j - i') added, then soft-capping (tanh from the kernel's 2^x,
 // the sign bit copied with and/xor); no math.tanh left for libm.
-// The CUDA target refuses them.
+// The CUDA kernel applies the same ScoreMods per score in natural-log units
+// (its q is scaled by `scale` only): the slopes as given, the soft-cap's
+// exp(-2|s|/cap) from a scalar exp clamped at -87 (attnc-map-to-gpu's
+// ex2.approx contract), the sign bit copied the same way.
 // RUN: attnc-opt %s --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s
-// RUN: not attnc-opt %s --attnc-set-target=isa=cuda-sm90 --attn-to-loops 2>&1 | FileCheck %s --check-prefix=CUDA
+// RUN: attnc-opt %s --attnc-set-target=isa=cuda-sm90 --attn-to-loops | FileCheck %s --check-prefix=CUDA
 // CHECK: memref.global "private" constant @__attnc_alibi_slopes_{{[0-9A-F]+}} : memref<2xf64> = dense<[0.72134752044448169, 0.36067376022224085]>
 // CHECK-LABEL: func.func @mods__avx2
 // CHECK: scf.forall
@@ -15,7 +18,20 @@
 // CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<8xi32>
 // CHECK: arith.xori %{{.*}}, %{{.*}} : vector<8xi32>
 // CHECK-NOT: math.tanh
-// CUDA: error: 'attn.sdpa' op (softcap, alibi, sinks) is not supported by the CUDA target yet
+// CUDA: memref.global "private" constant @__attnc_alibi_slopes_{{[0-9A-F]+}} : memref<2xf64> = dense<[5.000000e-01, 2.500000e-01]>
+// CUDA-LABEL: func.func @mods__cuda_sm90
+// CUDA: memref.get_global @__attnc_alibi_slopes_
+// CUDA: scf.forall
+// CUDA: arith.sitofp %{{.*}} : i64 to f32
+// CUDA: math.absf %{{.*}} : f32
+// CUDA-NEXT: arith.constant -0.0666666701 : f32
+// CUDA: %[[LO:.*]] = arith.constant -8.700000e+01 : f32
+// CUDA-NEXT: %[[X:.*]] = arith.maximumf %{{.*}}, %[[LO]] : f32
+// CUDA-NEXT: math.exp %[[X]] : f32
+// CUDA: arith.andi %{{.*}}, %{{.*}} : i32
+// CUDA: arith.xori %{{.*}}, %{{.*}} : i32
+// CUDA: } {mapping = [#gpu.thread<x>]}
+// CUDA-NOT: math.tanh
 func.func @mods(%q: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
   %o = attn.sdpa %q, %q, %q {mask = #attn<mask causal>, scale = 0.25 : f64, softcap = 30.0 : f64,
                               alibi_slopes = array<f64: 0.5, 0.25>}

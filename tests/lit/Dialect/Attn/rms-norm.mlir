@@ -1,10 +1,10 @@
 // attn.rms_norm: round trip and its lowering: in
 // place on a sole-use input, one task per (batch, 16 rows), a sum of
 // squares, one sqrt (no libm call) and the weight (+ offset) per element.
-// (Verifier diagnostics: rms-norm-invalid.mlir.)
+// (Verifier diagnostics: rms-norm-invalid.mlir; the CUDA kernel:
+// tests/lit/Pipeline/cuda-real-models.test.)
 // RUN: attnc-opt %s | FileCheck %s --check-prefix=RT
 // RUN: attnc-opt %s --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s --check-prefix=LOW
-// RUN: not attnc-opt %s --attnc-set-target=isa=cuda-sm90 --attn-to-loops 2>&1 | FileCheck %s --check-prefix=CUDA
 
 // RT-LABEL: func.func @ok
 // RT: attn.rms_norm %{{.*}}, %{{.*}} {eps = 9.9999999999999995E-7 : f64, weight_offset = 1.000000e+00 : f64} : tensor<2x2x?x8xf32>, tensor<8xf32>
@@ -15,7 +15,6 @@
 // LOW: math.sqrt %{{.*}} : f32
 // LOW: arith.addf %{{.*}}, %cst{{.*}} : f32
 // LOW: memref.store %{{.*}}, %arg0
-// CUDA: error: 'attn.rms_norm' op (rope, qk_norm) is not supported by the CUDA target yet
 func.func @ok(%q: tensor<2x2x?x8xf32>, %w: tensor<8xf32>) -> tensor<2x2x?x8xf32> {
   %r = attn.rms_norm %q, %w {eps = 1.0e-6 : f64, weight_offset = 1.0 : f64} : tensor<2x2x?x8xf32>, tensor<8xf32>
   return %r : tensor<2x2x?x8xf32>
