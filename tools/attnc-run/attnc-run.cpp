@@ -60,13 +60,16 @@ const char *kUsage =
     "\n"
     "  --seq-len T        sequence length (default 128)\n"
     "  --batch B          batch size (default 1)\n"
-    "  --x FILE.npy       input x [B, T, d_model] float32 (default: random\n"
+    "  --x FILE.npy       input x [B, T, d_model] float32, or float16/float64\n"
+    "                     converted with a note on stderr (default: random\n"
     "                     N(0,1)); its shape sets B and T\n"
     "  --x-scale S        multiply the random input by S (finite; logits grow\n"
     "                     with S^2: 'peaky' softmax rows)\n"
     "  --weights PATH     the storage tensors (names: see --info) from a directory\n"
     "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
-    "                     converted); default: random, scaled like a trained layer\n"
+    "                     converted); default: random, scaled like a trained layer.\n"
+    "                     A PyTorch .bin/.pt checkpoint (pickles) is refused with\n"
+    "                     the command that converts it\n"
     "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
     "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.');\n"
     "                     needs --weights\n"
@@ -314,6 +317,17 @@ bool loadWeights(const std::string &path, const std::string &prefix,
   for (uint32_t i = 0; i < loaded.count(); ++i)
     weights.emplace_back(loaded.data()[i], loaded.data()[i] + loaded.floats()[i]);
   return true;
+}
+
+/// A note on stderr when readNpy converted a file to float32 (NpyArray::dtype).
+void noteConverted(const std::string &path, const attnrt::NpyArray &arr) {
+  if (arr.dtype.empty())
+    return;
+  const char w = arr.dtype.size() == 3 ? arr.dtype[2] : '?';
+  const char *what = w == '2' ? "float16" : w == '8' ? "float64" : "big-endian float32";
+  std::fprintf(stderr, "attnc-run: note: %s: %s ('%s') converted to float32%s\n",
+               path.c_str(), what, arr.dtype.c_str(),
+               w == '8' ? " (rounded to nearest)" : "");
 }
 
 /// Prints "attnc-run: check: N% ..." on stderr at most once a second, and
@@ -1039,6 +1053,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.xPath, arr);
     batch = arr.shape[0];
     seq = arr.shape[1];
     x = std::move(arr.data);
@@ -1069,6 +1084,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.xKvPath, arr);
     kvSeq = arr.shape[1];
     xKv = std::move(arr.data);
   }
@@ -1256,6 +1272,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.expectedPath, arr);
     if (arr.shape != std::vector<int64_t>{batch, seq, ki.out_dim}) {
       error(o.expectedPath + ": expected shape (" + std::to_string(batch) +
             ", " + std::to_string(seq) + ", " + std::to_string(ki.out_dim) +
