@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +71,23 @@ const char *isaName(uint32_t isa) {
   case ATTNC_ISA_NONE: return "none";
   default: return "unknown";
   }
+}
+
+std::string isaEnvProblem() {
+  const char *env = std::getenv("ATTNC_ISA");
+  if (!env || !*env)
+    return "";
+  for (const char *name : {"avx512", "avx2", "x86-64", "x86-avx512", "x86-avx2"})
+    if (strcasecmp(env, name) == 0)
+      return "";
+  std::string shown;
+  for (const char *c = env; *c && shown.size() < 64; ++c)
+    shown += (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+  if (std::strlen(env) > 64)
+    shown += "...";
+  return "ATTNC_ISA='" + shown +
+         "' is not one of avx512, avx2, x86-64 (case-insensitive; it caps the "
+         "kernel's code path: unset it to let the library choose)";
 }
 
 int cudaSmOf(uint32_t isa) {

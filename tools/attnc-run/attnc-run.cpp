@@ -170,6 +170,10 @@ const char *kUsage =
     "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
     "--check) are usage errors.\n"
     "\n"
+    "environment: ATTNC_ISA=avx512|avx2|x86-64 (any case) caps the code path\n"
+    "a CPU kernel runs (e.g. avx2 on an AVX-512 machine); another value is an\n"
+    "input error (2).\n"
+    "\n"
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"
     "   1  check failed, the kernel returned an error status, or this CPU\n"
@@ -177,7 +181,8 @@ const char *kUsage =
     "      kernel without --device cuda, a CPU kernel with it; no CUDA driver,\n"
     "      no (new enough) CUDA device, or a failed CUDA call\n"
     "   2  usage or input error (bad option or value, unreadable or\n"
-    "      mis-shaped .npy, size out of range or too large for memory)\n"
+    "      mis-shaped .npy, size out of range or too large for memory, an\n"
+    "      unknown ATTNC_ISA, a PyTorch checkpoint as --weights)\n"
     "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
     "      truncated, or corrupt: its CRC-32 does not match its bytes)\n"
     "  12  not an attnc kernel (no attnc_query)\n"
@@ -987,6 +992,13 @@ int main(int argc, char **argv) {
   }
   if ((rc = checkVariantOptions(o, ki)) >= 0)
     return rc;
+  // ATTNC_ISA caps a CPU kernel's code path; a value it does not know is
+  // refused here (the kernel itself, which cannot print, selects nothing
+  // and returns ATTNC_ERR_ISA).
+  if (!k.isCuda() && !attnrt::isaEnvProblem().empty()) {
+    error(attnrt::isaEnvProblem());
+    return kExitInput;
+  }
   // --device cuda: the driver, device 0 (its primary context current on
   // this thread), at least the kernel's sm_XY.
   if (o.cuda) {
@@ -1012,7 +1024,12 @@ int main(int argc, char **argv) {
   if (!o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": this CPU has none of the library's code paths (built "
           "for " + isaName(ki.isa) + ", " + ki.target_cpu +
-          "); nothing to run");
+          "); nothing to run" +
+          (std::getenv("ATTNC_ISA") && *std::getenv("ATTNC_ISA")
+               ? std::string(" (ATTNC_ISA=") + std::getenv("ATTNC_ISA") +
+                     " in the environment caps the choice: unset it to let "
+                     "the library pick this CPU's best)"
+               : std::string()));
     return kExitFailed;
   }
   attnrt::BlockParams p = attnrt::paramsFromInfo(ki);

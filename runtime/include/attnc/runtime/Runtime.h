@@ -46,6 +46,13 @@ const char *statusText(int rc);
 const char *isaName(uint32_t isa);
 /// True for ATTNC_ISA_CUDA_SM80 / _SM90.
 bool isCudaIsa(uint32_t isa);
+/// Empty when the ATTNC_ISA environment variable is unset, empty or one of
+/// the names a CPU kernel accepts (avx512, avx2, x86-64, any case; also
+/// x86-avx512, x86-avx2); otherwise the message for the user:
+/// "ATTNC_ISA='foo' is not one of avx512, avx2, x86-64 (...)". A kernel
+/// library sees such a value as "no code path": its selected_isa() is
+/// ATTNC_ISA_NONE and forward/decode return ATTNC_ERR_ISA.
+std::string isaEnvProblem();
 /// 80 or 90 for a CUDA isa (its sm_XY), else 0.
 int cudaSmOf(uint32_t isa);
 
