@@ -139,7 +139,8 @@ const char *kUsage =
     "                     checked too (a second PASS/FAIL line, same --atol/\n"
     "                     --rtol plus their own float32 bound)\n"
     "  --heatmap FILE.svg draw the attention weights of one sequence as an SVG\n"
-    "                     heatmap (features: probs): one panel per head\n"
+    "                     heatmap (features: probs): one panel per head; pairs\n"
+    "                     the mask hides are hatched grey (legend: masked)\n"
     "  --head H           only head H in the heatmap\n"
     "  --heatmap-batch B  the sequence to draw (default 0)\n"
     "  --decode-steps K   KV-cache decode (features: decode): forward over the\n"
@@ -424,27 +425,58 @@ bool report(const char *against, const attnrt::CompareResult &c,
 /// the batch (docs/abi.md: the visible keys of query i < qv are
 /// [lo, hi) with hi = min(kv, i + off + 1) when causal, lo = i + off -
 /// window + 1 with a sliding window).
+/// The keys query i of sequence b sees, [lo, hi) (none when hi <= lo), and
+/// its valid query rows qv (rows i >= qv see none).
+struct KeyRange {
+  const attnc_kernel_info &ki;
+  int64_t qv = 0, kv = 0, off = 0;
+  KeyRange(const attnc_kernel_info &ki, int64_t b, int64_t T, int64_t Tkv,
+           const attnrt::VariantInputs &in)
+      : ki(ki) {
+    const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
+    qv = in.lengths ? in.lengths[b] : T;
+    kv = cross ? (in.kvLengths ? in.kvLengths[b] : Tkv) : qv;
+    off = ki.causal_align == 1 ? 0 : kv - qv;
+  }
+  void of(int64_t i, int64_t &lo, int64_t &hi) const {
+    lo = 0;
+    hi = i < qv ? kv : 0;
+    if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
+        ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+      hi = std::min(hi, i + off + 1);
+    if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+      lo = std::max(lo, i + off - ki.window + 1);
+  }
+};
+
 double visiblePairs(const attnc_kernel_info &ki, int64_t batch, int64_t T,
                     int64_t Tkv, const attnrt::VariantInputs &in) {
-  const bool causal = ki.mask == ATTNC_MASK_CAUSAL ||
-                      ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
-                      ki.mask == ATTNC_MASK_SLIDING_WINDOW;
-  const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
   double pairs = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t qv = in.lengths ? in.lengths[b] : T;
-    const int64_t kv = cross ? (in.kvLengths ? in.kvLengths[b] : Tkv) : qv;
-    const int64_t off = ki.causal_align == 1 ? 0 : kv - qv;
-    for (int64_t i = 0; i < qv; ++i) {
-      int64_t lo = 0, hi = kv;
-      if (causal)
-        hi = std::min(hi, i + off + 1);
-      if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
-        lo = std::max(lo, i + off - ki.window + 1);
+    const KeyRange r(ki, b, T, Tkv, in);
+    for (int64_t i = 0; i < r.qv; ++i) {
+      int64_t lo, hi;
+      r.of(i, lo, hi);
       pairs += double(std::max<int64_t>(0, hi - lo));
     }
   }
   return pairs;
+}
+
+/// [T, Tkv]: 1 where query i of sequence b sees key j (the heatmap's
+/// masked cells are the zeros).
+std::vector<unsigned char> visibility(const attnc_kernel_info &ki, int64_t b,
+                                      int64_t T, int64_t Tkv,
+                                      const attnrt::VariantInputs &in) {
+  std::vector<unsigned char> v(size_t(T * Tkv), 0);
+  const KeyRange r(ki, b, T, Tkv, in);
+  for (int64_t i = 0; i < T; ++i) {
+    int64_t lo, hi;
+    r.of(i, lo, hi);
+    for (int64_t j = std::max<int64_t>(lo, 0); j < std::min(hi, Tkv); ++j)
+      v[size_t(i * Tkv + j)] = 1;
+  }
+  return v;
 }
 
 /// Useful FLOPs of one forward: the projections over the valid rows (Q and
@@ -1562,6 +1594,7 @@ int main(int argc, char **argv) {
     if (!lengths.empty())
       hopt.title += " (length " +
                     std::to_string(lengths[size_t(o.heatmapBatch)]) + ")";
+    hopt.visible = visibility(ki, o.heatmapBatch, seq, kvSeq, variants);
     const float *pb =
         probs.data() + o.heatmapBatch * ki.heads * seq * kvSeq;
     if (!attnrt::writeHeatmapSvg(o.heatmapPath, pb, ki.heads, seq, kvSeq,
