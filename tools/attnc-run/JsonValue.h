@@ -115,6 +115,11 @@ private:
       bool ok = len > 0 && i + len <= s.size();
       for (size_t k = 1; ok && k < len; ++k)
         ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (ok) { // no overlong forms, surrogates or code points past U+10FFFF
+        const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+        ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) &&
+             !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+      }
       if (ok) {
         out.append(s, i, len);
         i += len - 1;
