@@ -2,8 +2,10 @@
 # The performance benchmark (not a test): builds attnc, compiles
 # examples/gpt2-small.yaml (default target: AVX-512 + AVX2 in one library)
 # and the FP32 peak probe, installs the peers' OpenMP OpenBLAS if missing,
-# then runs tests/bench/bench_block.py: one table, bench.csv and bench.svg
-# in build/bench/; then the KV-cache decode step at T_past = 1024
+# then runs tests/bench/bench_block.py: one table, bench.csv, bench.svg and
+# bench-speedup.svg in build/bench/ (tests/bench/bench_chart.py --csv
+# build/bench/bench.csv redraws the two charts from the saved results);
+# then the KV-cache decode step at T_past = 1024
 # (tests/bench/bench_decode.py: attnc against the read-bandwidth floor and
 # torch/NumPy decode steps, build/bench/decode.csv). Takes 10-20 minutes
 # on a 2-core machine; extra arguments go to bench_block.py (e.g. --seq
@@ -28,7 +30,8 @@ cc -O2 -pthread tests/bench/peak_fma.c -o "$out/peak_fma"
 if [ "${BENCH_BLOCK:-1}" != 0 ]; then
   /usr/bin/python3 tests/bench/bench_block.py --attnc-run build/tools/attnc-run \
     --lib "$out/libgpt2_small_attn.so" --peak "$out/peak_fma" \
-    --csv "$out/bench.csv" --svg "$out/bench.svg" "$@"
+    --csv "$out/bench.csv" --svg "$out/bench.svg" \
+    --speedup-svg "$out/bench-speedup.svg" "$@"
 fi
 if [ "${BENCH_DECODE:-1}" != 0 ]; then
   ./build/tools/attnc examples/gpt2-decode.yaml -o "$out/libgpt2_decode_attn.so"

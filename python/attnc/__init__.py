@@ -47,6 +47,20 @@ from . import _abi, _runtime
 from ._abi import ABI_VERSION
 from .weights import load_safetensors, save_safetensors, map_names, to_numpy
 
+
+_ISA_NAMES = ("avx512", "avx2", "x86-64", "x86-avx512", "x86-avx2")
+
+
+def _isa_env_note(rc):
+    """ATTNC_ERR_ISA because of a value of ATTNC_ISA the kernel does not
+    know (it selects no code path then): say so, as attnc-run does."""
+    env = os.environ.get("ATTNC_ISA", "")
+    if rc != 5 or not env or env.lower() in _ISA_NAMES:  # 5: ATTNC_ERR_ISA
+        return ""
+    return (f": ATTNC_ISA={env!r} is not one of x86-avx512, x86-avx2, x86-64 "
+            "(or avx512, avx2; case-insensitive; unset it to let the library choose)")
+
+
 __all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",
            "save_safetensors", "map_names", "libattnrt_path"]
 __version__ = "0.1.0"
@@ -693,7 +707,8 @@ class Kernel:
         rc = self._forward(C.byref(args))
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
-                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
+                             f"{_isa_env_note(rc)}", rc)
         if probs is None:
             return out
         return out, probs_ret
@@ -826,5 +841,6 @@ class Kernel:
         rc = self._decode(C.byref(args))
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_decode returned {rc} "
-                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
+                             f"{_isa_env_note(rc)}", rc)
         return out

@@ -34,6 +34,8 @@ constexpr Rgb kViridis[] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},
                             {44, 113, 142}, {33, 144, 141}, {39, 173, 129},
                             {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
 constexpr int kStops = sizeof(kViridis) / sizeof(kViridis[0]);
+/// Masked cells: stripes of two neutral greys (viridis has no grey).
+constexpr Rgb kMaskedLight = {217, 217, 217}, kMaskedDark = {150, 150, 150};
 
 Rgb colour(double t) {
   if (!(t > 0)) // also NaN: the bottom of the scale
@@ -180,8 +182,14 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
   const int64_t most = std::max<int64_t>(options.maxCells, 1);
   const int64_t cq = std::min(tq, most), ck = std::min(tkv, most);
   const bool down = cq < tq || ck < tkv;
+  // A masked cell is NaN in `cells` (every pair in it hidden by the mask).
+  const bool masks = options.visible.size() == size_t(tq * tkv);
+  auto seen = [&](int64_t i, int64_t j) {
+    return !masks || options.visible[size_t(i * tkv + j)] != 0;
+  };
   std::vector<std::vector<double>> cells;
   double vmax = 0;
+  bool anyMasked = false;
   for (int64_t h : panels) {
     std::vector<double> c(size_t(cq * ck), 0.0);
     const float *ph = probs + h * tq * tkv;
@@ -190,12 +198,19 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
       for (int64_t b = 0; b < ck; ++b) {
         const int64_t k0 = b * tkv / ck, k1 = (b + 1) * tkv / ck;
         double sum = 0;
+        int64_t visible = 0;
         for (int64_t i = r0; i < r1; ++i)
           for (int64_t j = k0; j < k1; ++j)
-            sum += std::isfinite(ph[i * tkv + j]) ? ph[i * tkv + j] : 0.0;
-        double v = sum / double((r1 - r0) * (k1 - k0));
+            if (seen(i, j)) {
+              sum += std::isfinite(ph[i * tkv + j]) ? ph[i * tkv + j] : 0.0;
+              ++visible;
+            }
+        double v = visible ? sum / double(visible) : std::nan("");
         c[size_t(a * ck + b)] = v;
-        vmax = std::max(vmax, v);
+        if (visible)
+          vmax = std::max(vmax, v);
+        else
+          anyMasked = true;
       }
     }
     cells.push_back(std::move(c));
@@ -213,7 +228,7 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
   const int64_t cols = std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(n)))));
   const int64_t rows = (n + cols - 1) / cols;
   const double header = down ? 58 : 40;
-  const double legendW = 110;
+  const double legendW = anyMasked ? 130 : 110; // room for "(not attended)"
   const double width = double(cols) * boxW + legendW;
   const double height =
       header + std::max(double(rows) * boxH, 260.0) + 10;
@@ -249,6 +264,13 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
     s += "<text class=\"downsampled\" x=\"10\" y=\"51\" font-size=\"11\">" +
          xmlEscape(downNote) + "</text>\n";
 
+  // Masked cells: hatched grey, a colour viridis never takes.
+  if (anyMasked)
+    s += "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" "
+         "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+         "<rect width=\"6\" height=\"6\" fill=\"" + hex(kMaskedLight) +
+         "\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"" +
+         hex(kMaskedDark) + "\" stroke-width=\"3\"/></pattern></defs>\n";
   const int64_t qStep = tickStep(tq, 8), kStep = tickStep(tkv, 8);
   const bool rects = cq * ck <= options.maxRectCells;
   const bool tooltips = cq * ck <= 256;
@@ -266,14 +288,19 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
       for (int64_t a = 0; a < cq; ++a)
         for (int64_t b = 0; b < ck; ++b) {
           const double v = c[size_t(a * ck + b)];
+          const bool masked = std::isnan(v);
           s += "<rect x=\"" + fmt(double(b) * cell) + "\" y=\"" +
                fmt(double(a) * cell) + "\" width=\"" + fmt(cell) +
                "\" height=\"" + fmt(cell) + "\" fill=\"" +
-               hex(colour(v / vmax)) + "\"";
+               (masked ? std::string("url(#masked)") : hex(colour(v / vmax))) + "\"";
           if (tooltips) {
             char buf[96];
-            std::snprintf(buf, sizeof buf, "query %lld, key %lld: %.4g",
-                          (long long)a, (long long)b, v);
+            if (masked)
+              std::snprintf(buf, sizeof buf, "query %lld, key %lld: masked",
+                            (long long)a, (long long)b);
+            else
+              std::snprintf(buf, sizeof buf, "query %lld, key %lld: %.4g",
+                            (long long)a, (long long)b, v);
             s += "><title>" + std::string(buf) + "</title></rect>\n";
           } else {
             s += "/>\n";
@@ -289,7 +316,11 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
       std::vector<unsigned char> rgb(size_t(iw * ih * 3));
       for (int64_t yy = 0; yy < ih; ++yy)
         for (int64_t xx = 0; xx < iw; ++xx) {
-          Rgb col = colour(c[size_t((yy / f) * ck + xx / f)] / vmax);
+          const double v = c[size_t((yy / f) * ck + xx / f)];
+          // Masked: diagonal stripes, 2 of every 6 pixels dark.
+          Rgb col = !std::isnan(v)        ? colour(v / vmax)
+                    : (xx + yy) % 6 < 2 ? kMaskedDark
+                                          : kMaskedLight;
           unsigned char *px = &rgb[size_t((yy * iw + xx) * 3)];
           px[0] = col.r;
           px[1] = col.g;
@@ -354,6 +385,14 @@ std::string heatmapSvg(const float *probs, int64_t heads, int64_t tq,
     s += "<line x1=\"16\" y1=\"" + fmt(y) + "\" x2=\"20\" y2=\"" + fmt(y) +
          "\" stroke=\"black\"/><text class=\"scale-value\" x=\"23\" y=\"" +
          fmt(y + 3.5) + "\" font-size=\"10\">" + buf + "</text>\n";
+  }
+  if (anyMasked) {
+    const double my = lh + 24;
+    s += "<rect class=\"masked-key\" x=\"0\" y=\"" + fmt(my) +
+         "\" width=\"16\" height=\"16\" fill=\"url(#masked)\" stroke=\"#444\" "
+         "stroke-width=\"0.5\"/><text x=\"23\" y=\"" + fmt(my + 8) +
+         "\" font-size=\"10\">masked</text><text x=\"23\" y=\"" + fmt(my + 20) +
+         "\" font-size=\"10\">(not attended)</text>\n";
   }
   s += "</g>\n</svg>\n";
   return s;

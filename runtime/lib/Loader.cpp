@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,6 +60,23 @@ bool isCudaIsa(uint32_t isa) {
 }
 
 const char *isaName(uint32_t isa) { return nameOf("isa", isa); }
+
+std::string isaEnvProblem() {
+  const char *env = std::getenv("ATTNC_ISA");
+  if (!env || !*env)
+    return "";
+  for (const char *name : {"avx512", "avx2", "x86-64", "x86-avx512", "x86-avx2"})
+    if (strcasecmp(env, name) == 0)
+      return "";
+  std::string shown;
+  for (const char *c = env; *c && shown.size() < 64; ++c)
+    shown += (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+  if (std::strlen(env) > 64)
+    shown += "...";
+  return "ATTNC_ISA='" + shown +
+         "' is not one of x86-avx512, x86-avx2, x86-64 (or avx512, avx2; case-insensitive; it caps the "
+         "kernel's code path: unset it to let the library choose)";
+}
 
 int cudaSmOf(uint32_t isa) {
   switch (isa) {

@@ -1,15 +1,19 @@
 //===- Npy.cpp - float32 .npy reading and writing ---------------*- C++ -*-===//
 //
 // A small, strict reader and writer for NumPy's .npy format: versions 1.0,
-// 2.0 and 3.0 headers, dtype '<f4', C order only. Everything else is rejected
-// with a message that names the file and says what was expected and what was
-// found.
+// 2.0 and 3.0 headers, C order only; float32 data, or float16 / float64
+// (either byte order) converted to float32 (NpyArray::dtype says which; the
+// caller tells the user). Everything else is rejected with a message that
+// names the file and says what was expected and what was found. The writer
+// writes '<f4'.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/Files.h"
+
+#include "TensorFile.h"
 
 #include <algorithm>
 #include <cctype>
@@ -351,9 +355,28 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                      : !haveFortran ? "fortran_order"
                                     : "shape") +
                     "'");
-  if (descr != "<f4")
+  // float16/32/64 in either byte order ('=' is this machine's, little).
+  tensorfile::DType dtype = tensorfile::DType::Unsupported;
+  size_t width = 0;
+  const bool bigEndian = descr.size() == 3 && descr[0] == '>';
+  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') &&
+      descr[1] == 'f') {
+    if (descr[2] == '2')
+      dtype = tensorfile::DType::F16, width = 2;
+    else if (descr[2] == '4')
+      dtype = tensorfile::DType::F32, width = 4;
+    else if (descr[2] == '8')
+      dtype = tensorfile::DType::F64, width = 8;
+  }
+  if (!width)
     return fail(message, name,
-                "expected float32 ('<f4'), found '" + descr + "'");
+                "expected float32 ('<f4'; float16 and float64 are converted), "
+                "found '" + descr + "'" +
+                    (descr.size() == 3 && descr[1] == 'V' && descr[2] == '2'
+                         ? " (2-byte raw values: a bfloat16 array saved through "
+                           "ml_dtypes has lost its type in the .npy; save it "
+                           "as float32)"
+                         : ""));
   if (fortran)
     return fail(message, name,
                 "Fortran-order arrays are not supported (fortran_order is "
@@ -364,8 +387,9 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
     if (!acceptShape(shape, why))
       return fail(message, name, why);
   }
-  int64_t count, want;
-  if (!elementCount(shape, count) || !checkedMul(count, 4, want))
+  int64_t count, want, floatBytes;
+  if (!elementCount(shape, count) || !checkedMul(count, int64_t(width), want) ||
+      !checkedMul(count, 4, floatBytes))
     return fail(message, name, "shape " + shapeString(shape) + " is too large");
   left = src.remaining();
   if (left < want)
@@ -378,20 +402,21 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                 "size mismatch: shape " + shapeString(shape) + " needs " +
                     std::to_string(want) + " bytes of data, found " +
                     std::to_string(left) + " (trailing bytes)");
-  if (want > maxDataBytes)
+  // What is allocated: the float32 array.
+  if (floatBytes > maxDataBytes)
     return fail(message, name,
                 "shape " + shapeString(shape) + " needs " +
-                    std::to_string(want) + " bytes of data, more than the " +
+                    std::to_string(floatBytes) + " bytes of data, more than the " +
                     std::to_string(maxDataBytes) + " allowed");
 
   // Read exactly the declared data, in chunks (a file that shrinks while
   // read fails without first allocating what it promised).
   std::vector<float> data;
-  const int64_t chunk = int64_t(1) << 20; // floats
+  const int64_t chunk = int64_t(1) << 20; // elements
   std::vector<unsigned char> buf;
   for (int64_t done = 0; done < count;) {
     int64_t n = std::min(chunk, count - done);
-    buf.resize(size_t(n) * 4);
+    buf.resize(size_t(n) * width);
     size_t r = src.read(buf.data(), buf.size());
     if (r != buf.size())
       return fail(message, name,
@@ -400,14 +425,20 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                       : "truncated data: shape " + shapeString(shape) +
                             " needs " + std::to_string(want) +
                             " bytes, found " +
-                            std::to_string(done * 4 + int64_t(r)));
+                            std::to_string(done * int64_t(width) + int64_t(r)));
     data.resize(size_t(done + n));
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t bits = readLE32(&buf[size_t(i) * 4]);
-      std::memcpy(&data[size_t(done + i)], &bits, 4);
+    if (!tensorfile::convert(buf.data(), dtype, bigEndian, n, &data[size_t(done)])) {
+      int64_t i = 0; // the first one, for the message
+      while (i + 1 < n &&
+             tensorfile::convert(&buf[size_t(i) * width], dtype, bigEndian, 1, &data[0]))
+        ++i;
+      return fail(message, name,
+                  "element " + std::to_string(done + i) +
+                      " is a float64 beyond float32's range (about 3.4e38)");
     }
     done += n;
   }
+  out.dtype = dtype == tensorfile::DType::F32 && !bigEndian ? "" : descr;
   out.shape = shape;
   out.data = std::move(data);
   message.clear();

@@ -348,6 +348,8 @@ int listFile(const std::string &path, std::vector<TensorRef> &out,
   if (n >= 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0)
     return fail(err, path,
                 "a single .npy holds one tensor: give the directory of .npy files");
+  if (looksLikePickle(magic, n))
+    return torchCheckpoint(err, path, /*zip=*/false);
   if (endsWith(path, ".safetensors") || n < 8 || le(magic, 8) < f.size())
     return listSafetensors(path, out, err);
   return fail(err, path, "not a directory, .npz or .safetensors file");
@@ -389,6 +391,7 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
   ::closedir(d);
   std::sort(files.begin(), files.end());
   std::map<std::string, std::string> where;
+  std::string torchFile;
   for (const std::string &fn : files) {
     std::string full = path + "/" + fn;
     std::vector<TensorRef> refs;
@@ -401,6 +404,9 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
     } else if (endsWith(fn, ".safetensors") || endsWith(fn, ".npz")) {
       if (int rc = listFile(full, refs, err))
         return rc;
+    } else if (torchFile.empty() &&
+               (endsWith(fn, ".bin") || endsWith(fn, ".pt") || endsWith(fn, ".pth"))) {
+      torchFile = full; // pytorch_model.bin beside no .safetensors: said below
     }
     for (TensorRef &r : refs) {
       auto it = where.find(r.name);
@@ -411,6 +417,16 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
       where[r.name] = r.file;
       out.push_back(std::move(r));
     }
+  }
+  // No tensors, but a PyTorch checkpoint (a Hugging Face directory with
+  // pytorch_model.bin only): say what it is rather than "not found".
+  if (out.empty() && !torchFile.empty()) {
+    std::vector<TensorRef> none;
+    std::string why;
+    if (listFile(torchFile, none, why) != Ok &&
+        why.find("PyTorch checkpoint") != std::string::npos)
+      return fail(err, path,
+                  "no .safetensors, .npz or .npy files; " + why);
   }
   return Ok;
 }

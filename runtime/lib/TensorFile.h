@@ -61,6 +61,13 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
 int readTensor(const TensorRef &ref, int64_t maxFloats, Tensor &out,
                std::string &err);
 
+/// Converts n elements of type `t` at `src` (little-endian, or big-endian
+/// when `bigEndian`) to float32 at `dst`. False when a finite float64 value
+/// does not fit in float32 (or `t` is Unsupported). Also the .npy reader's
+/// (Npy.cpp) conversion.
+bool convert(const unsigned char *src, DType t, bool bigEndian, int64_t n,
+             float *dst);
+
 /// "(768, 2304)" style.
 std::string shapeString(const std::vector<int64_t> &shape);
 /// "float16", "bfloat16", "float32", "float64".

@@ -35,6 +35,28 @@ inline int fail(std::string &err, const std::string &file, const std::string &wh
   return code;
 }
 
+/// The refusal of a PyTorch checkpoint (torch.save's zip of pickles, or a
+/// legacy pickle file): attnc never unpickles (that runs code), so it says
+/// how to convert the file.
+inline int torchCheckpoint(std::string &err, const std::string &file, bool zip) {
+  err = file + ": this is a PyTorch checkpoint (" +
+        (zip ? "torch.save's zip archive of pickles" : "a pickle file, torch.save's legacy format") +
+        "), which attnc does not read: it reads .safetensors, .npz or a directory of NAME.npy "
+        "files. Convert it, e.g. with python3 -c \"import sys, torch, numpy as np; "
+        "sd = torch.load(sys.argv[1], map_location='cpu', weights_only=True); "
+        "np.savez(sys.argv[2], **{k: v.float().numpy() for k, v in sd.items() "
+        "if torch.is_tensor(v)})\" '" + file + "' weights.npz (then --weights weights.npz), "
+        "or load it in Python and pass the state_dict to attnc.Kernel.pack "
+        "(python/attnc)";
+  return ErrFormat;
+}
+
+/// True when the first bytes are a pickle's protocol opcode (PROTO 2..5:
+/// torch.save's legacy format starts with a pickled magic number).
+inline bool looksLikePickle(const unsigned char *magic, uint64_t n) {
+  return n >= 2 && magic[0] == 0x80 && magic[1] >= 2 && magic[1] <= 5;
+}
+
 inline uint64_t le(const unsigned char *p, int bytes) {
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i)

@@ -118,6 +118,11 @@ int listZip(const std::string &path, std::vector<TensorRef> &out,
     if (!zip64Extra(c + 46 + nameLen, extraLen, r.usize, r.compSize, r.localHeader))
       return fail(err, path, "entry '" + entry + "': bad zip64 extra field");
     p += 46 + nameLen + extraLen + commentLen;
+    // torch.save (since 1.6) writes a zip whose entries are ARCHIVE/data.pkl,
+    // ARCHIVE/data/0, ...: no arrays, pickles.
+    if (entry == "data.pkl" ||
+        (entry.size() > 9 && entry.compare(entry.size() - 9, 9, "/data.pkl") == 0))
+      return torchCheckpoint(err, path, /*zip=*/true);
     if (entry.size() < 4 || entry.compare(entry.size() - 4, 4, ".npy") != 0)
       continue; // not an array (np.savez writes NAME.npy entries only)
     r.name = entry.substr(0, entry.size() - 4);

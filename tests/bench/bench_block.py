@@ -6,7 +6,7 @@ attnc, compiles examples/gpt2-small.yaml and the FP32 peak probe, then calls
 
   bench_block.py --attnc-run build/tools/attnc-run --lib LIB --peak PEAK_FMA
                  [--seq 128 512 1024 2048] [--threads 1 2] [--procs 5] [--peer-procs 3]
-                 [--csv bench.csv] [--svg bench.svg]
+                 [--csv bench.csv] [--svg bench.svg] [--speedup-svg bench-speedup.svg]
 
 In one run it measures the FP32 FMA peak (AVX-512 and AVX2, 1 and P
 threads), then for each T and thread count:
@@ -27,8 +27,10 @@ threads), then for each T and thread count:
     (torch.utils.mkldnn, which is oneDNN 2.x).
 It prints one table (median and min ms, useful GFLOP/s with the causal
 attention FLOPs halved, % of the measured peak, attnc's speed-up over the
-best peer of the row), writes the rows as CSV and draws ms against T as an
-SVG chart (one line per system and thread count).
+best peer of the row), writes the rows as CSV and draws two SVG charts from
+it (bench_chart.py, which redraws them from a saved CSV): ms against T, one
+panel per thread count, attnc bold and the peers light; and attnc's
+speed-up over the best peer and % of peak against T.
 """
 import argparse
 import ctypes
@@ -140,13 +142,17 @@ def run_attnc(attnc_run, lib, t, p, reps, procs, isa):
     mins, meds = [], []
     for _ in range(procs):
         r = subprocess.run([attnc_run, lib, "--seq-len", str(t), "--threads", str(p),
-                            "--bench", str(reps)], env=env, capture_output=True, text=True)
-        m = re.search(r"min ([0-9.]+) ms, median ([0-9.]+) ms", r.stdout)
-        if r.returncode != 0 or not m:
+                            "--bench", str(reps), "--json"], env=env, capture_output=True,
+                           text=True)
+        try:
+            bench = json.loads(r.stdout)["bench"]  # docs/json.md
+        except (ValueError, KeyError, TypeError):
+            bench = None
+        if r.returncode != 0 or not bench:
             sys.stderr.write(r.stdout + r.stderr)
             return None
-        mins.append(float(m.group(1)))
-        meds.append(float(m.group(2)))
+        mins.append(bench["min_ms"])
+        meds.append(bench["median_ms"])
     return mins, meds
 
 
@@ -236,53 +242,10 @@ def _phases(lib_path, name, t, reps, np):
 
 
 # ---------------------------------------------------------------- output ---
-def svg_chart(rows, path):
-    series = {}
-    for r in rows:
-        if r["kind"] != "block":
-            continue
-        series.setdefault(f'{r["system"]} ({r["threads"]}t)', []).append((r["T"], r["min_ms"]))
-    ts = sorted({r["T"] for r in rows})
-    ms = [v for s in series.values() for _, v in s]
-    if not ts or not ms:
-        return
-    W, Hh, L, R, Tm, B = 900, 520, 70, 260, 30, 50
-    lx0, lx1 = math.log(min(ts)), math.log(max(ts))
-    ly0, ly1 = math.log(min(ms) * 0.8), math.log(max(ms) * 1.25)
-    X = lambda t: L + (math.log(t) - lx0) / max(lx1 - lx0, 1e-9) * (W - L - R)
-    Y = lambda v: Tm + (1 - (math.log(v) - ly0) / (ly1 - ly0)) * (Hh - Tm - B)
-    colors = ["#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
-              "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{Hh}" '
-           f'font-family="sans-serif" font-size="12">',
-           f'<rect width="{W}" height="{Hh}" fill="white"/>',
-           f'<text x="{L}" y="18" font-size="14">GPT-2 small causal attention block, '
-           f'batch 1: ms per call (min, log scale) against T</text>']
-    for t in ts:
-        out.append(f'<line x1="{X(t):.1f}" y1="{Tm}" x2="{X(t):.1f}" y2="{Hh-B}" stroke="#ddd"/>')
-        out.append(f'<text x="{X(t):.1f}" y="{Hh-B+16}" text-anchor="middle">{t}</text>')
-    v = 10 ** math.floor(math.log10(min(ms) * 0.8))
-    while v < max(ms) * 1.25:
-        for k in (1, 2, 5):
-            if math.exp(ly0) <= v * k <= math.exp(ly1):
-                out.append(f'<line x1="{L}" y1="{Y(v*k):.1f}" x2="{W-R}" y2="{Y(v*k):.1f}" stroke="#eee"/>')
-                out.append(f'<text x="{L-6}" y="{Y(v*k)+4:.1f}" text-anchor="end">{v*k:g}</text>')
-        v *= 10
-    out.append(f'<text x="{(L+W-R)/2:.0f}" y="{Hh-10}" text-anchor="middle">T (tokens)</text>')
-    out.append(f'<text x="16" y="{(Tm+Hh-B)/2:.0f}" transform="rotate(-90 16 {(Tm+Hh-B)/2:.0f})" text-anchor="middle">ms</text>')
-    for i, (name, pts) in enumerate(sorted(series.items())):
-        c = colors[i % len(colors)]
-        pts.sort()
-        d = " ".join(f"{X(t):.1f},{Y(v):.1f}" for t, v in pts)
-        dash = ' stroke-dasharray="5,3"' if "(2t)" in name else ""
-        out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
-        for t, v in pts:
-            out.append(f'<circle cx="{X(t):.1f}" cy="{Y(v):.1f}" r="3" fill="{c}"/>')
-        out.append(f'<line x1="{W-R+10}" y1="{Tm+14+i*18}" x2="{W-R+34}" y2="{Tm+14+i*18}" stroke="{c}" stroke-width="2"{dash}/>')
-        out.append(f'<text x="{W-R+40}" y="{Tm+18+i*18}">{name}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+# The charts are drawn from the rows as saved in bench.csv (bench_chart.py,
+# which also redraws them from an earlier run's CSV).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_chart  # noqa: E402
 
 
 def main():
@@ -297,7 +260,9 @@ def main():
     ap.add_argument("--peer-procs", type=int, default=3,
                     help="processes per peer row (min over their minima)")
     ap.add_argument("--csv", default="bench.csv")
-    ap.add_argument("--svg", default="bench.svg")
+    ap.add_argument("--svg", default="bench.svg", help="ms against T (bench_chart.py)")
+    ap.add_argument("--speedup-svg", default="bench-speedup.svg",
+                    help="speed-up over the best peer and %% of peak against T")
     ap.add_argument("--no-default-peers", action="store_true",
                     help="skip the out-of-the-box peers (slow, and not the bar)")
     ARGS = args = ap.parse_args()
@@ -386,8 +351,8 @@ def main():
             f.write(f'{r["kind"]},{r["system"]},{r["T"]},{r["threads"]},{r["median_ms"]:.4f},'
                     f'{r["min_ms"]:.4f},{r["spread_pct"]:.2f},{r["gflops"]:.2f},'
                     f'{r["pct_peak"]:.1f},{r["speedup"]}\n')
-    svg_chart(rows, args.svg)
-    print(f"\nwrote {args.csv} and {args.svg}")
+    written = bench_chart.draw(bench_chart.read_rows(args.csv), args.svg, args.speedup_svg)
+    print(f"\nwrote {args.csv}" + "".join(f" and {w}" for w in written))
 
 
 if __name__ == "__main__":

@@ -197,17 +197,63 @@ TEST_CASE("npy: unsupported version is rejected", "[npy]") {
 TEST_CASE("npy: other dtypes are rejected with expected/found", "[npy]") {
   NpyArray arr;
   std::string msg;
-  for (const char *descr : {"<f8", ">f4", "<i4", "|O", "<f2"}) {
+  for (const char *descr : {"<i4", "|O", "<f16", "<c8", "|b1"}) {
     CHECK_FALSE(parseNpy(npyImage(dictFor("(1,)", descr), payload({1, 2})),
                          "d.npy", arr, msg));
     CHECK_THAT(msg, Contains("d.npy"));
-    CHECK_THAT(msg, Contains(std::string("expected float32 ('<f4'), found '") +
+    CHECK_THAT(msg, Contains(std::string("expected float32 ('<f4'; float16 and "
+                                         "float64 are converted), found '") +
                              descr + "'"));
   }
+  // A bfloat16 array saved through ml_dtypes: 2-byte void, typeless.
+  CHECK_FALSE(parseNpy(npyImage(dictFor("(1,)", "<V2"), std::string(2, '\0')),
+                       "bf.npy", arr, msg));
+  CHECK_THAT(msg, Contains("bfloat16"));
   std::string structured =
       "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }";
   CHECK_FALSE(parseNpy(npyImage(structured, payload({1})), "s.npy", arr, msg));
   CHECK_THAT(msg, Contains("structured dtype"));
+}
+
+TEST_CASE("npy: float16, float64 and big-endian float32 are converted", "[npy]") {
+  NpyArray arr;
+  std::string msg;
+  // float64 little-endian: 1.5, -2.25, 1e-3 (rounded to float32).
+  std::string f8;
+  for (double d : {1.5, -2.25, 1e-3}) {
+    char b[8];
+    std::memcpy(b, &d, 8);
+    f8.append(b, 8);
+  }
+  REQUIRE(parseNpy(npyImage(dictFor("(3,)", "<f8"), f8), "d.npy", arr, msg));
+  CHECK(arr.dtype == "<f8");
+  REQUIRE(arr.data.size() == 3);
+  CHECK(arr.data[0] == 1.5f);
+  CHECK(arr.data[1] == -2.25f);
+  CHECK(arr.data[2] == static_cast<float>(1e-3));
+  // float16: 0x3c00 = 1, 0xc000 = -2, 0x0001 = the smallest subnormal.
+  std::string f2 = std::string("\x00\x3c\x00\xc0\x01\x00", 6);
+  REQUIRE(parseNpy(npyImage(dictFor("(3,)", "<f2"), f2), "h.npy", arr, msg));
+  CHECK(arr.dtype == "<f2");
+  CHECK(arr.data == std::vector<float>{1.0f, -2.0f, 5.9604644775390625e-08f});
+  // Big-endian float32 2.0: 40 00 00 00.
+  REQUIRE(parseNpy(npyImage(dictFor("(1,)", ">f4"), std::string("\x40\0\0\0", 4)),
+                   "b.npy", arr, msg));
+  CHECK(arr.dtype == ">f4");
+  CHECK(arr.data == std::vector<float>{2.0f});
+  // Little-endian float32 is not a conversion.
+  REQUIRE(parseNpy(npyImage(dictFor("(1,)", "<f4"), payload({3})), "f.npy", arr, msg));
+  CHECK(arr.dtype.empty());
+  // A float64 beyond float32's range is an error naming the element.
+  std::string big = f8;
+  double huge = 1e300;
+  std::memcpy(&big[8], &huge, 8);
+  CHECK_FALSE(parseNpy(npyImage(dictFor("(3,)", "<f8"), big), "x.npy", arr, msg));
+  CHECK_THAT(msg, Contains("x.npy: element 1 is a float64 beyond float32's range"));
+  // The data size follows the item size: 3 float64 are 24 bytes.
+  CHECK_FALSE(parseNpy(npyImage(dictFor("(3,)", "<f8"), f8.substr(0, 12)), "t.npy",
+                       arr, msg));
+  CHECK_THAT(msg, Contains("needs 24 bytes"));
 }
 
 TEST_CASE("npy: Fortran order is rejected", "[npy]") {

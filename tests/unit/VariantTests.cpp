@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -620,6 +621,58 @@ TEST_CASE("heatmap: panels, cells, ticks and the colour scale",
   CHECK_THAT(one, Contains(">head 2<"));
   CHECK(heatmapSvg(p.data(), heads, tq, tkv, 3).empty());
   CHECK(heatmapSvg(p.data(), heads, 0, tkv, -1).empty());
+}
+
+TEST_CASE("heatmap: masked pairs are hatched grey, outside the scale",
+          "[heatmap]") {
+  // One head, causal 3 x 3: the weights of a visible pair can be 0 (here
+  // query 2, key 0), a masked pair's never shows as a colour.
+  const int64_t tq = 3, tkv = 3;
+  std::vector<float> p = {1.0f, 0, 0, 0.75f, 0.25f, 0, 0.0f, 0.5f, 0.5f};
+  HeatmapOptions opt;
+  opt.visible = {1, 0, 0, 1, 1, 0, 1, 1, 1};
+  std::string svg = heatmapSvg(p.data(), 1, tq, tkv, -1, opt);
+  CHECK(count(svg, "fill=\"url(#masked)\"><title>") == 3);
+  for (const char *cell : {"query 0, key 1: masked", "query 0, key 2: masked",
+                           "query 1, key 2: masked"})
+    CHECK_THAT(svg, Contains(cell));
+  // A visible zero is a colour (the bottom of the scale), not masked.
+  CHECK_THAT(svg, Contains("fill=\"#440154\"><title>query 2, key 0: 0</title>"));
+  CHECK_THAT(svg, Contains("<pattern id=\"masked\""));
+  CHECK_THAT(svg, Contains(">masked</text>"));
+  // Without a mask (or with every pair visible) nothing is masked.
+  std::string plain = heatmapSvg(p.data(), 1, tq, tkv, -1);
+  CHECK(plain.find("masked") == std::string::npos);
+  opt.visible.assign(9, 1);
+  CHECK(heatmapSvg(p.data(), 1, tq, tkv, -1, opt).find("masked") == std::string::npos);
+  // Downsampled: a cell is masked only when all its pairs are, else the
+  // mean of its visible weights (the masked zeros left out).
+  const int64_t n = 300;
+  std::vector<float> big(size_t(n * n), 0.0f);
+  std::vector<unsigned char> vis(size_t(n * n), 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j <= i; ++j) {
+      big[size_t(i * n + j)] = 1.0f / float(i + 1);
+      vis[size_t(i * n + j)] = 1;
+    }
+  HeatmapOptions down;
+  down.maxCells = 2; // 2 x 2 cells of 150 x 150 pairs
+  down.maxRectCells = 64;
+  down.visible = vis;
+  std::string d = heatmapSvg(big.data(), 1, n, n, -1, down);
+  CHECK(count(d, "url(#masked)") == 2); // the masked cell, the legend key
+  CHECK_THAT(d, Contains("query 0, key 1: masked"));
+  // Cell (0, 0): 150 rows, row i has i+1 visible weights of 1/(i+1): mean
+  // over the visible pairs = 150 / (150 * 151 / 2) = 2/151.
+  char want[64];
+  std::snprintf(want, sizeof want, "query 0, key 0: %.4g", 2.0 / 151.0);
+  CHECK_THAT(d, Contains(want));
+  // Drawn as an image too: the masked pixels are grey stripes (checked
+  // through the legend and the absence of errors; the PNG is opaque here).
+  down.maxRectCells = 1;
+  std::string img = heatmapSvg(big.data(), 1, n, n, -1, down);
+  CHECK(count(img, "<image") == 1);
+  CHECK_THAT(img, Contains(">masked</text>"));
 }
 
 TEST_CASE("heatmap: long axes are averaged and drawn as an image",

@@ -29,6 +29,8 @@
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/weights.h"
 
+#include "JsonValue.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -45,6 +47,18 @@
 
 namespace {
 
+using attncrun::JsonValue;
+
+/// --json: one JSON object on stdout (docs/json.md), everything else on
+/// stderr. Set before the options are parsed, so that a usage error is
+/// reported as a JSON error object too.
+bool gJson = false;
+/// The last error message (error(), usageError()): the "error" of the JSON
+/// error object.
+std::string gLastError;
+/// The JSON object was printed (no error object after it).
+bool gJsonPrinted = false;
+
 // Exit codes (docs/exit-codes.md).
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1; // check failed, or the kernel returned an error
@@ -60,13 +74,16 @@ const char *kUsage =
     "\n"
     "  --seq-len T        sequence length (default 128)\n"
     "  --batch B          batch size (default 1)\n"
-    "  --x FILE.npy       input x [B, T, d_model] float32 (default: random\n"
+    "  --x FILE.npy       input x [B, T, d_model] float32, or float16/float64\n"
+    "                     converted with a note on stderr (default: random\n"
     "                     N(0,1)); its shape sets B and T\n"
     "  --x-scale S        multiply the random input by S (finite; logits grow\n"
     "                     with S^2: 'peaky' softmax rows)\n"
     "  --weights PATH     the storage tensors (names: see --info) from a directory\n"
     "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
-    "                     converted); default: random, scaled like a trained layer\n"
+    "                     converted); default: random, scaled like a trained layer.\n"
+    "                     A PyTorch .bin/.pt checkpoint (pickles) is refused with\n"
+    "                     the command that converts it\n"
     "  --weights-prefix P only names starting with P, P removed: one layer of a\n"
     "                     checkpoint ('h.3.attn.', 'model.layers.3.self_attn.');\n"
     "                     needs --weights\n"
@@ -90,7 +107,8 @@ const char *kUsage =
     "                     at GPT-2 sizes it checks little)\n"
     "  --expected FILE.npy  compare y with a reference file [B, T, out_dim]:\n"
     "                     the same gate and report as --check, allowance\n"
-    "                     atol + rtol*|ref| only (no bound for a file)\n"
+    "                     atol + rtol*|ref| only (no bound for a file);\n"
+    "                     float16/float64 converted, as --x\n"
     "  --no-bound         --check without the float32 bound: allowance\n"
     "                     atol + rtol*|ref| only (strict: a correct float32\n"
     "                     kernel can fail it on ill-conditioned inputs)\n"
@@ -118,6 +136,11 @@ const char *kUsage =
     "                     (usage errors; a kernel with the probs output is\n"
     "                     checked on y)\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
+    "  --json             print one JSON object on stdout instead of the text\n"
+    "                     (--info; a run with --check, --expected, --bench):\n"
+    "                     stable keys, numbers as numbers, docs/json.md; notes\n"
+    "                     and progress stay on stderr, and a failure prints\n"
+    "                     {\"kind\": \"error\", \"error\": ..., \"exit_code\": N}\n"
     "\n"
     "attention variants (each only for a kernel whose --info features list it):\n"
     "  --lengths L1,L2,.. valid tokens per sequence, one per batch entry, each\n"
@@ -125,9 +148,10 @@ const char *kUsage =
     "                     rows past the length give zero y rows. 'random': drawn\n"
     "                     from --seed, uniform in 0..seq_len. Default: none\n"
     "                     passed (NULL: every token valid)\n"
-    "  --x-kv FILE.npy    the K/V input [B, T_kv, d_model] float32 of a\n"
-    "                     cross-attention kernel (features: cross); B must be\n"
-    "                     the batch; its shape sets T_kv\n"
+    "  --x-kv FILE.npy    the K/V input [B, T_kv, d_model] float32 (float16/\n"
+    "                     float64 converted, as --x) of a cross-attention kernel\n"
+    "                     (features: cross); B must be the batch; its shape sets\n"
+    "                     T_kv\n"
     "  --kv-seq-len N     T_kv for a random K/V input (drawn after x from the\n"
     "                     same seed); default for a cross kernel: seq_len\n"
     "  --kv-lengths L,..  valid keys per sequence, each 0..T_kv, or 'random'\n"
@@ -137,7 +161,8 @@ const char *kUsage =
     "                     checked too (a second PASS/FAIL line, same --atol/\n"
     "                     --rtol plus their own float32 bound)\n"
     "  --heatmap FILE.svg draw the attention weights of one sequence as an SVG\n"
-    "                     heatmap (features: probs): one panel per head\n"
+    "                     heatmap (features: probs): one panel per head; pairs\n"
+    "                     the mask hides are hatched grey (legend: masked)\n"
     "  --head H           only head H in the heatmap\n"
     "  --heatmap-batch B  the sequence to draw (default 0)\n"
     "  --decode-steps K   KV-cache decode (features: decode): forward over the\n"
@@ -168,6 +193,10 @@ const char *kUsage =
     "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
     "--check) are usage errors.\n"
     "\n"
+    "environment: ATTNC_ISA=avx512|avx2|x86-64 (any case) caps the code path\n"
+    "a CPU kernel runs (e.g. avx2 on an AVX-512 machine); another value is an\n"
+    "input error (2).\n"
+    "\n"
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"
     "   1  check failed, the kernel returned an error status, or this CPU\n"
@@ -175,7 +204,8 @@ const char *kUsage =
     "      kernel without --device cuda, a CPU kernel with it; no CUDA driver,\n"
     "      no (new enough) CUDA device, or a failed CUDA call\n"
     "   2  usage or input error (bad option or value, unreadable or\n"
-    "      mis-shaped .npy, size out of range or too large for memory)\n"
+    "      mis-shaped .npy, size out of range or too large for memory, an\n"
+    "      unknown ATTNC_ISA, a PyTorch checkpoint as --weights)\n"
     "  11  library cannot be opened (missing, not a regular file, not ELF,\n"
     "      truncated, or corrupt: its CRC-32 does not match its bytes)\n"
     "  12  not an attnc kernel (no attnc_query)\n"
@@ -209,12 +239,51 @@ std::string featureNames(uint32_t f) {
 }
 
 void error(const std::string &msg) {
+  gLastError = msg;
   std::fprintf(stderr, "attnc-run: error: %s\n", msg.c_str());
 }
 
 int usageError(const std::string &msg) {
+  gLastError = msg;
   std::fprintf(stderr, "attnc-run: error: %s (see --help)\n", msg.c_str());
   return kExitInput;
+}
+
+/// The names of the features bits, for --json.
+JsonValue featureList(uint32_t f) {
+  JsonValue a = JsonValue::array();
+  for (auto [bit, name] :
+       {std::pair{ATTNC_FEATURE_LENGTHS, "lengths"}, std::pair{ATTNC_FEATURE_CROSS, "cross"},
+        std::pair{ATTNC_FEATURE_PROBS, "probs"}, std::pair{ATTNC_FEATURE_DECODE, "decode"},
+        std::pair{ATTNC_FEATURE_CUDA, "cuda"}, std::pair{ATTNC_FEATURE_ROPE, "rope"},
+        std::pair{ATTNC_FEATURE_SCORE_MODS, "score_mods"}})
+    if (f & bit)
+      a.push(name);
+  return a;
+}
+
+/// The code path an ATTNC_ISA_* value names, for --json: the runtime's
+/// short name, null for ATTNC_ISA_NONE.
+JsonValue isaJson(uint32_t isa) {
+  if (isa == ATTNC_ISA_NONE)
+    return nullptr;
+  return attnrt::isaName(isa);
+}
+
+/// The start of every --json object.
+JsonValue jsonHeader(const char *kind) {
+  JsonValue j = JsonValue::object();
+  j.set("format", "attnc-run");
+  j.set("format_version", 1);
+  j.set("kind", kind);
+  return j;
+}
+
+/// Prints `j` as the one JSON object of this run.
+void printJson(const JsonValue &j) {
+  std::fputs(j.dump().c_str(), stdout);
+  std::fflush(stdout);
+  gJsonPrinted = true;
 }
 
 /// True when `s` starts like a number as written on a command line: a
@@ -289,6 +358,17 @@ bool loadWeights(const std::string &path, const std::string &prefix,
   return true;
 }
 
+/// A note on stderr when readNpy converted a file to float32 (NpyArray::dtype).
+void noteConverted(const std::string &path, const attnrt::NpyArray &arr) {
+  if (arr.dtype.empty())
+    return;
+  const char w = arr.dtype.size() == 3 ? arr.dtype[2] : '?';
+  const char *what = w == '2' ? "float16" : w == '8' ? "float64" : "big-endian float32";
+  std::fprintf(stderr, "attnc-run: note: %s: %s ('%s') converted to float32%s\n",
+               path.c_str(), what, arr.dtype.c_str(),
+               w == '8' ? " (rounded to nearest)" : "");
+}
+
 /// Prints "attnc-run: check: N% ..." on stderr at most once a second, and
 /// only once the work has taken more than a second.
 struct Progress {
@@ -315,11 +395,69 @@ struct Progress {
   }
 };
 
-/// One report line for --check / --expected; returns the verdict. `what`
-/// names the output when it is not y ("probs ").
+/// The --json form of one comparison (docs/json.md, "comparison").
+JsonValue compareJson(const attnrt::CompareResult &c, const float *y,
+                      const double *ref, int64_t n, double atol, double rtol,
+                      const char *boundModel, const char *against) {
+  JsonValue j = JsonValue::object();
+  if (against) // "interpreter" or "file"; none for the nested probs
+    j.set("against", against);
+  j.set("passed", c.ok);
+  j.set("elements", (long long)n);
+  j.set("atol", atol);
+  j.set("rtol", rtol);
+  j.set("bound", boundModel ? JsonValue(boundModel) : JsonValue());
+  j.set("max_abs_err", c.maxAbs);
+  j.set("max_rel_err", c.maxRel);
+  j.set("mean_abs_err", c.meanAbs);
+  j.set("max_bound", boundModel && c.checked ? JsonValue(c.maxBound) : JsonValue());
+  j.set("non_finite", (long long)(c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth));
+  j.set("non_finite_output_only", (long long)c.nonFinite);
+  j.set("non_finite_reference_only", (long long)c.finiteVsNonFiniteRef);
+  j.set("non_finite_both", (long long)c.nonFiniteBoth);
+  j.set("unbounded", (long long)c.unbounded);
+  j.set("outside_allowance", (long long)c.outside);
+  auto element = [&](int64_t i) {
+    JsonValue e = JsonValue::object();
+    e.set("index", (long long)i);
+    e.set("value", double(y[i]));
+    e.set("reference", ref[i]);
+    return e;
+  };
+  j.set("first_non_finite", c.firstNonFinite >= 0 ? element(c.firstNonFinite) : JsonValue());
+  if (c.firstUnbounded >= 0) {
+    JsonValue e = element(c.firstUnbounded);
+    e.set("abs_err", std::fabs(y[c.firstUnbounded] - ref[c.firstUnbounded]));
+    e.set("bound", c.firstUnboundedBound);
+    j.set("first_unbounded", e);
+  } else {
+    j.set("first_unbounded", nullptr);
+  }
+  if (c.worstCheckedIndex >= 0) {
+    JsonValue e = element(c.worstCheckedIndex);
+    e.set("abs_err", std::fabs(y[c.worstCheckedIndex] - ref[c.worstCheckedIndex]));
+    e.set("allowance_ratio", c.worstCheckedRatio);
+    j.set("worst", e);
+  } else {
+    j.set("worst", nullptr);
+  }
+  return j;
+}
+
+/// One report line for --check / --expected (with --json: its object in
+/// `json` instead); returns the verdict. `what` names the output when it
+/// is not y ("probs ").
 bool report(const char *against, const attnrt::CompareResult &c,
             const float *y, const double *ref, int64_t n, double atol,
-            double rtol, const char *boundModel, const char *what = "") {
+            double rtol, const char *boundModel, JsonValue &json,
+            const char *what = "") {
+  if (gJson) {
+    json = compareJson(c, y, ref, n, atol, rtol, boundModel,
+                       *what ? nullptr
+                       : std::strncmp(against, "expected", 8) == 0 ? "file"
+                                                                 : "interpreter");
+    return c.ok;
+  }
   const int64_t nonFinite =
       c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth;
   std::printf("check %svs %s: max_abs_err %.3e, max_rel_err %.3e, "
@@ -378,27 +516,58 @@ bool report(const char *against, const attnrt::CompareResult &c,
 /// the batch (docs/abi.md: the visible keys of query i < qv are
 /// [lo, hi) with hi = min(kv, i + off + 1) when causal, lo = i + off -
 /// window + 1 with a sliding window).
+/// The keys query i of sequence b sees, [lo, hi) (none when hi <= lo), and
+/// its valid query rows qv (rows i >= qv see none).
+struct KeyRange {
+  const attnc_kernel_info &ki;
+  int64_t qv = 0, kv = 0, off = 0;
+  KeyRange(const attnc_kernel_info &ki, int64_t b, int64_t T, int64_t Tkv,
+           const attnrt::VariantInputs &in)
+      : ki(ki) {
+    const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
+    qv = in.lengths ? in.lengths[b] : T;
+    kv = cross ? (in.kvLengths ? in.kvLengths[b] : Tkv) : qv;
+    off = ki.causal_align == 1 ? 0 : kv - qv;
+  }
+  void of(int64_t i, int64_t &lo, int64_t &hi) const {
+    lo = 0;
+    hi = i < qv ? kv : 0;
+    if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
+        ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+      hi = std::min(hi, i + off + 1);
+    if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+      lo = std::max(lo, i + off - ki.window + 1);
+  }
+};
+
 double visiblePairs(const attnc_kernel_info &ki, int64_t batch, int64_t T,
                     int64_t Tkv, const attnrt::VariantInputs &in) {
-  const bool causal = ki.mask == ATTNC_MASK_CAUSAL ||
-                      ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
-                      ki.mask == ATTNC_MASK_SLIDING_WINDOW;
-  const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
   double pairs = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t qv = in.lengths ? in.lengths[b] : T;
-    const int64_t kv = cross ? (in.kvLengths ? in.kvLengths[b] : Tkv) : qv;
-    const int64_t off = ki.causal_align == 1 ? 0 : kv - qv;
-    for (int64_t i = 0; i < qv; ++i) {
-      int64_t lo = 0, hi = kv;
-      if (causal)
-        hi = std::min(hi, i + off + 1);
-      if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
-        lo = std::max(lo, i + off - ki.window + 1);
+    const KeyRange r(ki, b, T, Tkv, in);
+    for (int64_t i = 0; i < r.qv; ++i) {
+      int64_t lo, hi;
+      r.of(i, lo, hi);
       pairs += double(std::max<int64_t>(0, hi - lo));
     }
   }
   return pairs;
+}
+
+/// [T, Tkv]: 1 where query i of sequence b sees key j (the heatmap's
+/// masked cells are the zeros).
+std::vector<unsigned char> visibility(const attnc_kernel_info &ki, int64_t b,
+                                      int64_t T, int64_t Tkv,
+                                      const attnrt::VariantInputs &in) {
+  std::vector<unsigned char> v(size_t(T * Tkv), 0);
+  const KeyRange r(ki, b, T, Tkv, in);
+  for (int64_t i = 0; i < T; ++i) {
+    int64_t lo, hi;
+    r.of(i, lo, hi);
+    for (int64_t j = std::max<int64_t>(lo, 0); j < std::min(hi, Tkv); ++j)
+      v[size_t(i * Tkv + j)] = 1;
+  }
+  return v;
 }
 
 /// Useful FLOPs of one forward: the projections over the valid rows (Q and
@@ -460,6 +629,123 @@ std::string lengthsText(const std::vector<int32_t> &v) {
   return s;
 }
 
+/// Why selected_isa() is ATTNC_ISA_NONE ("" when it is not).
+std::string noneWhy(const attnrt::Kernel &k, uint32_t selected) {
+  if (selected != ATTNC_ISA_NONE)
+    return "";
+  if (k.isCuda())
+    return "no CUDA device for it here";
+  std::string env = attnrt::isaEnvProblem();
+  return env.empty() ? "this CPU has none of the library's code paths" : env;
+}
+
+/// The bias flags as the list of projections that carry one.
+JsonValue biasList(uint32_t flags) {
+  JsonValue a = JsonValue::array();
+  for (auto [bit, name] : {std::pair{ATTNC_BIAS_Q, "q"}, std::pair{ATTNC_BIAS_K, "k"},
+                           std::pair{ATTNC_BIAS_V, "v"}, std::pair{ATTNC_BIAS_O, "o"}})
+    if (flags & bit)
+      a.push(name);
+  return a;
+}
+
+bool hasCausalAlign(uint32_t mask) {
+  return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
+         mask == ATTNC_MASK_SLIDING_WINDOW;
+}
+
+/// --info --json: the metadata (docs/json.md, kind "info").
+JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
+  const attnc_kernel_info &ki = k.info();
+  JsonValue j = jsonHeader("info");
+  j.set("library", lib);
+  j.set("name", ki.name);
+  j.set("abi_version", ki.abi_version);
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "0x%016llx", (unsigned long long)ki.spec_hash);
+  j.set("spec_hash", hash);
+  j.set("d_model", (long long)ki.d_model);
+  j.set("heads", (long long)ki.heads);
+  j.set("kv_heads", (long long)ki.kv_heads);
+  j.set("head_dim", (long long)ki.head_dim);
+  j.set("out_dim", (long long)ki.out_dim);
+  j.set("mask", maskName(ki.mask));
+  j.set("causal_align", hasCausalAlign(ki.mask)
+                            ? JsonValue(ki.causal_align ? "top_left" : "bottom_right")
+                            : JsonValue());
+  j.set("window", ki.mask == ATTNC_MASK_SLIDING_WINDOW ? JsonValue((long long)ki.window)
+                                                       : JsonValue());
+  j.set("bias", biasList(ki.bias_flags));
+  j.set("out_proj", ki.out_proj != 0);
+  j.set("scale", ki.scale);
+  j.set("dtype", attnrt::nameOf("dtype", ki.dtype));
+  j.set("weight_dtype", attnrt::nameOf("dtype", ki.weight_dtype));
+  JsonValue tp = JsonValue::object();
+  tp.set("size", (long long)ki.tp_size);
+  tp.set("rank", (long long)ki.tp_rank);
+  j.set("tensor_parallel", tp);
+  j.set("weight_layout", layoutName(ki.weight_layout));
+  j.set("softcap", ki.softcap > 0 ? JsonValue(ki.softcap) : JsonValue());
+  if (ki.alibi_slopes) {
+    JsonValue a = JsonValue::object(), slopes = JsonValue::array();
+    for (int64_t h = 0; h < ki.heads; ++h)
+      slopes.push(ki.alibi_slopes[h]);
+    a.set("slopes", slopes);
+    a.set("before_scale", ki.alibi_before_scale != 0);
+    j.set("alibi", a);
+  } else {
+    j.set("alibi", nullptr);
+  }
+  if (ki.features & ATTNC_FEATURE_ROPE) {
+    JsonValue r = JsonValue::object(), freq = JsonValue::array();
+    r.set("style", attnrt::nameOf("rope_style", ki.rope_style));
+    r.set("rotary_dim", (long long)ki.rotary_dim);
+    for (uint32_t i = 0; i < ki.rope_pairs; ++i)
+      freq.push(ki.rope_inv_freq[i]);
+    r.set("inv_freq", freq);
+    r.set("attention_factor", ki.rope_attention_factor);
+    r.set("long_from", ki.rope_long_inv_freq ? JsonValue((long long)ki.rope_long_from)
+                                             : JsonValue());
+    j.set("rope", r);
+  } else {
+    j.set("rope", nullptr);
+  }
+  j.set("isa", attnrt::isaName(ki.isa));
+  JsonValue paths = JsonValue::array();
+  if (ki.isa == ATTNC_ISA_MULTI)
+    paths.push(attnrt::isaName(ATTNC_ISA_AVX512)).push(attnrt::isaName(ATTNC_ISA_AVX2));
+  else
+    paths.push(attnrt::isaName(ki.isa));
+  j.set("code_paths", paths);
+  const uint32_t selected = k.selectedIsa();
+  j.set("selected_isa", isaJson(selected));
+  std::string why = noneWhy(k, selected);
+  j.set("selected_isa_why_none", why.empty() ? JsonValue() : JsonValue(why));
+  j.set("features", featureList(ki.features));
+  j.set("checksum", (ki.features & ATTNC_FEATURE_CHECKSUM) != 0);
+  j.set("target_triple", ki.target_triple);
+  j.set("target_cpu", ki.target_cpu);
+  j.set("compiler_version", ki.compiler_version);
+  j.set("packed_bytes", (long long)ki.packed_bytes);
+  j.set("max_seq_len", ki.max_seq_len > 0 ? JsonValue((long long)ki.max_seq_len) : JsonValue());
+  j.set("workspace_fixed_bytes", (long long)ki.workspace_fixed);
+  j.set("workspace_per_row_floats", (long long)ki.workspace_per_row);
+  j.set("stack_bytes_per_thread", (long long)ki.stack_bytes);
+  JsonValue ws = JsonValue::array();
+  for (uint32_t i = 0; i < ki.num_weights; ++i) {
+    const attnc_tensor_info &t = ki.weights[i];
+    JsonValue w = JsonValue::object();
+    w.set("name", t.name);
+    JsonValue shape = JsonValue::array();
+    for (uint32_t d = 0; d < t.rank; ++d)
+      shape.push((long long)t.dims[d]);
+    w.set("shape", shape);
+    ws.push(w);
+  }
+  j.set("weights", ws);
+  return j;
+}
+
 void printInfo(const attnrt::Kernel &k) {
   const attnc_kernel_info &ki = k.info();
   std::printf("name: %s\nabi_version: %u\nspec_hash: 0x%016llx\n", ki.name,
@@ -511,9 +797,9 @@ void printInfo(const attnrt::Kernel &k) {
                     : "");
   const uint32_t selected = k.selectedIsa();
   std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki.isa),
-              k.isCuda() && selected == ATTNC_ISA_NONE
-                  ? "none (no CUDA device for it here)"
-                  : isaName(selected),
+              noneWhy(k, selected).empty()
+                  ? isaName(selected)
+                  : ("none (" + noneWhy(k, selected) + ")").c_str(),
               featureNames(ki.features).c_str());
   std::printf("checksum: %s\n", (ki.features & ATTNC_FEATURE_CHECKSUM)
                                      ? "CRC-32 of the file, verified at load"
@@ -548,7 +834,7 @@ struct Options {
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
   const char *tolGiven = nullptr; // "--atol" / "--rtol" when given
   bool check = false, info = false, noBound = false, rigorous = false,
-       seqGiven = false, batchGiven = false;
+       seqGiven = false, batchGiven = false, json = false;
   // Attention variants.
   std::string lengthsArg, kvLengthsArg, xKvPath, probsPath, heatmapPath;
   std::vector<int64_t> lengths, kvLengths;
@@ -737,6 +1023,9 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (a == "--info") {
       rc = flag();
       o.info = true;
+    } else if (a == "--json") {
+      rc = flag();
+      o.json = true;
     } else if (a == "--lengths" || a == "--kv-lengths") {
       const bool kv = a == "--kv-lengths";
       std::string &arg = kv ? o.kvLengthsArg : o.lengthsArg;
@@ -908,7 +1197,7 @@ int makeLengths(const char *opt, const std::vector<int64_t> &given,
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   Options o;
   int rc = parseArgs(argc, argv, o);
   if (rc >= 0)
@@ -925,13 +1214,19 @@ int main(int argc, char **argv) {
                                     : ATTNC_ABI_VERSION;
   if (!k.load(o.lib, msg, err, abi)) {
     // The message starts with the library's path.
-    std::fprintf(stderr, "attnc-run: error: %s (%s)\n", msg.c_str(),
-                 attnrt::toString(err));
+    error(msg + " (" + attnrt::toString(err) + ")");
     return kExitLoad + static_cast<int>(err);
   }
   const attnc_kernel_info &ki = k.info();
   if (o.info) {
-    printInfo(k);
+    // A bad ATTNC_ISA makes selected_isa none; say so (a library built
+    // before ATTNC_ISA was checked ignores the value).
+    if (!k.isCuda() && !attnrt::isaEnvProblem().empty())
+      std::fprintf(stderr, "attnc-run: warning: %s\n", attnrt::isaEnvProblem().c_str());
+    if (o.json)
+      printJson(infoJson(k, o.lib));
+    else
+      printInfo(k);
     return kExitOk;
   }
   // The device kind: a CUDA kernel's forward takes device pointers (never
@@ -949,6 +1244,13 @@ int main(int argc, char **argv) {
   }
   if ((rc = checkVariantOptions(o, ki)) >= 0)
     return rc;
+  // ATTNC_ISA caps a CPU kernel's code path; a value it does not know is
+  // refused here (the kernel itself, which cannot print, selects nothing
+  // and returns ATTNC_ERR_ISA).
+  if (!k.isCuda() && !attnrt::isaEnvProblem().empty()) {
+    error(attnrt::isaEnvProblem());
+    return kExitInput;
+  }
   // --device cuda: the driver, device 0 (its primary context current on
   // this thread), at least the kernel's sm_XY.
   if (o.cuda) {
@@ -974,7 +1276,12 @@ int main(int argc, char **argv) {
   if (!o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": this CPU has none of the library's code paths (built "
           "for " + isaName(ki.isa) + ", " + ki.target_cpu +
-          "); nothing to run");
+          "); nothing to run" +
+          (std::getenv("ATTNC_ISA") && *std::getenv("ATTNC_ISA")
+               ? std::string(" (ATTNC_ISA=") + std::getenv("ATTNC_ISA") +
+                     " in the environment caps the choice: unset it to let "
+                     "the library pick this CPU's best)"
+               : std::string()));
     return kExitFailed;
   }
   attnrt::BlockParams p = attnrt::paramsFromInfo(ki);
@@ -1017,6 +1324,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.xPath, arr);
     batch = arr.shape[0];
     seq = arr.shape[1];
     x = std::move(arr.data);
@@ -1047,6 +1355,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.xKvPath, arr);
     kvSeq = arr.shape[1];
     xKv = std::move(arr.data);
   }
@@ -1234,6 +1543,7 @@ int main(int argc, char **argv) {
       error(msg);
       return kExitInput;
     }
+    noteConverted(o.expectedPath, arr);
     if (arr.shape != std::vector<int64_t>{batch, seq, ki.out_dim}) {
       error(o.expectedPath + ": expected shape (" + std::to_string(batch) +
             ", " + std::to_string(seq) + ", " + std::to_string(ki.out_dim) +
@@ -1471,22 +1781,62 @@ int main(int argc, char **argv) {
       return kExitFailed;
     }
   }
-  std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
-              "workspace %lld bytes",
-              ki.name, (long long)batch, (long long)seq, (long long)ki.d_model,
-              (long long)ki.heads, (long long)(o.cuda ? wsBytes : ws.size()));
-  if (cross)
-    std::printf(", kv_seq_len %lld", (long long)kvSeq);
-  if (!lengths.empty())
-    std::printf(", lengths %s", lengthsText(lengths).c_str());
-  if (!kvLengths.empty())
-    std::printf(", kv_lengths %s", lengthsText(kvLengths).c_str());
-  if (steps > 0)
-    std::printf(", prefill %lld + %lld decode steps (KV cache of %lld rows)",
-                (long long)prefill, (long long)steps, (long long)seq);
-  if (o.cuda)
-    std::printf(", device %s (sm_%d)", dev.name().c_str(), dev.sm());
-  std::printf("\n");
+  // The thread count that ran (--threads 0: one per online CPU).
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int64_t shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
+  // --json: the run object (docs/json.md, kind "run"); its check, expected
+  // and bench members are filled below.
+  JsonValue run = jsonHeader("run");
+  if (gJson) {
+    auto pathOrNull = [](const std::string &p) {
+      return p.empty() ? JsonValue() : JsonValue(p);
+    };
+    run.set("library", o.lib);
+    run.set("kernel", ki.name);
+    run.set("device", o.cuda ? "cuda" : "cpu");
+    run.set("device_name", o.cuda ? JsonValue(dev.name()) : JsonValue());
+    run.set("selected_isa", isaJson(k.selectedIsa()));
+    run.set("threads", o.cuda ? JsonValue() : JsonValue((long long)shownThreads));
+    run.set("batch", (long long)batch);
+    run.set("seq_len", (long long)seq);
+    run.set("kv_seq_len", (long long)kvSeq);
+    run.set("d_model", (long long)ki.d_model);
+    run.set("heads", (long long)ki.heads);
+    run.set("out_dim", (long long)ki.out_dim);
+    run.set("lengths", lengths.empty() ? JsonValue() : JsonValue::ints(lengths));
+    run.set("kv_lengths", kvLengths.empty() ? JsonValue() : JsonValue::ints(kvLengths));
+    run.set("decode_steps", (long long)steps);
+    run.set("prefill", steps > 0 ? JsonValue((long long)prefill) : JsonValue());
+    run.set("workspace_bytes", (long long)(o.cuda ? wsBytes : int64_t(ws.size())));
+    run.set("seed", (long long)o.seed);
+    run.set("x", pathOrNull(o.xPath));
+    run.set("x_kv", pathOrNull(o.xKvPath));
+    run.set("weights", pathOrNull(o.wDir));
+    run.set("weights_prefix", pathOrNull(o.wPrefix));
+    run.set("out", pathOrNull(o.outPath));
+    run.set("probs", pathOrNull(o.probsPath));
+    run.set("heatmap", pathOrNull(o.heatmapPath));
+    run.set("check", nullptr);
+    run.set("expected", nullptr);
+    run.set("bench", nullptr);
+  } else {
+    std::printf("%s: batch %lld, seq_len %lld, d_model %lld, heads %lld, "
+                "workspace %lld bytes",
+                ki.name, (long long)batch, (long long)seq, (long long)ki.d_model,
+                (long long)ki.heads, (long long)(o.cuda ? wsBytes : ws.size()));
+    if (cross)
+      std::printf(", kv_seq_len %lld", (long long)kvSeq);
+    if (!lengths.empty())
+      std::printf(", lengths %s", lengthsText(lengths).c_str());
+    if (!kvLengths.empty())
+      std::printf(", kv_lengths %s", lengthsText(kvLengths).c_str());
+    if (steps > 0)
+      std::printf(", prefill %lld + %lld decode steps (KV cache of %lld rows)",
+                  (long long)prefill, (long long)steps, (long long)seq);
+    if (o.cuda)
+      std::printf(", device %s (sm_%d)", dev.name().c_str(), dev.sm());
+    std::printf("\n");
+  }
   if (!o.outPath.empty() &&
       !attnrt::writeNpy(o.outPath, {batch, seq, ki.out_dim}, y.data(), msg)) {
     error(msg);
@@ -1506,6 +1856,7 @@ int main(int argc, char **argv) {
     if (!lengths.empty())
       hopt.title += " (length " +
                     std::to_string(lengths[size_t(o.heatmapBatch)]) + ")";
+    hopt.visible = visibility(ki, o.heatmapBatch, seq, kvSeq, variants);
     const float *pb =
         probs.data() + o.heatmapBatch * ki.heads * seq * kvSeq;
     if (!attnrt::writeHeatmapSvg(o.heatmapPath, pb, ki.heads, seq, kvSeq,
@@ -1535,8 +1886,9 @@ int main(int argc, char **argv) {
     const char *model = o.noBound ? nullptr
                         : o.rigorous ? "rigorous"
                                      : "probabilistic";
+    JsonValue checkJson, probsJson;
     if (!report("interpreter (double)", c, y.data(), ref.y.data(), n, o.atol,
-                o.rtol, model))
+                o.rtol, model, checkJson))
       status = kExitFailed;
     if (wantProbs) {
       attnrt::CompareResult cp = attnrt::compare(
@@ -1544,8 +1896,12 @@ int main(int argc, char **argv) {
           o.noBound ? nullptr : ref.probsBound.data(), probsFloats, o.atol,
           o.rtol);
       if (!report("interpreter (double)", cp, probs.data(), ref.probs.data(),
-                  probsFloats, o.atol, o.rtol, model, "probs "))
+                  probsFloats, o.atol, o.rtol, model, probsJson, "probs "))
         status = kExitFailed;
+    }
+    if (gJson) {
+      checkJson.set("probs", probsJson);
+      run.set("check", checkJson);
     }
   }
   if (!expected.empty()) {
@@ -1553,10 +1909,27 @@ int main(int argc, char **argv) {
     attnrt::CompareResult c =
         attnrt::compare(y.data(), ref.data(), nullptr, n, o.atol, o.rtol);
     std::string against = "expected (" + o.expectedPath + ")";
+    JsonValue expJson;
     if (!report(against.c_str(), c, y.data(), ref.data(), n, o.atol, o.rtol,
-                nullptr))
+                nullptr, expJson))
       status = kExitFailed;
+    if (gJson) {
+      expJson.set("path", o.expectedPath);
+      run.set("expected", expJson);
+    }
   }
+  const double packMs = std::chrono::duration<double, std::milli>(tp1 - tp0).count();
+  auto benchJson = [&](const char *mode, const std::vector<double> &ms) {
+    JsonValue b = JsonValue::object();
+    b.set("mode", mode);
+    b.set("calls", (long long)o.bench);
+    b.set("min_ms", ms.front());
+    b.set("median_ms", ms[ms.size() / 2]);
+    b.set("timer", o.cuda ? "cuda_events" : "steady_clock");
+    b.set("pack_ms", packMs);
+    b.set("packed_bytes", (long long)ki.packed_bytes);
+    return b;
+  };
   if (o.bench > 0 && steps > 0) {
     // The last decode step again (same position: it rewrites the same
     // cache row with the same values). It reads every packed weight and
@@ -1607,12 +1980,21 @@ int main(int argc, char **argv) {
                      ")"
                : std::to_string(threads) + " thread" +
                      (threads == 1 ? "" : "s");
-    std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
-                "%lld calls, %s, min %.3f ms, median %.3f ms per call; "
-                "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
-                (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
-                (long long)o.bench, where.c_str(), ms.front(),
-                ms[ms.size() / 2], bytes / 1e6, bytes / (ms.front() * 1e6));
+    if (gJson) {
+      JsonValue b = benchJson("decode_step", ms);
+      b.set("position", (long long)(seq - 1));
+      b.set("gflops", nullptr);
+      b.set("bytes_read", bytes);
+      b.set("gb_per_s", bytes / (ms.front() * 1e6));
+      run.set("bench", b);
+    } else {
+      std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
+                  "%lld calls, %s, min %.3f ms, median %.3f ms per call; "
+                  "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
+                  (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
+                  (long long)o.bench, where.c_str(), ms.front(),
+                  ms[ms.size() / 2], bytes / 1e6, bytes / (ms.front() * 1e6));
+    }
   } else if (o.bench > 0 && o.cuda) {
     // One warm-up call (module load, first-launch costs), then each call
     // between two CUDA events on the default stream.
@@ -1641,13 +2023,21 @@ int main(int argc, char **argv) {
     std::sort(ms.begin(), ms.end());
     double gflops =
         usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
-    std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
-                "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
-                ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld bytes, on the host)\n",
-                std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
-                (long long)ki.packed_bytes);
+    if (gJson) {
+      JsonValue b = benchJson("forward", ms);
+      b.set("position", nullptr);
+      b.set("gflops", gflops);
+      b.set("bytes_read", nullptr);
+      b.set("gb_per_s", nullptr);
+      run.set("bench", b);
+    } else {
+      std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
+                  "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                  (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
+                  ms[ms.size() / 2], gflops);
+      std::printf("pack: %.3f ms (%lld bytes, on the host)\n", packMs,
+                  (long long)ki.packed_bytes);
+    }
   } else if (o.bench > 0) {
     std::vector<double> ms;
     for (int64_t i = 0; i < o.bench; ++i) {
@@ -1663,19 +2053,46 @@ int main(int argc, char **argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
     std::sort(ms.begin(), ms.end());
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
     double gflops =
         usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
-    std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
-                "ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                (long long)o.bench, (long long)shownThreads,
-                shownThreads == 1 ? "" : "s",
-                threads == 0 ? " (--threads 0: all online CPUs)" : "",
-                ms.front(), ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld bytes)\n",
-                std::chrono::duration<double, std::milli>(tp1 - tp0).count(),
-                (long long)ki.packed_bytes);
+    if (gJson) {
+      JsonValue b = benchJson("forward", ms);
+      b.set("position", nullptr);
+      b.set("gflops", gflops);
+      b.set("bytes_read", nullptr);
+      b.set("gb_per_s", nullptr);
+      run.set("bench", b);
+    } else {
+      std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
+                  "ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                  (long long)o.bench, (long long)shownThreads,
+                  shownThreads == 1 ? "" : "s",
+                  threads == 0 ? " (--threads 0: all online CPUs)" : "",
+                  ms.front(), ms[ms.size() / 2], gflops);
+      std::printf("pack: %.3f ms (%lld bytes)\n", packMs,
+                  (long long)ki.packed_bytes);
+    }
+  }
+  if (gJson) {
+    run.set("passed", status == kExitOk);
+    run.set("exit_code", status);
+    printJson(run);
   }
   return status;
+}
+
+int main(int argc, char **argv) {
+  // --json is known before anything can fail, so every failure is a JSON
+  // error object on stdout (the message is on stderr too).
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--json") == 0)
+      gJson = true;
+  int rc = runMain(argc, argv);
+  if (gJson && !gJsonPrinted && rc != kExitOk) {
+    JsonValue j = jsonHeader("error");
+    j.set("error", gLastError.empty() ? std::string("failed (see stderr)") : gLastError);
+    j.set("exit_code", rc);
+    printJson(j);
+  }
+  return rc;
 }

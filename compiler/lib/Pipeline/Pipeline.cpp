@@ -180,6 +180,10 @@ LogicalResult attnc::Compilation::run(
 
   for (int i = 0; i <= last; ++i) {
     std::string name = stages[i].name;
+    // The CUDA stages (gpu, nvvm, ptx) are not stages of a CPU target (nor
+    // of attnc-dump --check's host emulation): -v lists only what runs.
+    if (stages[i].cudaOnly && (!isCuda(opts_.isa) || opts_.emulateGpuOnHost))
+      continue;
     progress(name.c_str());
     if (name == "spec") {
       StageView v;
@@ -253,8 +257,6 @@ LogicalResult attnc::Compilation::run(
       if (failed(verify(*module_)))
         return failure();
     } else if (stages[i].cudaOnly) {
-      if (!isCuda(opts_.isa) || opts_.emulateGpuOnHost)
-        continue; // not a stage of this target
       if (name == "gpu") {
         if (failed(runPasses("attnc-map-to-gpu")))
           return failure();

@@ -195,14 +195,25 @@ static int k_level(int (*check)(void)) {
 
 /* The first code path this CPU supports; ATTNC_ISA=avx2 (or x86-64) in the
  * environment caps the choice, e.g. to time the AVX2 path on an AVX-512
- * machine or to see how the library behaves on an older CPU. */
+ * machine or to see how the library behaves on an older CPU. The names are
+ * case-insensitive (avx512, avx2, x86-64; also attnc's target spellings
+ * x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
+ * nothing (selected_isa() is ATTNC_ISA_NONE, forward and decode return
+ * ATTNC_ERR_ISA): a typo must not silently time the wrong path. The kernel
+ * cannot print; libattnrt names the bad value (attnrt::isaEnvProblem;
+ * strcasecmp: <string.h> declares it under -std=gnu99). */
 static const attnc_variant *k_select(void) {
   int cap = 2;
   const char *env = getenv("ATTNC_ISA");
-  if (env && (strcmp(env, "avx2") == 0 || strcmp(env, "x86-avx2") == 0))
+  if (!env || !*env || strcasecmp(env, "avx512") == 0 ||
+      strcasecmp(env, "x86-avx512") == 0)
+    cap = 2;
+  else if (strcasecmp(env, "avx2") == 0 || strcasecmp(env, "x86-avx2") == 0)
     cap = 1;
-  else if (env && strcmp(env, "x86-64") == 0)
+  else if (strcasecmp(env, "x86-64") == 0)
     cap = 0;
+  else
+    return NULL;
   for (size_t i = 0; i < sizeof(k_variants) / sizeof(k_variants[0]); ++i)
     if (k_level(k_variants[i].supported) <= cap && k_variants[i].supported())
       return &k_variants[i];

@@ -7,7 +7,10 @@
 // values. Small panels are drawn cell by cell (<rect>); larger ones as an
 // embedded PNG image, and an axis longer than HeatmapOptions::maxCells is
 // averaged into at most that many cells (the title says so), so the file
-// stays small (a few hundred KiB) for T in the thousands.
+// stays small (a few hundred KiB) for T in the thousands. Pairs the mask
+// hides (HeatmapOptions::visible) are drawn hatched grey, outside the
+// colour scale, and the legend says so: a masked cell never looks like a
+// near-zero weight.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_HEATMAP_H
@@ -15,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnrt {
 
@@ -28,6 +32,12 @@ struct HeatmapOptions {
   /// Panels with more cells than this are drawn as one embedded PNG image
   /// instead of one <rect> per cell.
   int64_t maxRectCells = 64 * 64;
+  /// [tq * tkv] (row-major, the same for every head): non-zero where the
+  /// mask and the valid lengths let query i see key j. Empty: every pair
+  /// is visible. Masked cells are drawn hatched grey; a downsampled cell
+  /// is masked when all its pairs are, else the mean of its visible
+  /// weights.
+  std::vector<unsigned char> visible;
 };
 
 /// The SVG document for weights `probs` [heads, tq, tkv] (row-major): every

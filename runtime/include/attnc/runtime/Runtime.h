@@ -47,6 +47,13 @@ const char *statusText(int rc);
 const char *isaName(uint32_t isa);
 /// True for ATTNC_ISA_CUDA_SM80 / _SM90.
 bool isCudaIsa(uint32_t isa);
+/// Empty when the ATTNC_ISA environment variable is unset, empty or one of
+/// the names a CPU kernel accepts (avx512, avx2, x86-64, any case; also
+/// x86-avx512, x86-avx2); otherwise the message for the user:
+/// "ATTNC_ISA='foo' is not one of x86-avx512, x86-avx2, x86-64 (...)". A kernel
+/// library sees such a value as "no code path": its selected_isa() is
+/// ATTNC_ISA_NONE and forward/decode return ATTNC_ERR_ISA.
+std::string isaEnvProblem();
 /// 80 or 90 for a CUDA isa (its sm_XY), else 0.
 int cudaSmOf(uint32_t isa);
 
@@ -305,14 +312,19 @@ std::string validateInfo(const attnc_kernel_info &info,
 struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data;
+  /// The file's dtype when it was converted to float32 ('<f8', '<f2',
+  /// '>f4', ...); empty when the file held little-endian float32.
+  std::string dtype;
 };
 
-/// Reads a float32 C-order .npy. Anything else (other dtype, Fortran order,
-/// bad magic, truncated data, trailing bytes, object arrays, a directory, a
-/// header longer than 1 MiB, more than `maxDataBytes` of data) returns false
-/// with a clear message naming the file. Reads the preamble, the header and
-/// exactly the declared data incrementally, so a stream (a pipe,
-/// /dev/zero) is never read further than the format says.
+/// Reads a C-order .npy of float32, or of float16 / float64 (either byte
+/// order) converted to float32 (NpyArray::dtype says so: tell the user; a
+/// finite float64 beyond float32's range is an error). Anything else
+/// (another dtype, Fortran order, bad magic, truncated data, trailing
+/// bytes, object arrays, a directory, a header longer than 1 MiB, more
+/// than `maxDataBytes` of float32 data) returns false with a clear message
+/// naming the file. Reads the preamble, the header and exactly the
+/// declared data incrementally, in chunks.
 /// `acceptShape`, when set, sees the header's shape before any data is
 /// read or allocated; returning false (with a reason) fails the read.
 using NpyShapeCheck =
