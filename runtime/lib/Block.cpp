@@ -37,15 +37,17 @@ struct LayoutBuilder {
     out.tensors.push_back({name, std::move(shape)});
     return static_cast<int>(out.tensors.size()) - 1;
   }
-  /// A projection weight role (k over `in`, n over `out`) at output offset
-  /// `off` of tensor t, which is [in, out] or, `transposed`, [out, in].
-  void weight(int t, const char *role, bool transposed, int64_t off, int64_t in,
-              int64_t outW) {
+  /// A projection weight role (k over `in` inputs from inOff, n over
+  /// `outW` outputs from outOff) of tensor t, which is [in, out] or,
+  /// `transposed`, [out, in].
+  void weight(int t, const char *role, bool transposed, int64_t outOff, int64_t inOff,
+              int64_t in, int64_t outW) {
     RoleRect r;
     r.role = role;
     r.tensor = t;
     r.transposed = transposed;
-    (transposed ? r.rowOff : r.colOff) = off;
+    r.rowOff = transposed ? outOff : inOff;
+    r.colOff = transposed ? inOff : outOff;
     r.rows = in;
     r.cols = outW;
     out.roles.push_back(r);
@@ -61,11 +63,12 @@ struct LayoutBuilder {
     r.cols = n;
     out.roles.push_back(r);
   }
-  /// A whole matrix [rows, cols] read as stored.
-  void matrix(int t, const char *role, int64_t rows, int64_t cols) {
+  /// Columns [colOff, colOff + cols) of a matrix [rows, *] read as stored.
+  void matrix(int t, const char *role, int64_t rows, int64_t colOff, int64_t cols) {
     RoleRect r;
     r.role = role;
     r.tensor = t;
+    r.colOff = colOff;
     r.rows = rows;
     r.cols = cols;
     out.roles.push_back(r);
@@ -75,13 +78,20 @@ struct LayoutBuilder {
 } // namespace
 
 StorageLayout storageLayout(const BlockParams &p) {
-  const int64_t d = p.dModel, qW = p.qWidth(), kvW = p.kvWidth();
-  const int64_t n = qW + 2 * kvW;
+  // The block's tensors, and this rank's heads' rectangles of them
+  // (tensor parallelism: Q/K/V column-parallel over the rank's heads, W_O
+  // row-parallel, the o bias rank 0's alone; unsplit: rank 0 of 1).
+  const int64_t d = p.dModel, dh = p.headDim;
+  const int64_t qFull = p.blockHeads() * dh, kvFull = p.blockKvHeads() * dh;
+  const int64_t n = qFull + 2 * kvFull;
+  const int64_t qW = p.qWidth(), kvW = p.kvWidth();
+  const int64_t q0 = p.firstHead() * dh, kv0 = p.firstKvHead() * dh;
   LayoutBuilder L;
   // The fused layouts hold q, k and v in one tensor: one bias for all three
   // (the spec refuses a mix), named by the q bit.
   const bool qkvBias = p.hasBias('q');
   const bool oBias = p.outProj && p.hasBias('o');
+  const bool oBiasHere = oBias && p.tpRank == 0;
   switch (p.layout) {
   case ATTNC_LAYOUT_GPT2_CONV1D:
   case ATTNC_LAYOUT_TORCH_IN_PROJ: {
@@ -89,49 +99,61 @@ StorageLayout storageLayout(const BlockParams &p) {
     // GPT-2's Conv1D is [in, out] (q/k/v are column blocks), torch's
     // in_proj [out, in] (row blocks).
     int w = gpt2 ? L.tensor("c_attn.weight", {d, n}) : L.tensor("in_proj_weight", {n, d});
-    L.weight(w, "wq", !gpt2, 0, d, qW);
-    L.weight(w, "wk", !gpt2, qW, d, kvW);
-    L.weight(w, "wv", !gpt2, qW + kvW, d, kvW);
+    L.weight(w, "wq", !gpt2, q0, 0, d, qW);
+    L.weight(w, "wk", !gpt2, qFull + kv0, 0, d, kvW);
+    L.weight(w, "wv", !gpt2, qFull + kvFull + kv0, 0, d, kvW);
     if (qkvBias) {
       int b = L.tensor(gpt2 ? "c_attn.bias" : "in_proj_bias", {n});
-      L.vector(b, "bq", 0, qW);
-      L.vector(b, "bk", qW, kvW);
-      L.vector(b, "bv", qW + kvW, kvW);
+      L.vector(b, "bq", q0, qW);
+      L.vector(b, "bk", qFull + kv0, kvW);
+      L.vector(b, "bv", qFull + kvFull + kv0, kvW);
     }
     if (p.outProj) {
-      int o = gpt2 ? L.tensor("c_proj.weight", {qW, d}) : L.tensor("out_proj.weight", {d, qW});
-      L.weight(o, "wo", !gpt2, 0, qW, d);
-      if (oBias)
-        L.vector(L.tensor(gpt2 ? "c_proj.bias" : "out_proj.bias", {d}), "bo", 0, d);
+      int o = gpt2 ? L.tensor("c_proj.weight", {qFull, d})
+                   : L.tensor("out_proj.weight", {d, qFull});
+      L.weight(o, "wo", !gpt2, 0, q0, qW, d);
+      if (oBias) {
+        int b = L.tensor(gpt2 ? "c_proj.bias" : "out_proj.bias", {d});
+        if (oBiasHere)
+          L.vector(b, "bo", 0, d);
+      }
     }
     break;
   }
   case ATTNC_LAYOUT_SEPARATE: {
     struct Proj {
       char which;
-      int64_t in, width;
-    } projs[] = {{'q', d, qW}, {'k', d, kvW}, {'v', d, kvW}, {'o', qW, d}};
+      int64_t in, full, width, outOff, inOff;
+    } projs[] = {{'q', d, qFull, qW, q0, 0},
+                 {'k', d, kvFull, kvW, kv0, 0},
+                 {'v', d, kvFull, kvW, kv0, 0},
+                 {'o', qFull, d, d, 0, q0}};
     for (const Proj &pr : projs) {
       if (pr.which == 'o' && !p.outProj)
         continue;
       const std::string base = std::string(1, pr.which) + "_proj";
       const std::string w = std::string("w") + pr.which, b = std::string("b") + pr.which;
-      L.weight(L.tensor(base + ".weight", {pr.width, pr.in}), w.c_str(), true, 0, pr.in,
-               pr.width);
-      if (p.hasBias(pr.which))
-        L.vector(L.tensor(base + ".bias", {pr.width}), b.c_str(), 0, pr.width);
+      const int64_t in = pr.which == 'o' ? qW : pr.in;
+      L.weight(L.tensor(base + ".weight", {pr.full, pr.in}), w.c_str(), true, pr.outOff,
+               pr.inOff, in, pr.width);
+      if (p.hasBias(pr.which)) {
+        int t = L.tensor(base + ".bias", {pr.full});
+        if (pr.which != 'o' || oBiasHere)
+          L.vector(t, b.c_str(), pr.outOff, pr.width);
+      }
     }
     if (p.qkNorm != ATTNC_QK_NORM_NONE) {
+      // Per head: one [head_dim] weight every head shares. Over the whole
+      // projection (OLMo 2, never tensor-parallel): [heads * head_dim].
       const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
-      L.vector(L.tensor("q_norm.weight", {all ? qW : p.headDim}), "nq", 0, all ? qW : p.headDim);
-      L.vector(L.tensor("k_norm.weight", {all ? kvW : p.headDim}), "nk", 0,
-               all ? kvW : p.headDim);
+      L.vector(L.tensor("q_norm.weight", {all ? qW : dh}), "nq", 0, all ? qW : dh);
+      L.vector(L.tensor("k_norm.weight", {all ? kvW : dh}), "nk", 0, all ? kvW : dh);
     }
     if (p.sinks)
-      L.vector(L.tensor("sinks", {p.heads}), "ss", 0, p.heads);
+      L.vector(L.tensor("sinks", {p.blockHeads()}), "ss", p.firstHead(), p.heads);
     if (p.t5Buckets)
-      L.matrix(L.tensor("relative_attention_bias.weight", {p.t5Buckets, p.heads}), "rb",
-               p.t5Buckets, p.heads);
+      L.matrix(L.tensor("relative_attention_bias.weight", {p.t5Buckets, p.blockHeads()}),
+               "rb", p.t5Buckets, p.firstHead(), p.heads);
     break;
   }
   default:
@@ -269,6 +291,10 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     p.alibiBeforeScale = info.alibi_before_scale != 0;
   }
   p.outProj = info.out_proj != 0;
+  p.tpSize = info.tp_size;
+  p.tpRank = info.tp_rank;
+  p.fullHeads = info.tp_heads;
+  p.fullKvHeads = info.tp_kv_heads;
   p.scale = info.scale;
   p.layout = info.weight_layout;
   p.cross = (info.features & ATTNC_FEATURE_CROSS) != 0;

@@ -196,6 +196,27 @@ std::string checkRope(const attnc_kernel_info &info) {
   return "";
 }
 
+/// The tp_* fields: "" when consistent (abi.h), else what is wrong.
+std::string checkTensorParallel(const attnc_kernel_info &info) {
+  const int64_t n = info.tp_size;
+  if (n < 1 || n > attnc::limits::kMaxHeads || info.tp_rank < 0 || info.tp_rank >= n)
+    return "tensor-parallel rank " + std::to_string(info.tp_rank) + " of " +
+           std::to_string(n) + " is out of range";
+  if (info.tp_heads != info.heads * n)
+    return "tp_heads " + num(info.tp_heads) + " is not heads * tp_size (" +
+           num(info.heads) + " * " + num(n) + ")";
+  const bool split = info.tp_kv_heads == info.kv_heads * n;
+  const bool replicated = n > 1 && info.kv_heads == 1 && info.tp_kv_heads > 0 &&
+                          n % info.tp_kv_heads == 0 && info.tp_heads % info.tp_kv_heads == 0;
+  if (!split && !replicated)
+    return "tp_kv_heads " + num(info.tp_kv_heads) + " is neither kv_heads * tp_size (" +
+           num(info.kv_heads) + " * " + num(n) +
+           ") nor a divisor of tp_size with one kv head per rank";
+  if (n > 1 && info.qk_norm == ATTNC_QK_NORM_PROJECTION)
+    return "qk_norm over the whole projection cannot be split over tensor-parallel ranks";
+  return "";
+}
+
 /// validateInfo with the error class: AbiMismatch for version/size skew,
 /// BadMetadata for everything else, None when valid.
 LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
@@ -295,10 +316,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   if (info.weight_dtype != ATTNC_DTYPE_F32)
     return bad(std::string("weight_dtype ") + nameOf("dtype", info.weight_dtype) +
                " is not supported by this runtime");
-  if (info.tp_size != 1 || info.tp_rank != 0)
-    return bad("tensor-parallel split " + std::to_string(info.tp_rank) + " of " +
-               std::to_string(info.tp_size) +
-               " is not supported by this runtime (tp_size must be 1)");
+  if (std::string tpWhy = checkTensorParallel(info); !tpWhy.empty())
+    return bad(tpWhy);
   if (std::string ropeWhy = checkRope(info); !ropeWhy.empty())
     return bad(ropeWhy);
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
@@ -462,13 +481,17 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                                         int64_t(expected.size()), maxPacked))
     return bad("weights are implausibly large (" + num(weightFloats) +
                " floats; a spec allows fewer than 2^31)");
-  // Projection weights take weight_dtype's bytes, the rest float32's.
-  const int64_t minBytes = weightFloats * dtypeBytes(info.weight_dtype),
-                maxBytes = maxPacked * 4;
+  // The packed buffer holds every role the kernel reads (a tensor-parallel
+  // rank: its heads' share) once: projection weights in weight_dtype's
+  // bytes, the rest in float32's.
+  int64_t minBytes = 0;
+  for (const RoleRect &r : storageLayout(paramsFromInfo(info)).roles)
+    minBytes += r.rows * r.cols * (r.role[0] == 'w' ? dtypeBytes(info.weight_dtype) : 4);
+  const int64_t maxBytes = maxPacked * 4;
   if (info.packed_bytes < minBytes || info.packed_bytes > maxBytes)
     return bad("packed_bytes is " + num(info.packed_bytes) +
                ", expected between " + num(minBytes) +
-               " (the weight tensors' bytes) and " + num(maxBytes) +
+               " (the bytes of the weights it reads) and " + num(maxBytes) +
                " (those as float32 padded to whole panels + 2^22)");
 
   // Workspace: per (batch, token) row at most a generous multiple of every

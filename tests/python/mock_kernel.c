@@ -60,7 +60,8 @@ static const attnc_kernel_info info = {
     .num_weights = 4, .weights = weights, .packed_bytes = PACKED * 4,
     .workspace_per_row = 4 * D, .selected_isa = selected,
     .target_triple = "x86_64-unknown-linux-gnu", .target_cpu = "x86-64",
-    .compiler_version = "mock", .tp_size = 1, .tp_rank = 0};
+    .compiler_version = "mock", .tp_size = 1, .tp_rank = 0,
+    .tp_heads = H, .tp_kv_heads = H};
 
 const attnc_kernel_info *CAT(NAME, query)(uint32_t max_abi_version) {
   static attnc_kernel_info i;

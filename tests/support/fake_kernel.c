@@ -112,6 +112,8 @@ static void configure(void) {
   i.causal_align = 0;
   i.bias_flags = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   i.tp_size = 1;
+  i.tp_heads = H;
+  i.tp_kv_heads = H;
   i.weight_dtype = ATTNC_DTYPE_F32;
   i.out_proj = 1;
   i.scale = 0.35355339059327373; /* 1/sqrt(8) */

@@ -65,24 +65,26 @@ static_assert(offsetof(attnc_kernel_info, target_cpu) == 184, "");
 static_assert(offsetof(attnc_kernel_info, compiler_version) == 192, "");
 static_assert(offsetof(attnc_kernel_info, tp_size) == 200, "");
 static_assert(offsetof(attnc_kernel_info, tp_rank) == 204, "");
-static_assert(offsetof(attnc_kernel_info, rope_style) == 208, "");
-static_assert(offsetof(attnc_kernel_info, rope_pairs) == 212, "");
-static_assert(offsetof(attnc_kernel_info, rotary_dim) == 216, "");
-static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 224, "");
-static_assert(offsetof(attnc_kernel_info, rope_long_inv_freq) == 232, "");
-static_assert(offsetof(attnc_kernel_info, rope_long_from) == 240, "");
-static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 248, "");
-static_assert(offsetof(attnc_kernel_info, softcap) == 256, "");
-static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 264, "");
-static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 272, "");
-static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 276, "");
-static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 280, "");
-static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 284, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm) == 288, "");
-static_assert(offsetof(attnc_kernel_info, sinks) == 292, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 296, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 304, "");
-static_assert(sizeof(attnc_kernel_info) == 312, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, tp_heads) == 208, "");
+static_assert(offsetof(attnc_kernel_info, tp_kv_heads) == 216, "");
+static_assert(offsetof(attnc_kernel_info, rope_style) == 224, "");
+static_assert(offsetof(attnc_kernel_info, rope_pairs) == 228, "");
+static_assert(offsetof(attnc_kernel_info, rotary_dim) == 232, "");
+static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 240, "");
+static_assert(offsetof(attnc_kernel_info, rope_long_inv_freq) == 248, "");
+static_assert(offsetof(attnc_kernel_info, rope_long_from) == 256, "");
+static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 264, "");
+static_assert(offsetof(attnc_kernel_info, softcap) == 272, "");
+static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 280, "");
+static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 288, "");
+static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 292, "");
+static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 296, "");
+static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 300, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm) == 304, "");
+static_assert(offsetof(attnc_kernel_info, sinks) == 308, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 312, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 320, "");
+static_assert(sizeof(attnc_kernel_info) == 328, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
 static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
@@ -180,8 +182,11 @@ struct InfoFixture {
   /// Rebuilds the weights table from storageTensors of the current fields,
   /// and the fields that follow from them (out_dim, packed_bytes,
   /// workspace_per_row).
-  void fillWeights() {
+  void fillWeights(bool keepTpKvHeads = false) {
     info.out_dim = info.out_proj ? info.d_model : info.heads * info.head_dim;
+    info.tp_heads = info.heads * info.tp_size;
+    if (!keepTpKvHeads)
+      info.tp_kv_heads = info.kv_heads * info.tp_size;
     shapes = storageTensors(paramsFromInfo(info));
     tensors.clear();
     for (const TensorShape &s : shapes) {
@@ -212,7 +217,7 @@ struct InfoFixture {
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 4u);
-  REQUIRE(sizeof(attnc_kernel_info) == 312);
+  REQUIRE(sizeof(attnc_kernel_info) == 328);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -240,7 +245,7 @@ TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 304 bytes") && Contains("expects 312"));
+             Contains("struct_size is 320 bytes") && Contains("expects 328"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -1256,4 +1261,34 @@ TEST_CASE("cuda: no driver is a clear error, never a crash", "[cuda]") {
   cuda::Event e;
   CHECK_FALSE(e.create(why));
   unsetenv("ATTNC_LIBCUDA");
+}
+
+TEST_CASE("metadata: the tensor-parallel fields are consistent", "[metadata]") {
+  InfoFixture f(ATTNC_LAYOUT_SEPARATE);
+  // Rank 1 of 2: 2 of the block's 4 query heads, 1 of its 2 kv heads.
+  f.info.heads = 2;
+  f.info.kv_heads = 1;
+  f.info.tp_size = 2;
+  f.info.tp_rank = 1;
+  f.fillWeights();
+  CHECK(f.check().empty());
+  // The storage tensors are the block's whole ones.
+  CHECK(f.tensors[0].dims[0] == 4 * 16);
+  f.info.tp_rank = 2;
+  CHECK(f.check() == "tensor-parallel rank 2 of 2 is out of range");
+  f.info.tp_rank = 1;
+  f.info.tp_heads = 6;
+  CHECK(f.check() == "tp_heads 6 is not heads * tp_size (2 * 2)");
+  f.info.tp_heads = 4;
+  f.info.tp_kv_heads = 3;
+  CHECK_THAT(f.check(), Contains("tp_kv_heads 3 is neither kv_heads * tp_size"));
+  // Replicated: 4 ranks of one query head each over the block's 2 kv heads.
+  f.info.heads = 1;
+  f.info.kv_heads = 1;
+  f.info.tp_size = 4;
+  f.info.tp_rank = 3;
+  f.info.tp_kv_heads = 2;
+  f.fillWeights(/*keepTpKvHeads=*/true);
+  CHECK(f.check().empty());
+  CHECK(f.tensors[2].dims[0] == 2 * 16); // k_proj.weight: the block's 2 kv heads
 }

@@ -81,7 +81,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
       argTypes.push_back(RankedTensorType::get({in, out}, f32));
       argNames.push_back(w);
-      if (spec.hasBias(w[1])) {
+      if (spec.kernelHasBias(w[1])) {
         argTypes.push_back(RankedTensorType::get({out}, f32));
         argNames.push_back(bias);
       }
@@ -153,7 +153,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     Value kvRows = padding ? (cross ? input("kv_lengths") : input("lengths")) : Value();
     auto project = [&](Value in, int64_t out, const char *what, Value rows) -> Value {
       Value w = nextArg();
-      Value bias = spec.hasBias(what[0]) ? nextArg() : Value();
+      Value bias = spec.kernelHasBias(what[0]) ? nextArg() : Value();
       return LinearOp::create(b, locOf("weights", what), rowsOf(out), in, w, bias, rows);
     };
     Value q = project(x, qw, "q_proj", qRows);

@@ -116,7 +116,10 @@ std::string canonicalString(const Spec &s) {
   std::string out = "attnc-spec-v1\n";
   out += fmt::format("name={}\n", s.name);
   out += fmt::format("d_model={}\nheads={}\nkv_heads={}\nhead_dim={}\n",
-                     s.dModel, s.heads, s.kvHeads, s.headDim);
+                     s.dModel, s.fullHeads ? s.fullHeads : s.heads,
+                     s.fullKvHeads ? s.fullKvHeads : s.kvHeads, s.headDim);
+  if (s.tpSize > 1)
+    out += fmt::format("tensor_parallel={}/{}\n", s.tpRank, s.tpSize);
   out += fmt::format("mask={}\ncausal_align={}\nwindow={}\n", toString(s.mask),
                      toString(s.causalAlign), s.window);
   out += fmt::format("bias={}\nout_proj={}\n", biasString(s.biasMask),
@@ -193,8 +196,10 @@ std::string printSpec(const Spec &s) {
     std::string out;
     out += fmt::format("name: {}\n", s.name);
     out += fmt::format("d_model: {}\n", s.dModel);
-    out += fmt::format("heads: {}\n", s.heads);
-    out += fmt::format("kv_heads: {}\n", s.kvHeads);
+    out += fmt::format("heads: {}\n", s.fullHeads ? s.fullHeads : s.heads);
+    out += fmt::format("kv_heads: {}\n", s.fullKvHeads ? s.fullKvHeads : s.kvHeads);
+    if (s.tpSize > 1)
+      out += fmt::format("tensor_parallel:\n  size: {}\n  rank: {}\n", s.tpSize, s.tpRank);
     out += fmt::format("head_dim: {}\n", s.headDim);
     out += fmt::format("mask: {}\n", toString(s.mask));
     out += fmt::format("causal_align: {}\n", toString(s.causalAlign));
@@ -361,16 +366,29 @@ std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
   return out;
 }
 
+int64_t Spec::firstKvHead() const {
+  if (tpSize <= 1)
+    return 0;
+  // Split: rank r reads kv heads [r*kv, (r+1)*kv); replicated: the one its
+  // query heads' group reads.
+  return fullKvHeads % tpSize == 0 ? tpRank * kvHeads
+                                   : tpRank * heads / (fullHeads / fullKvHeads);
+}
+
 std::vector<double> alibiSlopes(const Spec &s) {
   std::vector<double> out;
   if (!s.alibi)
     return out;
+  // The block's slopes (every head), of which a tensor-parallel rank takes
+  // its heads' share.
+  const int64_t heads = s.fullHeads ? s.fullHeads : s.heads;
   int64_t n = 1;
-  while (n * 2 <= s.heads)
+  while (n * 2 <= heads)
     n *= 2;
   const double m0 = std::pow(2.0, -s.alibiBiasMax / double(n));
   const double m1 = std::pow(2.0, -(s.alibiBiasMax / 2) / double(n));
-  for (int64_t h = 0; h < s.heads; ++h)
+  const int64_t h0 = s.tpRank * s.heads;
+  for (int64_t h = h0; h < h0 + s.heads; ++h)
     out.push_back(h < n ? std::pow(m0, double(h + 1))
                         : std::pow(m1, double(2 * (h - n) + 1)));
   return out;

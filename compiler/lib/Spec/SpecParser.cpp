@@ -74,7 +74,8 @@ constexpr SizeLimit kSizeLimits[] = {
     {"rope.scaling.original_max_position_embeddings", limits::kMaxPositions},
     {"rope.scaling.max_position_embeddings", limits::kMaxPositions},
     {"t5_bias.num_buckets", limits::kMaxT5Buckets},
-    {"t5_bias.max_distance", limits::kMaxT5Distance}};
+    {"t5_bias.max_distance", limits::kMaxT5Distance},
+    {"tensor_parallel.size", limits::kMaxHeads}};
 
 /// The largest accepted value of the size key `key`.
 int64_t maxSizeOf(const std::string &key) {
@@ -91,7 +92,8 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
-    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks", "t5_bias"};
+    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks", "t5_bias",
+    "tensor_parallel"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -560,6 +562,7 @@ public:
     }
     checkRequired();
     checkRelations();
+    checkTensorParallel();
     return std::move(spec);
   }
 
@@ -689,6 +692,8 @@ private:
       setQkNorm(v);
     } else if (key == "sinks") {
       spec.sinks = getBool(key, v);
+    } else if (key == "tensor_parallel") {
+      setTensorParallel(v);
     } else if (key == "t5_bias") {
       auto m = nestedMap("t5_bias", v, {"num_buckets", "max_distance", "bidirectional"});
       spec.t5Buckets = 32;
@@ -838,6 +843,54 @@ private:
       else
         spec.qkNormOffset = getPositive(full, *node, /*allowZero=*/true);
     }
+  }
+
+  /// tensor_parallel: {size: N, rank: R}.
+  void setTensorParallel(const YNode &v) {
+    auto m = nestedMap("tensor_parallel", v, {"size", "rank"});
+    if (!m.count("size") || !m.count("rank"))
+      fail("tensor_parallel", fmt::format("expected both 'size' and 'rank', found {}",
+                                          m.count("size") ? "no rank" : "no size"));
+    spec.tpSize = getSize("tensor_parallel.size", *m.at("size"));
+    const YNode &r = *m.at("rank");
+    bool overflow = false;
+    std::optional<int64_t> n;
+    if (isPlain(r))
+      n = parseDecimal(r.value, overflow);
+    if (!n || overflow || *n < 0 || *n >= spec.tpSize)
+      fail("tensor_parallel.rank",
+           fmt::format("expected an integer in [0, size {}), found {}", spec.tpSize,
+                       describe(r)));
+    spec.tpRank = *n;
+  }
+
+  /// The rank's share of the heads (tensor_parallel), after every other
+  /// check: Q heads split evenly, kv heads split when the size divides them
+  /// and replicated (the one each rank's query heads read) when the size is
+  /// a multiple of them.
+  void checkTensorParallel() {
+    Spec &s = spec;
+    s.fullHeads = s.heads;
+    s.fullKvHeads = s.kvHeads;
+    if (s.tpSize == 1)
+      return;
+    const int64_t n = s.tpSize;
+    if (s.heads % n != 0)
+      fail("tensor_parallel.size",
+           fmt::format("expected a size that divides heads {} (each rank takes whole "
+                       "heads), found {}",
+                       s.heads, n));
+    if (s.kvHeads % n != 0 && n % s.kvHeads != 0)
+      fail("tensor_parallel.size",
+           fmt::format("expected a size that divides kv_heads {} (the kv heads split) "
+                       "or a multiple of it (each replicated), found {}",
+                       s.kvHeads, n));
+    if (s.qkNorm == Spec::QkNorm::Projection)
+      fail("tensor_parallel",
+           "expected no qk_norm over the whole projection with tensor_parallel (its "
+           "mean spans every rank's heads), found qk_norm: {width: projection}");
+    s.heads /= n;
+    s.kvHeads = s.fullKvHeads % n == 0 ? s.fullKvHeads / n : 1;
   }
 
   /// alibi: true | false | {bias_max: 8, before_scale: false}.

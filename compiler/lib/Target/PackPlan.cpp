@@ -49,6 +49,10 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
     p.ropeAttentionFactor = t.attentionFactor;
   }
   p.outProj = s.outProj;
+  p.tpSize = s.tpSize;
+  p.tpRank = s.tpRank;
+  p.fullHeads = s.fullHeads;
+  p.fullKvHeads = s.fullKvHeads;
   p.scale = s.effectiveScale();
   p.window = s.window;
   p.topLeft = s.causalAlign == CausalAlign::TopLeft;

@@ -109,6 +109,13 @@ struct Spec {
   std::vector<std::string> outputs{"y"};
   bool decode = false;
   bool crossAttention = false;
+  /// Tensor parallelism (tensor_parallel: {size, rank}): this kernel is
+  /// rank tpRank's share of a Megatron-style split over tpSize ranks. After
+  /// validation heads and kvHeads are the rank's own (heads / size; the kv
+  /// heads split too when size divides them, else the one kv head the
+  /// rank's query heads share), fullHeads and fullKvHeads the block's.
+  int64_t tpSize = 1, tpRank = 0;
+  int64_t fullHeads = 0, fullKvHeads = 0;
 
   /// Positions of every key that was present (for IR locations).
   std::map<std::string, SrcPos> keyPos;
@@ -119,11 +126,18 @@ struct Spec {
   std::map<std::string, SrcPos> valuePos;
 
   double effectiveScale() const;        ///< scale or 1/sqrt(headDim)
-  /// Projection `p` ('q', 'k', 'v' or 'o') carries a bias.
+  /// Projection `p` ('q', 'k', 'v' or 'o') carries a bias (in the block:
+  /// its checkpoint has the tensor).
   bool hasBias(char p) const {
     unsigned bit = p == 'q' ? BiasQ : p == 'k' ? BiasK : p == 'v' ? BiasV : BiasO;
     return (biasMask & bit) != 0;
   }
+  /// This kernel adds projection p's bias: with tensor parallelism the
+  /// row-parallel W_O's bias is rank 0's alone (the ranks' outputs are
+  /// summed).
+  bool kernelHasBias(char p) const { return hasBias(p) && (p != 'o' || tpRank == 0); }
+  /// The first of the block's kv heads this rank reads.
+  int64_t firstKvHead() const;
   bool hasRope() const { return rope.style != RopeStyle::None; }
   int64_t qWidth() const { return heads * headDim; }
   int64_t kvWidth() const { return kvHeads * headDim; }

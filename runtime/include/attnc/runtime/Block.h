@@ -60,9 +60,24 @@ struct BlockParams {
   bool cross = false;
   /// The attention weights are an output too (ATTNC_FEATURE_PROBS).
   bool wantProbs = false;
+  /// Tensor parallelism (abi.h tp_*): heads and kvHeads are this rank's;
+  /// fullHeads, fullKvHeads the block's (0: the same). The storage tensors
+  /// are the block's, and the rank reads its heads' rectangles of them.
+  int64_t tpSize = 1, tpRank = 0;
+  int64_t fullHeads = 0, fullKvHeads = 0;
 
   int64_t qWidth() const { return heads * headDim; }
   int64_t kvWidth() const { return kvHeads * headDim; }
+  int64_t blockHeads() const { return fullHeads ? fullHeads : heads; }
+  int64_t blockKvHeads() const { return fullKvHeads ? fullKvHeads : kvHeads; }
+  /// The first of the block's query / kv heads this rank computes.
+  int64_t firstHead() const { return tpRank * heads; }
+  int64_t firstKvHead() const {
+    if (tpSize <= 1)
+      return 0;
+    return blockKvHeads() % tpSize == 0 ? tpRank * kvHeads
+                                        : tpRank * heads / (blockHeads() / blockKvHeads());
+  }
 };
 
 /// One storage tensor: its name as the ecosystem spells it and its shape.
