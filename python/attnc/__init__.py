@@ -48,7 +48,8 @@ from ._abi import ABI_VERSION
 from .weights import load_safetensors, save_safetensors, map_names, to_numpy
 
 
-_ISA_NAMES = ("avx512", "avx2", "x86-64", "x86-avx512", "x86-avx2")
+_ISA_NAMES = ("avx512bf16", "avx512", "avx2", "x86-64", "x86-avx512-bf16", "x86-avx512",
+              "x86-avx2")
 
 
 def _isa_env_note(rc):
@@ -57,8 +58,9 @@ def _isa_env_note(rc):
     env = os.environ.get("ATTNC_ISA", "")
     if rc != 5 or not env or env.lower() in _ISA_NAMES:  # 5: ATTNC_ERR_ISA
         return ""
-    return (f": ATTNC_ISA={env!r} is not one of x86-avx512, x86-avx2, x86-64 "
-            "(or avx512, avx2; case-insensitive; unset it to let the library choose)")
+    return (f": ATTNC_ISA={env!r} is not one of x86-avx512-bf16, x86-avx512, x86-avx2, "
+            "x86-64 (or avx512bf16, avx512, avx2; case-insensitive; unset it to let the "
+            "library choose)")
 
 
 __all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",

@@ -256,6 +256,94 @@ int64_t dtypeBytes(uint32_t dtype) {
   }
 }
 
+uint16_t floatToBf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+uint16_t floatToF16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) // NaN
+    return static_cast<uint16_t>(sign | 0x7e00u);
+  if (a >= 0x477ff000u) // rounds past 65504: infinity
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a < 0x38800000u) { // below 2^-14: a subnormal (or zero) of f16
+    // value = a_float; f16 subnormal unit 2^-24: round(a_float * 2^24).
+    float f;
+    std::memcpy(&f, &a, 4);
+    float q = f * 16777216.0f; // exact (power of two scaling)
+    uint32_t r = static_cast<uint32_t>(q);
+    float frac = q - static_cast<float>(r);
+    if (frac > 0.5f || (frac == 0.5f && (r & 1u)))
+      ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  // Normal: rebias the exponent (127 -> 15), keep 10 mantissa bits, RNE.
+  uint32_t m = a + 0xc8000000u; // exponent - 112 (in place)
+  m += 0xfffu + ((m >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (m >> 13));
+}
+
+float f16ToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  uint32_t u;
+  if (e == 0) {
+    float v = static_cast<float>(m) * (1.0f / 16777216.0f);
+    std::memcpy(&u, &v, 4);
+    u |= sign;
+  } else if (e == 31) {
+    u = sign | 0x7f800000u | (m << 13);
+  } else {
+    u = sign | ((e + 112) << 23) | (m << 13);
+  }
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+void fromFloat(uint32_t dtype, const float *src, void *dst, int64_t n) {
+  if (dtype == ATTNC_DTYPE_F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  auto *d = static_cast<uint16_t *>(dst);
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = dtype == ATTNC_DTYPE_BF16 ? floatToBf16(src[i]) : floatToF16(src[i]);
+}
+
+void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n) {
+  if (dtype == ATTNC_DTYPE_F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  const auto *s = static_cast<const uint16_t *>(src);
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = dtype == ATTNC_DTYPE_BF16 ? bf16ToFloat(s[i]) : f16ToFloat(s[i]);
+}
+
+float roundTo(uint32_t dtype, float v) {
+  if (dtype == ATTNC_DTYPE_BF16)
+    return bf16ToFloat(floatToBf16(v));
+  if (dtype == ATTNC_DTYPE_F16)
+    return f16ToFloat(floatToF16(v));
+  return v;
+}
+
 BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   BlockParams p;
   p.dModel = info.d_model;
@@ -291,6 +379,8 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     p.alibiBeforeScale = info.alibi_before_scale != 0;
   }
   p.outProj = info.out_proj != 0;
+  p.dtype = info.dtype;
+  p.weightDtype = info.weight_dtype;
   p.tpSize = info.tp_size;
   p.tpRank = info.tp_rank;
   p.fullHeads = info.tp_heads;
@@ -299,6 +389,7 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   p.layout = info.weight_layout;
   p.cross = (info.features & ATTNC_FEATURE_CROSS) != 0;
   p.wantProbs = (info.features & ATTNC_FEATURE_PROBS) != 0;
+  p.kvCache = (info.features & ATTNC_FEATURE_DECODE) != 0;
   return p;
 }
 

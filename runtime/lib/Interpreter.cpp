@@ -557,15 +557,63 @@ std::vector<double> interpretT(const BlockParams &p,
 std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen) {
-  return interpretT<double>(p, weights, x, batch, seqLen, VariantInputs(),
-                            nullptr);
+  return interpret(p, weights, x, batch, seqLen, VariantInputs(), nullptr);
 }
+
+/// A bf16/f16 block computes on its inputs and weights as stored: copies
+/// of them rounded to dtype and weight_dtype (RNE, as the kernels' callers
+/// convert), which the reference then takes as exact.
+struct StorageRounded {
+  std::vector<std::vector<float>> w;
+  std::vector<const float *> weights;
+  std::vector<float> x, xKv;
+  VariantInputs in;
+  const float *xp = nullptr;
+
+  bool apply(const BlockParams &p, const std::vector<const float *> &wIn,
+             const float *xIn, int64_t batch, int64_t seqLen,
+             const VariantInputs &inIn) {
+    if ((p.dtype == ATTNC_DTYPE_F32 && p.weightDtype == ATTNC_DTYPE_F32) || !xIn ||
+        wIn.size() != storageTensors(p).size() ||
+        !checkVariantInputs(p, batch, seqLen, inIn).empty())
+      return false;
+    Run run;
+    if (!prepare(p, wIn, xIn, batch, seqLen, inIn, run))
+      return false;
+    auto rounded = [](uint32_t dtype, const float *src, int64_t n) {
+      std::vector<float> out(src, src + n);
+      for (float &v : out)
+        v = roundTo(dtype, v);
+      return out;
+    };
+    std::vector<TensorShape> shapes = storageTensors(p);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      int64_t n = 1;
+      for (int64_t s : shapes[i].shape)
+        n *= s;
+      w.push_back(rounded(p.weightDtype, wIn[i], n));
+    }
+    for (const auto &t : w)
+      weights.push_back(t.data());
+    x = rounded(p.dtype, xIn, run.rows * p.dModel);
+    xp = x.data();
+    in = inIn;
+    if (p.cross && inIn.xKv) {
+      xKv = rounded(p.dtype, static_cast<const float *>(inIn.xKv), run.kvRows * p.dModel);
+      in.xKv = xKv.data();
+    }
+    return true;
+  }
+};
 
 std::vector<double> interpret(const BlockParams &p,
                               const std::vector<const float *> &weights,
                               const float *x, int64_t batch, int64_t seqLen,
                               const VariantInputs &in,
                               std::vector<double> *probs) {
+  StorageRounded r;
+  if (r.apply(p, weights, x, batch, seqLen, in))
+    return interpretT<double>(p, r.weights, r.xp, batch, seqLen, r.in, probs);
   return interpretT<double>(p, weights, x, batch, seqLen, in, probs);
 }
 
@@ -1305,12 +1353,51 @@ Reference referenceWithBound(const BlockParams &p,
                             progress, options);
 }
 
+/// Unit roundoff of a storage dtype (RNE: half an ulp of 1) and the
+/// absolute rounding error below its smallest normal (half its smallest
+/// subnormal; bf16 has float32's exponent range).
+static void storageRounding(uint32_t dtype, double &rel, double &abs) {
+  rel = dtype == ATTNC_DTYPE_BF16 ? 0x1p-8 : dtype == ATTNC_DTYPE_F16 ? 0x1p-11 : 0.0;
+  abs = dtype == ATTNC_DTYPE_BF16 ? 0x1p-134 : dtype == ATTNC_DTYPE_F16 ? 0x1p-25 : 0.0;
+}
+
+static Reference referenceWithBoundImpl(const BlockParams &p,
+                                        const std::vector<const float *> &weights,
+                                        const float *x, int64_t batch, int64_t seqLen,
+                                        const VariantInputs &in,
+                                        const std::function<void(double)> &progress,
+                                        const BoundOptions &options);
+
 Reference referenceWithBound(const BlockParams &p,
                              const std::vector<const float *> &weights,
                              const float *x, int64_t batch, int64_t seqLen,
                              const VariantInputs &in,
                              const std::function<void(double)> &progress,
                              const BoundOptions &options) {
+  StorageRounded sr;
+  Reference r = sr.apply(p, weights, x, batch, seqLen, in)
+                    ? referenceWithBoundImpl(p, sr.weights, sr.xp, batch, seqLen, sr.in,
+                                             progress, options)
+                    : referenceWithBoundImpl(p, weights, x, batch, seqLen, in, progress,
+                                             options);
+  // y and probs are rounded to the dtype on the way out: once each.
+  double rel, abs;
+  storageRounding(p.dtype, rel, abs);
+  if (rel > 0) {
+    for (size_t i = 0; i < r.y.size(); ++i)
+      r.bound[i] += rel * std::fabs(r.y[i]) + abs;
+    for (size_t i = 0; i < r.probs.size(); ++i)
+      r.probsBound[i] += rel * std::fabs(r.probs[i]) + abs;
+  }
+  return r;
+}
+
+static Reference referenceWithBoundImpl(const BlockParams &p,
+                                        const std::vector<const float *> &weights,
+                                        const float *x, int64_t batch, int64_t seqLen,
+                                        const VariantInputs &in,
+                                        const std::function<void(double)> &progress,
+                                        const BoundOptions &options) {
   Reference r;
   const Model model{options.rigorous, options.lambda};
   const int64_t d = p.dModel;
@@ -1345,11 +1432,27 @@ Reference referenceWithBound(const BlockParams &p,
   std::vector<double> q(size_t(rows * qW)), eq(q.size());
   std::vector<double> k(size_t(kvRows * kvW)), ek(k.size());
   std::vector<double> v(size_t(kvRows * kvW)), ev(v.size());
-  linearBound(model, xd.data(), nullptr, w.wq.data(), orNull(w.bq),
+  // bf16 weights: the AVX512-BF16 GEMMs multiply bf16 pairs, so a float32
+  // A operand (x with dtype f32, the attention output before W_O) is
+  // rounded to bf16 first: u|a| more on each of its elements.
+  const bool bf16Gemm = p.weightDtype == ATTNC_DTYPE_BF16;
+  double uA = 0, absA = 0;
+  if (bf16Gemm)
+    storageRounding(ATTNC_DTYPE_BF16, uA, absA);
+  std::vector<double> exd, exkv;
+  if (bf16Gemm && p.dtype != ATTNC_DTYPE_BF16) { // x not already bf16
+    for (double v : xd)
+      exd.push_back(uA * std::fabs(v) + absA);
+    for (int64_t i = 0; p.cross && i < kvRows * d; ++i)
+      exkv.push_back(uA * std::fabs(xkv[i]) + absA);
+  }
+  const double *exq = exd.empty() ? nullptr : exd.data();
+  const double *exk = p.cross ? (exkv.empty() ? nullptr : exkv.data()) : exq;
+  linearBound(model, xd.data(), exq, w.wq.data(), orNull(w.bq),
               q.data(), eq.data(), rows, d, qW, 1, report);
-  linearBound(model, xkv, nullptr, w.wk.data(), orNull(w.bk),
+  linearBound(model, xkv, exk, w.wk.data(), orNull(w.bk),
               k.data(), ek.data(), kvRows, d, kvW, 1, report);
-  linearBound(model, xkv, nullptr, w.wv.data(), orNull(w.bv),
+  linearBound(model, xkv, exk, w.wv.data(), orNull(w.bv),
               v.data(), ev.data(), kvRows, d, kvW, 1, report);
 
   auto split = [&](const std::vector<double> &t, int64_t seq, int64_t heads) {
@@ -1365,6 +1468,17 @@ Reference referenceWithBound(const BlockParams &p,
   normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
   ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart());
   ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart());
+  // A bf16/f16 KV cache: a decode step reads keys and values rounded to
+  // the dtype (the forward pass reads them unrounded; the bound covers
+  // both).
+  if (p.kvCache) {
+    double rel, abs;
+    storageRounding(p.dtype, rel, abs);
+    for (size_t i = 0; rel > 0 && i < kh.size(); ++i) {
+      ekh[i] += rel * std::fabs(kh[i]) + abs;
+      evh[i] += rel * std::fabs(vh[i]) + abs;
+    }
+  }
   std::vector<double> oh(qh.size()), eoh(qh.size());
   if (p.wantProbs) {
     r.probs.assign(size_t(batch * p.heads * seqLen * kvSeq), 0.0);
@@ -1389,6 +1503,9 @@ Reference referenceWithBound(const BlockParams &p,
             p.outProj ? eohMag.data() : nullptr);
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
+  if (bf16Gemm && p.outProj)
+    for (size_t i = 0; i < o.size(); ++i)
+      eo[i] += uA * (std::fabs(o[i]) + eo[i]) + absA;
   if (!p.outProj) {
     r.y = std::move(o);
     r.bound = std::move(eo);

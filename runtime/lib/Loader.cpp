@@ -65,7 +65,8 @@ std::string isaEnvProblem() {
   const char *env = std::getenv("ATTNC_ISA");
   if (!env || !*env)
     return "";
-  for (const char *name : {"avx512", "avx2", "x86-64", "x86-avx512", "x86-avx2"})
+  for (const char *name : {"avx512bf16", "avx512", "avx2", "x86-64", "x86-avx512-bf16",
+                           "x86-avx512", "x86-avx2"})
     if (strcasecmp(env, name) == 0)
       return "";
   std::string shown;
@@ -74,7 +75,7 @@ std::string isaEnvProblem() {
   if (std::strlen(env) > 64)
     shown += "...";
   return "ATTNC_ISA='" + shown +
-         "' is not one of x86-avx512, x86-avx2, x86-64 (or avx512, avx2; case-insensitive; it caps the "
+         "' is not one of x86-avx512-bf16, x86-avx512, x86-avx2, x86-64 (or avx512bf16, avx512, avx2; case-insensitive; it caps the "
          "kernel's code path: unset it to let the library choose)";
 }
 
@@ -313,9 +314,6 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (dtypeBytes(info.weight_dtype) == 0)
     return bad("unknown weight_dtype value " + std::to_string(info.weight_dtype));
-  if (info.weight_dtype != ATTNC_DTYPE_F32)
-    return bad(std::string("weight_dtype ") + nameOf("dtype", info.weight_dtype) +
-               " is not supported by this runtime");
   if (std::string tpWhy = checkTensorParallel(info); !tpWhy.empty())
     return bad(tpWhy);
   if (std::string ropeWhy = checkRope(info); !ropeWhy.empty())
@@ -378,10 +376,7 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (dtypeBytes(info.dtype) == 0)
     return bad("unknown dtype value " + std::to_string(info.dtype));
-  if (info.dtype != ATTNC_DTYPE_F32)
-    return bad(std::string("dtype ") + nameOf("dtype", info.dtype) +
-               " is not supported by this runtime");
-  if (info.isa > ATTNC_ISA_CUDA_SM90)
+  if (info.isa > ATTNC_ISA_AVX512_BF16)
     return bad("unknown isa value " + std::to_string(info.isa));
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
     return bad("unknown weight_layout value " +
@@ -482,11 +477,10 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
     return bad("weights are implausibly large (" + num(weightFloats) +
                " floats; a spec allows fewer than 2^31)");
   // The packed buffer holds every role the kernel reads (a tensor-parallel
-  // rank: its heads' share) once: projection weights in weight_dtype's
-  // bytes, the rest in float32's.
+  // rank: its heads' share) once, every element in weight_dtype.
   int64_t minBytes = 0;
   for (const RoleRect &r : storageLayout(paramsFromInfo(info)).roles)
-    minBytes += r.rows * r.cols * (r.role[0] == 'w' ? dtypeBytes(info.weight_dtype) : 4);
+    minBytes += r.rows * r.cols * dtypeBytes(info.weight_dtype);
   const int64_t maxBytes = maxPacked * 4;
   if (info.packed_bytes < minBytes || info.packed_bytes > maxBytes)
     return bad("packed_bytes is " + num(info.packed_bytes) +
@@ -671,7 +665,7 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   const uint32_t selected = info->selected_isa();
   if (selected != ATTNC_ISA_NONE &&
       (isCudaIsa(info->isa) ? selected != info->isa
-                            : selected > ATTNC_ISA_HOST))
+                            : selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_AVX512_BF16))
     return fail(LoadError::BadMetadata,
                 "selected_isa() returned " + std::to_string(selected) +
                     (isCudaIsa(info->isa)
@@ -736,7 +730,21 @@ int Kernel::packFloat(const std::vector<const float *> &weights,
     return ATTNC_ERR_NULL_ARG;
   if (info_->weight_dtype == ATTNC_DTYPE_F32)
     return pack(std::vector<const void *>(weights.begin(), weights.end()), packed);
-  return ATTNC_ERR_ARGS; // no other weight dtype loads yet (checkInfo)
+  // bf16/f16 weights: each tensor rounded to the weight dtype first.
+  if (weights.size() != info_->num_weights)
+    return ATTNC_ERR_BUFFER_SIZE;
+  std::vector<std::vector<uint16_t>> narrow(weights.size());
+  std::vector<const void *> ptrs;
+  for (uint32_t i = 0; i < info_->num_weights; ++i) {
+    if (!weights[i])
+      return ATTNC_ERR_NULL_ARG;
+    int64_t n = 0; // validated at load: cannot overflow
+    checkedMul(info_->weights[i].dims[0], info_->weights[i].dims[1], n);
+    narrow[i].resize(static_cast<size_t>(n));
+    fromFloat(info_->weight_dtype, weights[i], narrow[i].data(), n);
+    ptrs.push_back(narrow[i].data());
+  }
+  return pack(ptrs, packed);
 }
 
 bool Kernel::checkShape(int64_t batch, int64_t seqLen, std::string &why) const {

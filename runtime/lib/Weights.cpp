@@ -13,6 +13,7 @@
 
 #include "TensorFile.h"
 #include "attnc/runtime/Files.h"
+#include "attnc/runtime/Block.h"
 
 #include <cctype>
 #include <cstdio>
@@ -27,7 +28,8 @@ using namespace attnrt::tensorfile;
 struct attnrt_weights {
   std::vector<std::vector<float>> buffers;
   std::vector<const float *> pointers;
-  std::vector<const void *> data; // the same buffers (weight_dtype f32)
+  std::vector<const void *> data; // the buffers, or `narrow` (bf16/f16)
+  std::vector<std::vector<uint16_t>> narrow; // weight_dtype bf16/f16
   std::vector<int64_t> floats;
   std::vector<std::string> sources;
   std::vector<std::string> notes;
@@ -151,9 +153,14 @@ struct Loader {
                "torch_in_proj and separate store (out, in))";
       return error(ATTNRT_WEIGHTS_ERR_SHAPE, msg);
     }
-    if (tensor.dtype != DType::F32)
-      w.notes.push_back(what + ": " + dtypeName(tensor.dtype) +
-                        " converted to float32");
+    // What the kernel stores it as (weight_dtype): a note when that is
+    // not the file's type.
+    const DType kernelType = info.weight_dtype == ATTNC_DTYPE_BF16  ? DType::BF16
+                             : info.weight_dtype == ATTNC_DTYPE_F16 ? DType::F16
+                                                                    : DType::F32;
+    if (tensor.dtype != kernelType)
+      w.notes.push_back(what + ": " + dtypeName(tensor.dtype) + " converted to " +
+                        dtypeName(kernelType));
     data.insert(data.end(), tensor.data.begin(), tensor.data.end());
     return ATTNRT_WEIGHTS_OK;
   }
@@ -363,10 +370,23 @@ struct Loader {
       w.sources.push_back(source);
       w.buffers.push_back(std::move(data));
     }
-    for (const auto &b : w.buffers) {
+    // A bf16/f16 kernel packs its weights in that type: a bf16 (f16)
+    // checkpoint's values widen to float32 exactly and come back to the
+    // same bits here; float32 ones are rounded (RNE, with a note).
+    const bool narrowW = info.weight_dtype != ATTNC_DTYPE_F32;
+    for (size_t t = 0; t < w.buffers.size(); ++t) {
+      const auto &b = w.buffers[t];
       w.pointers.push_back(b.data());
-      w.data.push_back(b.data());
+      if (!narrowW) {
+        w.data.push_back(b.data());
+        continue;
+      }
+      std::vector<uint16_t> n(b.size());
+      attnrt::fromFloat(info.weight_dtype, b.data(), n.data(), int64_t(b.size()));
+      w.narrow.push_back(std::move(n));
     }
+    for (const auto &n : w.narrow)
+      w.data.push_back(n.data());
     warnMissingFeatures(all, under, w);
     return ATTNRT_WEIGHTS_OK;
   }

@@ -1,6 +1,10 @@
 /* peak_fma: the machine's FP32 FMA throughput, measured.
  *
- *   peak_fma [avx512|avx2] THREADS SECONDS
+ *   peak_fma [avx512|avx2|bf16] THREADS SECONDS
+ *
+ * bf16: the same with AVX512-BF16's vdpbf16ps (two bf16 products summed
+ * into each of 16 float32 lanes: 64 FLOP per instruction), the peak of
+ * attnc's x86-avx512-bf16 GEMMs; "unsupported" when the CPU lacks it.
  *
  * Each thread runs 24 independent FMA chains (more than latency x ports, so
  * the FMA units, not the dependences, are the limit) on 16-lane (AVX-512) or
@@ -21,7 +25,7 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-static int avx512;
+static int avx512, bf16;
 static double seconds;
 static volatile float sink;
 
@@ -75,11 +79,32 @@ __attribute__((target("avx2,fma"))) static double run256(void) {
   return 2.0 * 8 * 12 * ITERS / dt / 1e9;
 }
 
+__attribute__((target("avx512f,avx512bf16"))) static double runbf16(void) {
+  __m512bh m = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i), b##i = _mm512_set1_ps((float)i + 0.5f);
+  ACC12(DECL)
+#undef DECL
+  double t0 = now();
+  for (long it = 0; it < ITERS; ++it) {
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, m, c); b##i = _mm512_dpbf16_ps(b##i, m, c);
+    ACC12(STEP)
+#undef STEP
+    __asm__ volatile("" ::: "memory");
+  }
+  double dt = now() - t0;
+  __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(a##i, b##i));
+  ACC12(SUM)
+#undef SUM
+  sink = _mm512_reduce_add_ps(s);
+  return 2.0 * 32 * 24 * ITERS / dt / 1e9;
+}
+
 static void *worker(void *arg) {
   double *best = arg, end = now() + seconds;
   *best = 0;
   while (now() < end) {
-    double g = avx512 ? run512() : run256();
+    double g = bf16 ? runbf16() : avx512 ? run512() : run256();
     if (g > *best) *best = g;
   }
   return NULL;
@@ -87,10 +112,16 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: peak_fma avx512|avx2 THREADS SECONDS\n");
+    fprintf(stderr, "usage: peak_fma avx512|avx2|bf16 THREADS SECONDS\n");
     return 2;
   }
   avx512 = strcmp(argv[1], "avx512") == 0;
+  bf16 = strcmp(argv[1], "bf16") == 0;
+  __builtin_cpu_init();
+  if (bf16 && !__builtin_cpu_supports("avx512bf16")) {
+    printf("peak_fma: bf16 unsupported (no AVX512-BF16)\n");
+    return 0;
+  }
   int n = atoi(argv[2]);
   seconds = atof(argv[3]);
   pthread_t th[64];

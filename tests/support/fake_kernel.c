@@ -47,6 +47,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,7 +322,65 @@ static void project(const float *in, const float *wa, const float *ba,
     }
 }
 
+static int fake_attn_forward_f32(const attnc_forward_args *a);
+
+/* dtype=1 (bf16): x, x_kv in and y, probs out as bfloat16 (RNE), the
+ * arithmetic in float as for float32; everything else the same. */
+static float bf16_to_f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+static uint16_t f_to_bf16(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float *widened(const void *p, int64_t n) {
+  float *f = (float *)malloc((size_t)(n > 0 ? n : 1) * 4);
+  int64_t i;
+  for (i = 0; f && i < n; ++i)
+    f[i] = bf16_to_f(((const uint16_t *)p)[i]);
+  return f;
+}
+
 int fake_attn_forward(const attnc_forward_args *a) {
+  attnc_forward_args c;
+  float *x, *xkv = 0, *y, *probs = 0;
+  int64_t i;
+  int rc;
+  if (!a || g_info.dtype != ATTNC_DTYPE_BF16 || !a->x || !a->y)
+    return fake_attn_forward_f32(a);
+  c = *a;
+  x = widened(a->x, a->x_elems);
+  y = (float *)calloc((size_t)(a->y_elems > 0 ? a->y_elems : 1), 4);
+  if (a->x_kv)
+    xkv = widened(a->x_kv, a->x_kv_elems);
+  if (a->probs)
+    probs = (float *)calloc((size_t)(a->probs_elems > 0 ? a->probs_elems : 1), 4);
+  c.x = x;
+  c.y = y;
+  if (a->x_kv)
+    c.x_kv = xkv;
+  if (a->probs)
+    c.probs = probs;
+  rc = fake_attn_forward_f32(&c);
+  for (i = 0; rc == ATTNC_OK && i < a->y_elems; ++i)
+    ((uint16_t *)a->y)[i] = f_to_bf16(y[i]);
+  for (i = 0; rc == ATTNC_OK && probs && i < a->probs_elems; ++i)
+    ((uint16_t *)a->probs)[i] = f_to_bf16(probs[i]);
+  free(x);
+  free(y);
+  free(xkv);
+  free(probs);
+  return rc;
+}
+
+static int fake_attn_forward_f32(const attnc_forward_args *a) {
   int64_t rows, kv_rows = 0, kv_seq, j, c, r, b;
   float *qkv, *o, *kvbuf, *k_cache, *v_cache, *y;
   int64_t cache_elems, cache_len;

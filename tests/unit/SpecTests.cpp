@@ -242,6 +242,7 @@ TEST_CASE("printSpec resolves defaults in schema order", "[spec]") {
         "weights: gpt2_conv1d\n"
         "max_seq_len: unbounded\n"
         "dtype: f32\n"
+        "weight_dtype: f32\n"
         "outputs: [y]\n"
         "decode: false\n"
         "cross_attention: false\n");
@@ -409,7 +410,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
   CHECK(errorOf(kBase + "frobnicate: 1\n") ==
         "t.yaml:4:1: error: unknown key 'frobnicate': expected one of name, "
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
-        "bias, out_proj, scale, weights, max_seq_len, dtype, outputs, "
+        "bias, out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, "
         "decode, cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias, "
         "tensor_parallel");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
@@ -597,14 +598,24 @@ TEST_CASE("packed layouts need heads * head_dim == d_model", "[spec][error]") {
 }
 
 TEST_CASE("dtype", "[spec][error]") {
-  CHECK(errorOf(kBase + "dtype: bf16\n") ==
-        "t.yaml:4:8: error: dtype: expected f32 (bf16 is not supported yet), "
-        "found 'bf16'");
-  CHECK(errorOf(kBase + "dtype: f16\n") ==
-        "t.yaml:4:8: error: dtype: expected f32 (f16 is not supported yet), "
-        "found 'f16'");
   CHECK(errorOf(kBase + "dtype: f64\n") ==
-        "t.yaml:4:8: error: dtype: expected f32, found 'f64'");
+        "t.yaml:4:8: error: dtype: expected one of f32, bf16, f16, found 'f64'");
+  CHECK(errorOf(kBase + "weight_dtype: int8\n") ==
+        "t.yaml:4:15: error: weight_dtype: expected one of f32, bf16, f16, found 'int8'");
+  // weight_dtype defaults to dtype; either may differ from the other.
+  attnc::Spec s = specOf(kBase + "dtype: bf16\n");
+  CHECK(s.dtype == attnc::DType::BF16);
+  CHECK(s.weightDtype == attnc::DType::BF16);
+  s = specOf(kBase + "dtype: f16\nweight_dtype: f32\n");
+  CHECK(s.dtype == attnc::DType::F16);
+  CHECK(s.weightDtype == attnc::DType::F32);
+  s = specOf(kBase);
+  CHECK(s.dtype == attnc::DType::F32);
+  CHECK(s.weightDtype == attnc::DType::F32);
+  CHECK(attnc::unsupportedOnCuda(specOf(kBase + "weight_dtype: bf16\n")) ==
+        "t.yaml:4:15: error: weight_dtype: bf16 is not supported by the CUDA target "
+        "yet (bf16/f16 storage runs on the x86 targets)");
+  CHECK(attnc::unsupportedOnCuda(specOf(kBase)).empty());
 }
 
 TEST_CASE("window only with sliding_window, and required with it",
@@ -717,7 +728,7 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
   CHECK(errorOf("foo: 1\nheads: y\n") ==
         "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
-        "out_proj, scale, weights, max_seq_len, dtype, outputs, decode, "
+        "out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, decode, "
         "cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias, tensor_parallel");
 }
 

@@ -193,7 +193,7 @@ const char *kUsage =
     "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
     "--check) are usage errors.\n"
     "\n"
-    "environment: ATTNC_ISA=avx512|avx2|x86-64 (any case) caps the code path\n"
+    "environment: ATTNC_ISA=avx512bf16|avx512|avx2|x86-64 (any case) caps the code path\n"
     "a CPU kernel runs (e.g. avx2 on an AVX-512 machine); another value is an\n"
     "input error (2).\n"
     "\n"
@@ -221,6 +221,15 @@ const char *statusText(int rc) { return attnrt::statusText(rc); }
 // Every enum value in its one spelling (abi_names.def, through Block.h).
 const char *maskName(uint32_t m) { return attnrt::nameOf("mask", m); }
 const char *layoutName(uint32_t l) { return attnrt::nameOf("layout", l); }
+
+const char *isaName(uint32_t isa);
+/// The kernel's isa: a multi library with bf16 weights has the
+/// AVX512-BF16 path first (attnc-set-target).
+const char *isaName(const attnc_kernel_info &ki) {
+  if (ki.isa == ATTNC_ISA_MULTI && ki.weight_dtype == ATTNC_DTYPE_BF16)
+    return "multi (x86-avx512-bf16, x86-avx512, x86-avx2)";
+  return isaName(ki.isa);
+}
 
 const char *isaName(uint32_t isa) {
   // The multi library's code paths and "none" spelled out.
@@ -712,6 +721,8 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   }
   j.set("isa", attnrt::isaName(ki.isa));
   JsonValue paths = JsonValue::array();
+  if (ki.isa == ATTNC_ISA_MULTI && ki.weight_dtype == ATTNC_DTYPE_BF16)
+    paths.push(attnrt::isaName(ATTNC_ISA_AVX512_BF16));
   if (ki.isa == ATTNC_ISA_MULTI)
     paths.push(attnrt::isaName(ATTNC_ISA_AVX512)).push(attnrt::isaName(ATTNC_ISA_AVX2));
   else
@@ -796,7 +807,7 @@ void printInfo(const attnrt::Kernel &k) {
                     ? (", long table past length " + std::to_string(ki.rope_long_from)).c_str()
                     : "");
   const uint32_t selected = k.selectedIsa();
-  std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki.isa),
+  std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki),
               noneWhy(k, selected).empty()
                   ? isaName(selected)
                   : ("none (" + noneWhy(k, selected) + ")").c_str(),
@@ -1275,7 +1286,7 @@ static int runMain(int argc, char **argv) {
   }
   if (!o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": this CPU has none of the library's code paths (built "
-          "for " + isaName(ki.isa) + ", " + ki.target_cpu +
+          "for " + isaName(ki) + ", " + ki.target_cpu +
           "); nothing to run" +
           (std::getenv("ATTNC_ISA") && *std::getenv("ATTNC_ISA")
                ? std::string(" (ATTNC_ISA=") + std::getenv("ATTNC_ISA") +
@@ -1566,6 +1577,20 @@ static int runMain(int argc, char **argv) {
     return kExitFailed;
   }
   std::vector<float> y(static_cast<size_t>(yFloats));
+  // A bf16/f16 kernel (dtype) reads and writes its activations in that
+  // type: the float values here go in rounded to it (RNE) and come back
+  // widened. The caches are host float vectors of cacheFloats elements:
+  // more than the kernel's narrower elements need.
+  const uint32_t actDtype = ki.dtype;
+  const bool narrowAct = actDtype != ATTNC_DTYPE_F32;
+  auto toKernel = [&](const std::vector<float> &v) {
+    std::vector<unsigned char> out(v.size() * size_t(attnrt::dtypeBytes(actDtype)));
+    attnrt::fromFloat(actDtype, v.data(), out.data(), int64_t(v.size()));
+    return out;
+  };
+  auto fromKernel = [&](const std::vector<unsigned char> &b, float *v, size_t n) {
+    attnrt::toFloat(actDtype, b.data(), v, int64_t(n));
+  };
   // A kernel with the probs feature always gets the buffer: --check
   // compares it, --probs and --heatmap show it.
   std::vector<float> probs(static_cast<size_t>(probsFloats));
@@ -1605,7 +1630,17 @@ static int runMain(int argc, char **argv) {
            dPositions.upload(positions.data(), positions.size() * i4, msg) &&
            dYTok.fill(0xff, msg);
   };
+  std::vector<unsigned char> xTokK, yTokK; // narrowAct: the kernel's
   auto launchStep = [&]() {
+    if (!o.cuda && narrowAct) {
+      xTokK = toKernel(xTok);
+      yTokK.assign(yTok.size() * 2, 0);
+      int r = k.decode(packed.data(), xTokK.data(), yTokK.data(), batch, 1,
+                       positions.data(), kCache.data(), vCache.data(), seq,
+                       decodeWs, threads);
+      fromKernel(yTokK, yTok.data(), yTok.size());
+      return r;
+    }
     if (!o.cuda)
       return k.decode(packed.data(), xTok.data(), yTok.data(), batch, 1,
                       positions.data(), kCache.data(), vCache.data(), seq,
@@ -1677,8 +1712,15 @@ static int runMain(int argc, char **argv) {
         pv.kCache = kCache.data();
         pv.vCache = vCache.data();
         pv.cacheLen = seq;
-        rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill,
-                       pv, nullptr, ws, threads);
+        if (narrowAct) {
+          std::vector<unsigned char> xk = toKernel(xp), yk(yp.size() * 2);
+          rc = k.forward(packed.data(), xk.data(), yk.data(), batch, prefill,
+                         pv, nullptr, ws, threads);
+          fromKernel(yk, yp.data(), yp.size());
+        } else {
+          rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill,
+                         pv, nullptr, ws, threads);
+        }
       } else {
         if (!dX.allocate(xp.size() * f4, "the prefill's x", msg) ||
             !dY.allocate(yp.size() * f4, "the prefill's y", msg) ||
@@ -1717,6 +1759,24 @@ static int runMain(int argc, char **argv) {
       const int ex = decodeStep(pos);
       if (ex >= 0)
         return ex;
+    }
+  } else if (!o.cuda && narrowAct) {
+    std::vector<unsigned char> xk = toKernel(x), yk(y.size() * 2),
+        pk(probsPtr ? probs.size() * 2 : 0), xkv;
+    attnrt::VariantInputs v = variants;
+    if (v.xKv) {
+      xkv = toKernel(xKv);
+      v.xKv = xkv.data();
+    }
+    rc = k.forward(packed.data(), xk.data(), yk.data(), batch, seq, v,
+                   probsPtr ? pk.data() : nullptr, ws, threads);
+    fromKernel(yk, y.data(), y.size());
+    if (probsPtr)
+      fromKernel(pk, probs.data(), probs.size());
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
+            " (" + statusText(rc) + ")");
+      return kExitFailed;
     }
   } else if (!o.cuda) {
     rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
@@ -1974,7 +2034,7 @@ static int runMain(int argc, char **argv) {
     const int64_t rowsRead =
         ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
     double bytes = double(ki.packed_bytes) +
-                   4.0 * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
+                   double(attnrt::dtypeBytes(ki.dtype)) * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
     const std::string where =
         o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) +
                      ")"
@@ -2040,10 +2100,27 @@ static int runMain(int argc, char **argv) {
     }
   } else if (o.bench > 0) {
     std::vector<double> ms;
+    // bf16/f16: the inputs converted once, outside the timed calls.
+    std::vector<unsigned char> xk, yk, pk, xkv;
+    const void *xIn = x.data();
+    void *yOut = y.data(), *probsOut = probsPtr;
+    attnrt::VariantInputs bv = variants;
+    if (narrowAct) {
+      xk = toKernel(x);
+      yk.assign(y.size() * 2, 0);
+      pk.assign(probsPtr ? probs.size() * 2 : 0, 0);
+      if (bv.xKv) {
+        xkv = toKernel(xKv);
+        bv.xKv = xkv.data();
+      }
+      xIn = xk.data();
+      yOut = yk.data();
+      probsOut = probsPtr ? pk.data() : nullptr;
+    }
     for (int64_t i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
-                     probsPtr, ws, threads);
+      rc = k.forward(packed.data(), xIn, yOut, batch, seq, bv,
+                     probsOut, ws, threads);
       auto t1 = std::chrono::steady_clock::now();
       if (rc != ATTNC_OK) {
         error(std::string(ki.name) + "_forward returned " +

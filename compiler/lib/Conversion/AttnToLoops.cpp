@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
 #include "LoopBuilders.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Target/Isa.h"
@@ -247,6 +248,15 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
   }
   if (isa<func::ReturnOp>(op))
     return success();
+  if (auto t = dyn_cast<arith::TruncFOp>(op)) {
+    // y rounded to a narrower dtype on the way out (MLIRGen): the producer
+    // computes in a float32 buffer, this op's result is the output.
+    if (!isa<RankedTensorType>(t.getType()))
+      return op->emitOpError("attn-to-loops rounds tensors only");
+    Value in = map.lookup(t.getIn());
+    map.map(t.getResult(), allocFor(t.getResult(), resolve(t.getResult(), dimsOf(in))));
+    return success();
+  }
   if (auto l = dyn_cast<LinearOp>(op)) {
     Value in = map.lookup(l.getInput());
     auto d = dimsOf(in);
@@ -387,7 +397,9 @@ void FunctionLowering::copy(ImplicitLocOpBuilder &c, Value src, Value dst) {
   linalg::GenericOp::create(c, ValueRange{src}, ValueRange{dst},
                             ArrayRef<AffineMap>{id, id}, it,
                             [](OpBuilder &nb, Location loc, ValueRange args) {
-                              linalg::YieldOp::create(nb, loc, args[0]);
+                              ImplicitLocOpBuilder ib(loc, nb);
+                              linalg::YieldOp::create(
+                                  nb, loc, attnc::convertFloat(ib, args[0], args[1].getType()));
                             });
 }
 
@@ -410,7 +422,9 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
     linalg::GenericOp::create(c, ValueRange{bias}, ValueRange{out},
                               ArrayRef<AffineMap>{bm, id}, par,
                               [](OpBuilder &nb, Location loc, ValueRange a) {
-                                linalg::YieldOp::create(nb, loc, a[0]);
+                                ImplicitLocOpBuilder ib(loc, nb);
+                                linalg::YieldOp::create(
+                                    nb, loc, attnc::convertFloat(ib, a[0], a[1].getType()));
                               });
   } else {
     Type et = oty.getElementType();
@@ -438,7 +452,10 @@ void FunctionLowering::linear(ImplicitLocOpBuilder &c, Value in, Value w,
                           AffineMap::get(r + 1, 0, we, ctx),
                           AffineMap::get(r + 1, 0, ye, ctx)},
       it, [](OpBuilder &nb, Location loc, ValueRange a) {
-        Value p = arith::MulFOp::create(nb, loc, a[0], a[1]);
+        ImplicitLocOpBuilder ib(loc, nb);
+        Type f = a[2].getType(); // bf16/f16 inputs or weights: widened
+        Value p = arith::MulFOp::create(nb, loc, attnc::convertFloat(ib, a[0], f),
+                                        attnc::convertFloat(ib, a[1], f));
         linalg::YieldOp::create(nb, loc, arith::AddFOp::create(nb, loc, a[2], p).getResult());
       });
 }
@@ -488,6 +505,22 @@ LogicalResult FunctionLowering::emit(Operation *op) {
       return op->emitOpError("attn-to-loops: a packed weight needs a rank-3 "
                              "f32 input");
     oneTask([&](ImplicitLocOpBuilder &c) { linear(c, in, w, bias, out); });
+  } else if (auto t = dyn_cast<arith::TruncFOp>(op)) {
+    // One task per (batch, row): the rows converted to the output's type.
+    Value src = map.lookup(t.getIn()), dst = map.lookup(t.getResult());
+    Value d0 = memref::DimOp::create(b, dst, 0), d1 = memref::DimOp::create(b, dst, 1);
+    attnc::taskLoop(b, arith::MulIOp::create(b, d0, d1), [&](ImplicitLocOpBuilder &c, Value task) {
+      int64_t rank = cast<MemRefType>(dst.getType()).getRank();
+      SmallVector<OpFoldResult> offs{arith::DivUIOp::create(c, task, d1).getResult(),
+                                     arith::RemUIOp::create(c, task, d1).getResult()};
+      SmallVector<OpFoldResult> sizes(2, c.getIndexAttr(1)), ones(rank, c.getIndexAttr(1));
+      for (int64_t i = 2; i < rank; ++i) {
+        offs.push_back(c.getIndexAttr(0));
+        sizes.push_back(memref::DimOp::create(c, dst, i).getResult());
+      }
+      copy(c, memref::SubViewOp::create(c, src, offs, sizes, ones),
+           memref::SubViewOp::create(c, dst, offs, sizes, ones));
+    });
   } else if (isa<SliceOp, SplitHeadsOp>(op)) {
     Value src = aux[op][0], dst = map.lookup(op->getResult(0));
     oneTask([&](ImplicitLocOpBuilder &c) { copy(c, src, dst); });
@@ -532,7 +565,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
 /// of an attn.linear: then it can live in the packed panel layout.
 static bool packable(BlockArgument arg) {
   auto ty = dyn_cast<RankedTensorType>(arg.getType());
-  if (!ty || !ty.hasStaticShape() || !ty.getElementType().isF32() ||
+  if (!ty || !ty.hasStaticShape() || !isa<FloatType>(ty.getElementType()) ||
       arg.use_empty())
     return false;
   for (OpOperand &use : arg.getUses()) {
@@ -691,7 +724,13 @@ struct AttnToLoopsPass final
         }
         bool pack = f.getArgAttr(a.getArgNumber(), "attn.weight") && packable(a);
         packedArg.push_back(pack);
-        if (pack && rt.getRank() == 2) {
+        if (pack && rt.getRank() == 2 && rt.getElementType().isBF16()) {
+          // bf16: (k, k+1) pairs side by side, the operand order of
+          // vdpbf16ps ([P][ceil(K/2)][panel][2]; a zero row past an odd K).
+          int64_t k = rt.getDimSize(0), nCols = rt.getDimSize(1);
+          args.push_back(MemRefType::get({(nCols + panel - 1) / panel, (k + 1) / 2, 2 * panel},
+                                         rt.getElementType()));
+        } else if (pack && rt.getRank() == 2) {
           int64_t k = rt.getDimSize(0), nCols = rt.getDimSize(1);
           args.push_back(MemRefType::get({(nCols + panel - 1) / panel, k, panel},
                                          rt.getElementType()));
@@ -723,6 +762,8 @@ struct AttnToLoopsPass final
         if (packedArg[i]) {
           auto rt = cast<RankedTensorType>(f.getArgument(i).getType());
           nf.setArgAttr(i, "attn.panel", IntegerAttr::get(IndexType::get(ctx), panel));
+          if (rt.getRank() == 2 && rt.getElementType().isBF16())
+            nf.setArgAttr(i, "attn.pairs", UnitAttr::get(ctx));
           nf.setArgAttr(i, "attn.logical_shape",
                         DenseI64ArrayAttr::get(ctx, rt.getShape()));
         }

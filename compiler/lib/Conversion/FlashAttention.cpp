@@ -172,11 +172,9 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
       SmallVector<Value> pos(at);
       pos.push_back(idx(c, ch * vl));
       if (ch + 1 < dv || dTail == vl)
-        out.push_back(vector::LoadOp::create(c, vt, buf, pos));
+        out.push_back(attnc::loadVecF32(c, vt, buf, pos));
       else
-        out.push_back(vector::MaskedLoadOp::create(c, vt, buf, pos,
-                                                   laneMask(c, idx(c, dTail)),
-                                                   splat(c, 0.0)));
+        out.push_back(attnc::maskedLoadVecF32(c, vt, buf, pos, laneMask(c, idx(c, dTail))));
     }
     return out;
   };
@@ -218,7 +216,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     for (int64_t g = 0; g < gq; ++g) {
       // A sink starts the row as one more "key" of weight 1 at its logit.
       if (sinks) {
-        Value sk = memref::LoadOp::create(c, sinks, ValueRange{add(c, h0, g)});
+        Value sk = attnc::loadF32(c, sinks, ValueRange{add(c, h0, g)});
         init.push_back(vector::BroadcastOp::create(
             c, vt, arith::MulFOp::create(c, sk, f32Const(c, llvm::numbers::log2e))));
         init.push_back(splat(c, 1.0));
@@ -474,7 +472,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     // (log2 units); it has no value.
     Value sinkM = sinks ? vector::BroadcastOp::create(
                               c, vt, arith::MulFOp::create(
-                                         c, memref::LoadOp::create(c, sinks, ValueRange{h}),
+                                         c, attnc::loadF32(c, sinks, ValueRange{h}),
                                          fc(c, llvm::numbers::log2e))).getResult()
                         : Value();
     for (int64_t m = 0; m < mv; ++m)
@@ -502,7 +500,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                 qv.push_back(vector::LoadOp::create(c2, vt, QT, ValueRange{d, idx(c2, m * vl)}));
               for (int64_t jj = 0; jj < kr; ++jj) {
                 Value kb = vector::BroadcastOp::create(
-                    c2, vt, memref::LoadOp::create(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
+                    c2, vt, attnc::loadF32(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
                 for (int64_t m = 0; m < nv; ++m)
                   next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * nv + m]);
               }
@@ -651,10 +649,9 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
           for (int64_t ch = c0; ch < c0 + dc; ++ch) {
             SmallVector<Value> at{bi, hk, j, idx(c2, ch * vl)};
             if (ch + 1 < dv || dTail == vl)
-              vv.push_back(vector::LoadOp::create(c2, vt, v, at));
+              vv.push_back(attnc::loadVecF32(c2, vt, v, at));
             else
-              vv.push_back(vector::MaskedLoadOp::create(c2, vt, v, at, tailMask(c2),
-                                                        splat(c2, 0.0)));
+              vv.push_back(attnc::maskedLoadVecF32(c2, vt, v, at, tailMask(c2)));
           }
           for (int64_t i = 0; i < rr; ++i) {
             Value p = vector::BroadcastOp::create(
@@ -733,6 +730,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("attn-to-loops needs f32 operands with a static head_dim");
   const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
+  const bool f32Probs = cast<MemRefType>(p.getType()).getElementType().isF32();
   auto idx = indexConst;
   auto fc = f32Const;
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
@@ -758,7 +756,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
     Value zero = idx(c, 0);
     loop(c, zero, tq, {}, [&](ImplicitLocOpBuilder &c1, Value i, ValueRange) {
       loop(c1, zero, tkv, {}, [&](ImplicitLocOpBuilder &c2, Value j, ValueRange) {
-        memref::StoreOp::create(c2, fc(c2, 0.0), p, ValueRange{bi, h, i, j});
+        attnc::storeF32(c2, fc(c2, 0.0), p, ValueRange{bi, h, i, j});
         return SmallVector<Value>{};
       });
       Value diag = arith::AddIOp::create(c1, i, off);
@@ -771,7 +769,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
         scf::ForOp dot = loop(c2, zero, idx(c2, D), ValueRange{fc(c2, 0.0)},
             [&](ImplicitLocOpBuilder &c3, Value d, ValueRange a) {
               Value x = memref::LoadOp::create(c3, q, ValueRange{bi, h, i, d});
-              Value y = memref::LoadOp::create(c3, k, ValueRange{bi, hk, j, d});
+              Value y = attnc::loadF32(c3, k, ValueRange{bi, hk, j, d});
               return SmallVector<Value>{arith::AddFOp::create(
                   c3, a[0], arith::MulFOp::create(c3, x, y))};
             });
@@ -785,21 +783,25 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op,
       Value m = mx.getResult(0);
       Value sum0 = fc(c1, 0.0);
       if (sinks) { // the sink: one more term of the denominator
-        Value sk = memref::LoadOp::create(c1, sinks, ValueRange{h});
+        Value sk = attnc::loadF32(c1, sinks, ValueRange{h});
         m = arith::MaximumFOp::create(c1, m, sk);
         sum0 = math::ExpOp::create(c1, arith::SubFOp::create(c1, sk, m));
       }
       scf::ForOp sum = loop(c1, jLo, jHi, ValueRange{sum0},
           [&](ImplicitLocOpBuilder &c2, Value j, ValueRange a) {
             Value e = math::ExpOp::create(c2, arith::SubFOp::create(c2, score(c2, j), m));
-            memref::StoreOp::create(c2, e, p, ValueRange{bi, h, i, j});
+            if (f32Probs)
+              memref::StoreOp::create(c2, e, p, ValueRange{bi, h, i, j});
             return SmallVector<Value>{arith::AddFOp::create(c2, a[0], e)};
           });
       Value inv = arith::DivFOp::create(c1, fc(c1, 1.0), sum.getResult(0));
+      // A bf16/f16 output is rounded once: the exponential is computed
+      // again instead of read back rounded.
       loop(c1, jLo, jHi, {}, [&](ImplicitLocOpBuilder &c2, Value j, ValueRange) {
-        Value e = memref::LoadOp::create(c2, p, ValueRange{bi, h, i, j});
-        memref::StoreOp::create(c2, arith::MulFOp::create(c2, e, inv), p,
-                                ValueRange{bi, h, i, j});
+        Value e = f32Probs ? Value(memref::LoadOp::create(c2, p, ValueRange{bi, h, i, j}))
+                           : Value(math::ExpOp::create(
+                                 c2, arith::SubFOp::create(c2, score(c2, j), m)));
+        attnc::storeF32(c2, arith::MulFOp::create(c2, e, inv), p, ValueRange{bi, h, i, j});
         return SmallVector<Value>{};
       });
       return SmallVector<Value>{};

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include <limits>
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -28,6 +29,42 @@ scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
 scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
                        ValueRange init, LoopBody fn) {
   return loop(c, lb, ub, arith::ConstantIndexOp::create(c, 1), init, fn);
+}
+
+Value attnc::convertFloat(ImplicitLocOpBuilder &c, Value v, Type to) {
+  Type from = getElementTypeOrSelf(v.getType());
+  if (from == to)
+    return v;
+  Type t = to;
+  if (auto vt = dyn_cast<VectorType>(v.getType()))
+    t = VectorType::get(vt.getShape(), to);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(c, t, v);
+  return arith::TruncFOp::create(c, t, v);
+}
+
+static Type elementOf(Value mem) { return cast<MemRefType>(mem.getType()).getElementType(); }
+
+Value attnc::loadF32(ImplicitLocOpBuilder &c, Value mem, ValueRange at) {
+  return convertFloat(c, memref::LoadOp::create(c, mem, at), c.getF32Type());
+}
+
+Value attnc::loadVecF32(ImplicitLocOpBuilder &c, VectorType vt, Value mem, ValueRange at) {
+  auto st = VectorType::get(vt.getShape(), elementOf(mem));
+  return convertFloat(c, vector::LoadOp::create(c, st, mem, at), vt.getElementType());
+}
+
+Value attnc::maskedLoadVecF32(ImplicitLocOpBuilder &c, VectorType vt, Value mem,
+                              ValueRange at, Value mask) {
+  auto st = VectorType::get(vt.getShape(), elementOf(mem));
+  Value pass = arith::ConstantOp::create(
+      c, DenseElementsAttr::get(st, c.getFloatAttr(st.getElementType(), 0.0)));
+  return convertFloat(c, vector::MaskedLoadOp::create(c, st, mem, at, mask, pass),
+                      vt.getElementType());
+}
+
+void attnc::storeF32(ImplicitLocOpBuilder &c, Value v, Value mem, ValueRange at) {
+  memref::StoreOp::create(c, convertFloat(c, v, elementOf(mem)), mem, at);
 }
 
 void attnc::switchOnCount(
@@ -110,8 +147,9 @@ void attnc::buildCacheAppend(ImplicitLocOpBuilder &b, Value k, Value v,
         attnc::loop(c1, zero, tn, {}, [&](ImplicitLocOpBuilder &c2, Value t, ValueRange) {
           Value row = arith::AddIOp::create(c2, p0, t);
           attnc::loop(c2, zero, dd, {}, [&](ImplicitLocOpBuilder &c3, Value d, ValueRange) {
-            Value x = memref::LoadOp::create(c3, src, ValueRange{bi, h, t, d});
-            memref::StoreOp::create(c3, x, dst, ValueRange{bi, h, row, d});
+            // (the cache may be bf16/f16: rounded to it here)
+            Value x = attnc::loadF32(c3, src, ValueRange{bi, h, t, d});
+            attnc::storeF32(c3, x, dst, ValueRange{bi, h, row, d});
             return SmallVector<Value>{};
           });
           return SmallVector<Value>{};
@@ -345,7 +383,7 @@ Value attnc::ScoreMods::relBias(ImplicitLocOpBuilder &c, Value table, Value buck
   Value bucket = arith::FPToSIOp::create(c, c.getI64Type(),
                                          memref::LoadOp::create(c, buckets, ValueRange{at}));
   Value bi = arith::IndexCastOp::create(c, c.getIndexType(), bucket);
-  Value v = memref::LoadOp::create(c, table, ValueRange{bi, head});
+  Value v = attnc::loadF32(c, table, ValueRange{bi, head});
   return arith::MulFOp::create(
       c, v, arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(unit))));
 }
@@ -511,7 +549,7 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
         heads(c2, ValueRange{}, [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange) {
           Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
           Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
-          Value wv = memref::LoadOp::create(c4, w, ValueRange{wi});
+          Value wv = attnc::loadF32(c4, w, ValueRange{wi});
           if (offset != 0)
             wv = arith::AddFOp::create(c4, wv, f32c(c4, offset));
           Value y = arith::MulFOp::create(c4, arith::MulFOp::create(c4, v, r), wv);

@@ -47,6 +47,22 @@ mlir::scf::ForallOp
 taskLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value numTasks,
          llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)> fn);
 
+/// Storage types (dtype, weight_dtype): buffers may hold bf16 or f16; the
+/// kernels compute in float32. These load a scalar or a VL-vector as f32
+/// (arith.extf when the buffer is narrower) and store an f32 value or vector
+/// rounded to the buffer's type (arith.truncf, round to nearest even).
+mlir::Value loadF32(mlir::ImplicitLocOpBuilder &c, mlir::Value mem,
+                    mlir::ValueRange at);
+mlir::Value loadVecF32(mlir::ImplicitLocOpBuilder &c, mlir::VectorType vt,
+                       mlir::Value mem, mlir::ValueRange at);
+/// Masked: lanes off in `mask` read as 0.
+mlir::Value maskedLoadVecF32(mlir::ImplicitLocOpBuilder &c, mlir::VectorType vt,
+                             mlir::Value mem, mlir::ValueRange at, mlir::Value mask);
+void storeF32(mlir::ImplicitLocOpBuilder &c, mlir::Value v, mlir::Value mem,
+              mlir::ValueRange at);
+/// `v` (a float or a vector of floats) converted to `to`'s element type.
+mlir::Value convertFloat(mlir::ImplicitLocOpBuilder &c, mlir::Value v, mlir::Type to);
+
 /// y[b, t, :] = x[b, t, :] · W + bias over packed weights: wp is
 /// [P, K, panel] with wp[p, k, j] = W[k, p*panel + j] (zero past column n),
 /// bias (optional) [P*panel] zero-padded; x [B, T, K] and y [B, T, n] any

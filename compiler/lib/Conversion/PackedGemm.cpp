@@ -33,6 +33,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 using namespace mlir;
 
@@ -44,6 +45,30 @@ struct Gemm {
   Value x, wp, bias, y, rowLens;
   int64_t n, kDim, panel, vl, nr, mr, kc;
   VectorType vt;
+  /// bf16 panels hold (k, k+1) pairs per column ([P][ceil(K/2)][panel][2]):
+  /// `dot` multiplies them with vdpbf16ps (AVX512-BF16), else they are
+  /// widened in registers (lo = bits << 16, hi = bits & 0xffff0000).
+  bool pairs = false, dot = false;
+  /// dot: A (x) read as bf16 pairs straight from x (bf16, even K), or
+  /// from `scratch` (a row block's K block rounded to bf16 by the task).
+  bool directPairs = false;
+
+  Type i32() { return b.getI32Type(); }
+  VectorType ivt() { return VectorType::get({vl}, b.getI32Type()); }
+  VectorType pairVt() { return VectorType::get({2 * vl}, b.getBF16Type()); }
+
+  /// Column vector v of the panel half at k-pair kp: W[2kp, cols] and
+  /// W[2kp+1, cols] as f32 (pairs, no dot).
+  std::pair<Value, Value> widenPair(ImplicitLocOpBuilder &c, Value p, Value kp, int64_t col) {
+    Value raw = vector::LoadOp::create(c, pairVt(), wp, ValueRange{p, kp, idx(c, 2 * col)});
+    Value bits = vector::BitCastOp::create(c, ivt(), raw);
+    Value sh = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt(), c.getI32IntegerAttr(16)));
+    Value hiMask = arith::ConstantOp::create(
+        c, DenseElementsAttr::get(ivt(), c.getI32IntegerAttr(int32_t(0xffff0000u))));
+    Value lo = arith::ShLIOp::create(c, bits, sh);
+    Value hi = arith::AndIOp::create(c, bits, hiMask);
+    return {vector::BitCastOp::create(c, vt, lo), vector::BitCastOp::create(c, vt, hi)};
+  }
 
   Value idx(ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v);
@@ -58,6 +83,20 @@ struct Gemm {
 
   /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
   /// `valid[v]`: columns of vector v inside y (vl = full, 0 = none).
+  /// The bf16 pair (A[row, 2kp], A[row, 2kp+1]) broadcast to every lane
+  /// (dot): from x directly, or from the task's scratch [rows][kc] (row
+  /// index relative to the scratch's first row, kp relative to its K block).
+  Value pairBroadcast(ImplicitLocOpBuilder &c, Value src, ValueRange at) {
+    Value two = vector::LoadOp::create(c, VectorType::get({2}, c.getBF16Type()), src, at);
+    Value one = vector::BitCastOp::create(c, VectorType::get({1}, c.getI32Type()), two);
+    Value bits = vector::ExtractOp::create(c, one, ArrayRef<int64_t>{0});
+    Value all = vector::BroadcastOp::create(c, ivt(), bits);
+    return vector::BitCastOp::create(c, pairVt(), all);
+  }
+
+  Value scratch; ///< dot without directPairs: this task's A block in bf16
+  Value scratchRow0, scratchK0;
+
   void block(ImplicitLocOpBuilder &c, Value bi, Value r0, int64_t rows,
              Value p, int64_t half, Value col, ArrayRef<int64_t> valid,
              Value k0, Value k1, Value first) {
@@ -78,8 +117,7 @@ struct Gemm {
       Value zero = arith::ConstantOp::create(
           tb, DenseElementsAttr::get(vt, tb.getF32FloatAttr(0.0f)));
       for (int64_t v = 0; v < nv; ++v) {
-        Value bv = bias ? Value(vector::LoadOp::create(
-                              tb, vt, bias, ValueRange{add(tb, col, v * vl)}))
+        Value bv = bias ? attnc::loadVecF32(tb, vt, bias, ValueRange{add(tb, col, v * vl)})
                         : zero;
         for (int64_t i = 0; i < rows; ++i)
           vals.push_back(bv);
@@ -107,15 +145,73 @@ struct Gemm {
         }
       scf::YieldOp::create(eb, loaded);
     }
+    if (pairs) {
+      // k-pairs kp in [k0/2, ceil(k1/2)); K blocks start even (gemm_kc is).
+      Value kp0 = arith::DivUIOp::create(c, k0, idx(c, 2));
+      Value kp1 = arith::DivUIOp::create(c, add(c, k1, 1), idx(c, 2));
+      scf::ForOp kLoop = attnc::loop(
+          c, kp0, kp1, init.getResults(),
+          [&](ImplicitLocOpBuilder &ck, Value kp, ValueRange acc) {
+            SmallVector<Value> next(acc.begin(), acc.end());
+            if (dot) {
+              SmallVector<Value> wv;
+              for (int64_t v = 0; v < nv; ++v)
+                wv.push_back(vector::LoadOp::create(
+                    ck, pairVt(), wp, ValueRange{p, kp, idx(ck, 2 * (half * nr + v * vl))}));
+              for (int64_t i = 0; i < rows; ++i) {
+                Value a = directPairs
+                              ? pairBroadcast(ck, x, ValueRange{bi, add(ck, r0, i),
+                                                                arith::MulIOp::create(ck, kp, idx(ck, 2))})
+                              : pairBroadcast(ck, scratch,
+                                              ValueRange{add(ck, arith::SubIOp::create(ck, r0, scratchRow0), i),
+                                                         arith::MulIOp::create(
+                                                             ck, arith::SubIOp::create(ck, kp, scratchK0),
+                                                             idx(ck, 2))});
+                for (int64_t v = 0; v < nv; ++v)
+                  next[i * nv + v] = x86vector::DotBF16Op::create(ck, vt, acc[i * nv + v], a, wv[v]);
+              }
+              return next;
+            }
+            SmallVector<std::pair<Value, Value>> wv;
+            for (int64_t v = 0; v < nv; ++v)
+              wv.push_back(widenPair(ck, p, kp, half * nr + v * vl));
+            Value k = arith::MulIOp::create(ck, kp, idx(ck, 2));
+            Value k1i = add(ck, k, 1);
+            // Odd K: the last pair's second element is past the row.
+            Value inRow, kHi = k1i;
+            if (kDim % 2) {
+              inRow = arith::CmpIOp::create(ck, arith::CmpIPredicate::ult, k1i, idx(ck, kDim));
+              kHi = arith::MinUIOp::create(ck, k1i, idx(ck, kDim - 1));
+            }
+            for (int64_t i = 0; i < rows; ++i) {
+              Value a0 = attnc::loadF32(ck, x, ValueRange{bi, add(ck, r0, i), k});
+              Value a1 = attnc::loadF32(ck, x, ValueRange{bi, add(ck, r0, i), kHi});
+              if (inRow)
+                a1 = arith::SelectOp::create(ck, inRow, a1,
+                                             arith::ConstantOp::create(ck, ck.getF32FloatAttr(0.0f)));
+              Value b0 = vector::BroadcastOp::create(ck, vt, a0);
+              Value b1 = vector::BroadcastOp::create(ck, vt, a1);
+              for (int64_t v = 0; v < nv; ++v)
+                next[i * nv + v] = vector::FMAOp::create(
+                    ck, b1, wv[v].second,
+                    vector::FMAOp::create(ck, b0, wv[v].first, acc[i * nv + v]));
+            }
+            return next;
+          });
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < nv; ++v)
+          store(c, kLoop.getResult(i * nv + v), i, v);
+      return;
+    }
     scf::ForOp kLoop = attnc::loop(
         c, k0, k1, init.getResults(),
         [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
           SmallVector<Value> wv, next;
           for (int64_t v = 0; v < nv; ++v)
-            wv.push_back(vector::LoadOp::create(
-                ck, vt, wp, ValueRange{p, k, idx(ck, half * nr + v * vl)}));
+            wv.push_back(attnc::loadVecF32(ck, vt, wp,
+                                           ValueRange{p, k, idx(ck, half * nr + v * vl)}));
           for (int64_t i = 0; i < rows; ++i) {
-            Value a = memref::LoadOp::create(ck, x, ValueRange{bi, add(ck, r0, i), k});
+            Value a = attnc::loadF32(ck, x, ValueRange{bi, add(ck, r0, i), k});
             Value ab = vector::BroadcastOp::create(ck, vt, a);
             for (int64_t v = 0; v < nv; ++v)
               next.push_back(vector::FMAOp::create(ck, ab, wv[v], acc[i * nv + v]));
@@ -168,7 +264,8 @@ struct Gemm {
     // Panels per task: a group's K x panel slices fill at most half of L2,
     // and there are at least 8 groups where N allows (so a few threads can
     // share even a short GEMM evenly; tasks are taken dynamically).
-    int64_t panelBytes = kDim * panel * 4;
+    int64_t panelBytes =
+        kDim * panel * (cast<MemRefType>(wp.getType()).getElementTypeBitWidth() / 8);
     int64_t group = std::max<int64_t>(1, (t.getL2Bytes() / 2) / panelBytes);
     group = std::min({group, numPanels, (numPanels + 7) / 8});
     int64_t groups = (numPanels + group - 1) / group;
@@ -199,6 +296,31 @@ struct Gemm {
             Value k1 = arith::MinUIOp::create(ck, arith::AddIOp::create(ck, k0, idx(ck, kc)),
                                               idx(ck, kDim));
             Value first = arith::CmpIOp::create(ck, arith::CmpIPredicate::eq, k0, idx(ck, 0));
+            if (dot && !directPairs) {
+              // This task's rows of A in [k0, k1), rounded to bf16 once
+              // (zero past k1) for every panel of the group.
+              scratch = memref::AllocaOp::create(
+                  ck, MemRefType::get({mc, (kc + vl - 1) / vl * vl}, ck.getBF16Type()));
+              scratchRow0 = r0;
+              scratchK0 = arith::DivUIOp::create(ck, k0, idx(ck, 2));
+              Value kLen = arith::SubIOp::create(ck, k1, k0);
+              attnc::loop(ck, r0, r1, {}, [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+                Value row = arith::SubIOp::create(cr, r, r0);
+                attnc::loop(cr, idx(cr, 0), kLen, idx(cr, vl), {},
+                    [&](ImplicitLocOpBuilder &cc, Value kk, ValueRange) {
+                      Value m = vector::CreateMaskOp::create(
+                          cc, VectorType::get({vl}, cc.getI1Type()),
+                          ValueRange{arith::SubIOp::create(cc, kLen, kk)});
+                      Value v = attnc::maskedLoadVecF32(
+                          cc, vt, x, ValueRange{bi, r, arith::AddIOp::create(cc, k0, kk)}, m);
+                      vector::StoreOp::create(
+                          cc, attnc::convertFloat(cc, v, cc.getBF16Type()), scratch,
+                          ValueRange{row, kk});
+                      return SmallVector<Value>{};
+                    });
+                return SmallVector<Value>{};
+              });
+            }
             SmallVector<Half> wholeHalves;
             for (int64_t half = 0; half < panel / nr; ++half)
               wholeHalves.push_back({half, SmallVector<int64_t>(nr / vl, vl)});
@@ -237,9 +359,17 @@ void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::TargetAttr t,
                             Value x, Value wp, Value bias, Value y, int64_t n,
                             Value rowLens) {
   auto wt = cast<MemRefType>(wp.getType());
+  auto xt = cast<MemRefType>(x.getType());
   int64_t vl = t.getVectorWidth();
-  Gemm g{b, t, x, wp, bias, y, rowLens, n, wt.getDimSize(1), wt.getDimSize(2), vl,
+  const bool pairs = wt.getElementType().isBF16();
+  // Pairs: [P, ceil(K/2), 2 * panel]; K is x's (static) last dimension.
+  int64_t kDim = pairs ? xt.getDimSize(2) : wt.getDimSize(1);
+  int64_t panel = pairs ? wt.getDimSize(2) / 2 : wt.getDimSize(2);
+  Gemm g{b, t, x, wp, bias, y, rowLens, n, kDim, panel, vl,
          t.getGemmNr(), t.getGemmMr(), t.getGemmKc(),
          VectorType::get({vl}, b.getF32Type())};
+  g.pairs = pairs;
+  g.dot = pairs && vl == 16 && t.getFeatures().contains("+avx512bf16");
+  g.directPairs = xt.getElementType().isBF16() && kDim % 2 == 0;
   g.build();
 }

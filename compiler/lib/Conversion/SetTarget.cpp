@@ -91,6 +91,16 @@ struct SetTargetPass final
     }
     for (attnc::Isa path : attnc::codePaths(parsed))
       isas.push_back(attnc::isaName(path));
+    // bf16 weights: the multi library also has the AVX512-BF16 path
+    // (vdpbf16ps), first, so the glue prefers it where the CPU has it.
+    bool bf16Weights = false;
+    for (auto f : module.getOps<func::FuncOp>())
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (f.getArgAttr(i, "attn.weight"))
+          if (auto t = dyn_cast<ShapedType>(f.getArgumentTypes()[i]))
+            bf16Weights |= t.getRank() == 2 && t.getElementType().isBF16();
+    if (parsed == attnc::Isa::Multi && bf16Weights)
+      isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
     SmallVector<func::FuncOp> fns;
     for (auto f : module.getOps<func::FuncOp>()) {
       bool hasAttn = false;

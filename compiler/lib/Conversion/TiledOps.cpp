@@ -40,7 +40,7 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
     Value bias = optional(ctx, l.getBias());
     auto it = cast<MemRefType>(in.getType());
     return ctx.packedColumns(w) > 0 && (!bias || ctx.packedColumns(bias) > 0) &&
-           it.getRank() == 3 && it.getElementType().isF32();
+           it.getRank() == 3 && isa<FloatType>(it.getElementType());
   }
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto l = cast<LinearOp>(op);

@@ -10,6 +10,7 @@
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Target/PackPlan.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -20,7 +21,7 @@ using namespace attnc::attn;
 
 OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                                const Spec &spec) {
-  ctx.loadDialect<AttnDialect, func::FuncDialect>();
+  ctx.loadDialect<AttnDialect, func::FuncDialect, arith::ArithDialect>();
   auto locOf = [&](const char *key, const char *what) -> Location {
     SrcPos p = spec.posOf(key);
     Location file = FileLineColLoc::get(&ctx, spec.file, p.line, p.col);
@@ -33,12 +34,22 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   module->setAttr("attn.weight_storage", weightStorageAttr(&ctx, spec));
 
   Type f32 = b.getF32Type();
+  // Element types: the inputs and the KV cache in the spec's dtype, the
+  // storage weights in its weight_dtype; everything computed (projections,
+  // attention, y and probs) in float32 (the kernel glue rounds y and probs
+  // to the dtype on the way out).
+  auto elementType = [&](attnc::DType t) -> Type {
+    return t == attnc::DType::BF16 ? Type(b.getBF16Type())
+           : t == attnc::DType::F16 ? Type(b.getF16Type())
+                                    : f32;
+  };
+  Type actT = elementType(spec.dtype), wT = elementType(spec.weightDtype);
   const attnc::RopeTables rope_ = attnc::ropeTables(spec);
   int64_t dyn = ShapedType::kDynamic;
   int64_t d = spec.dModel, dh = spec.headDim;
   int64_t qw = spec.qWidth(), kvw = spec.kvWidth();
-  auto act = [&](int64_t w) { return RankedTensorType::get({dyn, dyn, w}, f32); };
-  auto cacheType = RankedTensorType::get({dyn, spec.kvHeads, dyn, dh}, f32);
+  auto act = [&](int64_t w) { return RankedTensorType::get({dyn, dyn, w}, actT); };
+  auto cacheType = RankedTensorType::get({dyn, spec.kvHeads, dyn, dh}, actT);
   auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
 
   // Builds @NAME (forward; with decode: true it also fills the caller's KV
@@ -52,7 +63,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     bool padding = spec.paddingMask() && !decodeEntry;
     bool cross = spec.crossAttention;
     bool cache = spec.decode;
-    SmallVector<Type> argTypes{decodeEntry ? RankedTensorType::get({dyn, 1, d}, f32)
+    SmallVector<Type> argTypes{decodeEntry ? RankedTensorType::get({dyn, 1, d}, actT)
                                            : act(d)};
     SmallVector<std::string> argNames{"x"};
     if (cross) {
@@ -79,10 +90,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     }
     const unsigned numInputs = argNames.size();
     auto addWeight = [&](const char *w, const char *bias, int64_t in, int64_t out) {
-      argTypes.push_back(RankedTensorType::get({in, out}, f32));
+      argTypes.push_back(RankedTensorType::get({in, out}, wT));
       argNames.push_back(w);
       if (spec.kernelHasBias(w[1])) {
-        argTypes.push_back(RankedTensorType::get({out}, f32));
+        argTypes.push_back(RankedTensorType::get({out}, wT));
         argNames.push_back(bias);
       }
     };
@@ -94,17 +105,17 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     // QK-norm weights: [head_dim], or the whole projection's width.
     const bool normAll = spec.qkNorm == attnc::Spec::QkNorm::Projection;
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {
-      argTypes.push_back(RankedTensorType::get({normAll ? qw : dh}, f32));
+      argTypes.push_back(RankedTensorType::get({normAll ? qw : dh}, wT));
       argNames.push_back("nq");
-      argTypes.push_back(RankedTensorType::get({normAll ? kvw : dh}, f32));
+      argTypes.push_back(RankedTensorType::get({normAll ? kvw : dh}, wT));
       argNames.push_back("nk");
     }
     if (spec.sinks) { // one logit per query head
-      argTypes.push_back(RankedTensorType::get({spec.heads}, f32));
+      argTypes.push_back(RankedTensorType::get({spec.heads}, wT));
       argNames.push_back("ss");
     }
     if (spec.t5Buckets) { // T5's table [buckets, heads]
-      argTypes.push_back(RankedTensorType::get({spec.t5Buckets, spec.heads}, f32));
+      argTypes.push_back(RankedTensorType::get({spec.t5Buckets, spec.heads}, wT));
       argNames.push_back("rb");
     }
     Type xType = argTypes[0];
@@ -116,11 +127,14 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       return RankedTensorType::get(
           {dyn, h, cast<RankedTensorType>(xType).getDimSize(1), dh}, f32);
     };
-    Type resultType = rowsOf(spec.outProj ? d : qw);
+    // y in the dtype (rounded from the float32 result by an arith.truncf),
+    // probs in the dtype (written rounded by the probs kernel).
+    auto yType = cast<RankedTensorType>(rowsOf(spec.outProj ? d : qw));
+    Type resultType = yType.clone(actT);
     bool wantProbs = spec.wantsProbs() && !decodeEntry;
     SmallVector<Type> resultTypes{resultType};
     if (wantProbs)
-      resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, f32));
+      resultTypes.push_back(RankedTensorType::get({dyn, spec.heads, dyn, dyn}, actT));
     if (cache) // the caches, updated (tied to the cache arguments)
       resultTypes.append({cacheType, cacheType});
 
@@ -263,6 +277,8 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     if (padding) // padding rows are zeros, not the output bias
       y = MaskRowsOp::create(b, locOf("mask", "mask_rows"), y.getType(), y,
                              input("lengths"));
+    if (actT != f32)
+      y = arith::TruncFOp::create(b, locOf("dtype", "dtype"), resultType, y);
     results.insert(results.begin(), y);
     results.append(cacheResults.begin(), cacheResults.end());
     func::ReturnOp::create(b, locOf("out_proj", "return"), results);

@@ -98,7 +98,12 @@ const char *attnc::stagePipeline(const std::string &stage) {
            "expand-strided-metadata,lower-affine,"
            "func.func(canonicalize,cse,loop-invariant-code-motion),"
            "attnc-approximate-exp,"
-           "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+           // f32 <-> bf16 as integer ops (RNE), the same on every code
+           // path (LLVM would otherwise call __truncsfbf2 where the CPU
+           // lacks AVX512-BF16).
+           "attnc-expand-bf16,"
+           "convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector=true},"
+           "convert-math-to-llvm,"
            "convert-arith-to-llvm,"
            "convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
            "convert-cf-to-llvm,reconcile-unrealized-casts,canonicalize";
@@ -194,6 +199,16 @@ LogicalResult attnc::Compilation::run(
       continue;
     }
     if (name == "conceptual") {
+      // The CUDA kernels read and write float32 only (bf16/f16 storage is
+      // an x86 feature so far): refuse rather than compute something else.
+      for (auto [key, d] : {std::pair{"dtype", spec_.dtype},
+                            std::pair{"weight_dtype", spec_.weightDtype}})
+        if (isCuda(opts_.isa) && d != DType::F32) {
+          SrcPos p = spec_.valuePosOf(key);
+          return emitError(FileLineColLoc::get(&ctx_, spec_.file, p.line, p.col))
+                 << key << ": " << toString(d) << " is not supported by the CUDA "
+                 << "target yet (bf16/f16 storage runs on the x86 targets)";
+        }
       module_ = buildConceptualIR(ctx_, spec_);
       if (!module_ || failed(verify(*module_)))
         return failure();

@@ -49,6 +49,10 @@ const char *toString(DType d) {
   switch (d) {
   case DType::F32:
     return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
   }
   return "?";
 }
@@ -130,6 +134,8 @@ std::string canonicalString(const Spec &s) {
     out += "scale=auto\n";
   out += fmt::format("weights={}\nmax_seq_len={}\ndtype={}\n",
                      toString(s.weights), s.maxSeqLen, toString(s.dtype));
+  if (s.weightDtype != s.dtype)
+    out += fmt::format("weight_dtype={}\n", toString(s.weightDtype));
   out += "outputs=";
   for (const std::string &o : s.outputs)
     out += o + ",";
@@ -219,6 +225,7 @@ std::string printSpec(const Spec &s) {
     else
       out += "max_seq_len: unbounded\n";
     out += fmt::format("dtype: {}\n", toString(s.dtype));
+    out += fmt::format("weight_dtype: {}\n", toString(s.weightDtype));
     out += "outputs: [";
     for (size_t i = 0; i < s.outputs.size(); ++i)
       out += (i ? ", " : "") + s.outputs[i];
@@ -392,6 +399,16 @@ std::vector<double> alibiSlopes(const Spec &s) {
     out.push_back(h < n ? std::pow(m0, double(h + 1))
                         : std::pow(m1, double(2 * (h - n) + 1)));
   return out;
+}
+
+std::string unsupportedOnCuda(const Spec &s) {
+  for (auto [key, d] : {std::pair{"dtype", s.dtype}, std::pair{"weight_dtype", s.weightDtype}})
+    if (d != DType::F32)
+      return located(s, s.valuePosOf(key),
+                     fmt::format("{}: {} is not supported by the CUDA target yet "
+                                 "(bf16/f16 storage runs on the x86 targets)",
+                                 key, toString(d)));
+  return "";
 }
 
 std::string unsupportedFeature(const Spec &s) {

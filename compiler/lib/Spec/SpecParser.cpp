@@ -91,7 +91,7 @@ constexpr size_t kMaxNameLen = 128;
 const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
-    "scale",  "weights",        "max_seq_len", "dtype",    "outputs",
+    "scale",  "weights",        "max_seq_len", "dtype",    "weight_dtype", "outputs",
     "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks", "t5_bias",
     "tensor_parallel"};
 
@@ -561,6 +561,8 @@ public:
       setField(key, v);
     }
     checkRequired();
+    if (!spec.keyPos.count("weight_dtype"))
+      spec.weightDtype = spec.dtype;
     checkRelations();
     checkTensorParallel();
     return std::move(spec);
@@ -723,14 +725,9 @@ private:
           getEnum(key, v, {"gpt2_conv1d", "torch_in_proj", "separate"}));
     } else if (key == "max_seq_len") {
       spec.maxSeqLen = getSize(key, v);
-    } else if (key == "dtype") {
-      if (isString(v) && (v.value == "bf16" || v.value == "f16"))
-        fail(key, fmt::format("expected f32 ({} is not supported yet), "
-                              "found '{}'",
-                              v.value, v.value));
-      if (!isString(v) || v.value != "f32")
-        fail(key, fmt::format("expected f32, found {}", describe(v)));
-      spec.dtype = DType::F32;
+    } else if (key == "dtype" || key == "weight_dtype") {
+      DType d = static_cast<DType>(getEnum(key, v, {"f32", "bf16", "f16"}));
+      (key == "dtype" ? spec.dtype : spec.weightDtype) = d;
     } else if (key == "outputs") {
       setOutputs(v);
     } else if (key == "decode") {

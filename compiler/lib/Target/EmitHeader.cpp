@@ -44,7 +44,7 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
   def("OUT_DIM", outW);
   def("MAX_SEQ_LEN", spec.maxSeqLen);
   def("NUM_WEIGHTS", static_cast<int64_t>(plan.storage.size()));
-  def("PACKED_BYTES", plan.packedFloats * 4);
+  def("PACKED_BYTES", plan.packedBytes());
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(specHash(spec), 16) << "ull\n";
   bool padding = spec.paddingMask(), probs = spec.wantsProbs();

@@ -52,14 +52,17 @@ struct WrapperBuilder {
   const attnc::PackPlan &plan;
   LLVMContext &ctx;
   IRBuilder<> b;
-  Type *i64, *ptr, *f32;
+  Type *i64, *ptr, *packedTy; // packedTy: the weight dtype
   StructType *callTy;
 
   WrapperBuilder(Module &m, const attnc::Spec &spec, const attnc::PackPlan &plan)
       : m(m), spec(spec), plan(plan), ctx(m.getContext()), b(ctx) {
     i64 = b.getInt64Ty();
     ptr = b.getPtrTy();
-    f32 = b.getFloatTy();
+    packedTy = plan.packedElementBytes == 4 ? b.getFloatTy()
+               : plan.packedElementType && plan.packedElementType.isBF16()
+                   ? b.getBFloatTy()
+                   : b.getHalfTy();
     // struct attnc_call, field for field (abi_call.def).
     SmallVector<Type *> fields;
     for (const CallFieldInfo &f : kCallFields)
@@ -138,7 +141,7 @@ struct WrapperBuilder {
       }
       case attnc::ForwardArg::Weight:
         pushMemref(args,
-                   b.CreateGEP(f32, f[CF_packed], c64(plan.weights[a.weight].offset)),
+                   b.CreateGEP(packedTy, f[CF_packed], c64(plan.weights[a.weight].offset)),
                    dims(a.shape, seq));
         break;
       case attnc::ForwardArg::Workspace:

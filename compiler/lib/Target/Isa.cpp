@@ -16,6 +16,10 @@ const IsaInfo kIsas[] = {
     {Isa::Multi, "multi", "", "ATTNC_ISA_MULTI", "x86-64", "", 0, 0, false, CpuLevel::None},
     {Isa::Avx512, "x86-avx512", "avx512", "ATTNC_ISA_AVX512", "x86-64-v4",
      "+prefer-no-scatter", 16, 32, false, CpuLevel::Avx512},
+    // AVX-512 with AVX512-BF16 (vdpbf16ps): the GEMMs of bf16 weights on
+    // bf16 dot products. A multi library has it when its weights are bf16.
+    {Isa::Avx512Bf16, "x86-avx512-bf16", "avx512bf16", "ATTNC_ISA_AVX512_BF16", "x86-64-v4",
+     "+prefer-no-scatter,+avx512bf16", 16, 32, false, CpuLevel::Avx512Bf16},
     {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false,
      CpuLevel::Avx2},
     {Isa::X86_64, "x86-64", "x86_64", "ATTNC_ISA_X86_64", "x86-64", "", 4, 16, false,
@@ -101,7 +105,8 @@ attnc::CpuLevel attnc::cpuLevel(Isa isa) {
     return isaInfo(isa).level;
   std::string cpu, features;
   targetCpuAndFeatures(isa, cpu, features);
-  return features.find("+avx512f") != std::string::npos ? CpuLevel::Avx512
+  return features.find("+avx512bf16") != std::string::npos ? CpuLevel::Avx512Bf16
+         : features.find("+avx512f") != std::string::npos    ? CpuLevel::Avx512
          : features.find("+avx2") != std::string::npos  ? CpuLevel::Avx2
                                                          : CpuLevel::Baseline;
 }

@@ -48,6 +48,10 @@ static int k_has_avx512(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v4") != 0;
 }
+static int k_has_avx512bf16(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512bf16");
+}
 static int k_has_avx2(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v3") != 0;
@@ -190,23 +194,25 @@ static int k_cu_functions(k_cu_handle **fns) {
 K_VARIANT_TABLE
 
 static int k_level(int (*check)(void)) {
-  return check == k_has_avx512 ? 2 : check == k_has_avx2 ? 1 : 0;
+  return check == k_has_avx512bf16 ? 3 : check == k_has_avx512 ? 2 : check == k_has_avx2 ? 1 : 0;
 }
 
 /* The first code path this CPU supports; ATTNC_ISA=avx2 (or x86-64) in the
  * environment caps the choice, e.g. to time the AVX2 path on an AVX-512
  * machine or to see how the library behaves on an older CPU. The names are
- * case-insensitive (avx512, avx2, x86-64; also attnc's target spellings
- * x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
+ * case-insensitive (avx512bf16, avx512, avx2, x86-64; also attnc's target
+ * spellings x86-avx512-bf16, x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
  * nothing (selected_isa() is ATTNC_ISA_NONE, forward and decode return
  * ATTNC_ERR_ISA): a typo must not silently time the wrong path. The kernel
  * cannot print; libattnrt names the bad value (attnrt::isaEnvProblem;
  * strcasecmp: <string.h> declares it under -std=gnu99). */
 static const attnc_variant *k_select(void) {
-  int cap = 2;
+  int cap = 3;
   const char *env = getenv("ATTNC_ISA");
-  if (!env || !*env || strcasecmp(env, "avx512") == 0 ||
-      strcasecmp(env, "x86-avx512") == 0)
+  if (!env || !*env || strcasecmp(env, "avx512bf16") == 0 ||
+      strcasecmp(env, "x86-avx512-bf16") == 0)
+    cap = 3;
+  else if (strcasecmp(env, "avx512") == 0 || strcasecmp(env, "x86-avx512") == 0)
     cap = 2;
   else if (strcasecmp(env, "avx2") == 0 || strcasecmp(env, "x86-avx2") == 0)
     cap = 1;

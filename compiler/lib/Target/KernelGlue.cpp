@@ -101,7 +101,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_OUT_DIM " << outDim << "\n"
      << "#define K_HEADS " << spec.heads << "\n"
      << "#define K_NUM_WEIGHTS " << plan.storage.size() << "\n"
-     << "#define K_PACKED_BYTES " << plan.packedFloats * 4 << "\n"
+     << "#define K_PACKED_BYTES " << plan.packedBytes() << "\n"
      << "#define K_MAX_SEQ_LEN " << spec.maxSeqLen << "\n"
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
@@ -214,7 +214,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     // table's; host: from the features its code is compiled with).
     const IsaInfo *vi = findIsa(v);
     CpuLevel level = vi ? cpuLevel(vi->isa) : CpuLevel::Baseline;
-    const char *check = level == CpuLevel::Avx512 ? "k_has_avx512"
+    const char *check = level == CpuLevel::Avx512Bf16 ? "k_has_avx512bf16"
+                        : level == CpuLevel::Avx512 ? "k_has_avx512"
                         : level == CpuLevel::Avx2 ? "k_has_avx2"
                                                   : "k_has_baseline";
     ts << "  {" << isaMacro(v) << ", " << check << ", " << base << "_ws, "
@@ -239,7 +240,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
     int64_t d0 = t.shape.size() > 0 ? t.shape[0] : 1;
     int64_t d1 = t.shape.size() > 1 ? t.shape[1] : 1;
     os << "  {.name = " << cString(t.name) << ", .rank = " << t.shape.size()
-       << ", .dtype = ATTNC_DTYPE_F32, .dims = {" << d0 << ", " << d1 << "}},\n";
+       << ", .dtype = " << params.weightDtype << "u, .dims = {" << d0 << ", " << d1
+       << "}},\n";
   }
   os << "};\n";
   // The rotary frequency tables (radians per position), exactly as the
@@ -290,8 +292,8 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       {"bias_flags", u(params.biasMask)},
       {"out_proj", u(spec.outProj ? 1 : 0)},
       {"scale", hexf(spec.effectiveScale())},
-      {"dtype", "ATTNC_DTYPE_F32"},
-      {"weight_dtype", "ATTNC_DTYPE_F32"},
+      {"dtype", u(params.dtype)},
+      {"weight_dtype", u(params.weightDtype)},
       {"isa", isaInfo(isa).abiCode},
       {"weight_layout", u(params.layout)},
       {"features", "K_FEATURES_RECORD"},

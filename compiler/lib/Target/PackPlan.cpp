@@ -49,6 +49,11 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
     p.ropeAttentionFactor = t.attentionFactor;
   }
   p.outProj = s.outProj;
+  auto code = [](DType d) {
+    return d == DType::BF16 ? ATTNC_DTYPE_BF16 : d == DType::F16 ? ATTNC_DTYPE_F16 : ATTNC_DTYPE_F32;
+  };
+  p.dtype = code(s.dtype);
+  p.weightDtype = code(s.weightDtype);
   p.tpSize = s.tpSize;
   p.tpRank = s.tpRank;
   p.fullHeads = s.fullHeads;
@@ -58,6 +63,7 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.topLeft = s.causalAlign == CausalAlign::TopLeft;
   p.cross = s.crossAttention;
   p.wantProbs = s.wantsProbs();
+  p.kvCache = s.decode;
   switch (s.weights) {
   case WeightLayout::Gpt2Conv1D: p.layout = ATTNC_LAYOUT_GPT2_CONV1D; break;
   case WeightLayout::TorchInProj: p.layout = ATTNC_LAYOUT_TORCH_IN_PROJ; break;
@@ -175,6 +181,7 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
       arg.shape.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
       auto panel = fn.getArgAttrOfType<IntegerAttr>(i, "attn.panel");
       arg.panel = panel ? panel.getInt() : 0;
+      arg.pairs = fn.getArgAttr(i, "attn.pairs") != nullptr;
       // The memref must be the panel layout of the logical shape:
       // [ceil(N/panel), K, panel] for a weight, [ceil(N/panel)*panel] for a
       // bias (what attn-to-loops makes; anything else would make NAME_pack
@@ -183,7 +190,8 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
       if (arg.panel > 0 && !arg.shape.empty() && arg.shape.back() > 0) {
         int64_t p = (arg.shape.back() + arg.panel - 1) / arg.panel;
         if (arg.shape.size() == 2 && arg.shape[0] > 0)
-          expect = {p, arg.shape[0], arg.panel};
+          expect = arg.pairs ? SmallVector<int64_t>{p, (arg.shape[0] + 1) / 2, 2 * arg.panel}
+                             : SmallVector<int64_t>{p, arg.shape[0], arg.panel};
         else if (arg.shape.size() == 1)
           expect = {p * arg.panel};
       }
@@ -222,6 +230,16 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
         along != arg.shape.back())
       return fn.emitError("weight argument ")
              << i << " (" << role.str() << ") does not match its parts";
+    // Every weight is stored in the spec's weight_dtype.
+    Type et = st.getElementType();
+    if (!plan.packedElementType)
+      plan.packedElementType = et;
+    if (et != plan.packedElementType || !isa<FloatType>(et))
+      return fn.emitError("weight argument ")
+             << i << " (" << role.str() << ") has element type " << et
+             << "; every packed weight must have one float type ("
+             << plan.packedElementType << ")";
+    plan.packedElementBytes = et.getIntOrFloatBitWidth() / 8;
     arg.floats = st.getNumElements(); // the memref: panels include padding
     arg.offset = offset;
     offset += (arg.floats + 15) / 16 * 16;
@@ -229,6 +247,8 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
     plan.weightTypes.push_back(fn.getArgumentTypes()[i]);
   }
   plan.packedFloats = offset;
+  if (!plan.packedElementType)
+    plan.packedElementType = Float32Type::get(fn.getContext());
   // The loader refuses a record past this bound (attnc/runtime/Limits.h):
   // a library this compiler writes must load.
   std::vector<int64_t> dims;
@@ -252,11 +272,13 @@ LogicalResult attnc::addPackFunction(ModuleOp module, StringRef name,
   MLIRContext *ctx = module.getContext();
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
   b.setInsertionPointToEnd(module.getBody());
-  Type f32 = b.getF32Type();
+  // The storage tensors arrive in the weight dtype, the packed buffer is
+  // of it: NAME_pack only moves elements.
+  Type wt = plan.packedElementType;
   SmallVector<Type> args;
   for (const auto &t : plan.storage)
-    args.push_back(MemRefType::get(t.shape, f32));
-  args.push_back(MemRefType::get({plan.packedFloats}, f32));
+    args.push_back(MemRefType::get(t.shape, wt));
+  args.push_back(MemRefType::get({plan.packedFloats}, wt));
   auto fn = func::FuncOp::create(b, (name + "_pack").str(), b.getFunctionType(args, {}));
   fn->setAttr("attn.pack", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
@@ -298,7 +320,19 @@ LogicalResult attnc::addPackFunction(ModuleOp module, StringRef name,
         }
         Value col = arith::AddIOp::create(b, c, idx(start));
         Value at;
-        if (panel > 0) {
+        if (panel > 0 && arg.pairs) {
+          // (k, n) at p*ceil(K/2)*2*panel + (k/2)*2*panel + j*2 + k%2.
+          Value p = arith::DivUIOp::create(b, col, idx(panel));
+          Value j = arith::RemUIOp::create(b, col, idx(panel));
+          Value kp = arith::DivUIOp::create(b, r, idx(2));
+          Value odd = arith::RemUIOp::create(b, r, idx(2));
+          at = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, p, idx((rows + 1) / 2 * 2 * panel)),
+              arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, kp, idx(2 * panel)),
+                  arith::AddIOp::create(b, arith::MulIOp::create(b, j, idx(2)), odd)));
+          at = arith::AddIOp::create(b, at, idx(arg.offset));
+        } else if (panel > 0) {
           Value p = arith::DivUIOp::create(b, col, idx(panel));
           Value j = arith::RemUIOp::create(b, col, idx(panel));
           at = arith::AddIOp::create(

@@ -68,7 +68,7 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
     score row at a time (the T×T matrix is never stored), vectorized along
     head_dim when it is a multiple of 16.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect",
+  let dependentDialects = ["mlir::x86vector::X86VectorDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
@@ -130,6 +130,18 @@ def AttnStripGpuSpacesPass : Pass<"attnc-gpu-on-host", "mlir::ModuleOp"> {
     GPU loops as they are and they run sequentially (which is their
     meaning: thread regions one after another).
   }];
+}
+
+def AttnExpandBf16Pass : Pass<"attnc-expand-bf16", "mlir::ModuleOp"> {
+  let summary = "Expand bf16 arith.truncf/extf into integer arithmetic";
+  let description = [{
+    Rewrites the f32 <-> bf16 conversions of bf16 storage (arith.truncf
+    rounds to nearest even) with upstream's bf16 expansion patterns, and
+    nothing else: every code path rounds the same way, and no conversion
+    becomes a call to __truncsfbf2 (which a kernel library, linked against
+    libc only, cannot resolve).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
 def AttnApproximateExpPass : Pass<"attnc-approximate-exp", "mlir::ModuleOp"> {

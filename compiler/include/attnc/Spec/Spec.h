@@ -24,12 +24,14 @@ struct SrcPos {
 
 enum class MaskKind { None, Causal, Padding, CausalPadding, SlidingWindow };
 enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
-enum class DType { F32 };
+/// Element types: float32, bfloat16 (float32's top half, rounded to
+/// nearest even), IEEE binary16.
+enum class DType { F32, BF16, F16 };
 enum class CausalAlign { BottomRight, TopLeft };
 
 const char *toString(MaskKind m);      ///< "none", "causal", ...
 const char *toString(WeightLayout w);  ///< "gpt2_conv1d", ...
-const char *toString(DType d);         ///< "f32"
+const char *toString(DType d);         ///< "f32", "bf16", "f16"
 const char *toString(CausalAlign a);   ///< "bottom_right", "top_left"
 
 /// Which projections carry a bias: one bit each (Spec::biasMask; the same
@@ -105,7 +107,11 @@ struct Spec {
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded
+  /// The activations' element type (x, x_kv, y, probs, the KV cache) and
+  /// the storage weights' (and the packed panels'); weightDtype defaults
+  /// to dtype. Arithmetic is float32 whatever they are.
   DType dtype = DType::F32;
+  DType weightDtype = DType::F32;
   std::vector<std::string> outputs{"y"};
   bool decode = false;
   bool crossAttention = false;
@@ -212,6 +218,9 @@ std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
 /// "FILE:LINE:COL: error: decode: true with cross_attention: true is not
 /// supported by this version of attnc (...)". Never throws.
 std::string unsupportedFeature(const Spec &spec);
+/// Empty, or the located error for what the CUDA target cannot compile
+/// yet (a bf16/f16 dtype or weight_dtype).
+std::string unsupportedOnCuda(const Spec &spec);
 
 /// Canonical YAML-like dump of the semantic fields (used by attnc-dump's
 /// `spec` stage).

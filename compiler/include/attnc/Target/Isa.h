@@ -20,10 +20,10 @@ namespace attnc {
 
 /// What a library is built for. `Multi` is the AVX-512 + AVX2 pair chosen at
 /// load time; every other value is one code path.
-enum class Isa { Multi, Host, X86_64, Avx2, Avx512, CudaSm80, CudaSm90 };
+enum class Isa { Multi, Host, X86_64, Avx2, Avx512, Avx512Bf16, CudaSm80, CudaSm90 };
 
 /// The CPU test the C glue runs (CPUID) before a code path may run.
-enum class CpuLevel { None, Baseline, Avx2, Avx512 };
+enum class CpuLevel { None, Baseline, Avx2, Avx512, Avx512Bf16 };
 
 struct IsaInfo {
   Isa isa;

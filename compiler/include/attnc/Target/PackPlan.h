@@ -64,6 +64,7 @@ struct PackedArg {
   std::string role;                 ///< its attn.weight: "wq|wk|wv", "wo", ...
   std::vector<int64_t> shape;       ///< logical shape: [K, N] or [N]
   int64_t panel = 0;                ///< >0: packed in panels of this width
+  bool pairs = false;               ///< bf16 panels of (k, k+1) pairs
   int64_t floats = 0;               ///< floats it occupies in the buffer
   int64_t offset = 0;               ///< in floats, 16-float aligned
   std::vector<std::string> parts;   ///< roles concatenated along concatDim
@@ -100,7 +101,12 @@ struct PackPlan {
   std::vector<ForwardArg> forwardArgs; ///< filled once attn-to-loops ran
   std::vector<ForwardArg> decodeArgs;  ///< the decode entry's (decode: true)
   std::vector<mlir::Type> weightTypes; ///< memref type of each weights[i]
+  /// Elements of the packed buffer, all of the spec's weight_dtype
+  /// (offsets and floats above count these elements).
   int64_t packedFloats = 0;
+  mlir::Type packedElementType;  ///< f32, bf16 or f16
+  int64_t packedElementBytes = 4;
+  int64_t packedBytes() const { return packedFloats * packedElementBytes; }
   std::vector<attnrt::TensorShape> storage;
   LoweredInfo lowered;
 };

@@ -78,6 +78,7 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 ///   attn.weight = "wq" | "wq|wk|wv" | ...                  weight roles
 ///   attn.concat_of = ["wq", ...], attn.concat_dim = 0 | 1  fused weights
 ///   attn.panel = N (> 0), attn.logical_shape = [K, N]      packed weights
+///   attn.pairs (unit)                                       bf16 pair panels
 ///   attn.output = "y" | "probs"                            results (buffers)
 ///   attn.workspace (unit)                                  the scratch buffer
 static LogicalResult verifyArgAttr(Operation *op, unsigned argIndex,
@@ -122,6 +123,8 @@ static LogicalResult verifyArgAttr(Operation *op, unsigned argIndex,
     auto i = dyn_cast<IntegerAttr>(v);
     return i && i.getInt() > 0 ? success() : bad("a positive integer");
   }
+  if (name == "attn.pairs") // bf16 panels of (k, k+1) pairs
+    return isa<UnitAttr>(v) ? success() : bad("a unit attribute");
   if (name == "attn.logical_shape")
     return isa<DenseI64ArrayAttr>(v) ? success() : bad("an i64 array");
   return op->emitOpError("argument ")

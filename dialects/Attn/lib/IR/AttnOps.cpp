@@ -84,10 +84,11 @@ LogicalResult LinearOp::verify() {
              << i << " (" << dimStr(res.getDimSize(i))
              << ") differs from input dimension (" << dimStr(in.getDimSize(i))
              << ")";
-  if (in.getElementType() != res.getElementType())
-    return emitOpError("result element type ")
-           << res.getElementType() << " differs from input element type "
-           << in.getElementType();
+  // Storage types may differ (a bf16 input, a float32 result): the
+  // product is computed in float32.
+  for (Type t : {in.getElementType(), res.getElementType(), w.getElementType()})
+    if (!isa<FloatType>(t))
+      return emitOpError("element types must be floats, found ") << t;
   if (Value b = getBias()) {
     auto bt = cast<RankedTensorType>(b.getType());
     if (bt.getRank() != 1 || !compatible(bt.getDimSize(0), n))
@@ -306,10 +307,11 @@ LogicalResult SdpaOp::verify() {
                          {"key", k}, {"value", v}, {"result", o}})
     if (t.getRank() != 4)
       return emitOpError(name) << " must be rank 4, found " << t;
-  if (q.getElementType() != k.getElementType() ||
-      q.getElementType() != v.getElementType() ||
-      q.getElementType() != o.getElementType())
-    return emitOpError("query, key, value and result element types differ");
+  // Storage types may differ (keys and values from a bf16 cache): the
+  // attention is computed in float32.
+  for (auto t : {q, k, v, o})
+    if (!isa<FloatType>(t.getElementType()))
+      return emitOpError("element types must be floats, found ") << t.getElementType();
   if (!compatible(k.getDimSize(1), v.getDimSize(1)) ||
       !compatible(k.getDimSize(2), v.getDimSize(2)))
     return emitOpError("key ") << k << " and value " << v

@@ -60,6 +60,12 @@ struct BlockParams {
   bool cross = false;
   /// The attention weights are an output too (ATTNC_FEATURE_PROBS).
   bool wantProbs = false;
+  /// Element types (ATTNC_DTYPE_*): the activations' (x, x_kv, y, probs,
+  /// the KV cache) and the storage weights'.
+  uint32_t dtype = ATTNC_DTYPE_F32, weightDtype = ATTNC_DTYPE_F32;
+  /// The block keeps a KV cache (ATTNC_FEATURE_DECODE), stored in dtype:
+  /// a decode step attends over keys and values rounded to it.
+  bool kvCache = false;
   /// Tensor parallelism (abi.h tp_*): heads and kvHeads are this rank's;
   /// fullHeads, fullKvHeads the block's (0: the same). The storage tensors
   /// are the block's, and the rank reads its heads' rectangles of them.
@@ -167,6 +173,18 @@ std::string checkVariantInputs(const BlockParams &p, int64_t batch,
 /// Bytes of one element of an ATTNC_DTYPE_* (4, 2, 2; 0 for an unknown
 /// code).
 int64_t dtypeBytes(uint32_t dtype);
+
+/// Storage conversions, round to nearest even as the kernels' arith.truncf
+/// (bf16 and f16 as their 16-bit patterns; f32 is copied). NaN stays NaN,
+/// values past f16's range become infinities.
+void fromFloat(uint32_t dtype, const float *src, void *dst, int64_t n);
+void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n);
+/// `v` after a round trip through `dtype`.
+float roundTo(uint32_t dtype, float v);
+uint16_t floatToBf16(float v);
+float bf16ToFloat(uint16_t h);
+uint16_t floatToF16(float v);
+float f16ToFloat(uint16_t h);
 
 /// The block a kernel computes, from its metadata (features: cross from
 /// ATTNC_FEATURE_CROSS, wantProbs from ATTNC_FEATURE_PROBS).

@@ -136,6 +136,7 @@ extern "C" {
 #define ATTNC_ISA_MULTI 4u    /* AVX-512 and AVX2 code, chosen at run time */
 #define ATTNC_ISA_CUDA_SM80 5u /* CUDA, PTX for sm_80 (Ampere and newer) */
 #define ATTNC_ISA_CUDA_SM90 6u /* CUDA, PTX for sm_90 (Hopper and newer) */
+#define ATTNC_ISA_AVX512_BF16 7u /* x86-64-v4 + AVX512-BF16 (vdpbf16ps) */
 #define ATTNC_ISA_NONE 0xffffffffu /* selected_isa(): no code path fits */
 
 /* attnc_kernel_info.features: optional attnc_forward_args fields the

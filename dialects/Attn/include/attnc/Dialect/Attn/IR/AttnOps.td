@@ -22,7 +22,10 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     `input` is [..., K], `weight` is [K, N] (in × out: the compute layout,
     whatever the storage layout of the user's weights), optional `bias` is
-    [N]; the result is [..., N]. Leading dimensions pass through.
+    [N]; the result is [..., N]. Leading dimensions pass through. Element
+    types are floats and may differ (a bf16 input or weight, a float32
+    result): the values are widened exactly, the products and sums are
+    float32, and the result is rounded to its type once.
 
     Optional `rows(%lens)` ([B] i32/i64, for a [B, T, K] input): only rows
     t < lens[b] of the result are defined; the others may hold anything (the
@@ -138,7 +141,9 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     them with `attn.mask_rows`), and with both operands the bottom-right
     alignment uses the valid lengths (j <= i + kv_lens[b] - q_lens[b], as
     FlashAttention's variable-length form does). A row whose keys are all
-    masked produces zeros. `layout` is the layout of the result:
+    masked produces zeros. Element types are floats and may differ (keys
+    and values read from a bf16 KV cache): the scores, the softmax and the
+    weighted sum are float32. `layout` is the layout of the result:
     `bhtd` ([B, Hq, Tq, D]) or `bthd` ([B, Tq, Hq, D], heads last, so that
     merging heads is a reshape).
 
@@ -169,8 +174,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        AnyRankedTensor:$value,
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
-                       Optional<RankedTensorOf<[F32]>>:$sinks,
-                       Optional<RankedTensorOf<[F32]>>:$rel_bias,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$sinks,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_bias,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -214,8 +219,8 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
                        Optional<RankedTensorOf<[I32, I64]>>:$kv_lens,
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
-                       Optional<RankedTensorOf<[F32]>>:$sinks,
-                       Optional<RankedTensorOf<[F32]>>:$rel_bias,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$sinks,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_bias,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -265,7 +270,9 @@ def Attn_CacheAppendOp : Attn_Op<"cache_append",
   let summary = "Write new K/V rows into a KV cache at per-sequence positions";
   let description = [{
     `key` and `value` are the new rows [B, Hkv, Tn, D]; `key_cache` and
-    `value_cache` are caches [B, Hkv, L, D]; `positions` ([B], i32 or i64,
+    `value_cache` are caches [B, Hkv, L, D] (their element type may be
+    narrower than the rows': the rows are rounded to it, to nearest
+    even); `positions` ([B], i32 or i64,
     optional: all 0) says how many rows of each sequence's cache are
     already filled. The results are the caches with rows
     `[positions[b], positions[b] + Tn)` of sequence b replaced by the new

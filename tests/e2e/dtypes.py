@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""bf16 and f16 blocks end to end (dtype, weight_dtype), on every x86 code
+path this CPU has, against the double-precision interpreter.
+
+Each spec is compiled with `dtype: bf16` or `f16` (and some with a
+different `weight_dtype`), then `attnc-run --check` runs it on each code
+path (ATTNC_ISA x86-avx512, x86-avx2 of a multi library, and a library
+built for --target x86-64: the SSE2 path; the paths this CPU can run)
+with the variant's inputs (padding lengths, a cross-attention input, decode
+steps over the KV cache, the attention weights), against the interpreter on
+the bf16/f16-rounded inputs and weights with the bound of docs/checking.md
+(float32 arithmetic plus the storage rounding of y, probs and a KV cache).
+The same kernel on 1 and 2 threads must give bit-identical y.
+
+Usage: dtypes.py --work DIR  (attnc, attnc-run on PATH). One PASS/FAIL line
+per run and a closing 'dtypes: N passed, M failed' line; exit 1 on a failure.
+"""
+import argparse
+import filecmp
+import os
+import subprocess
+import sys
+
+BASE = {
+    "gpt2": "d_model: 96\nheads: 4\nmask: causal\nbias: true\nweights: gpt2_conv1d\n",
+    "llama_rope_decode": (
+        "d_model: 128\nheads: 4\nkv_heads: 2\nhead_dim: 32\nmask: causal\n"
+        "bias: false\nweights: separate\nrope: {theta: 10000}\ndecode: true\n"
+        "max_seq_len: 64\n"),
+    "qwen_padding_probs": (
+        "d_model: 64\nheads: 4\nkv_heads: 1\nhead_dim: 16\nmask: causal+padding\n"
+        "bias: [q, k, v]\nweights: separate\n"
+        "rope: {style: interleaved, rotary_dim: 8}\noutputs: [y, probs]\n"),
+    "t5_cross": (
+        "d_model: 64\nheads: 4\nmask: padding\ncross_attention: true\nbias: false\n"
+        "weights: separate\nscale: 1.0\n"),
+    "window_mods": (
+        "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\nmask: sliding_window\n"
+        "window: 9\nbias: false\nweights: separate\nsoftcap: 30\nsinks: true\n"
+        "qk_norm: {width: head, eps: 1e-6}\n"),
+    "alibi_t5": (
+        "d_model: 48\nheads: 3\nmask: causal\nbias: false\nweights: separate\n"
+        "alibi: true\n"),
+    "t5_bias": (
+        "d_model: 64\nheads: 4\nmask: none\nbias: false\nweights: separate\n"
+        "scale: 1\nt5_bias: {num_buckets: 8, max_distance: 20}\n"),
+}
+# (spec, dtype, weight_dtype or None, attnc-run arguments)
+CASES = [
+    ("gpt2", "bf16", None, ["--seq-len", "70", "--batch", "2"]),
+    ("gpt2", "f16", None, ["--seq-len", "33"]),
+    ("gpt2", "f32", "bf16", ["--seq-len", "40"]),
+    ("gpt2", "bf16", "f32", ["--seq-len", "40"]),
+    ("gpt2", "bf16", None, ["--seq-len", "50", "--x-scale", "8"]),
+    ("llama_rope_decode", "bf16", None, ["--seq-len", "40", "--batch", "2", "--decode-steps", "6"]),
+    ("llama_rope_decode", "f16", None, ["--seq-len", "24", "--decode-steps", "4"]),
+    ("qwen_padding_probs", "bf16", None, ["--seq-len", "30", "--batch", "3", "--lengths", "30,17,1"]),
+    ("qwen_padding_probs", "f16", "bf16", ["--seq-len", "21", "--batch", "2", "--lengths", "5,21"]),
+    ("t5_cross", "bf16", None, ["--seq-len", "19", "--kv-seq-len", "27", "--batch", "2",
+                                "--lengths", "19,3", "--kv-lengths", "27,10"]),
+    ("window_mods", "bf16", None, ["--seq-len", "45"]),
+    ("window_mods", "f16", None, ["--seq-len", "45"]),
+    ("alibi_t5", "bf16", None, ["--seq-len", "37"]),
+    ("t5_bias", "f16", None, ["--seq-len", "41"]),
+]
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    flags = cpu_flags()
+    isas = ["x86-64"]
+    if {"avx2", "fma", "f16c"} <= flags:
+        isas.insert(0, "x86-avx2")
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        isas.insert(0, "x86-avx512")
+        # The vdpbf16ps path of a library with bf16 weights (a multi library
+        # without them caps to its AVX-512 path: the same run twice).
+        if "avx512_bf16" in flags:
+            isas.insert(0, "x86-avx512-bf16")
+        else:
+            print("note: this CPU has no AVX512-BF16: the x86-avx512-bf16 path "
+                  "is compiled (tests/lit) but not run here")
+    passed = failed = 0
+    for i, (spec, dtype, wdtype, args) in enumerate(CASES):
+        name = f"{spec}_{dtype}" + (f"_w{wdtype}" if wdtype else "") + f"_{i}"
+        yaml = os.path.join(a.work, name + ".yaml")
+        with open(yaml, "w") as f:
+            f.write(f"name: {name}\n" + BASE[spec] + f"dtype: {dtype}\n" +
+                    (f"weight_dtype: {wdtype}\n" if wdtype else ""))
+        libs = {}
+        for target in ("multi", "x86-64"):  # multi: AVX-512 and AVX2 paths
+            libs[target] = os.path.join(a.work, f"{name}_{target}.so")
+            r = subprocess.run(["attnc", yaml, "--target", target, "-o", libs[target]],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL: {name}: attnc --target {target} exit {r.returncode}: "
+                      f"{r.stderr.strip()}")
+                failed += 1
+                libs = None
+                break
+        if not libs:
+            continue
+        for isa in isas:
+            lib = libs["x86-64" if isa == "x86-64" else "multi"]
+            env = dict(os.environ, ATTNC_ISA=isa)
+            outs = []
+            for threads in ("1", "2"):
+                out = os.path.join(a.work, f"{name}_{isa}_{threads}.npy")
+                cmd = ["attnc-run", lib, "--check", "--threads", threads, "--out", out] + args
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                verdict = [l for l in r.stdout.splitlines() if l.startswith("check")]
+                ok = r.returncode == 0 and verdict and all(l.endswith("PASS") for l in verdict)
+                tag = f"{name} {isa} threads={threads}"
+                if ok:
+                    passed += 1
+                    print(f"PASS: {tag}")
+                else:
+                    failed += 1
+                    print(f"FAIL: {tag}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+                outs.append(out)
+            if all(os.path.exists(o) for o in outs):
+                if filecmp.cmp(outs[0], outs[1], shallow=False):
+                    passed += 1
+                    print(f"PASS: {name} {isa} 1 and 2 threads bit-identical")
+                else:
+                    failed += 1
+                    print(f"FAIL: {name} {isa}: y differs between 1 and 2 threads")
+    print(f"dtypes: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
