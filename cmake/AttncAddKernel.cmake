@@ -11,8 +11,9 @@
 # or attnc itself changed (add_custom_command with both as DEPENDS) and
 # gives <target>: an IMPORTED library to link, whose include directories
 # hold the generated header. The header carries the whole C ABI (abi.h), so
-# a kernel needs nothing else; link attnc::runtime as well for the weights
-# loader, the reference interpreter and attnrt::compare.
+# a kernel needs nothing else; link attnc::runtime_core as well for the
+# loader's checks (attnrt::Kernel), or attnc::runtime for the weights
+# loader, the reference interpreter and attnrt::compare too.
 #
 #   attnc_add_kernel(gpt2_block SPEC gpt2.yaml ISA x86-avx2)
 #   target_link_libraries(app PRIVATE gpt2_block attnc::runtime)

@@ -1,14 +1,14 @@
 //===- Checksum.cpp - the CRC-32 a kernel library carries -----------------===//
 //
 // See Checksum.h. The whole file is read (kernel libraries are a few
-// hundred KB to a few MB; zlib's crc32 runs at several GB/s).
+// hundred KB to a few MB). The CRC-32 is zlib's (IEEE 802.3, reflected,
+// polynomial 0xEDB88320), computed here slicing by 8 so that the loader's
+// library, libattnrt_core, needs no zlib.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Checksum.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/abi.h"
-
-#include <zlib.h>
 
 #include <cstdio>
 #include <cstring>
@@ -76,16 +76,45 @@ bool findChecksumSection(const unsigned char *b, uint64_t n, ChecksumSection &ou
   return true;
 }
 
+namespace {
+/// table[k][b]: the CRC of byte b followed by k zero bytes.
+struct Crc32Table {
+  uint32_t t[8][256];
+  Crc32Table() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint32_t c = b;
+      for (int k = 0; k < 8; ++k)
+        c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+      t[0][b] = c;
+    }
+    for (uint32_t b = 0; b < 256; ++b)
+      for (int k = 1; k < 8; ++k)
+        t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xFF];
+  }
+};
+
+/// zlib's crc32(crc, p, len): the running CRC (pre- and post-inverted).
+uint32_t crc32Update(uint32_t crc, const unsigned char *p, uint64_t len) {
+  static const Crc32Table table;
+  const auto &t = table.t;
+  crc = ~crc;
+  for (; len >= 8; p += 8, len -= 8) {
+    uint32_t lo = crc ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 |
+                         uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24);
+    crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^
+          t[4][lo >> 24] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+  }
+  for (; len > 0; ++p, --len)
+    crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xFF];
+  return ~crc;
+}
+} // namespace
+
 uint32_t fileChecksum(const unsigned char *b, uint64_t n, uint64_t field) {
   const unsigned char zero[4] = {0, 0, 0, 0};
-  uLong crc = crc32(0L, Z_NULL, 0);
+  uint32_t crc = 0;
   auto add = [&](const unsigned char *p, uint64_t len) {
-    while (len > 0) {
-      uInt chunk = uInt(len > (1u << 30) ? (1u << 30) : len);
-      crc = crc32(crc, p, chunk);
-      p += chunk;
-      len -= chunk;
-    }
+    crc = crc32Update(crc, p, len);
   };
   uint64_t crcAt = field + offsetof(attnc_checksum, crc32);
   add(b, crcAt);

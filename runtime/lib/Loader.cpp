@@ -976,6 +976,44 @@ int Kernel::forward(const void *packed, const void *x, void *y,
                         workspace, threads, hook, hookCtx);
 }
 
+namespace {
+/// The fields of attnc_forward_args every forward call sets, for a shape
+/// checkShape passed (the element counts fit).
+attnc_forward_args forwardArgs(const attnc_kernel_info &info, const void *packed,
+                               const void *x, void *y, int64_t batch,
+                               int64_t seqLen) {
+  attnc_forward_args a{};
+  a.struct_size = sizeof(a);
+  a.packed = packed;
+  a.packed_bytes = info.packed_bytes;
+  a.x = x;
+  checkedProduct({batch, seqLen, info.d_model}, a.x_elems);
+  a.y = y;
+  checkedProduct({batch, seqLen, info.out_dim}, a.y_elems);
+  a.batch = batch;
+  a.seq_len = seqLen;
+  return a;
+}
+
+/// A cross-attention kernel's K/V input (ATTNC_FEATURE_CROSS).
+void setCross(attnc_forward_args &a, const attnc_kernel_info &info,
+              const void *xKv, int64_t kvSeq, const int32_t *kvLengths) {
+  checkedProduct({a.batch, kvSeq, info.d_model}, a.x_kv_elems);
+  a.x_kv = xKv;
+  a.kv_seq_len = kvSeq;
+  a.kv_lengths = kvLengths;
+}
+
+/// The KV cache of a forward call (ATTNC_FEATURE_DECODE), checked.
+void setCache(attnc_forward_args &a, void *kCache, void *vCache,
+              int64_t cacheLen, int64_t cacheElems) {
+  a.k_cache = kCache;
+  a.v_cache = vCache;
+  a.cache_elems = cacheElems;
+  a.cache_len = cacheLen;
+}
+} // namespace
+
 int Kernel::forwardChecked(const void *packed, const void *x, void *y,
                            int64_t batch, int64_t seqLen,
                            const VariantInputs &variants, void *probs,
@@ -987,23 +1025,10 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
   int64_t need = workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0)
     return ATTNC_ERR_WORKSPACE;
-  // checkShape: these fit.
-  int64_t xElems = 0, yElems = 0, xKvElems = 0, probsElems = 0;
-  checkedProduct({batch, seqLen, info_->d_model}, xElems);
-  checkedProduct({batch, seqLen, info_->out_dim}, yElems);
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
-  attnc_forward_args a{};
-  a.struct_size = sizeof(a);
-  a.packed = packed;
-  a.packed_bytes = info_->packed_bytes;
-  a.x = x;
-  a.x_elems = xElems;
-  a.y = y;
-  a.y_elems = yElems;
+  attnc_forward_args a = forwardArgs(*info_, packed, x, y, batch, seqLen);
   a.positions = variants.positions;
-  a.batch = batch;
-  a.seq_len = seqLen;
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
   a.parallel_for = hook;
@@ -1012,14 +1037,10 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
   // The variant fields, each only when the kernel reads it (abi.h: a field
   // outside info->features must be NULL / 0).
   a.lengths = variants.lengths;
-  if (cross && variants.xKv) {
-    checkedProduct({batch, kvSeq, info_->d_model}, xKvElems);
-    a.x_kv = variants.xKv;
-    a.x_kv_elems = xKvElems;
-    a.kv_seq_len = kvSeq;
-    a.kv_lengths = variants.kvLengths;
-  }
+  if (cross && variants.xKv)
+    setCross(a, *info_, variants.xKv, kvSeq, variants.kvLengths);
   if (probs) {
+    int64_t probsElems = 0;
     checkedProduct({batch, info_->heads, seqLen, kvSeq}, probsElems);
     a.probs = probs;
     a.probs_elems = probsElems;
@@ -1029,10 +1050,7 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
     if (!checkedProduct({batch, info_->kv_heads, variants.cacheLen, info_->head_dim},
                         cacheElems))
       return ATTNC_ERR_BAD_SHAPE;
-    a.k_cache = variants.kCache;
-    a.v_cache = variants.vCache;
-    a.cache_elems = cacheElems;
-    a.cache_len = variants.cacheLen;
+    setCache(a, variants.kCache, variants.vCache, variants.cacheLen, cacheElems);
   }
   return forward_(&a);
 }
@@ -1123,37 +1141,16 @@ int Kernel::forwardDevice(const void *packed, const void *x, void *y,
   const int64_t need = this->workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0 || workspaceBytes < need || (need > 0 && !workspace))
     return ATTNC_ERR_WORKSPACE;
-  // checkShape: these fit. Nothing here reads the (device) buffers.
-  int64_t xElems = 0, yElems = 0, xKvElems = 0;
-  checkedProduct({batch, seqLen, info_->d_model}, xElems);
-  checkedProduct({batch, seqLen, info_->out_dim}, yElems);
-  attnc_forward_args a{};
-  a.struct_size = sizeof(a);
-  a.packed = packed;
-  a.packed_bytes = info_->packed_bytes;
-  a.x = x;
-  a.x_elems = xElems;
-  a.y = y;
-  a.y_elems = yElems;
-  a.batch = batch;
-  a.seq_len = seqLen;
+  // Nothing here reads the (device) buffers.
+  attnc_forward_args a = forwardArgs(*info_, packed, x, y, batch, seqLen);
   a.workspace = workspace;
   a.workspace_bytes = workspaceBytes;
   a.num_threads = 0;
   a.lengths = len.lengths;
-  if (cross) {
-    checkedProduct({batch, kvSeq, info_->d_model}, xKvElems);
-    a.x_kv = xKv;
-    a.x_kv_elems = xKvElems;
-    a.kv_seq_len = kvSeq;
-    a.kv_lengths = len.kvLengths;
-  }
-  if (hasCache) {
-    a.k_cache = cache.kCache;
-    a.v_cache = cache.vCache;
-    a.cache_elems = cacheElems;
-    a.cache_len = cache.cacheLen;
-  }
+  if (cross)
+    setCross(a, *info_, xKv, kvSeq, len.kvLengths);
+  if (hasCache)
+    setCache(a, cache.kCache, cache.vCache, cache.cacheLen, cacheElems);
   a.stream = stream;
   return forward_(&a);
 }
@@ -1206,6 +1203,27 @@ bool positionsFit(const int32_t *positions, int64_t batch, int64_t seqLen,
       return false;
   return true;
 }
+
+/// The checks decode and decodeDevice share once their pointers are set:
+/// distinct caches, the shape (`need`: the decode workspace), every
+/// sequence's positions inside the cache (`positions`: a host array), the
+/// cache's element count. ATTNC_OK or the status to return.
+int checkDecode(const Kernel &k, int64_t batch, int64_t seqLen,
+                const int32_t *positions, const void *kCache, const void *vCache,
+                int64_t cacheLen, int64_t &need, int64_t &cacheElems) {
+  if (kCache == vCache)
+    return ATTNC_ERR_ARGS;
+  std::string why;
+  need = k.decodeWorkspaceBytes(batch, seqLen, cacheLen, why);
+  if (need < 0)
+    return ATTNC_ERR_BAD_SHAPE;
+  if (!positionsFit(positions, batch, seqLen, cacheLen))
+    return ATTNC_ERR_ARGS;
+  const attnc_kernel_info &info = k.info();
+  if (!checkedProduct({batch, info.kv_heads, cacheLen, info.head_dim}, cacheElems))
+    return ATTNC_ERR_BAD_SHAPE;
+  return ATTNC_OK;
+}
 } // namespace
 
 /// The decode argument struct of a call whose arguments passed the checks.
@@ -1241,17 +1259,10 @@ int Kernel::decode(const void *packed, const void *x, void *y, int64_t batch, in
     return ATTNC_ERR_DEVICE;
   if (!positions || !x || !y || !kCache || !vCache || !packed)
     return ATTNC_ERR_NULL_ARG;
-  if (kCache == vCache)
-    return ATTNC_ERR_ARGS;
-  std::string why;
-  int64_t need = decodeWorkspaceBytes(batch, seqLen, cacheLen, why);
-  if (need < 0)
-    return ATTNC_ERR_BAD_SHAPE;
-  if (!positionsFit(positions, batch, seqLen, cacheLen))
-    return ATTNC_ERR_ARGS;
-  int64_t cacheElems = 0;
-  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheElems))
-    return ATTNC_ERR_BAD_SHAPE;
+  int64_t need = 0, cacheElems = 0;
+  if (int rc = checkDecode(*this, batch, seqLen, positions, kCache, vCache, cacheLen,
+                           need, cacheElems))
+    return rc;
   if (workspace.size() < static_cast<uint64_t>(need))
     workspace.resize(static_cast<size_t>(need));
   attnc_decode_args a = decodeArgs(*info_, packed, x, y, batch, seqLen, positions, kCache,
@@ -1275,19 +1286,12 @@ int Kernel::decodeDevice(const void *packed, const void *x, void *y, int64_t bat
     return ATTNC_ERR_ARGS; // host memory: Kernel::decode
   if (!positions || !hostPositions || !x || !y || !kCache || !vCache || !packed)
     return ATTNC_ERR_NULL_ARG;
-  if (kCache == vCache)
-    return ATTNC_ERR_ARGS;
-  std::string why;
-  const int64_t need = decodeWorkspaceBytes(batch, seqLen, cacheLen, why);
-  if (need < 0)
-    return ATTNC_ERR_BAD_SHAPE;
   // The host copy of the positions, checked as decode checks them: the
   // glue cannot read the device copy, and the device code only clamps.
-  if (!positionsFit(hostPositions, batch, seqLen, cacheLen))
-    return ATTNC_ERR_ARGS;
-  int64_t cacheElems = 0;
-  if (!checkedProduct({batch, info_->kv_heads, cacheLen, info_->head_dim}, cacheElems))
-    return ATTNC_ERR_BAD_SHAPE;
+  int64_t need = 0, cacheElems = 0;
+  if (int rc = checkDecode(*this, batch, seqLen, hostPositions, kCache, vCache,
+                           cacheLen, need, cacheElems))
+    return rc;
   if (workspaceBytes < need || (need > 0 && !workspace))
     return ATTNC_ERR_WORKSPACE;
   attnc_decode_args a = decodeArgs(*info_, packed, x, y, batch, seqLen, positions, kCache,

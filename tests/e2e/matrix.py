@@ -160,7 +160,7 @@ def main():
                 rc, out = run(["attnc-dump", path, "--check",
                                "--seq-len", "5", "--batch", "2", "--seed", str(seed)])
                 checks = [l for l in out.splitlines() if l.startswith("// check:")]
-                # conceptual, fused, viewed, tiled x 2 code paths, object x 2
+                # conceptual, fused, viewed, targeted x 2 code paths, object x 2
                 ok = rc == 0 and len(checks) == 7 and all(l.endswith("OK") for l in checks)
                 report(ok, f"dump-check {name} seed {seed}", out)
                 for l in checks:

@@ -53,12 +53,12 @@ if [ "$mode" = install ]; then
   step "cmake --install $build --prefix $prefix"
   cmake --install "$build" --prefix "$prefix" > "$work/install.log"
   for f in bin/attnc bin/attnc-opt bin/attnc-dump bin/attnc-run \
-           lib/libattnrt.so lib/libattnrt.a \
+           lib/libattnrt.so lib/libattnrt.a lib/libattnrt_core.so lib/libattnrt_core.a \
            include/attnc/runtime/abi.h include/attnc/runtime/Runtime.h \
            include/attnc/runtime/Interpreter.h include/attnc/runtime/weights.h \
            lib/cmake/attnc/attncConfig.cmake lib/cmake/attnc/attncConfigVersion.cmake \
            lib/cmake/attnc/attncTargets.cmake lib/cmake/attnc/AttncAddKernel.cmake \
-           lib/pkgconfig/attnc-runtime.pc share/attnc/python/attnc/__init__.py \
+           lib/pkgconfig/attnc-runtime.pc lib/pkgconfig/attnc-runtime-core.pc share/attnc/python/attnc/__init__.py \
            share/doc/attnc/docs/spec.md; do
     [ -e "$prefix/$f" ] || { echo "FAIL: $prefix/$f was not installed"; exit 1; }
   done
@@ -66,7 +66,7 @@ if [ "$mode" = install ]; then
   step "installed tools run from the prefix"
   v=$("$prefix/bin/attnc" --version) && echo "${v%%$'\n'*}"
   "$prefix/bin/attnc-run" --version
-  rt=$(ldd "$prefix/bin/attnc-run" | awk '/libattnrt/ {print $3}')
+  rt=$(ldd "$prefix/bin/attnc-run" | awk '/libattnrt\.so/ {print $3}')
   [ -n "$rt" ] && [ "$(readlink -f "$rt")" = "$(readlink -f "$prefix/lib/libattnrt.so")" ] ||
     { echo "FAIL: attnc-run does not load $prefix/lib/libattnrt.so"; ldd "$prefix/bin/attnc-run"; exit 1; }
   echo "attnc-run loads ${rt#$work/}"
@@ -114,7 +114,26 @@ PY
   cat "$work/consumer/err.txt"
   grep -q "no tensor for the kernel's 'c_attn.bias'" "$work/consumer/err.txt"
 
-  step "find_package(attnc CONFIG): attnc::runtime and attnc::runtime_static"
+  step "pkg-config: a loader-only C program against libattnrt_core"
+  cat > "$work/consumer/core.c" <<'C'
+#include "attnc/runtime/attnrt_c.h"
+#include <stdio.h>
+int main(void) {
+  printf("core: C API %u, ABI %u\n", attnrt_c_api_version(), attnrt_abi_version());
+  return 0;
+}
+C
+  # shellcheck disable=SC2046
+  cc -std=c99 -Wall -Werror $consumer_flags "$work/consumer/core.c" -o "$work/consumer/c-core" \
+     $(pkg-config --cflags --libs attnc-runtime-core)
+  "$work/consumer/c-core"
+  deps=$(ldd "$work/consumer/c-core")
+  if grep -q -e 'libattnrt\.so' -e 'libz\.so' <<< "$deps"; then
+    echo "FAIL: the loader-only consumer loads libattnrt.so or zlib"; echo "$deps"; exit 1
+  fi
+  echo "c-core: libattnrt_core only (no libattnrt.so, no zlib)"
+
+  step "find_package(attnc CONFIG): attnc::runtime, attnc::runtime_static, attnc::runtime_core"
   cat > "$work/consumer/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.20)
 project(consumer LANGUAGES C CXX)
@@ -128,6 +147,8 @@ target_link_libraries(c-cmake-shared PRIVATE attnc::runtime)
 add_executable(c-cmake-static main.c)
 set_target_properties(c-cmake-static PROPERTIES LINKER_LANGUAGE CXX)
 target_link_libraries(c-cmake-static PRIVATE attnc::runtime_static)
+add_executable(c-cmake-core core.c)
+target_link_libraries(c-cmake-core PRIVATE attnc::runtime_core)
 CM
   cmake -G Ninja -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
         -DCMAKE_BUILD_TYPE=Release "${consumer_cmake[@]}" | grep -E "attnc|Configuring done"
@@ -135,6 +156,7 @@ CM
   for exe in c-cmake-shared c-cmake-static; do
     "$work/consumer/build/$exe" "$work/consumer/w.npz" h.0.attn.
   done
+  "$work/consumer/build/c-cmake-core"
   # (ldd's output in a variable: `ldd | grep -q` can fail with SIGPIPE
   # under pipefail.)
   deps=$(ldd "$work/consumer/build/c-cmake-static")

@@ -7,7 +7,7 @@
 // through the pipeline on the same random weights and input and prints one
 // line per stage with its max abs error against the conceptual stage (and
 // no IR unless --stage asks for some): the IR evaluator (double) runs the
-// attn-level stages and each code path of the tiled stage (they must agree
+// attn-level stages and each code path of the targeted stage (they must agree
 // to --check-tol), then the finished module is linked into a temporary
 // kernel and each of its code paths runs (it must pass the float32 gate of
 // attnc-run --check). Exit 1 at the first stage that computes something
@@ -52,7 +52,7 @@ static cl::opt<bool> listStages("list-stages", cl::desc("list the stages and exi
                                 cl::cat(cat));
 static cl::opt<bool> check("check",
     cl::desc("run every stage on the same inputs (IR evaluator for the attn "
-             "stages and the tiled code paths, the compiled kernel's code "
+             "stages and the targeted code paths, the compiled kernel's code "
              "paths after that) and compare with the conceptual one"),
     cl::cat(cat));
 static cl::opt<double> checkTol("check-tol",
@@ -192,15 +192,15 @@ int main(int argc, char **argv) {
         op.getValueMutable().assign(k);
       });
     if (check && v.stage->attnLevel) {
-      // The attn-level stages have one function; the tiled stage one clone
+      // The attn-level stages have one function; the targeted stage one clone
       // per code path (attn.variant_of), each evaluated.
       std::vector<std::pair<std::string, std::string>> fns; // label, function
-      if (v.stage->name == std::string("tiled")) {
+      if (v.stage->name == std::string("targeted")) {
         for (auto f : mlir::ModuleOp(v.module).getOps<mlir::func::FuncOp>())
           if (auto of = f->getAttrOfType<mlir::StringAttr>("attn.variant_of"))
             if (of.getValue() == spec->name) {
               auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
-              fns.push_back({std::string("tiled[") + (t ? t.getIsa().str() : "?") + "]",
+              fns.push_back({std::string("targeted[") + (t ? t.getIsa().str() : "?") + "]",
                              f.getName().str()});
             }
       } else {

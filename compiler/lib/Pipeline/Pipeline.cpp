@@ -1,12 +1,12 @@
 //===- Pipeline.cpp - the named stages from spec to object ----------------===//
 //
-//   spec ──► conceptual ──► fused ──► viewed ──► tiled ──► loops ──► llvm
-//   (YAML)   (3 linears,    (1 QKV    (strided   (#attn.   (memrefs, packed
-//             split/sdpa/    GEMM +    views,     target,   GEMMs, flash
-//             merge)         slices)   no copies) one fn    attention as
-//                                                 per ISA)  scf.forall
-//                                                           phases ->
-//                                                           ws/tasks/run)
+//   spec ──► conceptual ──► fused ──► viewed ──► targeted ──► loops ──► llvm
+//   (YAML)   (3 linears,    (1 QKV    (strided   (#attn.      (memrefs, packed
+//             split/sdpa/    GEMM +    views,     target,      GEMMs, flash
+//             merge)         slices)   no copies) one fn       attention as
+//                                                 per ISA)     scf.forall
+//                                                              phases ->
+//                                                              ws/tasks/run)
 //        ──► llvm-ir ──► llvm-ir-opt ──► asm/.o  (+ C glue: ABI entry
 //            (wrappers)  (O3, per-ISA            points, metadata, pool)
 //                         function attrs)
@@ -52,9 +52,9 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
       {"fused", "attn-fuse-qkv: one QKV projection + slices", true},
       {"viewed", "attn-heads-as-views: slices and head split/merge as strided "
                  "views", true},
-      {"tiled", "attnc-set-target: the target description (#attn.target: "
-                "ISA, registers, tiles, caches) on one function per code path",
-       true},
+      {"targeted", "attnc-set-target: the target description (#attn.target: "
+                   "ISA, registers, tiles, caches) on one function per code "
+                   "path; the tiling happens in `loops`", true},
       {"loops", "attn-to-loops + attnc-outline-tasks: buffers in a caller "
                 "workspace, packed-panel GEMMs and flash attention as "
                 "parallel task phases (ws/tasks/run functions); plus the "
@@ -77,8 +77,11 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
 
 int attnc::stageIndex(const std::string &name) {
   const auto &s = stageList();
+  // `tiled`: the name `targeted` had before it said what the stage does
+  // (scripts still pass --stage tiled).
+  const std::string &want = name == "tiled" ? std::string("targeted") : name;
   for (size_t i = 0; i < s.size(); ++i)
-    if (name == s[i].name)
+    if (want == s[i].name)
       return static_cast<int>(i);
   return -1;
 }
@@ -88,7 +91,7 @@ const char *attnc::stagePipeline(const std::string &stage) {
     return "attn-fuse-qkv,func.func(canonicalize)";
   if (stage == "viewed")
     return "func.func(attn-heads-as-views,canonicalize,cse)";
-  if (stage == "tiled")
+  if (stage == "targeted")
     return "attnc-set-target{isa=multi}";
   if (stage == "loops")
     return "attn-to-loops,attnc-outline-tasks,attnc-pack-weights,"
@@ -124,14 +127,14 @@ const char *attnc::nvvmPipeline() {
          "reconcile-unrealized-casts)";
 }
 
-std::string attnc::tiledPipeline(Isa isa) {
+std::string attnc::targetedPipeline(Isa isa) {
   return std::string("attnc-set-target{isa=") + isaName(isa) + "}";
 }
 
 void attnc::registerStagePipelines() {
   // One named pipeline per MLIR-level stage, the same pass lists attnc runs:
   // attnc-opt --attnc-stage-fused, ... --attnc-stage-llvm.
-  static const char *stages[] = {"fused", "viewed", "tiled", "loops", "llvm"};
+  static const char *stages[] = {"fused", "viewed", "targeted", "loops", "llvm"};
   for (const char *stage : stages) {
     std::string name = std::string("attnc-stage-") + stage;
     std::string desc = std::string("attnc's `") + stage + "` stage: " + stagePipeline(stage);
@@ -220,8 +223,8 @@ LogicalResult attnc::Compilation::run(
       if (opts_.headsAsViews &&
           failed(runPasses(stagePipeline("viewed"))))
         return failure();
-    } else if (name == "tiled") {
-      if (failed(runPasses(tiledPipeline(opts_.isa))))
+    } else if (name == "targeted") {
+      if (failed(runPasses(targetedPipeline(opts_.isa))))
         return failure();
     } else if (name == "loops") {
       if (failed(runPasses(stagePipeline("loops"))))

@@ -17,7 +17,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/Target.h"
-#include "attnc/Conversion/Passes.h"
 
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Verifier.h"

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include "attnc/Target/Target.h"
-#include "attnc/Conversion/Passes.h"
 #include "attnc/runtime/abi.h"
 
 #include "llvm/Support/Format.h"

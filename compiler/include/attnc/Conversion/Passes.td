@@ -54,19 +54,26 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
     func.func @f(%x: tensor<?x?x768xf32>, %w...: tensor<...>) -> tensor<?x?x768xf32>
     // becomes
     func.func @f(%x: memref<?x?x768xf32>, %w...: memref<...>,
-                 %y: memref<?x?x768xf32>, %ws: memref<?xi8>, %run: i1) -> index
+                 %y: memref<?x?x768xf32> {attn.output = "y"},
+                 %ws: memref<?xi8> {attn.workspace}) -> index
     ```
     The result is the workspace size in bytes the call needs; every
-    intermediate buffer is a `memref.view` into `%ws` (no malloc). The body
-    runs only when `%run` is true and `%ws` is large enough, so calling with
-    `%run = false` queries the size. `attn.view` becomes a
+    intermediate buffer is a 64-byte aligned `memref.view` into `%ws` (no
+    allocation), linear in T. `attn.view` becomes a
     `memref.reinterpret_cast` of its source's buffer (no copy); slices, head
     splits/merges and concats that are still present are materialized with
-    copies. Projections become register-blocked GEMMs (6x32 blocks of
-    vector FMAs; `linalg.generic` for shapes outside that fast path);
-    attention becomes scf loops with a max-subtracted softmax over one
-    score row at a time (the T×T matrix is never stored), vectorized along
-    head_dim when it is a multiple of 16.
+    copies. Weights used only by `attn.linear` take the packed panel layout
+    (`attn.panel`, `attn.logical_shape`) that `attnc-pack-weights` writes.
+
+    Each computing op becomes one top-level `scf.forall` of independent
+    tasks (a phase), built through `attn::TiledOpInterface` from the
+    function's `#attn.target`: register-blocked GEMMs over packed panels,
+    flash attention with an online softmax over key blocks whose range
+    comes from the mask (no T x T matrix), a decode kernel for one query
+    row, and on CUDA targets the GPU-shaped kernels (thread regions) that
+    `attnc-map-to-gpu` outlines. Ops without a tiled kernel become one-task
+    phases of `linalg.generic` (CPU targets only). docs/design.md, section
+    2, has the kernels and the equation each keeps.
   }];
   let dependentDialects = ["mlir::x86vector::X86VectorDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",

@@ -1,7 +1,7 @@
 //===- ObjectCheck.h - run what a compilation produced ----------*- C++ -*-===//
 //
 // attnc-dump --check follows the function past the attn-level stages: the
-// IR evaluator runs each code path of the `tiled` stage, and this file
+// IR evaluator runs each code path of the `targeted` stage, and this file
 // compiles the finished module (after llvm-ir-opt) into a temporary kernel
 // library, loads it through libattnrt and runs each of its code paths on the
 // same inputs, so a lowering bug shows up as a wrong compiled stage even

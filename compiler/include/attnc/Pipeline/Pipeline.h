@@ -3,7 +3,7 @@
 // One list of stages, shared by attnc (compile), attnc-dump (print/check)
 // and attnc-opt (the MLIR-level lowering is registered as a pipeline):
 //
-//   spec -> conceptual -> fused -> viewed -> tiled -> loops
+//   spec -> conceptual -> fused -> viewed -> targeted -> loops
 //        [-> gpu -> nvvm -> ptx: CUDA targets] -> llvm -> llvm-ir
 //        -> llvm-ir-opt -> asm
 //
@@ -101,15 +101,15 @@ private:
 };
 
 /// The textual pass pipeline (on builtin.module) that produces an MLIR-level
-/// stage from the previous one: "fused", "viewed", "tiled" (default
+/// stage from the previous one: "fused", "viewed", "targeted" (default
 /// target: multi), "loops" (with @NAME_pack, from the module's
 /// attn.weight_storage) or "llvm"; null for other stages.
 const char *stagePipeline(const std::string &stage);
 /// The `nvvm` stage's pipeline (CUDA targets): the gpu.module's kernels to
 /// the LLVM and NVVM dialects.
 const char *nvvmPipeline();
-/// The `tiled` stage's pipeline for a given instruction set.
-std::string tiledPipeline(Isa isa);
+/// The `targeted` stage's pipeline for a given instruction set.
+std::string targetedPipeline(Isa isa);
 
 /// Registers `attnc-stage-<stage>` for every stage with a pipeline, so
 /// attnc-opt can replay any step of attnc on a .mlir file.

@@ -1,6 +1,6 @@
 //===- Spec.h - The validated attention-block spec -------------*- C++ -*-===//
 //
-// The in-memory form of a YAML spec (shared/design/SPEC.md) after parsing and
+// The in-memory form of a YAML spec (docs/spec.md) after parsing and
 // validation. Every field carries the YAML position it came from so later
 // stages (MLIRGen) can attach FileLineColLoc locations to the IR they emit.
 //

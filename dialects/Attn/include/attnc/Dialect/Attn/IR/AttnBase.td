@@ -33,8 +33,10 @@ def Attn_Dialect : Dialect {
 // Enums
 //===----------------------------------------------------------------------===//
 
-/// The additive mask of attn.sdpa. Only none and causal lower today; the
-/// others are part of the op's contract so they land without a redesign.
+/// The additive mask of attn.sdpa (and attn.probs). Every kind lowers on
+/// every target: the kernels take each query block's key range from it
+/// (causal diagonal, window, padding lengths) and mask only boundary
+/// blocks element by element.
 def Attn_MaskKind : I32EnumAttr<"MaskKind", "additive attention mask", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"causal", 1>,
