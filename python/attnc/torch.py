@@ -1,26 +1,30 @@
-"""attnc kernels as a PyTorch operator and modules (CPU, inference only).
+"""attnc kernels as PyTorch operators and modules (CPU, inference only).
 
     import attnc.torch
-    y, probs = torch.ops.attnc.forward(x, packed, "/path/libk.so", x_kv, lengths,
-                                       kv_lengths, need_weights, num_threads)
+    y = torch.ops.attnc.forward(x, packed, "/path/libk.so")       # + x_kv, lengths,
+    y, probs = torch.ops.attnc.forward_with_weights(x, packed, path)  # kv_lengths, threads
     m = attnc.torch.AttnModule(attnc.compile(spec), weights)   # packed as a buffer
     y = m(x)
-    attnc.torch.replace_attention(model)   # every nn.MultiheadAttention -> a kernel
+    attnc.torch.replace_attention(model)   # every nn.MultiheadAttention -> kernels
 
-The operator attnc::forward is defined with torch.library (namespace
-"attnc", a CPU kernel written in Python), so torch.jit.trace records it
-as one node (`attnc::forward`, the kernel library's path a string
-constant of the graph) and a traced module runs it again through the
-dispatcher; a process that loads such a trace must `import attnc.torch`
-first (which registers the operator). torch.jit.script cannot compile
-the modules' Python code, but scripted code may call torch.ops.attnc.forward.
+The operators attnc::forward(Tensor x, Tensor packed, str kernel, Tensor?
+x_kv, Tensor? lengths, Tensor? kv_lengths, int num_threads) -> Tensor and
+attnc::forward_with_weights(...) -> (Tensor, Tensor) are defined with
+torch.library (namespace "attnc", a CPU kernel written in Python), so
+torch.jit.trace records each call as one node (the kernel library's path
+a string constant of the graph) and a traced module runs it again through
+the dispatcher; a process that loads such a trace must `import
+attnc.torch` first (which registers the operators). torch.jit.script
+cannot compile the modules' Python code, but scripted code may call
+torch.ops.attnc.forward.
 
-Inference only: the operator raises RuntimeError when grad mode is on and
-an input requires grad (no gradient would flow: it has no autograd
+Inference only: the operators raise RuntimeError when grad mode is on and
+an input requires grad (no gradient would flow: they have no autograd
 formula). Zero-copy: float32, contiguous CPU inputs are handed to the
-kernel as they are (data_ptr), y and the attention weights are allocated
-as torch tensors the kernel writes; other float dtypes are converted to
-float32 (a copy) and non-contiguous inputs made contiguous (a copy).
+kernel where they lie (data_ptr), y and the attention weights are
+allocated as torch tensors the kernel writes; other float dtypes are
+converted to float32 (a copy) and non-contiguous inputs made contiguous
+(a copy).
 """
 import ctypes as C
 import os
