@@ -538,6 +538,10 @@ class MultiheadAttention(torch.nn.Module):
         else:
             r = m(q, need_weights=need_weights)
         y, probs = r if need_weights else (r, None)
+        if query.dtype != torch.float32 and query.is_floating_point():
+            # torch returns the input's dtype; the kernel computes in float32.
+            y = y.to(query.dtype)
+            probs = None if probs is None else probs.to(query.dtype)
         if probs is not None and average_attn_weights:
             probs = probs.mean(dim=1)
         if unbatched:

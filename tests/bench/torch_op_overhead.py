@@ -10,10 +10,12 @@ per call over --reps batches of --n calls, on x [1, 1, 8]:
            Python kernel, y allocated as a torch tensor)
   module   attnc.torch.AttnModule(x)                 (nn.Module call + op)
   numpy    attnc.Kernel.forward(x, packed)           (the NumPy API, for comparison)
+  mha      (--mha) attnc.torch.MultiheadAttention(x, x, x, need_weights=False)
+           (replace_attention's module: its argument and mask checks + op)
 and prints microseconds per call and `op - c`, `module - c`; with --check
 US, exits 1 when op - c exceeds US.
 
-  torch_op_overhead.py [--cache-dir DIR] [--n 2000] [--reps 7] [--check 20]
+  torch_op_overhead.py [--cache-dir DIR] [--n 2000] [--reps 7] [--check 20] [--mha]
 """
 import argparse
 import ctypes as C
@@ -51,6 +53,9 @@ def main():
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--check", type=float, default=None)
+    ap.add_argument("--mha", action="store_true",
+                    help="also time attnc.torch.MultiheadAttention (replace_attention's "
+                         "module; compiles its own kernel)")
     a = ap.parse_args()
     spec = {"name": "ovh", "d_model": 8, "heads": 1, "mask": "none",
             "weights": "torch_in_proj", "bias": True}
@@ -90,6 +95,12 @@ def main():
     print(f"op (torch.ops.attnc.forward): {o:.2f} us")
     print(f"module (AttnModule): {m:.2f} us")
     print(f"numpy (Kernel.forward): {n:.2f} us")
+    if a.mha:
+        rep = attnc.torch.replace_attention(mha, cache_dir=a.cache_dir)
+        with torch.inference_mode():
+            r = per_call(lambda: rep(x, x, x, need_weights=False), a.n, a.reps)
+        print(f"mha (attnc.torch.MultiheadAttention, need_weights=False): {r:.2f} us "
+              f"({r - c:.2f} us over c)")
     print(f"overhead: op - c = {o - c:.2f} us, module - c = {m - c:.2f} us")
     if a.check is not None:
         ok = o - c <= a.check
