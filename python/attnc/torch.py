@@ -285,8 +285,10 @@ class AttnModule(torch.nn.Module):
                  persistent=True, target=None, cache_dir=None):
         super().__init__()
         k = _as_kernel(kernel, target, cache_dir)
-        self.kernel = k
+        # Only the path is state (copy.deepcopy, pickling a whole model);
+        # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
+        _runner(self.kernel_path)  # a CUDA or non-float32 kernel raises here
         self.num_threads = int(num_threads)
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
@@ -299,6 +301,11 @@ class AttnModule(torch.nn.Module):
                                  f"from {k.name}_pack, got {p.dtype} {tuple(p.shape)}")
             p = p.reshape(-1)
         self.register_buffer("packed", p, persistent=persistent)
+
+    @property
+    def kernel(self):
+        """The attnc.Kernel of kernel_path (loaded once per process)."""
+        return _runner(self.kernel_path).kernel
 
     def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False):
         if need_weights:

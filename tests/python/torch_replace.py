@@ -260,6 +260,19 @@ def main():
         except RuntimeError as e:
             check("packed" in str(e), f"a short packed buffer: {e}")
 
+    # -- .to(float64) on the replacement: repacked, output in the input's dtype
+    import copy
+    rep64 = copy.deepcopy(rep).to(torch.float64)
+    mha64 = copy.deepcopy(mha).double()
+    x64 = torch.randn(2, 5, E, dtype=torch.float64)
+    with torch.no_grad():
+        y, w = rep64(x64, x64, x64, attn_mask=causal_b[:5, :5])
+        ry, rw = mha64(x64, x64, x64, attn_mask=causal_b[:5, :5])
+    check(y.dtype == torch.float64 and rep64.in_proj_weight.dtype == torch.float64
+          and err(y, ry) <= TOL and err(w, rw) <= TOL,
+          f"replacement .to(torch.float64): float64 weights repacked, y {y.dtype}, "
+          f"|y - torch float64| = {err(y, ry):.2e}")
+
     print(f"attnc.torch: {passed} passed, {failures} failed")
     return 1 if failures else 0
 
