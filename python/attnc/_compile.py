@@ -17,7 +17,8 @@ the SHA-256 of the spec's text, the compiler's identity (`attnc
 host, also this CPU's model and flags), so the same spec compiled again
 -- in this process or another -- loads the cached library without running
 the compiler. Entries are written to a temporary directory and renamed into
-place, so concurrent compiles of the same spec are safe.
+place, so concurrent compiles of the same spec are safe; a cached library
+libattnrt refuses (truncated, corrupt) is compiled again.
 """
 import hashlib
 import json
@@ -148,6 +149,8 @@ def spec_text(spec):
             return f.read()
     if isinstance(spec, str) and ("\n" in spec or ":" in spec):
         return spec
+    if isinstance(spec, str) and spec.endswith((".yaml", ".yml")):
+        raise FileNotFoundError(f"spec: no such file: {spec}")
     raise TypeError(f"spec: expected a dict, a path of a YAML file or YAML text, got {spec!r}")
 
 
@@ -190,6 +193,10 @@ def _cached(key, cache_dir, produce):
     entry = os.path.join(cache_dir, key[:32])
     if os.path.isfile(os.path.join(entry, "done")):
         return entry, False
+    if os.path.isdir(entry):
+        # Not a complete entry (renamed into place without its marker by
+        # hand, or a partial copy): built again.
+        shutil.rmtree(entry, ignore_errors=True)
     os.makedirs(cache_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=cache_dir)
     try:
@@ -214,6 +221,22 @@ def _load(entry, compiled):
     k.cache_entry = entry
     k.compiled = compiled  # False: loaded from the cache
     return k
+
+
+def _cached_kernel(key, cache_dir, produce):
+    """The Kernel of cache entry `key`, compiled by produce() when absent.
+    A cached library libattnrt refuses (truncated, flipped bits: its
+    checksum) is removed and compiled again, once."""
+    from . import AttncError
+    entry, compiled = _cached(key, cache_dir, produce)
+    try:
+        return _load(entry, compiled)
+    except AttncError:
+        if compiled:
+            raise
+    shutil.rmtree(entry, ignore_errors=True)
+    entry, compiled = _cached(key, cache_dir, produce)
+    return _load(entry, compiled)
 
 
 def _target_parts(target):
@@ -250,8 +273,7 @@ def compile(spec, target=None, cache_dir=None, extra_args=()):
             cmd += ["--target", target]
         _run(cmd + extra, "attnc", (sp, shown))
 
-    entry, compiled = _cached(key, cache_dir, produce)
-    return _load(entry, compiled)
+    return _cached_kernel(key, cache_dir, produce)
 
 
 def _hf_files(hf_dir):
@@ -291,8 +313,7 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None, layer=None):
             cmd += ["--target", target]
         _run(cmd, "attnc --hf")
 
-    entry, compiled = _cached(key, cache_dir, produce)
-    kernel = _load(entry, compiled)
+    kernel = _cached_kernel(key, cache_dir, produce)
     tensors = {}
     prefix = module + "."
     for path in _hf_files(hf_dir):

@@ -9,7 +9,8 @@ how many times the compiler actually ran:
      (count still 1, the library's mtime unchanged), same results;
   3. the cached spec.yaml by path: from the cache;
   4. another target (x86-avx2): compiled (count 2), another entry;
-  5. an invalid spec: CompileError exit 2 with attnc's message, nothing
+  5. the cached library truncated: refused by libattnrt, compiled again;
+  6. an invalid spec: CompileError exit 2 with attnc's message, nothing
      cached; ATTNC_BIN at a missing file: CompileError naming ATTNC_BIN.
 
   compile_cache.py --work DIR
@@ -105,6 +106,16 @@ def main():
           and r4["isa"] == "x86-avx2" and r4["err"] < 1e-5,
           f"process 4, target x86-avx2: compiled again (compiler runs: {count()}), "
           f"isa {r4['isa']}, another entry")
+
+    # A cached library cut short: refused by libattnrt, compiled again.
+    lib = os.path.join(r1["entry"], "kernel.so")
+    with open(lib, "r+b") as f:
+        f.truncate(os.path.getsize(lib) // 2)
+    r5 = child(text)
+    check(r5["compiled"] and count() == 3 and r5["entry"] == r1["entry"]
+          and r5["y0"] == r1["y0"],
+          f"process 5, the cached library truncated: compiled again (compiler runs: {count()}), "
+          "same y")
 
     sys.path.insert(0, PKG)
     os.environ["ATTNC_BIN"] = wrapper
