@@ -22,6 +22,7 @@ config.environment["ATTNC_LIBATTNRT"] = os.path.join(config.attnc_obj_root, "run
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%cc", config.c_compiler))
 config.substitutions.append(("%src", config.attnc_src_root))
+config.substitutions.append(("%attnc_build", config.attnc_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
 # A hand-written ABI-v2 kernel (tests/support/fake_kernel.c): runtime and
 # attnc-run tests that need no compiler.

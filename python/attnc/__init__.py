@@ -46,6 +46,7 @@ import numpy as np
 from . import _abi, _runtime
 from ._abi import ABI_VERSION
 from .weights import load_safetensors, save_safetensors, map_names, to_numpy
+from ._compile import compile, from_hf, CompileError, attnc_binary, compiler_version  # noqa: A004
 
 
 _ISA_NAMES = ("avx512bf16", "avx512", "avx2", "x86-64", "x86-avx512-bf16", "x86-avx512",
@@ -64,8 +65,18 @@ def _isa_env_note(rc):
 
 
 __all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",
-           "save_safetensors", "map_names", "libattnrt_path"]
+           "save_safetensors", "map_names", "libattnrt_path", "compile", "from_hf",
+           "CompileError", "attnc_binary", "compiler_version"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # attnc.torch is imported on first use (it imports torch and registers
+    # the attnc::forward operator); `import attnc.torch` works too.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'attnc' has no attribute {name!r}")
 
 
 class AttncError(RuntimeError):

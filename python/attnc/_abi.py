@@ -19,6 +19,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _header_dir():
     for d in (os.path.join(_HERE, "include", "attnc", "runtime"),
+              # pip install ./python: the CMake install tree beside the package
+              os.path.join(_HERE, "_prefix", "include", "attnc", "runtime"),
               # installed by CMake: PREFIX/share/attnc/python/attnc
               os.path.join(_HERE, "..", "..", "..", "..", "include", "attnc", "runtime"),
               # the source tree

@@ -11,7 +11,9 @@ reads any of it.
 Where libattnrt is looked for, in this order (the first that loads and
 speaks this package's ABI wins):
   1. $ATTNC_LIBATTNRT: a path to libattnrt.so (nothing else is tried);
-  2. attnc/_lib/libattnrt.so*: a copy next to the package;
+  2. attnc/_lib/libattnrt.so*, attnc/_prefix/lib/libattnrt.so*: a copy
+     next to the package (the second is what `pip install ./python` puts
+     there);
   3. PREFIX/lib*/libattnrt.so* when the package is installed as
      PREFIX/share/attnc/python/attnc (`cmake --install`);
   4. SRC/build/runtime/libattnrt.so when the package is used from a source
@@ -52,6 +54,8 @@ def _candidates():
     # The unversioned name first, then the soname, then the full version.
     add(sorted(glob.glob(os.path.join(_HERE, "_lib", "libattnrt.so*")), key=len),
         "next to the package (attnc/_lib)")
+    add(sorted(glob.glob(os.path.join(_HERE, "_prefix", "lib*", "libattnrt.so*")), key=len),
+        "next to the package (attnc/_prefix, pip install)")
     parts = _HERE.split(os.sep)
     if parts[-4:-1] == ["share", "attnc", "python"]:
         prefix = os.sep.join(parts[:-4]) or os.sep

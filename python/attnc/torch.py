@@ -1,0 +1,618 @@
+"""attnc kernels as PyTorch operators and modules (CPU, inference only).
+
+    import attnc.torch
+    y = torch.ops.attnc.forward(x, packed, "/path/libk.so")       # + x_kv, lengths,
+    y, probs = torch.ops.attnc.forward_with_weights(x, packed, path)  # kv_lengths, threads
+    m = attnc.torch.AttnModule(attnc.compile(spec), weights)   # packed as a buffer
+    y = m(x)
+    attnc.torch.replace_attention(model)   # every nn.MultiheadAttention -> kernels
+
+The operators attnc::forward(Tensor x, Tensor packed, str kernel, Tensor?
+x_kv, Tensor? lengths, Tensor? kv_lengths, int num_threads) -> Tensor and
+attnc::forward_with_weights(...) -> (Tensor, Tensor) are defined with
+torch.library (namespace "attnc", a CPU kernel written in Python), so
+torch.jit.trace records each call as one node (the kernel library's path
+a string constant of the graph) and a traced module runs it again through
+the dispatcher; a process that loads such a trace must `import
+attnc.torch` first (which registers the operators). torch.jit.script
+cannot compile the modules' Python code, but scripted code may call
+torch.ops.attnc.forward.
+
+Inference only: the operators raise RuntimeError when grad mode is on and
+an input requires grad (no gradient would flow: they have no autograd
+formula). Zero-copy: float32, contiguous CPU inputs are handed to the
+kernel where they lie (data_ptr), y and the attention weights are
+allocated as torch tensors the kernel writes; other float dtypes are
+converted to float32 (a copy) and non-contiguous inputs made contiguous
+(a copy).
+"""
+import ctypes as C
+import os
+import threading
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+from . import Kernel, AttncError, _abi
+from . import compile as _compile_spec
+
+__all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
+           "forward"]
+
+_LIB = torch.library.Library("attnc", "DEF")
+_ARGS = ("Tensor x, Tensor packed, str kernel, Tensor? x_kv=None, Tensor? lengths=None, "
+         "Tensor? kv_lengths=None, int num_threads=1")
+_LIB.define(f"forward({_ARGS}) -> Tensor")
+_LIB.define(f"forward_with_weights({_ARGS}) -> (Tensor, Tensor)")
+
+
+class Unsupported(RuntimeError):
+    """A call (or a module) the kernel cannot express, with
+    fallback="error" (replace_attention)."""
+
+
+_FEAT_CROSS = next(b for b, n in _abi.FEATURES.items() if n == "cross")
+_FEAT_PROBS = next(b for b, n in _abi.FEATURES.items() if n == "probs")
+_FEAT_LENGTHS = next(b for b, n in _abi.FEATURES.items() if n == "lengths")
+_FEAT_CUDA = next(b for b, n in _abi.FEATURES.items() if n == "cuda")
+_OK = _abi.OK
+
+
+class _Runner:
+    """One kernel library, ready for the operator: the ctypes entry points
+    and a per-thread workspace of the last shape."""
+
+    def __init__(self, path):
+        k = Kernel(path)
+        i = k._info
+        if i.features & _FEAT_CUDA:
+            raise AttncError(f"{path}: a CUDA kernel: attnc::forward runs CPU kernels only")
+        if i.dtype != _abi.CONSTANTS["ATTNC_DTYPE_F32"]:
+            raise AttncError(f"{path}: dtype {_abi.DTYPES.get(i.dtype, i.dtype)}: "
+                             "attnc::forward runs float32 kernels only")
+        self.kernel = k
+        self.name = k.name
+        self.d = i.d_model
+        self.heads = i.heads
+        self.out_dim = i.out_dim
+        self.packed_bytes = i.packed_bytes
+        self.cross = bool(i.features & _FEAT_CROSS)
+        self.probs = bool(i.features & _FEAT_PROBS)
+        self.lengths = bool(i.features & _FEAT_LENGTHS)
+        self.fwd = k._forward
+        self.ws_size = k._workspace_size
+        self.local = threading.local()
+
+    def _args(self, b, t, tkv):
+        """The argument struct of this thread for shape (b, t, tkv): the
+        sizes and the workspace set once; the pointers are set per call."""
+        loc = self.local
+        key = (b, t, tkv)
+        if getattr(loc, "key", None) != key:
+            n = int(self.ws_size(b, t, tkv))
+            if n < 0:
+                raise AttncError(f"{self.name}_workspace_size(batch {b}, seq_len {t}, "
+                                 f"kv_seq_len {tkv}) refused the shape (max_seq_len "
+                                 f"{self.kernel._info.max_seq_len})", _abi.ERR_BAD_SHAPE)
+            buf = torch.empty(n + 64, dtype=torch.uint8)
+            ptr = buf.data_ptr()
+            a = _abi.ForwardArgs()
+            a.struct_size = C.sizeof(_abi.ForwardArgs)
+            a.packed_bytes = self.packed_bytes
+            a.x_elems = b * t * self.d
+            a.y_elems = b * t * self.out_dim
+            a.batch = b
+            a.seq_len = t
+            a.workspace = ptr + (-ptr) % 64
+            a.workspace_bytes = n
+            if self.cross:
+                a.x_kv_elems = b * tkv * self.d
+                a.kv_seq_len = tkv
+            loc.buf, loc.args, loc.ref, loc.key = buf, a, C.byref(a), key
+        return loc.args, loc.ref
+
+    def _f32(self, t, what):
+        if not t.is_cpu:
+            raise RuntimeError(f"attnc::forward: {what} is on {t.device}: the kernel "
+                               f"{self.name} runs on the CPU")
+        if t.dtype is not torch.float32:
+            if not t.is_floating_point():
+                raise RuntimeError(f"attnc::forward: {what} must be floating point, got "
+                                   f"{t.dtype}")
+            t = t.float()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return t
+
+    def _ints(self, t, what, b):
+        if t.dim() != 1 or t.shape[0] != b:
+            raise RuntimeError(f"attnc::forward: {what} must be [batch {b}], got "
+                               f"{tuple(t.shape)}")
+        if t.dtype is not torch.int32 or not t.is_contiguous() or not t.is_cpu:
+            if t.dtype.is_floating_point or t.dtype == torch.bool:
+                raise RuntimeError(f"attnc::forward: {what} must be integers, got {t.dtype}")
+            t = t.to("cpu", torch.int32).contiguous()
+        return t
+
+    def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads):
+        """(y, probs or None); every tensor stays alive until the call returns."""
+        x = self._f32(x, "x")
+        shape = x.shape
+        if len(shape) != 3 or shape[2] != self.d:
+            raise RuntimeError(f"attnc::forward: x must be [batch, seq_len, {self.d}] for "
+                               f"{self.name}, got {tuple(shape)}")
+        b, t = shape[0], shape[1]
+        if (packed.dtype is not torch.uint8 or packed.numel() != self.packed_bytes
+                or not packed.is_cpu or not packed.is_contiguous()):
+            raise RuntimeError(f"attnc::forward: packed must be the contiguous CPU uint8 "
+                               f"tensor of {self.packed_bytes} bytes {self.name}_pack writes, "
+                               f"got {packed.dtype} {tuple(packed.shape)} on {packed.device}")
+        tkv = t
+        if self.cross:
+            if x_kv is None:
+                raise RuntimeError(f"attnc::forward: {self.name} is a cross-attention kernel: "
+                                   "x_kv is required")
+            x_kv = self._f32(x_kv, "x_kv")
+            kshape = x_kv.shape
+            if len(kshape) != 3 or kshape[0] != b or kshape[2] != self.d:
+                raise RuntimeError(f"attnc::forward: x_kv must be [{b}, kv_seq_len, {self.d}], "
+                                   f"got {tuple(kshape)}")
+            tkv = kshape[1]
+        elif x_kv is not None or kv_lengths is not None:
+            raise RuntimeError(f"attnc::forward: {self.name} is a self-attention kernel: "
+                               "x_kv and kv_lengths must be None")
+        args, ref = self._args(b, t, tkv)
+        if self.cross:
+            args.x_kv = x_kv.data_ptr()
+            if kv_lengths is not None:
+                if not self.lengths:
+                    raise RuntimeError(f"attnc::forward: {self.name} takes no kv_lengths "
+                                       "(its mask has no padding)")
+                kv_lengths = self._ints(kv_lengths, "kv_lengths", b)
+                args.kv_lengths = C.cast(kv_lengths.data_ptr(), _I32P)
+            else:
+                args.kv_lengths = None
+        if lengths is not None:
+            if not self.lengths:
+                raise RuntimeError(f"attnc::forward: {self.name} takes no lengths (its mask "
+                                   "has no padding)")
+            lengths = self._ints(lengths, "lengths", b)
+            args.lengths = C.cast(lengths.data_ptr(), _I32P)
+        elif self.lengths:
+            args.lengths = None
+        y = torch.empty((b, t, self.out_dim), dtype=torch.float32)
+        probs = None
+        if need_weights:
+            if not self.probs:
+                raise RuntimeError(f"attnc::forward: need_weights, but {self.name} has no "
+                                   "probs output (compile it with outputs: [y, probs])")
+            probs = torch.empty((b, self.heads, t, tkv), dtype=torch.float32)
+            args.probs = probs.data_ptr()
+            args.probs_elems = probs.numel()
+        elif self.probs:
+            args.probs = None
+            args.probs_elems = 0
+        args.packed = packed.data_ptr()
+        args.x = x.data_ptr()
+        args.y = y.data_ptr()
+        args.num_threads = num_threads
+        rc = self.fwd(ref)
+        if rc != _OK:
+            raise AttncError(f"{self.name}_forward returned {rc} "
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+        return y, probs
+
+
+_I32P = C.POINTER(C.c_int32)
+_runners = {}
+_runners_lock = threading.Lock()
+
+
+def _runner(path):
+    r = _runners.get(path)
+    if r is None:
+        with _runners_lock:
+            r = _runners.get(path)
+            if r is None:
+                r = _runners[path] = _Runner(path)
+    return r
+
+
+def _grad_check(*named):
+    if torch.is_grad_enabled():
+        for name, t in named:
+            if t is not None and t.requires_grad:
+                raise RuntimeError(
+                    f"attnc::forward is inference only: {name} requires grad and grad mode "
+                    "is on, and the kernel computes no gradients; call it under "
+                    "torch.no_grad() or torch.inference_mode(), or pass "
+                    f"{name}.detach()")
+
+
+def _forward_impl(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
+                  num_threads=1):
+    if torch.is_grad_enabled():
+        _grad_check(("x", x), ("x_kv", x_kv), ("packed", packed))
+    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, False, num_threads)[0]
+
+
+def _forward_with_weights_impl(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
+                               num_threads=1):
+    if torch.is_grad_enabled():
+        _grad_check(("x", x), ("x_kv", x_kv), ("packed", packed))
+    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, True, num_threads)
+
+
+_LIB.impl("forward", _forward_impl, "CPU")
+_LIB.impl("forward_with_weights", _forward_with_weights_impl, "CPU")
+
+
+def forward(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
+            need_weights=False, num_threads=1):
+    """torch.ops.attnc.forward (y) or, with need_weights,
+    torch.ops.attnc.forward_with_weights ((y, probs [batch, heads, seq_len,
+    kv_seq_len])) of the kernel library at path `kernel`."""
+    op = torch.ops.attnc.forward_with_weights if need_weights else torch.ops.attnc.forward
+    return op(x, packed, os.fspath(kernel), x_kv, lengths, kv_lengths, num_threads)
+
+
+def _as_kernel(kernel, target=None, cache_dir=None):
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, (str, os.PathLike)) and str(kernel).endswith(".so") \
+            and os.path.isfile(kernel):
+        return Kernel(kernel)
+    return _compile_spec(kernel, target=target, cache_dir=cache_dir)
+
+
+class AttnModule(torch.nn.Module):
+    """One compiled kernel as an nn.Module: the packed weights are the
+    uint8 buffer `packed` (in state_dict() unless persistent=False; moved
+    by .to(), which leaves its dtype alone), the kernel library's path the
+    attribute `kernel_path`.
+
+    kernel: an attnc.Kernel, the path of a kernel library (.so), or a spec
+    (dict, YAML path or text) compiled with attnc.compile(spec,
+    target=target, cache_dir=cache_dir). weights: what Kernel.pack takes
+    (a state_dict, a dict under `prefix`, a list), or packed: the bytes
+    pack() returned (NumPy or torch). forward(x, x_kv=None, lengths=None,
+    kv_lengths=None, need_weights=False): x [batch, seq_len, d_model]; y,
+    or (y, probs [batch, heads, seq_len, kv_seq_len]) with need_weights.
+    """
+
+    def __init__(self, kernel, weights=None, packed=None, prefix="", num_threads=1,
+                 persistent=True, target=None, cache_dir=None):
+        super().__init__()
+        k = _as_kernel(kernel, target, cache_dir)
+        # Only the path is state (copy.deepcopy, pickling a whole model);
+        # the loaded library is the operator's, per process and path.
+        self.kernel_path = os.path.abspath(k.path)
+        _runner(self.kernel_path)  # a CUDA or non-float32 kernel raises here
+        self.num_threads = int(num_threads)
+        if (weights is None) == (packed is None):
+            raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
+        if weights is not None:
+            p = torch.from_numpy(k.pack(weights, prefix=prefix))
+        else:
+            p = packed if isinstance(packed, torch.Tensor) else torch.from_numpy(packed)
+            if p.dtype != torch.uint8 or p.numel() != k.packed_bytes:
+                raise ValueError(f"AttnModule: packed must be {k.packed_bytes} uint8 bytes "
+                                 f"from {k.name}_pack, got {p.dtype} {tuple(p.shape)}")
+            p = p.reshape(-1)
+        self.register_buffer("packed", p, persistent=persistent)
+
+    @property
+    def kernel(self):
+        """The attnc.Kernel of kernel_path (loaded once per process)."""
+        return _runner(self.kernel_path).kernel
+
+    def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False):
+        if need_weights:
+            return torch.ops.attnc.forward_with_weights(
+                x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads)
+        return torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
+                                       kv_lengths, self.num_threads)
+
+    def extra_repr(self):
+        return f"{self.kernel.name}: {self.kernel_path}"
+
+
+# -- nn.MultiheadAttention ------------------------------------------------
+
+class _Proj(torch.nn.Module):
+    """out_proj of the replacement: weight and bias as buffers (the
+    state_dict keys of nn.MultiheadAttention's out_proj)."""
+
+    def __init__(self, weight, bias):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("bias", bias)
+
+
+def _same(a, b):
+    """a and b are one tensor (or views of the same elements)."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape
+                      and a.stride() == b.stride() and a.dtype == b.dtype
+                      and a.device == b.device)
+
+
+def _mask_kind(mask, lq, lk):
+    """'none', 'causal' (top-left: key j masked iff j > i) or None (another
+    pattern) for an attn_mask [L, S] (bool: True masked; float: additive,
+    -inf masked, 0 kept)."""
+    if mask.dim() == 3:
+        if mask.shape[0] > 1 and not bool((mask == mask[:1]).all()):
+            return None
+        mask = mask[0]
+    if mask.dim() != 2 or tuple(mask.shape) != (lq, lk):
+        return None
+    if mask.dtype == torch.bool:
+        masked = mask
+    else:
+        if not bool(((mask == 0) | (mask == float("-inf"))).all()):
+            return None
+        masked = mask == float("-inf")
+    causal = torch.ones(lq, lk, dtype=torch.bool, device=mask.device).triu_(1)
+    if not bool(masked.any()):
+        return "none"
+    if bool((masked == causal).all()):
+        return "causal"
+    return None
+
+
+def _kpm_lengths(kpm, b, s):
+    """int32 [b] valid-key counts when key_padding_mask [b, s] (bool: True
+    padded; float: -inf padded, 0 kept) pads on the right only; else None."""
+    if kpm.dim() != 2 or tuple(kpm.shape) != (b, s):
+        return None
+    if kpm.dtype == torch.bool:
+        pad = kpm
+    else:
+        if not bool(((kpm == 0) | (kpm == float("-inf"))).all()):
+            return None
+        pad = kpm == float("-inf")
+    lengths = (~pad).sum(1, dtype=torch.int32)
+    ar = torch.arange(s, device=kpm.device)
+    if not bool((pad == (ar[None, :] >= lengths[:, None])).all()):
+        return None
+    return lengths
+
+
+class MultiheadAttention(torch.nn.Module):
+    """What replace_attention puts in place of a torch.nn.MultiheadAttention:
+    the same forward(query, key, value, key_padding_mask=None,
+    need_weights=True, attn_mask=None, average_attn_weights=True,
+    is_causal=False) and the same state_dict keys (in_proj_weight,
+    in_proj_bias, out_proj.weight, out_proj.bias; buffers here, so the
+    module has no parameters: inference only), computed by attnc kernels.
+
+    Kernels are compiled on first use of each variant (attnc.compile,
+    cached in cache_dir): self-attention (query is key is value, no
+    key_padding_mask) with mask none or causal, and cross-attention (key is
+    value; or a key_padding_mask) with mask padding or causal+padding;
+    each with the probs output (need_weights). Each variant's packed
+    weights are a non-persistent buffer, packed again when the weights
+    change (load_state_dict, an in-place edit). What no kernel expresses
+    (see `why_not`) runs torch's own F.multi_head_attention_forward, with a
+    warning (fallback="warn"), silently ("silent"), or raises Unsupported
+    ("error").
+    """
+
+    def __init__(self, mha, target=None, cache_dir=None, num_threads=1, fallback="warn"):
+        super().__init__()
+        if fallback not in ("warn", "error", "silent"):
+            raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
+        why = unsupported_module(mha)
+        if why:
+            raise Unsupported(f"cannot replace {type(mha).__name__}: {why}")
+        self.embed_dim = mha.embed_dim
+        self.num_heads = mha.num_heads
+        self.head_dim = mha.head_dim
+        self.batch_first = mha.batch_first
+        self.dropout = mha.dropout
+        # Not torch's fast path: TransformerEncoderLayer (eval) calls
+        # torch._transformer_encoder_layer_fwd with the weights directly
+        # when its self_attn has _qkv_same_embed_dim; False keeps the call
+        # going through this module.
+        self._qkv_same_embed_dim = False
+        self.bias = mha.in_proj_bias is not None
+        d = lambda t: None if t is None else t.detach().clone()
+        self.register_buffer("in_proj_weight", d(mha.in_proj_weight))
+        self.register_buffer("in_proj_bias", d(mha.in_proj_bias))
+        self.out_proj = _Proj(d(mha.out_proj.weight), d(mha.out_proj.bias))
+        self.target = target
+        self.cache_dir = cache_dir
+        self.num_threads = int(num_threads)
+        self.fallback = fallback
+        self.kernels = torch.nn.ModuleDict()
+        self._versions = {}
+
+    # The weights the packed buffers were made from: (data_ptr, _version).
+    def _weights(self):
+        ws = [self.in_proj_weight, self.in_proj_bias, self.out_proj.weight, self.out_proj.bias]
+        return [w for w in ws if w is not None]
+
+    def _stamp(self):
+        return tuple((w.data_ptr(), w._version) for w in self._weights())
+
+    def spec(self, cross, causal):
+        """The spec of one variant (a dict for attnc.compile)."""
+        mask = ("causal+padding" if causal else "padding") if cross else \
+            ("causal" if causal else "none")
+        name = (f"mha_e{self.embed_dim}_h{self.num_heads}_{'x' if cross else 's'}"
+                f"{'c' if causal else 'n'}{'' if self.bias else '_nobias'}")
+        s = {"name": name, "d_model": self.embed_dim, "heads": self.num_heads,
+             "mask": mask, "weights": "torch_in_proj", "bias": self.bias,
+             "out_proj": True, "outputs": ["y", "probs"]}
+        if causal:
+            s["causal_align"] = "top_left"  # torch's triu mask / is_causal
+        if cross:
+            s["cross_attention"] = True
+        return s
+
+    def _variant(self, cross, causal):
+        key = f"{'x' if cross else 's'}{'c' if causal else 'n'}"
+        stamp = self._stamp()
+        m = self.kernels[key] if key in self.kernels else None
+        if m is None or self._versions.get(key) != stamp:
+            weights = {"in_proj_weight": self.in_proj_weight, "out_proj.weight":
+                       self.out_proj.weight}
+            if self.bias:
+                weights["in_proj_bias"] = self.in_proj_bias
+                weights["out_proj.bias"] = self.out_proj.bias
+            with torch.no_grad():
+                weights = {n: w.detach().cpu() for n, w in weights.items()}
+                kernel = m.kernel if m is not None else _compile_spec(
+                    self.spec(cross, causal), target=self.target, cache_dir=self.cache_dir)
+                m = AttnModule(kernel, weights=weights, num_threads=self.num_threads,
+                               persistent=False)
+            self.kernels[key] = m
+            self._versions[key] = stamp
+        return m
+
+    def _unsupported(self, why, *args):
+        msg = f"attnc.torch.MultiheadAttention: {why}"
+        if self.fallback == "error":
+            raise Unsupported(msg + " (fallback='error')")
+        if self.fallback == "warn":
+            warnings.warn(msg + ": running torch's multi_head_attention_forward instead",
+                          stacklevel=3)
+        return self._torch_forward(*args)
+
+    def _torch_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                       average_attn_weights):
+        bf = self.batch_first and query.dim() == 3
+        if bf:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        y, w = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, None, None, False, self.dropout, self.out_proj.weight,
+            self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,
+            need_weights=need_weights, attn_mask=attn_mask,
+            average_attn_weights=average_attn_weights)
+        return (y.transpose(0, 1) if bf else y), w
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        args = (query, key, value, key_padding_mask, need_weights, attn_mask,
+                average_attn_weights)
+        _grad_check(("query", query), ("key", key), ("value", value))
+        if self.training and self.dropout > 0:
+            return self._unsupported(f"dropout {self.dropout} in training mode", *args)
+        if not _same(key, value):
+            return self._unsupported("key and value are different tensors (the kernel "
+                                     "computes K and V from one input)", *args)
+        unbatched = query.dim() == 2
+        if unbatched:
+            q, kv = query[None], key[None]
+        elif self.batch_first:
+            q, kv = query, key
+        else:
+            q, kv = query.transpose(0, 1), key.transpose(0, 1)
+        if q.device.type != "cpu":
+            return self._unsupported(f"inputs on {q.device} (the kernels run on the CPU)",
+                                     *args)
+        b, lq, lk = q.shape[0], q.shape[1], kv.shape[1]
+        causal = bool(is_causal)
+        if attn_mask is not None:
+            kind = _mask_kind(attn_mask, lq, lk)
+            if kind is None:
+                return self._unsupported(
+                    "attn_mask is neither all-visible nor the causal (triu) pattern", *args)
+            if is_causal and kind != "causal":
+                return self._unsupported("is_causal with an attn_mask that is not causal",
+                                         *args)
+            causal = kind == "causal"
+        kv_lengths = None
+        if key_padding_mask is not None:
+            kpm = key_padding_mask[None] if unbatched else key_padding_mask
+            kv_lengths = _kpm_lengths(kpm, b, lk)
+            if kv_lengths is None:
+                return self._unsupported("key_padding_mask pads other than on the right "
+                                         "(the kernel takes valid-key counts)", *args)
+            if bool((kv_lengths == 0).any()):
+                return self._unsupported("a sequence with every key padded (torch gives NaN "
+                                         "there, the kernel zeros)", *args)
+            if bool((kv_lengths == lk).all()):
+                kv_lengths = None
+        cross = not _same(query, key) or kv_lengths is not None
+        if causal and lq != lk:
+            cross = True  # top-left alignment over T_kv keys
+        m = self._variant(cross, causal)
+        if cross:
+            r = m(q, x_kv=kv, kv_lengths=kv_lengths, need_weights=need_weights)
+        else:
+            r = m(q, need_weights=need_weights)
+        y, probs = r if need_weights else (r, None)
+        if query.dtype != torch.float32 and query.is_floating_point():
+            # torch returns the input's dtype; the kernel computes in float32.
+            y = y.to(query.dtype)
+            probs = None if probs is None else probs.to(query.dtype)
+        if probs is not None and average_attn_weights:
+            probs = probs.mean(dim=1)
+        if unbatched:
+            y = y[0]
+            probs = None if probs is None else probs[0]
+        elif not self.batch_first:
+            y = y.transpose(0, 1)
+        return y, probs
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        super()._load_from_state_dict(*args, **kwargs)
+        self._versions.clear()  # repack on the next call
+
+    def extra_repr(self):
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+                f"batch_first={self.batch_first}, bias={self.bias}, fallback={self.fallback!r}")
+
+
+def unsupported_module(mha):
+    """Why a torch.nn.MultiheadAttention cannot be replaced ('' if it can)."""
+    if not mha._qkv_same_embed_dim:
+        return "kdim/vdim differ from embed_dim (separate q/k/v projection weights)"
+    if mha.bias_k is not None or mha.bias_v is not None:
+        return "add_bias_kv"
+    if mha.add_zero_attn:
+        return "add_zero_attn"
+    if (mha.in_proj_bias is None) != (mha.out_proj.bias is None):
+        return "a bias on only some projections"
+    if mha.in_proj_weight.device.type != "cpu":
+        return f"weights on {mha.in_proj_weight.device} (the kernels run on the CPU)"
+    return ""
+
+
+def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallback="warn"):
+    """Replaces every torch.nn.MultiheadAttention in `model` (in place; the
+    model itself too when it is one) by attnc.torch.MultiheadAttention
+    with its weights, and returns the model. Kernels are compiled on first
+    use (attnc.compile: target, cache_dir). A module that cannot be
+    replaced (unsupported_module: separate kdim/vdim, add_bias_kv,
+    add_zero_attn) stays torch's, with a warning (fallback="warn"), or
+    raises Unsupported ("error"); at call time fallback decides the same
+    for what the kernels cannot express (MultiheadAttention.forward).
+    `model.attnc_replaced` lists the names replaced."""
+    replaced = []
+
+    def convert(mod, name):
+        why = unsupported_module(mod)
+        if why:
+            if fallback == "error":
+                raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
+            if fallback == "warn":
+                warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
+                              f"torch's: {why}", stacklevel=3)
+            return mod
+        replaced.append(name)
+        return MultiheadAttention(mod, target=target, cache_dir=cache_dir,
+                                  num_threads=num_threads, fallback=fallback)
+
+    if type(model) is torch.nn.MultiheadAttention:
+        model = convert(model, "")
+    else:
+        for name, mod in list(model.named_modules()):
+            for cname, child in list(mod.named_children()):
+                if type(child) is torch.nn.MultiheadAttention:
+                    setattr(mod, cname, convert(child, f"{name}.{cname}" if name else cname))
+    model.attnc_replaced = replaced
+    return model

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""attnc.torch: the attnc::forward operator, AttnModule and
+replace_attention against torch.nn.MultiheadAttention.
+
+Each check prints PASS/FAIL and a summary line; exit 1 on any failure.
+Kernels are compiled with attnc.compile into --work/cache (attnc from
+$ATTNC_BIN or PATH).
+
+  torch_replace.py --work DIR
+"""
+import argparse
+import os
+import subprocess
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "python"))
+import torch  # noqa: E402
+
+import attnc  # noqa: E402
+import attnc.torch as at  # noqa: E402
+
+E, H = 16, 2
+TOL = 1e-5
+failures = 0
+passed = 0
+
+
+def check(ok, what):
+    global failures, passed
+    print(f"{'PASS' if ok else 'FAIL'}: {what}")
+    if ok:
+        passed += 1
+    else:
+        failures += 1
+
+
+def err(a, b):
+    return float((a.double() - b.double()).abs().max())
+
+
+class Encoder(torch.nn.Module):
+    """Two attention layers (the second causal, through a bool attn_mask)
+    with layer norms and an MLP between them."""
+
+    def __init__(self, batch_first):
+        super().__init__()
+        self.batch_first = batch_first
+        self.attn1 = torch.nn.MultiheadAttention(E, H, batch_first=batch_first)
+        self.norm1 = torch.nn.LayerNorm(E)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(E, 32), torch.nn.GELU(),
+                                       torch.nn.Linear(32, E))
+        self.attn2 = torch.nn.MultiheadAttention(E, H, batch_first=batch_first)
+        self.norm2 = torch.nn.LayerNorm(E)
+
+    def forward(self, x, key_padding_mask=None):
+        t = x.shape[1] if self.batch_first else x.shape[0]
+        h = self.norm1(x + self.attn1(x, x, x, key_padding_mask=key_padding_mask,
+                                      need_weights=False)[0])
+        h = h + self.mlp(h)
+        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        return self.norm2(h + self.attn2(h, h, h, attn_mask=causal, need_weights=False)[0])
+
+
+def randomize(mod):
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.uniform_(-0.4, 0.4)
+    return mod
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    # torch's own note on float key_padding_masks in the reference calls.
+    warnings.filterwarnings("ignore", message="Converting mask without torch.bool")
+    cache = os.path.join(a.work, "cache")
+    torch.manual_seed(0)
+
+    # -- the encoder, both batch layouts ----------------------------------
+    for bf in (True, False):
+        model = randomize(Encoder(bf)).eval()
+        x = torch.randn(3, 9, E) if bf else torch.randn(9, 3, E)
+        with torch.no_grad():
+            ref = model(x)
+        keys = list(model.state_dict())
+        at.replace_attention(model, cache_dir=cache)
+        ok_types = all(isinstance(m, at.MultiheadAttention) for m in (model.attn1, model.attn2))
+        with torch.no_grad():
+            y = model(x)
+        e = err(y, ref)
+        check(ok_types and model.attnc_replaced == ["attn1", "attn2"] and e <= TOL,
+              f"encoder (batch_first={bf}) after replace_attention: "
+              f"{model.attnc_replaced}, max |attnc - torch| = {e:.2e}")
+        check(list(model.state_dict()) == keys and not list(model.attn1.parameters()),
+              f"encoder (batch_first={bf}): state_dict keys as before, attention weights "
+              "buffers (no parameters)")
+        kinds = sorted(model.attn1.kernels) + sorted(model.attn2.kernels)
+        check(kinds == ["sn", "sc"], f"encoder (batch_first={bf}): kernels used {kinds} "
+              "(self-attention, none and causal)")
+        if bf:
+            enc = model
+
+    # -- masks, need_weights, cross-attention: one MHA vs its replacement --
+    mha = randomize(torch.nn.MultiheadAttention(E, H, batch_first=True)).eval()
+    rep = at.replace_attention(randomize(torch.nn.MultiheadAttention(E, H, batch_first=True)),
+                               cache_dir=cache, fallback="error")
+    rep.load_state_dict(mha.state_dict())  # the weights of `mha`, loaded after
+    b, t, s = 3, 7, 7
+    x = torch.randn(b, t, E)
+    mem = torch.randn(b, 11, E)
+    causal_b = torch.ones(t, t, dtype=torch.bool).triu(1)
+    causal_f = torch.zeros(t, t).masked_fill(causal_b, float("-inf"))
+    lens = torch.tensor([7, 4, 1])
+    kpm_b = torch.arange(s)[None, :] >= lens[:, None]
+    kpm_f = torch.zeros(b, s).masked_fill(kpm_b, float("-inf"))
+    cases = [
+        ("no mask, need_weights (averaged)", dict(), (x, x, x)),
+        ("need_weights per head", dict(average_attn_weights=False), (x, x, x)),
+        ("bool causal attn_mask", dict(attn_mask=causal_b), (x, x, x)),
+        ("additive causal attn_mask", dict(attn_mask=causal_f), (x, x, x)),
+        ("3-D attn_mask [B*H, T, S]", dict(attn_mask=causal_b.expand(b * H, t, t)), (x, x, x)),
+        ("is_causal", dict(is_causal=True), (x, x, x)),
+        ("bool key_padding_mask", dict(key_padding_mask=kpm_b), (x, x, x)),
+        ("additive key_padding_mask", dict(key_padding_mask=kpm_f), (x, x, x)),
+        ("key_padding_mask + causal", dict(key_padding_mask=kpm_b, attn_mask=causal_b),
+         (x, x, x)),
+        ("cross-attention (T_kv 11)", dict(), (x, mem, mem)),
+        ("unbatched input", dict(), (x[0], x[0], x[0])),
+        ("all-visible attn_mask", dict(attn_mask=torch.zeros(t, t, dtype=torch.bool)),
+         (x, x, x)),
+    ]
+    for name, kw, (q, k, v) in cases:
+        with torch.no_grad():
+            tkw = dict(kw)
+            if tkw.pop("is_causal", False):  # torch 1.13's MHA has no is_causal
+                tkw["attn_mask"] = causal_b
+            ry, rw = mha(q, k, v, **tkw)
+            y, w = rep(q, k, v, **kw)
+        e = err(y, ry)
+        ew = err(w, rw) if rw is not None and w is not None else float("inf")
+        check(e <= TOL and ew <= TOL and w.shape == rw.shape,
+              f"{name}: max |y - torch| = {e:.2e}, |weights - torch| = {ew:.2e}, "
+              f"weights {tuple(w.shape)}")
+    with torch.no_grad():
+        y, w = rep(x, x, x, need_weights=False)
+        ry, _ = mha(x, x, x, need_weights=False)
+    check(w is None and err(y, ry) <= TOL, "need_weights=False returns (y, None)")
+
+    # -- what the kernel cannot express: fallback ---------------------------
+    odd = torch.rand(t, t) < 0.3
+    odd.fill_diagonal_(False)
+    with torch.no_grad():
+        ry, _ = mha(x, x, x, attn_mask=odd)
+        try:
+            rep(x, x, x, attn_mask=odd)
+            check(False, "fallback='error': an arbitrary attn_mask raised nothing")
+        except at.Unsupported as e:
+            check("attn_mask" in str(e), f"fallback='error': Unsupported: {e}")
+        rep.fallback = "warn"
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            y, _ = rep(x, x, x, attn_mask=odd)
+        msgs = [str(m.message) for m in ws]
+        check(err(y, ry) <= TOL and any("running torch's" in m for m in msgs),
+              f"fallback='warn': torch's result with a warning: {msgs[:1]}")
+        left = torch.zeros(b, s, dtype=torch.bool)
+        left[1, :2] = True  # left padding: not a valid-key count
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            y, _ = rep(x, x, x, key_padding_mask=left)
+        ry, _ = mha(x, x, x, key_padding_mask=left)
+        check(err(y, ry) <= TOL and any("key_padding_mask" in str(m.message) for m in ws),
+              "left-padded key_padding_mask: torch's result with a warning")
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        odd_mha = torch.nn.MultiheadAttention(E, H, kdim=8, vdim=8)
+        kept = at.replace_attention(torch.nn.Sequential(odd_mha), cache_dir=cache)
+    check(kept[0] is odd_mha and kept.attnc_replaced == [] and
+          any("kdim/vdim" in str(m.message) for m in ws),
+          "kdim/vdim != embed_dim: module kept, with a warning")
+
+    # -- gradients: an error, not a silent drop ------------------------------
+    xg = x.clone().requires_grad_()
+    for what, call in (("replacement", lambda: rep(xg, xg, xg)),
+                       ("operator", lambda: enc.attn1.kernels["sn"](xg))):
+        try:
+            call()
+            check(False, f"{what}: a requires_grad input in grad mode raised nothing")
+        except RuntimeError as e:
+            check("inference only" in str(e), f"{what}: requires_grad input: {e}")
+    with torch.no_grad():
+        y = rep(xg, xg, xg)[0]
+    check(not y.requires_grad, "under no_grad a requires_grad input runs")
+
+    # -- tracing: one node per attention -------------------------------------
+    x = torch.randn(3, 9, E)
+    with torch.no_grad():
+        ref = enc(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on the mask checks
+            tr = torch.jit.trace(enc, x)
+        y = tr(x)
+        again = enc(x)
+    kinds = [n.kind() for n in tr.inlined_graph.nodes()]
+    n_ops = kinds.count("attnc::forward")
+    sdpa = [k for k in kinds if "softmax" in k or k == "aten::bmm" or k == "aten::baddbmm"]
+    check(n_ops == 2 and not sdpa and torch.equal(y, again) and err(y, ref) <= TOL,
+          f"torch.jit.trace: {n_ops} attnc::forward nodes, no softmax/bmm, same output")
+    path = os.path.join(a.work, "enc.pt")
+    tr.save(path)
+    torch.save(x, os.path.join(a.work, "x.pt"))
+    torch.save(y, os.path.join(a.work, "y.pt"))
+    code = ("import sys, torch; sys.path.insert(0, sys.argv[2]); import attnc.torch\n"
+            "m = torch.jit.load(sys.argv[1] + '/enc.pt')\n"
+            "x = torch.load(sys.argv[1] + '/x.pt'); y = torch.load(sys.argv[1] + '/y.pt')\n"
+            "with torch.no_grad(): print('equal' if torch.equal(m(x), y) else 'differs')\n")
+    p = subprocess.run([sys.executable, "-c", code, a.work, os.path.join(SRC, "python")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(p.stdout.strip().endswith("equal") and "differs" not in p.stdout,
+          f"the saved trace in a new process (import attnc.torch): {p.stdout.strip()[-200:]}")
+
+    # -- AttnModule: buffers, state_dict, zero-copy ---------------------------
+    k = attnc.compile(rep.spec(False, False), cache_dir=cache)
+    check(not k.compiled, "attnc.compile of a variant's spec: from the cache")
+    m1 = at.AttnModule(k, weights=mha.state_dict())
+    sd = m1.state_dict()
+    m2 = at.AttnModule(k, packed=torch.zeros(k.packed_bytes, dtype=torch.uint8))
+    m2.load_state_dict(sd)
+    m2 = m2.to("cpu").to(torch.float64)  # a uint8 buffer: left as it is
+    with torch.no_grad():
+        y1, y2 = m1(x), m2(x)
+        ry, _ = mha(x, x, x, need_weights=False)
+    check(list(sd) == ["packed"] and sd["packed"].dtype == torch.uint8 and
+          torch.equal(y1, y2) and err(y1, ry) <= TOL,
+          f"AttnModule: state_dict {list(sd)} ({sd['packed'].numel()} bytes) round trip, "
+          f".to() keeps uint8, |y - torch| = {err(y1, ry):.2e}")
+    # Zero-copy: the kernel reads x where it lies (a write through another
+    # view of the same memory changes the result) and y is not an alias.
+    with torch.no_grad():
+        base = torch.randn(2 * 3 * 9 * E)
+        xv = base[: 3 * 9 * E].view(3, 9, E)
+        y_a = m1(xv)
+        base[: 3 * 9 * E].mul_(2)
+        y_b = m1(xv)
+        ry, _ = mha(xv, xv, xv, need_weights=False)
+    check(not torch.equal(y_a, y_b) and err(y_b, ry) <= TOL and
+          y_b.data_ptr() != xv.data_ptr(), "AttnModule reads a contiguous view in place")
+    with torch.no_grad():
+        xt = torch.randn(9, 3, E).transpose(0, 1)  # not contiguous: made contiguous
+        check(err(m1(xt), mha(xt, xt, xt, need_weights=False)[0]) <= TOL,
+              "AttnModule on a non-contiguous input")
+        try:
+            torch.ops.attnc.forward(x, m1.packed[1:], m1.kernel_path)
+            check(False, "a short packed buffer raised nothing")
+        except RuntimeError as e:
+            check("packed" in str(e), f"a short packed buffer: {e}")
+
+    # -- .to(float64) on the replacement: repacked, output in the input's dtype
+    import copy
+    rep64 = copy.deepcopy(rep).to(torch.float64)
+    mha64 = copy.deepcopy(mha).double()
+    x64 = torch.randn(2, 5, E, dtype=torch.float64)
+    with torch.no_grad():
+        y, w = rep64(x64, x64, x64, attn_mask=causal_b[:5, :5])
+        ry, rw = mha64(x64, x64, x64, attn_mask=causal_b[:5, :5])
+    check(y.dtype == torch.float64 and rep64.in_proj_weight.dtype == torch.float64
+          and err(y, ry) <= TOL and err(w, rw) <= TOL,
+          f"replacement .to(torch.float64): float64 weights repacked, y {y.dtype}, "
+          f"|y - torch float64| = {err(y, ry):.2e}")
+
+    print(f"attnc.torch: {passed} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
