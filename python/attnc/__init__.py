@@ -140,6 +140,23 @@ def _is_tensor(a):
     return hasattr(a, "detach") and hasattr(a, "data_ptr")
 
 
+def _to_storage(a, dtype):
+    """A C-contiguous float32 array as the kernel's storage type: itself
+    (f32), float16, or bfloat16 bit patterns (uint16, round to nearest
+    even; NaN stays NaN)."""
+    if dtype == _abi.DTYPE_F16:
+        with np.errstate(over="ignore"):  # past 65504: inf, as the C side
+            return np.ascontiguousarray(a.astype(np.float16))
+    if dtype == _abi.DTYPE_BF16:
+        u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+        r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(a)
+        if nan.any():
+            r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+        return r
+    return a
+
+
 def _torch_dtype(t):
     return str(t.dtype).replace("torch.", "")
 
@@ -345,7 +362,9 @@ class Kernel:
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
                                  f"got {a.shape}")
-            arrays.append(a)
+            # A bf16/f16 kernel packs its weight_dtype: rounded here (RNE,
+            # as libattnrt's packFloat), bf16 as its 16-bit patterns.
+            arrays.append(_to_storage(a, self._info.weight_dtype))
         ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
         packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
@@ -362,6 +381,15 @@ class Kernel:
         seq_len)."""
         kv = seq_len if kv_seq_len is None else kv_seq_len
         return int(self._workspace_size(batch, seq_len, kv))
+
+    def _need_f32_activations(self, what):
+        # The buffers forward/decode take are float32 here; a bf16/f16
+        # kernel reads and writes its dtype (docs/python.md).
+        if self._info.dtype != _abi.DTYPE_F32:
+            self._refuse(f"{what}: this kernel's dtype is "
+                         f"{_abi.DTYPES.get(self._info.dtype, self._info.dtype)}; the Python "
+                         "package passes float32 activations only (for now): call the "
+                         "C API with bf16/f16 buffers, or attnc-run")
 
     def _refuse(self, message, status=_abi.ERR_ARGS):
         raise ArgumentError(f"{self.name}: {message}", status)
@@ -572,6 +600,7 @@ class Kernel:
                       it, not together with a KV cache (use decode()).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
+        self._need_f32_activations("forward")
         self._host_only("forward")
         info = self._info
         feats = info.features
@@ -778,6 +807,7 @@ class Kernel:
         ([batch, out_dim] for a 2-D x); out: a buffer of that shape to
         write it to, as forward's out. num_threads as in forward(). Every
         argument is checked here first (ArgumentError)."""
+        self._need_f32_activations("decode")
         self._host_only("decode")
         self._no_decode("decode")
         info = self._info

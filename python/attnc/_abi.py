@@ -69,6 +69,10 @@ FEATURES = {bit: n for bit, n in NAMES["feature"].items() if n != "checksum"}
 STATUS_NAMES = {v: k for k, v in CONSTANTS.items()
                 if k == "ATTNC_OK" or k.startswith("ATTNC_ERR_")}
 
+DTYPE_F32 = CONSTANTS["ATTNC_DTYPE_F32"]
+DTYPE_BF16 = CONSTANTS["ATTNC_DTYPE_BF16"]
+DTYPE_F16 = CONSTANTS["ATTNC_DTYPE_F16"]
+
 # Element types of the activations and weights: NumPy dtype names and sizes.
 DTYPE_BYTES = {CONSTANTS["ATTNC_DTYPE_F32"]: 4, CONSTANTS["ATTNC_DTYPE_BF16"]: 2,
                CONSTANTS["ATTNC_DTYPE_F16"]: 2}
