@@ -13,6 +13,10 @@
 # row, BENCH_BLOCK=0 the block table. Then the Llama-shaped block with RoPE
 # against a torch block with the same RoPE, the RoPE phase's share and the
 # score modifiers' cost (tests/bench/bench_llama.py; BENCH_LLAMA=0 skips it).
+# Then bf16 (tests/bench/bench_bf16.py; BENCH_BF16=0 skips it): the bf16
+# peak, GPT-2 small and the Llama shape in dtype bf16 against attnc's float32
+# blocks and torch in bf16, the bf16 GEMMs' % of peak, decode steps against
+# their read floors, the packed bytes per weight dtype.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -44,4 +48,10 @@ fi
 if [ "${BENCH_LLAMA:-1}" != 0 ]; then
   /usr/bin/python3 tests/bench/bench_llama.py --attnc build/tools/attnc \
     --attnc-run build/tools/attnc-run --work "$out/llama"
+fi
+if [ "${BENCH_BF16:-1}" != 0 ]; then
+  cc -O2 -pthread tests/bench/read_bw.c -o "$out/read_bw"
+  /usr/bin/python3 tests/bench/bench_bf16.py --attnc build/tools/attnc \
+    --attnc-run build/tools/attnc-run --peak "$out/peak_fma" --read-bw "$out/read_bw" \
+    --work "$out/bf16"
 fi
