@@ -157,6 +157,14 @@ def _to_storage(a, dtype):
     return a
 
 
+def _from_storage(a, dtype):
+    """float32 values of a kernel's bf16 (uint16 bit patterns) or f16
+    output, exactly."""
+    if dtype == _abi.DTYPE_F16:
+        return a.view(np.float16).astype(np.float32)
+    return (a.astype(np.uint32) << 16).view(np.float32)
+
+
 def _torch_dtype(t):
     return str(t.dtype).replace("torch.", "")
 
@@ -600,7 +608,13 @@ class Kernel:
                       it, not together with a KV cache (use decode()).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
-        self._need_f32_activations("forward")
+        # A bf16/f16 kernel: x (and x_kv) go in rounded to its dtype, y and
+        # probs come back as float32 arrays; the caller's own buffers
+        # (out, probs_out, the caches) are float32 here, so not with it.
+        narrow = self._info.dtype != _abi.DTYPE_F32
+        if narrow and (out is not None or probs_out is not None or
+                       k_cache is not None or v_cache is not None):
+            self._need_f32_activations("forward with out, probs_out or a KV cache")
         self._host_only("forward")
         info = self._info
         feats = info.features
@@ -746,7 +760,23 @@ class Kernel:
             args.v_cache = _fptr(v_cache)
             args.cache_elems = k_cache.size
             args.cache_len = cache_len
+        if narrow:
+            dt = self._info.dtype
+            xs = _to_storage(x, dt)
+            args.x = _fptr(xs)
+            ys = np.empty(y_arr.shape, dtype=np.uint16)
+            args.y = _fptr(ys)
+            if cross:
+                kvs = _to_storage(x_kv, dt)
+                args.x_kv = _fptr(kvs)
+            if probs is not None:
+                ps = np.empty(probs.shape, dtype=np.uint16)
+                args.probs = _fptr(ps)
         rc = self._forward(C.byref(args))
+        if narrow and rc == _abi.OK:
+            y_arr[...] = _from_storage(ys, self._info.dtype)
+            if probs is not None:
+                probs[...] = _from_storage(ps, self._info.dtype)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
