@@ -1,6 +1,6 @@
 //===- SpecParser.cpp - YAML spec -> validated attnc::Spec -----*- C++ -*-===//
 //
-// Parses a spec (shared/design/SPEC.md) with yaml-cpp's event parser into a
+// Parses a spec (docs/spec.md) with yaml-cpp's event parser into a
 // small tree of our own, then validates it into an attnc::Spec. Building the
 // tree from events (instead of YAML::Load) lets us reject aliases before they
 // are expanded, bound the nesting depth, see duplicate keys (YAML::Node keeps

@@ -1,6 +1,6 @@
 //===- PackPlan.cpp - storage layout -> compute layout --------------------===//
 //
-// Storage layouts (SPEC.md):
+// Storage layouts (docs/spec.md, "weights"):
 //   gpt2_conv1d   c_attn.weight (d, N) = [Wq|Wk|Wv] in [in, out]; y = x·W + b
 //   torch_in_proj in_proj_weight (N, d) [out, in];                y = x·Wᵀ + b
 //   separate      q_proj/k_proj/v_proj/o_proj .weight [out, in];  y = x·Wᵀ + b
