@@ -53,7 +53,6 @@ struct Gemm {
   /// from `scratch` (a row block's K block rounded to bf16 by the task).
   bool directPairs = false;
 
-  Type i32() { return b.getI32Type(); }
   VectorType ivt() { return VectorType::get({vl}, b.getI32Type()); }
   VectorType pairVt() { return VectorType::get({2 * vl}, b.getBF16Type()); }
 
@@ -81,8 +80,6 @@ struct Gemm {
         c, VectorType::get({vl}, c.getI1Type()), ValueRange{idx(c, valid)});
   }
 
-  /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
-  /// `valid[v]`: columns of vector v inside y (vl = full, 0 = none).
   /// The bf16 pair (A[row, 2kp], A[row, 2kp+1]) broadcast to every lane
   /// (dot): from x directly, or from the task's scratch [rows][kc] (row
   /// index relative to the scratch's first row, kp relative to its K block).
@@ -97,6 +94,8 @@ struct Gemm {
   Value scratch; ///< dot without directPairs: this task's A block in bf16
   Value scratchRow0, scratchK0;
 
+  /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
+  /// `valid[v]`: columns of vector v inside y (vl = full, 0 = none).
   void block(ImplicitLocOpBuilder &c, Value bi, Value r0, int64_t rows,
              Value p, int64_t half, Value col, ArrayRef<int64_t> valid,
              Value k0, Value k1, Value first) {
@@ -145,11 +144,12 @@ struct Gemm {
         }
       scf::YieldOp::create(eb, loaded);
     }
+    scf::ForOp kLoop;
     if (pairs) {
       // k-pairs kp in [k0/2, ceil(k1/2)); K blocks start even (gemm_kc is).
       Value kp0 = arith::DivUIOp::create(c, k0, idx(c, 2));
       Value kp1 = arith::DivUIOp::create(c, add(c, k1, 1), idx(c, 2));
-      scf::ForOp kLoop = attnc::loop(
+      kLoop = attnc::loop(
           c, kp0, kp1, init.getResults(),
           [&](ImplicitLocOpBuilder &ck, Value kp, ValueRange acc) {
             SmallVector<Value> next(acc.begin(), acc.end());
@@ -198,26 +198,23 @@ struct Gemm {
             }
             return next;
           });
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t v = 0; v < nv; ++v)
-          store(c, kLoop.getResult(i * nv + v), i, v);
-      return;
-    }
-    scf::ForOp kLoop = attnc::loop(
-        c, k0, k1, init.getResults(),
-        [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
-          SmallVector<Value> wv, next;
-          for (int64_t v = 0; v < nv; ++v)
-            wv.push_back(attnc::loadVecF32(ck, vt, wp,
-                                           ValueRange{p, k, idx(ck, half * nr + v * vl)}));
-          for (int64_t i = 0; i < rows; ++i) {
-            Value a = attnc::loadF32(ck, x, ValueRange{bi, add(ck, r0, i), k});
-            Value ab = vector::BroadcastOp::create(ck, vt, a);
+    } else {
+      kLoop = attnc::loop(
+          c, k0, k1, init.getResults(),
+          [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
+            SmallVector<Value> wv, next;
             for (int64_t v = 0; v < nv; ++v)
-              next.push_back(vector::FMAOp::create(ck, ab, wv[v], acc[i * nv + v]));
-          }
-          return next;
-        });
+              wv.push_back(attnc::loadVecF32(ck, vt, wp,
+                                             ValueRange{p, k, idx(ck, half * nr + v * vl)}));
+            for (int64_t i = 0; i < rows; ++i) {
+              Value a = attnc::loadF32(ck, x, ValueRange{bi, add(ck, r0, i), k});
+              Value ab = vector::BroadcastOp::create(ck, vt, a);
+              for (int64_t v = 0; v < nv; ++v)
+                next.push_back(vector::FMAOp::create(ck, ab, wv[v], acc[i * nv + v]));
+            }
+            return next;
+          });
+    }
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t v = 0; v < nv; ++v)
         store(c, kLoop.getResult(i * nv + v), i, v);
