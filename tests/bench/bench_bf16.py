@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bench_block  # noqa: E402  (peer_env, run_attnc, the ctypes hook types)
+import bench_block  # noqa: E402  (peer_env, run_attnc, time_phases)
 
 SYSTEM_PY = "/usr/bin/python3"
 
@@ -94,56 +94,21 @@ def summary(v):
 # runs all tasks of a phase in one call (as bench_block.attnc_phases).
 def phases_bf16(lib_path, name, t, reps, info):
     import numpy as np
-    abi = bench_block._abi()
     lib = ctypes.CDLL(lib_path)
     pack = getattr(lib, name + "_pack")
     pack.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                      ctypes.c_int64]
-    ws_fn = getattr(lib, name + "_workspace_size")
-    ws_fn.restype = ctypes.c_int64
-    ws_fn.argtypes = [ctypes.c_int64] * 3
-    fwd = getattr(lib, name + "_forward")
-    fwd.argtypes = [ctypes.POINTER(abi.ForwardArgs)]
     rng = np.random.default_rng(0)
-    ws_ = []
-    for w in info["weights"]:
-        n = int(np.prod(w["shape"]))
-        f = (rng.standard_normal(n) * 0.02).astype(np.float32)
-        ws_.append(np.ascontiguousarray((f.view(np.uint32) >> 16).astype(np.uint16)))
+    bf16 = lambda a: (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    ws_ = [np.ascontiguousarray(bf16(rng.standard_normal(int(np.prod(w["shape"]))) * 0.02))
+           for w in info["weights"]]
     counts = (ctypes.c_int64 * len(ws_))(*[w.size for w in ws_])
     ptrs = (ctypes.c_void_p * len(ws_))(*[w.ctypes.data for w in ws_])
     packed = np.zeros(info["packed_bytes"], np.uint8)
     assert pack(ptrs, counts, len(ws_), packed.ctypes.data, packed.size) == 0
-    d = info["d_model"]
-    x = (rng.standard_normal((1, t, d)).astype(np.float32).view(np.uint32) >> 16).astype(
-        np.uint16)
+    x = bf16(rng.standard_normal((1, t, info["d_model"])))
     y = np.zeros((1, t, info["out_dim"]), np.uint16)
-    ws = np.zeros(ws_fn(1, t, 0), np.uint8)
-    times = {}
-
-    @bench_block.HOOK
-    def hook(ctx, ntasks, task, task_ctx):
-        fn = bench_block.TASK(task)
-        t0 = time.perf_counter()
-        fn(task_ctx, 0, ntasks)
-        times.setdefault(hook.phase, []).append((time.perf_counter() - t0) * 1e3)
-        hook.phase += 1
-        return 0
-
-    a = abi.ForwardArgs()
-    a.struct_size = ctypes.sizeof(abi.ForwardArgs)
-    a.packed, a.packed_bytes = packed.ctypes.data, packed.size
-    a.x, a.x_elems = x.ctypes.data, x.size
-    a.y, a.y_elems = y.ctypes.data, y.size
-    a.batch, a.seq_len = 1, t
-    a.workspace, a.workspace_bytes = ws.ctypes.data, ws.size
-    a.parallel_for = ctypes.cast(hook, abi.ParallelForFn)
-    a.num_threads = 1
-    for _ in range(reps + 1):
-        hook.phase = 0
-        assert fwd(ctypes.byref(a)) == 0
-    return [min(times[i][1:]) for i in sorted(times)]
-
+    return bench_block.time_phases(lib, name, packed, x, y, t, reps)
 
 PEER_CODE = r'''
 import json, sys, time

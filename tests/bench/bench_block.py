@@ -192,12 +192,7 @@ def _phases(lib_path, name, t, reps, np):
     q = getattr(lib, name + "_pack")
     q.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                   ctypes.c_int64]
-    ws_fn = getattr(lib, name + "_workspace_size")
-    ws_fn.restype = ctypes.c_int64
-    ws_fn.argtypes = [ctypes.c_int64] * 3
     abi = _abi()
-    fwd = getattr(lib, name + "_forward")
-    fwd.argtypes = [ctypes.POINTER(abi.ForwardArgs)]
     rng = np.random.default_rng(0)
     shapes = [(768, 2304), (2304,), (768, 768), (768,)]
     ws_ = [np.ascontiguousarray(rng.standard_normal(s).astype(np.float32) * 0.02)
@@ -212,6 +207,21 @@ def _phases(lib_path, name, t, reps, np):
     assert q(ptrs, counts, 4, packed.ctypes.data, packed_bytes) == 0
     x = rng.standard_normal((1, t, 768)).astype(np.float32)
     y = np.zeros((1, t, 768), np.float32)
+    return time_phases(lib, name, packed, x, y, t, reps)
+
+
+def time_phases(lib, name, packed, x, y, t, reps):
+    """Min ms of each phase of NAME_forward (batch 1, seq_len t) on one
+    thread over `reps` calls after a warm-up, timed by a parallel-for hook
+    that runs all tasks of a phase in one call. x, y: arrays in the
+    kernel's dtype; packed: NAME_pack's output."""
+    import numpy as np
+    abi = _abi()
+    ws_fn = getattr(lib, name + "_workspace_size")
+    ws_fn.restype = ctypes.c_int64
+    ws_fn.argtypes = [ctypes.c_int64] * 3
+    fwd = getattr(lib, name + "_forward")
+    fwd.argtypes = [ctypes.POINTER(abi.ForwardArgs)]
     ws = np.zeros(ws_fn(1, t, 0), np.uint8)
     times = {}
 
