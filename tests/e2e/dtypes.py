@@ -54,6 +54,8 @@ CASES = [
     ("gpt2", "bf16", None, ["--seq-len", "50", "--x-scale", "8"]),
     ("llama_rope_decode", "bf16", None, ["--seq-len", "40", "--batch", "2", "--decode-steps", "6"]),
     ("llama_rope_decode", "f16", None, ["--seq-len", "24", "--decode-steps", "4"]),
+    ("llama_rope_decode", "bf16", None, ["--seq-len", "40", "--batch", "2", "--decode-steps", "20",
+                                         "--decode-chunk", "6"]),
     ("qwen_padding_probs", "bf16", None, ["--seq-len", "30", "--batch", "3", "--lengths", "30,17,1"]),
     ("qwen_padding_probs", "f16", "bf16", ["--seq-len", "21", "--batch", "2", "--lengths", "5,21"]),
     ("t5_cross", "bf16", None, ["--seq-len", "19", "--kv-seq-len", "27", "--batch", "2",

@@ -13,7 +13,9 @@ prompt lengths per sequence mixed, 0 and 1 included, several steps):
     head_dim] caches (contiguous in that layout); for the padding kernel,
     one batched forward with lengths= instead;
   * decode: `steps` batched decode() calls, sequence b's token at position
-    n_b + s (positions mixed across the batch);
+    n_b + s (positions mixed across the batch); the chunked-prefill cases
+    pass `chunk` tokens per sequence per call (the last call shorter),
+    which the reference still takes one token at a time;
   * (a) each decode output against a hand-written float64 torch decode step
     with a preallocated cache: project q, k, v of the new token, write k, v
     at the position, attend over rows [0, pos] (a window: the last W
@@ -81,6 +83,15 @@ CASES = [
     ("window", [6, 0, 3], 7, "torch", "exact"),
     ("padding", [0, 1, 7], 6, "np", "exact"),
     ("padding", [4, 9], 5, "threads", "max"),
+    # chunked prefill: decode() calls of `chunk` new tokens per sequence
+    # (the last chunk shorter), the first from position 0 where a prompt
+    # is empty
+    ("gpt2", [0, 1, 7], 7, "np", "exact", 3),
+    ("gqa", [2, 0], 9, "threads", "max", 4),
+    ("gqa", [5], 6, "torch", "exact", 6),
+    ("window", [1, 8], 9, "np", "exact", 7),
+    ("window", [0, 3], 10, "threads", "max", 2),
+    ("padding", [0, 1, 7], 5, "np", "exact", 5),
 ]
 
 
@@ -173,7 +184,8 @@ def gate(got, ref, atol, rtol):
 
 
 def run_case(k, packed, ref, case, sabotage, rng, stats):
-    kname, lens, steps, form, cl = case
+    kname, lens, steps, form, cl = case[:5]
+    chunk = case[5] if len(case) > 5 else 1
     b = len(lens)
     d, odim, hkv, dh = k.d_model, k.out_dim, k.kv_heads, k.head_dim
     cache_len = max(lens) + steps if cl == "exact" else k.max_seq_len
@@ -225,28 +237,31 @@ def run_case(k, packed, ref, case, sabotage, rng, stats):
     # batched decode steps
     y_dec = np.zeros((b, steps, odim))
     y_ref = np.zeros((b, steps, odim))
-    for t in range(steps):
+    for t in range(0, steps, chunk):
+        c = min(chunk, steps - t)  # new tokens per sequence in this call
         pos = np.array([n + t for n in lens])
-        tok = np.stack([xs[s][lens[s] + t] for s in range(b)])
+        tok = np.stack([xs[s][lens[s] + t:lens[s] + t + c] for s in range(b)])  # [b, c, d]
         apos = pos.copy()
         if sabotage == "pos":
             apos[0] += 1
         if form == "2d":
-            y = k.decode(tok, packed, apos, kc, vc)
+            y = k.decode(tok[:, 0], packed, apos, kc, vc)
             if y.shape != (b, odim):
                 return [f"2-D decode gave y {y.shape}"], ""
         elif form == "torch":
-            y = k.decode(torch.from_numpy(tok[:, None]), packed, torch.from_numpy(apos),
-                         kc_t, vc_t)
+            y = k.decode(torch.from_numpy(tok), packed, torch.from_numpy(apos), kc_t, vc_t)
         else:
-            y = k.decode(tok[:, None], packed, apos.astype(np.int32), kc, vc,
-                         num_threads=threads)
-        if form != "2d" and y.shape != (b, 1, odim):
-            return [f"decode gave y {y.shape}, expected {(b, 1, odim)}"], ""
-        y_dec[:, t] = y.reshape(b, odim)
-        for s in range(b):
-            y_ref[s, t] = ref.decode_step(torch.from_numpy(tok[s]).double(), int(pos[s]),
-                                          rk[s], rv[s], sabotage).numpy()
+            y = k.decode(tok, packed, apos.astype(np.int32), kc, vc, num_threads=threads)
+        if form != "2d" and y.shape != (b, c, odim):
+            return [f"decode gave y {y.shape}, expected {(b, c, odim)}"], ""
+        y_dec[:, t:t + c] = y.reshape(b, c, odim)
+        # the reference: the chunk's tokens one at a time (token i of the
+        # chunk sees the rows of the tokens before it)
+        for i in range(c):
+            for s in range(b):
+                y_ref[s, t + i] = ref.decode_step(torch.from_numpy(tok[s, i]).double(),
+                                                  int(pos[s]) + i, rk[s], rv[s],
+                                                  sabotage).numpy()
 
     if not np.isfinite(y_dec).all():
         problems.append("non-finite decode output")
@@ -422,8 +437,10 @@ def main():
 
     stats = {"ref": 0.0, "fwd": 0.0, "cache": 0.0, "outputs": 0}
     for case in CASES:
-        kname, lens, steps, form, cl = case
+        kname, lens, steps, form, cl = case[:5]
         label = f"{kname} lengths={lens} steps={steps} [{form}, cache {cl}]"
+        if len(case) > 5:
+            label += f" chunks of {case[5]}"
         if kname not in kernels:
             continue
         k = kernels[kname]

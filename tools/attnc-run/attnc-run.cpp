@@ -6,7 +6,7 @@
 //             [--lengths L,..] [--x-kv x_kv.npy | --kv-seq-len N]
 //             [--kv-lengths L,..] [--probs p.npy]
 //             [--heatmap p.svg [--head H] [--heatmap-batch B]]
-//             [--decode-steps K] [--device cpu|cuda]
+//             [--decode-steps K [--decode-chunk C]] [--device cpu|cuda]
 //
 // Links only libattnrt (no MLIR/LLVM, no CUDA: for a CUDA kernel,
 // --device cuda, libattnrt dlopen()s the driver, libcuda.so.1). Every size
@@ -174,6 +174,10 @@ const char *kUsage =
     "                     prefill). With --bench N: N calls of the last\n"
     "                     decode step (position T-1), with the bytes it reads\n"
     "                     (weights + cache) and their rate\n"
+    "  --decode-chunk C   with --decode-steps: C new tokens per NAME_decode call\n"
+    "                     (chunked prefill; the last call takes the rest),\n"
+    "                     default 1. x86 kernels; a CUDA kernel takes one\n"
+    "                     token per call\n"
     "  --help, --version  this text; the runtime's ABI version\n"
     "\n"
     "Variant options on a kernel without the feature, a count of lengths other\n"
@@ -850,8 +854,10 @@ struct Options {
   std::string lengthsArg, kvLengthsArg, xKvPath, probsPath, heatmapPath;
   std::vector<int64_t> lengths, kvLengths;
   bool lengthsRandom = false, kvLengthsRandom = false;
-  int64_t kvSeq = 0, head = -1, heatmapBatch = 0, decodeSteps = 0;
-  bool kvSeqGiven = false, headGiven = false, heatmapBatchGiven = false;
+  int64_t kvSeq = 0, head = -1, heatmapBatch = 0, decodeSteps = 0,
+          decodeChunk = 1;
+  bool kvSeqGiven = false, headGiven = false, heatmapBatchGiven = false,
+       decodeChunkGiven = false;
 };
 
 /// `p` spelled canonically: its directory's real path plus its name (the
@@ -1062,6 +1068,9 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.headGiven = true;
     } else if (a == "--decode-steps") {
       rc = sizeOpt(o.decodeSteps, 1);
+    } else if (a == "--decode-chunk") {
+      rc = sizeOpt(o.decodeChunk, 1);
+      o.decodeChunkGiven = true;
     } else if (a == "--device") {
       std::string v = next();
       if (missing)
@@ -1169,6 +1178,12 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
                             !o.heatmapPath.empty()))
     return usageError("--decode-steps runs whole sequences (no --lengths) "
                       "and has no attention weights (no --probs/--heatmap)");
+  if (o.decodeChunkGiven && o.decodeSteps == 0)
+    return usageError("--decode-chunk needs --decode-steps");
+  if (o.decodeChunk > 1 && (ki.features & ATTNC_FEATURE_CUDA))
+    return usageError("--decode-chunk " + std::to_string(o.decodeChunk) +
+                      ": a CUDA kernel's NAME_decode takes one token per "
+                      "sequence per call");
   if (o.headGiven && o.head >= ki.heads)
     return usageError("--head: " + std::to_string(o.head) +
                       " is not a head of the kernel (heads 0.." +
@@ -1403,10 +1418,11 @@ static int runMain(int argc, char **argv) {
     return kExitInput;
   }
   // --decode-steps K: prefill P = T-K tokens into a cache of T rows, then
-  // decode the last K tokens one at a time. The caches and the decode
-  // workspace, sized now (host memory, or with --device cuda the
-  // device's).
+  // decode the last K tokens, --decode-chunk C of them per call. The caches
+  // and the decode workspace, sized now (host memory, or with --device
+  // cuda the device's).
   const int64_t steps = o.decodeSteps, prefill = seq - steps;
+  const int64_t chunk = std::max<int64_t>(1, std::min(o.decodeChunk, steps));
   int64_t cacheFloats = 0, decodeWsBytes = 0, prefillWsBytes = 0;
   if (steps > 0) {
     if (steps > seq)
@@ -1415,7 +1431,7 @@ static int runMain(int argc, char **argv) {
     msg.clear();
     if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
                                 cacheFloats) ||
-        (decodeWsBytes = k.decodeWorkspaceBytes(batch, 1, seq, msg)) < 0 ||
+        (decodeWsBytes = k.decodeWorkspaceBytes(batch, chunk, seq, msg)) < 0 ||
         (prefill > 0 &&
          (prefillWsBytes = k.workspaceBytes(batch, prefill, msg)) < 0)) {
       error(msg.empty() ? "the KV cache overflows" : msg);
@@ -1618,31 +1634,37 @@ static int runMain(int argc, char **argv) {
   const size_t f4 = sizeof(float), i4 = sizeof(int32_t);
   const std::string onDevice =
       o.cuda ? " on device 0 (" + dev.name() + ")" : std::string();
-  auto stageStep = [&](int64_t pos) {
+  // A call's n tokens per sequence (x rows [pos, pos + n) of each),
+  // packed [batch, n, d_model].
+  int64_t callTokens = 1;
+  auto stageStep = [&](int64_t pos, int64_t n = 1) {
+    callTokens = n;
     for (int64_t b = 0; b < batch; ++b) {
-      std::copy_n(x.data() + (b * seq + pos) * ki.d_model, ki.d_model,
-                  xTok.data() + b * ki.d_model);
+      std::copy_n(x.data() + (b * seq + pos) * ki.d_model, n * ki.d_model,
+                  xTok.data() + b * n * ki.d_model);
       positions[size_t(b)] = static_cast<int32_t>(pos);
     }
   };
   auto uploadStep = [&]() {
-    return dXTok.upload(xTok.data(), xTok.size() * f4, msg) &&
+    return dXTok.upload(xTok.data(), size_t(batch * ki.d_model) * f4, msg) &&
            dPositions.upload(positions.data(), positions.size() * i4, msg) &&
            dYTok.fill(0xff, msg);
   };
   std::vector<unsigned char> xTokK, yTokK; // narrowAct: the kernel's
   auto launchStep = [&]() {
+    const size_t xn = size_t(batch * callTokens * ki.d_model),
+                 yn = size_t(batch * callTokens * ki.out_dim);
     if (!o.cuda && narrowAct) {
-      xTokK = toKernel(xTok);
-      yTokK.assign(yTok.size() * 2, 0);
-      int r = k.decode(packed.data(), xTokK.data(), yTokK.data(), batch, 1,
+      xTokK = toKernel(std::vector<float>(xTok.begin(), xTok.begin() + xn));
+      yTokK.assign(yn * 2, 0);
+      int r = k.decode(packed.data(), xTokK.data(), yTokK.data(), batch, callTokens,
                        positions.data(), kCache.data(), vCache.data(), seq,
                        decodeWs, threads);
-      fromKernel(yTokK, yTok.data(), yTok.size());
+      fromKernel(yTokK, yTok.data(), yn);
       return r;
     }
     if (!o.cuda)
-      return k.decode(packed.data(), xTok.data(), yTok.data(), batch, 1,
+      return k.decode(packed.data(), xTok.data(), yTok.data(), batch, callTokens,
                       positions.data(), kCache.data(), vCache.data(), seq,
                       decodeWs, threads);
     return k.decodeDevice(dPacked.floats(), dXTok.floats(), dYTok.floats(),
@@ -1651,10 +1673,10 @@ static int runMain(int argc, char **argv) {
                           seq, dDecodeWs.get(), decodeWsBytes,
                           /*stream=*/nullptr);
   };
-  // One step at `pos`, its y rows into y: -1, or the exit code (the error
-  // printed).
-  auto decodeStep = [&](int64_t pos) {
-    stageStep(pos);
+  // One call of n tokens at `pos`, their y rows into y: -1, or the exit
+  // code (the error printed).
+  auto decodeStep = [&](int64_t pos, int64_t n) {
+    stageStep(pos, n);
     if (o.cuda && !uploadStep()) {
       error(msg);
       return kExitFailed;
@@ -1673,13 +1695,13 @@ static int runMain(int argc, char **argv) {
       return kExitFailed;
     }
     for (int64_t b = 0; b < batch; ++b)
-      std::copy_n(yTok.data() + b * ki.out_dim, ki.out_dim,
+      std::copy_n(yTok.data() + b * n * ki.out_dim, n * ki.out_dim,
                   y.data() + (b * seq + pos) * ki.out_dim);
     return -1;
   };
   if (steps > 0) {
-    xTok.resize(size_t(batch * ki.d_model));
-    yTok.resize(size_t(batch * ki.out_dim));
+    xTok.resize(size_t(batch * chunk * ki.d_model));
+    yTok.resize(size_t(batch * chunk * ki.out_dim));
     positions.resize(size_t(batch));
     if (!o.cuda) {
       kCache.assign(size_t(cacheFloats), 0.0f);
@@ -1755,8 +1777,8 @@ static int runMain(int argc, char **argv) {
         std::copy_n(yp.data() + b * prefill * ki.out_dim, prefill * ki.out_dim,
                     y.data() + b * seq * ki.out_dim);
     }
-    for (int64_t pos = prefill; pos < seq; ++pos) {
-      const int ex = decodeStep(pos);
+    for (int64_t pos = prefill; pos < seq; pos += chunk) {
+      const int ex = decodeStep(pos, std::min(chunk, seq - pos));
       if (ex >= 0)
         return ex;
     }
@@ -1866,6 +1888,7 @@ static int runMain(int argc, char **argv) {
     run.set("lengths", lengths.empty() ? JsonValue() : JsonValue::ints(lengths));
     run.set("kv_lengths", kvLengths.empty() ? JsonValue() : JsonValue::ints(kvLengths));
     run.set("decode_steps", (long long)steps);
+    run.set("decode_chunk", steps > 0 ? JsonValue((long long)chunk) : JsonValue());
     run.set("prefill", steps > 0 ? JsonValue((long long)prefill) : JsonValue());
     run.set("workspace_bytes", (long long)(o.cuda ? wsBytes : int64_t(ws.size())));
     run.set("seed", (long long)o.seed);
@@ -1890,7 +1913,11 @@ static int runMain(int argc, char **argv) {
       std::printf(", lengths %s", lengthsText(lengths).c_str());
     if (!kvLengths.empty())
       std::printf(", kv_lengths %s", lengthsText(kvLengths).c_str());
-    if (steps > 0)
+    if (steps > 0 && chunk > 1)
+      std::printf(", prefill %lld + %lld decoded tokens in calls of %lld (KV "
+                  "cache of %lld rows)",
+                  (long long)prefill, (long long)steps, (long long)chunk, (long long)seq);
+    else if (steps > 0)
       std::printf(", prefill %lld + %lld decode steps (KV cache of %lld rows)",
                   (long long)prefill, (long long)steps, (long long)seq);
     if (o.cuda)

@@ -111,6 +111,15 @@ static double log2Scale(SdpaOp op) {
   return op.getScale().convertToDouble() * llvm::numbers::log2e;
 }
 
+namespace {
+/// How a kernel builder emits its one parallel phase: `tasks` tasks, each
+/// running `body`. The plain emitter is a taskLoop; a KV-cache decode call
+/// whose query count is known only at run time builds both kernels and
+/// emits one phase that picks per call (buildFlashAttention).
+using TaskBody = llvm::function_ref<void(ImplicitLocOpBuilder &, Value)>;
+using TaskEmitter = llvm::function_ref<void(Value tasks, TaskBody body)>;
+} // namespace
+
 /// One query row per (batch, head): a decode step against a KV cache. The
 /// query-block kernel above would spend its MQ lanes on one row, so here
 /// lanes run along head_dim instead, and G query heads that share a kv head
@@ -129,9 +138,9 @@ static double log2Scale(SdpaOp op) {
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
                                           Value o, Value qLens, Value kvLens,
-                                          Value sinks, Value relBias) {
+                                          Value sinks, Value relBias,
+                                          TaskEmitter emit) {
   using attnc::loop;
-  using attnc::taskLoop;
   using attnc::validLength;
   auto qt = cast<MemRefType>(q.getType());
   Type f32 = b.getF32Type();
@@ -185,7 +194,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   Value chunks = arith::DivUIOp::create(b, hq, idx(b, gq)); // tasks per batch
   Value tasks = arith::MulIOp::create(b, nb, chunks);
 
-  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+  emit(tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, chunks);
     Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, chunks), idx(c, gq));
     Value hk = arith::DivUIOp::create(c, h0, group);
@@ -331,21 +340,16 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   return success();
 }
 
-LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
-                                         TargetAttr t, SdpaOp op, Value q,
-                                         Value k, Value v, Value o,
-                                         Value qLens, Value kvLens, Value sinks,
-                                         Value relBias) {
+/// The query-block kernel (the file comment): tasks of (batch, head, MQ
+/// queries).
+static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op,
+                                     Value q, Value k, Value v, Value o, Value qLens,
+                                     Value kvLens, Value sinks, Value relBias,
+                                     TaskEmitter emit) {
+  using attnc::loop;
   auto qt = cast<MemRefType>(q.getType());
   Type f32 = b.getF32Type();
-  int64_t D = qt.getDimSize(3);
-  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D) ||
-      !unitInner(q) || !unitInner(k) || !unitInner(v) || !unitInner(o))
-    return op.emitOpError("attn-to-loops needs f32 operands with a static "
-                          "head_dim and unit innermost stride");
-  // One query per (batch, head): the decode kernel.
-  if (qt.getDimSize(2) == 1)
-    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias);
+  const int64_t D = qt.getDimSize(3);
   const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
                 kr = t.getAttnKr(), nk = t.getAttnNk();
   const int64_t mv = mq / vl;             // query vectors per task
@@ -400,7 +404,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   Value perBatch = arith::MulIOp::create(b, hq, qBlocks);
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
-  taskLoop(b, tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
+  emit(tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
     Value bi = arith::DivUIOp::create(ct, task, perBatch);
     Value rest = arith::RemUIOp::create(ct, task, perBatch);
     Value h = arith::DivUIOp::create(ct, rest, qBlocks);
@@ -714,6 +718,49 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
       return SmallVector<Value>{};
     });
   });
+}
+
+LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
+                                         TargetAttr t, SdpaOp op, Value q,
+                                         Value k, Value v, Value o,
+                                         Value qLens, Value kvLens, Value sinks,
+                                         Value relBias) {
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t D = qt.getDimSize(3);
+  if (!qt.getElementType().isF32() || ShapedType::isDynamic(D) ||
+      !unitInner(q) || !unitInner(k) || !unitInner(v) || !unitInner(o))
+    return op.emitOpError("attn-to-loops needs f32 operands with a static "
+                          "head_dim and unit innermost stride");
+  auto plain = [&](Value tasks, TaskBody body) { attnc::taskLoop(b, tasks, body); };
+  // One query per (batch, head): the decode kernel.
+  if (qt.getDimSize(2) == 1)
+    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, plain);
+  // Queries against a KV cache (the decode entry), their count known per
+  // call: a step of generation (one query) takes the decode kernel, a
+  // chunk of a chunked prefill the query-block kernel. Both are built; one
+  // phase of select(Tq == 1, decode tasks, query-block tasks) tasks runs
+  // the one the call needs.
+  if (ShapedType::isDynamic(qt.getDimSize(2)) && op.getKey().getDefiningOp<CacheAppendOp>()) {
+    Value step = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                       memref::DimOp::create(b, q, 2), indexConst(b, 1));
+    return buildDecodeAttention(
+        b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias,
+        [&](Value stepTasks, TaskBody stepBody) {
+          buildQueryBlockAttention(
+              b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias,
+              [&](Value chunkTasks, TaskBody chunkBody) {
+                Value tasks = arith::SelectOp::create(b, step, stepTasks, chunkTasks);
+                attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+                  auto ifOp = scf::IfOp::create(c, step, /*withElse=*/true);
+                  ImplicitLocOpBuilder ct(c.getLoc(), ifOp.getThenBodyBuilder());
+                  stepBody(ct, task);
+                  ImplicitLocOpBuilder ce(c.getLoc(), ifOp.getElseBodyBuilder());
+                  chunkBody(ce, task);
+                });
+              });
+        });
+  }
+  buildQueryBlockAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, plain);
   return success();
 }
 

@@ -595,9 +595,14 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   const GpuSdpa a = GpuSdpa::of(op, q, k, v, o, sinks, relBias);
   {
     // Decode (one query, no query lengths): the key-split kernel when its
-    // NT partial rows fit the shared memory.
+    // NT partial rows fit the shared memory. The decode entry's queries
+    // (keys from the KV cache) are one per call on CUDA: its glue refuses
+    // seq_len > 1 (K_DECODE_MAX_SEQ), so a run-time query count there is 1.
     const int64_t NT = t.getAttnMq();
-    if (qt.getDimSize(2) == 1 && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
+    const bool oneQuery =
+        qt.getDimSize(2) == 1 ||
+        (ShapedType::isDynamic(qt.getDimSize(2)) && op.getKey().getDefiningOp<CacheAppendOp>());
+    if (oneQuery && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
       buildGpuDecodeAttention(b, NT, a, kvLens);
       return success();
     }

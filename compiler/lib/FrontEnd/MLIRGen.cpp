@@ -53,9 +53,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   auto lensType = RankedTensorType::get({dyn}, b.getI32Type());
 
   // Builds @NAME (forward; with decode: true it also fills the caller's KV
-  // cache) or, for `decodeEntry`, @NAME_decode: one new token per sequence
-  // ([B, 1, d_model]), its K/V appended to the cache at `positions`,
-  // attention over the cache's filled rows (Q is never cached).
+  // cache) or, for `decodeEntry`, @NAME_decode: seq_len new tokens per
+  // sequence (one for a step of generation, more for a chunk of a chunked
+  // prefill), their K/V appended to the cache at `positions`, attention
+  // over the cache's filled rows (Q is never cached).
   auto buildFunction = [&](bool decodeEntry) {
     // Arguments: the run-time inputs (x; x_kv for cross-attention; the
     // valid lengths with a padding mask; the caches), then (w, b) per
@@ -63,8 +64,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     bool padding = spec.paddingMask() && !decodeEntry;
     bool cross = spec.crossAttention;
     bool cache = spec.decode;
-    SmallVector<Type> argTypes{decodeEntry ? RankedTensorType::get({dyn, 1, d}, actT)
-                                           : act(d)};
+    SmallVector<Type> argTypes{act(d)};
     SmallVector<std::string> argNames{"x"};
     if (cross) {
       argTypes.push_back(act(d));

@@ -134,7 +134,9 @@ std::string attnc::emitHeader(const Spec &spec, const PackPlan &plan, Isa isa) {
        << "_decode_workspace_bytes(int64_t batch, int64_t seq_len,\n    int64_t cache_len);\n\n"
        << "/* One decode call: args->x [batch, seq_len, " << N << "_D_MODEL] holds each\n"
           " * sequence's seq_len new tokens (1: one step of generation; more: a\n"
-          " * chunk of a chunked prefill); their K and V go into rows\n"
+          " * chunk of a chunked prefill"
+       << (isCuda(isa) ? ", which this CUDA kernel refuses" : "")
+       << "); their K and V go into rows\n"
           " * [positions[b], positions[b] + seq_len) of the caches (layout as above,\n"
           " * filled by " << n << "_forward and earlier calls), the query of new\n"
           " * token t attends over rows [0, positions[b] + t]"

@@ -667,7 +667,7 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
 K_EXPORT int64_t KSYM(decode_workspace_bytes)(int64_t batch, int64_t seq_len,
                                               int64_t cache_len) {
   if (!k_shape_ok(batch, seq_len) || !k_shape_ok(batch, cache_len) ||
-      seq_len > cache_len || seq_len > K_DECODE_MAX_SEQ)
+      seq_len > cache_len || (K_DECODE_MAX_SEQ && seq_len > K_DECODE_MAX_SEQ))
     return -1;
   attnc_call c;
   memset(&c, 0, sizeof(c));
@@ -692,7 +692,8 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   if (a->k_cache == a->v_cache)
     return ATTNC_ERR_ARGS;
   if (!k_shape_ok(a->batch, a->seq_len) || !k_shape_ok(a->batch, a->cache_len) ||
-      a->seq_len > a->cache_len || a->seq_len > K_DECODE_MAX_SEQ)
+      a->seq_len > a->cache_len ||
+      (K_DECODE_MAX_SEQ && a->seq_len > K_DECODE_MAX_SEQ))
     return ATTNC_ERR_BAD_SHAPE;
   const int64_t rows = a->batch * a->seq_len;
   if (a->packed_bytes != K_PACKED_BYTES ||

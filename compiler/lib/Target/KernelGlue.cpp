@@ -109,7 +109,10 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
      << "#define K_KV_HEADS " << spec.kvHeads << "\n"
      << "#define K_HEAD_DIM " << spec.headDim << "\n"
      << "#define K_DECODE_PHASES " << lw.decodePhases << "\n"
-     << "#define K_DECODE_MAX_SEQ 1\n"
+     // New tokens per decode call: a chunk of any length on x86 (the
+     // attention picks its kernel per call); one on CUDA, whose decode
+     // entry lowers to the one-query kernel only (GpuKernels.cpp).
+     << "#define K_DECODE_MAX_SEQ " << (isCuda(isa) ? "1" : "0 /* no limit */") << "\n"
      << "static const int64_t k_weight_elems[] = {";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     int64_t f = 1;

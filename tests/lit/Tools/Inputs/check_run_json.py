@@ -52,6 +52,7 @@ RUN = dict(HEADER, **{
     "selected_isa": {STR, NULL}, "threads": {INT, NULL}, "batch": {INT}, "seq_len": {INT},
     "kv_seq_len": {INT}, "d_model": {INT}, "heads": {INT}, "out_dim": {INT},
     "lengths": {ARR, NULL}, "kv_lengths": {ARR, NULL}, "decode_steps": {INT},
+    "decode_chunk": {INT, NULL},
     "prefill": {INT, NULL}, "workspace_bytes": {INT}, "seed": {INT}, "x": {STR, NULL},
     "x_kv": {STR, NULL}, "weights": {STR, NULL}, "weights_prefix": {STR, NULL},
     "out": {STR, NULL}, "probs": {STR, NULL}, "heatmap": {STR, NULL},
