@@ -391,13 +391,13 @@ class Kernel:
         return int(self._workspace_size(batch, seq_len, kv))
 
     def _need_f32_activations(self, what):
-        # The buffers forward/decode take are float32 here; a bf16/f16
-        # kernel reads and writes its dtype (docs/python.md).
+        # y (and probs) of a bf16/f16 kernel come back converted to float32
+        # in a new array, never in the caller's buffer (docs/python.md).
         if self._info.dtype != _abi.DTYPE_F32:
             self._refuse(f"{what}: this kernel's dtype is "
-                         f"{_abi.DTYPES.get(self._info.dtype, self._info.dtype)}; the Python "
-                         "package passes float32 activations only (for now): call the "
-                         "C API with bf16/f16 buffers, or attnc-run")
+                         f"{_abi.DTYPES.get(self._info.dtype, self._info.dtype)}; its y "
+                         "comes back as a new float32 array (converted from the kernel's "
+                         "dtype), not in a buffer of the caller: leave out= unset")
 
     def _refuse(self, message, status=_abi.ERR_ARGS):
         raise ArgumentError(f"{self.name}: {message}", status)
@@ -434,19 +434,27 @@ class Kernel:
                          f"with {packed.size} elements", _abi.ERR_BUFFER_SIZE)
         return np.ascontiguousarray(packed)
 
-    def _written(self, a, name, shapes=None, want=None):
+    def _written(self, a, name, shapes=None, want=None, dtype=_abi.DTYPE_F32):
         """The NumPy view of `a`, a buffer the library writes in place (never
         a copy): a NumPy array, or a CPU torch tensor (zero-copy: a view of
-        its memory) that does not require grad, exactly float32,
-        C-contiguous, 4-byte aligned, writable and, when `shapes` is given,
-        of one of them. Anything else raises ArgumentError (ERR_BUFFER_SIZE)
-        naming `name`; `want` describes the shape in the message."""
+        its memory) that does not require grad, exactly of the element type
+        `dtype` (float32; a bf16 kernel's caches: torch.bfloat16 or NumPy
+        uint16 bit patterns; f16: float16), C-contiguous, aligned, writable
+        and, when `shapes` is given, of one of them. Anything else raises
+        ArgumentError (ERR_BUFFER_SIZE) naming `name`; `want` describes the
+        shape in the message."""
         want = want or " or ".join(str(tuple(sh)) for sh in shapes or [])
-        what = f"{name} must be a writable C-contiguous float32 NumPy array or CPU torch " \
-               f"tensor of shape {want} (it is written in place)"
+        np_type, torch_type, spelled = {
+            _abi.DTYPE_F32: (np.float32, "float32", "float32 NumPy array or CPU torch tensor"),
+            _abi.DTYPE_BF16: (np.uint16, "bfloat16", "CPU torch.bfloat16 tensor or NumPy "
+                              "uint16 array (bf16 bit patterns)"),
+            _abi.DTYPE_F16: (np.float16, "float16", "float16 NumPy array or CPU torch tensor"),
+        }[dtype]
+        what = f"{name} must be a writable C-contiguous {spelled} of shape {want} (it is " \
+               "written in place)"
         if _is_tensor(a):
             problems = []
-            if _torch_dtype(a) != "float32":
+            if _torch_dtype(a) != torch_type:
                 problems.append(f"of dtype {_torch_dtype(a)}")
             if shapes is not None and tuple(a.shape) not in shapes:
                 problems.append(f"of shape {tuple(a.shape)}")
@@ -461,7 +469,13 @@ class Kernel:
                 self._refuse(f"{what}; got a torch tensor {', '.join(problems)}",
                              _abi.ERR_BUFFER_SIZE)
             try:
-                a = a.detach().numpy()  # shares the tensor's memory
+                a = a.detach()
+                if torch_type == "bfloat16":  # NumPy has no bfloat16: its bits
+                    import torch as _torch
+                    a = a.view(_torch.int16)
+                a = a.numpy()  # shares the tensor's memory
+                if torch_type == "bfloat16":
+                    a = a.view(np.uint16)
             except (TypeError, RuntimeError) as e:
                 self._refuse(f"{what}; got a torch tensor NumPy cannot view ({e})",
                              _abi.ERR_BUFFER_SIZE)
@@ -469,7 +483,7 @@ class Kernel:
             self._refuse(f"{what}; got an object of type {type(a).__name__}",
                          _abi.ERR_BUFFER_SIZE)
         problems = []
-        if a.dtype != np.float32:
+        if a.dtype != np_type:
             problems.append(f"of dtype {a.dtype}")
         if shapes is not None and a.shape not in shapes:
             problems.append(f"of shape {a.shape}")
@@ -478,7 +492,7 @@ class Kernel:
         if not a.flags.writeable:
             problems.append("that is read-only")
         if not a.flags.aligned:
-            problems.append("that is not 4-byte aligned")
+            problems.append(f"that is not {a.dtype.itemsize}-byte aligned")
         if problems:
             self._refuse(f"{what}; got an array {', '.join(problems)}",
                          _abi.ERR_BUFFER_SIZE)
@@ -513,8 +527,9 @@ class Kernel:
                          f"max_seq_len), got {cache_len}", _abi.ERR_BAD_SHAPE)
 
     def _caches(self, k_cache, v_cache, batch, squeeze):
-        """The K and V caches as the writable float32 arrays the kernel
-        writes in place (never copies): [batch, kv_heads, cache_len,
+        """The K and V caches as the writable arrays of the kernel's dtype
+        (float32, bf16 bits as uint16, float16) it writes in place (never
+        copies): [batch, kv_heads, cache_len,
         head_dim] each, or [kv_heads, cache_len, head_dim] when `squeeze`
         (a 2-D x); returns (k, v, cache_len) with the batch axis."""
         i = self._info
@@ -528,7 +543,7 @@ class Kernel:
         out = []
         for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
             # A NumPy array, or a view of a CPU tensor's memory.
-            c = self._written(c, name, want=want)
+            c = self._written(c, name, want=want, dtype=i.dtype)
             given = c.shape
             if squeeze and c.ndim == 3:
                 c = c[None]
@@ -594,7 +609,9 @@ class Kernel:
                       probs_out: a buffer, as out, to write them to
                       (implies want_probs).
           k_cache, v_cache  ("decode", both or neither) writable C-contiguous
-                      float32 NumPy arrays (or CPU torch tensors)
+                      NumPy arrays (or CPU torch tensors) of the kernel's
+                      dtype (float32; bf16: torch.bfloat16 tensors or
+                      uint16 arrays of bf16 bits; f16: float16)
                       [batch, kv_heads, cache_len, head_dim] (or without the
                       batch axis, with a 2-D x), seq_len <= cache_len <=
                       max_seq_len, e.g. from new_cache(): forward writes
@@ -609,12 +626,12 @@ class Kernel:
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
         # A bf16/f16 kernel: x (and x_kv) go in rounded to its dtype, y and
-        # probs come back as float32 arrays; the caller's own buffers
-        # (out, probs_out, the caches) are float32 here, so not with it.
+        # probs come back as float32 arrays (converted, so not into the
+        # caller's out=/probs_out=); its KV caches are in its dtype and
+        # written in place (new_cache()).
         narrow = self._info.dtype != _abi.DTYPE_F32
-        if narrow and (out is not None or probs_out is not None or
-                       k_cache is not None or v_cache is not None):
-            self._need_f32_activations("forward with out, probs_out or a KV cache")
+        if narrow and (out is not None or probs_out is not None):
+            self._need_f32_activations("forward with out or probs_out")
         self._host_only("forward")
         info = self._info
         feats = info.features
@@ -789,8 +806,9 @@ class Kernel:
 
     # -- decode -----------------------------------------------------------
     def new_cache(self, batch, cache_len=None):
-        """(k_cache, v_cache): two zero float32 arrays [batch, kv_heads,
-        cache_len, head_dim] for forward(k_cache=, v_cache=) and decode().
+        """(k_cache, v_cache): two zero arrays [batch, kv_heads, cache_len,
+        head_dim] of the kernel's dtype (float32; bf16: uint16 bit
+        patterns; f16: float16) for forward(k_cache=, v_cache=) and decode().
         cache_len: the most tokens a sequence will hold (prompt + decoded);
         default the kernel's max_seq_len."""
         self._no_decode("new_cache")
@@ -814,7 +832,8 @@ class Kernel:
                          _abi.ERR_BAD_SHAPE)
         self._cache_len_ok(cache_len)
         shape = (batch, i.kv_heads, cache_len, i.head_dim)
-        return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+        t = {_abi.DTYPE_BF16: np.uint16, _abi.DTYPE_F16: np.float16}.get(i.dtype, np.float32)
+        return np.zeros(shape, t), np.zeros(shape, t)
 
     def decode_workspace_size(self, batch, cache_len, seq_len=1):
         """NAME_decode_workspace_bytes: bytes of scratch decode needs for
@@ -837,7 +856,9 @@ class Kernel:
         ([batch, out_dim] for a 2-D x); out: a buffer of that shape to
         write it to, as forward's out. num_threads as in forward(). Every
         argument is checked here first (ArgumentError)."""
-        self._need_f32_activations("decode")
+        narrow = self._info.dtype != _abi.DTYPE_F32
+        if narrow and out is not None:
+            self._need_f32_activations("decode with out")
         self._host_only("decode")
         self._no_decode("decode")
         info = self._info
@@ -901,6 +922,11 @@ class Kernel:
         args.x_elems = x3.size
         args.y = _fptr(y_arr)
         args.y_elems = y_arr.size
+        if narrow:  # x rounded to the kernel's dtype, y converted back
+            xs = _to_storage(x3, info.dtype)
+            args.x = _fptr(xs)
+            ys = np.empty(y_arr.shape, dtype=np.uint16)
+            args.y = _fptr(ys)
         args.batch = batch
         args.seq_len = seq
         args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
@@ -912,6 +938,8 @@ class Kernel:
         args.workspace_bytes = ws_bytes
         args.num_threads = threads
         rc = self._decode(C.byref(args))
+        if narrow and rc == _abi.OK:
+            y_arr[...] = _from_storage(ys, info.dtype)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_decode returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"

@@ -3,8 +3,9 @@
 torch bfloat16) weights to the kernel's weight_dtype exactly as libattnrt's
 packFloat does; forward() rounds x to the kernel's dtype and returns y as
 float32 (checked against the float32 kernel on rounded inputs), and refuses
-the caller's own float32 buffers (out=, probs_out=, caches) for such a
-kernel with the reason.
+out=/probs_out= for such a kernel with the reason; its KV caches are of its
+dtype (NumPy uint16 bf16 bits / float16, torch bfloat16 / float16, written
+in place) through forward(k_cache=) and decode() steps and chunks.
 
 Usage: dtypes_py.py WORK   (attnc on PATH, the package on PYTHONPATH)
 """
@@ -99,6 +100,79 @@ try:
     kb.forward(x, pb, out=np.empty((2, 7, 48), np.float32))
     check(False, "forward of a bf16 kernel with out= is refused")
 except attnc.AttncError as e:
-    check("dtype is bf16" in str(e) and "float32 activations only" in str(e),
+    check("dtype is bf16" in str(e) and "leave out= unset" in str(e),
           "forward of a bf16 kernel with out= is refused: " + str(e).split(": ", 1)[1][:50])
+
+# KV caches of a bf16/f16 kernel hold its dtype (new_cache: uint16 bf16
+# bits / float16; torch.bfloat16 / float16 tensors written in place).
+# Prefill 6 tokens with forward, a chunk of 5 with decode, then 4 steps:
+#  * the caches are bit-identical to the float32 kernel's caches (same
+#    rounded inputs and weights, same calls) rounded to the dtype: K and V
+#    of a token depend on its own x only;
+#  * y agrees with one forward over the 15 tokens within 4 of the
+#    dtype's rounding steps of |y| (the cached keys are rounded, forward's
+#    own are not: attnc-run --check bounds that exactly, dtypes.test);
+#    the same calls with the chunk one position off are far outside.
+kfd = compile_("f32dec", "decode: true\nmax_seq_len: 24\n")
+for name, extra, dt, u, np_t in (("bf16dec", "dtype: bf16\n", _abi.DTYPE_BF16, 2.0**-8, np.uint16),
+                                 ("f16dec", "dtype: f16\n", _abi.DTYPE_F16, 2.0**-11, np.float16)):
+    k = compile_(name, extra + "decode: true\nmax_seq_len: 24\n")
+    rnd = lambda a: _from_storage(_to_storage(a, dt), dt)
+    xs = rng.standard_normal((2, 15, 48)).astype(np.float32)
+    ws = [a / np.sqrt(48.0) for a in w]  # softmax rows that are not one-hot
+    p_, pf = k.pack(ws), kfd.pack([rnd(a) for a in ws])
+
+    def run(kern, packed, caches, shift=0):
+        kc, vc = caches
+        ys = [kern.forward(xs[:, :6], packed, k_cache=kc, v_cache=vc)]
+        ys.append(kern.decode(xs[:, 6:11], packed, np.array([6 + shift, 6]), kc, vc))
+        for t in range(11, 15):
+            ys.append(kern.decode(xs[:, t:t + 1], packed, np.array([t, t]), kc, vc))
+        return np.concatenate(ys, 1)
+
+    kc, vc = k.new_cache(2)
+    check(kc.dtype == np_t and kc.shape == (2, 3, 24, 16),
+          f"{_abi.DTYPES[dt]}: new_cache gives {kc.dtype} caches")
+    y = run(k, p_, (kc, vc))
+    xs_f = rnd(xs)
+    # the float32 kernel on the rounded inputs, same calls
+    kf_c = kfd.new_cache(2)
+    ys = [kfd.forward(xs_f[:, :6], pf, k_cache=kf_c[0], v_cache=kf_c[1])]
+    ys.append(kfd.decode(xs_f[:, 6:11], pf, np.array([6, 6]), *kf_c))
+    for t in range(11, 15):
+        ys.append(kfd.decode(xs_f[:, t:t + 1], pf, np.array([t, t]), *kf_c))
+    same = all(np.array_equal(c[:, :, :15], _to_storage(np.ascontiguousarray(f[:, :, :15]), dt))
+               for c, f in ((kc, kf_c[0]), (vc, kf_c[1])))
+    check(same, f"{_abi.DTYPES[dt]}: the caches are the float32 kernel's rounded to "
+          f"{_abi.DTYPES[dt]}, bit for bit")
+    yf = k.forward(xs, p_)
+    gate = 4 * u * np.abs(yf).max()
+    e = np.abs(y - yf).max()
+    check(y.dtype == np.float32 and e <= gate,
+          f"{_abi.DTYPES[dt]}: prefill + a chunk + steps == one forward within 4 rounding "
+          f"steps of max|y| ({e:.2e} <= {gate:.2e})")
+    bad = run(k, p_, k.new_cache(2), shift=1)
+    check(np.abs(bad - yf).max() > gate,
+          f"{_abi.DTYPES[dt]}: a chunk one position off is outside it "
+          f"({np.abs(bad - yf).max():.2e})")
+    # torch caches of the dtype, written in place (zero-copy)
+    tt = torch.bfloat16 if dt == _abi.DTYPE_BF16 else torch.float16
+    kt = torch.zeros(2, 3, 24, 16, dtype=tt)
+    vt = torch.zeros(2, 3, 24, 16, dtype=tt)
+    yt = run(k, p_, (kt, vt))
+    bits = (lambda t: t.view(torch.int16).numpy().view(np.uint16)) if dt == _abi.DTYPE_BF16 \
+        else (lambda t: t.numpy())
+    check(np.array_equal(yt, y) and np.array_equal(bits(kt), kc) and np.array_equal(bits(vt), vc),
+          f"{_abi.DTYPES[dt]}: torch {str(tt)[6:]} caches are written in place, same bits")
+    for what, call in (
+            ("float32 caches", lambda: k.decode(xs[:, 6], p_, np.array([6, 6]),
+                                                 np.zeros((2, 3, 24, 16), np.float32),
+                                                 np.zeros((2, 3, 24, 16), np.float32))),
+            ("decode with out=", lambda: k.decode(xs[:, 6], p_, np.array([6, 6]), kc, vc,
+                                                   out=np.empty((2, 48), np.float32)))):
+        try:
+            call()
+            check(False, f"{_abi.DTYPES[dt]}: {what} refused")
+        except attnc.ArgumentError as e:
+            check(True, f"{_abi.DTYPES[dt]}: {what} refused: {str(e)[:110]}")
 sys.exit(0 if ok else 1)
