@@ -1436,8 +1436,8 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
   // A operand (x with dtype f32, the attention output before W_O) is
   // rounded to bf16 first: u|a| more on each of its elements.
   const bool bf16Gemm = p.weightDtype == ATTNC_DTYPE_BF16;
-  double uA = 0, absA = 0;
-  if (bf16Gemm)
+  double uA = 0, absA = 0; // bf16's rounding (also for bf16 dot products below)
+  if (bf16Gemm || options.bf16Dots)
     storageRounding(ATTNC_DTYPE_BF16, uA, absA);
   std::vector<double> exd, exkv;
   if (bf16Gemm && p.dtype != ATTNC_DTYPE_BF16) { // x not already bf16
@@ -1479,6 +1479,20 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
       evh[i] += rel * std::fabs(vh[i]) + abs;
     }
   }
+  // bf16 dot products (options.bf16Dots: the AVX512-BF16 flash kernel of
+  // a bf16 block, attn.sdpa's dot_type): the scaled Q, K, V and the
+  // softmax numerators P are rounded to bf16 (float32 accumulation):
+  // u|q|, u|k|, u|v| more on their elements (K and V once: a bf16 cache's
+  // are already rounded), and P's rounding below.
+  const bool bf16Attn = options.bf16Dots;
+  if (bf16Attn) {
+    for (size_t i = 0; i < qh.size(); ++i)
+      eqh[i] += uA * std::fabs(qh[i]) + absA;
+    for (size_t i = 0; !p.kvCache && i < kh.size(); ++i) {
+      ekh[i] += uA * std::fabs(kh[i]) + absA;
+      evh[i] += uA * std::fabs(vh[i]) + absA;
+    }
+  }
   std::vector<double> oh(qh.size()), eoh(qh.size());
   if (p.wantProbs) {
     r.probs.assign(size_t(batch * p.heads * seqLen * kvSeq), 0.0);
@@ -1501,6 +1515,31 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
             [&](int64_t n) { report(double(n) * perRow); }, mods,
             p.outProj ? exact.data() : nullptr,
             p.outProj ? eohMag.data() : nullptr);
+  if (bf16Attn) {
+    // o = sum_j bf16(p_j) v_j / l with l the sum of the unrounded p_j:
+    // |delta o_c| <= u sum_j p_j |v_jc| / l <= u max_j |v_jc| (over the
+    // kv head's keys, with their own error).
+    const int64_t dh = p.headDim, grp = p.heads / p.kvHeads;
+    std::vector<double> vmax(size_t(batch * p.kvHeads * dh), 0.0);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t g = 0; g < p.kvHeads; ++g)
+        for (int64_t j = 0; j < kvSeq; ++j)
+          for (int64_t c = 0; c < dh; ++c) {
+            const size_t at = size_t(((b * p.kvHeads + g) * kvSeq + j) * dh + c);
+            double &m = vmax[size_t((b * p.kvHeads + g) * dh + c)];
+            m = std::max(m, std::fabs(vh[at]) + evh[at]);
+          }
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < p.heads; ++h)
+        for (int64_t t = 0; t < seqLen; ++t)
+          for (int64_t c = 0; c < dh; ++c) {
+            const size_t at = size_t(((b * p.heads + h) * seqLen + t) * dh + c);
+            const double e = uA * vmax[size_t((b * p.kvHeads + h / grp) * dh + c)];
+            eoh[at] += e;
+            if (!eohMag.empty())
+              eohMag[at] += e;
+          }
+  }
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
   if (bf16Gemm && p.outProj)

@@ -89,8 +89,9 @@ def main():
         isas.insert(0, "x86-avx2")
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
         isas.insert(0, "x86-avx512")
-        # The vdpbf16ps path of a library with bf16 weights (a multi library
-        # without them caps to its AVX-512 path: the same run twice).
+        # The vdpbf16ps path of a library with bf16 weights or activations
+        # (a multi library with neither caps to its AVX-512 path: the same
+        # run twice).
         if "avx512_bf16" in flags:
             isas.insert(0, "x86-avx512-bf16")
         else:

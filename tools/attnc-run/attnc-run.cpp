@@ -227,10 +227,17 @@ const char *maskName(uint32_t m) { return attnrt::nameOf("mask", m); }
 const char *layoutName(uint32_t l) { return attnrt::nameOf("layout", l); }
 
 const char *isaName(uint32_t isa);
-/// The kernel's isa: a multi library with bf16 weights has the
-/// AVX512-BF16 path first (attnc-set-target).
+/// A multi library with bf16 weights or bf16 activations (bf16 dot
+/// products in its attention) has the AVX512-BF16 path first
+/// (attnc-set-target).
+bool hasBf16Path(const attnc_kernel_info &ki) {
+  return ki.isa == ATTNC_ISA_MULTI &&
+         (ki.weight_dtype == ATTNC_DTYPE_BF16 || ki.dtype == ATTNC_DTYPE_BF16);
+}
+
+/// The kernel's isa, a multi library's code paths spelled out.
 const char *isaName(const attnc_kernel_info &ki) {
-  if (ki.isa == ATTNC_ISA_MULTI && ki.weight_dtype == ATTNC_DTYPE_BF16)
+  if (hasBf16Path(ki))
     return "multi (x86-avx512-bf16, x86-avx512, x86-avx2)";
   return isaName(ki.isa);
 }
@@ -725,7 +732,7 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   }
   j.set("isa", attnrt::isaName(ki.isa));
   JsonValue paths = JsonValue::array();
-  if (ki.isa == ATTNC_ISA_MULTI && ki.weight_dtype == ATTNC_DTYPE_BF16)
+  if (hasBf16Path(ki))
     paths.push(attnrt::isaName(ATTNC_ISA_AVX512_BF16));
   if (ki.isa == ATTNC_ISA_MULTI)
     paths.push(attnrt::isaName(ATTNC_ISA_AVX512)).push(attnrt::isaName(ATTNC_ISA_AVX2));
@@ -1958,6 +1965,10 @@ static int runMain(int argc, char **argv) {
     Progress progress("check: computing the reference");
     attnrt::BoundOptions bopt;
     bopt.rigorous = o.rigorous;
+    // A bf16 block on the AVX512-BF16 code path rounds Q, K, P and V for
+    // its dot products; the other paths multiply them in float32.
+    bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 &&
+                    k.selectedIsa() == ATTNC_ISA_AVX512_BF16;
     attnrt::Reference ref = attnrt::referenceWithBound(
         p, wptrs, x.data(), batch, seq, variants,
         [&](double f) { progress(f); }, bopt);

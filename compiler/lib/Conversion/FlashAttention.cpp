@@ -34,6 +34,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -394,6 +395,33 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
     return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
                                         ValueRange{idx(c, dTail)});
   };
+  // bf16 dot products (dot_type = bf16 on a target with AVX512-BF16): the
+  // task rounds its scaled Q (once), each key block's K and V and the
+  // block's P to bf16 into (k, k+1) pair layouts on its stack, and the two
+  // inner loops run vdpbf16ps (two products per float32 lane) over pairs:
+  //   QTp[d/2][2r+e]  = QT[2(d/2)+e][r]     (lanes r, pairs along head_dim)
+  //   Kb[j][d]        = K[j0+j][d]          (a key's pair broadcast)
+  //   Pp[j/2][2r+e]   = P[2(j/2)+e][r]      (a row's pair of keys broadcast)
+  //   Vp[j/2][2c+e]   = V[j0+2(j/2)+e][c]   (lanes c, pairs of keys)
+  // m, l and the rescaling stay float32 on the unrounded scores and P.
+  const bool bf16 = op.getDotType() && vl == 16 && D % 2 == 0 &&
+                    t.getFeatures().contains("+avx512bf16");
+  Type bf16T = b.getBF16Type();
+  auto bvt = VectorType::get({2 * vl}, bf16T);
+  auto pairBroadcast = [&](ImplicitLocOpBuilder &c, Value src, ValueRange at) -> Value {
+    Value two = vector::LoadOp::create(c, VectorType::get({2}, bf16T), src, at);
+    Value one = vector::BitCastOp::create(c, VectorType::get({1}, c.getI32Type()), two);
+    Value bits = vector::ExtractOp::create(c, one, ArrayRef<int64_t>{0});
+    return vector::BitCastOp::create(c, bvt, vector::BroadcastOp::create(c, ivt, bits));
+  };
+  // (a0, b0, a1, b1, ...) of two float32 vectors, rounded to bf16.
+  auto interleave = [&](ImplicitLocOpBuilder &c, Value a, Value bb) -> Value {
+    SmallVector<int64_t> m;
+    for (int64_t r = 0; r < vl; ++r)
+      m.append({r, vl + r});
+    return vector::ShuffleOp::create(c, attnc::convertFloat(c, a, bf16T),
+                                     attnc::convertFloat(c, bb, bf16T), m);
+  };
 
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value tq = memref::DimOp::create(b, q, 2);
@@ -434,6 +462,13 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
     auto ST = memref::AllocaOp::create(c, MemRefType::get({nk + kr, mq}, f32));
     auto O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, f32));
     auto aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, f32));
+    Value QTp, Kb, Pp, Vp;
+    if (bf16) {
+      QTp = memref::AllocaOp::create(c, MemRefType::get({D / 2, 2 * mq}, bf16T));
+      Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, bf16T));
+      Pp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * mq}, bf16T));
+      Vp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * dp}, bf16T));
+    }
 
     // QT = scale * log2(e) * Q^T (rows past Tq read the last row; never
     // stored).
@@ -450,6 +485,17 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
         vector::StoreOp::create(c1, splat(c1, 0.0), O, ValueRange{r, idx(c1, ch * vl)});
       return SmallVector<Value>{};
     });
+    if (bf16)
+      loop(c, zero, idx(c, D / 2), {}, [&](ImplicitLocOpBuilder &c1, Value dpi, ValueRange) {
+        Value d0 = arith::MulIOp::create(c1, dpi, idx(c1, 2));
+        for (int64_t m = 0; m < mv; ++m)
+          vector::StoreOp::create(
+              c1,
+              interleave(c1, vector::LoadOp::create(c1, vt, QT, ValueRange{d0, idx(c1, m * vl)}),
+                         vector::LoadOp::create(c1, vt, QT, ValueRange{add(c1, d0, 1), idx(c1, m * vl)})),
+              QTp, ValueRange{dpi, idx(c1, 2 * m * vl)});
+        return SmallVector<Value>{};
+      });
 
     // Visible keys: [kStart, kEnd) for some row of the block; [kLow, kFull)
     // for all of them (the window's lower edge and the causal diagonal).
@@ -486,6 +532,23 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
     scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
       Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
+      // bf16: the block's keys (KR-rounded, rows past kEnd clamped) into Kb.
+      if (bf16) {
+        Value cntR = arith::MulIOp::create(
+            cb, arith::DivUIOp::create(cb, add(cb, cnt, kr - 1), idx(cb, kr)), idx(cb, kr));
+        loop(cb, zero, cntR, {}, [&](ImplicitLocOpBuilder &c1, Value jl, ValueRange) {
+          Value row = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, j0, jl), lastKey);
+          for (int64_t ch = 0; ch < dv; ++ch) {
+            SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
+            Value kv = ch + 1 < dv || dTail == vl
+                           ? attnc::loadVecF32(c1, vt, k, at)
+                           : attnc::maskedLoadVecF32(c1, vt, k, at, tailMask(c1));
+            vector::StoreOp::create(c1, attnc::convertFloat(c1, kv, bf16T), Kb,
+                                    ValueRange{jl, idx(c1, ch * vl)});
+          }
+          return SmallVector<Value>{};
+        });
+      }
       // Scores of KR keys at a time (rows past kEnd are clamped reads and
       // are never used), for query vectors [s, MV): under a causal mask the
       // first s vectors' rows see none of the group's keys (the diagonal
@@ -497,7 +560,21 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
               c1, add(c1, arith::AddIOp::create(c1, j0, jg), jj), lastKey));
         const int64_t nv = mv - s;
         SmallVector<Value> acc(kr * nv, splat(c1, 0.0));
-        scf::ForOp dl = loop(c1, zero, idx(c1, D), acc,
+        scf::ForOp dl = bf16 ? loop(c1, zero, idx(c1, D / 2), acc,
+            [&](ImplicitLocOpBuilder &c2, Value dpi, ValueRange a) {
+              SmallVector<Value> qv, next(a.begin(), a.end());
+              for (int64_t m = s; m < mv; ++m)
+                qv.push_back(vector::LoadOp::create(c2, bvt, QTp,
+                                                    ValueRange{dpi, idx(c2, 2 * m * vl)}));
+              Value d0 = arith::MulIOp::create(c2, dpi, idx(c2, 2));
+              for (int64_t jj = 0; jj < kr; ++jj) {
+                Value kb = pairBroadcast(c2, Kb, ValueRange{add(c2, jg, jj), d0});
+                for (int64_t m = 0; m < nv; ++m)
+                  next[jj * nv + m] =
+                      x86vector::DotBF16Op::create(c2, vt, a[jj * nv + m], qv[m], kb);
+              }
+              return next;
+            }) : loop(c1, zero, idx(c1, D), acc,
             [&](ImplicitLocOpBuilder &c2, Value d, ValueRange a) {
               SmallVector<Value> qv, next(a.begin(), a.end());
               for (int64_t m = s; m < mv; ++m)
@@ -624,6 +701,36 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
         }
         return next;
       });
+      // bf16: the block's P and V as pairs of keys (a zero second key past
+      // an odd count).
+      if (bf16) {
+        Value pairs = arith::DivUIOp::create(cb, add(cb, cnt, 1), idx(cb, 2));
+        loop(cb, zero, pairs, {}, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange) {
+          Value jl = arith::MulIOp::create(c1, jp, idx(c1, 2)), jl1 = add(c1, jl, 1);
+          Value second = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, jl1, cnt);
+          for (int64_t m = 0; m < mv; ++m) {
+            Value p0 = vector::LoadOp::create(c1, vt, ST, ValueRange{jl, idx(c1, m * vl)});
+            Value p1 = vector::LoadOp::create(c1, vt, ST, ValueRange{jl1, idx(c1, m * vl)});
+            p1 = arith::SelectOp::create(c1, second, p1, splat(c1, 0.0));
+            vector::StoreOp::create(c1, interleave(c1, p0, p1), Pp,
+                                    ValueRange{jp, idx(c1, 2 * m * vl)});
+          }
+          Value row0 = arith::AddIOp::create(c1, j0, jl);
+          Value row1 = arith::MinUIOp::create(c1, add(c1, row0, 1), lastKey);
+          for (int64_t ch = 0; ch < dv; ++ch) {
+            auto load = [&](Value row) -> Value {
+              SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
+              return ch + 1 < dv || dTail == vl
+                         ? attnc::loadVecF32(c1, vt, v, at)
+                         : attnc::maskedLoadVecF32(c1, vt, v, at, tailMask(c1));
+            };
+            Value v1 = arith::SelectOp::create(c1, second, load(row1), splat(c1, 0.0));
+            vector::StoreOp::create(c1, interleave(c1, load(row0), v1), Vp,
+                                    ValueRange{jp, idx(c1, 2 * ch * vl)});
+          }
+          return SmallVector<Value>{};
+        });
+      }
       // O = alpha*O + P·V, RR rows x DC vectors at a time in registers.
       for (int64_t c0 = 0; c0 < dv; c0 += dc)
       loop(cb, zero, idx(cb, mq), idx(cb, rr), {}, [&](ImplicitLocOpBuilder &c1, Value r0, ValueRange) {
@@ -647,7 +754,21 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
                   c1, zero,
                   arith::SubIOp::create(
                       c1, add(c1, arith::AddIOp::create(c1, diag0, r0), rr), j0)));
-        scf::ForOp pv = loop(c1, zero, pvEnd, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
+        scf::ForOp pv = bf16 ? loop(c1, zero,
+            arith::DivUIOp::create(c1, add(c1, pvEnd, 1), idx(c1, 2)), acc,
+            [&](ImplicitLocOpBuilder &c2, Value jp, ValueRange a) {
+          SmallVector<Value> vv, next(a.begin(), a.end());
+          for (int64_t ch = c0; ch < c0 + dc; ++ch)
+            vv.push_back(vector::LoadOp::create(c2, bvt, Vp,
+                                                ValueRange{jp, idx(c2, 2 * ch * vl)}));
+          for (int64_t i = 0; i < rr; ++i) {
+            Value pp = pairBroadcast(
+                c2, Pp, ValueRange{jp, arith::MulIOp::create(c2, add(c2, r0, i), idx(c2, 2))});
+            for (int64_t ch = 0; ch < dc; ++ch)
+              next[i * dc + ch] = x86vector::DotBF16Op::create(c2, vt, a[i * dc + ch], pp, vv[ch]);
+          }
+          return next;
+        }) : loop(c1, zero, pvEnd, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
           Value j = arith::AddIOp::create(c2, j0, jj);
           SmallVector<Value> vv, next(a.begin(), a.end());
           for (int64_t ch = c0; ch < c0 + dc; ++ch) {

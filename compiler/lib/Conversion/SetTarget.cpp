@@ -91,14 +91,17 @@ struct SetTargetPass final
     }
     for (attnc::Isa path : attnc::codePaths(parsed))
       isas.push_back(attnc::isaName(path));
-    // bf16 weights: the multi library also has the AVX512-BF16 path
+    // bf16 weights or bf16 dot products in the attention (attn.sdpa's
+    // dot_type): the multi library also has the AVX512-BF16 path
     // (vdpbf16ps), first, so the glue prefers it where the CPU has it.
     bool bf16Weights = false;
-    for (auto f : module.getOps<func::FuncOp>())
+    for (auto f : module.getOps<func::FuncOp>()) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
         if (f.getArgAttr(i, "attn.weight"))
           if (auto t = dyn_cast<ShapedType>(f.getArgumentTypes()[i]))
             bf16Weights |= t.getRank() == 2 && t.getElementType().isBF16();
+      f.walk([&](attnc::attn::SdpaOp s) { bf16Weights |= bool(s.getDotType()); });
+    }
     if (parsed == attnc::Isa::Multi && bf16Weights)
       isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
     SmallVector<func::FuncOp> fns;

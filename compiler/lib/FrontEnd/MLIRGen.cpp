@@ -261,7 +261,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         b.getBoolAttr(spec.alibiBeforeScale),
         spec.t5Buckets ? b.getDenseI32ArrayAttr(attnc::t5BucketTable(
                              spec.t5Buckets, spec.t5MaxDistance, spec.t5Bidirectional))
-                       : DenseI32ArrayAttr());
+                       : DenseI32ArrayAttr(),
+        // bf16 activations: the dot products may be bf16 too (the
+        // AVX512-BF16 kernel's vdpbf16ps; docs/design.md "5a").
+        spec.dtype == attnc::DType::BF16 ? TypeAttr::get(b.getBF16Type()) : TypeAttr());
     SmallVector<Value> results;
     if (wantProbs)
       results.push_back(ProbsOp::create(

@@ -177,6 +177,10 @@ struct Reference {
 struct BoundOptions {
   bool rigorous = false;
   double lambda = 10; ///< probabilistic model's confidence parameter
+  /// The kernel multiplies bf16-rounded Q, K, P and V (a bf16 block on the
+  /// AVX512-BF16 code path: ATTNC_ISA_AVX512_BF16 selected): their
+  /// rounding joins the bound (docs/checking.md).
+  bool bf16Dots = false;
 };
 Reference referenceWithBound(const BlockParams &p,
                              const std::vector<const float *> &weights,

@@ -163,6 +163,13 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     the edge buckets beyond) adds `rel_bias[bucket(j - i'), h]` to the score
     after the scale.
 
+    `dot_type` (optional, bf16 only) allows a kernel to round the scaled
+    Q, K, the softmax numerators P and V to bf16 for the two dot products
+    Q·Kᵀ and P·V, accumulating in float32 (the AVX512-BF16 flash kernel
+    does, on `vdpbf16ps`); the running maximum, the denominator and the
+    rescaling stay float32 on unrounded values. Absent: float32 dot
+    products. The front end sets it for blocks whose activations are bf16.
+
     Example:
     ```mlir
     %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
@@ -186,7 +193,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                        DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale,
-                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets);
+                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets,
+                       OptionalAttr<TypeAttrOf<BF16>>:$dot_type);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
