@@ -310,9 +310,13 @@ struct Gemm {
                           ValueRange{arith::SubIOp::create(cc, kLen, kk)});
                       Value v = attnc::maskedLoadVecF32(
                           cc, vt, x, ValueRange{bi, r, arith::AddIOp::create(cc, k0, kk)}, m);
+                      // vcvtneps2bf16: round to nearest even in one
+                      // instruction (denormal inputs become zero).
                       vector::StoreOp::create(
-                          cc, attnc::convertFloat(cc, v, cc.getBF16Type()), scratch,
-                          ValueRange{row, kk});
+                          cc,
+                          x86vector::CvtPackedF32ToBF16Op::create(
+                              cc, VectorType::get({vl}, cc.getBF16Type()), v),
+                          scratch, ValueRange{row, kk});
                       return SmallVector<Value>{};
                     });
                 return SmallVector<Value>{};
