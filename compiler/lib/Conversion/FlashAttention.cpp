@@ -248,7 +248,10 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
           Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
           for (int64_t ch = 1; ch < dv; ++ch)
             acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
-          Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc);
+          // reassoc: a tree of shuffles and adds (log2 VL deep), not
+          // VL scalar adds in a row (an ordered reduction).
+          Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc,
+                                                arith::FastMathFlags::reassoc);
           if (mods.any()) // the one query sits at key position off
             s = mods.applyAt(c1, s, heads[g], arith::AddIOp::create(c1, j0, jj), off,
                              llvm::numbers::log2e);
@@ -288,7 +291,8 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
               return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
             });
         Value lBlk = vector::BroadcastOp::create(
-            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::ADD, ps.getResult(0)));
+            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::ADD, ps.getResult(0),
+                                                arith::FastMathFlags::reassoc));
         next.push_back(mNew);
         next.push_back(arith::AddFOp::create(cb, arith::MulFOp::create(cb, lOld, alpha), lBlk));
         alphas.push_back(alpha);

@@ -144,13 +144,52 @@ struct Gemm {
         }
       scf::YieldOp::create(eb, loaded);
     }
-    scf::ForOp kLoop;
+    // The K loop over [lo, hi) with `step` as its body. A block of few
+    // accumulators (rows * nv < 8: the one-row GEMV of a decode step) would
+    // wait on each FMA's latency; it keeps `ways` independent copies
+    // instead (copy w takes k = lo + w, lo + w + ways, ...), summed in a
+    // fixed order at the end, so the result does not depend on threads.
+    using StepFn = llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, ValueRange)>;
+    auto kLoopOf = [&](Value lo, Value hi, StepFn step) -> SmallVector<Value> {
+      const int64_t nacc = rows * nv;
+      const int64_t ways = nacc >= 8 ? 1 : std::min<int64_t>(4, (8 + nacc - 1) / nacc);
+      if (ways == 1)
+        return attnc::loop(c, lo, hi, init.getResults(),
+                           [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
+                             return step(ck, k, acc);
+                           })
+            .getResults();
+      SmallVector<Value> state(init.getResults());
+      Value zero = arith::ConstantOp::create(c, DenseElementsAttr::get(vt, c.getF32FloatAttr(0.0f)));
+      for (int64_t w = 1; w < ways; ++w)
+        state.append(nacc, zero);
+      Value n = arith::SubIOp::create(c, hi, lo);
+      Value mid = arith::AddIOp::create(
+          c, lo, arith::MulIOp::create(c, arith::DivUIOp::create(c, n, idx(c, ways)), idx(c, ways)));
+      scf::ForOp main = attnc::loop(c, lo, mid, idx(c, ways), state,
+          [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
+            SmallVector<Value> next;
+            for (int64_t w = 0; w < ways; ++w) {
+              SmallVector<Value> part = step(ck, add(ck, k, w), acc.slice(w * nacc, nacc));
+              next.append(part.begin(), part.end());
+            }
+            return next;
+          });
+      scf::ForOp rest = attnc::loop(c, mid, hi, main.getResults().take_front(nacc),
+          [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) { return step(ck, k, acc); });
+      SmallVector<Value> sum(rest.getResults());
+      for (int64_t w = 1; w < ways; ++w)
+        for (int64_t a = 0; a < nacc; ++a)
+          sum[a] = arith::AddFOp::create(c, sum[a], main.getResult(w * nacc + a));
+      return sum;
+    };
+    SmallVector<Value> kResults;
     if (pairs) {
       // k-pairs kp in [k0/2, ceil(k1/2)); K blocks start even (gemm_kc is).
       Value kp0 = arith::DivUIOp::create(c, k0, idx(c, 2));
       Value kp1 = arith::DivUIOp::create(c, add(c, k1, 1), idx(c, 2));
-      kLoop = attnc::loop(
-          c, kp0, kp1, init.getResults(),
+      kResults = kLoopOf(
+          kp0, kp1,
           [&](ImplicitLocOpBuilder &ck, Value kp, ValueRange acc) {
             SmallVector<Value> next(acc.begin(), acc.end());
             if (dot) {
@@ -199,8 +238,8 @@ struct Gemm {
             return next;
           });
     } else {
-      kLoop = attnc::loop(
-          c, k0, k1, init.getResults(),
+      kResults = kLoopOf(
+          k0, k1,
           [&](ImplicitLocOpBuilder &ck, Value k, ValueRange acc) {
             SmallVector<Value> wv, next;
             for (int64_t v = 0; v < nv; ++v)
@@ -217,7 +256,7 @@ struct Gemm {
     }
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t v = 0; v < nv; ++v)
-        store(c, kLoop.getResult(i * nv + v), i, v);
+        store(c, kResults[i * nv + v], i, v);
   }
 
   /// The NR-column part of a panel that one kernel call computes.
