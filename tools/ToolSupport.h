@@ -16,6 +16,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -46,9 +47,17 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 /// derived from the checkpoint's config.json, written to `emitSpec` when
 /// not empty, then parsed and checked like any spec (messages point into
 /// the derived YAML, named after `emitSpec` or "DIR/config.json[PATH]").
+///
+/// A bf16/f16 checkpoint's weights pack as such (weight_dtype from its
+/// torch_dtype); for a CUDA target, which computes float32 only, they pack
+/// as float32 unless a --set names weight_dtype.
 inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
-                                      int64_t layer, const std::vector<std::string> &sets,
-                                      const std::string &emitSpec) {
+                                      int64_t layer, std::vector<std::string> sets,
+                                      const std::string &emitSpec, bool cudaTarget = false) {
+  if (cudaTarget && std::none_of(sets.begin(), sets.end(), [](const std::string &s) {
+        return s.rfind("weight_dtype=", 0) == 0;
+      }))
+    sets.insert(sets.begin(), "weight_dtype=f32");
   HfSpec hf = specFromHf(dir, module, layer, sets);
   if (!hf.error.empty()) {
     llvm::errs() << hf.error << "\n";

@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
                     : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,
                                                std::vector<std::string>(setKeys.begin(),
                                                                         setKeys.end()),
-                                               emitSpec);
+                                               emitSpec, attnc::isCuda(opts->isa));
   if (!spec)
     return 2;
   if (attnc::isCuda(opts->isa)) {

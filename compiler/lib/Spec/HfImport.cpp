@@ -521,6 +521,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (cross)
       y += "cross_attention: true\n";
   }
+  // The checkpoint's storage type (torch_dtype; `dtype` in newer
+  // transformers): bf16/f16 weights are packed as such, exactly (the
+  // tensors already hold those values) and in half the bytes. The
+  // activations stay float32 unless --set dtype=... asks otherwise.
+  std::string stored = c.str("torch_dtype");
+  if (stored.empty())
+    stored = c.str("dtype");
+  if (stored == "bfloat16")
+    y += "weight_dtype: bf16\n";
+  else if (stored == "float16")
+    y += "weight_dtype: f16\n";
   out.yaml = applySets(y, sets);
   out.weightsPrefix = path + ".";
   return out;
