@@ -34,13 +34,12 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bench_block  # noqa: E402  (peer_env, run_attnc, time_phases)
+import bench_block  # noqa: E402  (run_peer, run_attnc, time_phases)
+import bench_decode  # noqa: E402  (run_attnc: one decode step)
 
-SYSTEM_PY = "/usr/bin/python3"
 
 MODELS = {
     "gpt2": dict(d=768, h=12, hkv=12, dh=64, spec=(
@@ -109,80 +108,6 @@ def phases_bf16(lib_path, name, t, reps, info):
     x = bf16(rng.standard_normal((1, t, info["d_model"])))
     y = np.zeros((1, t, info["out_dim"]), np.uint16)
     return bench_block.time_phases(lib, name, packed, x, y, t, reps)
-
-PEER_CODE = r'''
-import json, sys, time
-import torch, torch.nn.functional as F, torch.utils.mkldnn
-kind, T, P, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-torch.set_num_threads(P)
-torch.manual_seed(0)
-bf = torch.bfloat16
-x = torch.randn(1, T, 768).to(bf)
-times = []
-with torch.no_grad():
-    if kind == "mha":
-        m = torch.nn.MultiheadAttention(768, 12, batch_first=True).eval().to(bf)
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        f = lambda: m(x, x, x, attn_mask=mask, need_weights=False)
-    elif kind == "manual":
-        wa, ba = (torch.randn(2304, 768) * 0.02).to(bf), torch.zeros(2304, dtype=bf)
-        wp, bp = (torch.randn(768, 768) * 0.02).to(bf), torch.zeros(768, dtype=bf)
-        bias = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
-        def f():
-            q, k, v = F.linear(x, wa, ba).split(768, dim=2)
-            q = q.view(1, T, 12, 64).transpose(1, 2)
-            k = k.view(1, T, 12, 64).transpose(1, 2)
-            v = v.view(1, T, 12, 64).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / 8.0)
-            att = att.masked_fill(bias == 0, float("-inf")).softmax(dim=-1)
-            y = (att @ v).transpose(1, 2).contiguous().view(1, T, 768)
-            return F.linear(y, wp, bp)
-    elif kind == "onednn":
-        # The block's two GEMMs with oneDNN and packed (reordered) bf16 weights.
-        qkv = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, 2304).eval(), bf)
-        out = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, 768).eval(), bf)
-        xm = x.view(T, 768).to_mkldnn()
-        f = lambda: (qkv(xm), out(xm))
-    f()
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t0) * 1e3)
-print(json.dumps(times))
-'''
-
-
-def run_peer(kind, t, p, reps, procs):
-    mins, meds = [], []
-    for _ in range(procs):
-        r = subprocess.run([SYSTEM_PY, "-c", PEER_CODE, kind, str(t), str(p), str(reps)],
-                           env=bench_block.peer_env("tuned", p), capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            sys.stderr.write(f"peer {kind} failed: {r.stderr[-500:]}\n")
-            return None
-        ts = json.loads(r.stdout.strip().splitlines()[-1])
-        mins.append(min(ts))
-        meds.append(statistics.median(ts))
-    return mins, meds
-
-
-def run_decode(attnc_run, lib, t_past, threads, reps, procs):
-    mins, meds, mb = [], [], None
-    for _ in range(procs):
-        r = subprocess.run([attnc_run, lib, "--seq-len", str(t_past + 1), "--decode-steps",
-                            "1", "--bench", str(reps), "--threads", str(threads)],
-                           capture_output=True, text=True)
-        m = re.search(r"min ([0-9.]+) ms, median ([0-9.]+) ms", r.stdout)
-        m2 = re.search(r"reads ([0-9.]+) MB", r.stdout)
-        if r.returncode != 0 or not m:
-            sys.stderr.write(r.stdout + r.stderr)
-            return None
-        mins.append(float(m.group(1)))
-        meds.append(float(m.group(2)))
-        mb = float(m2.group(1))
-    return mins, meds, mb
-
 
 def read_floor_ms(probe, mb, threads):
     nbytes = int(mb * 1e6)
@@ -271,7 +196,8 @@ def main():
             for p in a.threads:
                 rb = bench_block.run_attnc(a.attnc_run, libs["gpt2_bf16"], t, p, a.reps,
                                            a.procs, "avx512")
-                peers = {k: run_peer(k, t, p, a.reps, max(1, a.procs - 1))
+                peers = {k: bench_block.run_peer(k, "tuned", t, p, a.reps,
+                                                 max(1, a.procs - 1), "bfloat16")
                          for k in ("mha", "manual", "onednn")}
                 lo = {k: min(v[0]) for k, v in peers.items() if v}
                 b_lo = min(rb[0])
@@ -287,8 +213,8 @@ def main():
     for mname in MODELS:
         for tp in a.t_past:
             for p in a.threads:
-                rf = run_decode(a.attnc_run, libs[mname + "_f32_dec"], tp, p, 50, a.procs)
-                rb = run_decode(a.attnc_run, libs[mname + "_bf16_dec"], tp, p, 50, a.procs)
+                rf = bench_decode.run_attnc(a.attnc_run, libs[mname + "_f32_dec"], tp, p, 50, a.procs)
+                rb = bench_decode.run_attnc(a.attnc_run, libs[mname + "_bf16_dec"], tp, p, 50, a.procs)
                 if not rf or not rb:
                     continue
                 ff = read_floor_ms(a.read_bw, rf[2], p)

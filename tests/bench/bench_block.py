@@ -35,7 +35,6 @@ speed-up over the best peer and % of peak against T.
 import argparse
 import ctypes
 import json
-import math
 import os
 import re
 import statistics
@@ -55,18 +54,19 @@ PEER_CODE = r'''
 import json, sys, time
 import torch, torch.nn.functional as F, torch.utils.mkldnn
 kind, T, P, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+dt = getattr(torch, sys.argv[5]) if len(sys.argv) > 5 else torch.float32
 torch.set_num_threads(P)
 torch.manual_seed(0)
-x = torch.randn(1, T, 768)
+x = torch.randn(1, T, 768).to(dt)
 times = []
 with torch.no_grad():
     if kind == "mha":
-        m = torch.nn.MultiheadAttention(768, 12, batch_first=True).eval()
+        m = torch.nn.MultiheadAttention(768, 12, batch_first=True).eval().to(dt)
         mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         f = lambda: m(x, x, x, attn_mask=mask, need_weights=False)
     elif kind == "manual":
-        wa, ba = torch.randn(2304, 768) * 0.02, torch.zeros(2304)
-        wp, bp = torch.randn(768, 768) * 0.02, torch.zeros(768)
+        wa, ba = (torch.randn(2304, 768) * 0.02).to(dt), torch.zeros(2304, dtype=dt)
+        wp, bp = (torch.randn(768, 768) * 0.02).to(dt), torch.zeros(768, dtype=dt)
         bias = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
         def f():
             q, k, v = F.linear(x, wa, ba).split(768, dim=2)
@@ -79,9 +79,15 @@ with torch.no_grad():
             return F.linear(y, wp, bp)
     elif kind in ("onednn_qkv", "onednn_out"):
         n = 2304 if kind == "onednn_qkv" else 768
-        lin = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, n).eval())
+        lin = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, n).eval(), dt)
         xm = x.view(T, 768).to_mkldnn()
         f = lambda: lin(xm)
+    elif kind == "onednn":
+        # The block's two GEMMs with oneDNN and packed (reordered) weights.
+        qkv = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, 2304).eval(), dt)
+        out = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(768, 768).eval(), dt)
+        xm = x.view(T, 768).to_mkldnn()
+        f = lambda: (qkv(xm), out(xm))
     f()
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -120,17 +126,27 @@ def peer_env(mode, threads):
     return env
 
 
-def run_peer(kind, mode, t, p, reps, procs):
+def proc_times(cmd, env, procs):
+    """Runs `cmd` in `procs` processes, each printing a JSON list of call
+    times (ms) as its last line: (per-process minima, per-process medians),
+    or None when one fails (its stderr written out)."""
     mins, meds = [], []
     for _ in range(procs):
-        r = subprocess.run([SYSTEM_PY, "-c", PEER_CODE, kind, str(t), str(p), str(reps)],
-                           env=peer_env(mode, p), capture_output=True, text=True)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
+            sys.stderr.write(f"{cmd[0]} failed: {r.stderr[-500:]}\n")
             return None
         ts = json.loads(r.stdout.strip().splitlines()[-1])
         mins.append(min(ts))
         meds.append(statistics.median(ts))
     return mins, meds
+
+
+def run_peer(kind, mode, t, p, reps, procs, dtype="float32"):
+    """The GPT-2 torch peer `kind` (mha, manual, onednn, onednn_qkv,
+    onednn_out) in torch dtype `dtype`."""
+    return proc_times([SYSTEM_PY, "-c", PEER_CODE, kind, str(t), str(p), str(reps), dtype],
+                      peer_env(mode, p), procs)
 
 
 # ---------------------------------------------------------------- attnc ----

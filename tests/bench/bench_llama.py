@@ -25,10 +25,7 @@ through the kernel's parallel-for hook. Prints one table and the ratios.
 """
 import argparse
 import ctypes
-import json
-import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -106,17 +103,9 @@ print(json.dumps(times))
 
 
 def run_peer(mode, t, p, reps, procs):
-    mins, meds = [], []
-    for _ in range(procs):
-        r = subprocess.run([bench_block.SYSTEM_PY, "-c", PEER_CODE, str(t), str(p), str(reps)],
-                           env=bench_block.peer_env(mode, p), capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.stderr.write(r.stderr)
-            return None
-        ts = json.loads(r.stdout.strip().splitlines()[-1])
-        mins.append(min(ts))
-        meds.append(statistics.median(ts))
-    return mins, meds
+    return bench_block.proc_times(
+        [bench_block.SYSTEM_PY, "-c", PEER_CODE, str(t), str(p), str(reps)],
+        bench_block.peer_env(mode, p), procs)
 
 
 def phases(lib_path, t, reps, d_model=None):

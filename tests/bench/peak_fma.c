@@ -35,26 +35,34 @@ static volatile float sink;
  * keep in memory), each updated twice per iteration: 24 FMAs in flight. */
 #define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-__attribute__((target("avx512f"))) static double run512(void) {
-  __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i), b##i = _mm512_set1_ps((float)i + 0.5f);
-  ACC12(DECL)
-#undef DECL
-  double t0 = now();
-  for (long it = 0; it < ITERS; ++it) {
-#define STEP(i) a##i = _mm512_fmadd_ps(a##i, m, c); b##i = _mm512_fmadd_ps(b##i, m, c);
-    ACC12(STEP)
-#undef STEP
-    __asm__ volatile("" ::: "memory");
+/* A 512-bit probe NAME: 24 accumulators a_i, b_i (float32 vectors) each
+ * updated by `ACC = OP(ACC, m, c)` per iteration, m and c of type MT;
+ * FLOPS floating-point operations per instruction. */
+#define ZMM_PROBE(NAME, TARGET, MT, MINIT, CINIT, OP, FLOPS)                      \
+  __attribute__((target(TARGET))) static double NAME(void) {                      \
+    MT m = MINIT, c = CINIT;                                                       \
+    ACC12(ZMM_DECL)                                                                \
+    double t0 = now();                                                             \
+    for (long it = 0; it < ITERS; ++it) {                                          \
+      ACC12(ZMM_STEP_##OP)                                                         \
+      __asm__ volatile("" ::: "memory");                                           \
+    }                                                                              \
+    double dt = now() - t0;                                                        \
+    __m512 s = _mm512_setzero_ps();                                                \
+    ACC12(ZMM_SUM)                                                                 \
+    sink = _mm512_reduce_add_ps(s);                                                \
+    return 2.0 * (FLOPS) * 24 * ITERS / dt / 1e9;                                  \
   }
-  double dt = now() - t0;
-  __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(a##i, b##i));
-  ACC12(SUM)
-#undef SUM
-  sink = _mm512_reduce_add_ps(s);
-  return 2.0 * 16 * 24 * ITERS / dt / 1e9;
-}
+#define ZMM_DECL(i) __m512 a##i = _mm512_set1_ps((float)i), b##i = _mm512_set1_ps((float)i + 0.5f);
+#define ZMM_SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(a##i, b##i));
+#define ZMM_STEP_fma(i) a##i = _mm512_fmadd_ps(a##i, m, c); b##i = _mm512_fmadd_ps(b##i, m, c);
+#define ZMM_STEP_dpbf16(i) a##i = _mm512_dpbf16_ps(a##i, m, c); b##i = _mm512_dpbf16_ps(b##i, m, c);
+
+/* 16 lanes x (multiply + add) per FMA. */
+ZMM_PROBE(run512, "avx512f", __m512, _mm512_set1_ps(0.999999f), _mm512_set1_ps(1e-7f), fma, 16)
+/* vdpbf16ps: 16 lanes x two bf16 products (+ their sum into the lane). */
+ZMM_PROBE(runbf16, "avx512f,avx512bf16", __m512bh, (__m512bh)_mm512_set1_epi16(0x3f80),
+          (__m512bh)_mm512_set1_epi16(0x3380), dpbf16, 32)
 
 __attribute__((target("avx2,fma"))) static double run256(void) {
   __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
@@ -77,27 +85,6 @@ __attribute__((target("avx2,fma"))) static double run256(void) {
   _mm256_storeu_ps(f, s);
   sink = f[0];
   return 2.0 * 8 * 12 * ITERS / dt / 1e9;
-}
-
-__attribute__((target("avx512f,avx512bf16"))) static double runbf16(void) {
-  __m512bh m = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
-#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i), b##i = _mm512_set1_ps((float)i + 0.5f);
-  ACC12(DECL)
-#undef DECL
-  double t0 = now();
-  for (long it = 0; it < ITERS; ++it) {
-#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, m, c); b##i = _mm512_dpbf16_ps(b##i, m, c);
-    ACC12(STEP)
-#undef STEP
-    __asm__ volatile("" ::: "memory");
-  }
-  double dt = now() - t0;
-  __m512 s = _mm512_setzero_ps();
-#define SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(a##i, b##i));
-  ACC12(SUM)
-#undef SUM
-  sink = _mm512_reduce_add_ps(s);
-  return 2.0 * 32 * 24 * ITERS / dt / 1e9;
 }
 
 static void *worker(void *arg) {
