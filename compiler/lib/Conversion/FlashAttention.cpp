@@ -412,17 +412,11 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
                     t.getFeatures().contains("+avx512bf16");
   Type bf16T = b.getBF16Type();
   auto bvt = VectorType::get({2 * vl}, bf16T);
-  auto pairBroadcast = [&](ImplicitLocOpBuilder &c, Value src, ValueRange at) -> Value {
-    Value two = vector::LoadOp::create(c, VectorType::get({2}, bf16T), src, at);
-    Value one = vector::BitCastOp::create(c, VectorType::get({1}, c.getI32Type()), two);
-    Value bits = vector::ExtractOp::create(c, one, ArrayRef<int64_t>{0});
-    return vector::BitCastOp::create(c, bvt, vector::BroadcastOp::create(c, ivt, bits));
+  auto pairBroadcast = [&](ImplicitLocOpBuilder &c, Value src, ValueRange at) {
+    return attnc::bf16PairBroadcast(c, src, at, vl);
   };
-  // Rounding to bf16 in one instruction (vcvtneps2bf16: round to
-  // nearest even; denormal inputs become zero, which no value here needs).
-  auto toBf16 = [&](ImplicitLocOpBuilder &c, Value a) -> Value {
-    return x86vector::CvtPackedF32ToBF16Op::create(c, VectorType::get({vl}, bf16T), a);
-  };
+  // (denormal inputs become zero: no value here needs them)
+  auto toBf16 = attnc::roundToBf16;
   // (a0, b0, a1, b1, ...) of two float32 vectors, rounded to bf16.
   auto interleave = [&](ImplicitLocOpBuilder &c, Value a, Value bb) -> Value {
     SmallVector<int64_t> m;

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include <limits>
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -29,6 +30,21 @@ scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
 scf::ForOp attnc::loop(ImplicitLocOpBuilder &c, Value lb, Value ub,
                        ValueRange init, LoopBody fn) {
   return loop(c, lb, ub, arith::ConstantIndexOp::create(c, 1), init, fn);
+}
+
+Value attnc::bf16PairBroadcast(ImplicitLocOpBuilder &c, Value src, ValueRange at,
+                               int64_t vl) {
+  Value two = vector::LoadOp::create(c, VectorType::get({2}, c.getBF16Type()), src, at);
+  Value one = vector::BitCastOp::create(c, VectorType::get({1}, c.getI32Type()), two);
+  Value bits = vector::ExtractOp::create(c, one, ArrayRef<int64_t>{0});
+  Value all = vector::BroadcastOp::create(c, VectorType::get({vl}, c.getI32Type()), bits);
+  return vector::BitCastOp::create(c, VectorType::get({2 * vl}, c.getBF16Type()), all);
+}
+
+Value attnc::roundToBf16(ImplicitLocOpBuilder &c, Value v) {
+  auto vt = cast<VectorType>(v.getType());
+  return x86vector::CvtPackedF32ToBF16Op::create(
+      c, VectorType::get(vt.getShape(), c.getBF16Type()), v);
 }
 
 Value attnc::convertFloat(ImplicitLocOpBuilder &c, Value v, Type to) {

@@ -63,6 +63,15 @@ void storeF32(mlir::ImplicitLocOpBuilder &c, mlir::Value v, mlir::Value mem,
 /// `v` (a float or a vector of floats) converted to `to`'s element type.
 mlir::Value convertFloat(mlir::ImplicitLocOpBuilder &c, mlir::Value v, mlir::Type to);
 
+/// AVX512-BF16 helpers for `vdpbf16ps` operands. bf16PairBroadcast: the bf16
+/// pair at `at` (and the element after it) of a bf16 buffer, as one 32-bit
+/// value broadcast to every lane of a vector<2*vl x bf16>. roundToBf16: a
+/// vector<vl x f32> rounded to bf16 in one instruction (vcvtneps2bf16:
+/// round to nearest even; denormal inputs become zero).
+mlir::Value bf16PairBroadcast(mlir::ImplicitLocOpBuilder &c, mlir::Value src,
+                              mlir::ValueRange at, int64_t vl);
+mlir::Value roundToBf16(mlir::ImplicitLocOpBuilder &c, mlir::Value v);
+
 /// y[b, t, :] = x[b, t, :] · W + bias over packed weights: wp is
 /// [P, K, panel] with wp[p, k, j] = W[k, p*panel + j] (zero past column n),
 /// bias (optional) [P*panel] zero-padded; x [B, T, K] and y [B, T, n] any

@@ -84,11 +84,7 @@ struct Gemm {
   /// (dot): from x directly, or from the task's scratch [rows][kc] (row
   /// index relative to the scratch's first row, kp relative to its K block).
   Value pairBroadcast(ImplicitLocOpBuilder &c, Value src, ValueRange at) {
-    Value two = vector::LoadOp::create(c, VectorType::get({2}, c.getBF16Type()), src, at);
-    Value one = vector::BitCastOp::create(c, VectorType::get({1}, c.getI32Type()), two);
-    Value bits = vector::ExtractOp::create(c, one, ArrayRef<int64_t>{0});
-    Value all = vector::BroadcastOp::create(c, ivt(), bits);
-    return vector::BitCastOp::create(c, pairVt(), all);
+    return attnc::bf16PairBroadcast(c, src, at, vl);
   }
 
   Value scratch; ///< dot without directPairs: this task's A block in bf16
@@ -349,13 +345,8 @@ struct Gemm {
                           ValueRange{arith::SubIOp::create(cc, kLen, kk)});
                       Value v = attnc::maskedLoadVecF32(
                           cc, vt, x, ValueRange{bi, r, arith::AddIOp::create(cc, k0, kk)}, m);
-                      // vcvtneps2bf16: round to nearest even in one
-                      // instruction (denormal inputs become zero).
-                      vector::StoreOp::create(
-                          cc,
-                          x86vector::CvtPackedF32ToBF16Op::create(
-                              cc, VectorType::get({vl}, cc.getBF16Type()), v),
-                          scratch, ValueRange{row, kk});
+                      vector::StoreOp::create(cc, attnc::roundToBf16(cc, v), scratch,
+                                              ValueRange{row, kk});
                       return SmallVector<Value>{};
                     });
                 return SmallVector<Value>{};
