@@ -14,7 +14,7 @@
     y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
-attnc_kernel_info (ABI version 4) is mirrored in attnc._abi, and nothing
+attnc_kernel_info (ABI version 5) is mirrored in attnc._abi, and nothing
 is compiled. Before ctypes opens a kernel library, libattnrt (attnc's
 runtime library) checks it with the loader attnc-run uses
 (attnrt_check_library: a complete x86-64 ELF file, attnc_query, the ABI,
@@ -266,7 +266,9 @@ class Kernel:
                 "long_inv_freq": ([i.rope_long_inv_freq[k] for k in range(i.rope_pairs)]
                                   if i.rope_long_inv_freq else None),
                 "long_from": i.rope_long_from,
-                "attention_factor": i.rope_attention_factor},
+                "attention_factor": i.rope_attention_factor,
+                "dynamic_factor": i.rope_dynamic_factor or None,
+                "dynamic_from": i.rope_dynamic_from or None},
             "scale": i.scale, "dtype": _abi.DTYPES.get(i.dtype, i.dtype),
             "isa": _abi.ISAS.get(i.isa, i.isa),
             "weight_layout": _abi.LAYOUTS.get(i.weight_layout, i.weight_layout),

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Block.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace attnrt {
@@ -244,6 +245,16 @@ std::string checkVariantInputs(const BlockParams &p, int64_t batch,
       return "kv_lengths[" + std::to_string(b) + "] is " + std::to_string(in.kvLengths[b]) +
              ", expected 0.." + std::to_string(kvSeq) + " (kv_seq_len)";
   }
+  if (in.ropeCallEnds) {
+    if (p.cross)
+      return "rope call ends given, but the block is cross-attention";
+    for (int64_t t = 0; t < seqLen; ++t)
+      if (in.ropeCallEnds[t] <= t || in.ropeCallEnds[t] > seqLen ||
+          (t > 0 && in.ropeCallEnds[t] < in.ropeCallEnds[t - 1]))
+        return "rope call end of row " + std::to_string(t) + " is " +
+               std::to_string(in.ropeCallEnds[t]) + ", expected " + std::to_string(t + 1) +
+               ".." + std::to_string(seqLen) + " and not below the previous row's";
+  }
   return "";
 }
 
@@ -344,6 +355,18 @@ float roundTo(uint32_t dtype, float v) {
   return v;
 }
 
+std::vector<double> RopeParams::invFreqAt(int64_t len) const {
+  if (!longInvFreq.empty() && len > longFrom)
+    return longInvFreq;
+  std::vector<double> f = invFreq;
+  if (dynamicFactor > 0 && len > dynamicFrom && rotaryDim > 2) {
+    const double s = dynamicFactor * double(len) / double(dynamicFrom) - (dynamicFactor - 1);
+    for (size_t i = 0; i < f.size(); ++i)
+      f[i] *= std::pow(s, -2.0 * double(i) / double(rotaryDim - 2));
+  }
+  return f;
+}
+
 BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   BlockParams p;
   p.dModel = info.d_model;
@@ -355,15 +378,17 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   p.window = info.window;
   p.biasMask = info.bias_flags;
   if (info.features & ATTNC_FEATURE_ROPE) {
-    p.ropeStyle = info.rope_style;
-    p.rotaryDim = info.rotary_dim;
+    RopeParams &r = p.rope;
+    r.style = info.rope_style;
+    r.rotaryDim = info.rotary_dim;
     if (info.rope_inv_freq)
-      p.ropeInvFreq.assign(info.rope_inv_freq, info.rope_inv_freq + info.rope_pairs);
+      r.invFreq.assign(info.rope_inv_freq, info.rope_inv_freq + info.rope_pairs);
     if (info.rope_long_inv_freq)
-      p.ropeLongInvFreq.assign(info.rope_long_inv_freq,
-                               info.rope_long_inv_freq + info.rope_pairs);
-    p.ropeLongFrom = info.rope_long_from;
-    p.ropeAttentionFactor = info.rope_attention_factor;
+      r.longInvFreq.assign(info.rope_long_inv_freq, info.rope_long_inv_freq + info.rope_pairs);
+    r.longFrom = info.rope_long_from;
+    r.attentionFactor = info.rope_attention_factor;
+    r.dynamicFactor = info.rope_dynamic_factor;
+    r.dynamicFrom = info.rope_dynamic_from;
   }
   p.qkNorm = info.qk_norm;
   p.sinks = info.sinks != 0;

@@ -149,36 +149,39 @@ void linear(const double *x, const double *w, const double *b, double *y,
 
 /// The rotation of pair (i0, i1) of row t: calls fn(i0, i1, c, s) with c, s
 /// = cos, sin of the angle times the attention factor (double precision).
+/// Row t of sequence b is at position start[b] + t and uses the frequencies
+/// of length start[b] + (callEnd ? callEnd[t] : seq).
 template <typename Fn>
-void forEachRopePair(int64_t batch, int64_t seq, uint32_t style,
-                     int64_t rotaryDim, const std::vector<double> &invFreq,
-                     const std::vector<double> &longFreq, int64_t longFrom,
-                     double af, const int64_t *start, Fn fn) {
-  if (style == ATTNC_ROPE_NONE)
+void forEachRopePair(int64_t batch, int64_t seq, const RopeParams &r,
+                     const int64_t *start, const int64_t *callEnd, Fn fn) {
+  if (r.style == ATTNC_ROPE_NONE)
     return;
-  const int64_t half = rotaryDim / 2;
+  const int64_t half = r.rotaryDim / 2;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t s0 = start ? start[b] : 0;
-    const std::vector<double> &freq =
-        !longFreq.empty() && s0 + seq > longFrom ? longFreq : invFreq;
-    for (int64_t t = 0; t < seq; ++t)
+    std::vector<double> freq;
+    int64_t freqLen = -1;
+    for (int64_t t = 0; t < seq; ++t) {
+      const int64_t len = s0 + (callEnd ? callEnd[t] : seq);
+      if (len != freqLen) {
+        freq = r.invFreqAt(len);
+        freqLen = len;
+      }
       for (int64_t i = 0; i < half; ++i) {
         const double a = double(s0 + t) * freq[size_t(i)];
-        const int64_t i0 = style == ATTNC_ROPE_INTERLEAVED ? 2 * i : i;
-        const int64_t i1 = style == ATTNC_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
-        fn(b, t, i0, i1, std::cos(a) * af, std::sin(a) * af);
+        const int64_t i0 = r.style == ATTNC_ROPE_INTERLEAVED ? 2 * i : i;
+        const int64_t i1 = r.style == ATTNC_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
+        fn(b, t, i0, i1, std::cos(a) * r.attentionFactor, std::sin(a) * r.attentionFactor);
       }
+    }
   }
 }
 
 template <typename T>
-void ropeT(T *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
-           uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
-           const std::vector<double> &longFreq, int64_t longFrom, double af,
-           const int64_t *start) {
-  forEachRopePair(batch, seq, style, rotaryDim, invFreq, longFreq, longFrom, af,
-                  start, [&](int64_t b, int64_t t, int64_t i0, int64_t i1,
-                             double c, double s) {
+void ropeT(T *x, int64_t batch, int64_t heads, int64_t seq, int64_t d, const RopeParams &r,
+           const int64_t *start, const int64_t *callEnd = nullptr) {
+  forEachRopePair(batch, seq, r, start, callEnd,
+                  [&](int64_t b, int64_t t, int64_t i0, int64_t i1, double c, double s) {
                     for (int64_t h = 0; h < heads; ++h) {
                       T *row = x + ((b * heads + h) * seq + t) * d;
                       const T x0 = row[i0], x1 = row[i1];
@@ -221,11 +224,8 @@ void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t s
 }
 
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
-          uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
-          const std::vector<double> &longFreq, int64_t longFrom,
-          double attentionFactor, const int64_t *start) {
-  ropeT<double>(x, batch, heads, seq, d, style, rotaryDim, invFreq, longFreq,
-                longFrom, attentionFactor, start);
+          const RopeParams &r, const int64_t *start) {
+  ropeT<double>(x, batch, heads, seq, d, r, start);
 }
 
 void sdpa(const double *q, const double *k, const double *v, double *o,
@@ -440,6 +440,11 @@ struct Run {
   }
   bool cross = false;
   const int64_t *kvStart() const { return cross ? nullptr : qStart(); }
+  /// Per row, the end of the call that computed it (VariantInputs::
+  /// ropeCallEnds; empty: one call).
+  std::vector<int64_t> callEnd;
+  const int64_t *qCallEnd() const { return callEnd.empty() ? nullptr : callEnd.data(); }
+  const int64_t *kvCallEnd() const { return cross ? nullptr : qCallEnd(); }
 };
 
 /// Checks everything interpret() needs; false when it cannot run.
@@ -455,6 +460,8 @@ bool prepare(const BlockParams &p, const std::vector<const float *> &weights,
   r.cross = p.cross;
   if (in.positions)
     r.start.assign(in.positions, in.positions + batch);
+  if (in.ropeCallEnds)
+    r.callEnd.assign(in.ropeCallEnds, in.ropeCallEnds + seqLen);
   if (!sizesOk(p, batch, seqLen, r.kvSeq, r.rows, r.kvRows))
     return false;
   if (in.lengths)
@@ -524,12 +531,10 @@ std::vector<double> interpretT(const BlockParams &p,
     naive::rmsNormT<T>(kh.data(), nk.data(), batch, p.kvHeads, kvSeq, p.headDim,
                        p.qkNormEps, p.qkNormOffset, all);
   }
-  naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.ropeStyle,
-           p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
-           p.ropeAttentionFactor, run.qStart());
-  naive::ropeT<T>(kh.data(), batch, p.kvHeads, kvSeq, p.headDim, p.ropeStyle,
-           p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq, p.ropeLongFrom,
-           p.ropeAttentionFactor, run.kvStart());
+  naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.rope, run.qStart(),
+                  run.qCallEnd());
+  naive::ropeT<T>(kh.data(), batch, p.kvHeads, kvSeq, p.headDim, p.rope, run.kvStart(),
+                  run.kvCallEnd());
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
@@ -794,13 +799,12 @@ void normBound(std::vector<double> &x, std::vector<double> &ex,
 /// reduction (docs/checking.md).
 void ropeBound(std::vector<double> &x, std::vector<double> &ex,
                const BlockParams &p, int64_t batch, int64_t heads, int64_t seq,
-               const int64_t *start) {
+               const int64_t *start, const int64_t *callEnd) {
   const int64_t d = p.headDim;
   naive::forEachRopePair(
-      batch, seq, p.ropeStyle, p.rotaryDim, p.ropeInvFreq, p.ropeLongInvFreq,
-      p.ropeLongFrom, p.ropeAttentionFactor, start,
+      batch, seq, p.rope, start, callEnd,
       [&](int64_t b, int64_t t, int64_t i0, int64_t i1, double c, double s) {
-        const double af = p.ropeAttentionFactor;
+        const double af = p.rope.attentionFactor;
         for (int64_t h = 0; h < heads; ++h) {
           const size_t o = size_t(((b * heads + h) * seq + t) * d);
           const double x0 = x[o + i0], x1 = x[o + i1];
@@ -1466,8 +1470,8 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
                       evh = split(ev, kvSeq, p.kvHeads);
   normBound(qh, eqh, w.nq, p, batch, p.heads, seqLen);
   normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
-  ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart());
-  ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart());
+  ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart(), run.qCallEnd());
+  ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart(), run.kvCallEnd());
   // A bf16/f16 KV cache: a decode step reads keys and values rounded to
   // the dtype (the forward pass reads them unrounded; the bound covers
   // both).

@@ -168,7 +168,8 @@ std::string checkRope(const attnc_kernel_info &info) {
   const bool rope = (info.features & ATTNC_FEATURE_ROPE) != 0;
   if (!rope) {
     if (info.rope_style != ATTNC_ROPE_NONE || info.rope_pairs != 0 ||
-        info.rotary_dim != 0 || info.rope_inv_freq || info.rope_long_inv_freq)
+        info.rotary_dim != 0 || info.rope_inv_freq || info.rope_long_inv_freq ||
+        info.rope_dynamic_factor != 0 || info.rope_dynamic_from != 0)
       return "rope fields are set but features does not declare rope";
     return "";
   }
@@ -194,6 +195,20 @@ std::string checkRope(const attnc_kernel_info &info) {
   if (!std::isfinite(info.rope_attention_factor) ||
       !(info.rope_attention_factor > 0) || info.rope_attention_factor > 1e3)
     return "rope_attention_factor must be in (0, 1000]";
+  if (info.rope_dynamic_factor != 0) {
+    if (!std::isfinite(info.rope_dynamic_factor) || info.rope_dynamic_factor < 0 ||
+        info.rope_dynamic_factor > 1e6)
+      return "rope_dynamic_factor must be 0 or in (0, 1e6]";
+    if (info.rope_dynamic_from < 1)
+      return "rope_dynamic_from must be positive with rope_dynamic_factor, got " +
+             num(info.rope_dynamic_from);
+    if (info.rotary_dim < 4)
+      return "rope_dynamic_factor needs rotary_dim >= 4, got " + num(info.rotary_dim);
+    if (info.rope_long_inv_freq)
+      return "rope_dynamic_factor and rope_long_inv_freq exclude each other";
+  } else if (info.rope_dynamic_from != 0) {
+    return "rope_dynamic_from is set without rope_dynamic_factor";
+  }
   return "";
 }
 

@@ -99,6 +99,16 @@ FUSED_CASES = [
                      num_hidden_layers=1, rotary_pct=0.25, rotary_emb_base=10000),
          ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
                   rope=dict(rotary_dim=4))),
+    # GPT-NeoX with dynamic NTK scaling past max_position_embeddings 24 (T = 37).
+    dict(name="neox_dynamic", module="gpt_neox.layers.0.attention", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="gpt_neox", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=1, rotary_pct=0.5, rotary_emb_base=10000,
+                     max_position_embeddings=24,
+                     rope_scaling={"type": "dynamic", "factor": 3.0}),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(rotary_dim=8, scaling={"type": "dynamic", "factor": 3.0,
+                                                   "max_position_embeddings": 24}))),
     # BLOOM: per-head query_key_value, ALiBi with 5 heads (not a power of two).
     dict(name="bloom", module="transformer.h.1.self_attention", layout="per_head",
          fused="query_key_value", o="dense",

@@ -11,7 +11,7 @@ MPT's own slope constructions (and Falcon-RW's bias inside the scale),
 Gemma 2's soft-capping, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
 the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
 function in float32 as torch computes it); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
-linear, llama3, yarn, longrope), rotates with rotate_half (half-split) or
+linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
 
@@ -48,6 +48,11 @@ def inv_freq_of(r, theta, scaling, seq_len):
         return base, 1.0
     if kind == "linear":
         return base / scaling["factor"], 1.0
+    if kind == "dynamic":  # _compute_dynamic_ntk_parameters
+        f, maxp = scaling["factor"], scaling["max_position_embeddings"]
+        L = max(seq_len, maxp)
+        b = theta * ((f * L / maxp) - (f - 1)) ** (r / (r - 2))
+        return 1.0 / b ** (i / r), 1.0
     if kind == "llama3":
         f, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
         orig = scaling["original_max_position_embeddings"]
@@ -280,6 +285,14 @@ CASES = [
          rope=dict(scaling={"type": "longrope", "short_factor": PHI3_SHORT,
                             "long_factor": PHI3_LONG, "original_max_position_embeddings": 32,
                             "max_position_embeddings": 128})),
+    # Dynamic NTK (Llama 2 / NeoX / Falcon option): theta as is up to
+    # max_position_embeddings 32, a larger base for T = 70.
+    dict(name="dynamic", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[20, 70],
+         rope=dict(scaling={"type": "dynamic", "factor": 2.0, "max_position_embeddings": 32})),
+    # The same on a partial rotary (GPT-NeoX: rotary_pct), factor 4.
+    dict(name="dynamic_neox", d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+         T=[90], rope=dict(rotary_dim=8, scaling={"type": "dynamic", "factor": 4.0,
+                                                  "max_position_embeddings": 24})),
     # BLOOM: ALiBi with a head count that is not a power of two.
     dict(name="bloom", d=60, heads=5, kv_heads=5, head_dim=12, bias=["q", "k", "v", "o"], T=[1, 40],
          rope=None, alibi="bloom", yaml="alibi: true\n"),
@@ -410,7 +423,12 @@ def main():
             # The same comparison must fail without the feature under test.
             scored = (c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
                       or c.get("t5"))
+            sc = (c["rope"] or {}).get("scaling") or {}
+            # dynamic NTK past max_position_embeddings: without its scaling
+            unscaled = (sc.get("type") == "dynamic" and T > sc["max_position_embeddings"])
             wrong = (reference(c, w, x, mods=False) if scored
+                     else reference(c, w, x, rope={k: v for k, v in c["rope"].items()
+                                                   if k != "scaling"}) if unscaled
                      else reference(c, w, x, rope=None) if c["rope"] is not None
                      else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))
             werr = np.abs(y - wrong)
@@ -421,7 +439,7 @@ def main():
             if ok and detects:
                 passed += 1
                 print(f"PASS: {label}: max err {err.max():.2e} (without "
-                      f"{'the feature' if scored else 'rope' if c['rope'] is not None else 'the q bias'}: "
+                      f"{'the feature' if scored else 'the scaling' if unscaled else 'rope' if c['rope'] is not None else 'the q bias'}: "
                       f"{werr.max():.2e})")
             else:
                 failed += 1

@@ -74,17 +74,19 @@ static_assert(offsetof(attnc_kernel_info, rope_inv_freq) == 240, "");
 static_assert(offsetof(attnc_kernel_info, rope_long_inv_freq) == 248, "");
 static_assert(offsetof(attnc_kernel_info, rope_long_from) == 256, "");
 static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 264, "");
-static_assert(offsetof(attnc_kernel_info, softcap) == 272, "");
-static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 280, "");
-static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 288, "");
-static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 292, "");
-static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 296, "");
-static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 300, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm) == 304, "");
-static_assert(offsetof(attnc_kernel_info, sinks) == 308, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 312, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 320, "");
-static_assert(sizeof(attnc_kernel_info) == 328, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, rope_dynamic_factor) == 272, "");
+static_assert(offsetof(attnc_kernel_info, rope_dynamic_from) == 280, "");
+static_assert(offsetof(attnc_kernel_info, softcap) == 288, "");
+static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 296, "");
+static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 304, "");
+static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 308, "");
+static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 312, "");
+static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 316, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm) == 320, "");
+static_assert(offsetof(attnc_kernel_info, sinks) == 324, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 328, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 336, "");
+static_assert(sizeof(attnc_kernel_info) == 344, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
 static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
@@ -216,8 +218,8 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 4u);
-  REQUIRE(sizeof(attnc_kernel_info) == 328);
+  REQUIRE(ATTNC_ABI_VERSION == 5u);
+  REQUIRE(sizeof(attnc_kernel_info) == 344);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -240,12 +242,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 5, runtime speaks 4");
+  CHECK(f.check() == "kernel ABI version 6, runtime speaks 5");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 320 bytes") && Contains("expects 328"));
+             Contains("struct_size is 336 bytes") && Contains("expects 344"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -1292,4 +1294,63 @@ TEST_CASE("metadata: the tensor-parallel fields are consistent", "[metadata]") {
   f.fillWeights(/*keepTpKvHeads=*/true);
   CHECK(f.check().empty());
   CHECK(f.tensors[2].dims[0] == 2 * 16); // k_proj.weight: the block's 2 kv heads
+}
+
+TEST_CASE("metadata: the rope fields are consistent", "[metadata]") {
+  InfoFixture f(ATTNC_LAYOUT_SEPARATE);
+  static const double freq[8] = {1, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125};
+  f.info.features |= ATTNC_FEATURE_ROPE;
+  f.info.rope_style = ATTNC_ROPE_HALF_SPLIT;
+  f.info.rotary_dim = 16;
+  f.info.rope_pairs = 8;
+  f.info.rope_inv_freq = freq;
+  f.info.rope_attention_factor = 1;
+  REQUIRE(f.check().empty());
+  // Dynamic NTK: a factor with its max_position_embeddings.
+  f.info.rope_dynamic_factor = 2;
+  f.info.rope_dynamic_from = 4096;
+  CHECK(f.check().empty());
+  f.info.rope_dynamic_from = 0;
+  CHECK(f.check() == "rope_dynamic_from must be positive with rope_dynamic_factor, got 0");
+  f.info.rope_dynamic_from = 4096;
+  f.info.rope_dynamic_factor = -1;
+  CHECK(f.check() == "rope_dynamic_factor must be 0 or in (0, 1e6]");
+  f.info.rope_dynamic_factor = 2;
+  f.info.rope_long_inv_freq = freq;
+  CHECK(f.check() == "rope_dynamic_factor and rope_long_inv_freq exclude each other");
+  f.info.rope_long_inv_freq = nullptr;
+  f.info.rotary_dim = 2;
+  f.info.rope_pairs = 1;
+  CHECK(f.check() == "rope_dynamic_factor needs rotary_dim >= 4, got 2");
+  f.info.rotary_dim = 16;
+  f.info.rope_pairs = 8;
+  f.info.rope_dynamic_factor = 0;
+  CHECK(f.check() == "rope_dynamic_from is set without rope_dynamic_factor");
+  // Without the rope feature every rope field stays zero.
+  f.info.rope_dynamic_factor = 2;
+  f.info.features &= ~uint32_t(ATTNC_FEATURE_ROPE);
+  f.info.rope_style = ATTNC_ROPE_NONE;
+  f.info.rotary_dim = 0;
+  f.info.rope_pairs = 0;
+  f.info.rope_inv_freq = nullptr;
+  CHECK(f.check() == "rope fields are set but features does not declare rope");
+}
+
+TEST_CASE("rope: dynamic NTK frequencies follow the call's length", "[metadata]") {
+  // HF _compute_dynamic_ntk_parameters: base' = base * (f L / M - (f - 1))^(r / (r - 2)).
+  RopeParams r;
+  r.style = ATTNC_ROPE_HALF_SPLIT;
+  r.rotaryDim = 8;
+  const double base = 10000;
+  for (int i = 0; i < 4; ++i)
+    r.invFreq.push_back(std::pow(base, -2.0 * i / 8));
+  r.dynamicFactor = 3;
+  r.dynamicFrom = 100;
+  CHECK(r.invFreqAt(100) == r.invFreq); // up to max_position_embeddings: as is
+  const std::vector<double> f = r.invFreqAt(250);
+  const double scaled = base * std::pow(3.0 * 250 / 100 - 2, 8.0 / 6);
+  for (int i = 0; i < 4; ++i)
+    CHECK(f[size_t(i)] == Approx(std::pow(scaled, -2.0 * i / 8)).epsilon(1e-13));
+  CHECK(f[0] == 1.0);
+  CHECK(f[3] < r.invFreq[3] * 0.5);
 }

@@ -726,6 +726,10 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
     r.set("attention_factor", ki.rope_attention_factor);
     r.set("long_from", ki.rope_long_inv_freq ? JsonValue((long long)ki.rope_long_from)
                                              : JsonValue());
+    r.set("dynamic_factor", ki.rope_dynamic_factor > 0 ? JsonValue(ki.rope_dynamic_factor)
+                                                       : JsonValue());
+    r.set("dynamic_from", ki.rope_dynamic_factor > 0 ? JsonValue((long long)ki.rope_dynamic_from)
+                                                     : JsonValue());
     j.set("rope", r);
   } else {
     j.set("rope", nullptr);
@@ -808,15 +812,20 @@ void printInfo(const attnrt::Kernel &k) {
     std::printf("alibi: slopes %.9g ... %.9g%s\n", ki.alibi_slopes[0],
                 ki.alibi_slopes[ki.heads - 1],
                 ki.alibi_before_scale ? ", added before the scale" : "");
-  if (ki.features & ATTNC_FEATURE_ROPE)
+  if (ki.features & ATTNC_FEATURE_ROPE) {
+    char tail[96] = "";
+    if (ki.rope_long_inv_freq)
+      std::snprintf(tail, sizeof tail, ", long table past length %lld",
+                    (long long)ki.rope_long_from);
+    else if (ki.rope_dynamic_factor > 0)
+      std::snprintf(tail, sizeof tail, ", dynamic NTK factor %.9g past length %lld",
+                    ki.rope_dynamic_factor, (long long)ki.rope_dynamic_from);
     std::printf("rope: %s, rotary_dim %lld, inv_freq[0] %.9g, inv_freq[%u] %.9g, "
                 "attention_factor %.9g%s\n",
-                attnrt::nameOf("rope_style", ki.rope_style),
-                (long long)ki.rotary_dim, ki.rope_inv_freq[0], ki.rope_pairs - 1,
-                ki.rope_inv_freq[ki.rope_pairs - 1], ki.rope_attention_factor,
-                ki.rope_long_inv_freq
-                    ? (", long table past length " + std::to_string(ki.rope_long_from)).c_str()
-                    : "");
+                attnrt::nameOf("rope_style", ki.rope_style), (long long)ki.rotary_dim,
+                ki.rope_inv_freq[0], ki.rope_pairs - 1, ki.rope_inv_freq[ki.rope_pairs - 1],
+                ki.rope_attention_factor, tail);
+  }
   const uint32_t selected = k.selectedIsa();
   std::printf("isa: %s\nselected_isa: %s\nfeatures: %s\n", isaName(ki),
               noneWhy(k, selected).empty()
@@ -1973,8 +1982,20 @@ static int runMain(int argc, char **argv) {
     // its dot products; the other paths multiply them in float32.
     bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 &&
                     k.selectedIsa() == ATTNC_ISA_AVX512_BF16;
+    // Decode steps: row t was computed by the call that ended at row
+    // callEnds[t] (the prefill's, a chunk's, a step's); a rotary embedding
+    // whose frequencies follow the call's length rotated it with those.
+    attnrt::VariantInputs refIn = variants;
+    std::vector<int64_t> callEnds;
+    if (steps > 0) {
+      for (int64_t t = 0; t < seq; ++t)
+        callEnds.push_back(t < prefill ? prefill
+                                       : prefill + std::min(((t - prefill) / chunk + 1) * chunk,
+                                                            steps));
+      refIn.ropeCallEnds = callEnds.data();
+    }
     attnrt::Reference ref = attnrt::referenceWithBound(
-        p, wptrs, x.data(), batch, seq, variants,
+        p, wptrs, x.data(), batch, seq, refIn,
         [&](double f) { progress(f); }, bopt);
     progress.done();
     if (int64_t(ref.y.size()) != n ||

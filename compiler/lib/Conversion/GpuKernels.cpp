@@ -986,13 +986,13 @@ void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value
     // Decode: the sequence's rows start at positions[b] (a position is
     // only a number here: nothing is indexed by it).
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
-    Value useLong = ang.useLong(c, p0, tt);
+    const RopeAngles::Sequence seq = ang.sequence(c, p0, tt);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       loop(r, tid, items, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, idx(ci, ang.half)));
         Value i = arith::RemUIOp::create(ci, e, idx(ci, ang.half));
         Value posF = ang.position(ci, arith::AddIOp::create(ci, p0, row));
-        auto cs = ang.cosSin(ci, posF, i, useLong);
+        auto cs = ang.cosSin(ci, posF, i, seq);
         auto cols = ang.columns(ci, i);
         loop(ci, zero, nh, {}, [&](ImplicitLocOpBuilder &ch, Value h, ValueRange) {
           ang.rotate(ch, x, ValueRange{bi, h, row}, cols, cs);

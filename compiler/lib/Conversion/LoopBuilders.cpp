@@ -253,6 +253,78 @@ std::pair<Value, Value> sinCos(ImplicitLocOpBuilder &c, Value a) {
   return {s, horner(cosC)};
 }
 
+Value f64Const(ImplicitLocOpBuilder &c, double v) {
+  return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
+}
+Value i64Const(ImplicitLocOpBuilder &c, int64_t v) {
+  return arith::ConstantOp::create(c, c.getI64IntegerAttr(v)).getResult();
+}
+
+/// p(x) by Horner's rule, coefficients lowest first (mul + add: no
+/// llvm.fma, a libm call on SSE2).
+Value hornerF64(ImplicitLocOpBuilder &c, Value x, ArrayRef<double> coef) {
+  Value p = f64Const(c, coef.back());
+  for (int i = int(coef.size()) - 2; i >= 0; --i)
+    p = arith::AddFOp::create(c, arith::MulFOp::create(c, p, x), f64Const(c, coef[size_t(i)]));
+  return p;
+}
+
+/// log2(x) for a scalar f64 x >= 1 (finite), to about 1e-16 relative: x =
+/// m * 2^e with m in [sqrt(1/2), sqrt(2)], ln m = 2 atanh(z), z = (m - 1) /
+/// (m + 1), |z| < 0.172, by its series to z^21. No libm call.
+Value log2AtLeastOne(ImplicitLocOpBuilder &c, Value x) {
+  Value bits = arith::BitcastOp::create(c, c.getI64Type(), x);
+  Value e = arith::SubIOp::create(c, arith::ShRUIOp::create(c, bits, i64Const(c, 52)),
+                                  i64Const(c, 1023));
+  Value mBits = arith::OrIOp::create(
+      c, arith::AndIOp::create(c, bits, i64Const(c, 0x000FFFFFFFFFFFFFLL)),
+      i64Const(c, 0x3FF0000000000000LL));
+  Value m = arith::BitcastOp::create(c, c.getF64Type(), mBits);
+  Value big = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, m,
+                                    f64Const(c, 1.4142135623730951));
+  m = arith::SelectOp::create(c, big, arith::MulFOp::create(c, m, f64Const(c, 0.5)), m);
+  e = arith::SelectOp::create(c, big, arith::AddIOp::create(c, e, i64Const(c, 1)), e);
+  Value one = f64Const(c, 1.0);
+  Value z = arith::DivFOp::create(c, arith::SubFOp::create(c, m, one),
+                                  arith::AddFOp::create(c, m, one));
+  Value z2 = arith::MulFOp::create(c, z, z);
+  SmallVector<double> coef; // 1/(2k+1)
+  for (int k = 0; k <= 10; ++k)
+    coef.push_back(1.0 / double(2 * k + 1));
+  Value lnM = arith::MulFOp::create(c, arith::MulFOp::create(c, f64Const(c, 2.0), z),
+                                    hornerF64(c, z2, coef));
+  return arith::AddFOp::create(c, arith::SIToFPOp::create(c, c.getF64Type(), e),
+                               arith::MulFOp::create(c, lnM, f64Const(c, 1.4426950408889634)));
+}
+
+/// 2^y for a scalar f64 y <= 0 (y >= -1022 exact to about 1e-16 relative;
+/// below, 2^-1022): 2^floor(y) from its exponent bits times 2^f, f in [0, 1),
+/// as exp(f ln 2) by its Taylor series to degree 17. No libm call.
+Value exp2NonPositiveF64(ImplicitLocOpBuilder &c, Value y) {
+  Value low = f64Const(c, -1022.0); // (a compare and select: no libm fmaximum)
+  y = arith::SelectOp::create(c, arith::CmpFOp::create(c, arith::CmpFPredicate::OLT, y, low),
+                              low, y);
+  Value k = arith::FPToSIOp::create(c, c.getI64Type(), y); // toward zero: k >= y
+  Value kf = arith::SIToFPOp::create(c, c.getF64Type(), k);
+  Value above = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, kf, y);
+  k = arith::SelectOp::create(c, above, arith::SubIOp::create(c, k, i64Const(c, 1)), k);
+  kf = arith::SIToFPOp::create(c, c.getF64Type(), k);
+  Value x = arith::MulFOp::create(c, arith::SubFOp::create(c, y, kf),
+                                  f64Const(c, 0.6931471805599453));
+  SmallVector<double> coef; // 1/n!
+  double fact = 1;
+  for (int n = 0; n <= 17; ++n) {
+    if (n > 0)
+      fact *= n;
+    coef.push_back(1.0 / fact);
+  }
+  Value scale = arith::BitcastOp::create(
+      c, c.getF64Type(),
+      arith::ShLIOp::create(c, arith::AddIOp::create(c, k, i64Const(c, 1023)),
+                            i64Const(c, 52)));
+  return arith::MulFOp::create(c, hornerF64(c, x, coef), scale);
+}
+
 } // namespace
 
 static constexpr double twoPi = 6.283185307179586476925286766559;
@@ -272,14 +344,33 @@ attnc::RopeAngles attnc::RopeAngles::of(ImplicitLocOpBuilder &b, attn::RopeOp op
   r.interleaved = op.getInterleaved();
   r.factor = op.getAttentionFactor().convertToDouble();
   r.longFrom = op.getLongFrom();
+  r.dynamicFactor = op.getDynamicFactor().convertToDouble();
+  r.dynamicFrom = op.getDynamicFrom();
+  r.rotaryDim = op.getRotaryDim();
   return r;
 }
 
-Value attnc::RopeAngles::useLong(ImplicitLocOpBuilder &c, Value p0, Value t) const {
-  if (!longTurns) // longrope: the sequence's length p0 + T past long_from
-    return {};
-  return arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, arith::AddIOp::create(c, p0, t),
-                               arith::ConstantIndexOp::create(c, longFrom));
+attnc::RopeAngles::Sequence attnc::RopeAngles::sequence(ImplicitLocOpBuilder &c, Value p0,
+                                                       Value t) const {
+  Sequence s;
+  if (!longTurns && dynamicFactor <= 0)
+    return s;
+  Value len = arith::AddIOp::create(c, p0, t); // the sequence's length in this call
+  if (longTurns) // longrope: past long_from
+    s.useLong = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, len,
+                                      arith::ConstantIndexOp::create(c, longFrom));
+  if (dynamicFactor > 0) {
+    // Dynamic NTK: log2(s), s = factor * L / dynamic_from - (factor - 1)
+    // past dynamic_from, else 0 (s = 1).
+    Value lenF = position(c, len);
+    Value sc = arith::SubFOp::create(
+        c, arith::MulFOp::create(c, lenF, f64Const(c, dynamicFactor / double(dynamicFrom))),
+        f64Const(c, dynamicFactor - 1));
+    Value past = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, len,
+                                       arith::ConstantIndexOp::create(c, dynamicFrom));
+    s.ntkLog2 = log2AtLeastOne(c, arith::SelectOp::create(c, past, sc, f64Const(c, 1.0)));
+  }
+  return s;
 }
 
 Value attnc::RopeAngles::position(ImplicitLocOpBuilder &c, Value pos) const {
@@ -288,14 +379,20 @@ Value attnc::RopeAngles::position(ImplicitLocOpBuilder &c, Value pos) const {
 }
 
 std::pair<Value, Value> attnc::RopeAngles::cosSin(ImplicitLocOpBuilder &c, Value posF, Value i,
-                                                  Value useLongV) const {
-  auto f64c = [&](double v) {
-    return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
-  };
+                                                  const Sequence &seq) const {
+  auto f64c = [&](double v) { return f64Const(c, v); };
   Value f = memref::LoadOp::create(c, turns, ValueRange{i});
   if (longTurns)
-    f = arith::SelectOp::create(c, useLongV, memref::LoadOp::create(c, longTurns, ValueRange{i}),
-                                f);
+    f = arith::SelectOp::create(c, seq.useLong,
+                                memref::LoadOp::create(c, longTurns, ValueRange{i}), f);
+  if (seq.ntkLog2) // dynamic NTK: times s^(-2i / (r - 2))
+    f = arith::MulFOp::create(
+        c, f,
+        exp2NonPositiveF64(
+            c, arith::MulFOp::create(
+                   c, seq.ntkLog2,
+                   arith::MulFOp::create(c, position(c, i),
+                                         f64c(-2.0 / double(rotaryDim - 2))))));
   // The angle in turns, reduced to [-1/2, 1/2] exactly enough in double
   // (positions < 2^40), then in radians.
   Value tt = arith::MulFOp::create(c, posF, f);
@@ -349,13 +446,13 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
     Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
-    Value useLong = ang.useLong(c, p0, t);
+    const RopeAngles::Sequence seq = ang.sequence(c, p0, t);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       Value posF = ang.position(c1, arith::AddIOp::create(c1, p0, row));
       attnc::loop(c1, idx(c1, 0), idx(c1, ang.half), {},
                   [&](ImplicitLocOpBuilder &c2, Value i, ValueRange) {
         // Each pair's cos and sin once per row, applied to every head.
-        auto cs = ang.cosSin(c2, posF, i, useLong);
+        auto cs = ang.cosSin(c2, posF, i, seq);
         auto cols = ang.columns(c2, i);
         attnc::loop(c2, idx(c2, 0), nh, {},
                     [&](ImplicitLocOpBuilder &c3, Value h, ValueRange) {

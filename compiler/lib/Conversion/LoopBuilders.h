@@ -314,20 +314,27 @@ mlir::Value expClamped(mlir::ImplicitLocOpBuilder &c, mlir::Value x);
 /// size max_seq_len.
 struct RopeAngles {
   mlir::Value turns, longTurns; ///< longTurns: null without longrope
-  int64_t half = 0, longFrom = 0;
+  int64_t half = 0, longFrom = 0, rotaryDim = 0;
   bool interleaved = false;
   double factor = 1;
+  double dynamicFactor = 0; ///< dynamic NTK (0: none)
+  int64_t dynamicFrom = 0;
   /// The tables: get them where the module is reachable.
   static RopeAngles of(mlir::ImplicitLocOpBuilder &b, attn::RopeOp op);
-  /// Whether a sequence whose rows start at position p0 (index) and has t
-  /// rows uses the long table (p0 + t > long_from); null without one.
-  mlir::Value useLong(mlir::ImplicitLocOpBuilder &c, mlir::Value p0, mlir::Value t) const;
+  /// What the frequencies of one sequence depend on in a call: its length
+  /// L = p0 + t (rows start at position p0 and t rows). useLong: L >
+  /// long_from (longrope; null without); ntkLog2: log2(s) of dynamic NTK
+  /// (0 when L <= dynamic_from; null without).
+  struct Sequence {
+    mlir::Value useLong, ntkLog2;
+  };
+  Sequence sequence(mlir::ImplicitLocOpBuilder &c, mlir::Value p0, mlir::Value t) const;
   /// Position pos (index) as the f64 the angles take.
   mlir::Value position(mlir::ImplicitLocOpBuilder &c, mlir::Value pos) const;
   /// factor * cos and factor * sin (f32) of pair i (index) at position
   /// posF (f64).
   std::pair<mlir::Value, mlir::Value> cosSin(mlir::ImplicitLocOpBuilder &c, mlir::Value posF,
-                                             mlir::Value i, mlir::Value useLong) const;
+                                             mlir::Value i, const Sequence &seq) const;
   /// The columns of pair i: (i, i + half) half-split, (2i, 2i + 1) interleaved.
   std::pair<mlir::Value, mlir::Value> columns(mlir::ImplicitLocOpBuilder &c, mlir::Value i) const;
   /// x[at..., i0] and x[at..., i1] rotated in place by (cf, sf).

@@ -594,17 +594,19 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       if (pos)
         for (double p : pos->data)
           start.push_back(static_cast<int64_t>(p));
-      std::vector<double> longFreq;
+      attnrt::RopeParams rp;
+      rp.style = r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT;
+      rp.rotaryDim = r.getRotaryDim();
+      rp.invFreq.assign(r.getInvFreq().begin(), r.getInvFreq().end());
       if (auto l = r.getLongInvFreq())
-        longFreq.assign(l->begin(), l->end());
+        rp.longInvFreq.assign(l->begin(), l->end());
+      rp.longFrom = r.getLongFrom();
+      rp.attentionFactor = r.getAttentionFactor().convertToDouble();
+      rp.dynamicFactor = r.getDynamicFactor().convertToDouble();
+      rp.dynamicFrom = r.getDynamicFrom();
       Tensor y = *x;
-      attnrt::naive::rope(
-          y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-          r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT,
-          r.getRotaryDim(),
-          std::vector<double>(r.getInvFreq().begin(), r.getInvFreq().end()),
-          longFreq, r.getLongFrom(), r.getAttentionFactor().convertToDouble(),
-          pos ? start.data() : nullptr);
+      attnrt::naive::rope(y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                          rp, pos ? start.data() : nullptr);
       t[r] = std::move(y);
     } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
       const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());

@@ -209,7 +209,8 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
             rope_.longInvFreq.empty() ? DenseF64ArrayAttr()
                                       : b.getDenseF64ArrayAttr(rope_.longInvFreq),
             b.getI64IntegerAttr(rope_.longFrom),
-            b.getF64FloatAttr(rope_.attentionFactor));
+            b.getF64FloatAttr(rope_.attentionFactor),
+            b.getF64FloatAttr(rope_.dynamicFactor), b.getI64IntegerAttr(rope_.dynamicFrom));
       };
       qh = rope(qh);
       kh = rope(kh);

@@ -163,6 +163,11 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
             y += (i ? ", " : "") + f[i].as<std::string>();
           y += "]\n";
         }
+      } else if (type == "dynamic") {
+        // _compute_dynamic_ntk_parameters scales past the model's
+        // max_position_embeddings.
+        y += fmt::format("    max_position_embeddings: {}\n",
+                         c.integer("max_position_embeddings"));
       } else if (type == "yarn" && !scaling["original_max_position_embeddings"]) {
         // Older configs: the model's max_position_embeddings.
         y += fmt::format("    original_max_position_embeddings: {}\n",

@@ -297,6 +297,11 @@ RopeTables ropeTables(const Spec &s) {
   if (r.scaling == "linear") {
     for (double &f : t.invFreq)
       f /= r.factor;
+  } else if (r.scaling == "dynamic") {
+    // _compute_dynamic_ntk_parameters: theta as is up to
+    // max_position_embeddings, a larger base past it (per call: kernels).
+    t.dynamicFactor = r.factor;
+    t.dynamicFrom = r.maxPos;
   } else if (r.scaling == "llama3") {
     // _compute_llama3_parameters: high frequencies kept, low ones divided by
     // factor, a smooth ramp between the two wavelengths.

@@ -938,16 +938,12 @@ private:
     auto m = nestedMap("rope.scaling", v,
                        {std::begin(kScalingKeys), std::end(kScalingKeys)});
     if (!m.count("type"))
-      fail("rope.scaling", "expected a 'type' key (default, linear, llama3, "
-                           "yarn or longrope), found none");
-    const char *types[] = {"default", "linear", "llama3", "yarn", "longrope",
-                           "dynamic"};
+      fail("rope.scaling", "expected a 'type' key (default, linear, dynamic, "
+                           "llama3, yarn or longrope), found none");
+    const char *types[] = {"default", "linear", "dynamic", "llama3", "yarn",
+                           "longrope"};
     size_t t = getEnum("rope.scaling.type", *m["type"],
                        {std::begin(types), std::end(types)});
-    if (t == 5)
-      fail("rope.scaling.type",
-           "dynamic (NTK) scaling is not supported by this version of attnc: "
-           "its frequencies change with each call's length");
     r.scaling = types[t];
     auto has = [&](const char *k) { return m.count(k) != 0; };
     auto need = [&](const char *k) {
@@ -993,8 +989,11 @@ private:
         }
       }
     }
-    if (r.scaling == "linear" || r.scaling == "llama3" || r.scaling == "yarn")
+    if (r.scaling == "linear" || r.scaling == "llama3" || r.scaling == "yarn" ||
+        r.scaling == "dynamic")
       need("factor");
+    if (r.scaling == "dynamic")
+      need("max_position_embeddings");
     if (r.scaling == "llama3") {
       need("low_freq_factor");
       need("high_freq_factor");
@@ -1156,6 +1155,11 @@ private:
       if (s.crossAttention)
         fail("rope", "expected no rope with cross_attention: true (keys "
                      "from another sequence have no positions in this one)");
+      if (r.scaling == "dynamic" && r.rotaryDim < 4)
+        fail(s.keyPos.count("rope.rotary_dim") ? "rope.rotary_dim" : "rope.scaling.type",
+             fmt::format("expected rotary_dim >= 4 with dynamic scaling (its "
+                         "base is raised to r / (r - 2)), found {}",
+                         r.rotaryDim));
       if (r.scaling == "longrope") {
         size_t half = size_t(r.rotaryDim / 2);
         for (const char *k : {"short_factor", "long_factor"}) {

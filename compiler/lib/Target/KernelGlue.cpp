@@ -254,10 +254,10 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       os << (i ? ", " : "") << llvm::format("%a", t[i]);
     os << "};\n";
   };
-  if (!params.ropeInvFreq.empty())
-    doubles("k_rope_inv_freq", params.ropeInvFreq);
-  if (!params.ropeLongInvFreq.empty())
-    doubles("k_rope_long_inv_freq", params.ropeLongInvFreq);
+  if (!params.rope.invFreq.empty())
+    doubles("k_rope_inv_freq", params.rope.invFreq);
+  if (!params.rope.longInvFreq.empty())
+    doubles("k_rope_long_inv_freq", params.rope.longInvFreq);
   if (!params.alibiSlopes.empty())
     doubles("k_alibi_slopes", params.alibiSlopes);
   // A shared object carries its CRC-32 in its own section (abi.h), which
@@ -315,13 +315,15 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       {"tp_rank", std::to_string(spec.tpRank)},
       {"tp_heads", std::to_string(params.blockHeads())},
       {"tp_kv_heads", std::to_string(params.blockKvHeads())},
-      {"rope_style", u(params.ropeStyle)},
-      {"rope_pairs", u(params.ropeInvFreq.size())},
-      {"rotary_dim", std::to_string(params.rotaryDim)},
-      {"rope_inv_freq", params.ropeInvFreq.empty() ? "0" : "k_rope_inv_freq"},
-      {"rope_long_inv_freq", params.ropeLongInvFreq.empty() ? "0" : "k_rope_long_inv_freq"},
-      {"rope_long_from", std::to_string(params.ropeLongFrom)},
-      {"rope_attention_factor", hexf(params.ropeAttentionFactor)},
+      {"rope_style", u(params.rope.style)},
+      {"rope_pairs", u(params.rope.invFreq.size())},
+      {"rotary_dim", std::to_string(params.rope.rotaryDim)},
+      {"rope_inv_freq", params.rope.invFreq.empty() ? "0" : "k_rope_inv_freq"},
+      {"rope_long_inv_freq", params.rope.longInvFreq.empty() ? "0" : "k_rope_long_inv_freq"},
+      {"rope_long_from", std::to_string(params.rope.longFrom)},
+      {"rope_attention_factor", hexf(params.rope.attentionFactor)},
+      {"rope_dynamic_factor", hexf(params.rope.dynamicFactor)},
+      {"rope_dynamic_from", std::to_string(params.rope.dynamicFrom)},
       {"softcap", hexf(params.softcap)},
       {"alibi_slopes", params.alibiSlopes.empty() ? "0" : "k_alibi_slopes"},
       {"alibi_before_scale", u(params.alibiBeforeScale ? 1 : 0)},

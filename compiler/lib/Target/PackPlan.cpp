@@ -40,13 +40,16 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.alibiBeforeScale = s.alibiBeforeScale;
   if (s.hasRope()) {
     RopeTables t = ropeTables(s);
-    p.ropeStyle = s.rope.style == RopeStyle::Interleaved ? ATTNC_ROPE_INTERLEAVED
-                                                         : ATTNC_ROPE_HALF_SPLIT;
-    p.rotaryDim = s.rope.rotaryDim;
-    p.ropeInvFreq = t.invFreq;
-    p.ropeLongInvFreq = t.longInvFreq;
-    p.ropeLongFrom = t.longFrom;
-    p.ropeAttentionFactor = t.attentionFactor;
+    attnrt::RopeParams &r = p.rope;
+    r.style = s.rope.style == RopeStyle::Interleaved ? ATTNC_ROPE_INTERLEAVED
+                                                     : ATTNC_ROPE_HALF_SPLIT;
+    r.rotaryDim = s.rope.rotaryDim;
+    r.invFreq = t.invFreq;
+    r.longInvFreq = t.longInvFreq;
+    r.longFrom = t.longFrom;
+    r.attentionFactor = t.attentionFactor;
+    r.dynamicFactor = t.dynamicFactor;
+    r.dynamicFrom = t.dynamicFrom;
   }
   p.outProj = s.outProj;
   auto code = [](DType d) {

@@ -21,3 +21,27 @@ func.func @rope_in_place(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
   %r = attn.rope %q {rotary_dim = 4 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1>} : tensor<2x2x?x8xf32>
   return %r : tensor<2x2x?x8xf32>
 }
+
+// -----
+
+// Dynamic NTK: per task, the sequence's length L = p0 + T against
+// dynamic_from (8), log2(s) of s = 2 * L / 8 - 1 from the f64 exponent bits
+// and an atanh series, and per pair the table entry times 2^(-2i/(r-2) *
+// log2 s) built from exponent bits: still no math or libm call.
+// RUN: attnc-opt %s --split-input-file --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s --check-prefix=DYN
+// DYN-LABEL: func.func @rope_dynamic__avx2
+// DYN: scf.forall
+// DYN: arith.cmpi sgt, %{{.*}}, %c8
+// DYN: arith.bitcast %{{.*}} : f64 to i64
+// DYN: arith.shrui
+// DYN: arith.shli
+// DYN: arith.bitcast %{{.*}} : i64 to f64
+// DYN-NOT: math.
+// DYN: arith.truncf %{{.*}} : f64 to f32
+// DYN-NOT: math.
+// DYN: return
+func.func @rope_dynamic(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
+  %r = attn.rope %q {rotary_dim = 8 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1, 0.01, 0.001>,
+                     dynamic_factor = 2.0 : f64, dynamic_from = 8 : i64} : tensor<2x2x?x8xf32>
+  return %r : tensor<2x2x?x8xf32>
+}

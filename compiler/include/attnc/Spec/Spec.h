@@ -49,7 +49,7 @@ struct RopeSpec {
   RopeStyle style = RopeStyle::None;
   double theta = 10000;   ///< rope_theta (the base)
   int64_t rotaryDim = 0;  ///< rotated dims per head (even; head_dim if absent)
-  /// rope_scaling type: default, linear, llama3, yarn, longrope.
+  /// rope_scaling type: default, linear, dynamic, llama3, yarn, longrope.
   std::string scaling = "default";
   double factor = 1;
   double lowFreqFactor = 1, highFreqFactor = 4; ///< llama3
@@ -58,18 +58,23 @@ struct RopeSpec {
   std::optional<double> attentionFactor;        ///< yarn, longrope
   std::optional<double> mscale, mscaleAllDim;   ///< yarn
   int64_t originalMaxPos = 0; ///< original_max_position_embeddings
-  int64_t maxPos = 0;         ///< max_position_embeddings (longrope)
+  int64_t maxPos = 0;         ///< max_position_embeddings (longrope, dynamic)
   std::vector<double> shortFactor, longFactor; ///< longrope, rotary_dim/2 each
 };
 
 /// What the kernels compute RoPE from (computed once, at compile time):
 /// position p rotates pair i by the angle p * invFreq[i]; cos and sin are
 /// multiplied by attentionFactor. With longrope, calls whose length L (the
-/// largest position + 1) exceeds longFrom use longInvFreq instead.
+/// largest position + 1) exceeds longFrom use longInvFreq instead. With
+/// dynamic NTK (dynamicFactor > 0), a sequence of length L > dynamicFrom
+/// uses invFreq[i] * s^(-2i/(r-2)), s = factor * L / dynamicFrom -
+/// (factor - 1): HF's base * s^(r/(r-2)), computed per call by the kernel.
 struct RopeTables {
   std::vector<double> invFreq, longInvFreq;
   int64_t longFrom = 0;
   double attentionFactor = 1;
+  double dynamicFactor = 0;
+  int64_t dynamicFrom = 0;
 };
 
 /// A validated spec. All sizes are positive and consistent:

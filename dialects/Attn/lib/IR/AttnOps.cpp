@@ -439,6 +439,15 @@ LogicalResult RopeOp::verify() {
   double af = getAttentionFactor().convertToDouble();
   if (!std::isfinite(af) || af <= 0)
     return emitOpError("attention_factor must be positive and finite, found ") << af;
+  double df = getDynamicFactor().convertToDouble();
+  if (!std::isfinite(df) || df < 0)
+    return emitOpError("dynamic_factor must be non-negative and finite, found ") << df;
+  if (df > 0 && (getDynamicFrom() < 1 || r < 4 || getLongInvFreq()))
+    return emitOpError("dynamic_factor needs dynamic_from >= 1, rotary_dim >= 4 and no "
+                       "long_inv_freq, found dynamic_from ")
+           << getDynamicFrom() << ", rotary_dim " << r;
+  if (df == 0 && getDynamicFrom() != 0)
+    return emitOpError("dynamic_from needs a dynamic_factor");
   if (Value p = getPositions()) {
     auto pt = cast<RankedTensorType>(p.getType());
     if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&

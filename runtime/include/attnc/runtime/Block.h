@@ -19,6 +19,27 @@
 
 namespace attnrt {
 
+/// A rotary embedding (abi.h's rope_* fields): position p rotates pair i of
+/// each head's first rotaryDim dims by p * invFreqAt(L)[i], cos and sin
+/// times attentionFactor, where L is the length of the sequence the call
+/// computes (its largest position + 1).
+struct RopeParams {
+  uint32_t style = ATTNC_ROPE_NONE;
+  int64_t rotaryDim = 0;
+  std::vector<double> invFreq;
+  /// longrope: replaces invFreq when L > longFrom (empty: none).
+  std::vector<double> longInvFreq;
+  int64_t longFrom = 0;
+  double attentionFactor = 1;
+  /// Dynamic NTK (0: none): when L > dynamicFrom (max_position_embeddings)
+  /// the base becomes base * s^(r / (r - 2)), s = factor * L / dynamicFrom
+  /// - (factor - 1), i.e. invFreq[i] * s^(-2i / (r - 2)) (r = rotaryDim).
+  double dynamicFactor = 0;
+  int64_t dynamicFrom = 0;
+  /// The frequencies (radians per position) of a sequence of length len.
+  std::vector<double> invFreqAt(int64_t len) const;
+};
+
 /// One attention block, in the metadata record's terms (ABI enum values).
 struct BlockParams {
   int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
@@ -36,11 +57,7 @@ struct BlockParams {
     return (biasMask & bit) != 0;
   }
   /// Rotary embedding (ATTNC_FEATURE_ROPE; abi.h's rope_* fields).
-  uint32_t ropeStyle = ATTNC_ROPE_NONE;
-  int64_t rotaryDim = 0;
-  std::vector<double> ropeInvFreq, ropeLongInvFreq;
-  int64_t ropeLongFrom = 0;
-  double ropeAttentionFactor = 1;
+  RopeParams rope;
   /// Score modifiers (ATTNC_FEATURE_SCORE_MODS): naive::ScoreMods.
   double softcap = 0;
   std::vector<double> alibiSlopes;
@@ -161,6 +178,13 @@ struct VariantInputs {
   void *kCache = nullptr;
   void *vCache = nullptr;
   int64_t cacheLen = 0;
+  /// The interpreter only (self-attention), for a sequence computed by
+  /// several calls (prefill, then NAME_decode): [seqLen] the end of the
+  /// call that computed row t (t < end <= seqLen, non-decreasing; null:
+  /// one call, seqLen). A rotary embedding whose frequencies follow the
+  /// call's length (dynamic NTK, longrope) rotates row t with those of
+  /// length positions[b] + end[t], as that call did; cached keys keep them.
+  const int64_t *ropeCallEnds = nullptr;
 };
 
 /// Empty when `in` fits a block `p` with this batch and seqLen (xKv and a

@@ -50,12 +50,10 @@ void linear(const double *x, const double *w, const double *b, double *y,
 /// weights [B, Hq, Tq, Tkv], 0 for masked keys.
 /// The rotary embedding of abi.h (ATTNC_FEATURE_ROPE) in place on x
 /// [B, H, T, D]: row t of sequence b at position start[b] + t (start null:
-/// 0); `longFreq` (may be empty) replaces `invFreq` for sequences whose
-/// length start[b] + T exceeds longFrom. No-op for ATTNC_ROPE_NONE.
+/// 0), with the frequencies r.invFreqAt(start[b] + T). No-op for
+/// ATTNC_ROPE_NONE.
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
-          uint32_t style, int64_t rotaryDim, const std::vector<double> &invFreq,
-          const std::vector<double> &longFreq, int64_t longFrom,
-          double attentionFactor, const int64_t *start = nullptr);
+          const RopeParams &r, const int64_t *start = nullptr);
 
 /// QK-norm in place on x [B, H, T, D]: per (b, t) and head (or over all H*D
 /// values with acrossHeads), x' = x / sqrt(mean(x^2) + eps) * (w + offset),

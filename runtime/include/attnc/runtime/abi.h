@@ -1,6 +1,6 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * ABI version 4. Every kernel library (shared object or static archive)
+ * ABI version 5. Every kernel library (shared object or static archive)
  * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
@@ -49,6 +49,10 @@
  *  - the struct fields are listed once, in abi_*.def beside this file,
  *    from which this header, the kernel glue and the Python package's
  *    mirror are built.
+ *
+ * Version 5 (over 4): dynamic-NTK rotary embeddings, whose frequencies
+ * follow each call's sequence length (rope_dynamic_factor,
+ * rope_dynamic_from).
  * A runtime of another version refuses the library as an ABI mismatch,
  * never by computing something else.
  *
@@ -64,7 +68,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 4u
+#define ATTNC_ABI_VERSION 5u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0

@@ -62,3 +62,27 @@ func.func @positions(%q: tensor<2x2x?x8xf32>, %p: tensor<3xi32>) {
   %0 = attn.rope %q at(%p : tensor<3xi32>) {rotary_dim = 2 : i64, interleaved = false, inv_freq = array<f64: 1.0>} : tensor<2x2x?x8xf32>
   return
 }
+
+// -----
+
+func.func @dynamic_negative(%q: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{dynamic_factor must be non-negative and finite, found -2}}
+  %0 = attn.rope %q {rotary_dim = 4 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1>, dynamic_factor = -2.0 : f64, dynamic_from = 8 : i64} : tensor<?x2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_narrow(%q: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{dynamic_factor needs dynamic_from >= 1, rotary_dim >= 4 and no long_inv_freq, found dynamic_from 8, rotary_dim 2}}
+  %0 = attn.rope %q {rotary_dim = 2 : i64, interleaved = false, inv_freq = array<f64: 1.0>, dynamic_factor = 2.0 : f64, dynamic_from = 8 : i64} : tensor<?x2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_from_alone(%q: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{dynamic_from needs a dynamic_factor}}
+  %0 = attn.rope %q {rotary_dim = 4 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1>, dynamic_from = 8 : i64} : tensor<?x2x?x8xf32>
+  return
+}

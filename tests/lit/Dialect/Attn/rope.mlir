@@ -16,3 +16,14 @@ func.func @round_trip(%q: tensor<?x2x?x8xf32>, %pos: tensor<?xi32>) -> (tensor<?
                      inv_freq = array<f64: 1.0>} : tensor<?x2x?x8xf32>
   return %a, %b : tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
 }
+
+// -----
+
+// Dynamic NTK: the factor and max_position_embeddings print back.
+// RT-LABEL: func.func @dynamic
+// RT: attn.rope %{{.*}} {dynamic_factor = 2.000000e+00 : f64, dynamic_from = 4096 : i64, interleaved = false, inv_freq = array<f64: 1.000000e+00, 1.000000e-01>, rotary_dim = 4 : i64} : tensor<?x2x?x8xf32>
+func.func @dynamic(%q: tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32> {
+  %a = attn.rope %q {rotary_dim = 4 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1>,
+                     dynamic_factor = 2.0 : f64, dynamic_from = 4096 : i64} : tensor<?x2x?x8xf32>
+  return %a : tensor<?x2x?x8xf32>
+}

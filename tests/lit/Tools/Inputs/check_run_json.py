@@ -153,7 +153,8 @@ def main():
             check(j["alibi"], {"slopes": {ARR}, "before_scale": {BOOL}}, "info.alibi")
         if isinstance(j.get("rope"), dict):
             check(j["rope"], {"style": {STR}, "rotary_dim": {INT}, "inv_freq": {ARR},
-                              "attention_factor": {NUM, INT}, "long_from": {INT, NULL}},
+                              "attention_factor": {NUM, INT}, "long_from": {INT, NULL},
+                              "dynamic_factor": {NUM, INT, NULL}, "dynamic_from": {INT, NULL}},
                   "info.rope")
     elif kind == "run":
         check(j, RUN, "run")

@@ -332,6 +332,10 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     position, computed by the front end from the spec (rope_theta and the
     rope_scaling type); with `long_inv_freq` (longrope), sequences whose
     length L = positions[b] + T exceeds `long_from` use that table instead.
+    With `dynamic_factor` f > 0 (dynamic NTK), a sequence whose L exceeds
+    `dynamic_from` (max_position_embeddings) uses
+    `inv_freq[i] * s^(-2i / (rotary_dim - 2))`, s = f * L / dynamic_from -
+    (f - 1): Hugging Face's base * s^(r / (r - 2)), per call.
 
     Example (Llama: 32 heads of 128, theta 500000):
     ```mlir
@@ -347,7 +351,9 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                        DenseF64ArrayAttr:$inv_freq,
                        OptionalAttr<DenseF64ArrayAttr>:$long_inv_freq,
                        DefaultValuedAttr<I64Attr, "0">:$long_from,
-                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor);
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dynamic_factor,
+                       DefaultValuedAttr<I64Attr, "0">:$dynamic_from);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input (`at` `(` $positions^ `:` type($positions) `)`)? attr-dict `:` type($input)
