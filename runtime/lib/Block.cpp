@@ -391,6 +391,7 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
     r.dynamicFrom = info.rope_dynamic_from;
   }
   p.qkNorm = info.qk_norm;
+  p.clipQkv = info.clip_qkv;
   p.sinks = info.sinks != 0;
   p.t5Buckets = info.t5_num_buckets;
   p.t5MaxDistance = info.t5_max_distance;

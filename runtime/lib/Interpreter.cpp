@@ -192,6 +192,13 @@ void ropeT(T *x, int64_t batch, int64_t heads, int64_t seq, int64_t d, const Rop
 }
 
 template <typename T>
+void clipT(T *x, int64_t n, double limit) {
+  const T hi = T(limit), lo = T(-limit);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = x[i] > hi ? hi : x[i] < lo ? lo : x[i];
+}
+
+template <typename T>
 void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64_t d,
               double eps, double offset, bool across) {
   const int64_t groups = across ? 1 : heads, per = across ? heads : 1;
@@ -217,6 +224,8 @@ void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64
 int32_t t5Bucket(int64_t rel, int64_t nb, int64_t maxDistance, bool bidirectional) {
   return attnc::t5RelativeBucket(rel, nb, maxDistance, bidirectional);
 }
+
+void clip(double *x, int64_t n, double limit) { clipT<double>(x, n, limit); }
 
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t seq,
              int64_t d, double eps, double offset, bool acrossHeads) {
@@ -523,6 +532,9 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
   std::vector<T> kh = splitHeads(k, batch, kvSeq, p.kvHeads, p.headDim);
   std::vector<T> vh = splitHeads(v, batch, kvSeq, p.kvHeads, p.headDim);
+  if (p.clipQkv > 0)
+    for (std::vector<T> *t : {&qh, &kh, &vh})
+      naive::clipT<T>(t->data(), int64_t(t->size()), p.clipQkv);
   if (p.qkNorm != ATTNC_QK_NORM_NONE) {
     const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
     std::vector<T> nq = as<T>(w.nq), nk = as<T>(w.nk);
@@ -1468,6 +1480,10 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
                       ekh = split(ek, kvSeq, p.kvHeads);
   std::vector<double> vh = split(v, kvSeq, p.kvHeads),
                       evh = split(ev, kvSeq, p.kvHeads);
+  // clip_qkv: 1-Lipschitz, so the values clamp and their errors carry over.
+  if (p.clipQkv > 0)
+    for (std::vector<double> *t : {&qh, &kh, &vh})
+      naive::clip(t->data(), int64_t(t->size()), p.clipQkv);
   normBound(qh, eqh, w.nq, p, batch, p.heads, seqLen);
   normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
   ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart(), run.qCallEnd());

@@ -372,6 +372,8 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   } else if (info.qk_norm_eps != 0 || info.qk_norm_offset != 0) {
     return bad("qk_norm_eps / qk_norm_offset are set without qk_norm");
   }
+  if (!std::isfinite(info.clip_qkv) || info.clip_qkv < 0)
+    return bad("clip_qkv must be 0 (none) or a positive finite limit");
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));

@@ -156,6 +156,13 @@ FUSED_CASES = [
                      attn_config={"alibi": True, "alibi_bias_max": 4}),
          ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
                   bias_max=4.0)),
+    # MPT with attn_config.clip_qkv (the fused Wqkv output clamped).
+    dict(name="mpt_clip", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",
+         o="out_proj",
+         config=dict(model_type="mpt", d_model=48, n_heads=6, n_layers=1,
+                     attn_config={"alibi": True, "clip_qkv": 0.6}),
+         ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
+                  bias_max=8.0, clip_qkv=0.6)),
     # GPT-BigCode / SantaCoder: multi-query Linear c_attn [q | k | v], biases.
     dict(name="gpt_bigcode", module="transformer.h.0.attn", layout="qkv", fused="c_attn",
          o="c_proj",
@@ -228,6 +235,14 @@ NORM_CASES = [
                      num_hidden_layers=1, rope_theta=500000.0, rms_norm_eps=1e-5),
          ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=500000.0),
                   qk_norm="projection", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    # OLMo (1): Llama-like with clip_qkv, attention_bias.
+    dict(name="olmo", module="model.layers.1.self_attn",
+         config=dict(model_type="olmo", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=2, rope_theta=10000.0,
+                     attention_bias=True, clip_qkv=0.8),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=10000.0), clip_qkv=0.8),
          names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
 ]
 

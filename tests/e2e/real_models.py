@@ -8,7 +8,7 @@ compared with a float64 NumPy reference written here from the formulas of
 Hugging Face transformers (modeling_rope_utils.py and the models'
 attention functions), independently of attnc: ALiBi with BLOOM's and
 MPT's own slope constructions (and Falcon-RW's bias inside the scale),
-Gemma 2's soft-capping, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
+Gemma 2's soft-capping, MPT/OLMo's clip_qkv, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
 the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
 function in float32 as torch computes it); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
@@ -166,10 +166,14 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
     x = x.astype(np.float64)
     B, T, _ = x.shape
 
+    clip = case.get("clip_qkv") if mods else None
+
     def proj(p, inp):
         y = inp @ w[f"{p}_proj.weight"].astype(np.float64).T
         if p in bias:
             y = y + w[f"{p}_proj.bias"].astype(np.float64)
+        if clip and p != "o":  # MPT / OLMo / DBRX: qkv.clamp_(min=-clip, max=clip)
+            y = np.clip(y, -clip, clip)
         return y
     q, k = proj("q", x), proj("k", x)
     qn = case.get("qk_norm") if mods else None
@@ -337,6 +341,14 @@ CASES = [
     dict(name="t5_dec", d=48, heads=4, kv_heads=4, head_dim=8, bias=[], T=[45], rope=None,
          t5=(16, 24, False), scale=1.0,
          yaml="scale: 1\nt5_bias:\n  num_buckets: 16\n  max_distance: 24\n  bidirectional: false\n"),
+    # OLMo (1): clip_qkv (0.9 bites: the projections are about N(0, 1)),
+    # RoPE, GQA, biases on.
+    dict(name="olmo_clip", d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+         T=[1, 41], rope=dict(theta=10000.0), clip_qkv=0.9, yaml="clip_qkv: 0.9\n"),
+    # MPT with clip_qkv: ALiBi and the clamp together.
+    dict(name="mpt_clip", d=48, heads=6, kv_heads=6, head_dim=8, bias=[], T=[23],
+         rope=None, alibi="mpt", bias_max=8.0, clip_qkv=0.5,
+         yaml="alibi:\n  bias_max: 8\nclip_qkv: 0.5\n"),
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
@@ -422,7 +434,7 @@ def main():
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
             scored = (c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
-                      or c.get("t5"))
+                      or c.get("t5") or c.get("clip_qkv"))
             sc = (c["rope"] or {}).get("scaling") or {}
             # dynamic NTK past max_position_embeddings: without its scaling
             unscaled = (sc.get("type") == "dynamic" and T > sc["max_position_embeddings"])

@@ -76,17 +76,18 @@ static_assert(offsetof(attnc_kernel_info, rope_long_from) == 256, "");
 static_assert(offsetof(attnc_kernel_info, rope_attention_factor) == 264, "");
 static_assert(offsetof(attnc_kernel_info, rope_dynamic_factor) == 272, "");
 static_assert(offsetof(attnc_kernel_info, rope_dynamic_from) == 280, "");
-static_assert(offsetof(attnc_kernel_info, softcap) == 288, "");
-static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 296, "");
-static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 304, "");
-static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 308, "");
-static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 312, "");
-static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 316, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm) == 320, "");
-static_assert(offsetof(attnc_kernel_info, sinks) == 324, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 328, "");
-static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 336, "");
-static_assert(sizeof(attnc_kernel_info) == 344, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, clip_qkv) == 288, "");
+static_assert(offsetof(attnc_kernel_info, softcap) == 296, "");
+static_assert(offsetof(attnc_kernel_info, alibi_slopes) == 304, "");
+static_assert(offsetof(attnc_kernel_info, alibi_before_scale) == 312, "");
+static_assert(offsetof(attnc_kernel_info, t5_num_buckets) == 316, "");
+static_assert(offsetof(attnc_kernel_info, t5_max_distance) == 320, "");
+static_assert(offsetof(attnc_kernel_info, t5_bidirectional) == 324, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm) == 328, "");
+static_assert(offsetof(attnc_kernel_info, sinks) == 332, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 336, "");
+static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 344, "");
+static_assert(sizeof(attnc_kernel_info) == 352, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
 static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
@@ -219,7 +220,7 @@ struct InfoFixture {
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
   REQUIRE(ATTNC_ABI_VERSION == 5u);
-  REQUIRE(sizeof(attnc_kernel_info) == 344);
+  REQUIRE(sizeof(attnc_kernel_info) == 352);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -247,7 +248,7 @@ TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 336 bytes") && Contains("expects 344"));
+             Contains("struct_size is 344 bytes") && Contains("expects 352"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {

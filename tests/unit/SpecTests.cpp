@@ -411,7 +411,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
         "t.yaml:4:1: error: unknown key 'frobnicate': expected one of name, "
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
         "bias, out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, "
-        "decode, cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias, "
+        "decode, cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, "
         "tensor_parallel");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
         std::string::npos);
@@ -729,7 +729,7 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
         "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
         "out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, decode, "
-        "cross_attention, rope, alibi, softcap, qk_norm, sinks, t5_bias, tensor_parallel");
+        "cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, tensor_parallel");
 }
 
 TEST_CASE("found values are escaped and truncated", "[spec][error]") {

@@ -706,6 +706,7 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   j.set("tensor_parallel", tp);
   j.set("weight_layout", layoutName(ki.weight_layout));
   j.set("softcap", ki.softcap > 0 ? JsonValue(ki.softcap) : JsonValue());
+  j.set("clip_qkv", ki.clip_qkv > 0 ? JsonValue(ki.clip_qkv) : JsonValue());
   if (ki.alibi_slopes) {
     JsonValue a = JsonValue::object(), slopes = JsonValue::array();
     for (int64_t h = 0; h < ki.heads; ++h)
@@ -808,6 +809,8 @@ void printInfo(const attnrt::Kernel &k) {
     std::printf("tensor_parallel: rank %d of %d\n", ki.tp_rank, ki.tp_size);
   if (ki.softcap > 0)
     std::printf("softcap: %.9g\n", ki.softcap);
+  if (ki.clip_qkv > 0)
+    std::printf("clip_qkv: %.9g\n", ki.clip_qkv);
   if (ki.alibi_slopes)
     std::printf("alibi: slopes %.9g ... %.9g%s\n", ki.alibi_slopes[0],
                 ki.alibi_slopes[ki.heads - 1],

@@ -312,9 +312,10 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), in);
     return success();
   }
-  if (isa<RopeOp, RmsNormOp>(op)) {
-    // In place when this op is the input's only user (Q and K views into
-    // the QKV buffer, which nothing else reads unrotated); else on a copy.
+  if (isa<RopeOp, RmsNormOp, ClipOp>(op)) {
+    // In place when this op is the input's only user (Q, K and V views
+    // into the QKV buffer, which nothing else reads unrotated); else on a
+    // copy.
     Value input = op->getOperand(0), result = op->getResult(0);
     Value in = map.lookup(input);
     if (!input.hasOneUse()) {
@@ -464,7 +465,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
   // These ops have no lowering of their own here: their kernels come from
   // the TiledOpInterface models (attn.linear falls back to a one-task GEMM).
-  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp>(op) &&
+  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp, ClipOp>(op) &&
       !isa<TiledOpInterface>(op))
     return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
   // The CUDA target has kernels for the fused block (packed GEMMs and

@@ -1005,6 +1005,29 @@ void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value
   mapToBlocks(phase);
 }
 
+void attnc::buildGpuClip(ImplicitLocOpBuilder &b, TargetAttr t, ClipOp op, Value x) {
+  // One block per (sequence, head); its NT threads stride over the T * D
+  // elements (consecutive threads, consecutive columns).
+  const int64_t NT = t.getGemmMc();
+  const double limit = op.getLimit().convertToDouble();
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2), dd = dim(b, x, 3);
+  Value n = arith::MulIOp::create(b, tt, dd);
+  Value tasks = arith::MulIOp::create(b, nb, nh);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, nh), h = arith::RemUIOp::create(c, task, nh);
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, n, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        SmallVector<Value> at{bi, h, arith::DivUIOp::create(ci, e, dd),
+                              arith::RemUIOp::create(ci, e, dd)};
+        Value v = memref::LoadOp::create(ci, x, at);
+        memref::StoreOp::create(ci, attnc::clampSymmetric(ci, v, limit), x, at);
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}
+
 void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, TargetAttr t, RmsNormOp op, Value x,
                             Value w) {
   // One block per (sequence, row, group: one head, or all heads across):

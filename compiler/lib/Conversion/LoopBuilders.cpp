@@ -599,6 +599,50 @@ Value attnc::expClamped(ImplicitLocOpBuilder &c, Value x) {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.clip
+//===----------------------------------------------------------------------===//
+
+Value attnc::clampSymmetric(ImplicitLocOpBuilder &c, Value v, double limit) {
+  Value hi = arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(limit)));
+  Value lo = arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(-limit)));
+  // NaN compares false both ways and stays NaN (as torch's clamp).
+  v = arith::SelectOp::create(c, arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, v, hi), hi,
+                              v);
+  return arith::SelectOp::create(c, arith::CmpFOp::create(c, arith::CmpFPredicate::OLT, v, lo),
+                                 lo, v);
+}
+
+void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
+  constexpr int64_t kRows = 16;
+  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
+    return arith::ConstantIndexOp::create(c, v).getResult();
+  };
+  const double limit = op.getLimit().convertToDouble();
+  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
+  Value t = memref::DimOp::create(b, x, 2), d = memref::DimOp::create(b, x, 3);
+  Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
+  Value tasks = arith::MulIOp::create(b, nb, blocks);
+  attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
+    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
+    Value zero = idx(c, 0);
+    attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
+      attnc::loop(c1, zero, nh, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
+        attnc::loop(c2, zero, d, {}, [&](ImplicitLocOpBuilder &c3, Value e, ValueRange) {
+          SmallVector<Value> at{bi, h, row, e};
+          Value v = memref::LoadOp::create(c3, x, at);
+          memref::StoreOp::create(c3, clampSymmetric(c3, v, limit), x, at);
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // attn.rms_norm
 //===----------------------------------------------------------------------===//
 

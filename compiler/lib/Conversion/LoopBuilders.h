@@ -157,6 +157,10 @@ void buildGpuRope(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target, attn::
 /// memory.
 void buildGpuRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target,
                      attn::RmsNormOp op, mlir::Value x, mlir::Value w);
+/// attn.clip in place on x [B, H, T, D]: one block per (sequence, head),
+/// its threads striding over the T * D elements.
+void buildGpuClip(mlir::ImplicitLocOpBuilder &b, attn::TargetAttr target, attn::ClipOp op,
+                  mlir::Value x);
 
 /// The CUDA target's attn.mask_rows: rows t >= lens[b] of y [B, T, N]
 /// become zeros (one block per row).
@@ -194,6 +198,12 @@ void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value len
 /// [D] or [H*D] (across_heads): tasks (batch, block of rows); per row and
 /// head (or all heads) the sum of squares in f32, one sqrt, then the
 /// products.
+/// min(max(v, -limit), limit) for a scalar f32 v (compares and selects).
+mlir::Value clampSymmetric(mlir::ImplicitLocOpBuilder &c, mlir::Value v, double limit);
+/// attn.clip in place on x [B, H, T, D]: one task per (sequence, block of
+/// 16 rows), every head's D values of a row clamped (a compare and a
+/// select each side: no libm fminf/fmaxf).
+void buildClip(mlir::ImplicitLocOpBuilder &b, attn::ClipOp op, mlir::Value x);
 void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value x,
                   mlir::Value w);
 

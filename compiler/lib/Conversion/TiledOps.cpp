@@ -154,6 +154,18 @@ struct RmsNormModel : TiledOpInterface::ExternalModel<RmsNormModel, RmsNormOp> {
   }
 };
 
+struct ClipModel : TiledOpInterface::ExternalModel<ClipModel, ClipOp> {
+  bool canTile(Operation *, PhaseContext &) const { return true; }
+  LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
+    auto c = cast<ClipOp>(op);
+    if (isCuda(ctx))
+      attnc::buildGpuClip(ctx.builder(), ctx.target(), c, ctx.buffer(c.getResult()));
+    else
+      attnc::buildClip(ctx.builder(), c, ctx.buffer(c.getResult()));
+    return success();
+  }
+};
+
 } // namespace
 
 void attnc::registerTiledOpModels(DialectRegistry &registry) {
@@ -165,5 +177,6 @@ void attnc::registerTiledOpModels(DialectRegistry &registry) {
     MaskRowsOp::attachInterface<MaskRowsModel>(*ctx);
     RopeOp::attachInterface<RopeModel>(*ctx);
     RmsNormOp::attachInterface<RmsNormModel>(*ctx);
+    ClipOp::attachInterface<ClipModel>(*ctx);
   });
 }

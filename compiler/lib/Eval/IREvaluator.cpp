@@ -570,6 +570,13 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
       t[a.getNewKeyCache()] = std::move(nk);
       t[a.getNewValueCache()] = std::move(nv);
       t[a.getLens()] = std::move(lens);
+    } else if (auto cl = dyn_cast<ClipOp>(op)) {
+      const Tensor *x = tensorOf(cl.getInput());
+      if (!x)
+        return false;
+      Tensor y = *x;
+      attnrt::naive::clip(y.data.data(), int64_t(y.data.size()), cl.getLimit().convertToDouble());
+      t[cl] = std::move(y);
     } else if (auto r = dyn_cast<RmsNormOp>(op)) {
       const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
       if (!x || !w)

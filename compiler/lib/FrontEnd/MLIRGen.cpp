@@ -182,6 +182,17 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                     b.getI64IntegerAttr(spec.kvHeads));
     Value vh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), v,
                                     b.getI64IntegerAttr(spec.kvHeads));
+    // clip_qkv: the projections (bias included) clamped, before anything
+    // else reads them.
+    if (spec.clipQkv) {
+      Location clipLoc = locOf("clip_qkv", "clip_qkv");
+      auto clip = [&](Value t) -> Value {
+        return ClipOp::create(b, clipLoc, t.getType(), t, b.getF64FloatAttr(*spec.clipQkv));
+      };
+      qh = clip(qh);
+      kh = clip(kh);
+      vh = clip(vh);
+    }
     // QK-norm, before the rotary embedding. Its weights are the last
     // arguments (after W_O's).
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {

@@ -183,7 +183,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
-                              "qwen3", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
+                              "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5"};
 
 /// Architectures whose attention needs what this version cannot build yet.
@@ -268,7 +268,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   const bool llamaLike = mt == "llama" || mt == "mistral" || mt == "mixtral" ||
                          mt == "qwen2" || mt == "qwen2_moe" || mt == "starcoder2" ||
                          mt == "gemma" || mt == "gemma2" || mt == "phi" ||
-                         mt == "qwen3" || mt == "olmo2" || mt == "gemma3" ||
+                         mt == "qwen3" || mt == "olmo" || mt == "olmo2" || mt == "gemma3" ||
                          mt == "gemma3_text" || mt == "gpt_oss";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
@@ -372,7 +372,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     if (mt == "gemma2")
       slides = slides && layer % 2 == 0;
-    if (mt == "gemma" || mt == "phi" || mt == "llama" || mt == "olmo2")
+    if (mt == "gemma" || mt == "phi" || mt == "llama" || mt == "olmo" || mt == "olmo2")
       slides = false;
     if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
@@ -388,6 +388,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // the whole projection; eps is rms_norm_eps.
     if (mt == "gpt_oss")
       y += "sinks: true\n";
+    // OLMo (1): clip_qkv clamps the projections (bias included).
+    if (mt == "olmo" && c.has("clip_qkv"))
+      y += fmt::format("clip_qkv: {}\n", num(c.number("clip_qkv", 0)));
     if (mt == "qwen3" || mt == "olmo2" || gemma3)
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" ? "projection" : "head",
@@ -468,8 +471,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const YAML::Node ac = c.root["attn_config"];
     auto has = [&](const char *k) { return ac.IsMap() && ac[k] && !ac[k].IsNull(); };
     if (has("clip_qkv"))
-      throw ImportError{fmt::format("{}: error: attn_config.clip_qkv clamps q, k and v, which "
-                                    "this version of attnc does not compile yet", c.file)};
+      y += fmt::format("clip_qkv: {}\n", ac["clip_qkv"].as<std::string>());
     if (has("softmax_scale"))
       y += fmt::format("scale: {}\n", ac["softmax_scale"].as<std::string>());
     if (!has("alibi") || ac["alibi"].as<bool>())

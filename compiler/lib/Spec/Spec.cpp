@@ -147,6 +147,8 @@ std::string canonicalString(const Spec &s) {
                        s.alibiBeforeScale);
   if (s.softcap)
     out += fmt::format("softcap={:a}\n", *s.softcap);
+  if (s.clipQkv)
+    out += fmt::format("clip_qkv={:a}\n", *s.clipQkv);
   if (s.sinks)
     out += "sinks=true\n";
   if (s.t5Buckets)
@@ -237,6 +239,8 @@ std::string printSpec(const Spec &s) {
                          s.alibiBiasMax, s.alibiBeforeScale);
     if (s.softcap)
       out += fmt::format("softcap: {}\n", *s.softcap);
+    if (s.clipQkv)
+      out += fmt::format("clip_qkv: {}\n", *s.clipQkv);
     if (s.sinks)
       out += "sinks: true\n";
     if (s.t5Buckets)

@@ -92,8 +92,8 @@ const char *const kKeys[] = {
     "name",   "d_model",        "heads",       "kv_heads", "head_dim",
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "weight_dtype", "outputs",
-    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "sinks", "t5_bias",
-    "tensor_parallel"};
+    "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "clip_qkv", "sinks",
+    "t5_bias", "tensor_parallel"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -690,6 +690,8 @@ private:
       setAlibi(v);
     } else if (key == "softcap") {
       spec.softcap = getPositive("softcap", v);
+    } else if (key == "clip_qkv") {
+      spec.clipQkv = getPositive("clip_qkv", v);
     } else if (key == "qk_norm") {
       setQkNorm(v);
     } else if (key == "sinks") {
@@ -1138,6 +1140,10 @@ private:
                                 "'sinks' tensor sits beside q_proj), found "
                                 "weights: {}",
                                 toString(s.weights)));
+    if (s.clipQkv && s.qkNorm != Spec::QkNorm::None)
+      fail("clip_qkv", "expected no qk_norm with clip_qkv (which of the two comes "
+                       "first differs between checkpoints: MPT and OLMo clip "
+                       "unnormalised projections, OLMoE normalises first)");
     if (s.qkNorm != Spec::QkNorm::None && s.weights != WeightLayout::Separate)
       fail("qk_norm", fmt::format("expected weights: separate with qk_norm (its "
                                   "q_norm/k_norm weights sit beside q_proj and "

@@ -334,6 +334,7 @@ std::string attnc::emitKernelGlue(const Spec &spec, const PackPlan &plan,
       {"sinks", u(params.sinks ? 1 : 0)},
       {"qk_norm_eps", hexf(params.qkNorm ? params.qkNormEps : 0.0)},
       {"qk_norm_offset", hexf(params.qkNormOffset)},
+      {"clip_qkv", hexf(params.clipQkv)},
   };
   os << "static const attnc_kernel_info k_info = {\n";
   for (const char *field : kInfoFields) {

@@ -36,6 +36,7 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.t5MaxDistance = s.t5MaxDistance;
   p.t5Bidirectional = s.t5Bidirectional;
   p.qkNormOffset = s.qkNormOffset;
+  p.clipQkv = s.clipQkv.value_or(0.0);
   p.alibiSlopes = alibiSlopes(s);
   p.alibiBeforeScale = s.alibiBeforeScale;
   if (s.hasRope()) {

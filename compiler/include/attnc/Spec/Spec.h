@@ -97,6 +97,9 @@ struct Spec {
   double alibiBiasMax = 8;        ///< MPT's alibi_bias_max
   bool alibiBeforeScale = false;  ///< Falcon-RW: the bias inside the scale
   std::optional<double> softcap;  ///< Gemma 2: cap * tanh(s / cap)
+  /// MPT / OLMo / DBRX clip_qkv: the projected q, k, v clamped to
+  /// [-clipQkv, clipQkv] (bias included), before the rotary embedding.
+  std::optional<double> clipQkv;
   /// QK-norm: RMSNorm of q and k before the rotary embedding, over each
   /// head (Qwen3, Gemma 3) or over the whole projection (OLMo 2), times
   /// (w + qkNormOffset) (Gemma 3: 1).

@@ -461,6 +461,16 @@ LogicalResult RopeOp::verify() {
 // RmsNormOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult ClipOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [B, H, T, D], found ") << in;
+  double c = getLimit().convertToDouble();
+  if (!std::isfinite(c) || !(c > 0))
+    return emitOpError("limit must be positive and finite, found ") << c;
+  return success();
+}
+
 LogicalResult RmsNormOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto w = cast<RankedTensorType>(getWeight().getType());

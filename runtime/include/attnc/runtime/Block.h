@@ -62,6 +62,8 @@ struct BlockParams {
   double softcap = 0;
   std::vector<double> alibiSlopes;
   bool alibiBeforeScale = false;
+  /// clip_qkv (abi.h; 0: none): projected q, k, v clamped to [-c, c].
+  double clipQkv = 0;
   /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
   uint32_t qkNorm = ATTNC_QK_NORM_NONE;
   /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].

@@ -55,6 +55,9 @@ void linear(const double *x, const double *w, const double *b, double *y,
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
           const RopeParams &r, const int64_t *start = nullptr);
 
+/// clip_qkv in place on n values: min(max(x, -limit), limit) (NaN stays).
+void clip(double *x, int64_t n, double limit);
+
 /// QK-norm in place on x [B, H, T, D]: per (b, t) and head (or over all H*D
 /// values with acrossHeads), x' = x / sqrt(mean(x^2) + eps) * (w + offset),
 /// w [D] (or [H*D]).

@@ -361,6 +361,27 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Attn_ClipOp : Attn_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "clip_qkv: each projected query, key and value clamped to [-limit, limit]";
+  let description = [{
+    `input` is [B, H, T, D] (queries, keys or values after the head split,
+    the projection's bias included). Each element becomes
+    `min(max(x, -limit), limit)` (MPT, OLMo and DBRX's `clip_qkv`, applied
+    to the fused QKV projection's output). Before QK-norm and the rotary
+    embedding; on the decode path to the new token's keys and values
+    before they enter the cache.
+
+    Example:
+    ```mlir
+    %qc = attn.clip %q {limit = 8.0 : f64} : tensor<?x16x?x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$limit);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{ $input attr-dict `:` type($input) }];
+  let hasVerifier = 1;
+}
+
 def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "QK-norm: RMSNorm of each head (or all heads) of a token";
   let description = [{
