@@ -428,22 +428,35 @@ void attnc::RopeAngles::rotate(ImplicitLocOpBuilder &c, Value x, ValueRange at,
   memref::StoreOp::create(c, y1, x, a1);
 }
 
-void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
-                      Value positions) {
+/// One task per (sequence, block of 16 rows) of x [B, H, T, D], the
+/// phases of attn.rope, attn.rms_norm and attn.clip: fn(c, bi, r0, r1)
+/// builds the body of the task over rows [r0, r1) of sequence bi.
+static void rowBlockTasks(
+    ImplicitLocOpBuilder &b, Value x,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> fn) {
   constexpr int64_t kRows = 16; // rows per task
-  const RopeAngles ang = RopeAngles::of(b, op);
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
-  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
-  Value t = memref::DimOp::create(b, x, 2);
+  Value nb = memref::DimOp::create(b, x, 0), t = memref::DimOp::create(b, x, 2);
   Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
   Value tasks = arith::MulIOp::create(b, nb, blocks);
   attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, blocks);
-    Value r0 = arith::MulIOp::create(
-        c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
     Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
+    fn(c, bi, r0, r1);
+  });
+}
+
+void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
+                      Value positions) {
+  const RopeAngles ang = RopeAngles::of(b, op);
+  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
+    return arith::ConstantIndexOp::create(c, v).getResult();
+  };
+  Value nh = memref::DimOp::create(b, x, 1), t = memref::DimOp::create(b, x, 2);
+  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
     const RopeAngles::Sequence seq = ang.sequence(c, p0, t);
@@ -613,20 +626,10 @@ Value attnc::clampSymmetric(ImplicitLocOpBuilder &c, Value v, double limit) {
 }
 
 void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
-  constexpr int64_t kRows = 16;
-  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
-    return arith::ConstantIndexOp::create(c, v).getResult();
-  };
   const double limit = op.getLimit().convertToDouble();
-  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
-  Value t = memref::DimOp::create(b, x, 2), d = memref::DimOp::create(b, x, 3);
-  Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
-  Value tasks = arith::MulIOp::create(b, nb, blocks);
-  attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, blocks);
-    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
-    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
-    Value zero = idx(c, 0);
+  Value nh = memref::DimOp::create(b, x, 1), d = memref::DimOp::create(b, x, 3);
+  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+    Value zero = arith::ConstantIndexOp::create(c, 0);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       attnc::loop(c1, zero, nh, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
         attnc::loop(c2, zero, d, {}, [&](ImplicitLocOpBuilder &c3, Value e, ValueRange) {
@@ -647,7 +650,6 @@ void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
 //===----------------------------------------------------------------------===//
 
 void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, Value w) {
-  constexpr int64_t kRows = 16;
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
@@ -659,14 +661,8 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
   const bool across = op.getAcrossHeads();
   const double eps = op.getEps().convertToDouble();
   const double offset = op.getWeightOffset().convertToDouble();
-  Value nb = memref::DimOp::create(b, x, 0), nh = memref::DimOp::create(b, x, 1);
-  Value t = memref::DimOp::create(b, x, 2);
-  Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
-  Value tasks = arith::MulIOp::create(b, nb, blocks);
-  attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, blocks);
-    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, kRows));
-    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, kRows)), t);
+  Value nh = memref::DimOp::create(b, x, 1);
+  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
     Value zero = idx(c, 0), one = idx(c, 1);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       // Groups: each head, or one group of all heads.
