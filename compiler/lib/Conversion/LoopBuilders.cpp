@@ -228,31 +228,6 @@ Value constantTable(ImplicitLocOpBuilder &b, ArrayRef<double> values,
 
 /// sin(a), cos(a) for a in [-pi, pi] in double precision: Taylor series to
 /// a^21 and a^22 (truncation below 1.1e-11 at |a| = pi).
-std::pair<Value, Value> sinCos(ImplicitLocOpBuilder &c, Value a) {
-  auto f64c = [&](double v) {
-    return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
-  };
-  Value a2 = arith::MulFOp::create(c, a, a);
-  // Coefficients (-1)^k / (2k+1)! and (-1)^k / (2k)!, highest first.
-  double fact = 1;
-  SmallVector<double> sinC, cosC;
-  for (int n = 0; n <= 22; ++n) {
-    if (n > 0)
-      fact *= n;
-    double sign = ((n / 2) % 2) ? -1.0 : 1.0;
-    (n % 2 ? sinC : cosC).push_back(sign / fact);
-  }
-  auto horner = [&](ArrayRef<double> coef) {
-    Value p = f64c(coef.back());
-    for (int i = int(coef.size()) - 2; i >= 0; --i)
-      p = arith::AddFOp::create(c, arith::MulFOp::create(c, p, a2),
-                                f64c(coef[size_t(i)])); // no llvm.fma: a libm call on SSE2
-    return p;
-  };
-  Value s = arith::MulFOp::create(c, a, horner(sinC));
-  return {s, horner(cosC)};
-}
-
 Value f64Const(ImplicitLocOpBuilder &c, double v) {
   return arith::ConstantOp::create(c, c.getF64FloatAttr(v)).getResult();
 }
@@ -267,6 +242,21 @@ Value hornerF64(ImplicitLocOpBuilder &c, Value x, ArrayRef<double> coef) {
   for (int i = int(coef.size()) - 2; i >= 0; --i)
     p = arith::AddFOp::create(c, arith::MulFOp::create(c, p, x), f64Const(c, coef[size_t(i)]));
   return p;
+}
+
+std::pair<Value, Value> sinCos(ImplicitLocOpBuilder &c, Value a) {
+  Value a2 = arith::MulFOp::create(c, a, a);
+  // Coefficients (-1)^k / (2k+1)! and (-1)^k / (2k)!, lowest first.
+  double fact = 1;
+  SmallVector<double> sinC, cosC;
+  for (int n = 0; n <= 22; ++n) {
+    if (n > 0)
+      fact *= n;
+    double sign = ((n / 2) % 2) ? -1.0 : 1.0;
+    (n % 2 ? sinC : cosC).push_back(sign / fact);
+  }
+  Value s = arith::MulFOp::create(c, a, hornerF64(c, a2, sinC));
+  return {s, hornerF64(c, a2, cosC)};
 }
 
 /// log2(x) for a scalar f64 x >= 1 (finite), to about 1e-16 relative: x =
