@@ -247,6 +247,117 @@ NORM_CASES = [
 ]
 
 
+LLAMA_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
+BART_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
+BERT_NAMES = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
+# Architectures whose attention is a variant of Llama's (model.layers.N.
+# self_attn) or another's under its own model_type, each with the config
+# keys that distinguish it.
+VARIANT_CASES = [
+    # Qwen3-MoE: per-head QK-norm as Qwen3; use_sliding_window slides every layer.
+    dict(name="qwen3_moe", module="model.layers.1.self_attn",
+         config=dict(model_type="qwen3_moe", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=True,
+                     sliding_window=8, max_window_layers=2),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], window=8,
+                  rope=dict(theta=1000000.0), qk_norm="head", eps=1e-6),
+         names=LLAMA_NAMES),
+    # Granite: the scores scaled by attention_multiplier, not 1/sqrt(head_dim).
+    dict(name="granite", module="model.layers.0.self_attn",
+         config=dict(model_type="granite", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                     attention_bias=True, attention_multiplier=0.09),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  scale=0.09, rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
+    dict(name="granitemoe", module="model.layers.0.self_attn",
+         config=dict(model_type="granitemoe", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=4, num_hidden_layers=1, attention_multiplier=0.5),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=[], scale=0.5,
+                  rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
+    # StableLM: q/k/v biases (use_qkv_bias), partial rotary 0.25 by default.
+    dict(name="stablelm", module="model.layers.0.self_attn",
+         config=dict(model_type="stablelm", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=4, num_hidden_layers=1, rope_theta=10000.0,
+                     use_qkv_bias=True, qk_layernorm=False),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, rotary_dim=4)),
+         names=LLAMA_NAMES),
+    # Nemotron: head_dim (H * dh != d_model), partial rotary 0.5 by default.
+    dict(name="nemotron", module="model.layers.0.self_attn",
+         config=dict(model_type="nemotron", hidden_size=48, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1,
+                     rope_theta=10000.0),
+         ref=dict(d=48, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=10000.0, rotary_dim=8)),
+         names=LLAMA_NAMES),
+    # OLMoE: RMSNorm over the whole q and k projections (as OLMo 2), biases.
+    dict(name="olmoe", module="model.layers.0.self_attn",
+         config=dict(model_type="olmoe", hidden_size=48, num_attention_heads=3,
+                     num_hidden_layers=1, rope_theta=10000.0, rms_norm_eps=1e-5,
+                     attention_bias=True, clip_qkv=None),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=10000.0), qk_norm="projection", eps=1e-5),
+         names=LLAMA_NAMES),
+    # Cohere (Command-R): interleaved pairs over the whole head.
+    dict(name="cohere", module="model.layers.1.self_attn",
+         config=dict(model_type="cohere", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=2, rope_theta=8000000.0,
+                     use_qk_norm=False),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=8000000.0, style="interleaved")),
+         names=LLAMA_NAMES),
+    # Helium: interleaved, q/k/v biases with attention_bias, theta 100000 by default.
+    dict(name="helium", module="model.layers.0.self_attn",
+         config=dict(model_type="helium", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1,
+                     attention_bias=True),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=100000.0, style="interleaved")),
+         names=LLAMA_NAMES),
+    # GLM-4: interleaved on half the head by default, q/k/v biases by default.
+    dict(name="glm", module="model.layers.0.self_attn",
+         config=dict(model_type="glm", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, style="interleaved", rotary_dim=8)),
+         names=LLAMA_NAMES),
+    # GPT-Neo: no scale, only out_proj has a bias, layer 1 local (a window of 8).
+    dict(name="gpt_neo", module="transformer.h.1.attn.attention",
+         config=dict(model_type="gpt_neo", hidden_size=64, num_heads=4, num_layers=2,
+                     attention_types=[[["global", "local"], 1]], window_size=8),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["o"], scale=1.0, window=8,
+                  rope=None),
+         names=BART_NAMES),
+    # BERT's and BART's attention under other model types.
+    dict(name="xlm-roberta", module="roberta.encoder.layer.1.attention",
+         config=dict(model_type="xlm-roberta", hidden_size=32, num_attention_heads=4,
+                     num_hidden_layers=2, position_embedding_type="absolute"),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=BERT_NAMES),
+    dict(name="electra", module="electra.encoder.layer.0.attention",
+         config=dict(model_type="electra", hidden_size=32, embedding_size=16,
+                     num_attention_heads=2, num_hidden_layers=1),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=BERT_NAMES),
+    dict(name="marian", module="model.decoder.layers.1.self_attn",
+         config=dict(model_type="marian", d_model=48, encoder_attention_heads=4,
+                     decoder_attention_heads=3, encoder_layers=2, decoder_layers=2),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=["q", "k", "v", "o"], rope=None),
+         names=BART_NAMES),
+    dict(name="blenderbot-small", module="model.encoder.layers.0.self_attn",
+         config=dict(model_type="blenderbot-small", d_model=32, encoder_attention_heads=2,
+                     decoder_attention_heads=2, encoder_layers=1, decoder_layers=1),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], rope=None,
+                  causal=False),
+         names=BART_NAMES),
+]
+
+
 def fuse(c, w):
     """The checkpoint's fused QKV weight and bias from separate ones, laid
     out as the architecture's modeling code views them."""
@@ -288,7 +399,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
     passed = failed = 0
-    for c in CASES + FUSED_CASES + NORM_CASES:
+    for c in CASES + FUSED_CASES + NORM_CASES + VARIANT_CASES:
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "config.json"), "w") as f:

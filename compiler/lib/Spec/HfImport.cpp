@@ -184,7 +184,19 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
-                              "t5", "mt5"};
+                              "t5", "mt5", "qwen3_moe", "granite", "granitemoe", "stablelm",
+                              "nemotron", "olmoe", "cohere", "helium", "glm", "gpt_neo",
+                              "xlm-roberta", "camembert", "electra", "marian", "m2m_100",
+                              "pegasus", "blenderbot", "blenderbot-small", "plbart"};
+
+/// Model types whose attention module is another's, with the same config
+/// keys and tensor names (the HF sources say "Copied from ...BartAttention"
+/// or subclass BertSelfAttention): the derived spec is the other's.
+const std::pair<const char *, const char *> kAliases[] = {
+    {"xlm-roberta", "roberta"}, {"camembert", "roberta"}, {"electra", "bert"},
+    {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
+    {"blenderbot", "bart"},     {"blenderbot-small", "bart"}, {"plbart", "bart"},
+    {"granitemoe", "granite"}};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
@@ -262,6 +274,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                    [&](const char *k) { return mt == k; }) == std::end(kKnown))
     throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
                                   "attnc knows; known: {}", c.file, mt, knownList())};
+  const std::string namedType = mt; // the kernel's name keeps the checkpoint's
+  for (const auto &[alias, same] : kAliases)
+    if (mt == alias)
+      mt = same;
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
@@ -269,7 +285,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "qwen2" || mt == "qwen2_moe" || mt == "starcoder2" ||
                          mt == "gemma" || mt == "gemma2" || mt == "phi" ||
                          mt == "qwen3" || mt == "olmo" || mt == "olmo2" || mt == "gemma3" ||
-                         mt == "gemma3_text" || mt == "gpt_oss";
+                         mt == "gemma3_text" || mt == "gpt_oss" || mt == "qwen3_moe" ||
+                         mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
+                         mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -293,6 +311,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       path = fmt::format("transformer.blocks.{}.attn", layerArg);
     else if (mt == "gpt_bigcode")
       path = fmt::format("transformer.h.{}.attn", layerArg);
+    else if (mt == "gpt_neo")
+      path = fmt::format("transformer.h.{}.attn.attention", layerArg);
     else
       throw ImportError{fmt::format("attnc: error: --layer is for decoder-only "
                                     "models; {} needs --module PATH", mt)};
@@ -302,7 +322,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" || mt == "bloom" ||
                                             mt == "gpt_bigcode"
                                         ? "n_layer"
-                                    : mt == "mpt" || mt == "t5" || mt == "mt5" ? "num_layers"
+                                    : mt == "mpt" || mt == "t5" || mt == "mt5" || mt == "gpt_neo"
+                                        ? "num_layers"
                                     : (mt == "bart" || mt == "mbart" || mt == "whisper")
                                         ? "encoder_layers"
                                         : "num_hidden_layers",
@@ -315,7 +336,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
                                   "model's {} layers", path, layer, nLayers)};
 
-  std::string y = fmt::format("name: {}\n", kernelName(mt, path));
+  std::string y = fmt::format("name: {}\n", kernelName(namedType, path));
   auto expectAfter = [&](std::initializer_list<const char *> ok) {
     for (const char *a : ok)
       if (m.after == a)
@@ -335,9 +356,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const int64_t dh = c.integer("head_dim", d / h);
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
     y += "weights: separate\n";
-    // Biases: Qwen2 q/k/v only; StarCoder2 use_bias; Phi-2 all; others attention_bias.
+    // Biases: Qwen2 q/k/v only; StableLM q/k/v with use_qkv_bias; Helium
+    // q/k/v with attention_bias, GLM too (default on); StarCoder2 use_bias;
+    // Phi-2 all; others attention_bias on all four.
+    auto qkvBias = [&](const char *key, bool dflt) {
+      return c.boolean(key, dflt) ? "bias: [q, k, v]\n" : "bias: false\n";
+    };
     if (mt == "qwen2" || mt == "qwen2_moe")
       y += "bias: [q, k, v]\n";
+    else if (mt == "stablelm")
+      y += qkvBias("use_qkv_bias", false);
+    else if (mt == "helium")
+      y += qkvBias("attention_bias", false);
+    else if (mt == "glm")
+      y += qkvBias("attention_bias", true);
     else if (mt == "starcoder2")
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
     else if (mt == "phi" || mt == "gpt_oss")
@@ -347,6 +379,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (mt == "phi" && c.boolean("qk_layernorm", false))
       throw ImportError{fmt::format("{}: error: qk_layernorm: true needs QK-norm, which "
                                     "this version of attnc does not compile yet", c.file)};
+    // StableLM's qk_layernorm and Cohere's use_qk_norm are LayerNorms (the
+    // mean subtracted) with one weight per head; attnc's QK-norm is RMSNorm.
+    for (const auto &[type, key] : {std::pair<const char *, const char *>{"stablelm", "qk_layernorm"},
+                                    {"cohere", "use_qk_norm"}})
+      if (mt == type && c.boolean(key, false))
+        throw ImportError{fmt::format("{}: error: {}: true normalizes q and k with a "
+                                      "per-head LayerNorm (mean subtracted), which this "
+                                      "version of attnc does not compile (its qk_norm is "
+                                      "RMSNorm)", c.file, key)};
+    // OLMoE clamps after its QK-norm; attnc refuses clip_qkv with qk_norm.
+    if (mt == "olmoe" && c.has("clip_qkv"))
+      throw ImportError{fmt::format("{}: error: clip_qkv: OLMoE clamps q, k and v after "
+                                    "its QK-norm, which this version of attnc does not "
+                                    "compile (clip_qkv with qk_norm is refused)", c.file)};
     // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
     // max_window_layers with use_sliding_window; Gemma 2 even layers.
     int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
@@ -354,6 +400,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (mt == "qwen2" || mt == "qwen2_moe" || mt == "qwen3")
       slides = slides && c.boolean("use_sliding_window", false) &&
                layer >= c.integer("max_window_layers", 0);
+    if (mt == "qwen3_moe") // every layer when use_sliding_window
+      slides = slides && c.boolean("use_sliding_window", false);
     bool localLayer = false; // Gemma 3's sliding layers (their own rope)
     if (mt == "gpt_oss") { // alternating sliding / full layers
       const YAML::Node &types = c.root["layer_types"];
@@ -372,8 +420,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     if (mt == "gemma2")
       slides = slides && layer % 2 == 0;
-    if (mt == "gemma" || mt == "phi" || mt == "llama" || mt == "olmo" || mt == "olmo2")
-      slides = false;
+    for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
+                               "nemotron", "olmoe", "cohere", "helium", "glm"})
+      if (mt == global)
+        slides = false;
     if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
     else
@@ -384,6 +434,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       if (c.has("attn_logit_softcapping"))
         y += fmt::format("softcap: {}\n", num(c.number("attn_logit_softcapping", 50)));
     }
+    // Granite scales the scores by attention_multiplier, not 1/sqrt(dh).
+    if (mt == "granite")
+      y += fmt::format("scale: {}\n", num(c.number("attention_multiplier", 1.0)));
     // QK-norm: Qwen3 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
     // the whole projection; eps is rms_norm_eps.
     if (mt == "gpt_oss")
@@ -391,17 +444,25 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // OLMo (1): clip_qkv clamps the projections (bias included).
     if (mt == "olmo" && c.has("clip_qkv"))
       y += fmt::format("clip_qkv: {}\n", num(c.number("clip_qkv", 0)));
-    if (mt == "qwen3" || mt == "olmo2" || gemma3)
+    if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmoe" || gemma3)
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
-                       mt == "olmo2" ? "projection" : "head",
+                       mt == "olmo2" || mt == "olmoe" ? "projection" : "head",
                        num(c.number("rms_norm_eps", 1e-6)), gemma3 ? 1 : 0);
-    double partial = c.number("partial_rotary_factor", 1.0);
+    // Partial rotary: StableLM 0.25, Nemotron and GLM 0.5 by default.
+    const double partial = c.number(
+        "partial_rotary_factor",
+        mt == "stablelm" ? 0.25 : mt == "nemotron" || mt == "glm" ? 0.5 : 1.0);
+    // Cohere, Helium and GLM rotate interleaved pairs (repeat_interleave).
+    const char *style =
+        mt == "cohere" || mt == "helium" || mt == "glm" ? "interleaved" : "half_split";
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
-      y += ropeYaml(c, dh, c.number("rope_local_base_freq", 10000.0), partial, "half_split",
+      y += ropeYaml(c, dh, c.number("rope_local_base_freq", 10000.0), partial, style,
                     YAML::Node());
+    else if (mt == "nemotron") // its rotary embedding ignores rope_scaling
+      y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, style, YAML::Node());
     else
-      y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, "half_split",
-                    c.root["rope_scaling"]);
+      y += ropeYaml(c, dh, c.number("rope_theta", mt == "helium" ? 100000.0 : 10000.0), partial,
+                    style, c.root["rope_scaling"]);
   } else if (mt == "t5" || mt == "mt5") {
     // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),
     // decoder.block.N.layer.0.SelfAttention (causal buckets),
@@ -500,6 +561,37 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       scale /= double(layer + 1);
     y += fmt::format("scale: {}\n", num(scale));
     y += fmt::format("max_seq_len: {}\n", c.integer("n_positions", 1024));
+  } else if (mt == "gpt_neo") {
+    // transformer.h.N.attn.attention: no scale, no q/k/v biases (out_proj
+    // has one); attention_types expands to one "global" or "local" per
+    // layer, a local layer sees its window_size last keys (itself included).
+    expectAfter({"attn.attention"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nweights: separate\nbias: [o]\nscale: 1\n", d, h);
+    std::vector<std::string> kinds;
+    const YAML::Node &types = c.root["attention_types"];
+    if (types && types.IsSequence()) {
+      for (const YAML::Node &item : types) {
+        if (!item.IsSequence() || item.size() != 2 || !item[0].IsSequence())
+          c.bad("attention_types", "expected [[kinds, repeats], ...]");
+        for (int64_t r = 0; r < item[1].as<int64_t>(); ++r)
+          for (const YAML::Node &k : item[0])
+            kinds.push_back(k.as<std::string>());
+      }
+    } else {
+      for (int64_t l = 0; l < std::max<int64_t>(nLayers, layer + 1); ++l)
+        kinds.push_back(l % 2 ? "local" : "global");
+    }
+    if (layer >= int64_t(kinds.size()))
+      c.bad("attention_types", fmt::format("names {} layers, the module is layer {}",
+                                           kinds.size(), layer));
+    if (kinds[size_t(layer)] == "local")
+      y += fmt::format("mask: sliding_window\nwindow: {}\n", c.integer("window_size", 256));
+    else if (kinds[size_t(layer)] == "global")
+      y += "mask: causal\n";
+    else
+      c.bad("attention_types", fmt::format("layer {} is '{}', expected global or local",
+                                           layer, kinds[size_t(layer)]));
   } else if (mt == "bert" || mt == "roberta") {
     expectAfter({"attention"});
     if (c.str("position_embedding_type") != "" && c.str("position_embedding_type") != "absolute")
