@@ -534,42 +534,38 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     Value sl = vt ? vector::BroadcastOp::create(c, vt, slopeV).getResult() : slopeV;
     s = arith::AddFOp::create(c, s, arith::MulFOp::create(c, sl, delta));
   }
-  if (softcap) {
-    // cap * tanh(x / cap) with x = s / unit, tanh(y) = sign(y) (1 - e) / (1 + e),
-    // e = exp(-2|y|) <= 1 (so the flash kernels' 2^x for x <= 0 serves).
-    // -inf (a key skipped before its dot product) stays -inf.
+  if (softcap && vt) {
+    // cap * tanh(y), y = x / cap, x = s / unit, in scaled units: C - 2C /
+    // (1 + E) with C = cap * unit and E = exp(2y) = 2^(k s), k s clamped to
+    // <= 64 (E stays finite; 2C / (1 + 2^64) is below C's rounding). Six
+    // vector operations besides the 2^x, no sign juggling: tanh's sign
+    // comes out of the subtraction. -inf (a hidden key) gives -C: the flash
+    // kernels apply this to computed scores only.
+    const double cap = *softcap, C = cap * unit;
+    Value ks = arith::MinimumFOp::create(
+        c, arith::MulFOp::create(c, s, cst(2.0 * 1.4426950408889634 / C)), cst(64.0));
+    Value den = arith::AddFOp::create(c, cst(1.0), exp2NonPositive(c, ks));
+    s = arith::SubFOp::create(c, cst(C), arith::DivFOp::create(c, cst(2.0 * C), den));
+  } else if (softcap) {
+    // Scalar (the probs kernels and the CUDA threads): tanh(y) = sign(y)
+    // (1 - e) / (1 + e), e = exp(-2|y|) <= 1. A score already -inf (a key
+    // hidden before its dot product) stays so.
     const double cap = *softcap;
-    // |y| = |s| / (unit cap); e = exp(-2|y|) = 2^(-2 log2(e) |y|): one
-    // product from |s| (the sign of y is the sign of s).
-    Value y = s;
     Value a = math::AbsFOp::create(c, s);
-    Value e = vt ? exp2NonPositive(c, arith::MulFOp::create(
-                                          c, a, cst(-2.0 * 1.4426950408889634 / (unit * cap))))
-                 : expClamped(c, arith::MulFOp::create(c, a, cst(-2.0 / (unit * cap))));
+    Value e = expClamped(c, arith::MulFOp::create(c, a, cst(-2.0 / (unit * cap))));
     Value one = cst(1.0);
     Value t = arith::DivFOp::create(c, arith::SubFOp::create(c, one, e),
                                     arith::AddFOp::create(c, one, e));
     // tanh's sign is y's: copy its sign bit (and, xor: no compare, no select).
-    Type it = vt ? Type(VectorType::get(vt.getShape(), c.getI32Type())) : Type(c.getI32Type());
-    auto icst = [&](int32_t v) -> Value {
-      if (vt)
-        return arith::ConstantOp::create(c, DenseElementsAttr::get(cast<ShapedType>(it), v));
-      return arith::ConstantIntOp::create(c, v, 32);
-    };
-    Value sign = arith::AndIOp::create(c, arith::BitcastOp::create(c, it, y),
-                                       icst(std::numeric_limits<int32_t>::min()));
+    Value sign = arith::AndIOp::create(c, arith::BitcastOp::create(c, c.getI32Type(), s),
+                                       arith::ConstantIntOp::create(
+                                           c, std::numeric_limits<int32_t>::min(), 32));
     t = arith::BitcastOp::create(
-        c, ty, arith::XOrIOp::create(c, arith::BitcastOp::create(c, it, t), sign));
+        c, ty, arith::XOrIOp::create(c, arith::BitcastOp::create(c, c.getI32Type(), t), sign));
     Value capped = arith::MulFOp::create(c, t, cst(cap * unit));
-    // A score already -inf (a key hidden before its dot product) stays so;
-    // the flash kernel never passes one (it applies this to computed scores
-    // only), the others may.
-    if (!vt) {
-      Value ninf = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ, s,
-                                         cst(-std::numeric_limits<double>::infinity()));
-      capped = arith::SelectOp::create(c, ninf, s, capped);
-    }
-    s = capped;
+    Value ninf = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ, s,
+                                       cst(-std::numeric_limits<double>::infinity()));
+    s = arith::SelectOp::create(c, ninf, s, capped);
   }
   return s;
 }

@@ -1,8 +1,9 @@
 // The score modifiers in the x86 flash kernel: the slopes a constant table
 // (times log2 e: scores are in log2 units), read once per task; applied to
 // each computed score vector in registers before it is stored and masked:
-// slope * (j - i') added, then soft-capping (tanh from the kernel's 2^x,
-// the sign bit copied with and/xor); no math.tanh left for libm.
+// slope * (j - i') added, then soft-capping: C - 2C / (1 + 2^(k s)), k s
+// clamped to 64, with the kernel's 2^x (C = cap in log2 units = 30 log2 e,
+// k = 2 log2 e / C = 2/30); no math.tanh left for libm.
 // The CUDA kernel applies the same ScoreMods per score in natural-log units
 // (its q is scaled by `scale` only): the slopes as given, the soft-cap's
 // exp(-2|s|/cap) from a scalar exp clamped at -87 (attnc-map-to-gpu's
@@ -14,9 +15,18 @@
 // CHECK: scf.forall
 // CHECK: memref.get_global @__attnc_alibi_slopes_
 // CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
-// CHECK: math.absf %{{.*}} : vector<8xf32>
-// CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<8xi32>
-// CHECK: arith.xori %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK: %[[MAX:.*]] = arith.constant dense<6.400000e+01> : vector<8xf32>
+// CHECK-NEXT: %[[K:.*]] = arith.constant dense<0.0666666701> : vector<8xf32>
+// CHECK-NEXT: %[[KS:.*]] = arith.mulf %{{.*}}, %[[K]] : vector<8xf32>
+// CHECK-NEXT: arith.minimumf %[[KS]], %[[MAX]] : vector<8xf32>
+// CHECK: vector.fma
+// CHECK: %[[E:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : vector<8xf32>
+// CHECK-NEXT: %[[DEN:.*]] = arith.addf %[[ONE]], %[[E]] : vector<8xf32>
+// CHECK-NEXT: %[[TWOC:.*]] = arith.constant dense<8.656170e+01> : vector<8xf32>
+// CHECK-NEXT: %[[Q:.*]] = arith.divf %[[TWOC]], %[[DEN]] : vector<8xf32>
+// CHECK-NEXT: %[[C:.*]] = arith.constant dense<43.2808495> : vector<8xf32>
+// CHECK-NEXT: arith.subf %[[C]], %[[Q]] : vector<8xf32>
 // CHECK-NOT: math.tanh
 // CUDA: memref.global "private" constant @__attnc_alibi_slopes_{{[0-9A-F]+}} : memref<2xf64> = dense<[5.000000e-01, 2.500000e-01]>
 // CUDA-LABEL: func.func @mods__cuda_sm90
