@@ -269,6 +269,17 @@ class Kernel:
                 "attention_factor": i.rope_attention_factor,
                 "dynamic_factor": i.rope_dynamic_factor or None,
                 "dynamic_from": i.rope_dynamic_from or None},
+            "softcap": i.softcap or None, "clip_qkv": i.clip_qkv or None,
+            "alibi": None if not i.alibi_slopes else {
+                "slopes": [i.alibi_slopes[h] for h in range(i.heads)],
+                "before_scale": bool(i.alibi_before_scale)},
+            "t5_bias": None if i.t5_num_buckets <= 0 else {
+                "num_buckets": i.t5_num_buckets, "max_distance": i.t5_max_distance,
+                "bidirectional": bool(i.t5_bidirectional)},
+            "qk_norm": None if not i.qk_norm else {
+                "width": _abi.QK_NORMS.get(i.qk_norm, i.qk_norm), "eps": i.qk_norm_eps,
+                "weight_offset": i.qk_norm_offset},
+            "sinks": bool(i.sinks),
             "scale": i.scale, "dtype": _abi.DTYPES.get(i.dtype, i.dtype),
             "isa": _abi.ISAS.get(i.isa, i.isa),
             "weight_layout": _abi.LAYOUTS.get(i.weight_layout, i.weight_layout),

@@ -717,6 +717,25 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   } else {
     j.set("alibi", nullptr);
   }
+  if (ki.t5_num_buckets > 0) {
+    JsonValue t = JsonValue::object();
+    t.set("num_buckets", (long long)ki.t5_num_buckets);
+    t.set("max_distance", (long long)ki.t5_max_distance);
+    t.set("bidirectional", ki.t5_bidirectional != 0);
+    j.set("t5_bias", t);
+  } else {
+    j.set("t5_bias", nullptr);
+  }
+  if (ki.qk_norm != ATTNC_QK_NORM_NONE) {
+    JsonValue n = JsonValue::object();
+    n.set("width", attnrt::nameOf("qk_norm", ki.qk_norm));
+    n.set("eps", ki.qk_norm_eps);
+    n.set("weight_offset", ki.qk_norm_offset);
+    j.set("qk_norm", n);
+  } else {
+    j.set("qk_norm", nullptr);
+  }
+  j.set("sinks", ki.sinks != 0);
   if (ki.features & ATTNC_FEATURE_ROPE) {
     JsonValue r = JsonValue::object(), freq = JsonValue::array();
     r.set("style", attnrt::nameOf("rope_style", ki.rope_style));
@@ -815,6 +834,15 @@ void printInfo(const attnrt::Kernel &k) {
     std::printf("alibi: slopes %.9g ... %.9g%s\n", ki.alibi_slopes[0],
                 ki.alibi_slopes[ki.heads - 1],
                 ki.alibi_before_scale ? ", added before the scale" : "");
+  if (ki.t5_num_buckets > 0)
+    std::printf("t5_bias: %d buckets, max_distance %d, %s\n", ki.t5_num_buckets,
+                ki.t5_max_distance, ki.t5_bidirectional ? "bidirectional" : "causal");
+  if (ki.qk_norm != ATTNC_QK_NORM_NONE)
+    std::printf("qk_norm: RMSNorm over each %s, eps %.9g, weight offset %.9g\n",
+                ki.qk_norm == ATTNC_QK_NORM_HEAD ? "head" : "projection", ki.qk_norm_eps,
+                ki.qk_norm_offset);
+  if (ki.sinks)
+    std::printf("sinks: one learned logit per head\n");
   if (ki.features & ATTNC_FEATURE_ROPE) {
     char tail[96] = "";
     if (ki.rope_long_inv_freq)

@@ -40,6 +40,7 @@ INFO = dict(HEADER, **{
     "out_proj": {BOOL}, "scale": {NUM, INT}, "dtype": {STR}, "weight_dtype": {STR},
     "tensor_parallel": {OBJ}, "weight_layout": {STR},
     "softcap": {NUM, INT, NULL}, "clip_qkv": {NUM, INT, NULL}, "alibi": {OBJ, NULL},
+    "t5_bias": {OBJ, NULL}, "qk_norm": {OBJ, NULL}, "sinks": {BOOL},
     "rope": {OBJ, NULL}, "isa": {STR},
     "code_paths": {ARR}, "selected_isa": {STR, NULL}, "selected_isa_why_none": {STR, NULL},
     "features": {ARR}, "checksum": {BOOL}, "target_triple": {STR}, "target_cpu": {STR},
@@ -152,6 +153,14 @@ def main():
                 problems.append(f"info.weights[{i}].shape: not integers")
         if isinstance(j.get("alibi"), dict):
             check(j["alibi"], {"slopes": {ARR}, "before_scale": {BOOL}}, "info.alibi")
+        if isinstance(j.get("t5_bias"), dict):
+            check(j["t5_bias"], {"num_buckets": {INT}, "max_distance": {INT},
+                                 "bidirectional": {BOOL}}, "info.t5_bias")
+        if isinstance(j.get("qk_norm"), dict):
+            check(j["qk_norm"], {"width": {STR}, "eps": {NUM, INT},
+                                 "weight_offset": {NUM, INT}}, "info.qk_norm")
+            if j["qk_norm"].get("width") not in ("head", "projection"):
+                problems.append(f"info.qk_norm.width: {j['qk_norm'].get('width')!r}")
         if isinstance(j.get("rope"), dict):
             check(j["rope"], {"style": {STR}, "rotary_dim": {INT}, "inv_freq": {ARR},
                               "attention_factor": {NUM, INT}, "long_from": {INT, NULL},
