@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <array>
 #include <optional>
@@ -202,6 +203,678 @@ attnrt::VariantInputs attnc::variantInputs(const Spec &spec,
   return v;
 }
 
+namespace {
+/// Runs one function of attn-dialect IR: tensors become row-major double
+/// arrays, index values integers. One method per op kind; each returns
+/// false with `error` set.
+class Evaluator {
+public:
+  Evaluator(const attnc::Spec &spec, const attnc::EvalInputs &in, std::string &error)
+      : spec(spec), in(in), error(error), layout(attnc::storageLayout(spec)),
+        storage(layout.tensors) {}
+
+  /// Evaluates `fn` and copies its first result into `out`.
+  bool run(func::FuncOp fn, std::vector<double> &out);
+
+private:
+  bool bindArguments(func::FuncOp fn);
+  bool bindInput(func::FuncOp fn, Value a, const std::string &what);
+  bool bindWeight(func::FuncOp fn, unsigned i, RankedTensorType ty);
+  bool step(Operation &op);
+
+  bool constantIndex(Operation &op, arith::ConstantIndexOp c);
+  bool dim(Operation &op, tensor::DimOp d);
+  bool indexArith(Operation &op);
+  bool linear(Operation &op, LinearOp l);
+  bool slice(Operation &op, SliceOp s);
+  bool splitHeads(Operation &op, SplitHeadsOp s);
+  bool mergeHeads(Operation &op, MergeHeadsOp m);
+  bool attention(Operation &op);
+  bool cacheAppend(Operation &op, CacheAppendOp a);
+  bool clip(Operation &op, ClipOp cl);
+  bool rmsNorm(Operation &op, RmsNormOp r);
+  bool rope(Operation &op, RopeOp r);
+  bool maskRows(Operation &op, MaskRowsOp m);
+  bool scale(Operation &op, ScaleOp s);
+  bool view(Operation &op, ViewOp v);
+  bool concat(Operation &op, tensor::ConcatOp c);
+
+  /// A computed tensor; nullptr (with `error`) when the IR uses a value the
+  /// evaluator has not computed (a block argument of a nested region, ...).
+  const Tensor *tensorOf(Value v) {
+    auto it = t.find(v);
+    if (it == t.end()) {
+      error = "an operand is not a tensor the evaluator computed";
+      return nullptr;
+    }
+    return &it->second;
+  }
+  bool indexOf(Value v, int64_t &r) {
+    auto it = ix.find(v);
+    if (it == ix.end()) {
+      error = "an index operand is not a value the evaluator computed";
+      return false;
+    }
+    r = it->second;
+    return true;
+  }
+  bool fail(Operation &op, const std::string &why) {
+    error = "'" + op.getName().getStringRef().str() + "': " + why;
+    return false;
+  }
+
+  const attnc::Spec &spec;
+  const attnc::EvalInputs &in;
+  std::string &error;
+  const attnrt::StorageLayout layout;
+  const std::vector<attnrt::TensorShape> &storage;
+  DenseMap<Value, Tensor> t;
+  DenseMap<Value, int64_t> ix;
+};
+
+bool Evaluator::bindArguments(func::FuncOp fn) {
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    Value a = fn.getArgument(i);
+    auto ty = dyn_cast<RankedTensorType>(a.getType());
+    if (!ty) {
+      error = "argument " + std::to_string(i) + " is not a ranked tensor";
+      return false;
+    }
+    if (auto inName = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
+      if (!bindInput(fn, a, inName.str()))
+        return false;
+    } else if (!bindWeight(fn, i, ty)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// An attn.input argument: x, x_kv, the lengths, the positions or an
+/// empty cache.
+bool Evaluator::bindInput(func::FuncOp fn, Value a, const std::string &what) {
+  Tensor v;
+  if (what == "k_cache" || what == "v_cache") {
+    // An empty cache of seq rows (forward fills rows [0, seq)).
+    if (!allocate(v, {in.batch, spec.kvHeads, in.seq, spec.headDim}, error))
+      return false;
+    t[a] = std::move(v);
+    return true;
+  }
+  if (what == "positions") {
+    if (fn->getAttr("attn.entry")) {
+      error = "the evaluator runs the forward function, not the decode entry";
+      return false;
+    }
+    if (!allocate(v, {in.batch}, error))
+      return false;
+    for (int64_t b = 0; b < in.batch; ++b)
+      v.data[b] = in.positions.empty() ? 0.0 : double(in.positions.at(size_t(b)));
+    t[a] = std::move(v);
+    return true;
+  }
+  if (what == "lengths" || what == "kv_lengths") {
+    const std::vector<int32_t> &l = what == "lengths" ? in.lengths : in.kvLengths;
+    int64_t full = what == "lengths" ? in.seq : in.kvSeq;
+    if (!allocate(v, {in.batch}, error))
+      return false;
+    for (int64_t b = 0; b < in.batch; ++b) {
+      int64_t len = l.empty() ? full : b < (int64_t)l.size() ? l[b] : -1;
+      if (len < 0 || len > full) {
+        error = "the " + what + " do not fit batch " + std::to_string(in.batch);
+        return false;
+      }
+      v.data[b] = static_cast<double>(len);
+    }
+    t[a] = std::move(v);
+    return true;
+  }
+  bool kv = what == "x_kv";
+  const std::vector<float> &src = kv ? in.xKv : in.x;
+  if (!allocate(v, {in.batch, kv ? in.kvSeq : in.seq, spec.dModel}, error))
+    return false;
+  if (static_cast<int64_t>(src.size()) != v.numel()) {
+    error = "the input " + what + " has " + std::to_string(src.size()) +
+            " elements, expected " + shapeStr(v.shape);
+    return false;
+  }
+  v.data.assign(src.begin(), src.end());
+  t[a] = std::move(v);
+  return true;
+}
+
+/// An attn.weight argument, filled from the storage-layout tensors by role
+/// (attn.concat_of: several roles side by side), so the fused stage is
+/// checked together with its pack plan.
+bool Evaluator::bindWeight(func::FuncOp fn, unsigned i, RankedTensorType ty) {
+  Value a = fn.getArgument(i);
+  Tensor v;
+  auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
+  if (!role) {
+    error = "argument " + std::to_string(i) + " has neither attn.input nor attn.weight";
+    return false;
+  }
+  std::vector<std::string> parts;
+  if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
+    for (Attribute s : p) {
+      auto str = dyn_cast<StringAttr>(s);
+      if (!str) {
+        error = "argument " + std::to_string(i) + ": attn.concat_of must list strings";
+        return false;
+      }
+      parts.push_back(str.str());
+    }
+  } else {
+    parts.push_back(role.str());
+  }
+  if (!ty.hasStaticShape() || ty.getRank() < 1 || ty.getRank() > 2) {
+    error = "weight argument " + std::to_string(i) +
+            " must have a static 1-D or 2-D shape";
+    return false;
+  }
+  if (!allocate(v, {ty.getShape().begin(), ty.getShape().end()}, error))
+    return false;
+  int64_t n = v.shape.back(), rows = v.shape.size() == 2 ? v.shape[0] : 1;
+  int64_t start = 0;
+  for (const std::string &p : parts) {
+    const attnrt::RoleRect *found = layout.find(p);
+    if (!found) {
+      error = "unknown weight role '" + p + "'";
+      return false;
+    }
+    const attnrt::RoleRect &src = *found;
+    const std::vector<float> &s = in.storage[src.tensor];
+    int64_t sc = storage[src.tensor].shape.back();
+    // The role's columns must fit the argument, its rows must match.
+    if (src.cols > n - start || (!src.vector && src.rows != rows) ||
+        (src.vector && rows != 1)) {
+      error = "weight argument " + std::to_string(i) + " of shape " +
+              shapeStr(v.shape) + " does not fit its roles";
+      return false;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < src.cols; ++c) {
+        double x = src.vector       ? s[src.colOff + c]
+                   : src.transposed ? s[(src.rowOff + c) * sc + src.colOff + r]
+                                    : s[(src.rowOff + r) * sc + src.colOff + c];
+        v.data[r * n + start + c] = x;
+      }
+    start += src.cols;
+  }
+  t[a] = std::move(v);
+  return true;
+}
+
+/// An index constant.
+bool Evaluator::constantIndex(Operation &op, arith::ConstantIndexOp c) {
+  ix[c] = c.value();
+  return true;
+}
+
+/// tensor.dim of a computed tensor (a constant dimension).
+bool Evaluator::dim(Operation &op, tensor::DimOp d) {
+  auto c = d.getConstantIndex();
+  if (!c)
+    return fail(op, "a dynamic index is not supported");
+  const Tensor *src = tensorOf(d.getSource());
+  if (!src)
+    return false;
+  if (*c < 0 || *c >= static_cast<int64_t>(src->shape.size()))
+    return fail(op, "index " + std::to_string(*c) + " is out of range for a "
+                    "tensor of rank " + std::to_string(src->shape.size()));
+  ix[d] = src->shape[*c];
+  return true;
+}
+
+/// arith.muli / addi of index values (overflow is an error).
+bool Evaluator::indexArith(Operation &op) {
+  int64_t l, r, v;
+  if (!indexOf(op.getOperand(0), l) || !indexOf(op.getOperand(1), r))
+    return false;
+  bool ovf = isa<arith::MulIOp>(op) ? __builtin_mul_overflow(l, r, &v)
+                                    : __builtin_add_overflow(l, r, &v);
+  if (ovf)
+    return fail(op, "overflows int64");
+  ix[op.getResult(0)] = v;
+  return true;
+}
+
+/// attn.linear: x W (+ b) over the last dimension.
+bool Evaluator::linear(Operation &op, LinearOp l) {
+  const Tensor *x = tensorOf(l.getInput()), *w = tensorOf(l.getWeight());
+  const Tensor *b = l.getBias() ? tensorOf(l.getBias()) : nullptr;
+  if (!x || !w || (l.getBias() && !b))
+    return false;
+  if (x->shape.empty() || w->shape.size() != 2 ||
+      x->shape.back() != w->shape[0] ||
+      (b && (b->shape.size() != 1 || b->shape[0] != w->shape[1])))
+    return fail(op, "shapes " + shapeStr(x->shape) + " and " +
+                    shapeStr(w->shape) + " do not fit");
+  Tensor y;
+  std::vector<int64_t> shape = x->shape;
+  shape.back() = w->shape[1];
+  if (!allocate(y, shape, error))
+    return false;
+  int64_t k = x->shape.back(), m = k ? x->numel() / k : 0;
+  if (m > 0 && k > 0)
+    attnrt::naive::linear(x->data.data(), w->data.data(),
+                          b ? b->data.data() : nullptr, y.data.data(), m, k,
+                          w->shape[1]);
+  t[l] = std::move(y);
+  return true;
+}
+
+/// attn.slice: columns [offset, offset + size) of the last dimension.
+bool Evaluator::slice(Operation &op, SliceOp s) {
+  const Tensor *x = tensorOf(s.getInput());
+  if (!x)
+    return false;
+  int64_t off = s.getOffset(), size = s.getSize();
+  int64_t n = x->shape.empty() ? 0 : x->shape.back();
+  if (x->shape.empty() || off < 0 || size < 0 || off > n || size > n - off)
+    return fail(op, "[" + std::to_string(off) + ", +" + std::to_string(size) +
+                    ") does not fit " + shapeStr(x->shape));
+  std::vector<int64_t> shape = x->shape;
+  shape.back() = size;
+  Tensor y;
+  if (!allocate(y, shape, error))
+    return false;
+  int64_t rows = n ? x->numel() / n : 0, e = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      y.data[e++] = x->data[r * n + off + c];
+  t[s] = std::move(y);
+  return true;
+}
+
+/// attn.split_heads: [B, T, H*D] -> [B, H, T, D].
+bool Evaluator::splitHeads(Operation &op, SplitHeadsOp s) {
+  const Tensor *xp = tensorOf(s.getInput());
+  if (!xp)
+    return false;
+  int64_t h = s.getHeads();
+  if (xp->shape.size() != 3 || h < 1 || xp->shape[2] % h != 0)
+    return fail(op, std::to_string(h) + " heads do not split " +
+                    shapeStr(xp->shape));
+  Tensor x = *xp; // [B, T, H*D] -> [B, T, H, D] -> [B, H, T, D]
+  x.shape = {x.shape[0], x.shape[1], h, x.shape[2] / h};
+  Tensor y;
+  if (!permute4(x, {0, 2, 1, 3}, y, error))
+    return false;
+  t[s] = std::move(y);
+  return true;
+}
+
+/// attn.merge_heads: [B, H, T, D] -> [B, T, H*D].
+bool Evaluator::mergeHeads(Operation &op, MergeHeadsOp m) {
+  const Tensor *x = tensorOf(m.getInput());
+  if (!x)
+    return false;
+  Tensor y; // [B, H, T, D] -> [B, T, H, D]
+  if (!permute4(*x, {0, 2, 1, 3}, y, error))
+    return false;
+  y.shape = {y.shape[0], y.shape[1], y.shape[2] * y.shape[3]};
+  t[m] = std::move(y);
+  return true;
+}
+
+/// attn.sdpa's output (bhtd, then permuted for bthd) or attn.probs'
+/// weights, from the interpreter's attention with per-sequence valid
+/// lengths (rows past q_len are zero) and the op's score modifiers.
+bool Evaluator::attention(Operation &op) {
+  auto sdpa = dyn_cast<SdpaOp>(op);
+  auto pr = dyn_cast<ProbsOp>(op);
+  auto operand = [&](Value v) -> const Tensor * {
+    return v ? tensorOf(v) : nullptr;
+  };
+  const Tensor *q = operand(sdpa ? sdpa.getQuery() : pr.getQuery());
+  const Tensor *k = operand(sdpa ? sdpa.getKey() : pr.getKey());
+  const Tensor *v = sdpa ? operand(sdpa.getValue()) : k;
+  Value qLensV = sdpa ? sdpa.getQLens() : pr.getQLens();
+  Value kvLensV = sdpa ? sdpa.getKvLens() : pr.getKvLens();
+  const Tensor *qLens = operand(qLensV), *kvLens = operand(kvLensV);
+  if (!q || !k || !v || (qLensV && !qLens) || (kvLensV && !kvLens))
+    return false;
+  if (q->shape.size() != 4 || k->shape != v->shape || k->shape.size() != 4 ||
+      q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3] ||
+      k->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
+    return fail(op, "query " + shapeStr(q->shape) + ", key " +
+                    shapeStr(k->shape) + " and value " + shapeStr(v->shape) +
+                    " do not fit");
+  const int64_t nb = q->shape[0], tq = q->shape[2], tkv = k->shape[2];
+  for (const Tensor *l : {qLens, kvLens})
+    if (l && (l->shape.size() != 1 || l->shape[0] != nb))
+      return fail(op, "lengths " + shapeStr(l->shape) + " do not fit batch " +
+                      std::to_string(nb));
+  std::vector<int64_t> qv(nb), kv(nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    qv[b] = qLens ? static_cast<int64_t>(qLens->data[b]) : tq;
+    kv[b] = kvLens ? static_cast<int64_t>(kvLens->data[b]) : tkv;
+    if (qv[b] < 0 || qv[b] > tq || kv[b] < 0 || kv[b] > tkv)
+      return fail(op, "a valid length is outside [0, T]");
+  }
+  Tensor o, probs;
+  if (!allocate(o, q->shape, error) ||
+      (pr && !allocate(probs, {nb, q->shape[1], tq, tkv}, error)))
+    return false;
+  std::optional<int64_t> window = sdpa ? sdpa.getWindow() : pr.getWindow();
+  // The score modifiers, as the reference applies them.
+  std::optional<llvm::APFloat> cap = sdpa ? sdpa.getSoftcap() : pr.getSoftcap();
+  std::optional<ArrayRef<double>> slopes =
+      sdpa ? sdpa.getAlibiSlopes() : pr.getAlibiSlopes();
+  if (slopes && int64_t(slopes->size()) != q->shape[1])
+    return fail(op, "alibi_slopes do not fit the query heads");
+  attnrt::naive::ScoreMods mods;
+  mods.softcap = cap ? cap->convertToDouble() : 0.0;
+  mods.slopes = slopes ? slopes->data() : nullptr;
+  mods.beforeScale = sdpa ? sdpa.getAlibiBeforeScale() : pr.getAlibiBeforeScale();
+  Value sinksV = sdpa ? sdpa.getSinks() : pr.getSinks();
+  const Tensor *sinks = sinksV ? tensorOf(sinksV) : nullptr;
+  if (sinksV && (!sinks || sinks->shape.size() != 1 || sinks->shape[0] != q->shape[1]))
+    return sinks ? fail(op, "sinks " + shapeStr(sinks->shape) + " do not fit the query heads")
+                 : false;
+  mods.sinks = sinks ? sinks->data.data() : nullptr;
+  Value relV = sdpa ? sdpa.getRelBias() : pr.getRelBias();
+  const Tensor *rel = relV ? tensorOf(relV) : nullptr;
+  std::optional<ArrayRef<int32_t>> buckets = sdpa ? sdpa.getRelBuckets() : pr.getRelBuckets();
+  if (relV && (!rel || !buckets || rel->shape.size() != 2 || rel->shape[1] != q->shape[1]))
+    return rel ? fail(op, "rel_bias " + shapeStr(rel->shape) + " does not fit") : false;
+  if (rel) {
+    mods.relBias = rel->data.data();
+    mods.relBuckets = buckets->data();
+    mods.relRange = int64_t(buckets->size() / 2);
+    mods.hq = q->shape[1];
+  }
+  if (o.numel() > 0 && k->numel() > 0)
+    attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
+                        o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,
+                        q->shape[3],
+                        (sdpa ? sdpa.getScale() : pr.getScale()).convertToDouble(),
+                        interpreterMask(sdpa ? sdpa.getMask() : pr.getMask()),
+                        (sdpa ? sdpa.getCausalAlign() : pr.getCausalAlign()) ==
+                            CausalAlign::top_left,
+                        window.value_or(0), qv.data(), kv.data(),
+                        pr ? probs.data.data() : nullptr, mods);
+  if (pr) {
+    t[pr] = std::move(probs);
+    return true;
+  }
+  if (sdpa.getLayout() == HeadLayout::bthd) {
+    Tensor p;
+    if (!permute4(o, {0, 2, 1, 3}, p, error))
+      return false;
+    o = std::move(p);
+  }
+  t[sdpa] = std::move(o);
+  return true;
+}
+
+/// attn.cache_append, functional: copies of the caches with each
+/// sequence's new rows at its position, and the filled lengths.
+bool Evaluator::cacheAppend(Operation &op, CacheAppendOp a) {
+  // Functional: copies of the caches with each sequence's new rows at
+  // its position, and the filled lengths.
+  const Tensor *k = tensorOf(a.getKey()), *v = tensorOf(a.getValue());
+  const Tensor *kc = tensorOf(a.getKeyCache()), *vc = tensorOf(a.getValueCache());
+  const Tensor *pos = a.getPositions() ? tensorOf(a.getPositions()) : nullptr;
+  if (!k || !v || !kc || !vc || (a.getPositions() && !pos))
+    return false;
+  if (k->shape.size() != 4 || k->shape != v->shape || kc->shape != vc->shape ||
+      kc->shape.size() != 4 || kc->shape[0] != k->shape[0] ||
+      kc->shape[1] != k->shape[1] || kc->shape[3] != k->shape[3] ||
+      (pos && (pos->shape.size() != 1 || pos->shape[0] != k->shape[0])))
+    return fail(op, "new rows " + shapeStr(k->shape) + " do not fit cache " +
+                    shapeStr(kc->shape));
+  const int64_t nb = k->shape[0], hk = k->shape[1], tn = k->shape[2],
+                cap = kc->shape[2], dd = k->shape[3];
+  Tensor nk = *kc, nv = *vc, lens;
+  if (!allocate(lens, {nb}, error))
+    return false;
+  for (int64_t b = 0; b < nb; ++b) {
+    int64_t p0 = pos ? static_cast<int64_t>(pos->data[b]) : 0;
+    if (p0 < 0 || p0 + tn > cap)
+      return fail(op, "position " + std::to_string(p0) + " + " +
+                      std::to_string(tn) + " rows is outside the cache of " +
+                      std::to_string(cap) + " rows");
+    lens.data[b] = static_cast<double>(p0 + tn);
+    for (int64_t h = 0; h < hk; ++h)
+      for (int64_t r = 0; r < tn; ++r)
+        for (int64_t d = 0; d < dd; ++d) {
+          int64_t src = ((b * hk + h) * tn + r) * dd + d;
+          int64_t dst = ((b * hk + h) * cap + p0 + r) * dd + d;
+          nk.data[dst] = k->data[src];
+          nv.data[dst] = v->data[src];
+        }
+  }
+  t[a.getNewKeyCache()] = std::move(nk);
+  t[a.getNewValueCache()] = std::move(nv);
+  t[a.getLens()] = std::move(lens);
+  return true;
+}
+
+/// attn.clip: each element clamped to [-limit, limit].
+bool Evaluator::clip(Operation &op, ClipOp cl) {
+  const Tensor *x = tensorOf(cl.getInput());
+  if (!x)
+    return false;
+  Tensor y = *x;
+  attnrt::naive::clip(y.data.data(), int64_t(y.data.size()), cl.getLimit().convertToDouble());
+  t[cl] = std::move(y);
+  return true;
+}
+
+/// attn.rms_norm over each head (or across heads).
+bool Evaluator::rmsNorm(Operation &op, RmsNormOp r) {
+  const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
+  if (!x || !w)
+    return false;
+  if (x->shape.size() != 4 || w->shape.size() != 1 ||
+      w->shape[0] != x->shape[3] * (r.getAcrossHeads() ? x->shape[1] : 1))
+    return fail(op, "weight " + shapeStr(w->shape) + " does not fit " + shapeStr(x->shape));
+  Tensor y = *x;
+  attnrt::naive::rmsNorm(y.data.data(), w->data.data(), x->shape[0], x->shape[1],
+                         x->shape[2], x->shape[3], r.getEps().convertToDouble(),
+                         r.getWeightOffset().convertToDouble(), r.getAcrossHeads());
+  t[r] = std::move(y);
+  return true;
+}
+
+/// attn.rope with the op's frequency tables, from each sequence's start.
+bool Evaluator::rope(Operation &op, RopeOp r) {
+  const Tensor *x = tensorOf(r.getInput());
+  const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
+  if (!x || (r.getPositions() && !pos))
+    return false;
+  if (x->shape.size() != 4 ||
+      (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
+    return fail(op, "positions do not fit " + shapeStr(x->shape));
+  std::vector<int64_t> start;
+  if (pos)
+    for (double p : pos->data)
+      start.push_back(static_cast<int64_t>(p));
+  attnrt::RopeParams rp;
+  rp.style = r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT;
+  rp.rotaryDim = r.getRotaryDim();
+  rp.invFreq.assign(r.getInvFreq().begin(), r.getInvFreq().end());
+  if (auto l = r.getLongInvFreq())
+    rp.longInvFreq.assign(l->begin(), l->end());
+  rp.longFrom = r.getLongFrom();
+  rp.attentionFactor = r.getAttentionFactor().convertToDouble();
+  rp.dynamicFactor = r.getDynamicFactor().convertToDouble();
+  rp.dynamicFrom = r.getDynamicFrom();
+  Tensor y = *x;
+  attnrt::naive::rope(y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
+                      rp, pos ? start.data() : nullptr);
+  t[r] = std::move(y);
+  return true;
+}
+
+/// attn.mask_rows: rows at or past each sequence's length zeroed.
+bool Evaluator::maskRows(Operation &op, MaskRowsOp m) {
+  const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
+  if (!x || !l)
+    return false;
+  if (x->shape.size() != 3 || l->shape.size() != 1 || l->shape[0] != x->shape[0])
+    return fail(op, "lengths " + shapeStr(l->shape) + " do not fit " +
+                    shapeStr(x->shape));
+  Tensor y = *x;
+  int64_t rowLen = x->shape[2];
+  for (int64_t b = 0; b < x->shape[0]; ++b)
+    for (int64_t r = std::max<int64_t>(0, static_cast<int64_t>(l->data[b]));
+         r < x->shape[1]; ++r)
+      for (int64_t c = 0; c < rowLen; ++c)
+        y.data[(b * x->shape[1] + r) * rowLen + c] = 0;
+  t[m] = std::move(y);
+  return true;
+}
+
+/// attn.scale: every element times the factor.
+bool Evaluator::scale(Operation &op, ScaleOp s) {
+  const Tensor *x = tensorOf(s.getInput());
+  if (!x)
+    return false;
+  Tensor y = *x;
+  for (double &d : y.data)
+    d *= s.getFactor().convertToDouble();
+  t[s] = std::move(y);
+  return true;
+}
+
+/// attn.view: a strided view read element by element (bounds-checked).
+bool Evaluator::view(Operation &op, ViewOp v) {
+  const Tensor *src = tensorOf(v.getSource());
+  if (!src)
+    return false;
+  std::vector<int64_t> sizes, st;
+  auto valueOf = [&](OpFoldResult f, int64_t &x) {
+    if (isa<Value>(f))
+      return indexOf(cast<Value>(f), x);
+    x = getConstantIntValue(f).value_or(0);
+    return true;
+  };
+  for (OpFoldResult f : v.getMixedSizes())
+    if (!valueOf(f, sizes.emplace_back()))
+      return false;
+  for (OpFoldResult f : v.getMixedStrides())
+    if (!valueOf(f, st.emplace_back()))
+      return false;
+  if (sizes.size() != st.size())
+    return fail(op, "sizes and strides differ in number");
+  Tensor y;
+  if (!allocate(y, sizes, error))
+    return false;
+  int64_t n = y.numel(), srcN = src->numel();
+  auto ys = strides(sizes);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t off = v.getOffset(), rem = e;
+    bool ovf = false;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      int64_t term;
+      ovf |= __builtin_mul_overflow(rem / ys[d], st[d], &term) ||
+             __builtin_add_overflow(off, term, &off);
+      rem %= ys[d];
+    }
+    if (ovf || off < 0 || off >= srcN)
+      return fail(op, "reads outside its source");
+    y.data[e] = src->data[off];
+  }
+  t[v] = std::move(y);
+  return true;
+}
+
+/// tensor.concat along one dimension.
+bool Evaluator::concat(Operation &op, tensor::ConcatOp c) {
+  int64_t dim = c.getDim();
+  std::vector<const Tensor *> ins;
+  for (Value v : c.getInputs()) {
+    const Tensor *x = tensorOf(v);
+    if (!x)
+      return false;
+    ins.push_back(x);
+  }
+  if (ins.empty() || dim < 0 || dim >= static_cast<int64_t>(ins[0]->shape.size()))
+    return fail(op, "dimension " + std::to_string(dim) + " is out of range");
+  std::vector<int64_t> shape = ins[0]->shape;
+  shape[dim] = 0;
+  for (const Tensor *x : ins) {
+    std::vector<int64_t> a = x->shape, b = ins[0]->shape;
+    if (a.size() != b.size())
+      return fail(op, "operand ranks differ");
+    a[dim] = b[dim] = 0;
+    if (a != b || __builtin_add_overflow(shape[dim], x->shape[dim], &shape[dim]))
+      return fail(op, "operand shapes do not fit");
+  }
+  Tensor y;
+  if (!allocate(y, shape, error))
+    return false;
+  auto ys = strides(y.shape);
+  int64_t start = 0;
+  for (const Tensor *x : ins) {
+    auto xs = strides(x->shape);
+    for (int64_t e = 0; e < x->numel(); ++e) {
+      int64_t off = 0, rem = e;
+      for (size_t d = 0; d < x->shape.size(); ++d) {
+        int64_t i = rem / xs[d];
+        rem %= xs[d];
+        off += (d == static_cast<size_t>(dim) ? i + start : i) * ys[d];
+      }
+      y.data[off] = x->data[e];
+    }
+    start += x->shape[dim];
+  }
+  t[c] = std::move(y);
+  return true;
+}
+
+bool Evaluator::step(Operation &op) {
+  return llvm::TypeSwitch<Operation *, bool>(&op)
+      .Case([&](arith::ConstantIndexOp o) { return constantIndex(op, o); })
+      .Case([&](tensor::DimOp o) { return dim(op, o); })
+      .Case<arith::MulIOp, arith::AddIOp>([&](Operation *) { return indexArith(op); })
+      .Case([&](LinearOp o) { return linear(op, o); })
+      .Case([&](SliceOp o) { return slice(op, o); })
+      .Case([&](SplitHeadsOp o) { return splitHeads(op, o); })
+      .Case([&](MergeHeadsOp o) { return mergeHeads(op, o); })
+      .Case<SdpaOp, ProbsOp>([&](Operation *) { return attention(op); })
+      .Case([&](CacheAppendOp o) { return cacheAppend(op, o); })
+      .Case([&](ClipOp o) { return clip(op, o); })
+      .Case([&](RmsNormOp o) { return rmsNorm(op, o); })
+      .Case([&](RopeOp o) { return rope(op, o); })
+      .Case([&](MaskRowsOp o) { return maskRows(op, o); })
+      .Case([&](ScaleOp o) { return scale(op, o); })
+      .Case([&](ViewOp o) { return view(op, o); })
+      .Case([&](tensor::ConcatOp o) { return concat(op, o); })
+      .Default([&](Operation *) {
+        error = "the evaluator does not support '" + op.getName().getStringRef().str() + "'";
+        return false;
+      });
+}
+
+bool Evaluator::run(func::FuncOp fn, std::vector<double> &out) {
+  if (in.storage.size() != storage.size()) {
+    error = "the inputs were made for another spec";
+    return false;
+  }
+  if (!bindArguments(fn))
+    return false;
+  for (Operation &op : fn.getBody().front()) {
+    if (auto r = dyn_cast<func::ReturnOp>(op)) {
+    if (r.getNumOperands() < 1)
+      return fail(op, "returns nothing");
+    const Tensor *y = tensorOf(r.getOperand(0));
+    if (!y)
+      return false;
+    out = y->data;
+    return true;
+    }
+    if (!step(op))
+      return false;
+  }
+  error = "function has no return";
+  return false;
+}
+} // namespace
+
 bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
                            const EvalInputs &in, std::vector<double> &out,
                            std::string &error, const std::string &function) {
@@ -211,525 +884,5 @@ bool attnc::evaluateAttnIR(ModuleOp module, const Spec &spec,
     error = "no function @" + name;
     return false;
   }
-  DenseMap<Value, Tensor> t;
-  DenseMap<Value, int64_t> ix;
-  const attnrt::StorageLayout layout = storageLayout(spec);
-  const std::vector<attnrt::TensorShape> &storage = layout.tensors;
-  if (in.storage.size() != storage.size()) {
-    error = "the inputs were made for another spec";
-    return false;
-  }
-
-  // Values of operands; nullptr (with `error`) when the IR uses a value the
-  // evaluator has not computed (a block argument of a nested region, ...).
-  auto tensorOf = [&](Value v) -> const Tensor * {
-    auto it = t.find(v);
-    if (it == t.end()) {
-      error = "an operand is not a tensor the evaluator computed";
-      return nullptr;
-    }
-    return &it->second;
-  };
-  auto indexOf = [&](Value v, int64_t &r) {
-    auto it = ix.find(v);
-    if (it == ix.end()) {
-      error = "an index operand is not a value the evaluator computed";
-      return false;
-    }
-    r = it->second;
-    return true;
-  };
-  auto fail = [&](Operation &op, const std::string &why) {
-    error = "'" + op.getName().getStringRef().str() + "': " + why;
-    return false;
-  };
-
-  // Arguments.
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    Value a = fn.getArgument(i);
-    auto ty = dyn_cast<RankedTensorType>(a.getType());
-    if (!ty) {
-      error = "argument " + std::to_string(i) + " is not a ranked tensor";
-      return false;
-    }
-    Tensor v;
-    if (auto inName = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
-      std::string what = inName.str();
-      if (what == "k_cache" || what == "v_cache") {
-        // An empty cache of seq rows (forward fills rows [0, seq)).
-        if (!allocate(v, {in.batch, spec.kvHeads, in.seq, spec.headDim}, error))
-          return false;
-        t[a] = std::move(v);
-        continue;
-      }
-      if (what == "positions") {
-        if (fn->getAttr("attn.entry")) {
-          error = "the evaluator runs the forward function, not the decode entry";
-          return false;
-        }
-        if (!allocate(v, {in.batch}, error))
-          return false;
-        for (int64_t b = 0; b < in.batch; ++b)
-          v.data[b] = in.positions.empty() ? 0.0 : double(in.positions.at(size_t(b)));
-        t[a] = std::move(v);
-        continue;
-      }
-      if (what == "lengths" || what == "kv_lengths") {
-        const std::vector<int32_t> &l = what == "lengths" ? in.lengths : in.kvLengths;
-        int64_t full = what == "lengths" ? in.seq : in.kvSeq;
-        if (!allocate(v, {in.batch}, error))
-          return false;
-        for (int64_t b = 0; b < in.batch; ++b) {
-          int64_t len = l.empty() ? full : b < (int64_t)l.size() ? l[b] : -1;
-          if (len < 0 || len > full) {
-            error = "the " + what + " do not fit batch " + std::to_string(in.batch);
-            return false;
-          }
-          v.data[b] = static_cast<double>(len);
-        }
-        t[a] = std::move(v);
-        continue;
-      }
-      bool kv = what == "x_kv";
-      const std::vector<float> &src = kv ? in.xKv : in.x;
-      if (!allocate(v, {in.batch, kv ? in.kvSeq : in.seq, spec.dModel}, error))
-        return false;
-      if (static_cast<int64_t>(src.size()) != v.numel()) {
-        error = "the input " + what + " has " + std::to_string(src.size()) +
-                " elements, expected " + shapeStr(v.shape);
-        return false;
-      }
-      v.data.assign(src.begin(), src.end());
-      t[a] = std::move(v);
-      continue;
-    }
-    auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
-    if (!role) {
-      error = "argument " + std::to_string(i) + " has neither attn.input nor attn.weight";
-      return false;
-    }
-    std::vector<std::string> parts;
-    if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
-      for (Attribute s : p) {
-        auto str = dyn_cast<StringAttr>(s);
-        if (!str) {
-          error = "argument " + std::to_string(i) + ": attn.concat_of must list strings";
-          return false;
-        }
-        parts.push_back(str.str());
-      }
-    } else {
-      parts.push_back(role.str());
-    }
-    if (!ty.hasStaticShape() || ty.getRank() < 1 || ty.getRank() > 2) {
-      error = "weight argument " + std::to_string(i) +
-              " must have a static 1-D or 2-D shape";
-      return false;
-    }
-    if (!allocate(v, {ty.getShape().begin(), ty.getShape().end()}, error))
-      return false;
-    int64_t n = v.shape.back(), rows = v.shape.size() == 2 ? v.shape[0] : 1;
-    int64_t start = 0;
-    for (const std::string &p : parts) {
-      const attnrt::RoleRect *found = layout.find(p);
-      if (!found) {
-        error = "unknown weight role '" + p + "'";
-        return false;
-      }
-      const attnrt::RoleRect &src = *found;
-      const std::vector<float> &s = in.storage[src.tensor];
-      int64_t sc = storage[src.tensor].shape.back();
-      // The role's columns must fit the argument, its rows must match.
-      if (src.cols > n - start || (!src.vector && src.rows != rows) ||
-          (src.vector && rows != 1)) {
-        error = "weight argument " + std::to_string(i) + " of shape " +
-                shapeStr(v.shape) + " does not fit its roles";
-        return false;
-      }
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < src.cols; ++c) {
-          double x = src.vector       ? s[src.colOff + c]
-                     : src.transposed ? s[(src.rowOff + c) * sc + src.colOff + r]
-                                      : s[(src.rowOff + r) * sc + src.colOff + c];
-          v.data[r * n + start + c] = x;
-        }
-      start += src.cols;
-    }
-    t[a] = std::move(v);
-  }
-
-  for (Operation &op : fn.getBody().front()) {
-    if (auto c = dyn_cast<arith::ConstantIndexOp>(op)) {
-      ix[c] = c.value();
-    } else if (auto d = dyn_cast<tensor::DimOp>(op)) {
-      auto c = d.getConstantIndex();
-      if (!c)
-        return fail(op, "a dynamic index is not supported");
-      const Tensor *src = tensorOf(d.getSource());
-      if (!src)
-        return false;
-      if (*c < 0 || *c >= static_cast<int64_t>(src->shape.size()))
-        return fail(op, "index " + std::to_string(*c) + " is out of range for a "
-                        "tensor of rank " + std::to_string(src->shape.size()));
-      ix[d] = src->shape[*c];
-    } else if (isa<arith::MulIOp, arith::AddIOp>(op)) {
-      int64_t l, r, v;
-      if (!indexOf(op.getOperand(0), l) || !indexOf(op.getOperand(1), r))
-        return false;
-      bool ovf = isa<arith::MulIOp>(op) ? __builtin_mul_overflow(l, r, &v)
-                                        : __builtin_add_overflow(l, r, &v);
-      if (ovf)
-        return fail(op, "overflows int64");
-      ix[op.getResult(0)] = v;
-    } else if (auto l = dyn_cast<LinearOp>(op)) {
-      const Tensor *x = tensorOf(l.getInput()), *w = tensorOf(l.getWeight());
-      const Tensor *b = l.getBias() ? tensorOf(l.getBias()) : nullptr;
-      if (!x || !w || (l.getBias() && !b))
-        return false;
-      if (x->shape.empty() || w->shape.size() != 2 ||
-          x->shape.back() != w->shape[0] ||
-          (b && (b->shape.size() != 1 || b->shape[0] != w->shape[1])))
-        return fail(op, "shapes " + shapeStr(x->shape) + " and " +
-                        shapeStr(w->shape) + " do not fit");
-      Tensor y;
-      std::vector<int64_t> shape = x->shape;
-      shape.back() = w->shape[1];
-      if (!allocate(y, shape, error))
-        return false;
-      int64_t k = x->shape.back(), m = k ? x->numel() / k : 0;
-      if (m > 0 && k > 0)
-        attnrt::naive::linear(x->data.data(), w->data.data(),
-                              b ? b->data.data() : nullptr, y.data.data(), m, k,
-                              w->shape[1]);
-      t[l] = std::move(y);
-    } else if (auto s = dyn_cast<SliceOp>(op)) {
-      const Tensor *x = tensorOf(s.getInput());
-      if (!x)
-        return false;
-      int64_t off = s.getOffset(), size = s.getSize();
-      int64_t n = x->shape.empty() ? 0 : x->shape.back();
-      if (x->shape.empty() || off < 0 || size < 0 || off > n || size > n - off)
-        return fail(op, "[" + std::to_string(off) + ", +" + std::to_string(size) +
-                        ") does not fit " + shapeStr(x->shape));
-      std::vector<int64_t> shape = x->shape;
-      shape.back() = size;
-      Tensor y;
-      if (!allocate(y, shape, error))
-        return false;
-      int64_t rows = n ? x->numel() / n : 0, e = 0;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < size; ++c)
-          y.data[e++] = x->data[r * n + off + c];
-      t[s] = std::move(y);
-    } else if (auto s = dyn_cast<SplitHeadsOp>(op)) {
-      const Tensor *xp = tensorOf(s.getInput());
-      if (!xp)
-        return false;
-      int64_t h = s.getHeads();
-      if (xp->shape.size() != 3 || h < 1 || xp->shape[2] % h != 0)
-        return fail(op, std::to_string(h) + " heads do not split " +
-                        shapeStr(xp->shape));
-      Tensor x = *xp; // [B, T, H*D] -> [B, T, H, D] -> [B, H, T, D]
-      x.shape = {x.shape[0], x.shape[1], h, x.shape[2] / h};
-      Tensor y;
-      if (!permute4(x, {0, 2, 1, 3}, y, error))
-        return false;
-      t[s] = std::move(y);
-    } else if (auto m = dyn_cast<MergeHeadsOp>(op)) {
-      const Tensor *x = tensorOf(m.getInput());
-      if (!x)
-        return false;
-      Tensor y; // [B, H, T, D] -> [B, T, H, D]
-      if (!permute4(*x, {0, 2, 1, 3}, y, error))
-        return false;
-      y.shape = {y.shape[0], y.shape[1], y.shape[2] * y.shape[3]};
-      t[m] = std::move(y);
-    } else if (isa<SdpaOp, ProbsOp>(op)) {
-      // attn.sdpa's output (bhtd, then permuted for bthd) or attn.probs'
-      // weights, from the interpreter's attention with per-sequence valid
-      // lengths (rows past q_len are zero).
-      auto sdpa = dyn_cast<SdpaOp>(op);
-      auto pr = dyn_cast<ProbsOp>(op);
-      auto operand = [&](Value v) -> const Tensor * {
-        return v ? tensorOf(v) : nullptr;
-      };
-      const Tensor *q = operand(sdpa ? sdpa.getQuery() : pr.getQuery());
-      const Tensor *k = operand(sdpa ? sdpa.getKey() : pr.getKey());
-      const Tensor *v = sdpa ? operand(sdpa.getValue()) : k;
-      Value qLensV = sdpa ? sdpa.getQLens() : pr.getQLens();
-      Value kvLensV = sdpa ? sdpa.getKvLens() : pr.getKvLens();
-      const Tensor *qLens = operand(qLensV), *kvLens = operand(kvLensV);
-      if (!q || !k || !v || (qLensV && !qLens) || (kvLensV && !kvLens))
-        return false;
-      if (q->shape.size() != 4 || k->shape != v->shape || k->shape.size() != 4 ||
-          q->shape[0] != k->shape[0] || q->shape[3] != k->shape[3] ||
-          k->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
-        return fail(op, "query " + shapeStr(q->shape) + ", key " +
-                        shapeStr(k->shape) + " and value " + shapeStr(v->shape) +
-                        " do not fit");
-      const int64_t nb = q->shape[0], tq = q->shape[2], tkv = k->shape[2];
-      for (const Tensor *l : {qLens, kvLens})
-        if (l && (l->shape.size() != 1 || l->shape[0] != nb))
-          return fail(op, "lengths " + shapeStr(l->shape) + " do not fit batch " +
-                          std::to_string(nb));
-      std::vector<int64_t> qv(nb), kv(nb);
-      for (int64_t b = 0; b < nb; ++b) {
-        qv[b] = qLens ? static_cast<int64_t>(qLens->data[b]) : tq;
-        kv[b] = kvLens ? static_cast<int64_t>(kvLens->data[b]) : tkv;
-        if (qv[b] < 0 || qv[b] > tq || kv[b] < 0 || kv[b] > tkv)
-          return fail(op, "a valid length is outside [0, T]");
-      }
-      Tensor o, probs;
-      if (!allocate(o, q->shape, error) ||
-          (pr && !allocate(probs, {nb, q->shape[1], tq, tkv}, error)))
-        return false;
-      std::optional<int64_t> window = sdpa ? sdpa.getWindow() : pr.getWindow();
-      // The score modifiers, as the reference applies them.
-      std::optional<llvm::APFloat> cap = sdpa ? sdpa.getSoftcap() : pr.getSoftcap();
-      std::optional<ArrayRef<double>> slopes =
-          sdpa ? sdpa.getAlibiSlopes() : pr.getAlibiSlopes();
-      if (slopes && int64_t(slopes->size()) != q->shape[1])
-        return fail(op, "alibi_slopes do not fit the query heads");
-      attnrt::naive::ScoreMods mods;
-      mods.softcap = cap ? cap->convertToDouble() : 0.0;
-      mods.slopes = slopes ? slopes->data() : nullptr;
-      mods.beforeScale = sdpa ? sdpa.getAlibiBeforeScale() : pr.getAlibiBeforeScale();
-      Value sinksV = sdpa ? sdpa.getSinks() : pr.getSinks();
-      const Tensor *sinks = sinksV ? tensorOf(sinksV) : nullptr;
-      if (sinksV && (!sinks || sinks->shape.size() != 1 || sinks->shape[0] != q->shape[1]))
-        return sinks ? fail(op, "sinks " + shapeStr(sinks->shape) + " do not fit the query heads")
-                     : false;
-      mods.sinks = sinks ? sinks->data.data() : nullptr;
-      Value relV = sdpa ? sdpa.getRelBias() : pr.getRelBias();
-      const Tensor *rel = relV ? tensorOf(relV) : nullptr;
-      std::optional<ArrayRef<int32_t>> buckets = sdpa ? sdpa.getRelBuckets() : pr.getRelBuckets();
-      if (relV && (!rel || !buckets || rel->shape.size() != 2 || rel->shape[1] != q->shape[1]))
-        return rel ? fail(op, "rel_bias " + shapeStr(rel->shape) + " does not fit") : false;
-      if (rel) {
-        mods.relBias = rel->data.data();
-        mods.relBuckets = buckets->data();
-        mods.relRange = int64_t(buckets->size() / 2);
-        mods.hq = q->shape[1];
-      }
-      if (o.numel() > 0 && k->numel() > 0)
-        attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
-                            o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,
-                            q->shape[3],
-                            (sdpa ? sdpa.getScale() : pr.getScale()).convertToDouble(),
-                            interpreterMask(sdpa ? sdpa.getMask() : pr.getMask()),
-                            (sdpa ? sdpa.getCausalAlign() : pr.getCausalAlign()) ==
-                                attn::CausalAlign::top_left,
-                            window.value_or(0), qv.data(), kv.data(),
-                            pr ? probs.data.data() : nullptr, mods);
-      if (pr) {
-        t[pr] = std::move(probs);
-        continue;
-      }
-      if (sdpa.getLayout() == attn::HeadLayout::bthd) {
-        Tensor p;
-        if (!permute4(o, {0, 2, 1, 3}, p, error))
-          return false;
-        o = std::move(p);
-      }
-      t[sdpa] = std::move(o);
-    } else if (auto a = dyn_cast<CacheAppendOp>(op)) {
-      // Functional: copies of the caches with each sequence's new rows at
-      // its position, and the filled lengths.
-      const Tensor *k = tensorOf(a.getKey()), *v = tensorOf(a.getValue());
-      const Tensor *kc = tensorOf(a.getKeyCache()), *vc = tensorOf(a.getValueCache());
-      const Tensor *pos = a.getPositions() ? tensorOf(a.getPositions()) : nullptr;
-      if (!k || !v || !kc || !vc || (a.getPositions() && !pos))
-        return false;
-      if (k->shape.size() != 4 || k->shape != v->shape || kc->shape != vc->shape ||
-          kc->shape.size() != 4 || kc->shape[0] != k->shape[0] ||
-          kc->shape[1] != k->shape[1] || kc->shape[3] != k->shape[3] ||
-          (pos && (pos->shape.size() != 1 || pos->shape[0] != k->shape[0])))
-        return fail(op, "new rows " + shapeStr(k->shape) + " do not fit cache " +
-                        shapeStr(kc->shape));
-      const int64_t nb = k->shape[0], hk = k->shape[1], tn = k->shape[2],
-                    cap = kc->shape[2], dd = k->shape[3];
-      Tensor nk = *kc, nv = *vc, lens;
-      if (!allocate(lens, {nb}, error))
-        return false;
-      for (int64_t b = 0; b < nb; ++b) {
-        int64_t p0 = pos ? static_cast<int64_t>(pos->data[b]) : 0;
-        if (p0 < 0 || p0 + tn > cap)
-          return fail(op, "position " + std::to_string(p0) + " + " +
-                          std::to_string(tn) + " rows is outside the cache of " +
-                          std::to_string(cap) + " rows");
-        lens.data[b] = static_cast<double>(p0 + tn);
-        for (int64_t h = 0; h < hk; ++h)
-          for (int64_t r = 0; r < tn; ++r)
-            for (int64_t d = 0; d < dd; ++d) {
-              int64_t src = ((b * hk + h) * tn + r) * dd + d;
-              int64_t dst = ((b * hk + h) * cap + p0 + r) * dd + d;
-              nk.data[dst] = k->data[src];
-              nv.data[dst] = v->data[src];
-            }
-      }
-      t[a.getNewKeyCache()] = std::move(nk);
-      t[a.getNewValueCache()] = std::move(nv);
-      t[a.getLens()] = std::move(lens);
-    } else if (auto cl = dyn_cast<ClipOp>(op)) {
-      const Tensor *x = tensorOf(cl.getInput());
-      if (!x)
-        return false;
-      Tensor y = *x;
-      attnrt::naive::clip(y.data.data(), int64_t(y.data.size()), cl.getLimit().convertToDouble());
-      t[cl] = std::move(y);
-    } else if (auto r = dyn_cast<RmsNormOp>(op)) {
-      const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
-      if (!x || !w)
-        return false;
-      if (x->shape.size() != 4 || w->shape.size() != 1 ||
-          w->shape[0] != x->shape[3] * (r.getAcrossHeads() ? x->shape[1] : 1))
-        return fail(op, "weight " + shapeStr(w->shape) + " does not fit " + shapeStr(x->shape));
-      Tensor y = *x;
-      attnrt::naive::rmsNorm(y.data.data(), w->data.data(), x->shape[0], x->shape[1],
-                             x->shape[2], x->shape[3], r.getEps().convertToDouble(),
-                             r.getWeightOffset().convertToDouble(), r.getAcrossHeads());
-      t[r] = std::move(y);
-    } else if (auto r = dyn_cast<RopeOp>(op)) {
-      const Tensor *x = tensorOf(r.getInput());
-      const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
-      if (!x || (r.getPositions() && !pos))
-        return false;
-      if (x->shape.size() != 4 ||
-          (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
-        return fail(op, "positions do not fit " + shapeStr(x->shape));
-      std::vector<int64_t> start;
-      if (pos)
-        for (double p : pos->data)
-          start.push_back(static_cast<int64_t>(p));
-      attnrt::RopeParams rp;
-      rp.style = r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT;
-      rp.rotaryDim = r.getRotaryDim();
-      rp.invFreq.assign(r.getInvFreq().begin(), r.getInvFreq().end());
-      if (auto l = r.getLongInvFreq())
-        rp.longInvFreq.assign(l->begin(), l->end());
-      rp.longFrom = r.getLongFrom();
-      rp.attentionFactor = r.getAttentionFactor().convertToDouble();
-      rp.dynamicFactor = r.getDynamicFactor().convertToDouble();
-      rp.dynamicFrom = r.getDynamicFrom();
-      Tensor y = *x;
-      attnrt::naive::rope(y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-                          rp, pos ? start.data() : nullptr);
-      t[r] = std::move(y);
-    } else if (auto m = dyn_cast<MaskRowsOp>(op)) {
-      const Tensor *x = tensorOf(m.getInput()), *l = tensorOf(m.getLens());
-      if (!x || !l)
-        return false;
-      if (x->shape.size() != 3 || l->shape.size() != 1 || l->shape[0] != x->shape[0])
-        return fail(op, "lengths " + shapeStr(l->shape) + " do not fit " +
-                        shapeStr(x->shape));
-      Tensor y = *x;
-      int64_t rowLen = x->shape[2];
-      for (int64_t b = 0; b < x->shape[0]; ++b)
-        for (int64_t r = std::max<int64_t>(0, static_cast<int64_t>(l->data[b]));
-             r < x->shape[1]; ++r)
-          for (int64_t c = 0; c < rowLen; ++c)
-            y.data[(b * x->shape[1] + r) * rowLen + c] = 0;
-      t[m] = std::move(y);
-    } else if (auto s = dyn_cast<ScaleOp>(op)) {
-      const Tensor *x = tensorOf(s.getInput());
-      if (!x)
-        return false;
-      Tensor y = *x;
-      for (double &d : y.data)
-        d *= s.getFactor().convertToDouble();
-      t[s] = std::move(y);
-    } else if (auto v = dyn_cast<ViewOp>(op)) {
-      const Tensor *src = tensorOf(v.getSource());
-      if (!src)
-        return false;
-      std::vector<int64_t> sizes, st;
-      auto valueOf = [&](OpFoldResult f, int64_t &x) {
-        if (isa<Value>(f))
-          return indexOf(cast<Value>(f), x);
-        x = getConstantIntValue(f).value_or(0);
-        return true;
-      };
-      for (OpFoldResult f : v.getMixedSizes())
-        if (!valueOf(f, sizes.emplace_back()))
-          return false;
-      for (OpFoldResult f : v.getMixedStrides())
-        if (!valueOf(f, st.emplace_back()))
-          return false;
-      if (sizes.size() != st.size())
-        return fail(op, "sizes and strides differ in number");
-      Tensor y;
-      if (!allocate(y, sizes, error))
-        return false;
-      int64_t n = y.numel(), srcN = src->numel();
-      auto ys = strides(sizes);
-      for (int64_t e = 0; e < n; ++e) {
-        int64_t off = v.getOffset(), rem = e;
-        bool ovf = false;
-        for (size_t d = 0; d < sizes.size(); ++d) {
-          int64_t term;
-          ovf |= __builtin_mul_overflow(rem / ys[d], st[d], &term) ||
-                 __builtin_add_overflow(off, term, &off);
-          rem %= ys[d];
-        }
-        if (ovf || off < 0 || off >= srcN)
-          return fail(op, "reads outside its source");
-        y.data[e] = src->data[off];
-      }
-      t[v] = std::move(y);
-    } else if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
-      int64_t dim = c.getDim();
-      std::vector<const Tensor *> ins;
-      for (Value v : c.getInputs()) {
-        const Tensor *x = tensorOf(v);
-        if (!x)
-          return false;
-        ins.push_back(x);
-      }
-      if (ins.empty() || dim < 0 || dim >= static_cast<int64_t>(ins[0]->shape.size()))
-        return fail(op, "dimension " + std::to_string(dim) + " is out of range");
-      std::vector<int64_t> shape = ins[0]->shape;
-      shape[dim] = 0;
-      for (const Tensor *x : ins) {
-        std::vector<int64_t> a = x->shape, b = ins[0]->shape;
-        if (a.size() != b.size())
-          return fail(op, "operand ranks differ");
-        a[dim] = b[dim] = 0;
-        if (a != b || __builtin_add_overflow(shape[dim], x->shape[dim], &shape[dim]))
-          return fail(op, "operand shapes do not fit");
-      }
-      Tensor y;
-      if (!allocate(y, shape, error))
-        return false;
-      auto ys = strides(y.shape);
-      int64_t start = 0;
-      for (const Tensor *x : ins) {
-        auto xs = strides(x->shape);
-        for (int64_t e = 0; e < x->numel(); ++e) {
-          int64_t off = 0, rem = e;
-          for (size_t d = 0; d < x->shape.size(); ++d) {
-            int64_t i = rem / xs[d];
-            rem %= xs[d];
-            off += (d == static_cast<size_t>(dim) ? i + start : i) * ys[d];
-          }
-          y.data[off] = x->data[e];
-        }
-        start += x->shape[dim];
-      }
-      t[c] = std::move(y);
-    } else if (auto r = dyn_cast<func::ReturnOp>(op)) {
-      if (r.getNumOperands() < 1)
-        return fail(op, "returns nothing");
-      const Tensor *y = tensorOf(r.getOperand(0));
-      if (!y)
-        return false;
-      out = y->data;
-      return true;
-    } else {
-      error = "the evaluator does not support '" +
-              op.getName().getStringRef().str() + "'";
-      return false;
-    }
-  }
-  error = "function has no return";
-  return false;
+  return Evaluator(spec, in, error).run(fn, out);
 }
