@@ -233,25 +233,9 @@ std::string checkTensorParallel(const attnc_kernel_info &info) {
   return "";
 }
 
-/// validateInfo with the error class: AbiMismatch for version/size skew,
-/// BadMetadata for everything else, None when valid.
-LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
-                    std::string &why) {
-  auto bad = [&](std::string msg) {
-    why = std::move(msg);
-    return LoadError::BadMetadata;
-  };
-  if (info.abi_version != abiVersion) {
-    why = "kernel ABI version " + std::to_string(info.abi_version) +
-          ", runtime speaks " + std::to_string(abiVersion);
-    return LoadError::AbiMismatch;
-  }
-  if (info.struct_size != sizeof(attnc_kernel_info)) {
-    why = "kernel metadata struct_size is " + std::to_string(info.struct_size) +
-          " bytes, runtime expects " +
-          std::to_string(sizeof(attnc_kernel_info));
-    return LoadError::AbiMismatch;
-  }
+/// The kernel's name and strings: present, bounded, printable.
+std::string checkNames(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
   if (!info.name)
     return bad("kernel name is null");
   if (boundedLength(info.name) < 0)
@@ -274,7 +258,13 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
       return bad(std::string(str.first) +
                  " contains non-printable characters");
   }
+  return "";
+}
 
+/// The block's sizes within a spec's limits; mask, window and biases
+/// consistent.
+std::string checkSizes(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
   // The spec's own limits (attnc/runtime/Limits.h): what compiles, loads.
   const std::tuple<const char *, int64_t, int64_t> sizes[] = {
       {"d_model", info.d_model, attnc::limits::kMaxDModel},
@@ -293,7 +283,7 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                ") is not a multiple of kv_heads (" + num(info.kv_heads) + ")");
   // heads, kv_heads, head_dim <= 2^24: the products fit easily, but go
   // through the one helper anyway.
-  int64_t qW = 0, kvW = 0;
+  int64_t qW = 0, kvW = 0; // checked: a bound for everything after
   if (!checkedMul(info.heads, info.head_dim, qW) ||
       !checkedMul(info.kv_heads, info.head_dim, kvW) || qW > kMaxDim ||
       kvW > kMaxDim)
@@ -329,10 +319,13 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (dtypeBytes(info.weight_dtype) == 0)
     return bad("unknown weight_dtype value " + std::to_string(info.weight_dtype));
-  if (std::string tpWhy = checkTensorParallel(info); !tpWhy.empty())
-    return bad(tpWhy);
-  if (std::string ropeWhy = checkRope(info); !ropeWhy.empty())
-    return bad(ropeWhy);
+  return "";
+}
+
+/// The score and projection features (soft-capping, ALiBi, the T5 bias,
+/// sinks, QK-norm, clip_qkv): values in range, set only when declared.
+std::string checkScoreFeatures(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
     if (!(info.softcap >= 0) || !std::isfinite(info.softcap))
       return bad("softcap must be 0 or positive and finite");
@@ -374,10 +367,17 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   }
   if (!std::isfinite(info.clip_qkv) || info.clip_qkv < 0)
     return bad("clip_qkv must be 0 (none) or a positive finite limit");
+  return "";
+}
+
+/// The output width and scale; the enum fields and the feature bits
+/// agree with each other (device kind, padding) and are known.
+std::string checkOutputAndKinds(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
   if (info.out_proj > 1)
     return bad("out_proj flag must be 0 or 1, got " +
                std::to_string(info.out_proj));
-  const int64_t outDim = info.out_proj ? info.d_model : qW;
+  const int64_t outDim = info.out_proj ? info.d_model : info.heads * info.head_dim;
   if (info.out_dim != outDim)
     return bad("out_dim is " + num(info.out_dim) + ", expected " +
                num(outDim) +
@@ -433,7 +433,13 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   if (info.max_seq_len < 0 || info.max_seq_len > attnc::limits::kMaxSeqLen)
     return bad("max_seq_len must be in [0, 2^24] (0: none), got " +
                num(info.max_seq_len));
+  return "";
+}
 
+/// The weights table is exactly the storage tensors of this block, and
+/// packed_bytes fits them.
+std::string checkWeightsTable(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
   // The weights table must be exactly the storage tensors of this block.
   if (info.num_weights > kMaxWeights)
     return bad("weights table has " + std::to_string(info.num_weights) +
@@ -504,7 +510,15 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
                ", expected between " + num(minBytes) +
                " (the bytes of the weights it reads) and " + num(maxBytes) +
                " (those as float32 padded to whole panels + 2^22)");
+  return "";
+}
 
+/// The workspace and stack bounds are plausible for the block's sizes.
+std::string checkWorkspace(const attnc_kernel_info &info) {
+  auto bad = [](std::string msg) { return msg; };
+  // heads * head_dim and kv_heads * head_dim, bounded by checkSizes.
+  const int64_t qW = info.heads * info.head_dim, kvW = info.kv_heads * info.head_dim;
+  const int64_t outDim = info.out_proj ? info.d_model : qW;
   // Workspace: per (batch, token) row at most a generous multiple of every
   // activation a block has (x, q, k, v, attention output, y).
   int64_t rowFloats;
@@ -523,6 +537,36 @@ LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
   if (info.stack_bytes < 0 || info.stack_bytes > kMaxStackBytes)
     return bad("stack_bytes is " + num(info.stack_bytes) +
                ", expected between 0 and " + num(kMaxStackBytes));
+  return "";
+}
+
+/// validateInfo with the error class: AbiMismatch for version/size skew,
+/// BadMetadata for everything else, None when valid.
+LoadError checkInfo(const attnc_kernel_info &info, uint32_t abiVersion,
+                    std::string &why) {
+  auto bad = [&](std::string msg) {
+    why = std::move(msg);
+    return LoadError::BadMetadata;
+  };
+  if (info.abi_version != abiVersion) {
+    why = "kernel ABI version " + std::to_string(info.abi_version) +
+          ", runtime speaks " + std::to_string(abiVersion);
+    return LoadError::AbiMismatch;
+  }
+  if (info.struct_size != sizeof(attnc_kernel_info)) {
+    why = "kernel metadata struct_size is " + std::to_string(info.struct_size) +
+          " bytes, runtime expects " +
+          std::to_string(sizeof(attnc_kernel_info));
+    return LoadError::AbiMismatch;
+  }
+  // Each check returns why the record is bad ("" when it is not), in this
+  // order (the first problem found is the one reported).
+  using Check = std::string (*)(const attnc_kernel_info &);
+  for (Check check : {checkNames, checkSizes, checkTensorParallel, checkRope,
+                      checkScoreFeatures, checkOutputAndKinds, checkWeightsTable,
+                      checkWorkspace})
+    if (std::string problem = check(info); !problem.empty())
+      return bad(std::move(problem));
   why.clear();
   return LoadError::None;
 }
