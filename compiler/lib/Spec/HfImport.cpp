@@ -178,6 +178,57 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
   return y;
 }
 
+/// transformers v5 saves RoPE as "rope_parameters": {rope_theta, rope_type,
+/// factor, ..., partial_rotary_factor} -- for models with layer_types, one
+/// such map per layer type ({"full_attention": {...}, "sliding_attention":
+/// {...}}) -- instead of rope_theta, rope_scaling and partial_rotary_factor.
+/// This writes them back as those older keys, which the importer reads
+/// (an older key that is also there wins, as in transformers' own
+/// backward-compatible loading). Gemma 3's sliding layers' map gives
+/// rope_local_base_freq.
+void flattenRopeParameters(Config &c, int64_t layer, bool gemma3) {
+  const YAML::Node rp = c.root["rope_parameters"];
+  if (!rp || !rp.IsMap())
+    return;
+  auto flatten = [&](const YAML::Node &p, const char *thetaKey, bool scaling) {
+    if (!p.IsMap())
+      c.bad("rope_parameters", "expected a map of RoPE parameters");
+    if (p["rope_theta"] && !p["rope_theta"].IsNull() && !c.has(thetaKey))
+      c.root[thetaKey] = p["rope_theta"];
+    if (p["partial_rotary_factor"] && !p["partial_rotary_factor"].IsNull() &&
+        !c.has("partial_rotary_factor"))
+      c.root["partial_rotary_factor"] = p["partial_rotary_factor"];
+    std::string type = p["rope_type"] ? p["rope_type"].as<std::string>()
+                       : p["type"]    ? p["type"].as<std::string>()
+                                      : "default";
+    if (scaling && type != "default" && !c.has("rope_scaling"))
+      c.root["rope_scaling"] = p;
+  };
+  bool perType = rp.size() > 0;
+  for (const auto &kv : rp)
+    perType = perType && kv.second.IsMap();
+  if (!perType) {
+    flatten(rp, "rope_theta", true);
+    return;
+  }
+  if (gemma3) {
+    if (rp["full_attention"])
+      flatten(rp["full_attention"], "rope_theta", true);
+    if (rp["sliding_attention"])
+      flatten(rp["sliding_attention"], "rope_local_base_freq", false);
+    return;
+  }
+  // This layer's type (layer_types), else full attention's parameters.
+  std::string type = "full_attention";
+  const YAML::Node types = c.root["layer_types"];
+  if (types && types.IsSequence() && layer >= 0 && layer < int64_t(types.size()) &&
+      rp[types[size_t(layer)].as<std::string>()])
+    type = types[size_t(layer)].as<std::string>();
+  if (!rp[type])
+    c.bad("rope_parameters", "has one map per layer type, but none for '" + type + "'");
+  flatten(rp[type], "rope_theta", true);
+}
+
 /// The known architectures, for the unknown-model_type message.
 const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
@@ -335,6 +386,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       !(mt == "bart" || mt == "mbart" || mt == "whisper"))
     throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
                                   "model's {} layers", path, layer, nLayers)};
+
+  flattenRopeParameters(c, layer, gemma3);
 
   std::string y = fmt::format("name: {}\n", kernelName(namedType, path));
   auto expectAfter = [&](std::initializer_list<const char *> ok) {
