@@ -265,12 +265,12 @@ def score_mods(a):
         att = interleaved(list(variants), t, 768)
         print(f"attention phase at T = {t}, 1 thread (min ms): " +
               ", ".join(f"{n} {v:.2f}" for n, v in att.items()) + "; " +
-              ", ".join(f"{n} +{100 * (att[n] / att['plain'] - 1):.1f}%"
+              ", ".join(f"{n} {100 * (att[n] / att['plain'] - 1):+.1f}%"
                         for n in variants if n != "plain"))
         g = interleaved(["gemma2_plain", "gemma2_softcap"], t, 2304)
         print(f"Gemma 2 shape (8 x 256, 4 kv heads), attention phase at T = {t}, 1 thread "
               f"(min ms): plain {g['gemma2_plain']:.2f}, softcap {g['gemma2_softcap']:.2f}; "
-              f"softcap +{100 * (g['gemma2_softcap'] / g['gemma2_plain'] - 1):.1f}%")
+              f"softcap {100 * (g['gemma2_softcap'] / g['gemma2_plain'] - 1):+.1f}%")
 
 
 if __name__ == "__main__":
