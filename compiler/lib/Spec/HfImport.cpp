@@ -251,6 +251,21 @@ const std::pair<const char *, const char *> kAliases[] = {
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
+    {"deepseek_v2", "multi-head latent attention (low-rank compressed keys and values, a "
+                    "decoupled rotary part)"},
+    {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
+                    "decoupled rotary part)"},
+    {"persimmon", "a LayerNorm of q and k with a bias (qk_layernorm)"},
+    {"phimoe", "longrope with explicit short_mscale / long_mscale attention factors"},
+    {"qwen2_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
+    {"qwen2_5_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
+    {"llama4", "chunked local attention, layers without RoPE and attention temperature tuning"},
+    {"mllama", "gated cross-attention layers to image features"},
+    {"cohere2", "sliding layers with RoPE and global layers without position encoding"},
+    {"exaone4", "sliding layers with RoPE and global layers without position encoding"},
+    {"jamba", "state-space (Mamba) layers between its attention layers"},
+    {"mamba", "a state-space model (no attention)"},
+    {"recurrent_gemma", "recurrent (RG-LRU) blocks and local attention with partial RoPE"},
 };
 
 std::string knownList() {
