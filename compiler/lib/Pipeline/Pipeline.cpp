@@ -166,6 +166,132 @@ LogicalResult attnc::Compilation::runPasses(StringRef pipeline) {
   return pm.run(*module_);
 }
 
+/// The `conceptual` stage: the spec as textbook attn IR (a CUDA target
+/// refuses bf16/f16 storage with the spec key's location).
+LogicalResult attnc::Compilation::buildConceptual() {
+  // The CUDA kernels read and write float32 only (bf16/f16 storage is
+  // an x86 feature so far): refuse rather than compute something else.
+  for (auto [key, d] : {std::pair{"dtype", spec_.dtype},
+                        std::pair{"weight_dtype", spec_.weightDtype}})
+    if (isCuda(opts_.isa) && d != DType::F32) {
+      SrcPos p = spec_.valuePosOf(key);
+      return emitError(FileLineColLoc::get(&ctx_, spec_.file, p.line, p.col))
+             << key << ": " << toString(d) << " is not supported by the CUDA "
+             << "target yet (bf16/f16 storage runs on the x86 targets)";
+    }
+  module_ = buildConceptualIR(ctx_, spec_);
+  if (!module_ || failed(verify(*module_)))
+    return failure();
+  return success();
+}
+
+/// After the `loops` stage: what the C glue needs, read off the lowered
+/// functions, and the pack plan attnc-pack-weights built.
+LogicalResult attnc::Compilation::readLowered() {
+  // Every code path has the same arguments and workspace.
+  LoweredInfo info;
+  LoweredEntries entries = findLoweredEntries(*module_, spec_.name);
+  auto intAttr = [](func::FuncOp f, StringRef n) {
+    return f->getAttrOfType<IntegerAttr>(n).getInt();
+  };
+  for (func::FuncOp f : entries.decodeRuns) {
+    info.decodePhases = intAttr(f, "attn.phases");
+    info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
+  }
+  for (func::FuncOp f : entries.forwardRuns) {
+    auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
+    if (!t)
+      return f.emitError("lowered code path without #attn.target");
+    info.variants.push_back(t.getIsa().str());
+    info.phases = intAttr(f, "attn.phases");
+    info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
+  }
+  if (!entries.forward)
+    return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
+  info.wsPerRow = intAttr(entries.forward, "attn.workspace_per_row");
+  info.wsBuffers = intAttr(entries.forward, "attn.workspace_buffers");
+  if (entries.decode) { // one bound (abi.h) covers both entries, per token
+    info.wsPerRow =
+        std::max(info.wsPerRow, intAttr(entries.decode, "attn.workspace_per_row"));
+    info.wsBuffers =
+        std::max(info.wsBuffers, intAttr(entries.decode, "attn.workspace_buffers"));
+  }
+  if (spec_.decode != static_cast<bool>(entries.decode))
+    return emitError(module_->getLoc(), "decode: ")
+           << spec_.decode << " but the decode entry was "
+           << (entries.decode ? "" : "not ") << "lowered";
+  FailureOr<PackPlan> plan = readPackPlan(*module_, spec_.name);
+  if (failed(plan))
+    return failure();
+  plan_ = *plan;
+  plan_.lowered = info;
+  if (failed(verify(*module_)))
+    return failure();
+  return success();
+}
+
+/// After attnc-map-to-gpu: each phase kernel's block size, in phase order.
+LogicalResult attnc::Compilation::readGpuKernels() {
+  std::string suffix = "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks";
+  LoweredInfo &lw = plan_.lowered;
+  for (auto f : module_->getOps<func::FuncOp>())
+    if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads")) {
+      if (f.getName() == spec_.name + suffix)
+        lw.blockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+      else if (f.getName() == spec_.name + "_decode" + suffix)
+        lw.decodeBlockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+    }
+  if (lw.blockThreads.size() != static_cast<size_t>(lw.phases) ||
+      lw.decodeBlockThreads.size() != static_cast<size_t>(lw.decodePhases))
+    return emitError(module_->getLoc(), "attnc-map-to-gpu: ")
+           << lw.blockThreads.size() << " + " << lw.decodeBlockThreads.size()
+           << " kernels for " << lw.phases << " + " << lw.decodePhases
+           << " phases";
+  return success();
+}
+
+/// The `ptx` stage: the gpu.module's kernels to PTX (ptx_); the host
+/// part goes on alone.
+LogicalResult attnc::Compilation::translateToPtx() {
+  gpu::GPUModuleOp gm;
+  for (auto m : module_->getOps<gpu::GPUModuleOp>())
+    gm = m;
+  if (!gm)
+    return emitError(module_->getLoc(), "no gpu.module to translate");
+  std::string err;
+  if (!emitPtx(gm, opts_.isa, ptx_, err))
+    return emitError(gm.getLoc(), err);
+  // The host part goes on alone: the kernels now live in the PTX.
+  gm.erase();
+  (*module_)->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  return success();
+}
+
+/// The `llvm-ir` stage: the target machine, the LLVM IR of the module and
+/// the C entry points around the lowered functions.
+LogicalResult attnc::Compilation::translateToLLVMIR() {
+  std::string err;
+  tm_ = createTargetMachine(objectIsa(), err);
+  if (!tm_)
+    return emitError(module_->getLoc(), err);
+  // attn.* argument tags have served their purpose (pack plan, ABI);
+  // LLVM IR has no use for them.
+  module_->walk([](LLVM::LLVMFuncOp f) {
+    auto fi = cast<FunctionOpInterface>(f.getOperation());
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      for (NamedAttribute a : llvm::to_vector(fi.getArgAttrs(i)))
+        if (a.getName().strref().starts_with("attn."))
+          fi.removeArgAttr(i, a.getName());
+  });
+  llvmCtx_ = std::make_unique<llvm::LLVMContext>();
+  llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, spec_.name);
+  if (!llvm_)
+    return emitError(module_->getLoc(), "translation to LLVM IR failed");
+  if (!addEntryPoints(*llvm_, spec_, plan_, *tm_, err))
+    return emitError(module_->getLoc(), err);
+  return success();
+}
+
 LogicalResult attnc::Compilation::run(
     const std::function<bool(const StageView &)> &onStage) {
   int last = stageIndex(opts_.lastStage);
@@ -202,18 +328,7 @@ LogicalResult attnc::Compilation::run(
       continue;
     }
     if (name == "conceptual") {
-      // The CUDA kernels read and write float32 only (bf16/f16 storage is
-      // an x86 feature so far): refuse rather than compute something else.
-      for (auto [key, d] : {std::pair{"dtype", spec_.dtype},
-                            std::pair{"weight_dtype", spec_.weightDtype}})
-        if (isCuda(opts_.isa) && d != DType::F32) {
-          SrcPos p = spec_.valuePosOf(key);
-          return emitError(FileLineColLoc::get(&ctx_, spec_.file, p.line, p.col))
-                 << key << ": " << toString(d) << " is not supported by the CUDA "
-                 << "target yet (bf16/f16 storage runs on the x86 targets)";
-        }
-      module_ = buildConceptualIR(ctx_, spec_);
-      if (!module_ || failed(verify(*module_)))
+      if (failed(buildConceptual()))
         return failure();
     } else if (name == "fused") {
       if (opts_.fuseQKV &&
@@ -233,81 +348,20 @@ LogicalResult attnc::Compilation::run(
       if (isCuda(opts_.isa) && opts_.emulateGpuOnHost &&
           failed(runPasses("attnc-gpu-on-host,func.func(canonicalize,cse)")))
         return failure();
-      // What the C glue needs, read off the lowered functions (every code
-      // path has the same arguments and workspace), and the plan
-      // attnc-pack-weights built.
-      LoweredInfo info;
-      LoweredEntries entries = findLoweredEntries(*module_, spec_.name);
-      auto intAttr = [](func::FuncOp f, StringRef n) {
-        return f->getAttrOfType<IntegerAttr>(n).getInt();
-      };
-      for (func::FuncOp f : entries.decodeRuns) {
-        info.decodePhases = intAttr(f, "attn.phases");
-        info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
-      }
-      for (func::FuncOp f : entries.forwardRuns) {
-        auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
-        if (!t)
-          return f.emitError("lowered code path without #attn.target");
-        info.variants.push_back(t.getIsa().str());
-        info.phases = intAttr(f, "attn.phases");
-        info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
-      }
-      if (!entries.forward)
-        return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
-      info.wsPerRow = intAttr(entries.forward, "attn.workspace_per_row");
-      info.wsBuffers = intAttr(entries.forward, "attn.workspace_buffers");
-      if (entries.decode) { // one bound (abi.h) covers both entries, per token
-        info.wsPerRow =
-            std::max(info.wsPerRow, intAttr(entries.decode, "attn.workspace_per_row"));
-        info.wsBuffers =
-            std::max(info.wsBuffers, intAttr(entries.decode, "attn.workspace_buffers"));
-      }
-      if (spec_.decode != static_cast<bool>(entries.decode))
-        return emitError(module_->getLoc(), "decode: ")
-               << spec_.decode << " but the decode entry was "
-               << (entries.decode ? "" : "not ") << "lowered";
-      FailureOr<PackPlan> plan = readPackPlan(*module_, spec_.name);
-      if (failed(plan))
-        return failure();
-      plan_ = *plan;
-      plan_.lowered = info;
-      if (failed(verify(*module_)))
+      if (failed(readLowered()))
         return failure();
     } else if (stages[i].cudaOnly) {
       if (name == "gpu") {
         if (failed(runPasses("attnc-map-to-gpu")))
           return failure();
-        std::string suffix = "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks";
-        LoweredInfo &lw = plan_.lowered;
-        for (auto f : module_->getOps<func::FuncOp>())
-          if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads")) {
-            if (f.getName() == spec_.name + suffix)
-              lw.blockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-            else if (f.getName() == spec_.name + "_decode" + suffix)
-              lw.decodeBlockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-          }
-        if (lw.blockThreads.size() != static_cast<size_t>(lw.phases) ||
-            lw.decodeBlockThreads.size() != static_cast<size_t>(lw.decodePhases))
-          return emitError(module_->getLoc(), "attnc-map-to-gpu: ")
-                 << lw.blockThreads.size() << " + " << lw.decodeBlockThreads.size()
-                 << " kernels for " << lw.phases << " + " << lw.decodePhases
-                 << " phases";
+        if (failed(readGpuKernels()))
+          return failure();
       } else if (name == "nvvm") {
         if (failed(runPasses(nvvmPipeline())))
           return failure();
       } else if (name == "ptx") {
-        gpu::GPUModuleOp gm;
-        for (auto m : module_->getOps<gpu::GPUModuleOp>())
-          gm = m;
-        if (!gm)
-          return emitError(module_->getLoc(), "no gpu.module to translate");
-        std::string err;
-        if (!emitPtx(gm, opts_.isa, ptx_, err))
-          return emitError(gm.getLoc(), err);
-        // The host part goes on alone: the kernels now live in the PTX.
-        gm.erase();
-        (*module_)->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+        if (failed(translateToPtx()))
+          return failure();
         StageView v;
         v.stage = &stages[i];
         v.text = ptx_;
@@ -319,25 +373,8 @@ LogicalResult attnc::Compilation::run(
       if (failed(runPasses(stagePipeline("llvm"))))
         return failure();
     } else if (name == "llvm-ir") {
-      std::string err;
-      tm_ = createTargetMachine(objectIsa(), err);
-      if (!tm_)
-        return emitError(module_->getLoc(), err);
-      // attn.* argument tags have served their purpose (pack plan, ABI);
-      // LLVM IR has no use for them.
-      module_->walk([](LLVM::LLVMFuncOp f) {
-        auto fi = cast<FunctionOpInterface>(f.getOperation());
-        for (unsigned i = 0; i < f.getNumArguments(); ++i)
-          for (NamedAttribute a : llvm::to_vector(fi.getArgAttrs(i)))
-            if (a.getName().strref().starts_with("attn."))
-              fi.removeArgAttr(i, a.getName());
-      });
-      llvmCtx_ = std::make_unique<llvm::LLVMContext>();
-      llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, spec_.name);
-      if (!llvm_)
-        return emitError(module_->getLoc(), "translation to LLVM IR failed");
-      if (!addEntryPoints(*llvm_, spec_, plan_, *tm_, err))
-        return emitError(module_->getLoc(), err);
+      if (failed(translateToLLVMIR()))
+        return failure();
     } else if (name == "llvm-ir-opt") {
       optimizeModule(*llvm_, *tm_);
     } else if (name == "asm") {

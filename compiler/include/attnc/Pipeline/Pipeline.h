@@ -89,6 +89,12 @@ public:
 
 private:
   mlir::LogicalResult runPasses(llvm::StringRef pipeline);
+  // The stages that do more than run a pass pipeline (Pipeline.cpp).
+  mlir::LogicalResult buildConceptual();
+  mlir::LogicalResult readLowered();
+  mlir::LogicalResult readGpuKernels();
+  mlir::LogicalResult translateToPtx();
+  mlir::LogicalResult translateToLLVMIR();
   mlir::MLIRContext &ctx_;
   const Spec &spec_;
   CompileOptions opts_;
