@@ -250,6 +250,14 @@ NORM_CASES = [
 LLAMA_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
 BART_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
 BERT_NAMES = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
+GEMMA3_V5 = dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
+                 num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
+                 query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
+                 layer_types=["sliding_attention"] * 5 + ["full_attention"],
+                 rope_parameters={
+                     "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                        "rope_theta": 1000000.0},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
 # Architectures whose attention is a variant of Llama's (model.layers.N.
 # self_attn) or another's under its own model_type, each with the config
 # keys that distinguish it.
@@ -352,27 +360,13 @@ VARIANT_CASES = [
                   rope=dict(theta=20000.0, rotary_dim=8)),
          names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "dense"}),
     dict(name="gemma3_v5", module="model.layers.5.self_attn",
-         config=dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
-                     num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
-                     query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
-                     layer_types=["sliding_attention"] * 5 + ["full_attention"],
-                     rope_parameters={
-                         "full_attention": {"rope_type": "linear", "factor": 8.0,
-                                            "rope_theta": 1000000.0},
-                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         config=GEMMA3_V5,
          ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=[], qk_norm="head", eps=1e-6,
                   norm_offset=1.0, scale=1 / math.sqrt(32),
                   rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
          names=LLAMA_NAMES),
     dict(name="gemma3_v5_local", module="model.layers.2.self_attn",
-         config=dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
-                     num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
-                     query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
-                     layer_types=["sliding_attention"] * 5 + ["full_attention"],
-                     rope_parameters={
-                         "full_attention": {"rope_type": "linear", "factor": 8.0,
-                                            "rope_theta": 1000000.0},
-                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         config=GEMMA3_V5,
          ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=[], qk_norm="head", eps=1e-6,
                   norm_offset=1.0, scale=1 / math.sqrt(32), rope=dict(theta=10000.0)),
          names=LLAMA_NAMES),
