@@ -154,6 +154,116 @@ LogicalResult lowerMath(gpu::GPUFuncOp kernel) {
   return success();
 }
 
+/// What a task body uses from outside its loop: the pure prologue ops to
+/// clone into the kernel (`outside`) and the task buffers (in program
+/// order: deterministic attributions). An impure value from outside fails.
+LogicalResult collectTaskInputs(scf::ForOp taskLoop, SetVector<Operation *> &outside,
+                                SmallVector<memref::AllocaOp> &buffers) {
+  std::set<Operation *> seenAlloca;
+  SmallVector<Value> work;
+  taskLoop.getBody()->walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      work.push_back(v);
+  });
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || taskLoop->isAncestor(def) || outside.contains(def))
+      continue;
+    if (auto a = dyn_cast<memref::AllocaOp>(def)) {
+      if (seenAlloca.insert(def).second)
+        buffers.push_back(a);
+      continue;
+    }
+    if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
+      return def->emitOpError("attnc-map-to-gpu: the task body uses a value "
+                              "that cannot be recomputed in the kernel");
+    outside.insert(def);
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  // Attributions in the buffers' program order (deterministic output).
+  llvm::sort(buffers, [](memref::AllocaOp x, memref::AllocaOp y) {
+    return x->isBeforeInBlock(y);
+  });
+  return success();
+}
+
+/// A kernel body the GPU can run: no write outside a thread region, every
+/// loop in a task a static thread region (`regions`, at most 1024 threads:
+/// `threads` is the widest), no linalg or vector ops.
+LogicalResult checkKernelBody(gpu::GPUFuncOp kernel, SmallVector<scf::ForallOp> &regions,
+                              int64_t &threads) {
+  // Outside thread regions an op runs once in the sequential meaning but
+  // once per thread on the GPU: only pure ops (and control flow) may.
+  WalkResult racy = kernel.walk([&](Operation *op) {
+    if (op->getParentOfType<scf::ForallOp>() || isa<scf::ForallOp>(op))
+      return WalkResult::advance();
+    auto mem = dyn_cast<MemoryEffectOpInterface>(op);
+    if (mem && mem.hasEffect<MemoryEffects::Write>() &&
+        !isa<memref::AllocaOp>(op)) {
+      op->emitOpError("attnc-map-to-gpu: a write outside a thread region "
+                      "would run once per thread");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (racy.wasInterrupted())
+    return failure();
+  // Thread regions -> guarded bodies + barriers.
+  kernel.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
+  for (scf::ForallOp fa : regions) {
+    auto n = getConstantIntValue(fa.getMixedUpperBound()[0]);
+    if (!isThreadRegion(fa) || fa.getRank() != 1 || !n)
+      return fa.emitOpError("attnc-map-to-gpu: a loop inside a task must be "
+                            "a static thread region (#gpu.thread<x>)");
+    threads = std::max(threads, *n);
+  }
+  WalkResult foreign = kernel.walk([&](Operation *op) {
+    return isa_and_nonnull<linalg::LinalgDialect, vector::VectorDialect>(op->getDialect())
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  if (foreign.wasInterrupted())
+    return kernel.emitOpError("attnc-map-to-gpu: a phase that is not a GPU "
+                              "kernel (linalg/vector ops in a task)");
+  if (threads > 1024)
+    return kernel.emitOpError("attnc-map-to-gpu: more than 1024 threads per block");
+  return success();
+}
+
+/// Private buffers ([threads, ...] on the host) lose their thread index:
+/// each thread has its own attribution.
+LogicalResult dropPrivateThreadIndex(gpu::GPUFuncOp kernel,
+                                     const DenseMap<Value, Value> &privates, Value tid) {
+  SmallVector<Operation *> accesses;
+  kernel.walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op))
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    auto ld = dyn_cast<memref::LoadOp>(op);
+    auto st = dyn_cast<memref::StoreOp>(op);
+    Value mem = ld ? ld.getMemRef() : st.getMemRef();
+    if (!privates.count(mem))
+      continue;
+    ValueRange at = ld ? ld.getIndices() : st.getIndices();
+    if (at.empty() || at[0] != tid)
+      return op->emitOpError("attnc-map-to-gpu: a private buffer must be "
+                             "indexed by the thread id first");
+    SmallVector<Value> rest(at.drop_front());
+    OpBuilder ob(op);
+    if (ld) {
+      Value nv = memref::LoadOp::create(ob, op->getLoc(), mem, rest);
+      ld.getResult().replaceAllUsesWith(nv);
+    } else {
+      memref::StoreOp::create(ob, op->getLoc(), st.getValueToStore(), mem, rest);
+    }
+    op->erase();
+  }
+  return success();
+}
+
 LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
                           SmallVectorImpl<int64_t> &blockThreads) {
   MLIRContext *ctx = run.getContext();
@@ -181,33 +291,8 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     // views, constants) are cloned into the kernel.
     SetVector<Operation *> outside;
     SmallVector<memref::AllocaOp> buffers;
-    std::set<Operation *> seenAlloca;
-    SmallVector<Value> work;
-    taskLoop.getBody()->walk([&](Operation *op) {
-      for (Value v : op->getOperands())
-        work.push_back(v);
-    });
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      Operation *def = v.getDefiningOp();
-      if (!def || taskLoop->isAncestor(def) || outside.contains(def))
-        continue;
-      if (auto a = dyn_cast<memref::AllocaOp>(def)) {
-        if (seenAlloca.insert(def).second)
-          buffers.push_back(a);
-        continue;
-      }
-      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
-        return def->emitOpError("attnc-map-to-gpu: the task body uses a value "
-                                "that cannot be recomputed in the kernel");
-      outside.insert(def);
-      for (Value o : def->getOperands())
-        work.push_back(o);
-    }
-    // Attributions in the buffers' program order (deterministic output).
-    llvm::sort(buffers, [](memref::AllocaOp x, memref::AllocaOp y) {
-      return x->isBeforeInBlock(y);
-    });
+    if (failed(collectTaskInputs(taskLoop, outside, buffers)))
+      return failure();
     SmallVector<Type> wgTypes, pvTypes;
     for (memref::AllocaOp a : buffers) {
       MemRefType t = a.getType();
@@ -264,71 +349,14 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     if (failed(copyGlobals(kernel, run->getParentOfType<ModuleOp>(), gm)))
       return failure();
 
-    // Outside thread regions an op runs once in the sequential meaning but
-    // once per thread on the GPU: only pure ops (and control flow) may.
-    WalkResult racy = kernel.walk([&](Operation *op) {
-      if (op->getParentOfType<scf::ForallOp>() || isa<scf::ForallOp>(op))
-        return WalkResult::advance();
-      auto mem = dyn_cast<MemoryEffectOpInterface>(op);
-      if (mem && mem.hasEffect<MemoryEffects::Write>() &&
-          !isa<memref::AllocaOp>(op)) {
-        op->emitOpError("attnc-map-to-gpu: a write outside a thread region "
-                        "would run once per thread");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (racy.wasInterrupted())
-      return failure();
-    // Thread regions -> guarded bodies + barriers.
     SmallVector<scf::ForallOp> regions;
-    kernel.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
     int64_t threads = 1;
-    for (scf::ForallOp fa : regions) {
-      auto n = getConstantIntValue(fa.getMixedUpperBound()[0]);
-      if (!isThreadRegion(fa) || fa.getRank() != 1 || !n)
-        return fa.emitOpError("attnc-map-to-gpu: a loop inside a task must be "
-                              "a static thread region (#gpu.thread<x>)");
-      threads = std::max(threads, *n);
-    }
-    WalkResult foreign = kernel.walk([&](Operation *op) {
-      return isa_and_nonnull<linalg::LinalgDialect, vector::VectorDialect>(op->getDialect())
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    });
-    if (foreign.wasInterrupted())
-      return kernel.emitOpError("attnc-map-to-gpu: a phase that is not a GPU "
-                                "kernel (linalg/vector ops in a task)");
-    if (threads > 1024)
-      return kernel.emitOpError("attnc-map-to-gpu: more than 1024 threads per block");
+    if (failed(checkKernelBody(kernel, regions, threads)))
+      return failure();
     for (scf::ForallOp fa : regions)
       lowerThreadRegion(fa, tid, threads);
-    // Private buffers: drop the thread index.
-    SmallVector<Operation *> accesses;
-    kernel.walk([&](Operation *op) {
-      if (isa<memref::LoadOp, memref::StoreOp>(op))
-        accesses.push_back(op);
-    });
-    for (Operation *op : accesses) {
-      auto ld = dyn_cast<memref::LoadOp>(op);
-      auto st = dyn_cast<memref::StoreOp>(op);
-      Value mem = ld ? ld.getMemRef() : st.getMemRef();
-      if (!privates.count(mem))
-        continue;
-      ValueRange at = ld ? ld.getIndices() : st.getIndices();
-      if (at.empty() || at[0] != tid)
-        return op->emitOpError("attnc-map-to-gpu: a private buffer must be "
-                               "indexed by the thread id first");
-      SmallVector<Value> rest(at.drop_front());
-      OpBuilder ob(op);
-      if (ld) {
-        Value nv = memref::LoadOp::create(ob, op->getLoc(), mem, rest);
-        ld.getResult().replaceAllUsesWith(nv);
-      } else {
-        memref::StoreOp::create(ob, op->getLoc(), st.getValueToStore(), mem, rest);
-      }
-      op->erase();
-    }
+    if (failed(dropPrivateThreadIndex(kernel, privates, tid)))
+      return failure();
     if (failed(lowerMath(kernel)))
       return failure();
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
