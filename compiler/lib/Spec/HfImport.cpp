@@ -235,14 +235,13 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "bert", "roberta", "opt", "bart", "mbart", "whisper",
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
-                              "t5", "mt5", "qwen3_moe", "granite", "granitemoe", "stablelm",
-                              "nemotron", "olmoe", "cohere", "helium", "glm", "gpt_neo",
-                              "xlm-roberta", "camembert", "electra", "marian", "m2m_100",
-                              "pegasus", "blenderbot", "blenderbot-small", "plbart"};
+                              "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
+                              "olmoe", "cohere", "helium", "glm", "gpt_neo"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
-/// or subclass BertSelfAttention): the derived spec is the other's.
+/// or subclass BertSelfAttention): the derived spec is the other's. Known
+/// too, without being listed in kKnown.
 const std::pair<const char *, const char *> kAliases[] = {
     {"xlm-roberta", "roberta"}, {"camembert", "roberta"}, {"electra", "bert"},
     {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
@@ -272,6 +271,8 @@ std::string knownList() {
   std::string s;
   for (const char *k : kKnown)
     s += (s.empty() ? "" : ", ") + std::string(k);
+  for (const auto &alias : kAliases)
+    s += ", " + std::string(alias.first);
   return s;
 }
 
@@ -336,14 +337,14 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       throw ImportError{fmt::format(
           "{}: error: model_type '{}' needs {}, which this version of attnc does "
           "not compile yet (docs/models.md)", c.file, mt, why)};
-  if (std::find_if(std::begin(kKnown), std::end(kKnown),
-                   [&](const char *k) { return mt == k; }) == std::end(kKnown))
-    throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
-                                  "attnc knows; known: {}", c.file, mt, knownList())};
   const std::string namedType = mt; // the kernel's name keeps the checkpoint's
   for (const auto &[alias, same] : kAliases)
     if (mt == alias)
       mt = same;
+  if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                   [&](const char *k) { return mt == k; }) == std::end(kKnown))
+    throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
+                                  "attnc knows; known: {}", c.file, namedType, knownList())};
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
