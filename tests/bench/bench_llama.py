@@ -235,23 +235,20 @@ def score_mods(a):
     base = "d_model: 768\nheads: 12\nmask: causal\nweights: separate\n"
     variants = {"plain": "", "alibi": "alibi: true\n", "softcap": "softcap: 30.0\n",
                 "t5_bias": "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n"}
-    libs = {}
-    for n, extra in variants.items():
-        sp = os.path.join(a.work, f"mods_{n}.yaml")
-        with open(sp, "w") as f:
-            f.write(f"name: mods_{n}\n" + base + extra)
-        libs[n] = os.path.join(a.work, f"libmods_{n}.so")
-        subprocess.run([a.attnc, sp, "-o", libs[n]], check=True)
     # Gemma 2's own shape (2B: d_model 2304, 8 heads of 256, 4 kv heads),
     # the model that soft-caps its attention logits (cap 50).
     gemma = "d_model: 2304\nheads: 8\nkv_heads: 4\nhead_dim: 256\nmask: causal\n" \
             "weights: separate\nscale: 0.0625\n"
-    for n, extra in (("gemma2_plain", ""), ("gemma2_softcap", "softcap: 50.0\n")):
+    specs = {n: base + extra for n, extra in variants.items()}
+    specs.update(gemma2_plain=gemma, gemma2_softcap=gemma + "softcap: 50.0\n")
+    libs = {}
+    for n, text in specs.items():
         sp = os.path.join(a.work, f"mods_{n}.yaml")
         with open(sp, "w") as f:
-            f.write(f"name: mods_{n}\n" + gemma + extra)
+            f.write(f"name: mods_{n}\n" + text)
         libs[n] = os.path.join(a.work, f"libmods_{n}.so")
         subprocess.run([a.attnc, sp, "-o", libs[n]], check=True)
+
     def interleaved(names, t, d_model):
         """Min over --procs rounds, each round timing every variant in turn
         (a slow spell of the machine then hits all of them, not one)."""

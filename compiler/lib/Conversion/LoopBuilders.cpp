@@ -537,7 +537,7 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
   if (softcap && vt) {
     // cap * tanh(y), y = x / cap, x = s / unit, in scaled units: C - 2C /
     // (1 + E) with C = cap * unit and E = exp(2y) = 2^(k s), k s clamped to
-    // <= 64 (E stays finite; 2C / (1 + 2^64) is below C's rounding). Six
+    // <= 64 (E stays finite; 2C / (1 + 2^64) is below C's rounding). Five
     // vector operations besides the 2^x, no sign juggling: tanh's sign
     // comes out of the subtraction. -inf (a hidden key) gives -C: the flash
     // kernels apply this to computed scores only.
