@@ -1268,20 +1268,151 @@ int makeLengths(const char *opt, const std::vector<int64_t> &given,
   return -1;
 }
 
-} // namespace
+/// `(d0, d1, ...)`, for messages about an array's shape.
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string got;
+  for (int64_t d : shape)
+    got += (got.empty() ? "" : ", ") + std::to_string(d);
+  return "(" + got + ")";
+}
 
-static int runMain(int argc, char **argv) {
-  Options o;
-  int rc = parseArgs(argc, argv, o);
-  if (rc >= 0)
-    return rc;
+/// One run of attnc-run after the options are parsed. The phases share
+/// this state and run in this order: load (the library, --info, the
+/// device kind and code path), openDevice (--device cuda), readInputs
+/// (--x, --x-kv, fixed lengths: the shapes), planMemory (workspaces,
+/// caches, the host's and the device's memory), makeData (random data,
+/// --expected, the weights packed), runDecode or runForward, writeOutputs
+/// (the summary, --out, --probs, --heatmap), check (--check, --expected),
+/// bench (--bench). Each phase returns -1 to go on, else the exit code
+/// (the error printed).
+class Run {
+public:
+  explicit Run(const Options &o) : o(o) {}
 
+  int execute() {
+    int rc;
+    if ((rc = load()) >= 0 || (rc = openDevice()) >= 0 ||
+        (rc = readInputs()) >= 0 || (rc = planMemory()) >= 0 ||
+        (rc = makeData()) >= 0 ||
+        (rc = steps > 0 ? runDecode() : runForward()) >= 0 ||
+        (rc = writeOutputs()) >= 0 || (rc = check()) >= 0 ||
+        (rc = bench()) >= 0)
+      return rc;
+    if (gJson) {
+      run.set("passed", status == kExitOk);
+      run.set("exit_code", status);
+      printJson(run);
+    }
+    return status;
+  }
+
+private:
+  const attnc_kernel_info &info() const { return k.info(); }
+  int load();
+  int openDevice();
+  int readInputs();
+  int planMemory();
+  int makeData();
+  int runDecode();
+  int runForward();
+  int writeOutputs();
+  int check();
+  int bench();
+  int benchDecode();
+  int benchDeviceForward();
+  int benchForward();
+
+  // Decode steps: one call of n tokens per sequence at `pos`.
+  void stageStep(int64_t pos, int64_t n = 1);
+  bool uploadStep();
+  int launchStep();
+  int decodeStep(int64_t pos, int64_t n);
+  int deviceForward();
+
+  /// A bf16/f16 kernel (dtype) reads and writes its activations in that
+  /// type: the float values here go in rounded to it (RNE) and come back
+  /// widened.
+  std::vector<unsigned char> toKernel(const std::vector<float> &v) const {
+    std::vector<unsigned char> out(v.size() * size_t(attnrt::dtypeBytes(actDtype)));
+    attnrt::fromFloat(actDtype, v.data(), out.data(), int64_t(v.size()));
+    return out;
+  }
+  void fromKernel(const std::vector<unsigned char> &b, float *v, size_t n) const {
+    attnrt::toFloat(actDtype, b.data(), v, int64_t(n));
+  }
+  JsonValue benchJson(const char *mode, const std::vector<double> &ms) const;
+
+  const Options &o;
+  std::string msg;
   // --device cuda: device 0, opened once the kernel is known to be a CUDA
   // one. Declared first, so its context outlives every device buffer and
   // the kernel library (which may hold modules in it).
   attnrt::cuda::Device dev;
   attnrt::Kernel k;
-  std::string msg;
+
+  // The block and its shapes.
+  attnrt::BlockParams p;
+  std::vector<attnrt::TensorShape> tensors;
+  int64_t memory = 0;
+  bool cross = false, wantProbs = false;
+  int64_t batch = 0, seq = 0, kvSeq = 0;
+  std::vector<int32_t> lengths, kvLengths;
+  // Sizes (planMemory).
+  int64_t wsBytes = 0;
+  int64_t steps = 0, prefill = 0, chunk = 1;
+  int64_t cacheFloats = 0, decodeWsBytes = 0, prefillWsBytes = 0;
+  int64_t rows = 0, kvRows = 0, weightFloats = 0, probsFloats = 0;
+  int64_t cacheBytes = 0, decodeBytes = 0;
+
+  // The data (makeData).
+  std::vector<float> x, xKv, expected;
+  std::vector<std::vector<float>> weights;
+  std::vector<const float *> wptrs;
+  std::vector<unsigned char> packed;
+  double packMs = 0;
+  attnrt::VariantInputs variants;
+  std::vector<float> y, probs;
+  float *probsPtr = nullptr;
+  std::vector<unsigned char> ws; // the CPU path's workspace
+  int threads = 1;
+  uint32_t actDtype = ATTNC_DTYPE_F32;
+  bool narrowAct = false;
+
+  // --decode-steps: the caches are host buffers, or with --device cuda
+  // device ones (zeroed); each step stages every sequence's token at the
+  // step's position (all sequences at the same one) and the positions,
+  // which --device cuda copies up (the runtime checks the host copy) before
+  // the step and whose y rows it copies back after a synchronize. The
+  // caches are host float vectors of cacheFloats elements: more than the
+  // kernel's narrower elements need.
+  std::vector<float> kCache, vCache, xTok, yTok;
+  std::vector<int32_t> positions;
+  std::vector<unsigned char> decodeWs;
+  // A call's n tokens per sequence (x rows [pos, pos + n) of each),
+  // packed [batch, n, d_model].
+  int64_t callTokens = 1;
+  // A narrow (bf16/f16) kernel's tokens are converted in stageStep, once,
+  // so that launchStep (what --bench times) is the kernel call alone.
+  std::vector<unsigned char> xTokK, yTokK;
+
+  // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
+  // kernel never writes fails --check).
+  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths,
+      dKCache, dVCache, dXTok, dYTok, dPositions, dDecodeWs;
+  attnrt::Kernel::DeviceLengths dLen;
+  std::string onDevice;
+
+  // The report.
+  JsonValue run;
+  int64_t shownThreads = 1;
+  int status = kExitOk;
+};
+
+static constexpr size_t f4 = sizeof(float), i4 = sizeof(int32_t);
+
+/// The library (and --info), then whether this run can use it: the device
+/// kind, the variant options, the code path.
+int Run::load() {
   attnrt::LoadError err;
   uint32_t abi = o.abiOverride >= 0 ? static_cast<uint32_t>(o.abiOverride)
                                     : ATTNC_ABI_VERSION;
@@ -1290,7 +1421,7 @@ static int runMain(int argc, char **argv) {
     error(msg + " (" + attnrt::toString(err) + ")");
     return kExitLoad + static_cast<int>(err);
   }
-  const attnc_kernel_info &ki = k.info();
+  const attnc_kernel_info &ki = info();
   if (o.info) {
     // A bad ATTNC_ISA makes selected_isa none; say so (a library built
     // before ATTNC_ISA was checked ignores the value).
@@ -1315,6 +1446,7 @@ static int runMain(int argc, char **argv) {
           attnrt::isaName(ki.isa) + "); drop --device cuda");
     return kExitFailed;
   }
+  int rc;
   if ((rc = checkVariantOptions(o, ki)) >= 0)
     return rc;
   // ATTNC_ISA caps a CPU kernel's code path; a value it does not know is
@@ -1324,8 +1456,14 @@ static int runMain(int argc, char **argv) {
     error(attnrt::isaEnvProblem());
     return kExitInput;
   }
-  // --device cuda: the driver, device 0 (its primary context current on
-  // this thread), at least the kernel's sm_XY.
+  return -1;
+}
+
+/// --device cuda: the driver, device 0 (its primary context current on
+/// this thread), at least the kernel's sm_XY; and a code path that the
+/// kernel selects on this machine.
+int Run::openDevice() {
+  const attnc_kernel_info &ki = info();
   if (o.cuda) {
     if (dev.open(0, msg) != ATTNC_OK) {
       error(msg);
@@ -1339,6 +1477,7 @@ static int runMain(int argc, char **argv) {
             attnrt::isaName(ki.isa) + ")");
       return kExitFailed;
     }
+    onDevice = " on device 0 (" + dev.name() + ")";
   }
   if (o.cuda && k.selectedIsa() == ATTNC_ISA_NONE) {
     error(o.lib + ": the kernel's selected_isa() is none: it finds no CUDA "
@@ -1357,24 +1496,24 @@ static int runMain(int argc, char **argv) {
                : std::string()));
     return kExitFailed;
   }
-  attnrt::BlockParams p = attnrt::paramsFromInfo(ki);
-  std::vector<attnrt::TensorShape> tensors = attnrt::storageTensors(p);
-  const int64_t memory = physicalMemory();
-  const bool cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
+  return -1;
+}
+
+/// The shapes: x from --x (its header sets batch and seq_len; at most
+/// `memory` bytes are read) or the options, x_kv likewise, and the fixed
+/// lengths (random ones are drawn after the data).
+int Run::readInputs() {
+  const attnc_kernel_info &ki = info();
+  p = attnrt::paramsFromInfo(ki);
+  tensors = attnrt::storageTensors(p);
+  memory = physicalMemory();
+  cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
   // --device cuda: the attention weights stay on the device (attnc-run
   // copies y back), so neither asked for nor checked.
-  const bool wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda;
-  auto shapeText = [](const std::vector<int64_t> &shape) {
-    std::string got;
-    for (int64_t d : shape)
-      got += (got.empty() ? "" : ", ") + std::to_string(d);
-    return "(" + got + ")";
-  };
+  wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda;
 
-  // The input: from a file (its header sets the shape; at most `memory`
-  // bytes are read), or random once the shape is known to be acceptable.
-  int64_t batch = o.batch, seq = o.seq;
-  std::vector<float> x;
+  batch = o.batch;
+  seq = o.seq;
   if (!o.xPath.empty()) {
     // The shape is checked from the header, before the data is read.
     attnrt::NpyArray arr;
@@ -1410,8 +1549,7 @@ static int runMain(int argc, char **argv) {
   }
   // The K/V input of a cross-attention kernel: from a file (its batch must
   // be x's), or random with --kv-seq-len (default: seq_len) rows.
-  int64_t kvSeq = cross ? (o.kvSeqGiven ? o.kvSeq : seq) : seq;
-  std::vector<float> xKv;
+  kvSeq = cross ? (o.kvSeqGiven ? o.kvSeq : seq) : seq;
   if (!o.xKvPath.empty()) {
     attnrt::NpyArray arr;
     auto acceptShape = [&](const std::vector<int64_t> &shape,
@@ -1441,21 +1579,26 @@ static int runMain(int argc, char **argv) {
                       " is not a sequence of the batch (0.." +
                       std::to_string(batch - 1) + ")");
   // Fixed lengths are checked now; random ones are drawn after the data.
-  std::vector<int32_t> lengths, kvLengths;
-  {
-    std::mt19937_64 unused;
-    if (!o.lengthsArg.empty() && !o.lengthsRandom &&
-        (rc = makeLengths("--lengths", o.lengths, false, batch, seq,
-                          "seq_len", unused, lengths)) >= 0)
-      return rc;
-    if (!o.kvLengthsArg.empty() && !o.kvLengthsRandom &&
-        (rc = makeLengths("--kv-lengths", o.kvLengths, false, batch, kvSeq,
-                          "kv_seq_len", unused, kvLengths)) >= 0)
-      return rc;
-  }
+  int rc;
+  std::mt19937_64 unused;
+  if (!o.lengthsArg.empty() && !o.lengthsRandom &&
+      (rc = makeLengths("--lengths", o.lengths, false, batch, seq,
+                        "seq_len", unused, lengths)) >= 0)
+    return rc;
+  if (!o.kvLengthsArg.empty() && !o.kvLengthsRandom &&
+      (rc = makeLengths("--kv-lengths", o.kvLengths, false, batch, kvSeq,
+                        "kv_seq_len", unused, kvLengths)) >= 0)
+    return rc;
+  return -1;
+}
+
+/// The workspaces, the caches of --decode-steps, and what the whole run
+/// needs of the host's memory (and with --device cuda of the device's),
+/// refused before anything that size is allocated.
+int Run::planMemory() {
+  const attnc_kernel_info &ki = info();
   bool libraryFault = false;
-  const int64_t wsBytes =
-      k.workspaceBytes(batch, seq, kvSeq, msg, &libraryFault);
+  wsBytes = k.workspaceBytes(batch, seq, kvSeq, msg, &libraryFault);
   if (wsBytes < 0) {
     if (libraryFault) {
       error(o.lib + ": " + msg + " (bad_metadata)");
@@ -1468,9 +1611,9 @@ static int runMain(int argc, char **argv) {
   // decode the last K tokens, --decode-chunk C of them per call. The caches
   // and the decode workspace, sized now (host memory, or with --device
   // cuda the device's).
-  const int64_t steps = o.decodeSteps, prefill = seq - steps;
-  const int64_t chunk = std::max<int64_t>(1, std::min(o.decodeChunk, steps));
-  int64_t cacheFloats = 0, decodeWsBytes = 0, prefillWsBytes = 0;
+  steps = o.decodeSteps;
+  prefill = seq - steps;
+  chunk = std::max<int64_t>(1, std::min(o.decodeChunk, steps));
   if (steps > 0) {
     if (steps > seq)
       return usageError("--decode-steps " + std::to_string(steps) +
@@ -1485,104 +1628,102 @@ static int runMain(int argc, char **argv) {
       return kExitInput;
     }
   }
-  int64_t rows = 0, kvRows = 0, weightFloats = 0, need = 0, probsFloats = 0;
-  // With --decode-steps: the two caches (bytes), and what the steps add
-  // besides: the prefill's x and y and one token's x and y per sequence
-  // (at most a row of x and y per token), the decode workspace and the
-  // positions.
-  int64_t cacheBytes = 0, decodeBytes = 0;
-  {
-    // x, y (with --expected also the file and its double copy), x_kv, the
-    // workspace, the weights and the packed buffer, the attention weights,
-    // and with --check the reference's double buffers (y, bound, q with its
-    // error, twice for the head split, the attention output with its
-    // error; per K/V row x_kv and k/v with their errors, twice; the
-    // weights and their bounds).
-    for (const auto &t : tensors) {
-      int64_t n = 1;
-      for (int64_t d : t.shape)
-        attnrt::checkedMul(n, d, n); // validated at load
-      attnrt::checkedAdd(weightFloats, n, weightFloats);
-    }
-    const int64_t qW = ki.heads * ki.head_dim, kvW = ki.kv_heads * ki.head_dim;
-    int64_t perRowFloats = 0, perRowDoubles = 0, perKvRowDoubles = 0,
-            floatsBytes = 0, kvBytes = 0, doublesBytes, kvDoublesBytes,
-            probsBytes, fixedBytes;
-    bool ok = attnrt::checkedMul(batch, seq, rows) &&
-              attnrt::checkedMul(batch, kvSeq, kvRows) &&
-              (!wantProbs ||
-               attnrt::checkedProduct({rows, ki.heads, kvSeq}, probsFloats)) &&
-              attnrt::checkedSum({ki.d_model, ki.out_dim,
-                                  o.expectedPath.empty() ? 0 : 3 * ki.out_dim},
-                                 perRowFloats) &&
-              attnrt::checkedSum({ki.d_model, 4 * qW, 4 * qW, 2 * ki.out_dim},
-                                 perRowDoubles) &&
-              attnrt::checkedSum({ki.d_model, 8 * kvW}, perKvRowDoubles) &&
-              attnrt::checkedProduct({rows, perRowFloats, 4}, floatsBytes) &&
-              attnrt::checkedProduct({cross ? kvRows : 0, ki.d_model, 4},
-                                     kvBytes) &&
-              attnrt::checkedProduct(
-                  {rows, o.check ? perRowDoubles : 0, 8}, doublesBytes) &&
-              attnrt::checkedProduct(
-                  {kvRows, o.check ? perKvRowDoubles : 0, 8}, kvDoublesBytes) &&
-              attnrt::checkedProduct({probsFloats, o.check ? 4 + 16 : 4},
-                                     probsBytes) &&
-              attnrt::checkedProduct(
-                  {weightFloats * 4 + ki.packed_bytes}, fixedBytes) &&
-              attnrt::checkedProduct({2, cacheFloats, 4}, cacheBytes) &&
-              attnrt::checkedProduct(
-                  {steps > 0 ? rows : 0, ki.d_model + ki.out_dim, 4},
-                  decodeBytes) &&
-              attnrt::checkedSum({decodeBytes, decodeWsBytes, 4 * batch},
-                                 decodeBytes) &&
-              attnrt::checkedSum({floatsBytes, kvBytes, doublesBytes,
-                                  kvDoublesBytes, probsBytes, fixedBytes,
-                                  o.cuda ? 0 : wsBytes, o.cuda ? 0 : cacheBytes,
-                                  decodeBytes},
-                                 need);
-    if (!ok || need > memory) {
-      error("batch " + std::to_string(batch) + " x seq_len " +
-            std::to_string(seq) +
-            (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
-            " needs " +
-            (ok ? std::to_string(need) + " bytes (" + gib(need) + ")"
-                : std::string("more than 2^63 bytes")) +
-            " of memory, more than this machine has (" + gib(memory) + ")");
-      return kExitInput;
-    }
-    // The device's: packed, x, y, x_kv, the workspace and the lengths;
-    // with --decode-steps the caches and the steps' buffers too.
-    int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0;
-    const bool devOk =
-        !o.cuda ||
-        (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4},
-                                xyBytes) &&
-         attnrt::checkedMul(ki.packed_bytes, 1, packedBytes) &&
-         attnrt::checkedProduct(
-             {batch,
-              int64_t(!o.lengthsArg.empty()) + int64_t(!o.kvLengthsArg.empty()),
-              4},
-             lengthsBytes) &&
-         attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes,
-                             lengthsBytes, cacheBytes, decodeBytes},
-                            devNeed));
-    if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
-      error("batch " + std::to_string(batch) + " x seq_len " +
-            std::to_string(seq) +
-            (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
-            " needs " +
-            (devOk ? std::to_string(devNeed) + " bytes (" + gib(devNeed) + ")"
-                   : std::string("more than 2^63 bytes")) +
-            " of device memory, more than device 0 (" + dev.name() +
-            ") has (" + gib(dev.totalMemory()) + ")");
-      return kExitInput;
-    }
+  // x, y (with --expected also the file and its double copy), x_kv, the
+  // workspace, the weights and the packed buffer, the attention weights,
+  // and with --check the reference's double buffers (y, bound, q with its
+  // error, twice for the head split, the attention output with its
+  // error; per K/V row x_kv and k/v with their errors, twice; the
+  // weights and their bounds). With --decode-steps: the two caches
+  // (bytes), and what the steps add besides: the prefill's x and y and one
+  // token's x and y per sequence (at most a row of x and y per token), the
+  // decode workspace and the positions.
+  for (const auto &t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape)
+      attnrt::checkedMul(n, d, n); // validated at load
+    attnrt::checkedAdd(weightFloats, n, weightFloats);
   }
+  const int64_t qW = ki.heads * ki.head_dim, kvW = ki.kv_heads * ki.head_dim;
+  int64_t perRowFloats = 0, perRowDoubles = 0, perKvRowDoubles = 0,
+          floatsBytes = 0, kvBytes = 0, doublesBytes, kvDoublesBytes,
+          probsBytes, fixedBytes, need = 0;
+  bool ok = attnrt::checkedMul(batch, seq, rows) &&
+            attnrt::checkedMul(batch, kvSeq, kvRows) &&
+            (!wantProbs ||
+             attnrt::checkedProduct({rows, ki.heads, kvSeq}, probsFloats)) &&
+            attnrt::checkedSum({ki.d_model, ki.out_dim,
+                                o.expectedPath.empty() ? 0 : 3 * ki.out_dim},
+                               perRowFloats) &&
+            attnrt::checkedSum({ki.d_model, 4 * qW, 4 * qW, 2 * ki.out_dim},
+                               perRowDoubles) &&
+            attnrt::checkedSum({ki.d_model, 8 * kvW}, perKvRowDoubles) &&
+            attnrt::checkedProduct({rows, perRowFloats, 4}, floatsBytes) &&
+            attnrt::checkedProduct({cross ? kvRows : 0, ki.d_model, 4},
+                                   kvBytes) &&
+            attnrt::checkedProduct(
+                {rows, o.check ? perRowDoubles : 0, 8}, doublesBytes) &&
+            attnrt::checkedProduct(
+                {kvRows, o.check ? perKvRowDoubles : 0, 8}, kvDoublesBytes) &&
+            attnrt::checkedProduct({probsFloats, o.check ? 4 + 16 : 4},
+                                   probsBytes) &&
+            attnrt::checkedProduct(
+                {weightFloats * 4 + ki.packed_bytes}, fixedBytes) &&
+            attnrt::checkedProduct({2, cacheFloats, 4}, cacheBytes) &&
+            attnrt::checkedProduct(
+                {steps > 0 ? rows : 0, ki.d_model + ki.out_dim, 4},
+                decodeBytes) &&
+            attnrt::checkedSum({decodeBytes, decodeWsBytes, 4 * batch},
+                               decodeBytes) &&
+            attnrt::checkedSum({floatsBytes, kvBytes, doublesBytes,
+                                kvDoublesBytes, probsBytes, fixedBytes,
+                                o.cuda ? 0 : wsBytes, o.cuda ? 0 : cacheBytes,
+                                decodeBytes},
+                               need);
+  if (!ok || need > memory) {
+    error("batch " + std::to_string(batch) + " x seq_len " +
+          std::to_string(seq) +
+          (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
+          " needs " +
+          (ok ? std::to_string(need) + " bytes (" + gib(need) + ")"
+              : std::string("more than 2^63 bytes")) +
+          " of memory, more than this machine has (" + gib(memory) + ")");
+    return kExitInput;
+  }
+  // The device's: packed, x, y, x_kv, the workspace and the lengths;
+  // with --decode-steps the caches and the steps' buffers too.
+  int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0;
+  const bool devOk =
+      !o.cuda ||
+      (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4}, xyBytes) &&
+       attnrt::checkedMul(ki.packed_bytes, 1, packedBytes) &&
+       attnrt::checkedProduct(
+           {batch,
+            int64_t(!o.lengthsArg.empty()) + int64_t(!o.kvLengthsArg.empty()),
+            4},
+           lengthsBytes) &&
+       attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes,
+                           lengthsBytes, cacheBytes, decodeBytes},
+                          devNeed));
+  if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
+    error("batch " + std::to_string(batch) + " x seq_len " +
+          std::to_string(seq) +
+          (cross ? " (kv_seq_len " + std::to_string(kvSeq) + ")" : "") +
+          " needs " +
+          (devOk ? std::to_string(devNeed) + " bytes (" + gib(devNeed) + ")"
+                 : std::string("more than 2^63 bytes")) +
+          " of device memory, more than device 0 (" + dev.name() +
+          ") has (" + gib(dev.totalMemory()) + ")");
+    return kExitInput;
+  }
+  return -1;
+}
 
-  // Random data, in this order from one seed: weights, x, x_kv, lengths,
-  // kv_lengths (so that adding a later one never changes an earlier one).
+/// Random data, in this order from one seed: weights, x, x_kv, lengths,
+/// kv_lengths (so that adding a later one never changes an earlier one);
+/// --expected; the weights packed; the output buffers.
+int Run::makeData() {
+  const attnc_kernel_info &ki = info();
   std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
-  std::vector<std::vector<float>> weights;
   if (!loadWeights(o.wDir, o.wPrefix, ki, tensors, rng, weights))
     return kExitInput;
   int64_t xFloats = 0, yFloats = 0; // checkShape: both fit
@@ -1603,14 +1744,12 @@ static int runMain(int argc, char **argv) {
   if (o.kvLengthsRandom)
     makeLengths("--kv-lengths", {}, true, batch, kvSeq, "kv_seq_len", rng,
                 kvLengths);
-  attnrt::VariantInputs variants;
   variants.lengths = lengths.empty() ? nullptr : lengths.data();
   variants.kvLengths = kvLengths.empty() ? nullptr : kvLengths.data();
   if (cross) {
     variants.xKv = xKv.data();
     variants.kvSeqLen = kvSeq;
   }
-  std::vector<float> expected;
   if (!o.expectedPath.empty()) {
     attnrt::NpyArray arr;
     if (!attnrt::readNpy(o.expectedPath, arr, msg, memory)) {
@@ -1627,213 +1766,207 @@ static int runMain(int argc, char **argv) {
     expected = std::move(arr.data);
   }
 
-  std::vector<const float *> wptrs;
   for (auto &w : weights)
     wptrs.push_back(w.data());
-  std::vector<unsigned char> packed;
   auto tp0 = std::chrono::steady_clock::now();
-  rc = k.packFloat(wptrs, packed);
+  int rc = k.packFloat(wptrs, packed);
   auto tp1 = std::chrono::steady_clock::now();
+  packMs = std::chrono::duration<double, std::milli>(tp1 - tp0).count();
   if (rc != ATTNC_OK) {
     error(std::string(ki.name) + "_pack returned " + std::to_string(rc) +
           " (" + statusText(rc) + ")");
     return kExitFailed;
   }
-  std::vector<float> y(static_cast<size_t>(yFloats));
-  // A bf16/f16 kernel (dtype) reads and writes its activations in that
-  // type: the float values here go in rounded to it (RNE) and come back
-  // widened. The caches are host float vectors of cacheFloats elements:
-  // more than the kernel's narrower elements need.
-  const uint32_t actDtype = ki.dtype;
-  const bool narrowAct = actDtype != ATTNC_DTYPE_F32;
-  auto toKernel = [&](const std::vector<float> &v) {
-    std::vector<unsigned char> out(v.size() * size_t(attnrt::dtypeBytes(actDtype)));
-    attnrt::fromFloat(actDtype, v.data(), out.data(), int64_t(v.size()));
-    return out;
-  };
-  auto fromKernel = [&](const std::vector<unsigned char> &b, float *v, size_t n) {
-    attnrt::toFloat(actDtype, b.data(), v, int64_t(n));
-  };
+  y.resize(static_cast<size_t>(yFloats));
+  actDtype = ki.dtype;
+  narrowAct = actDtype != ATTNC_DTYPE_F32;
   // A kernel with the probs feature always gets the buffer: --check
   // compares it, --probs and --heatmap show it.
-  std::vector<float> probs(static_cast<size_t>(probsFloats));
-  float *probsPtr = wantProbs ? probs.data() : nullptr;
+  probs.resize(static_cast<size_t>(probsFloats));
+  probsPtr = wantProbs ? probs.data() : nullptr;
   // The host workspace (the CPU path's; --device cuda: a device buffer).
-  std::vector<unsigned char> ws(static_cast<size_t>(o.cuda ? 0 : wsBytes));
-  const int threads = static_cast<int>(o.threads);
+  ws.resize(static_cast<size_t>(o.cuda ? 0 : wsBytes));
+  threads = static_cast<int>(o.threads);
   if (!k.checkVariants(batch, seq, variants, probsPtr, msg)) {
     error(msg);
     return kExitInput;
   }
-  // --decode-steps: the caches are host buffers, or with --device cuda
-  // device ones (zeroed); each step stages every sequence's token at the
-  // step's position (all sequences at the same one) and the positions,
-  // which --device cuda copies up (the runtime checks the host copy) before
-  // the step and whose y rows it copies back after a synchronize.
-  std::vector<float> kCache, vCache, xTok, yTok;
-  std::vector<int32_t> positions;
-  std::vector<unsigned char> decodeWs;
-  // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
-  // kernel never writes fails --check).
-  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths,
-      dKCache, dVCache, dXTok, dYTok, dPositions, dDecodeWs;
-  attnrt::Kernel::DeviceLengths dLen;
-  const size_t f4 = sizeof(float), i4 = sizeof(int32_t);
-  const std::string onDevice =
-      o.cuda ? " on device 0 (" + dev.name() + ")" : std::string();
-  // A call's n tokens per sequence (x rows [pos, pos + n) of each),
-  // packed [batch, n, d_model].
-  int64_t callTokens = 1;
-  // A narrow (bf16/f16) kernel's tokens are converted here, once, so that
-  // launchStep (what --bench times) is the kernel call alone.
-  std::vector<unsigned char> xTokK, yTokK; // narrowAct: the kernel's x and y
-  auto stageStep = [&](int64_t pos, int64_t n = 1) {
-    callTokens = n;
-    for (int64_t b = 0; b < batch; ++b) {
-      std::copy_n(x.data() + (b * seq + pos) * ki.d_model, n * ki.d_model,
-                  xTok.data() + b * n * ki.d_model);
-      positions[size_t(b)] = static_cast<int32_t>(pos);
+  return -1;
+}
+
+void Run::stageStep(int64_t pos, int64_t n) {
+  const attnc_kernel_info &ki = info();
+  callTokens = n;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::copy_n(x.data() + (b * seq + pos) * ki.d_model, n * ki.d_model,
+                xTok.data() + b * n * ki.d_model);
+    positions[size_t(b)] = static_cast<int32_t>(pos);
+  }
+  if (!o.cuda && narrowAct)
+    attnrt::fromFloat(actDtype, xTok.data(), xTokK.data(), batch * n * ki.d_model);
+}
+
+bool Run::uploadStep() {
+  return dXTok.upload(xTok.data(), size_t(batch * info().d_model) * f4, msg) &&
+         dPositions.upload(positions.data(), positions.size() * i4, msg) &&
+         dYTok.fill(0xff, msg);
+}
+
+int Run::launchStep() {
+  if (!o.cuda && narrowAct)
+    return k.decode(packed.data(), xTokK.data(), yTokK.data(), batch, callTokens,
+                    positions.data(), kCache.data(), vCache.data(), seq,
+                    decodeWs, threads);
+  if (!o.cuda)
+    return k.decode(packed.data(), xTok.data(), yTok.data(), batch, callTokens,
+                    positions.data(), kCache.data(), vCache.data(), seq,
+                    decodeWs, threads);
+  return k.decodeDevice(dPacked.floats(), dXTok.floats(), dYTok.floats(),
+                        batch, 1, static_cast<const int32_t *>(dPositions.get()),
+                        positions.data(), dKCache.floats(), dVCache.floats(),
+                        seq, dDecodeWs.get(), decodeWsBytes,
+                        /*stream=*/nullptr);
+}
+
+/// One call of n tokens at `pos`, their y rows into y.
+int Run::decodeStep(int64_t pos, int64_t n) {
+  const attnc_kernel_info &ki = info();
+  stageStep(pos, n);
+  if (o.cuda && !uploadStep()) {
+    error(msg);
+    return kExitFailed;
+  }
+  int rc = launchStep();
+  if (rc != ATTNC_OK) {
+    error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
+          ") returned " + std::to_string(rc) + " (" + statusText(rc) + ")" +
+          onDevice);
+    return kExitFailed;
+  }
+  if (o.cuda && (!dev.synchronize(msg) ||
+                 !dYTok.download(yTok.data(), yTok.size() * f4, msg))) {
+    error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
+          ")" + onDevice + ": " + msg);
+    return kExitFailed;
+  }
+  if (!o.cuda && narrowAct)
+    fromKernel(yTokK, yTok.data(), size_t(batch * n * ki.out_dim));
+  for (int64_t b = 0; b < batch; ++b)
+    std::copy_n(yTok.data() + b * n * ki.out_dim, n * ki.out_dim,
+                y.data() + (b * seq + pos) * ki.out_dim);
+  return -1;
+}
+
+/// --decode-steps: forward over the first P tokens of each sequence fills
+/// rows [0, P) of the caches, then the decode calls write the rest.
+int Run::runDecode() {
+  const attnc_kernel_info &ki = info();
+  xTok.resize(size_t(batch * chunk * ki.d_model));
+  yTok.resize(size_t(batch * chunk * ki.out_dim));
+  if (narrowAct) {
+    const size_t bytes = size_t(attnrt::dtypeBytes(actDtype));
+    xTokK.resize(xTok.size() * bytes);
+    yTokK.resize(yTok.size() * bytes);
+  }
+  positions.resize(size_t(batch));
+  if (!o.cuda) {
+    kCache.assign(size_t(cacheFloats), 0.0f);
+    vCache.assign(size_t(cacheFloats), 0.0f);
+  } else if (!dPacked.allocate(packed.size(), "packed", msg) ||
+             !dPacked.upload(packed.data(), packed.size(), msg) ||
+             !dKCache.allocate(size_t(cacheFloats) * f4, "k_cache", msg) ||
+             !dVCache.allocate(size_t(cacheFloats) * f4, "v_cache", msg) ||
+             !dKCache.fill(0, msg) || !dVCache.fill(0, msg) ||
+             !dXTok.allocate(xTok.size() * f4, "the decode step's x", msg) ||
+             !dYTok.allocate(yTok.size() * f4, "the decode step's y", msg) ||
+             !dPositions.allocate(positions.size() * i4, "positions", msg) ||
+             !dDecodeWs.allocate(size_t(decodeWsBytes),
+                                 "the decode workspace", msg) ||
+             !dDecodeWs.fill(0, msg)) {
+    error(msg);
+    return kExitFailed;
+  }
+  if (prefill > 0) {
+    std::vector<float> xp(size_t(batch * prefill * ki.d_model)),
+        yp(size_t(batch * prefill * ki.out_dim));
+    for (int64_t b = 0; b < batch; ++b)
+      std::copy_n(x.data() + b * seq * ki.d_model, prefill * ki.d_model,
+                  xp.data() + b * prefill * ki.d_model);
+    int rc;
+    if (!o.cuda) {
+      attnrt::VariantInputs pv;
+      pv.kCache = kCache.data();
+      pv.vCache = vCache.data();
+      pv.cacheLen = seq;
+      if (narrowAct) {
+        std::vector<unsigned char> xk = toKernel(xp), yk(yp.size() * 2);
+        rc = k.forward(packed.data(), xk.data(), yk.data(), batch, prefill,
+                       pv, nullptr, ws, threads);
+        fromKernel(yk, yp.data(), yp.size());
+      } else {
+        rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill,
+                       pv, nullptr, ws, threads);
+      }
+    } else {
+      if (!dX.allocate(xp.size() * f4, "the prefill's x", msg) ||
+          !dY.allocate(yp.size() * f4, "the prefill's y", msg) ||
+          !dWs.allocate(size_t(prefillWsBytes), "the workspace", msg) ||
+          !dX.upload(xp.data(), xp.size() * f4, msg) ||
+          !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
+        error(msg);
+        return kExitFailed;
+      }
+      attnrt::Kernel::DeviceCache dc;
+      dc.kCache = dKCache.floats();
+      dc.vCache = dVCache.floats();
+      dc.cacheLen = seq;
+      rc = k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
+                           prefill, dWs.get(), prefillWsBytes, nullptr, 0,
+                           attnrt::Kernel::DeviceLengths(), dc,
+                           /*stream=*/nullptr);
     }
-    if (!o.cuda && narrowAct)
-      attnrt::fromFloat(actDtype, xTok.data(), xTokK.data(), batch * n * ki.d_model);
-  };
-  auto uploadStep = [&]() {
-    return dXTok.upload(xTok.data(), size_t(batch * ki.d_model) * f4, msg) &&
-           dPositions.upload(positions.data(), positions.size() * i4, msg) &&
-           dYTok.fill(0xff, msg);
-  };
-  auto launchStep = [&]() {
-    if (!o.cuda && narrowAct)
-      return k.decode(packed.data(), xTokK.data(), yTokK.data(), batch, callTokens,
-                      positions.data(), kCache.data(), vCache.data(), seq,
-                      decodeWs, threads);
-    if (!o.cuda)
-      return k.decode(packed.data(), xTok.data(), yTok.data(), batch, callTokens,
-                      positions.data(), kCache.data(), vCache.data(), seq,
-                      decodeWs, threads);
-    return k.decodeDevice(dPacked.floats(), dXTok.floats(), dYTok.floats(),
-                          batch, 1, static_cast<const int32_t *>(dPositions.get()),
-                          positions.data(), dKCache.floats(), dVCache.floats(),
-                          seq, dDecodeWs.get(), decodeWsBytes,
-                          /*stream=*/nullptr);
-  };
-  // One call of n tokens at `pos`, their y rows into y: -1, or the exit
-  // code (the error printed).
-  auto decodeStep = [&](int64_t pos, int64_t n) {
-    stageStep(pos, n);
-    if (o.cuda && !uploadStep()) {
-      error(msg);
-      return kExitFailed;
-    }
-    rc = launchStep();
     if (rc != ATTNC_OK) {
-      error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
-            ") returned " + std::to_string(rc) + " (" + statusText(rc) + ")" +
-            onDevice);
+      error(std::string(ki.name) + "_forward (prefill of " +
+            std::to_string(prefill) + " tokens) returned " +
+            std::to_string(rc) + " (" + statusText(rc) + ")" + onDevice);
       return kExitFailed;
     }
     if (o.cuda && (!dev.synchronize(msg) ||
-                   !dYTok.download(yTok.data(), yTok.size() * f4, msg))) {
-      error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
-            ")" + onDevice + ": " + msg);
+                   !dY.download(yp.data(), yp.size() * f4, msg))) {
+      error(std::string(ki.name) + "_forward (prefill of " +
+            std::to_string(prefill) + " tokens)" + onDevice + ": " + msg);
       return kExitFailed;
     }
-    if (!o.cuda && narrowAct)
-      fromKernel(yTokK, yTok.data(), size_t(batch * n * ki.out_dim));
     for (int64_t b = 0; b < batch; ++b)
-      std::copy_n(yTok.data() + b * n * ki.out_dim, n * ki.out_dim,
-                  y.data() + (b * seq + pos) * ki.out_dim);
-    return -1;
-  };
-  if (steps > 0) {
-    xTok.resize(size_t(batch * chunk * ki.d_model));
-    yTok.resize(size_t(batch * chunk * ki.out_dim));
-    if (narrowAct) {
-      const size_t bytes = size_t(attnrt::dtypeBytes(actDtype));
-      xTokK.resize(xTok.size() * bytes);
-      yTokK.resize(yTok.size() * bytes);
-    }
-    positions.resize(size_t(batch));
-    if (!o.cuda) {
-      kCache.assign(size_t(cacheFloats), 0.0f);
-      vCache.assign(size_t(cacheFloats), 0.0f);
-    } else if (!dPacked.allocate(packed.size(), "packed", msg) ||
-               !dPacked.upload(packed.data(), packed.size(), msg) ||
-               !dKCache.allocate(size_t(cacheFloats) * f4, "k_cache", msg) ||
-               !dVCache.allocate(size_t(cacheFloats) * f4, "v_cache", msg) ||
-               !dKCache.fill(0, msg) || !dVCache.fill(0, msg) ||
-               !dXTok.allocate(xTok.size() * f4, "the decode step's x", msg) ||
-               !dYTok.allocate(yTok.size() * f4, "the decode step's y", msg) ||
-               !dPositions.allocate(positions.size() * i4, "positions",
-                                    msg) ||
-               !dDecodeWs.allocate(size_t(decodeWsBytes),
-                                   "the decode workspace", msg) ||
-               !dDecodeWs.fill(0, msg)) {
-      error(msg);
-      return kExitFailed;
-    }
-    if (prefill > 0) {
-      // Forward over the first P tokens of each sequence fills rows
-      // [0, P) of the caches.
-      std::vector<float> xp(size_t(batch * prefill * ki.d_model)),
-          yp(size_t(batch * prefill * ki.out_dim));
-      for (int64_t b = 0; b < batch; ++b)
-        std::copy_n(x.data() + b * seq * ki.d_model, prefill * ki.d_model,
-                    xp.data() + b * prefill * ki.d_model);
-      if (!o.cuda) {
-        attnrt::VariantInputs pv;
-        pv.kCache = kCache.data();
-        pv.vCache = vCache.data();
-        pv.cacheLen = seq;
-        if (narrowAct) {
-          std::vector<unsigned char> xk = toKernel(xp), yk(yp.size() * 2);
-          rc = k.forward(packed.data(), xk.data(), yk.data(), batch, prefill,
-                         pv, nullptr, ws, threads);
-          fromKernel(yk, yp.data(), yp.size());
-        } else {
-          rc = k.forward(packed.data(), xp.data(), yp.data(), batch, prefill,
-                         pv, nullptr, ws, threads);
-        }
-      } else {
-        if (!dX.allocate(xp.size() * f4, "the prefill's x", msg) ||
-            !dY.allocate(yp.size() * f4, "the prefill's y", msg) ||
-            !dWs.allocate(size_t(prefillWsBytes), "the workspace", msg) ||
-            !dX.upload(xp.data(), xp.size() * f4, msg) ||
-            !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
-          error(msg);
-          return kExitFailed;
-        }
-        attnrt::Kernel::DeviceCache dc;
-        dc.kCache = dKCache.floats();
-        dc.vCache = dVCache.floats();
-        dc.cacheLen = seq;
-        rc = k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
-                             prefill, dWs.get(), prefillWsBytes, nullptr, 0,
-                             attnrt::Kernel::DeviceLengths(), dc,
-                             /*stream=*/nullptr);
-      }
-      if (rc != ATTNC_OK) {
-        error(std::string(ki.name) + "_forward (prefill of " +
-              std::to_string(prefill) + " tokens) returned " +
-              std::to_string(rc) + " (" + statusText(rc) + ")" + onDevice);
-        return kExitFailed;
-      }
-      if (o.cuda && (!dev.synchronize(msg) ||
-                     !dY.download(yp.data(), yp.size() * f4, msg))) {
-        error(std::string(ki.name) + "_forward (prefill of " +
-              std::to_string(prefill) + " tokens)" + onDevice + ": " + msg);
-        return kExitFailed;
-      }
-      for (int64_t b = 0; b < batch; ++b)
-        std::copy_n(yp.data() + b * prefill * ki.out_dim, prefill * ki.out_dim,
-                    y.data() + b * seq * ki.out_dim);
-    }
-    for (int64_t pos = prefill; pos < seq; pos += chunk) {
-      const int ex = decodeStep(pos, std::min(chunk, seq - pos));
-      if (ex >= 0)
-        return ex;
-    }
-  } else if (!o.cuda && narrowAct) {
+      std::copy_n(yp.data() + b * prefill * ki.out_dim, prefill * ki.out_dim,
+                  y.data() + b * seq * ki.out_dim);
+  }
+  for (int64_t pos = prefill; pos < seq; pos += chunk) {
+    const int ex = decodeStep(pos, std::min(chunk, seq - pos));
+    if (ex >= 0)
+      return ex;
+  }
+  return -1;
+}
+
+/// --device cuda, forward: queued on the default stream. The lengths were
+/// checked (checkVariants, on the host copies); forwardDevice checks the
+/// host copies again and hands the kernel the device ones.
+int Run::deviceForward() {
+  return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
+                         seq, dWs.get(), wsBytes,
+                         cross ? dXKv.floats() : nullptr, cross ? kvSeq : 0,
+                         dLen, /*stream=*/nullptr);
+}
+
+/// One forward over the whole input: on the host (a bf16/f16 kernel's
+/// activations converted around the call), or with --device cuda the
+/// inputs copied in, the call, a synchronize (a failed launch shows
+/// there) and y copied out.
+int Run::runForward() {
+  const attnc_kernel_info &ki = info();
+  int rc;
+  if (!o.cuda && narrowAct) {
     std::vector<unsigned char> xk = toKernel(x), yk(y.size() * 2),
         pk(probsPtr ? probs.size() * 2 : 0), xkv;
     attnrt::VariantInputs v = variants;
@@ -1851,7 +1984,9 @@ static int runMain(int argc, char **argv) {
             " (" + statusText(rc) + ")");
       return kExitFailed;
     }
-  } else if (!o.cuda) {
+    return -1;
+  }
+  if (!o.cuda) {
     rc = k.forward(packed.data(), x.data(), y.data(), batch, seq, variants,
                    probsPtr, ws, threads);
     if (rc != ATTNC_OK) {
@@ -1859,67 +1994,60 @@ static int runMain(int argc, char **argv) {
             " (" + statusText(rc) + ")");
       return kExitFailed;
     }
+    return -1;
   }
-  // --device cuda, forward: inputs in, forward queued on the default
-  // stream, synchronize (a failed launch shows there), y out. The lengths
-  // were checked above (checkVariants, on these host copies);
-  // forwardDevice checks the host copies again and hands the kernel the
-  // device ones.
-  auto deviceForward = [&]() {
-    return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
-                           seq, dWs.get(), wsBytes,
-                           cross ? dXKv.floats() : nullptr, cross ? kvSeq : 0,
-                           dLen, /*stream=*/nullptr);
-  };
-  if (o.cuda && steps == 0) {
-    if (!dPacked.allocate(packed.size(), "packed", msg) ||
-        !dX.allocate(x.size() * f4, "x", msg) ||
-        !dY.allocate(y.size() * f4, "y", msg) ||
-        !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
-        (cross && !dXKv.allocate(xKv.size() * f4, "x_kv", msg)) ||
-        !dPacked.upload(packed.data(), packed.size(), msg) ||
-        !dX.upload(x.data(), x.size() * f4, msg) ||
-        (cross && !dXKv.upload(xKv.data(), xKv.size() * f4, msg)) ||
-        !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
-      error(msg);
-      return kExitFailed;
-    }
-    if ((!lengths.empty() &&
-         (!dLengths.allocate(lengths.size() * i4, "lengths", msg) ||
-          !dLengths.upload(lengths.data(), lengths.size() * i4, msg))) ||
-        (!kvLengths.empty() &&
-         (!dKvLengths.allocate(kvLengths.size() * i4, "kv_lengths", msg) ||
-          !dKvLengths.upload(kvLengths.data(), kvLengths.size() * i4,
-                             msg)))) {
-      error(msg);
-      return kExitFailed;
-    }
-    if (!lengths.empty()) {
-      dLen.lengths = static_cast<const int32_t *>(dLengths.get());
-      dLen.hostLengths = lengths.data();
-    }
-    if (!kvLengths.empty()) {
-      dLen.kvLengths = static_cast<const int32_t *>(dKvLengths.get());
-      dLen.hostKvLengths = kvLengths.data();
-    }
-    rc = deviceForward();
-    if (rc != ATTNC_OK) {
-      error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
-            " (" + statusText(rc) + ") on device 0 (" + dev.name() + ")");
-      return kExitFailed;
-    }
-    if (!dev.synchronize(msg) || !dY.download(y.data(), y.size() * f4, msg)) {
-      error(std::string(ki.name) + "_forward on device 0 (" + dev.name() +
-            "): " + msg);
-      return kExitFailed;
-    }
+  if (!dPacked.allocate(packed.size(), "packed", msg) ||
+      !dX.allocate(x.size() * f4, "x", msg) ||
+      !dY.allocate(y.size() * f4, "y", msg) ||
+      !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
+      (cross && !dXKv.allocate(xKv.size() * f4, "x_kv", msg)) ||
+      !dPacked.upload(packed.data(), packed.size(), msg) ||
+      !dX.upload(x.data(), x.size() * f4, msg) ||
+      (cross && !dXKv.upload(xKv.data(), xKv.size() * f4, msg)) ||
+      !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
+    error(msg);
+    return kExitFailed;
   }
+  if ((!lengths.empty() &&
+       (!dLengths.allocate(lengths.size() * i4, "lengths", msg) ||
+        !dLengths.upload(lengths.data(), lengths.size() * i4, msg))) ||
+      (!kvLengths.empty() &&
+       (!dKvLengths.allocate(kvLengths.size() * i4, "kv_lengths", msg) ||
+        !dKvLengths.upload(kvLengths.data(), kvLengths.size() * i4, msg)))) {
+    error(msg);
+    return kExitFailed;
+  }
+  if (!lengths.empty()) {
+    dLen.lengths = static_cast<const int32_t *>(dLengths.get());
+    dLen.hostLengths = lengths.data();
+  }
+  if (!kvLengths.empty()) {
+    dLen.kvLengths = static_cast<const int32_t *>(dKvLengths.get());
+    dLen.hostKvLengths = kvLengths.data();
+  }
+  rc = deviceForward();
+  if (rc != ATTNC_OK) {
+    error(std::string(ki.name) + "_forward returned " + std::to_string(rc) +
+          " (" + statusText(rc) + ") on device 0 (" + dev.name() + ")");
+    return kExitFailed;
+  }
+  if (!dev.synchronize(msg) || !dY.download(y.data(), y.size() * f4, msg)) {
+    error(std::string(ki.name) + "_forward on device 0 (" + dev.name() +
+          "): " + msg);
+    return kExitFailed;
+  }
+  return -1;
+}
+
+/// The run's summary (a line, or with --json the run object of
+/// docs/json.md, whose check, expected and bench members later phases
+/// fill), then --out, --probs and --heatmap.
+int Run::writeOutputs() {
+  const attnc_kernel_info &ki = info();
   // The thread count that ran (--threads 0: one per online CPU).
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const int64_t shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
-  // --json: the run object (docs/json.md, kind "run"); its check, expected
-  // and bench members are filled below.
-  JsonValue run = jsonHeader("run");
+  shownThreads = threads > 0 ? threads : (cpus > 0 ? cpus : 1);
+  run = jsonHeader("run");
   if (gJson) {
     auto pathOrNull = [](const std::string &p) {
       return p.empty() ? JsonValue() : JsonValue(p);
@@ -2003,7 +2131,14 @@ static int runMain(int argc, char **argv) {
       return kExitInput;
     }
   }
-  int status = kExitOk;
+  return -1;
+}
+
+/// --check: y (and the attention weights) against the interpreter in
+/// double with its error bound; --expected: y against the file. A failed
+/// comparison sets the exit status and the run goes on.
+int Run::check() {
+  const attnc_kernel_info &ki = info();
   const int64_t n = static_cast<int64_t>(y.size());
   if (o.check) {
     Progress progress("check: computing the reference");
@@ -2072,184 +2207,212 @@ static int runMain(int argc, char **argv) {
       run.set("expected", expJson);
     }
   }
-  const double packMs = std::chrono::duration<double, std::milli>(tp1 - tp0).count();
-  auto benchJson = [&](const char *mode, const std::vector<double> &ms) {
-    JsonValue b = JsonValue::object();
-    b.set("mode", mode);
-    b.set("calls", (long long)o.bench);
-    b.set("min_ms", ms.front());
-    b.set("median_ms", ms[ms.size() / 2]);
-    b.set("timer", o.cuda ? "cuda_events" : "steady_clock");
-    b.set("pack_ms", packMs);
-    b.set("packed_bytes", (long long)ki.packed_bytes);
-    return b;
-  };
-  if (o.bench > 0 && steps > 0) {
-    // The last decode step again (same position: it rewrites the same
-    // cache row with the same values). It reads every packed weight and
-    // the cache's rows [0, T) of K and V once. --device cuda: the token
-    // and positions are uploaded once, then one warm-up call and each call
-    // between two CUDA events on the default stream.
-    std::vector<double> ms;
-    stageStep(seq - 1);
-    if (o.cuda && !uploadStep()) {
+  return -1;
+}
+
+JsonValue Run::benchJson(const char *mode, const std::vector<double> &ms) const {
+  JsonValue b = JsonValue::object();
+  b.set("mode", mode);
+  b.set("calls", (long long)o.bench);
+  b.set("min_ms", ms.front());
+  b.set("median_ms", ms[ms.size() / 2]);
+  b.set("timer", o.cuda ? "cuda_events" : "steady_clock");
+  b.set("pack_ms", packMs);
+  b.set("packed_bytes", (long long)info().packed_bytes);
+  return b;
+}
+
+/// --bench N: N timed calls of the decode step, or of the forward (on the
+/// device, or on the host).
+int Run::bench() {
+  if (o.bench <= 0)
+    return -1;
+  if (steps > 0)
+    return benchDecode();
+  return o.cuda ? benchDeviceForward() : benchForward();
+}
+
+/// The last decode step again (same position: it rewrites the same cache
+/// row with the same values). It reads every packed weight and the cache's
+/// rows [0, T) of K and V once. --device cuda: the token and positions are
+/// uploaded once, then one warm-up call and each call between two CUDA
+/// events on the default stream.
+int Run::benchDecode() {
+  const attnc_kernel_info &ki = info();
+  std::vector<double> ms;
+  stageStep(seq - 1);
+  if (o.cuda && !uploadStep()) {
+    error(msg + " in --bench");
+    return kExitFailed;
+  }
+  attnrt::cuda::Event start, stop;
+  for (int64_t i = o.cuda ? -1 : 0; i < o.bench; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (o.cuda && !start.record(nullptr, msg)) {
       error(msg + " in --bench");
       return kExitFailed;
     }
-    attnrt::cuda::Event start, stop;
-    for (int64_t i = o.cuda ? -1 : 0; i < o.bench; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (o.cuda && !start.record(nullptr, msg)) {
-        error(msg + " in --bench");
-        return kExitFailed;
-      }
-      rc = launchStep();
-      auto t1 = std::chrono::steady_clock::now();
-      if (rc != ATTNC_OK) {
-        error(std::string(ki.name) + "_decode returned " + std::to_string(rc) +
-              " (" + statusText(rc) + ") in --bench" + onDevice);
-        return kExitFailed;
-      }
-      double t = std::chrono::duration<double, std::milli>(t1 - t0).count();
-      if (o.cuda) {
-        float dt = 0;
-        if (!stop.record(nullptr, msg) || !stop.synchronize(msg) ||
-            !dev.synchronize(msg) || !stop.elapsedSince(start, dt, msg)) {
-          error(std::string(ki.name) + "_decode in --bench: " + msg);
-          return kExitFailed;
-        }
-        t = double(dt);
-      }
-      if (i >= 0)
-        ms.push_back(t);
+    int rc = launchStep();
+    auto t1 = std::chrono::steady_clock::now();
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_decode returned " + std::to_string(rc) +
+            " (" + statusText(rc) + ") in --bench" + onDevice);
+      return kExitFailed;
     }
-    std::sort(ms.begin(), ms.end());
-    // A sliding window reads only the last `window` rows of the cache.
-    const int64_t rowsRead =
-        ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
-    double bytes = double(ki.packed_bytes) +
-                   double(attnrt::dtypeBytes(ki.dtype)) * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
-    const std::string where =
-        o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) +
-                     ")"
-               : std::to_string(threads) + " thread" +
-                     (threads == 1 ? "" : "s");
-    if (gJson) {
-      JsonValue b = benchJson("decode_step", ms);
-      b.set("position", (long long)(seq - 1));
-      b.set("gflops", nullptr);
-      b.set("bytes_read", bytes);
-      b.set("gb_per_s", bytes / (ms.front() * 1e6));
-      run.set("bench", b);
-    } else {
-      std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
-                  "%lld calls, %s, min %.3f ms, median %.3f ms per call; "
-                  "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
-                  (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
-                  (long long)o.bench, where.c_str(), ms.front(),
-                  ms[ms.size() / 2], bytes / 1e6, bytes / (ms.front() * 1e6));
-    }
-  } else if (o.bench > 0 && o.cuda) {
-    // One warm-up call (module load, first-launch costs), then each call
-    // between two CUDA events on the default stream.
-    attnrt::cuda::Event start, stop;
-    std::vector<double> ms;
-    for (int64_t i = -1; i < o.bench; ++i) {
-      if (!start.record(nullptr, msg)) {
-        error(msg + " in --bench");
-        return kExitFailed;
-      }
-      rc = deviceForward();
-      if (rc != ATTNC_OK) {
-        error(std::string(ki.name) + "_forward returned " +
-              std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
-        return kExitFailed;
-      }
-      float t = 0;
+    double t = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (o.cuda) {
+      float dt = 0;
       if (!stop.record(nullptr, msg) || !stop.synchronize(msg) ||
-          !dev.synchronize(msg) || !stop.elapsedSince(start, t, msg)) {
-        error(std::string(ki.name) + "_forward in --bench: " + msg);
+          !dev.synchronize(msg) || !stop.elapsedSince(start, dt, msg)) {
+        error(std::string(ki.name) + "_decode in --bench: " + msg);
         return kExitFailed;
       }
-      if (i >= 0)
-        ms.push_back(double(t));
+      t = double(dt);
     }
-    std::sort(ms.begin(), ms.end());
-    double gflops =
-        usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
-    if (gJson) {
-      JsonValue b = benchJson("forward", ms);
-      b.set("position", nullptr);
-      b.set("gflops", gflops);
-      b.set("bytes_read", nullptr);
-      b.set("gb_per_s", nullptr);
-      run.set("bench", b);
-    } else {
-      std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
-                  "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                  (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
-                  ms[ms.size() / 2], gflops);
-      std::printf("pack: %.3f ms (%lld bytes, on the host)\n", packMs,
-                  (long long)ki.packed_bytes);
-    }
-  } else if (o.bench > 0) {
-    std::vector<double> ms;
-    // bf16/f16: the inputs converted once, outside the timed calls.
-    std::vector<unsigned char> xk, yk, pk, xkv;
-    const void *xIn = x.data();
-    void *yOut = y.data(), *probsOut = probsPtr;
-    attnrt::VariantInputs bv = variants;
-    if (narrowAct) {
-      xk = toKernel(x);
-      yk.assign(y.size() * 2, 0);
-      pk.assign(probsPtr ? probs.size() * 2 : 0, 0);
-      if (bv.xKv) {
-        xkv = toKernel(xKv);
-        bv.xKv = xkv.data();
-      }
-      xIn = xk.data();
-      yOut = yk.data();
-      probsOut = probsPtr ? pk.data() : nullptr;
-    }
-    for (int64_t i = 0; i < o.bench; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      rc = k.forward(packed.data(), xIn, yOut, batch, seq, bv,
-                     probsOut, ws, threads);
-      auto t1 = std::chrono::steady_clock::now();
-      if (rc != ATTNC_OK) {
-        error(std::string(ki.name) + "_forward returned " +
-              std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
-        return kExitFailed;
-      }
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    double gflops =
-        usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
-    if (gJson) {
-      JsonValue b = benchJson("forward", ms);
-      b.set("position", nullptr);
-      b.set("gflops", gflops);
-      b.set("bytes_read", nullptr);
-      b.set("gb_per_s", nullptr);
-      run.set("bench", b);
-    } else {
-      std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
-                  "ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                  (long long)o.bench, (long long)shownThreads,
-                  shownThreads == 1 ? "" : "s",
-                  threads == 0 ? " (--threads 0: all online CPUs)" : "",
-                  ms.front(), ms[ms.size() / 2], gflops);
-      std::printf("pack: %.3f ms (%lld bytes)\n", packMs,
-                  (long long)ki.packed_bytes);
-    }
+    if (i >= 0)
+      ms.push_back(t);
   }
+  std::sort(ms.begin(), ms.end());
+  // A sliding window reads only the last `window` rows of the cache.
+  const int64_t rowsRead =
+      ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
+  double bytes = double(ki.packed_bytes) +
+                 double(attnrt::dtypeBytes(ki.dtype)) * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
+  const std::string where =
+      o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) +
+                   ")"
+             : std::to_string(threads) + " thread" +
+                   (threads == 1 ? "" : "s");
   if (gJson) {
-    run.set("passed", status == kExitOk);
-    run.set("exit_code", status);
-    printJson(run);
+    JsonValue b = benchJson("decode_step", ms);
+    b.set("position", (long long)(seq - 1));
+    b.set("gflops", nullptr);
+    b.set("bytes_read", bytes);
+    b.set("gb_per_s", bytes / (ms.front() * 1e6));
+    run.set("bench", b);
+  } else {
+    std::printf("bench: decode step at position %lld (T_past %lld), batch %lld, "
+                "%lld calls, %s, min %.3f ms, median %.3f ms per call; "
+                "reads %.2f MB (packed weights + K/V cache), %.2f GB/s at the min\n",
+                (long long)(seq - 1), (long long)(seq - 1), (long long)batch,
+                (long long)o.bench, where.c_str(), ms.front(),
+                ms[ms.size() / 2], bytes / 1e6, bytes / (ms.front() * 1e6));
   }
-  return status;
+  return -1;
+}
+
+/// One warm-up call (module load, first-launch costs), then each call
+/// between two CUDA events on the default stream.
+int Run::benchDeviceForward() {
+  const attnc_kernel_info &ki = info();
+  attnrt::cuda::Event start, stop;
+  std::vector<double> ms;
+  for (int64_t i = -1; i < o.bench; ++i) {
+    if (!start.record(nullptr, msg)) {
+      error(msg + " in --bench");
+      return kExitFailed;
+    }
+    int rc = deviceForward();
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_forward returned " +
+            std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
+      return kExitFailed;
+    }
+    float t = 0;
+    if (!stop.record(nullptr, msg) || !stop.synchronize(msg) ||
+        !dev.synchronize(msg) || !stop.elapsedSince(start, t, msg)) {
+      error(std::string(ki.name) + "_forward in --bench: " + msg);
+      return kExitFailed;
+    }
+    if (i >= 0)
+      ms.push_back(double(t));
+  }
+  std::sort(ms.begin(), ms.end());
+  double gflops =
+      usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
+  if (gJson) {
+    JsonValue b = benchJson("forward", ms);
+    b.set("position", nullptr);
+    b.set("gflops", gflops);
+    b.set("bytes_read", nullptr);
+    b.set("gb_per_s", nullptr);
+    run.set("bench", b);
+  } else {
+    std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
+                "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
+                ms[ms.size() / 2], gflops);
+    std::printf("pack: %.3f ms (%lld bytes, on the host)\n", packMs,
+                (long long)ki.packed_bytes);
+  }
+  return -1;
+}
+
+/// Host forward calls; a bf16/f16 kernel's inputs are converted once,
+/// outside the timed calls.
+int Run::benchForward() {
+  const attnc_kernel_info &ki = info();
+  std::vector<double> ms;
+  std::vector<unsigned char> xk, yk, pk, xkv;
+  const void *xIn = x.data();
+  void *yOut = y.data(), *probsOut = probsPtr;
+  attnrt::VariantInputs bv = variants;
+  if (narrowAct) {
+    xk = toKernel(x);
+    yk.assign(y.size() * 2, 0);
+    pk.assign(probsPtr ? probs.size() * 2 : 0, 0);
+    if (bv.xKv) {
+      xkv = toKernel(xKv);
+      bv.xKv = xkv.data();
+    }
+    xIn = xk.data();
+    yOut = yk.data();
+    probsOut = probsPtr ? pk.data() : nullptr;
+  }
+  for (int64_t i = 0; i < o.bench; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = k.forward(packed.data(), xIn, yOut, batch, seq, bv, probsOut, ws,
+                       threads);
+    auto t1 = std::chrono::steady_clock::now();
+    if (rc != ATTNC_OK) {
+      error(std::string(ki.name) + "_forward returned " +
+            std::to_string(rc) + " (" + statusText(rc) + ") in --bench");
+      return kExitFailed;
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double gflops =
+      usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
+  if (gJson) {
+    JsonValue b = benchJson("forward", ms);
+    b.set("position", nullptr);
+    b.set("gflops", gflops);
+    b.set("bytes_read", nullptr);
+    b.set("gb_per_s", nullptr);
+    run.set("bench", b);
+  } else {
+    std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
+                "ms per call, %.2f GFLOP/s (useful, at the min)\n",
+                (long long)o.bench, (long long)shownThreads,
+                shownThreads == 1 ? "" : "s",
+                threads == 0 ? " (--threads 0: all online CPUs)" : "",
+                ms.front(), ms[ms.size() / 2], gflops);
+    std::printf("pack: %.3f ms (%lld bytes)\n", packMs,
+                (long long)ki.packed_bytes);
+  }
+  return -1;
+}
+
+} // namespace
+
+static int runMain(int argc, char **argv) {
+  Options o;
+  int rc = parseArgs(argc, argv, o);
+  if (rc >= 0)
+    return rc;
+  Run r(o);
+  return r.execute();
 }
 
 int main(int argc, char **argv) {
