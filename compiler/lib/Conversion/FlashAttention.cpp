@@ -345,28 +345,87 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   return success();
 }
 
-/// The query-block kernel (the file comment): tasks of (batch, head, MQ
-/// queries).
-static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op,
-                                     Value q, Value k, Value v, Value o, Value qLens,
-                                     Value kvLens, Value sinks, Value relBias,
-                                     TaskEmitter emit) {
-  using attnc::loop;
-  auto qt = cast<MemRefType>(q.getType());
-  Type f32 = b.getF32Type();
-  const int64_t D = qt.getDimSize(3);
-  const int64_t vl = t.getVectorWidth(), mq = t.getAttnMq(),
-                kr = t.getAttnKr(), nk = t.getAttnNk();
-  const int64_t mv = mq / vl;             // query vectors per task
-  const int64_t dv = (D + vl - 1) / vl;   // head_dim vectors (last may be partial)
-  const int64_t dTail = D - (dv - 1) * vl; // lanes of the last one
-  const int64_t dp = dv * vl;
-  // P·V in register blocks of RR rows x DC head_dim vectors: RR*DC
-  // accumulators + DC V vectors + 1 broadcast within the register file
-  // (head_dim in DC-vector chunks when a whole row of O does not fit, as
-  // with AVX2's 16 registers and head_dim 64). The largest RR*DC wins, a
-  // wider DC on ties (fewer passes over the block's scores).
+namespace {
+/// The query-block kernel's shape, fixed at compile time by the target and
+/// the op: vector width, block sizes, the P·V register block, what the
+/// mask and the score modifiers need, and the bf16 dot-product variant.
+///
+/// bf16 dot products (dot_type = bf16 on a target with AVX512-BF16): the
+/// task rounds its scaled Q (once), each key block's K and V and the
+/// block's P to bf16 into (k, k+1) pair layouts on its stack, and the two
+/// inner loops run vdpbf16ps (two products per float32 lane) over pairs:
+///   QTp[d/2][2r+e]  = QT[2(d/2)+e][r]     (lanes r, pairs along head_dim)
+///   Kb[j][d]        = K[j0+j][d]          (a key's pair broadcast)
+///   Pp[j/2][2r+e]   = P[2(j/2)+e][r]      (a row's pair of keys broadcast)
+///   Vp[j/2][2c+e]   = V[j0+2(j/2)+e][c]   (lanes c, pairs of keys)
+/// m, l and the rescaling stay float32 on the unrounded scores and P.
+struct QueryBlockKernel {
+  QueryBlockKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q);
+
+  int64_t D, vl, mq, kr, nk;
+  int64_t mv;    // query vectors per task
+  int64_t dv;    // head_dim vectors (last may be partial)
+  int64_t dTail; // lanes of the last one
+  int64_t dp;
+  // P·V in register blocks of RR rows x DC head_dim vectors.
   int64_t rr = 1, dc = 1;
+  attnc::KeyVisibility vis;
+  bool bthd, bf16;
+  double scale;
+  attnc::ScoreMods mods;
+  Type f32, bf16T;
+  VectorType vt, ivt, bvt;
+
+  Value splat(ImplicitLocOpBuilder &c, double x) const {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
+  }
+  Value negInf(ImplicitLocOpBuilder &c) const {
+    return splat(c, -std::numeric_limits<double>::infinity());
+  }
+  Value add(ImplicitLocOpBuilder &c, Value a, int64_t x) const {
+    return x == 0 ? a : arith::AddIOp::create(c, a, indexConst(c, x)).getResult();
+  }
+  Value tailMask(ImplicitLocOpBuilder &c) const {
+    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
+                                        ValueRange{indexConst(c, dTail)});
+  }
+  /// Head_dim vector ch of a K or V row at `at` (the last one masked when
+  /// partial).
+  Value loadChunk(ImplicitLocOpBuilder &c, Value buf, int64_t ch,
+                  ArrayRef<Value> at) const {
+    return ch + 1 < dv || dTail == vl
+               ? attnc::loadVecF32(c, vt, buf, at)
+               : attnc::maskedLoadVecF32(c, vt, buf, at, tailMask(c));
+  }
+  /// (a0, b0, a1, b1, ...) of two float32 vectors, rounded to bf16
+  /// (denormal inputs become zero: no value here needs them).
+  Value interleave(ImplicitLocOpBuilder &c, Value a, Value bb) const {
+    SmallVector<int64_t> m;
+    for (int64_t r = 0; r < vl; ++r)
+      m.append({r, vl + r});
+    return vector::ShuffleOp::create(c, attnc::roundToBf16(c, a),
+                                     attnc::roundToBf16(c, bb), m);
+  }
+};
+
+QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q)
+    : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
+  auto qt = cast<MemRefType>(q.getType());
+  f32 = b.getF32Type();
+  D = qt.getDimSize(3);
+  vl = t.getVectorWidth();
+  mq = t.getAttnMq();
+  kr = t.getAttnKr();
+  nk = t.getAttnNk();
+  mv = mq / vl;
+  dv = (D + vl - 1) / vl;
+  dTail = D - (dv - 1) * vl;
+  dp = dv * vl;
+  // RR*DC accumulators + DC V vectors + 1 broadcast within the register
+  // file (head_dim in DC-vector chunks when a whole row of O does not fit,
+  // as with AVX2's 16 registers and head_dim 64). The largest RR*DC wins,
+  // a wider DC on ties (fewer passes over the block's scores).
   for (int64_t d = dv; d >= 1; --d) {
     if (dv % d != 0)
       continue;
@@ -377,54 +436,501 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
         break;
       }
   }
-  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
-  const bool causal = vis.causal, windowed = vis.windowed;
-  const int64_t window = vis.window;
-  bool bthd = op.getLayout() == HeadLayout::bthd;
-  const double scale = log2Scale(op);
-  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
+  bthd = op.getLayout() == HeadLayout::bthd;
+  scale = log2Scale(op);
+  vt = VectorType::get({vl}, f32);
+  ivt = VectorType::get({vl}, b.getI32Type());
+  bf16 = op.getDotType() && vl == 16 && D % 2 == 0 &&
+         t.getFeatures().contains("+avx512bf16");
+  bf16T = b.getBF16Type();
+  bvt = VectorType::get({2 * vl}, bf16T);
+}
 
-  auto vt = VectorType::get({vl}, f32);
-  auto ivt = VectorType::get({vl}, b.getI32Type());
+/// One task of the query-block kernel: queries [i0, i0 + rows) of head h
+/// of sequence bi (kv head hk), their buffers on the task's stack, and
+/// the phases of its key loop in the order they run (the file comment).
+struct QueryBlockTask {
+  const QueryBlockKernel &K;
+  Value q, k, v, o, sinks, relBias;
+  Value tq, tkv;
+  Value bi, h, hk, i0, off, rows, zero;
+  // QT: the scaled Q^T; ST: the block's scores, then P; O: the output
+  // rows; aux: alpha (row 0) and 1/l (row 1) per query. bf16: QTp, Kb,
+  // Pp, Vp (QueryBlockKernel).
+  Value QT, ST, O, aux, QTp, Kb, Pp, Vp;
+  Value kvValid; // keys [0, kvValid) of the sequence
+  Value diag0, lastKey, laneIdx, slopeV, relRow;
+  attnc::KeyVisibility::Range keys;
+  // Query vector m's first query, at key position i0 + off + m*VL (i32).
+  SmallVector<Value> qpos0;
+
+  void allocate(ImplicitLocOpBuilder &c);
+  void stageQuery(ImplicitLocOpBuilder &c);
+  void locateKeys(ImplicitLocOpBuilder &c);
+  SmallVector<Value> initialState(ImplicitLocOpBuilder &c) const;
+  /// One key block [j0, j0 + NK): the loop state (m, l per query vector)
+  /// after it.
+  SmallVector<Value> keyBlock(ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) const;
+  void write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const;
+
+private:
+  void stageKeysBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg, int64_t s) const;
+  void scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void accumulatePV(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+};
+
+void QueryBlockTask::allocate(ImplicitLocOpBuilder &c) {
+  const int64_t D = K.D, mq = K.mq, nk = K.nk, kr = K.kr, dp = K.dp;
+  QT = memref::AllocaOp::create(c, MemRefType::get({D, mq}, K.f32));
+  ST = memref::AllocaOp::create(c, MemRefType::get({nk + kr, mq}, K.f32));
+  O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, K.f32));
+  aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, K.f32));
+  if (K.bf16) {
+    QTp = memref::AllocaOp::create(c, MemRefType::get({D / 2, 2 * mq}, K.bf16T));
+    Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, K.bf16T));
+    Pp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * mq}, K.bf16T));
+    Vp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * dp}, K.bf16T));
+  }
+}
+
+/// QT = scale * log2(e) * Q^T (rows past Tq read the last row; never
+/// stored), O = 0; bf16: QT's pairs into QTp.
+void QueryBlockTask::stageQuery(ImplicitLocOpBuilder &c) {
+  using attnc::loop;
   auto idx = indexConst;
-  auto fc = f32Const;
-  auto splat = [&](ImplicitLocOpBuilder &c, double x) -> Value {
-    return arith::ConstantOp::create(
-        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
-  };
-  auto add = [&](ImplicitLocOpBuilder &c, Value a, int64_t x) -> Value {
-    return x == 0 ? a : arith::AddIOp::create(c, a, idx(c, x)).getResult();
-  };
-  auto tailMask = [&](ImplicitLocOpBuilder &c) -> Value {
-    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
-                                        ValueRange{idx(c, dTail)});
-  };
-  // bf16 dot products (dot_type = bf16 on a target with AVX512-BF16): the
-  // task rounds its scaled Q (once), each key block's K and V and the
-  // block's P to bf16 into (k, k+1) pair layouts on its stack, and the two
-  // inner loops run vdpbf16ps (two products per float32 lane) over pairs:
-  //   QTp[d/2][2r+e]  = QT[2(d/2)+e][r]     (lanes r, pairs along head_dim)
-  //   Kb[j][d]        = K[j0+j][d]          (a key's pair broadcast)
-  //   Pp[j/2][2r+e]   = P[2(j/2)+e][r]      (a row's pair of keys broadcast)
-  //   Vp[j/2][2c+e]   = V[j0+2(j/2)+e][c]   (lanes c, pairs of keys)
-  // m, l and the rescaling stay float32 on the unrounded scores and P.
-  const bool bf16 = op.getDotType() && vl == 16 && D % 2 == 0 &&
-                    t.getFeatures().contains("+avx512bf16");
-  Type bf16T = b.getBF16Type();
-  auto bvt = VectorType::get({2 * vl}, bf16T);
-  auto pairBroadcast = [&](ImplicitLocOpBuilder &c, Value src, ValueRange at) {
-    return attnc::bf16PairBroadcast(c, src, at, vl);
-  };
-  // (denormal inputs become zero: no value here needs them)
-  auto toBf16 = attnc::roundToBf16;
-  // (a0, b0, a1, b1, ...) of two float32 vectors, rounded to bf16.
-  auto interleave = [&](ImplicitLocOpBuilder &c, Value a, Value bb) -> Value {
-    SmallVector<int64_t> m;
-    for (int64_t r = 0; r < vl; ++r)
-      m.append({r, vl + r});
-    return vector::ShuffleOp::create(c, toBf16(c, a), toBf16(c, bb), m);
-  };
+  const int64_t vl = K.vl;
+  Value lastRow = arith::SubIOp::create(c, tq, idx(c, 1));
+  loop(c, zero, idx(c, K.mq), {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
+    Value i = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, i0, r), lastRow);
+    loop(c1, zero, idx(c1, K.D), {}, [&](ImplicitLocOpBuilder &c2, Value d, ValueRange) {
+      Value x = memref::LoadOp::create(c2, q, ValueRange{bi, h, i, d});
+      memref::StoreOp::create(c2, arith::MulFOp::create(c2, x, f32Const(c2, K.scale)), QT,
+                              ValueRange{d, r});
+      return SmallVector<Value>{};
+    });
+    for (int64_t ch = 0; ch < K.dv; ++ch)
+      vector::StoreOp::create(c1, K.splat(c1, 0.0), O, ValueRange{r, idx(c1, ch * vl)});
+    return SmallVector<Value>{};
+  });
+  if (K.bf16)
+    loop(c, zero, idx(c, K.D / 2), {}, [&](ImplicitLocOpBuilder &c1, Value dpi, ValueRange) {
+      Value d0 = arith::MulIOp::create(c1, dpi, idx(c1, 2));
+      for (int64_t m = 0; m < K.mv; ++m)
+        vector::StoreOp::create(
+            c1,
+            K.interleave(c1, vector::LoadOp::create(c1, K.vt, QT, ValueRange{d0, idx(c1, m * vl)}),
+                         vector::LoadOp::create(c1, K.vt, QT, ValueRange{K.add(c1, d0, 1), idx(c1, m * vl)})),
+            QTp, ValueRange{dpi, idx(c1, 2 * m * vl)});
+      return SmallVector<Value>{};
+    });
+}
 
+/// Visible keys: [start, end) for some row of the block; [low, full) for
+/// all of them (the window's lower edge and the causal diagonal). And what
+/// the score modifiers need: each lane's query position, the head's ALiBi
+/// slope, T5's bias row.
+void QueryBlockTask::locateKeys(ImplicitLocOpBuilder &c) {
+  const int64_t vl = K.vl;
+  diag0 = arith::AddIOp::create(c, i0, off); // row i0's last key
+  keys = K.vis.block(c, diag0, rows, /*kvv=*/kvValid);
+  lastKey = arith::SubIOp::create(c, tkv, indexConst(c, 1));
+  // Lane r of query vector m is query i0 + m*VL + r.
+  SmallVector<int32_t> lanes;
+  for (int64_t r = 0; r < vl; ++r)
+    lanes.push_back(static_cast<int32_t>(r));
+  laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(K.ivt, ArrayRef<int32_t>(lanes)));
+  slopeV = K.mods.slope(c, h, llvm::numbers::log2e);
+  relRow = relBias ? K.mods.relBiasRow(c, relBias, h, vl, llvm::numbers::log2e) : Value();
+  if (K.mods.any())
+    for (int64_t m = 0; m < K.mv; ++m)
+      qpos0.push_back(arith::IndexCastOp::create(
+          c, c.getI32Type(), K.add(c, arith::AddIOp::create(c, i0, off), m * vl)));
+}
+
+/// m and l per query vector: -inf and 0, or with a sink one more "key" of
+/// weight 1 at its logit (log2 units; it has no value).
+SmallVector<Value> QueryBlockTask::initialState(ImplicitLocOpBuilder &c) const {
+  SmallVector<Value> init;
+  Value sinkM = sinks ? vector::BroadcastOp::create(
+                            c, K.vt, arith::MulFOp::create(
+                                         c, attnc::loadF32(c, sinks, ValueRange{h}),
+                                         f32Const(c, llvm::numbers::log2e))).getResult()
+                      : Value();
+  for (int64_t m = 0; m < K.mv; ++m)
+    init.push_back(sinks ? sinkM : K.negInf(c));
+  for (int64_t m = 0; m < K.mv; ++m)
+    init.push_back(K.splat(c, sinks ? 1.0 : 0.0));
+  return init;
+}
+
+/// bf16: the block's keys (KR-rounded, rows past kEnd clamped) into Kb.
+void QueryBlockTask::stageKeysBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t kr = K.kr, vl = K.vl;
+  Value cntR = arith::MulIOp::create(
+      cb, arith::DivUIOp::create(cb, K.add(cb, cnt, kr - 1), idx(cb, kr)), idx(cb, kr));
+  loop(cb, zero, cntR, {}, [&](ImplicitLocOpBuilder &c1, Value jl, ValueRange) {
+    Value row = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, j0, jl), lastKey);
+    for (int64_t ch = 0; ch < K.dv; ++ch) {
+      SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
+      Value kv = K.loadChunk(c1, k, ch, at);
+      vector::StoreOp::create(c1, attnc::roundToBf16(c1, kv), Kb,
+                              ValueRange{jl, idx(c1, ch * vl)});
+    }
+    return SmallVector<Value>{};
+  });
+}
+
+/// Scores of KR keys at j0 + jg (rows past kEnd are clamped reads and are
+/// never used), for query vectors [s, MV): under a causal mask the first s
+/// vectors' rows see none of the group's keys (the diagonal block), so
+/// their scores are -inf without being computed. The score modifiers
+/// (ALiBi, soft-capping, T5) apply to the computed scores in registers,
+/// before the mask: delta = j - i'.
+void QueryBlockTask::scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg,
+                                int64_t s) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t kr = K.kr, mv = K.mv, vl = K.vl, D = K.D;
+  const attnc::ScoreMods &mods = K.mods;
+  SmallVector<Value> keyRow;
+  for (int64_t jj = 0; jj < kr; ++jj)
+    keyRow.push_back(arith::MinUIOp::create(
+        c1, K.add(c1, arith::AddIOp::create(c1, j0, jg), jj), lastKey));
+  const int64_t nv = mv - s;
+  SmallVector<Value> acc(kr * nv, K.splat(c1, 0.0));
+  scf::ForOp dl = K.bf16 ? loop(c1, zero, idx(c1, D / 2), acc,
+      [&](ImplicitLocOpBuilder &c2, Value dpi, ValueRange a) {
+        SmallVector<Value> qv, next(a.begin(), a.end());
+        for (int64_t m = s; m < mv; ++m)
+          qv.push_back(vector::LoadOp::create(c2, K.bvt, QTp,
+                                              ValueRange{dpi, idx(c2, 2 * m * vl)}));
+        Value d0 = arith::MulIOp::create(c2, dpi, idx(c2, 2));
+        for (int64_t jj = 0; jj < kr; ++jj) {
+          Value kb = attnc::bf16PairBroadcast(c2, Kb, ValueRange{K.add(c2, jg, jj), d0}, vl);
+          for (int64_t m = 0; m < nv; ++m)
+            next[jj * nv + m] =
+                x86vector::DotBF16Op::create(c2, K.vt, a[jj * nv + m], qv[m], kb);
+        }
+        return next;
+      }) : loop(c1, zero, idx(c1, D), acc,
+      [&](ImplicitLocOpBuilder &c2, Value d, ValueRange a) {
+        SmallVector<Value> qv, next(a.begin(), a.end());
+        for (int64_t m = s; m < mv; ++m)
+          qv.push_back(vector::LoadOp::create(c2, K.vt, QT, ValueRange{d, idx(c2, m * vl)}));
+        for (int64_t jj = 0; jj < kr; ++jj) {
+          Value kb = vector::BroadcastOp::create(
+              c2, K.vt, attnc::loadF32(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
+          for (int64_t m = 0; m < nv; ++m)
+            next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * nv + m]);
+        }
+        return next;
+      });
+  Value negInf = K.negInf(c1);
+  for (int64_t jj = 0; jj < kr; ++jj) {
+    Value jv;
+    if (mods.any())
+      jv = vector::BroadcastOp::create(
+          c1, K.ivt,
+          arith::IndexCastOp::create(
+              c1, c1.getI32Type(), K.add(c1, arith::AddIOp::create(c1, j0, jg), jj)));
+    for (int64_t m = 0; m < mv; ++m) {
+      Value sc = m < s ? negInf : dl.getResult(jj * nv + m - s);
+      if (mods.any() && m >= s) {
+        Value qpos = arith::AddIOp::create(
+            c1, vector::BroadcastOp::create(c1, K.ivt, qpos0[m]), laneIdx);
+        Value delta = arith::SIToFPOp::create(c1, K.vt, arith::SubIOp::create(c1, jv, qpos));
+        if (relRow) { // T5: the contiguous biases of d = i' - j
+          Value jIdx = K.add(c1, arith::AddIOp::create(c1, j0, jg), jj);
+          Value k0 = arith::AddIOp::create(
+              c1, arith::SubIOp::create(
+                      c1, arith::IndexCastOp::create(c1, c1.getIndexType(), qpos0[m]), jIdx),
+              idx(c1, mods.relRange + vl));
+          k0 = arith::MinSIOp::create(
+              c1, arith::MaxSIOp::create(c1, k0, zero),
+              idx(c1, 2 * mods.relRange + vl + 1));
+          sc = arith::AddFOp::create(c1, sc, vector::LoadOp::create(c1, K.vt, relRow, ValueRange{k0}));
+        }
+        sc = mods.apply(c1, sc, slopeV, delta, llvm::numbers::log2e);
+      }
+      vector::StoreOp::create(c1, sc, ST, ValueRange{K.add(c1, jg, jj), idx(c1, m * vl)});
+    }
+  }
+}
+
+/// The block's scores, KR keys at a time; under a causal mask the groups
+/// skip the query vectors that see none of their keys (scf.index_switch
+/// on the count).
+void QueryBlockTask::scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t mv = K.mv, vl = K.vl;
+  loop(cb, zero, cnt, idx(cb, K.kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
+    if (!K.vis.causal || mv == 1) {
+      scoreGroup(c1, j0, jg, 0);
+      return SmallVector<Value>{};
+    }
+    // s = the vectors whose last row's last key (diag0 + (m+1)*VL - 1)
+    // comes before the group's first key, in [0, MV - 1].
+    Value ahead = arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jg), diag0);
+    Value sv = arith::MinSIOp::create(
+        c1, idx(c1, mv - 1),
+        arith::MaxSIOp::create(c1, zero, arith::DivSIOp::create(c1, ahead, idx(c1, vl))));
+    attnc::switchOnCount(
+        c1, sv, mv, [&](ImplicitLocOpBuilder &cs, int64_t sk) { scoreGroup(cs, j0, jg, sk); },
+        [&](ImplicitLocOpBuilder &cd) { scoreGroup(cd, j0, jg, 0); });
+    return SmallVector<Value>{};
+  });
+}
+
+/// The mask, element-wise, only where this block crosses its boundary
+/// (keys outside [low, full)).
+void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t mv = K.mv, vl = K.vl;
+  Value crosses = arith::CmpIOp::create(
+      cb, arith::CmpIPredicate::sgt, arith::AddIOp::create(cb, j0, cnt), keys.full);
+  if (K.vis.windowed)
+    crosses = arith::OrIOp::create(
+        cb, crosses, arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, j0, keys.low));
+  auto ifOp = scf::IfOp::create(cb, crosses, /*withElse=*/false);
+  ImplicitLocOpBuilder ci(cb.getLoc(), ifOp.getThenBodyBuilder());
+  Value base = arith::IndexCastOp::create(
+      ci, ci.getI32Type(), arith::AddIOp::create(ci, i0, off));
+  Value negInf = K.negInf(ci);
+  loop(ci, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+    Value j = arith::IndexCastOp::create(c1, c1.getI32Type(),
+                                         arith::AddIOp::create(c1, j0, jj));
+    Value jv = vector::BroadcastOp::create(c1, K.ivt, j);
+    for (int64_t m = 0; m < mv; ++m) {
+      Value lim = arith::AddIOp::create(
+          c1, vector::BroadcastOp::create(
+                  c1, K.ivt, arith::AddIOp::create(
+                                 c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
+          laneIdx);
+      Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
+      if (K.vis.windowed) {
+        Value lowest = arith::SubIOp::create(
+            c1, lim, vector::BroadcastOp::create(
+                         c1, K.ivt, arith::ConstantIntOp::create(c1, K.vis.window, 32)));
+        ok = arith::AndIOp::create(
+            c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sgt, jv, lowest));
+      }
+      Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)});
+      vector::StoreOp::create(c1, arith::SelectOp::create(c1, ok, s, negInf), ST,
+                              ValueRange{jj, idx(c1, m * vl)});
+    }
+    return SmallVector<Value>{};
+  });
+}
+
+/// bf16: the block's P and V as pairs of keys (a zero second key past an
+/// odd count).
+void QueryBlockTask::stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t mv = K.mv, vl = K.vl;
+  Value pairs = arith::DivUIOp::create(cb, K.add(cb, cnt, 1), idx(cb, 2));
+  loop(cb, zero, pairs, {}, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange) {
+    Value jl = arith::MulIOp::create(c1, jp, idx(c1, 2)), jl1 = K.add(c1, jl, 1);
+    Value second = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, jl1, cnt);
+    for (int64_t m = 0; m < mv; ++m) {
+      Value p0 = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jl, idx(c1, m * vl)});
+      Value p1 = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jl1, idx(c1, m * vl)});
+      p1 = arith::SelectOp::create(c1, second, p1, K.splat(c1, 0.0));
+      vector::StoreOp::create(c1, K.interleave(c1, p0, p1), Pp,
+                              ValueRange{jp, idx(c1, 2 * m * vl)});
+    }
+    Value row0 = arith::AddIOp::create(c1, j0, jl);
+    Value row1 = arith::MinUIOp::create(c1, K.add(c1, row0, 1), lastKey);
+    for (int64_t ch = 0; ch < K.dv; ++ch) {
+      auto load = [&](Value row) -> Value {
+        SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
+        return K.loadChunk(c1, v, ch, at);
+      };
+      Value v1 = arith::SelectOp::create(c1, second, load(row1), K.splat(c1, 0.0));
+      vector::StoreOp::create(c1, K.interleave(c1, load(row0), v1), Vp,
+                              ValueRange{jp, idx(c1, 2 * ch * vl)});
+    }
+    return SmallVector<Value>{};
+  });
+}
+
+/// O = alpha*O + P·V, RR rows x DC vectors at a time in registers (alpha
+/// from aux row 0).
+void QueryBlockTask::accumulatePV(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t rr = K.rr, dc = K.dc, dv = K.dv, vl = K.vl;
+  for (int64_t c0 = 0; c0 < dv; c0 += dc)
+  loop(cb, zero, idx(cb, K.mq), idx(cb, rr), {}, [&](ImplicitLocOpBuilder &c1, Value r0, ValueRange) {
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < rr; ++i) {
+      Value a = vector::BroadcastOp::create(
+          c1, K.vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 0), K.add(c1, r0, i)}));
+      for (int64_t ch = c0; ch < c0 + dc; ++ch)
+        acc.push_back(arith::MulFOp::create(
+            c1, vector::LoadOp::create(c1, K.vt, O, ValueRange{K.add(c1, r0, i), idx(c1, ch * vl)}),
+            a));
+    }
+    // Under a causal mask rows r0..r0+RR-1 see no key past
+    // diag0 + r0 + RR - 1: the block's keys beyond that have P = 2^-126
+    // (masked) for all of them and are not read.
+    Value pvEnd = cnt;
+    if (K.vis.causal)
+      pvEnd = arith::MinSIOp::create(
+          c1, cnt,
+          arith::MaxSIOp::create(
+              c1, zero,
+              arith::SubIOp::create(
+                  c1, K.add(c1, arith::AddIOp::create(c1, diag0, r0), rr), j0)));
+    scf::ForOp pv = K.bf16 ? loop(c1, zero,
+        arith::DivUIOp::create(c1, K.add(c1, pvEnd, 1), idx(c1, 2)), acc,
+        [&](ImplicitLocOpBuilder &c2, Value jp, ValueRange a) {
+      SmallVector<Value> vv, next(a.begin(), a.end());
+      for (int64_t ch = c0; ch < c0 + dc; ++ch)
+        vv.push_back(vector::LoadOp::create(c2, K.bvt, Vp,
+                                            ValueRange{jp, idx(c2, 2 * ch * vl)}));
+      for (int64_t i = 0; i < rr; ++i) {
+        Value pp = attnc::bf16PairBroadcast(
+            c2, Pp, ValueRange{jp, arith::MulIOp::create(c2, K.add(c2, r0, i), idx(c2, 2))}, vl);
+        for (int64_t ch = 0; ch < dc; ++ch)
+          next[i * dc + ch] = x86vector::DotBF16Op::create(c2, K.vt, a[i * dc + ch], pp, vv[ch]);
+      }
+      return next;
+    }) : loop(c1, zero, pvEnd, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
+      Value j = arith::AddIOp::create(c2, j0, jj);
+      SmallVector<Value> vv, next(a.begin(), a.end());
+      for (int64_t ch = c0; ch < c0 + dc; ++ch) {
+        SmallVector<Value> at{bi, hk, j, idx(c2, ch * vl)};
+        vv.push_back(K.loadChunk(c2, v, ch, at));
+      }
+      for (int64_t i = 0; i < rr; ++i) {
+        Value p = vector::BroadcastOp::create(
+            c2, K.vt, memref::LoadOp::create(c2, ST, ValueRange{jj, K.add(c2, r0, i)}));
+        for (int64_t ch = 0; ch < dc; ++ch)
+          next[i * dc + ch] = vector::FMAOp::create(c2, p, vv[ch], a[i * dc + ch]);
+      }
+      return next;
+    });
+    for (int64_t i = 0; i < rr; ++i)
+      for (int64_t ch = 0; ch < dc; ++ch)
+        vector::StoreOp::create(c1, pv.getResult(i * dc + ch), O,
+                                ValueRange{K.add(c1, r0, i), idx(c1, (c0 + ch) * vl)});
+    // Two keys per iteration and a remainder loop (unrolled after the
+    // stores exist, so that they read the remainder loop's results):
+    // half the loop overhead per FMA. AVX2's attention phase 2-4%
+    // faster at T = 512-1024 (Zen 4), AVX-512 unchanged; unrolling the
+    // score loop over head_dim as well gained nothing. Should unrolling
+    // be refused, the loop stays as built.
+    (void)mlir::loopUnrollByFactor(pv, 2);
+    return SmallVector<Value>{};
+  });
+}
+
+SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
+                                            ValueRange ml) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t mv = K.mv, vl = K.vl;
+  Value cnt = arith::MinUIOp::create(cb, idx(cb, K.nk), arith::SubIOp::create(cb, keys.end, j0));
+  if (K.bf16)
+    stageKeysBf16(cb, j0, cnt);
+  scores(cb, j0, cnt);
+  if (K.vis.causal)
+    maskBoundary(cb, j0, cnt);
+  // Online softmax over the block: mNew = max(m, max_j ST[j]), alpha =
+  // 2^(m - mNew) (into aux row 0), ST[j] = 2^(ST[j] - mNew).
+  SmallVector<Value> mOld(ml.begin(), ml.begin() + mv), lOld(ml.begin() + mv, ml.end());
+  scf::ForOp mx = loop(cb, zero, cnt, mOld, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+    SmallVector<Value> next;
+    for (int64_t m = 0; m < mv; ++m)
+      next.push_back(arith::MaximumFOp::create(
+          c1, a[m], vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)})));
+    return next;
+  });
+  SmallVector<Value> mNew(mx.getResults()), mSafe, alpha;
+  Value negInf = K.negInf(cb);
+  for (int64_t m = 0; m < mv; ++m) {
+    Value none = arith::CmpFOp::create(cb, arith::CmpFPredicate::OEQ, mNew[m], negInf);
+    mSafe.push_back(arith::SelectOp::create(cb, none, K.splat(cb, 0.0), mNew[m]));
+    alpha.push_back(exp2NonPositive(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
+    vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
+  }
+  SmallVector<Value> zeros(mv, K.splat(cb, 0.0));
+  scf::ForOp ps = loop(cb, zero, cnt, zeros, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+    SmallVector<Value> next;
+    for (int64_t m = 0; m < mv; ++m) {
+      Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)});
+      Value p = exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]));
+      vector::StoreOp::create(c1, p, ST, ValueRange{jj, idx(c1, m * vl)});
+      next.push_back(arith::AddFOp::create(c1, a[m], p));
+    }
+    return next;
+  });
+  if (K.bf16)
+    stagePVBf16(cb, j0, cnt);
+  accumulatePV(cb, j0, cnt);
+  SmallVector<Value> next(mNew);
+  for (int64_t m = 0; m < mv; ++m)
+    next.push_back(arith::AddFOp::create(
+        cb, arith::MulFOp::create(cb, lOld[m], alpha[m]), ps.getResult(m)));
+  return next;
+}
+
+/// o = O / l; rows that saw no key (m = -inf) or l = 0 give zeros.
+void QueryBlockTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t mv = K.mv, vl = K.vl, dv = K.dv;
+  Value negInf = K.negInf(c);
+  for (int64_t m = 0; m < mv; ++m) {
+    Value none = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ,
+                                       blocks.getResult(m), negInf);
+    Value l = blocks.getResult(mv + m);
+    Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, K.splat(c, 0.0));
+    Value inv = arith::SelectOp::create(
+        c, arith::AndIOp::create(c, pos, arith::XOrIOp::create(
+                                             c, none, arith::ConstantOp::create(
+                                                          c, DenseElementsAttr::get(
+                                                                 VectorType::get({vl}, c.getI1Type()), true)))),
+        arith::DivFOp::create(c, K.splat(c, 1.0), l), K.splat(c, 0.0));
+    vector::StoreOp::create(c, inv, aux, ValueRange{idx(c, 1), idx(c, m * vl)});
+  }
+  loop(c, zero, rows, {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
+    Value inv = vector::BroadcastOp::create(
+        c1, K.vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 1), r}));
+    Value i = arith::AddIOp::create(c1, i0, r);
+    for (int64_t ch = 0; ch < dv; ++ch) {
+      Value val = arith::MulFOp::create(
+          c1, vector::LoadOp::create(c1, K.vt, O, ValueRange{r, idx(c1, ch * vl)}), inv);
+      Value dIdx = idx(c1, ch * vl);
+      SmallVector<Value> at = K.bthd ? SmallVector<Value>{bi, i, h, dIdx}
+                                     : SmallVector<Value>{bi, h, i, dIdx};
+      if (ch + 1 < dv || K.dTail == vl)
+        vector::StoreOp::create(c1, val, o, at);
+      else
+        vector::MaskedStoreOp::create(c1, o, at, K.tailMask(c1), val);
+    }
+    return SmallVector<Value>{};
+  });
+}
+} // namespace
+
+/// The query-block kernel (the file comment): tasks of (batch, head, MQ
+/// queries).
+static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op,
+                                     Value q, Value k, Value v, Value o, Value qLens,
+                                     Value kvLens, Value sinks, Value relBias,
+                                     TaskEmitter emit) {
+  auto idx = indexConst;
+  const QueryBlockKernel K(b, t, op, q);
+  const int64_t mq = K.mq;
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value tq = memref::DimOp::create(b, q, 2);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
@@ -435,410 +941,43 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
   emit(tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
-    Value bi = arith::DivUIOp::create(ct, task, perBatch);
+    QueryBlockTask at{K, q, k, v, o, sinks, relBias};
+    at.tq = tq;
+    at.tkv = tkv;
+    at.bi = arith::DivUIOp::create(ct, task, perBatch);
     Value rest = arith::RemUIOp::create(ct, task, perBatch);
-    Value h = arith::DivUIOp::create(ct, rest, qBlocks);
-    Value i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, mq));
-    Value hk = arith::DivUIOp::create(ct, h, group);
+    at.h = arith::DivUIOp::create(ct, rest, qBlocks);
+    at.i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, mq));
+    at.hk = arith::DivUIOp::create(ct, at.h, group);
     // Valid lengths of this sequence (padding): queries [0, qv), keys
     // [0, kvv). A query block wholly past qv is skipped (its rows are
     // padding, zeroed by attn.mask_rows), not computed and masked.
     auto length = [&](Value lens, Value full) -> Value {
-      return lens ? attnc::validLength(ct, lens, bi, full) : full;
+      return lens ? attnc::validLength(ct, lens, at.bi, full) : full;
     };
-    Value qv = length(qLens, tq), kvv = length(kvLens, tkv);
+    Value qv = length(qLens, tq);
+    at.kvValid = length(kvLens, tkv);
     // Keys a query i sees under a causal mask: j <= i + off (bottom-right:
     // the last valid query sees the last valid key).
-    Value off = vis.offset(ct, qv, kvv);
+    at.off = K.vis.offset(ct, qv, at.kvValid);
     std::optional<ImplicitLocOpBuilder> inner;
     if (qLens) {
-      Value active = arith::CmpIOp::create(ct, arith::CmpIPredicate::slt, i0, qv);
+      Value active = arith::CmpIOp::create(ct, arith::CmpIPredicate::slt, at.i0, qv);
       auto ifOp = scf::IfOp::create(ct, active, /*withElse=*/false);
       inner.emplace(ct.getLoc(), ifOp.getThenBodyBuilder());
     }
     ImplicitLocOpBuilder &c = inner ? *inner : ct;
-    Value rows = arith::MinUIOp::create(c, idx(c, mq), arith::SubIOp::create(c, qv, i0));
-    Value zero = idx(c, 0);
-
-    auto QT = memref::AllocaOp::create(c, MemRefType::get({D, mq}, f32));
-    auto ST = memref::AllocaOp::create(c, MemRefType::get({nk + kr, mq}, f32));
-    auto O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, f32));
-    auto aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, f32));
-    Value QTp, Kb, Pp, Vp;
-    if (bf16) {
-      QTp = memref::AllocaOp::create(c, MemRefType::get({D / 2, 2 * mq}, bf16T));
-      Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, bf16T));
-      Pp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * mq}, bf16T));
-      Vp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * dp}, bf16T));
-    }
-
-    // QT = scale * log2(e) * Q^T (rows past Tq read the last row; never
-    // stored).
-    Value lastRow = arith::SubIOp::create(c, tq, idx(c, 1));
-    loop(c, zero, idx(c, mq), {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
-      Value i = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, i0, r), lastRow);
-      loop(c1, zero, idx(c1, D), {}, [&](ImplicitLocOpBuilder &c2, Value d, ValueRange) {
-        Value x = memref::LoadOp::create(c2, q, ValueRange{bi, h, i, d});
-        memref::StoreOp::create(c2, arith::MulFOp::create(c2, x, fc(c2, scale)), QT,
-                                ValueRange{d, r});
-        return SmallVector<Value>{};
-      });
-      for (int64_t ch = 0; ch < dv; ++ch)
-        vector::StoreOp::create(c1, splat(c1, 0.0), O, ValueRange{r, idx(c1, ch * vl)});
-      return SmallVector<Value>{};
-    });
-    if (bf16)
-      loop(c, zero, idx(c, D / 2), {}, [&](ImplicitLocOpBuilder &c1, Value dpi, ValueRange) {
-        Value d0 = arith::MulIOp::create(c1, dpi, idx(c1, 2));
-        for (int64_t m = 0; m < mv; ++m)
-          vector::StoreOp::create(
-              c1,
-              interleave(c1, vector::LoadOp::create(c1, vt, QT, ValueRange{d0, idx(c1, m * vl)}),
-                         vector::LoadOp::create(c1, vt, QT, ValueRange{add(c1, d0, 1), idx(c1, m * vl)})),
-              QTp, ValueRange{dpi, idx(c1, 2 * m * vl)});
-        return SmallVector<Value>{};
-      });
-
-    // Visible keys: [kStart, kEnd) for some row of the block; [kLow, kFull)
-    // for all of them (the window's lower edge and the causal diagonal).
-    Value diag0 = arith::AddIOp::create(c, i0, off); // row i0's last key
-    attnc::KeyVisibility::Range keys = vis.block(c, diag0, rows, kvv);
-    Value kStart = keys.start, kLow = keys.low, kEnd = keys.end, kFull = keys.full;
-    Value lastKey = arith::SubIOp::create(c, tkv, idx(c, 1));
-    // Lane r of query vector m is query i0 + m*VL + r.
-    SmallVector<int32_t> lanes;
-    for (int64_t r = 0; r < vl; ++r)
-      lanes.push_back(static_cast<int32_t>(r));
-    Value laneIdx = arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, ArrayRef<int32_t>(lanes)));
-    Value slopeV = mods.slope(c, h, llvm::numbers::log2e);
-    Value relRow = relBias ? mods.relBiasRow(c, relBias, h, vl, llvm::numbers::log2e) : Value();
-    // Query vector m's first query, at key position i0 + off + m*VL (i32).
-    SmallVector<Value> qpos0;
-    if (mods.any())
-      for (int64_t m = 0; m < mv; ++m)
-        qpos0.push_back(arith::IndexCastOp::create(
-            c, c.getI32Type(), add(c, arith::AddIOp::create(c, i0, off), m * vl)));
-
-    SmallVector<Value> init;
-    // A sink starts each row as one more "key" of weight 1 at its logit
-    // (log2 units); it has no value.
-    Value sinkM = sinks ? vector::BroadcastOp::create(
-                              c, vt, arith::MulFOp::create(
-                                         c, attnc::loadF32(c, sinks, ValueRange{h}),
-                                         fc(c, llvm::numbers::log2e))).getResult()
-                        : Value();
-    for (int64_t m = 0; m < mv; ++m)
-      init.push_back(sinks ? sinkM : splat(c, -std::numeric_limits<double>::infinity()));
-    for (int64_t m = 0; m < mv; ++m)
-      init.push_back(splat(c, sinks ? 1.0 : 0.0));
-    scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
+    at.rows = arith::MinUIOp::create(c, idx(c, mq), arith::SubIOp::create(c, qv, at.i0));
+    at.zero = idx(c, 0);
+    at.allocate(c);
+    at.stageQuery(c);
+    at.locateKeys(c);
+    SmallVector<Value> init = at.initialState(c);
+    scf::ForOp blocks = attnc::loop(c, at.keys.start, at.keys.end, idx(c, K.nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
-      Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
-      // bf16: the block's keys (KR-rounded, rows past kEnd clamped) into Kb.
-      if (bf16) {
-        Value cntR = arith::MulIOp::create(
-            cb, arith::DivUIOp::create(cb, add(cb, cnt, kr - 1), idx(cb, kr)), idx(cb, kr));
-        loop(cb, zero, cntR, {}, [&](ImplicitLocOpBuilder &c1, Value jl, ValueRange) {
-          Value row = arith::MinUIOp::create(c1, arith::AddIOp::create(c1, j0, jl), lastKey);
-          for (int64_t ch = 0; ch < dv; ++ch) {
-            SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
-            Value kv = ch + 1 < dv || dTail == vl
-                           ? attnc::loadVecF32(c1, vt, k, at)
-                           : attnc::maskedLoadVecF32(c1, vt, k, at, tailMask(c1));
-            vector::StoreOp::create(c1, toBf16(c1, kv), Kb, ValueRange{jl, idx(c1, ch * vl)});
-          }
-          return SmallVector<Value>{};
-        });
-      }
-      // Scores of KR keys at a time (rows past kEnd are clamped reads and
-      // are never used), for query vectors [s, MV): under a causal mask the
-      // first s vectors' rows see none of the group's keys (the diagonal
-      // block), so their scores are -inf without being computed.
-      auto scores = [&](ImplicitLocOpBuilder &c1, Value jg, int64_t s) {
-        SmallVector<Value> keyRow;
-        for (int64_t jj = 0; jj < kr; ++jj)
-          keyRow.push_back(arith::MinUIOp::create(
-              c1, add(c1, arith::AddIOp::create(c1, j0, jg), jj), lastKey));
-        const int64_t nv = mv - s;
-        SmallVector<Value> acc(kr * nv, splat(c1, 0.0));
-        scf::ForOp dl = bf16 ? loop(c1, zero, idx(c1, D / 2), acc,
-            [&](ImplicitLocOpBuilder &c2, Value dpi, ValueRange a) {
-              SmallVector<Value> qv, next(a.begin(), a.end());
-              for (int64_t m = s; m < mv; ++m)
-                qv.push_back(vector::LoadOp::create(c2, bvt, QTp,
-                                                    ValueRange{dpi, idx(c2, 2 * m * vl)}));
-              Value d0 = arith::MulIOp::create(c2, dpi, idx(c2, 2));
-              for (int64_t jj = 0; jj < kr; ++jj) {
-                Value kb = pairBroadcast(c2, Kb, ValueRange{add(c2, jg, jj), d0});
-                for (int64_t m = 0; m < nv; ++m)
-                  next[jj * nv + m] =
-                      x86vector::DotBF16Op::create(c2, vt, a[jj * nv + m], qv[m], kb);
-              }
-              return next;
-            }) : loop(c1, zero, idx(c1, D), acc,
-            [&](ImplicitLocOpBuilder &c2, Value d, ValueRange a) {
-              SmallVector<Value> qv, next(a.begin(), a.end());
-              for (int64_t m = s; m < mv; ++m)
-                qv.push_back(vector::LoadOp::create(c2, vt, QT, ValueRange{d, idx(c2, m * vl)}));
-              for (int64_t jj = 0; jj < kr; ++jj) {
-                Value kb = vector::BroadcastOp::create(
-                    c2, vt, attnc::loadF32(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
-                for (int64_t m = 0; m < nv; ++m)
-                  next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * nv + m]);
-              }
-              return next;
-            });
-        Value negInf = splat(c1, -std::numeric_limits<double>::infinity());
-        for (int64_t jj = 0; jj < kr; ++jj) {
-          // The score modifiers (ALiBi, soft-capping) on the computed
-          // scores in registers, before the mask: delta = j - i'.
-          Value jv;
-          if (mods.any())
-            jv = vector::BroadcastOp::create(
-                c1, ivt,
-                arith::IndexCastOp::create(
-                    c1, c1.getI32Type(), add(c1, arith::AddIOp::create(c1, j0, jg), jj)));
-          for (int64_t m = 0; m < mv; ++m) {
-            Value sc = m < s ? negInf : dl.getResult(jj * nv + m - s);
-            if (mods.any() && m >= s) {
-              Value qpos = arith::AddIOp::create(
-                  c1, vector::BroadcastOp::create(c1, ivt, qpos0[m]), laneIdx);
-              Value delta = arith::SIToFPOp::create(c1, vt, arith::SubIOp::create(c1, jv, qpos));
-              if (relRow) { // T5: the contiguous biases of d = i' - j
-                Value jIdx = add(c1, arith::AddIOp::create(c1, j0, jg), jj);
-                Value k0 = arith::AddIOp::create(
-                    c1, arith::SubIOp::create(
-                            c1, arith::IndexCastOp::create(c1, c1.getIndexType(), qpos0[m]), jIdx),
-                    idx(c1, mods.relRange + vl));
-                k0 = arith::MinSIOp::create(
-                    c1, arith::MaxSIOp::create(c1, k0, zero),
-                    idx(c1, 2 * mods.relRange + vl + 1));
-                sc = arith::AddFOp::create(c1, sc, vector::LoadOp::create(c1, vt, relRow, ValueRange{k0}));
-              }
-              sc = mods.apply(c1, sc, slopeV, delta, llvm::numbers::log2e);
-            }
-            vector::StoreOp::create(c1, sc, ST, ValueRange{add(c1, jg, jj), idx(c1, m * vl)});
-          }
-        }
-      };
-      loop(cb, zero, cnt, idx(cb, kr), {}, [&](ImplicitLocOpBuilder &c1, Value jg, ValueRange) {
-        if (!causal || mv == 1) {
-          scores(c1, jg, 0);
-          return SmallVector<Value>{};
-        }
-        // s = the vectors whose last row's last key (diag0 + (m+1)*VL - 1)
-        // comes before the group's first key, in [0, MV - 1].
-        Value ahead = arith::SubIOp::create(c1, arith::AddIOp::create(c1, j0, jg), diag0);
-        Value sv = arith::MinSIOp::create(
-            c1, idx(c1, mv - 1),
-            arith::MaxSIOp::create(c1, zero, arith::DivSIOp::create(c1, ahead, idx(c1, vl))));
-        attnc::switchOnCount(
-            c1, sv, mv, [&](ImplicitLocOpBuilder &cs, int64_t sk) { scores(cs, jg, sk); },
-            [&](ImplicitLocOpBuilder &cd) { scores(cd, jg, 0); });
-        return SmallVector<Value>{};
-      });
-      // The mask, element-wise, only where this block crosses its boundary.
-      if (causal) {
-        Value crosses = arith::CmpIOp::create(
-            cb, arith::CmpIPredicate::sgt, arith::AddIOp::create(cb, j0, cnt), kFull);
-        if (windowed)
-          crosses = arith::OrIOp::create(
-              cb, crosses, arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, j0, kLow));
-        auto ifOp = scf::IfOp::create(cb, crosses, /*withElse=*/false);
-        ImplicitLocOpBuilder ci(cb.getLoc(), ifOp.getThenBodyBuilder());
-        Value base = arith::IndexCastOp::create(
-            ci, ci.getI32Type(), arith::AddIOp::create(ci, i0, off));
-        Value negInf = splat(ci, -std::numeric_limits<double>::infinity());
-        loop(ci, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
-          Value j = arith::IndexCastOp::create(c1, c1.getI32Type(),
-                                               arith::AddIOp::create(c1, j0, jj));
-          Value jv = vector::BroadcastOp::create(c1, ivt, j);
-          for (int64_t m = 0; m < mv; ++m) {
-            Value lim = arith::AddIOp::create(
-                c1, vector::BroadcastOp::create(
-                        c1, ivt, arith::AddIOp::create(
-                                     c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
-                laneIdx);
-            Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
-            if (windowed) {
-              Value lowest = arith::SubIOp::create(
-                  c1, lim, vector::BroadcastOp::create(
-                               c1, ivt, arith::ConstantIntOp::create(c1, window, 32)));
-              ok = arith::AndIOp::create(
-                  c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sgt, jv, lowest));
-            }
-            Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
-            vector::StoreOp::create(c1, arith::SelectOp::create(c1, ok, s, negInf), ST,
-                                    ValueRange{jj, idx(c1, m * vl)});
-          }
-          return SmallVector<Value>{};
-        });
-      }
-      // Online softmax over the block.
-      SmallVector<Value> mOld(ml.begin(), ml.begin() + mv), lOld(ml.begin() + mv, ml.end());
-      scf::ForOp mx = loop(cb, zero, cnt, mOld, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-        SmallVector<Value> next;
-        for (int64_t m = 0; m < mv; ++m)
-          next.push_back(arith::MaximumFOp::create(
-              c1, a[m], vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)})));
-        return next;
-      });
-      SmallVector<Value> mNew(mx.getResults()), mSafe, alpha;
-      Value negInf = splat(cb, -std::numeric_limits<double>::infinity());
-      for (int64_t m = 0; m < mv; ++m) {
-        Value none = arith::CmpFOp::create(cb, arith::CmpFPredicate::OEQ, mNew[m], negInf);
-        mSafe.push_back(arith::SelectOp::create(cb, none, splat(cb, 0.0), mNew[m]));
-        alpha.push_back(exp2NonPositive(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
-        vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
-      }
-      SmallVector<Value> zeros(mv, splat(cb, 0.0));
-      scf::ForOp ps = loop(cb, zero, cnt, zeros, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-        SmallVector<Value> next;
-        for (int64_t m = 0; m < mv; ++m) {
-          Value s = vector::LoadOp::create(c1, vt, ST, ValueRange{jj, idx(c1, m * vl)});
-          Value p = exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]));
-          vector::StoreOp::create(c1, p, ST, ValueRange{jj, idx(c1, m * vl)});
-          next.push_back(arith::AddFOp::create(c1, a[m], p));
-        }
-        return next;
-      });
-      // bf16: the block's P and V as pairs of keys (a zero second key past
-      // an odd count).
-      if (bf16) {
-        Value pairs = arith::DivUIOp::create(cb, add(cb, cnt, 1), idx(cb, 2));
-        loop(cb, zero, pairs, {}, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange) {
-          Value jl = arith::MulIOp::create(c1, jp, idx(c1, 2)), jl1 = add(c1, jl, 1);
-          Value second = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, jl1, cnt);
-          for (int64_t m = 0; m < mv; ++m) {
-            Value p0 = vector::LoadOp::create(c1, vt, ST, ValueRange{jl, idx(c1, m * vl)});
-            Value p1 = vector::LoadOp::create(c1, vt, ST, ValueRange{jl1, idx(c1, m * vl)});
-            p1 = arith::SelectOp::create(c1, second, p1, splat(c1, 0.0));
-            vector::StoreOp::create(c1, interleave(c1, p0, p1), Pp,
-                                    ValueRange{jp, idx(c1, 2 * m * vl)});
-          }
-          Value row0 = arith::AddIOp::create(c1, j0, jl);
-          Value row1 = arith::MinUIOp::create(c1, add(c1, row0, 1), lastKey);
-          for (int64_t ch = 0; ch < dv; ++ch) {
-            auto load = [&](Value row) -> Value {
-              SmallVector<Value> at{bi, hk, row, idx(c1, ch * vl)};
-              return ch + 1 < dv || dTail == vl
-                         ? attnc::loadVecF32(c1, vt, v, at)
-                         : attnc::maskedLoadVecF32(c1, vt, v, at, tailMask(c1));
-            };
-            Value v1 = arith::SelectOp::create(c1, second, load(row1), splat(c1, 0.0));
-            vector::StoreOp::create(c1, interleave(c1, load(row0), v1), Vp,
-                                    ValueRange{jp, idx(c1, 2 * ch * vl)});
-          }
-          return SmallVector<Value>{};
-        });
-      }
-      // O = alpha*O + P·V, RR rows x DC vectors at a time in registers.
-      for (int64_t c0 = 0; c0 < dv; c0 += dc)
-      loop(cb, zero, idx(cb, mq), idx(cb, rr), {}, [&](ImplicitLocOpBuilder &c1, Value r0, ValueRange) {
-        SmallVector<Value> acc;
-        for (int64_t i = 0; i < rr; ++i) {
-          Value a = vector::BroadcastOp::create(
-              c1, vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 0), add(c1, r0, i)}));
-          for (int64_t ch = c0; ch < c0 + dc; ++ch)
-            acc.push_back(arith::MulFOp::create(
-                c1, vector::LoadOp::create(c1, vt, O, ValueRange{add(c1, r0, i), idx(c1, ch * vl)}),
-                a));
-        }
-        // Under a causal mask rows r0..r0+RR-1 see no key past
-        // diag0 + r0 + RR - 1: the block's keys beyond that have P = 2^-126
-        // (masked) for all of them and are not read.
-        Value pvEnd = cnt;
-        if (causal)
-          pvEnd = arith::MinSIOp::create(
-              c1, cnt,
-              arith::MaxSIOp::create(
-                  c1, zero,
-                  arith::SubIOp::create(
-                      c1, add(c1, arith::AddIOp::create(c1, diag0, r0), rr), j0)));
-        scf::ForOp pv = bf16 ? loop(c1, zero,
-            arith::DivUIOp::create(c1, add(c1, pvEnd, 1), idx(c1, 2)), acc,
-            [&](ImplicitLocOpBuilder &c2, Value jp, ValueRange a) {
-          SmallVector<Value> vv, next(a.begin(), a.end());
-          for (int64_t ch = c0; ch < c0 + dc; ++ch)
-            vv.push_back(vector::LoadOp::create(c2, bvt, Vp,
-                                                ValueRange{jp, idx(c2, 2 * ch * vl)}));
-          for (int64_t i = 0; i < rr; ++i) {
-            Value pp = pairBroadcast(
-                c2, Pp, ValueRange{jp, arith::MulIOp::create(c2, add(c2, r0, i), idx(c2, 2))});
-            for (int64_t ch = 0; ch < dc; ++ch)
-              next[i * dc + ch] = x86vector::DotBF16Op::create(c2, vt, a[i * dc + ch], pp, vv[ch]);
-          }
-          return next;
-        }) : loop(c1, zero, pvEnd, acc, [&](ImplicitLocOpBuilder &c2, Value jj, ValueRange a) {
-          Value j = arith::AddIOp::create(c2, j0, jj);
-          SmallVector<Value> vv, next(a.begin(), a.end());
-          for (int64_t ch = c0; ch < c0 + dc; ++ch) {
-            SmallVector<Value> at{bi, hk, j, idx(c2, ch * vl)};
-            if (ch + 1 < dv || dTail == vl)
-              vv.push_back(attnc::loadVecF32(c2, vt, v, at));
-            else
-              vv.push_back(attnc::maskedLoadVecF32(c2, vt, v, at, tailMask(c2)));
-          }
-          for (int64_t i = 0; i < rr; ++i) {
-            Value p = vector::BroadcastOp::create(
-                c2, vt, memref::LoadOp::create(c2, ST, ValueRange{jj, add(c2, r0, i)}));
-            for (int64_t ch = 0; ch < dc; ++ch)
-              next[i * dc + ch] = vector::FMAOp::create(c2, p, vv[ch], a[i * dc + ch]);
-          }
-          return next;
-        });
-        for (int64_t i = 0; i < rr; ++i)
-          for (int64_t ch = 0; ch < dc; ++ch)
-            vector::StoreOp::create(c1, pv.getResult(i * dc + ch), O,
-                                    ValueRange{add(c1, r0, i), idx(c1, (c0 + ch) * vl)});
-        // Two keys per iteration and a remainder loop (unrolled after the
-        // stores exist, so that they read the remainder loop's results):
-        // half the loop overhead per FMA. AVX2's attention phase 2-4%
-        // faster at T = 512-1024 (Zen 4), AVX-512 unchanged; unrolling the
-        // score loop over head_dim as well gained nothing. Should unrolling
-        // be refused, the loop stays as built.
-        (void)mlir::loopUnrollByFactor(pv, 2);
-        return SmallVector<Value>{};
-      });
-      SmallVector<Value> next(mNew);
-      for (int64_t m = 0; m < mv; ++m)
-        next.push_back(arith::AddFOp::create(
-            cb, arith::MulFOp::create(cb, lOld[m], alpha[m]), ps.getResult(m)));
-      return next;
+      return at.keyBlock(cb, j0, ml);
     });
-
-    // o = O / l; rows that saw no key (m = -inf) or l = 0 give zeros.
-    Value negInf = splat(c, -std::numeric_limits<double>::infinity());
-    for (int64_t m = 0; m < mv; ++m) {
-      Value none = arith::CmpFOp::create(c, arith::CmpFPredicate::OEQ,
-                                         blocks.getResult(m), negInf);
-      Value l = blocks.getResult(mv + m);
-      Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, splat(c, 0.0));
-      Value inv = arith::SelectOp::create(
-          c, arith::AndIOp::create(c, pos, arith::XOrIOp::create(
-                                               c, none, arith::ConstantOp::create(
-                                                            c, DenseElementsAttr::get(
-                                                                   VectorType::get({vl}, c.getI1Type()), true)))),
-          arith::DivFOp::create(c, splat(c, 1.0), l), splat(c, 0.0));
-      vector::StoreOp::create(c, inv, aux, ValueRange{idx(c, 1), idx(c, m * vl)});
-    }
-    loop(c, zero, rows, {}, [&](ImplicitLocOpBuilder &c1, Value r, ValueRange) {
-      Value inv = vector::BroadcastOp::create(
-          c1, vt, memref::LoadOp::create(c1, aux, ValueRange{idx(c1, 1), r}));
-      Value i = arith::AddIOp::create(c1, i0, r);
-      for (int64_t ch = 0; ch < dv; ++ch) {
-        Value val = arith::MulFOp::create(
-            c1, vector::LoadOp::create(c1, vt, O, ValueRange{r, idx(c1, ch * vl)}), inv);
-        Value dIdx = idx(c1, ch * vl);
-        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, i, h, dIdx}
-                                     : SmallVector<Value>{bi, h, i, dIdx};
-        if (ch + 1 < dv || dTail == vl)
-          vector::StoreOp::create(c1, val, o, at);
-        else
-          vector::MaskedStoreOp::create(c1, o, at, tailMask(c1), val);
-      }
-      return SmallVector<Value>{};
-    });
+    at.write(c, blocks);
   });
 }
 
