@@ -121,8 +121,256 @@ using TaskBody = llvm::function_ref<void(ImplicitLocOpBuilder &, Value)>;
 using TaskEmitter = llvm::function_ref<void(Value tasks, TaskBody body)>;
 } // namespace
 
+namespace {
+/// The decode kernel's shape (buildDecodeAttention): lanes along head_dim,
+/// G query heads of one kv head per task.
+struct DecodeKernel {
+  DecodeKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q, Value k);
+
+  int64_t D, vl, nk;
+  int64_t dv, dTail; // head_dim vectors, lanes of the last one
+  int64_t gq = 1;    // query heads per task
+  attnc::KeyVisibility vis;
+  bool bthd;
+  double scale;
+  attnc::ScoreMods mods;
+  Type f32;
+  VectorType vt;
+
+  Value splat(ImplicitLocOpBuilder &c, double x) const {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
+  }
+  Value laneMask(ImplicitLocOpBuilder &c, Value n) const {
+    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
+                                        ValueRange{n});
+  }
+  /// Row `at` of a [.., D] operand as dv vectors (the last one masked when
+  /// D is not a multiple of VL).
+  SmallVector<Value> loadRow(ImplicitLocOpBuilder &c, Value buf, SmallVector<Value> at) const {
+    SmallVector<Value> out;
+    for (int64_t ch = 0; ch < dv; ++ch) {
+      SmallVector<Value> pos(at);
+      pos.push_back(indexConst(c, ch * vl));
+      if (ch + 1 < dv || dTail == vl)
+        out.push_back(attnc::loadVecF32(c, vt, buf, pos));
+      else
+        out.push_back(attnc::maskedLoadVecF32(c, vt, buf, pos, laneMask(c, indexConst(c, dTail))));
+    }
+    return out;
+  }
+};
+
+DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q, Value k)
+    : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
+  auto qt = cast<MemRefType>(q.getType());
+  f32 = b.getF32Type();
+  D = qt.getDimSize(3);
+  vl = t.getVectorWidth();
+  nk = t.getAttnNk();
+  dv = (D + vl - 1) / vl;
+  dTail = D - (dv - 1) * vl;
+  bthd = op.getLayout() == HeadLayout::bthd;
+  scale = log2Scale(op);
+  // Query heads per task: as many of a kv head's group as keep G*dv output
+  // accumulators + dv value vectors + G*dv query vectors in registers.
+  auto kt = cast<MemRefType>(k.getType());
+  int64_t hqS = qt.getDimSize(1), hkvS = kt.getDimSize(1);
+  if (!ShapedType::isDynamic(hqS) && !ShapedType::isDynamic(hkvS) && hkvS > 0)
+    for (int64_t g = hqS / hkvS; g >= 1; --g)
+      if ((hqS / hkvS) % g == 0 && 2 * g * dv + dv + 2 <= t.getRegisters()) {
+        gq = g;
+        break;
+      }
+  vt = VectorType::get({vl}, f32);
+}
+
+/// One task: query heads [h0, h0 + G) of sequence bi (kv head hk), their
+/// one query row each, which sees keys [kStart, kEnd) at key position off.
+/// The loop state per head: m (splat), l (splat), O (dv vectors).
+struct DecodeTask {
+  const DecodeKernel &K;
+  Value q, k, v, o, sinks, relBias;
+  Value bi, h0, hk, zero, off, kStart, kEnd;
+  Value S; // [G, NK]: the block's scores, then P
+  SmallVector<attnc::ScoreMods::Head> heads;
+  SmallVector<SmallVector<Value>> qs; // q_g, scaled
+
+  int64_t per() const { return 2 + K.dv; }
+  void stageQueries(ImplicitLocOpBuilder &c);
+  SmallVector<Value> initialState(ImplicitLocOpBuilder &c) const;
+  SmallVector<Value> keyBlock(ImplicitLocOpBuilder &cb, Value j0, ValueRange st) const;
+  void write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const;
+
+private:
+  void scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  /// Head g's softmax statistics over the block, lanes along keys (masked
+  /// tail); S[g] becomes P. Appends m and l to `next`, returns alpha.
+  Value statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, ValueRange st,
+                   SmallVectorImpl<Value> &next) const;
+};
+
+/// S[g, j] alloca, each head's score modifiers, q_g = scale * log2(e) * q.
+void DecodeTask::stageQueries(ImplicitLocOpBuilder &c) {
+  S = memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.f32));
+  for (int64_t g = 0; g < K.gq; ++g)
+    heads.push_back(K.mods.head(c, add(c, h0, g), relBias, llvm::numbers::log2e));
+  for (int64_t g = 0; g < K.gq; ++g) {
+    SmallVector<Value> row = K.loadRow(c, q, {bi, add(c, h0, g), zero});
+    for (Value &x : row)
+      x = arith::MulFOp::create(c, x, K.splat(c, K.scale));
+    qs.push_back(row);
+  }
+}
+
+/// m = -inf, l = 0, O = 0; a sink starts the row as one more "key" of
+/// weight 1 at its logit.
+SmallVector<Value> DecodeTask::initialState(ImplicitLocOpBuilder &c) const {
+  SmallVector<Value> init;
+  for (int64_t g = 0; g < K.gq; ++g) {
+    if (sinks) {
+      Value sk = attnc::loadF32(c, sinks, ValueRange{add(c, h0, g)});
+      init.push_back(vector::BroadcastOp::create(
+          c, K.vt, arith::MulFOp::create(c, sk, f32Const(c, llvm::numbers::log2e))));
+      init.push_back(K.splat(c, 1.0));
+    } else {
+      init.push_back(K.splat(c, -std::numeric_limits<double>::infinity()));
+      init.push_back(K.splat(c, 0.0));
+    }
+    for (int64_t ch = 0; ch < K.dv; ++ch)
+      init.push_back(K.splat(c, 0.0));
+  }
+  return init;
+}
+
+/// S[g][j] = reduce_add(q_g * k[j0 + j]) with the score modifiers (the one
+/// query sits at key position off).
+void DecodeTask::scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+    SmallVector<Value> kr = K.loadRow(c1, k, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+    for (int64_t g = 0; g < K.gq; ++g) {
+      Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
+      for (int64_t ch = 1; ch < K.dv; ++ch)
+        acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
+      // reassoc: a tree of shuffles and adds (log2 VL deep), not
+      // VL scalar adds in a row (an ordered reduction).
+      Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc,
+                                            arith::FastMathFlags::reassoc);
+      if (K.mods.any())
+        s = K.mods.applyAt(c1, s, heads[g], arith::AddIOp::create(c1, j0, jj), off,
+                           llvm::numbers::log2e);
+      memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
+    }
+    return SmallVector<Value>{};
+  });
+}
+
+Value DecodeTask::statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, ValueRange st,
+                             SmallVectorImpl<Value> &next) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t vl = K.vl;
+  Value gi = idx(cb, g);
+  Value mOld = st[g * per()], lOld = st[g * per() + 1];
+  scf::ForOp mx = loop(cb, zero, cnt, idx(cb, vl), ValueRange{mOld},
+      [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+        Value n = arith::SubIOp::create(c1, cnt, jj);
+        Value sv = vector::MaskedLoadOp::create(
+            c1, K.vt, S, ValueRange{gi, jj}, K.laneMask(c1, n),
+            K.splat(c1, -std::numeric_limits<double>::infinity()));
+        return SmallVector<Value>{arith::MaximumFOp::create(c1, a[0], sv)};
+      });
+  Value mNew = vector::BroadcastOp::create(
+      cb, K.vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
+                                            mx.getResult(0)));
+  Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew));
+  scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{K.splat(cb, 0.0)},
+      [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+        Value n = arith::SubIOp::create(c1, cnt, jj);
+        Value msk = K.laneMask(c1, n);
+        // Lanes past the block read -inf (2^x's argument stays <= 0).
+        Value sv = vector::MaskedLoadOp::create(
+            c1, K.vt, S, ValueRange{gi, jj}, msk,
+            K.splat(c1, -std::numeric_limits<double>::infinity()));
+        Value p = arith::SelectOp::create(
+            c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew)), K.splat(c1, 0.0));
+        vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
+        return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
+      });
+  Value lBlk = vector::BroadcastOp::create(
+      cb, K.vt, vector::ReductionOp::create(cb, vector::CombiningKind::ADD, ps.getResult(0),
+                                            arith::FastMathFlags::reassoc));
+  next.push_back(mNew);
+  next.push_back(arith::AddFOp::create(cb, arith::MulFOp::create(cb, lOld, alpha), lBlk));
+  return alpha;
+}
+
+/// One key block [j0, j0 + NK): scores, statistics, then O = alpha*O +
+/// P·V with each value row loaded once for the G heads.
+SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
+                                        ValueRange st) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t gq = K.gq, dv = K.dv;
+  Value cnt = arith::MinUIOp::create(cb, idx(cb, K.nk), arith::SubIOp::create(cb, kEnd, j0));
+  scores(cb, j0, cnt);
+  SmallVector<Value> next;
+  SmallVector<Value> alphas;
+  for (int64_t g = 0; g < gq; ++g)
+    alphas.push_back(statistics(cb, g, cnt, st, next));
+  SmallVector<Value> acc;
+  for (int64_t g = 0; g < gq; ++g)
+    for (int64_t ch = 0; ch < dv; ++ch)
+      acc.push_back(arith::MulFOp::create(cb, st[g * per() + 2 + ch], alphas[g]));
+  scf::ForOp pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+    SmallVector<Value> vr = K.loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+    SmallVector<Value> out(a.begin(), a.end());
+    for (int64_t g = 0; g < gq; ++g) {
+      Value p = vector::BroadcastOp::create(
+          c1, K.vt, memref::LoadOp::create(c1, S, ValueRange{idx(c1, g), jj}));
+      for (int64_t ch = 0; ch < dv; ++ch)
+        out[g * dv + ch] = vector::FMAOp::create(c1, p, vr[ch], a[g * dv + ch]);
+    }
+    return out;
+  });
+  SmallVector<Value> state;
+  for (int64_t g = 0; g < gq; ++g) {
+    state.push_back(next[2 * g]);
+    state.push_back(next[2 * g + 1]);
+    for (int64_t ch = 0; ch < dv; ++ch)
+      state.push_back(pv.getResult(g * dv + ch));
+  }
+  return state;
+}
+
+/// o = O / l (zeros when no key was visible: l = 0).
+void DecodeTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
+  auto idx = indexConst;
+  const int64_t dv = K.dv, vl = K.vl;
+  for (int64_t g = 0; g < K.gq; ++g) {
+    Value l = blocks.getResult(g * per() + 1);
+    Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, K.splat(c, 0.0));
+    Value inv = arith::SelectOp::create(c, pos, arith::DivFOp::create(c, K.splat(c, 1.0), l),
+                                        K.splat(c, 0.0));
+    Value h = add(c, h0, g);
+    for (int64_t ch = 0; ch < dv; ++ch) {
+      Value val = arith::MulFOp::create(c, blocks.getResult(g * per() + 2 + ch), inv);
+      Value dIdx = idx(c, ch * vl);
+      SmallVector<Value> at = K.bthd ? SmallVector<Value>{bi, zero, h, dIdx}
+                                     : SmallVector<Value>{bi, h, zero, dIdx};
+      if (ch + 1 < dv || K.dTail == vl)
+        vector::StoreOp::create(c, val, o, at);
+      else
+        vector::MaskedStoreOp::create(c, o, at, K.laneMask(c, idx(c, K.dTail)), val);
+    }
+  }
+}
+} // namespace
+
 /// One query row per (batch, head): a decode step against a KV cache. The
-/// query-block kernel above would spend its MQ lanes on one row, so here
+/// query-block kernel below would spend its MQ lanes on one row, so here
 /// lanes run along head_dim instead, and G query heads that share a kv head
 /// (GQA) share each key/value load:
 ///
@@ -141,206 +389,38 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
                                           Value o, Value qLens, Value kvLens,
                                           Value sinks, Value relBias,
                                           TaskEmitter emit) {
-  using attnc::loop;
   using attnc::validLength;
-  auto qt = cast<MemRefType>(q.getType());
-  Type f32 = b.getF32Type();
-  const int64_t D = qt.getDimSize(3);
-  const int64_t vl = t.getVectorWidth(), nk = t.getAttnNk();
-  const int64_t dv = (D + vl - 1) / vl, dTail = D - (dv - 1) * vl;
-  const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
-  const bool bthd = op.getLayout() == HeadLayout::bthd;
-  const double scale = log2Scale(op);
-  const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
-  // Query heads per task: as many of a kv head's group as keep G*dv output
-  // accumulators + dv value vectors + G*dv query vectors in registers.
-  auto kt = cast<MemRefType>(k.getType());
-  int64_t hqS = qt.getDimSize(1), hkvS = kt.getDimSize(1);
-  int64_t gq = 1;
-  if (!ShapedType::isDynamic(hqS) && !ShapedType::isDynamic(hkvS) && hkvS > 0)
-    for (int64_t g = hqS / hkvS; g >= 1; --g)
-      if ((hqS / hkvS) % g == 0 && 2 * g * dv + dv + 2 <= t.getRegisters()) {
-        gq = g;
-        break;
-      }
-
-  auto vt = VectorType::get({vl}, f32);
   auto idx = indexConst;
-  auto splat = [&](ImplicitLocOpBuilder &c, double x) -> Value {
-    return arith::ConstantOp::create(
-        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(x))));
-  };
-  auto laneMask = [&](ImplicitLocOpBuilder &c, Value n) -> Value {
-    return vector::CreateMaskOp::create(c, VectorType::get({vl}, c.getI1Type()),
-                                        ValueRange{n});
-  };
-  // Row `row` of a [.., D] operand as dv vectors (the last one masked when
-  // D is not a multiple of VL).
-  auto loadRow = [&](ImplicitLocOpBuilder &c, Value buf, SmallVector<Value> at) {
-    SmallVector<Value> out;
-    for (int64_t ch = 0; ch < dv; ++ch) {
-      SmallVector<Value> pos(at);
-      pos.push_back(idx(c, ch * vl));
-      if (ch + 1 < dv || dTail == vl)
-        out.push_back(attnc::loadVecF32(c, vt, buf, pos));
-      else
-        out.push_back(attnc::maskedLoadVecF32(c, vt, buf, pos, laneMask(c, idx(c, dTail))));
-    }
-    return out;
-  };
-
+  const DecodeKernel K(b, t, op, q, k);
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
   Value group = arith::DivUIOp::create(b, hq, hkv);
-  Value chunks = arith::DivUIOp::create(b, hq, idx(b, gq)); // tasks per batch
+  Value chunks = arith::DivUIOp::create(b, hq, idx(b, K.gq)); // tasks per batch
   Value tasks = arith::MulIOp::create(b, nb, chunks);
 
   emit(tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    Value bi = arith::DivUIOp::create(c, task, chunks);
-    Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, chunks), idx(c, gq));
-    Value hk = arith::DivUIOp::create(c, h0, group);
-    Value zero = idx(c, 0), one = idx(c, 1);
-    Value qv = qLens ? validLength(c, qLens, bi, one) : one;
-    Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
+    DecodeTask dt{K, q, k, v, o, sinks, relBias};
+    dt.bi = arith::DivUIOp::create(c, task, chunks);
+    dt.h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, chunks), idx(c, K.gq));
+    dt.hk = arith::DivUIOp::create(c, dt.h0, group);
+    dt.zero = idx(c, 0);
+    Value one = idx(c, 1);
+    Value qv = qLens ? validLength(c, qLens, dt.bi, one) : one;
+    Value kvv = kvLens ? validLength(c, kvLens, dt.bi, tkv) : tkv;
     // The one query row sees keys [kStart, kEnd) (KeyVisibility); none
     // when the row is padding.
-    Value off = vis.offset(c, qv, kvv);
-    attnc::KeyVisibility::Range keys = vis.row(c, off, kvv);
-    Value kStart = keys.start, kEnd = keys.end;
-    Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, zero);
-    kEnd = arith::SelectOp::create(c, rowValid, kEnd, kStart);
-
-    auto S = memref::AllocaOp::create(c, MemRefType::get({gq, nk}, f32));
-    SmallVector<attnc::ScoreMods::Head> heads;
-    for (int64_t g = 0; g < gq; ++g)
-      heads.push_back(mods.head(c, add(c, h0, g), relBias, llvm::numbers::log2e));
-    SmallVector<SmallVector<Value>> qs;
-    for (int64_t g = 0; g < gq; ++g) {
-      SmallVector<Value> row = loadRow(c, q, {bi, add(c, h0, g), zero});
-      for (Value &x : row)
-        x = arith::MulFOp::create(c, x, splat(c, scale));
-      qs.push_back(row);
-    }
-    // Loop state per head: m (splat), l (splat), O (dv vectors).
-    SmallVector<Value> init;
-    for (int64_t g = 0; g < gq; ++g) {
-      // A sink starts the row as one more "key" of weight 1 at its logit.
-      if (sinks) {
-        Value sk = attnc::loadF32(c, sinks, ValueRange{add(c, h0, g)});
-        init.push_back(vector::BroadcastOp::create(
-            c, vt, arith::MulFOp::create(c, sk, f32Const(c, llvm::numbers::log2e))));
-        init.push_back(splat(c, 1.0));
-      } else {
-        init.push_back(splat(c, -std::numeric_limits<double>::infinity()));
-        init.push_back(splat(c, 0.0));
-      }
-      for (int64_t ch = 0; ch < dv; ++ch)
-        init.push_back(splat(c, 0.0));
-    }
-    const int64_t per = 2 + dv;
-    scf::ForOp blocks = loop(c, kStart, kEnd, idx(c, nk), init,
+    dt.off = K.vis.offset(c, qv, kvv);
+    attnc::KeyVisibility::Range keys = K.vis.row(c, dt.off, kvv);
+    dt.kStart = keys.start;
+    Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, dt.zero);
+    dt.kEnd = arith::SelectOp::create(c, rowValid, keys.end, dt.kStart);
+    dt.stageQueries(c);
+    SmallVector<Value> init = dt.initialState(c);
+    scf::ForOp blocks = attnc::loop(c, dt.kStart, dt.kEnd, idx(c, K.nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange st) {
-      Value cnt = arith::MinUIOp::create(cb, idx(cb, nk), arith::SubIOp::create(cb, kEnd, j0));
-      // Scores.
-      loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
-        SmallVector<Value> kr = loadRow(c1, k, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
-        for (int64_t g = 0; g < gq; ++g) {
-          Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
-          for (int64_t ch = 1; ch < dv; ++ch)
-            acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
-          // reassoc: a tree of shuffles and adds (log2 VL deep), not
-          // VL scalar adds in a row (an ordered reduction).
-          Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc,
-                                                arith::FastMathFlags::reassoc);
-          if (mods.any()) // the one query sits at key position off
-            s = mods.applyAt(c1, s, heads[g], arith::AddIOp::create(c1, j0, jj), off,
-                             llvm::numbers::log2e);
-          memref::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jj});
-        }
-        return SmallVector<Value>{};
-      });
-      // Softmax statistics, lanes along keys (masked tail).
-      SmallVector<Value> next;
-      SmallVector<Value> alphas;
-      for (int64_t g = 0; g < gq; ++g) {
-        Value gi = idx(cb, g);
-        Value mOld = st[g * per], lOld = st[g * per + 1];
-        scf::ForOp mx = loop(cb, zero, cnt, idx(cb, vl), ValueRange{mOld},
-            [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-              Value n = arith::SubIOp::create(c1, cnt, jj);
-              Value sv = vector::MaskedLoadOp::create(
-                  c1, vt, S, ValueRange{gi, jj}, laneMask(c1, n),
-                  splat(c1, -std::numeric_limits<double>::infinity()));
-              return SmallVector<Value>{arith::MaximumFOp::create(c1, a[0], sv)};
-            });
-        Value mNew = vector::BroadcastOp::create(
-            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
-                                                mx.getResult(0)));
-        Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew));
-        scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{splat(cb, 0.0)},
-            [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-              Value n = arith::SubIOp::create(c1, cnt, jj);
-              Value msk = laneMask(c1, n);
-              // Lanes past the block read -inf (2^x's argument stays <= 0).
-              Value sv = vector::MaskedLoadOp::create(
-                  c1, vt, S, ValueRange{gi, jj}, msk,
-                  splat(c1, -std::numeric_limits<double>::infinity()));
-              Value p = arith::SelectOp::create(
-                  c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew)), splat(c1, 0.0));
-              vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
-              return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
-            });
-        Value lBlk = vector::BroadcastOp::create(
-            cb, vt, vector::ReductionOp::create(cb, vector::CombiningKind::ADD, ps.getResult(0),
-                                                arith::FastMathFlags::reassoc));
-        next.push_back(mNew);
-        next.push_back(arith::AddFOp::create(cb, arith::MulFOp::create(cb, lOld, alpha), lBlk));
-        alphas.push_back(alpha);
-      }
-      // O = alpha*O + P·V: each value row is loaded once for the G heads.
-      SmallVector<Value> acc;
-      for (int64_t g = 0; g < gq; ++g)
-        for (int64_t ch = 0; ch < dv; ++ch)
-          acc.push_back(arith::MulFOp::create(cb, st[g * per + 2 + ch], alphas[g]));
-      scf::ForOp pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-        SmallVector<Value> vr = loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
-        SmallVector<Value> out(a.begin(), a.end());
-        for (int64_t g = 0; g < gq; ++g) {
-          Value p = vector::BroadcastOp::create(
-              c1, vt, memref::LoadOp::create(c1, S, ValueRange{idx(c1, g), jj}));
-          for (int64_t ch = 0; ch < dv; ++ch)
-            out[g * dv + ch] = vector::FMAOp::create(c1, p, vr[ch], a[g * dv + ch]);
-        }
-        return out;
-      });
-      SmallVector<Value> state;
-      for (int64_t g = 0; g < gq; ++g) {
-        state.push_back(next[2 * g]);
-        state.push_back(next[2 * g + 1]);
-        for (int64_t ch = 0; ch < dv; ++ch)
-          state.push_back(pv.getResult(g * dv + ch));
-      }
-      return state;
+      return dt.keyBlock(cb, j0, st);
     });
-
-    // o = O / l (zeros when no key was visible: l = 0).
-    for (int64_t g = 0; g < gq; ++g) {
-      Value l = blocks.getResult(g * per + 1);
-      Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, splat(c, 0.0));
-      Value inv = arith::SelectOp::create(c, pos, arith::DivFOp::create(c, splat(c, 1.0), l),
-                                          splat(c, 0.0));
-      Value h = add(c, h0, g);
-      for (int64_t ch = 0; ch < dv; ++ch) {
-        Value val = arith::MulFOp::create(c, blocks.getResult(g * per + 2 + ch), inv);
-        Value dIdx = idx(c, ch * vl);
-        SmallVector<Value> at = bthd ? SmallVector<Value>{bi, zero, h, dIdx}
-                                     : SmallVector<Value>{bi, h, zero, dIdx};
-        if (ch + 1 < dv || dTail == vl)
-          vector::StoreOp::create(c, val, o, at);
-        else
-          vector::MaskedStoreOp::create(c, o, at, laneMask(c, idx(c, dTail)), val);
-      }
-    }
+    dt.write(c, blocks);
   });
   return success();
 }
