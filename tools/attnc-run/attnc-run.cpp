@@ -1321,6 +1321,7 @@ private:
   int benchDecode();
   int benchDeviceForward();
   int benchForward();
+  void reportForwardBench(std::vector<double> &ms);
 
   // Decode steps: one call of n tokens per sequence at `pos`.
   void stageStep(int64_t pos, int64_t n = 1);
@@ -2327,24 +2328,7 @@ int Run::benchDeviceForward() {
     if (i >= 0)
       ms.push_back(double(t));
   }
-  std::sort(ms.begin(), ms.end());
-  double gflops =
-      usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
-  if (gJson) {
-    JsonValue b = benchJson("forward", ms);
-    b.set("position", nullptr);
-    b.set("gflops", gflops);
-    b.set("bytes_read", nullptr);
-    b.set("gb_per_s", nullptr);
-    run.set("bench", b);
-  } else {
-    std::printf("bench: %lld calls, device %s (sm_%d), min %.3f ms, median "
-                "%.3f ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                (long long)o.bench, dev.name().c_str(), dev.sm(), ms.front(),
-                ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld bytes, on the host)\n", packMs,
-                (long long)ki.packed_bytes);
-  }
+  reportForwardBench(ms);
   return -1;
 }
 
@@ -2381,6 +2365,14 @@ int Run::benchForward() {
     }
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
+  reportForwardBench(ms);
+  return -1;
+}
+
+/// The forward timings (sorted here): min, median and useful GFLOP/s at
+/// the min, as text or the run object's bench member.
+void Run::reportForwardBench(std::vector<double> &ms) {
+  const attnc_kernel_info &ki = info();
   std::sort(ms.begin(), ms.end());
   double gflops =
       usefulFlops(ki, batch, seq, kvSeq, variants) / (ms.front() * 1e6);
@@ -2391,17 +2383,19 @@ int Run::benchForward() {
     b.set("bytes_read", nullptr);
     b.set("gb_per_s", nullptr);
     run.set("bench", b);
-  } else {
-    std::printf("bench: %lld calls, %lld thread%s%s, min %.3f ms, median %.3f "
-                "ms per call, %.2f GFLOP/s (useful, at the min)\n",
-                (long long)o.bench, (long long)shownThreads,
-                shownThreads == 1 ? "" : "s",
-                threads == 0 ? " (--threads 0: all online CPUs)" : "",
-                ms.front(), ms[ms.size() / 2], gflops);
-    std::printf("pack: %.3f ms (%lld bytes)\n", packMs,
-                (long long)ki.packed_bytes);
+    return;
   }
-  return -1;
+  const std::string where =
+      o.cuda ? "device " + dev.name() + " (sm_" + std::to_string(dev.sm()) + ")"
+             : std::to_string(shownThreads) + " thread" +
+                   (shownThreads == 1 ? "" : "s") +
+                   (threads == 0 ? " (--threads 0: all online CPUs)" : "");
+  std::printf("bench: %lld calls, %s, min %.3f ms, median %.3f ms per call, "
+              "%.2f GFLOP/s (useful, at the min)\n",
+              (long long)o.bench, where.c_str(), ms.front(), ms[ms.size() / 2],
+              gflops);
+  std::printf("pack: %.3f ms (%lld bytes%s)\n", packMs,
+              (long long)ki.packed_bytes, o.cuda ? ", on the host" : "");
 }
 
 } // namespace
