@@ -29,6 +29,7 @@ config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "e
 config.substitutions.append(("%fake_kernel", os.path.join(config.attnc_obj_root, "tests", "libattnc_fake_kernel.so")))
 config.substitutions.append(("%decode_test", os.path.join(config.attnc_obj_root, "tests", "attnc-decode-test")))
 config.substitutions.append(("%concurrency_test", os.path.join(config.attnc_obj_root, "tests", "attnc-concurrency-test")))
+config.substitutions.append(("%shared_pool_test", os.path.join(config.attnc_obj_root, "tests", "attnc-shared-pool-test")))
 config.substitutions.append(("%runtime_core_test", os.path.join(config.attnc_obj_root, "tests", "attnc-runtime-core-test")))
 config.substitutions.append(("%runtime_lib", os.path.join(config.attnc_obj_root, "runtime")))
 config.substitutions.append(("%runtime_include", os.path.join(config.attnc_src_root, "runtime/include")))

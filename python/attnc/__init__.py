@@ -523,6 +523,21 @@ class Kernel:
                     self._refuse(f"{n} and {m} overlap in memory ({n} is written "
                                  "in place)", _abi.ERR_BUFFER_SIZE)
 
+    def _use_shared_pool(self, args, threads):
+        """More than one thread: the tasks run on libattnrt's one pool
+        (attnrt_parallel_for), shared by every kernel of the process, rather
+        than on this kernel's own. Returns the request, which must outlive
+        the call."""
+        if threads == 1:
+            return None
+        fn = _runtime.shared_pool()
+        if fn is None:
+            return None
+        req = _runtime.PoolRequest(threads, self._info.stack_bytes)
+        args.parallel_for = _abi.ParallelForFn(fn)
+        args.parallel_ctx = C.addressof(req)
+        return req
+
     def _threads(self, num_threads):
         try:
             threads = int(num_threads)
@@ -773,6 +788,7 @@ class Kernel:
         args.workspace = ws.ctypes.data + off
         args.workspace_bytes = ws_bytes
         args.num_threads = threads
+        pool = self._use_shared_pool(args, threads)
         # The variant fields: NULL / 0 unless the kernel reads them.
         if lengths is not None:
             args.lengths = lengths.ctypes.data_as(C.POINTER(C.c_int32))
@@ -950,7 +966,9 @@ class Kernel:
         args.workspace = ws.ctypes.data + off
         args.workspace_bytes = ws_bytes
         args.num_threads = threads
+        pool = self._use_shared_pool(args, threads)
         rc = self._decode(C.byref(args))
+        del pool
         if narrow and rc == _abi.OK:
             y_arr[...] = _from_storage(ys, info.dtype)
         if rc != _abi.OK:

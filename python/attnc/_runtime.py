@@ -120,6 +120,31 @@ def library():
         "libattnrt.so of a build tree)")
 
 
+class PoolRequest(C.Structure):
+    """attnrt_pool_request (attnrt_c.h): what attnrt_parallel_for's
+    parallel_ctx points to."""
+    _fields_ = [("num_threads", C.c_int32), ("stack_bytes", C.c_int64)]
+
+
+_pool = None
+
+
+def shared_pool():
+    """libattnrt's thread pool as a parallel-for hook: the address of
+    attnrt_parallel_for (attnrt_c.h, C API version 2), or None for an older
+    libattnrt. Kernel.forward and Kernel.decode pass it to every kernel they
+    call with more than one thread, so the kernels of a process share one
+    pool instead of starting one each."""
+    global _pool
+    if _pool is None:
+        lib, _ = library()
+        try:
+            _pool = C.cast(lib.attnrt_parallel_for, C.c_void_p).value or 0
+        except AttributeError:
+            _pool = 0
+    return _pool or None
+
+
 def check_library(path):
     """(code, reason, message): libattnrt's verdict on the kernel library
     `path` (0, "ok", "" when it may be opened; else attnc-run's exit code,

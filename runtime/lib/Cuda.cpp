@@ -1,10 +1,11 @@
 //===- Cuda.cpp - the CUDA driver through dlopen ----------------*- C++ -*-===//
 //
-// libcuda.so.1 is opened on first use and the handful of driver entry
-// points Cuda.h needs are looked up by their versioned names (the ones
-// cuda.h's macros select: cuMemAlloc -> cuMemAlloc_v2, ...). The prototypes
-// are declared here as function-pointer types over plain C types, so the
-// runtime builds without the CUDA toolkit and runs without a driver.
+// libcuda.so.1 (or $ATTNC_LIBCUDA) is opened on first use and the driver
+// entry points are looked up by their versioned names (the ones cuda.h's
+// macros select: cuMemAlloc -> cuMemAlloc_v2, ...). The prototypes, over
+// plain C types, and the loader are cuda_driver.def and cuda_driver.inc,
+// which the CUDA kernels' glue embeds too: the runtime builds without the
+// CUDA toolkit and runs without a driver.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 #include "attnc/runtime/abi.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +22,8 @@
 #include <mutex>
 #include <type_traits>
 #include <utility>
+
+#include "attnc/runtime/cuda_driver.inc"
 
 namespace attnrt {
 namespace cuda {
@@ -33,36 +38,14 @@ using CUdeviceptr = unsigned long long;
 using CUevent = void *;
 using CUstream = void *;
 
-constexpr CUresult kSuccess = 0;         // CUDA_SUCCESS
-constexpr CUresult kNoDevice = 100;      // CUDA_ERROR_NO_DEVICE
-constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr CUresult kSuccess = ATTNC_CU_SUCCESS;
+constexpr CUresult kNoDevice = ATTNC_CU_ERROR_NO_DEVICE;
+constexpr int kAttrMajor = ATTNC_CU_ATTR_CC_MAJOR;
+constexpr int kAttrMinor = ATTNC_CU_ATTR_CC_MINOR;
 
-struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuGetErrorString)(CUresult, const char **);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree_v2)(CUdeviceptr);
-  CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
-  CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
-  CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
-  CUresult (*cuEventCreate)(CUevent *, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-  CUresult (*cuEventDestroy_v2)(CUevent);
-};
-
-Driver g_driver;
+/// The driver's entry points (cuda_driver.def, loaded by
+/// cuda_driver.inc: the CUDA kernels' glue reads the same two files).
+attnc_cuda_driver g_driver;
 int g_status = -1; // loadDriver's result once it ran
 std::string g_message;
 std::once_flag g_once;
@@ -102,7 +85,12 @@ void load() {
   dlerror();
   // Kept open for the life of the process (kernels and contexts outlive
   // any one caller).
-  void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  attnc_cuda_driver d{};
+  const char *missing = nullptr;
+  void *h = attnc_cuda_driver_open(lib.c_str(), &d, &missing);
+  if (missing)
+    return noDriver(lib + " has no " + missing + " (a driver too old, or "
+                                                 "not the CUDA driver)");
   if (!h) {
     const char *e = dlerror();
     std::string why = e ? e : "cannot be loaded";
@@ -111,40 +99,6 @@ void load() {
       why = lib + ": " + why;
     return noDriver(why);
   }
-  Driver d{};
-  const char *missing = nullptr;
-  auto sym = [&](auto &fn, const char *name) {
-    void *p = dlsym(h, name);
-    if (!p && !missing)
-      missing = name;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-  };
-#define ATTNC_CUDA_SYM(name) sym(d.name, #name)
-  ATTNC_CUDA_SYM(cuInit);
-  ATTNC_CUDA_SYM(cuGetErrorString);
-  ATTNC_CUDA_SYM(cuDeviceGetCount);
-  ATTNC_CUDA_SYM(cuDeviceGet);
-  ATTNC_CUDA_SYM(cuDeviceGetAttribute);
-  ATTNC_CUDA_SYM(cuDeviceGetName);
-  ATTNC_CUDA_SYM(cuDeviceTotalMem_v2);
-  ATTNC_CUDA_SYM(cuDevicePrimaryCtxRetain);
-  ATTNC_CUDA_SYM(cuDevicePrimaryCtxRelease_v2);
-  ATTNC_CUDA_SYM(cuCtxSetCurrent);
-  ATTNC_CUDA_SYM(cuCtxSynchronize);
-  ATTNC_CUDA_SYM(cuMemAlloc_v2);
-  ATTNC_CUDA_SYM(cuMemFree_v2);
-  ATTNC_CUDA_SYM(cuMemcpyHtoD_v2);
-  ATTNC_CUDA_SYM(cuMemcpyDtoH_v2);
-  ATTNC_CUDA_SYM(cuMemsetD8_v2);
-  ATTNC_CUDA_SYM(cuEventCreate);
-  ATTNC_CUDA_SYM(cuEventRecord);
-  ATTNC_CUDA_SYM(cuEventSynchronize);
-  ATTNC_CUDA_SYM(cuEventElapsedTime);
-  ATTNC_CUDA_SYM(cuEventDestroy_v2);
-#undef ATTNC_CUDA_SYM
-  if (missing)
-    return noDriver(lib + " has no " + missing + " (a driver too old, or "
-                                                 "not the CUDA driver)");
   g_driver = d;
   CUresult rc = g_driver.cuInit(0);
   if (rc == kNoDevice) {

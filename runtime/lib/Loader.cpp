@@ -15,6 +15,7 @@
 #include "attnc/runtime/Checksum.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/Limits.h"
+#include "attnc/runtime/attnrt_c.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -1075,6 +1076,19 @@ void setCache(attnc_forward_args &a, void *kCache, void *vCache,
 }
 } // namespace
 
+namespace {
+/// What attnrt_parallel_for needs to run a kernel's tasks on the runtime's
+/// pool: the thread count (0: one per CPU, as the kernel's own pool reads
+/// it) and the kernel's stack per task. A negative count is passed on as
+/// it is: the kernel refuses the call (ATTNC_ERR_ARGS) before any task.
+attnrt_pool_request sharedPool(const attnc_kernel_info &ki, int threads) {
+  attnrt_pool_request r;
+  r.num_threads = threads;
+  r.stack_bytes = ki.stack_bytes;
+  return r;
+}
+} // namespace
+
 int Kernel::forwardChecked(const void *packed, const void *x, void *y,
                            int64_t batch, int64_t seqLen,
                            const VariantInputs &variants, void *probs,
@@ -1092,8 +1106,11 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
   a.positions = variants.positions;
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
-  a.parallel_for = hook;
-  a.parallel_ctx = hookCtx;
+  // No hook of the caller's: the runtime's one pool, shared by every
+  // kernel of the process (sharedPool), rather than the kernel's own.
+  attnrt_pool_request pool = sharedPool(*info_, threads);
+  a.parallel_for = hook ? hook : (threads != 1 ? attnrt_parallel_for : nullptr);
+  a.parallel_ctx = hook ? hookCtx : (threads != 1 ? &pool : nullptr);
   a.num_threads = threads;
   // The variant fields, each only when the kernel reads it (abi.h: a field
   // outside info->features must be NULL / 0).
@@ -1330,8 +1347,9 @@ int Kernel::decode(const void *packed, const void *x, void *y, int64_t batch, in
                                    vCache, cacheLen, cacheElems);
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
-  a.parallel_for = hook;
-  a.parallel_ctx = hookCtx;
+  attnrt_pool_request pool = sharedPool(*info_, threads);
+  a.parallel_for = hook ? hook : (threads != 1 ? attnrt_parallel_for : nullptr);
+  a.parallel_ctx = hook ? hookCtx : (threads != 1 ? &pool : nullptr);
   a.num_threads = threads;
   return decode_(&a);
 }

@@ -27,9 +27,13 @@ COMPILER = {
     "Eval": {"Eval", "Pipeline", "Target", "Spec", "Dialect", "runtime"},
 }
 # libattnrt_core's sources and headers may include only core headers.
-RUNTIME_CORE_SOURCES = {"Block.cpp", "Loader.cpp", "CApi.cpp", "Cuda.cpp", "Checksum.cpp"}
+RUNTIME_CORE_SOURCES = {"Block.cpp", "Loader.cpp", "CApi.cpp", "Cuda.cpp", "Checksum.cpp",
+                        "ThreadPool.c"}
+# (thread_pool.inc and cuda_driver.inc: sources that the kernels' glue embeds
+# as well, so libattnrt_core and every kernel share one copy of the code.)
 RUNTIME_CORE_HEADERS = {"Block.h", "Checked.h", "Checksum.h", "Cuda.h", "Files.h",
-                        "Limits.h", "Runtime.h", "abi.h", "attnrt_c.h"}
+                        "Limits.h", "Runtime.h", "abi.h", "attnrt_c.h",
+                        "thread_pool.inc", "cuda_driver.inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"attnc/([A-Za-z]+)/([^"]+)"', re.M)
 
 

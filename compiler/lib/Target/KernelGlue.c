@@ -68,33 +68,22 @@ static int k_has_baseline(void) { return 1; }
  * CUDA context); the functions are cached per context. Only the handful of
  * driver entry points used here are declared (their C ABI is stable). */
 #include <dlfcn.h>
+/* The driver's table and its loader: the runtime's cuda_driver.def and
+ * cuda_driver.inc (libattnrt's Cuda.cpp reads the same two files). */
+#include "attnc/runtime/cuda_driver.inc"
 typedef int k_cu_result;
 typedef int k_cu_device;
-typedef struct k_cu_opaque *k_cu_handle;
-#define K_CU_ATTR_CC_MAJOR 75
-#define K_CU_ATTR_CC_MINOR 76
-#define K_CU_ERROR_NO_DEVICE 100
+typedef void *k_cu_handle;
 #define K_CU_MAX_CONTEXTS 8
 static struct {
   pthread_mutex_t mu;
   int tried, status; /* status: ATTNC_OK or the first try's error */
   void *lib;
-  k_cu_result (*init)(unsigned);
-  k_cu_result (*device_count)(int *);
-  k_cu_result (*device_get)(k_cu_device *, int);
-  k_cu_result (*device_attr)(int *, int, k_cu_device);
-  k_cu_result (*ctx_get_current)(k_cu_handle *);
-  k_cu_result (*ctx_set_current)(k_cu_handle);
-  k_cu_result (*ctx_get_device)(k_cu_device *);
-  k_cu_result (*primary_ctx_retain)(k_cu_handle *, k_cu_device);
-  k_cu_result (*module_load_data)(k_cu_handle *, const void *);
-  k_cu_result (*module_get_function)(k_cu_handle *, k_cu_handle, const char *);
-  k_cu_result (*launch)(k_cu_handle, unsigned, unsigned, unsigned, unsigned,
-                        unsigned, unsigned, unsigned, k_cu_handle, void **, void **);
+  attnc_cuda_driver d;
   int contexts;
   k_cu_handle ctx[K_CU_MAX_CONTEXTS];
   k_cu_handle fn[K_CU_MAX_CONTEXTS][K_CUDA_KERNELS];
-} k_cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, {{0}}};
+} k_cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Loads the driver once. Caller holds k_cu.mu. */
 static int k_cu_load_locked(void) {
@@ -102,39 +91,25 @@ static int k_cu_load_locked(void) {
     return k_cu.status;
   k_cu.tried = 1;
   k_cu.status = ATTNC_ERR_NO_DRIVER;
-  k_cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *missing;
+  k_cu.lib = attnc_cuda_driver_open("libcuda.so.1", &k_cu.d, &missing);
   if (!k_cu.lib)
     return k_cu.status;
-#define K_CU_SYM(field, name)                                  \
-  if (!(*(void **)&k_cu.field = dlsym(k_cu.lib, name)))        \
-    return k_cu.status;
-  K_CU_SYM(init, "cuInit")
-  K_CU_SYM(device_count, "cuDeviceGetCount")
-  K_CU_SYM(device_get, "cuDeviceGet")
-  K_CU_SYM(device_attr, "cuDeviceGetAttribute")
-  K_CU_SYM(ctx_get_current, "cuCtxGetCurrent")
-  K_CU_SYM(ctx_set_current, "cuCtxSetCurrent")
-  K_CU_SYM(ctx_get_device, "cuCtxGetDevice")
-  K_CU_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain")
-  K_CU_SYM(module_load_data, "cuModuleLoadData")
-  K_CU_SYM(module_get_function, "cuModuleGetFunction")
-  K_CU_SYM(launch, "cuLaunchKernel")
-#undef K_CU_SYM
-  k_cu_result r = k_cu.init(0);
-  if (r == K_CU_ERROR_NO_DEVICE)
+  k_cu_result r = k_cu.d.cuInit(0);
+  if (r == ATTNC_CU_ERROR_NO_DEVICE)
     return k_cu.status = ATTNC_ERR_NO_DEVICE;
   if (r != 0)
     return k_cu.status;
   int n = 0;
-  if (k_cu.device_count(&n) != 0 || n < 1)
+  if (k_cu.d.cuDeviceGetCount(&n) != 0 || n < 1)
     return k_cu.status = ATTNC_ERR_NO_DEVICE;
   return k_cu.status = ATTNC_OK;
 }
 
 static int k_cu_sm_ok(k_cu_device dev) {
   int major = 0, minor = 0;
-  if (k_cu.device_attr(&major, K_CU_ATTR_CC_MAJOR, dev) != 0 ||
-      k_cu.device_attr(&minor, K_CU_ATTR_CC_MINOR, dev) != 0)
+  if (k_cu.d.cuDeviceGetAttribute(&major, ATTNC_CU_ATTR_CC_MAJOR, dev) != 0 ||
+      k_cu.d.cuDeviceGetAttribute(&minor, ATTNC_CU_ATTR_CC_MINOR, dev) != 0)
     return 0;
   return major * 10 + minor >= K_CUDA_SM;
 }
@@ -145,7 +120,7 @@ static int k_cuda_usable(void) {
   int ok = k_cu_load_locked() == ATTNC_OK;
   k_cu_device dev;
   if (ok)
-    ok = k_cu.device_get(&dev, 0) == 0 && k_cu_sm_ok(dev);
+    ok = k_cu.d.cuDeviceGet(&dev, 0) == 0 && k_cu_sm_ok(dev);
   pthread_mutex_unlock(&k_cu.mu);
   return ok;
 }
@@ -157,12 +132,12 @@ static int k_cu_functions(k_cu_handle **fns) {
   int rc = k_cu_load_locked();
   k_cu_handle ctx = 0;
   k_cu_device dev;
-  if (rc == ATTNC_OK && (k_cu.ctx_get_current(&ctx) != 0 || !ctx)) {
-    if (k_cu.device_get(&dev, 0) != 0 || k_cu.primary_ctx_retain(&ctx, dev) != 0 ||
-        k_cu.ctx_set_current(ctx) != 0)
+  if (rc == ATTNC_OK && (k_cu.d.cuCtxGetCurrent(&ctx) != 0 || !ctx)) {
+    if (k_cu.d.cuDeviceGet(&dev, 0) != 0 || k_cu.d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 ||
+        k_cu.d.cuCtxSetCurrent(ctx) != 0)
       rc = ATTNC_ERR_DEVICE;
   }
-  if (rc == ATTNC_OK && (k_cu.ctx_get_device(&dev) != 0 || !k_cu_sm_ok(dev)))
+  if (rc == ATTNC_OK && (k_cu.d.cuCtxGetDevice(&dev) != 0 || !k_cu_sm_ok(dev)))
     rc = ATTNC_ERR_NO_DEVICE;
   int slot = -1;
   for (int i = 0; rc == ATTNC_OK && i < k_cu.contexts; ++i)
@@ -171,12 +146,12 @@ static int k_cu_functions(k_cu_handle **fns) {
   if (rc == ATTNC_OK && slot < 0) {
     k_cu_handle mod;
     if (k_cu.contexts == K_CU_MAX_CONTEXTS ||
-        k_cu.module_load_data(&mod, k_ptx) != 0) {
+        k_cu.d.cuModuleLoadData(&mod, k_ptx) != 0) {
       rc = ATTNC_ERR_DEVICE;
     } else {
       slot = k_cu.contexts;
       for (int p = 0; p < K_CUDA_KERNELS && rc == ATTNC_OK; ++p)
-        if (k_cu.module_get_function(&k_cu.fn[slot][p], mod, k_cuda_kernels[p]) != 0)
+        if (k_cu.d.cuModuleGetFunction(&k_cu.fn[slot][p], mod, k_cuda_kernels[p]) != 0)
           rc = ATTNC_ERR_DEVICE;
       if (rc == ATTNC_OK) {
         k_cu.ctx[slot] = ctx;
@@ -298,185 +273,10 @@ K_EXPORT int KSYM(pack)(const void *const *weights, const int64_t *weight_elems,
 #ifndef K_CUDA
 /*===--------------------------- thread pool ----------------------------===*/
 
-#define K_MAX_THREADS 256
-
-static struct {
-  pthread_mutex_t use; /* one job at a time */
-  pthread_mutex_t mu;
-  pthread_cond_t work, done;
-  int started;
-  int alive; /* workers that reached their wait loop */
-  int quit;  /* set by k_pool_stop: workers return */
-  int hooked; /* k_pool_stop is registered with atexit */
-  unsigned long long gen;
-  int limit;   /* workers [0, limit) take part in the current job */
-  int pending; /* workers still in the current job */
-  attnc_task_fn fn;
-  void *ctx;
-  int64_t n;
-  int64_t next;
-  pthread_t threads[K_MAX_THREADS];
-} k_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-            PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
-
-/* Busy-waits (with pause) while *p == v, for at most about K_SPIN_NS
- * nanoseconds. Only a hint: callers re-check under the mutex. */
-#define K_SPIN_NS 50000
-static void k_spin_while_equal(const unsigned long long *p, unsigned long long v) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v ||
-          __atomic_load_n(&k_pool.quit, __ATOMIC_ACQUIRE))
-        return;
-      __builtin_ia32_pause();
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > K_SPIN_NS)
-      return;
-  }
-}
-
-static void k_pool_drain(void) {
-  for (;;) {
-    int64_t t = __atomic_fetch_add(&k_pool.next, 1, __ATOMIC_RELAXED);
-    if (t >= k_pool.n)
-      return;
-    k_pool.fn(k_pool.ctx, t, t + 1);
-  }
-}
-
-static void *k_pool_worker(void *arg) {
-  int id = (int)(intptr_t)arg;
-  int mine = 0;
-  pthread_mutex_lock(&k_pool.mu);
-  /* A job started before this worker existed is not its job (after a fork
-   * or k_pool_stop, gen keeps counting). */
-  unsigned long long seen = k_pool.gen;
-  ++k_pool.alive;
-  pthread_cond_broadcast(&k_pool.done);
-  pthread_mutex_unlock(&k_pool.mu);
-  for (;;) {
-    /* The phases of a call follow each other within microseconds: spin a
-     * little for the next job before sleeping on the condition variable
-     * (a futex round trip costs more than a short phase). */
-    if (mine)
-      k_spin_while_equal(&k_pool.gen, seen);
-    pthread_mutex_lock(&k_pool.mu);
-    while (k_pool.gen == seen && !k_pool.quit)
-      pthread_cond_wait(&k_pool.work, &k_pool.mu);
-    if (k_pool.quit) {
-      pthread_mutex_unlock(&k_pool.mu);
-      return NULL;
-    }
-    seen = k_pool.gen;
-    mine = id < k_pool.limit;
-    pthread_mutex_unlock(&k_pool.mu);
-    if (!mine)
-      continue;
-    k_pool_drain();
-    pthread_mutex_lock(&k_pool.mu);
-    if (__atomic_sub_fetch(&k_pool.pending, 1, __ATOMIC_ACQ_REL) == 0)
-      pthread_cond_signal(&k_pool.done);
-    pthread_mutex_unlock(&k_pool.mu);
-  }
-}
-
-/* Stops and joins the workers. Registered with atexit() when the first
- * worker starts; in a shared object that registration belongs to the
- * object, so it runs at exit() (before the exit-time checks of sanitizers,
- * which registered earlier) and at dlclose(): no worker is ever left
- * running, or parked, in code that is about to be unmapped. */
-static void k_pool_stop(void) {
-  pthread_mutex_lock(&k_pool.use);
-  pthread_mutex_lock(&k_pool.mu);
-  __atomic_store_n(&k_pool.quit, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&k_pool.work);
-  pthread_mutex_unlock(&k_pool.mu);
-  for (int i = 0; i < k_pool.started; ++i)
-    pthread_join(k_pool.threads[i], NULL);
-  k_pool.started = k_pool.alive = k_pool.quit = 0;
-  pthread_mutex_unlock(&k_pool.use);
-}
-
-/* In a child of fork() only the forking thread exists: start afresh. */
-static void k_pool_after_fork(void) {
-  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-  k_pool.use = m;
-  k_pool.mu = m;
-  k_pool.work = c;
-  k_pool.done = c;
-  k_pool.started = k_pool.alive = k_pool.quit = 0;
-}
-
-/* Runs fn over [0, n) on `threads` threads (the caller is one of them). */
-static int k_pool_run(int threads, int64_t n, attnc_task_fn fn, void *ctx) {
-  if (threads > K_MAX_THREADS)
-    threads = K_MAX_THREADS;
-  if (threads > n)
-    threads = (int)n;
-  if (threads <= 1) {
-    fn(ctx, 0, n);
-    return 0;
-  }
-  pthread_mutex_lock(&k_pool.use);
-  pthread_mutex_lock(&k_pool.mu);
-  if (!k_pool.hooked && k_pool.started < threads - 1) {
-    if (atexit(k_pool_stop) != 0 ||
-        pthread_atfork(NULL, NULL, k_pool_after_fork) != 0) {
-      pthread_mutex_unlock(&k_pool.mu);
-      pthread_mutex_unlock(&k_pool.use);
-      fn(ctx, 0, n); /* no pool without a way to stop it */
-      return 0;
-    }
-    k_pool.hooked = 1;
-  }
-  while (k_pool.started < threads - 1) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    size_t stack = (size_t)K_STACK_BYTES * 2 + ((size_t)1 << 20);
-    pthread_attr_setstacksize(&attr, stack);
-    int rc = pthread_create(&k_pool.threads[k_pool.started], &attr,
-                            k_pool_worker, (void *)(intptr_t)k_pool.started);
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
-      break;
-    ++k_pool.started;
-  }
-  /* Every worker is parked in its wait loop before the pool is used: no
-   * thread is still starting when the caller returns (or the process
-   * exits right after, which sanitizers' exit-time checks do not survive). */
-  while (k_pool.alive < k_pool.started)
-    pthread_cond_wait(&k_pool.done, &k_pool.mu);
-  int workers = threads - 1 < k_pool.started ? threads - 1 : k_pool.started;
-  k_pool.fn = fn;
-  k_pool.ctx = ctx;
-  k_pool.n = n;
-  k_pool.next = 0;
-  k_pool.limit = workers;
-  __atomic_store_n(&k_pool.pending, workers, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&k_pool.gen, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&k_pool.work);
-  pthread_mutex_unlock(&k_pool.mu);
-  k_pool_drain();
-  /* The workers finish their last tasks about when this thread does. */
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  while (__atomic_load_n(&k_pool.pending, __ATOMIC_ACQUIRE) > 0) {
-    __builtin_ia32_pause();
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > K_SPIN_NS)
-      break;
-  }
-  pthread_mutex_lock(&k_pool.mu);
-  while (__atomic_load_n(&k_pool.pending, __ATOMIC_ACQUIRE) > 0)
-    pthread_cond_wait(&k_pool.done, &k_pool.mu);
-  pthread_mutex_unlock(&k_pool.mu);
-  pthread_mutex_unlock(&k_pool.use);
-  return 0;
-}
+/* The pool libattnrt uses too (one source: the runtime's thread_pool.inc,
+ * embedded here by attnc). A caller that passes a parallel-for hook (the
+ * runtime passes its own pool's) never starts this one. */
+#include "attnc/runtime/thread_pool.inc"
 
 /*===----------------------------- forward ------------------------------===*/
 
@@ -511,7 +311,7 @@ static int k_run_phases(k_tasks_fn tasks, k_run_fn run, int64_t phases,
       continue;
     k_phase p = {run, c, phase};
     int rc = parallel_for ? parallel_for(parallel_ctx, n, k_run_task, &p)
-                          : k_pool_run(threads, n, k_run_task, &p);
+                          : k_pool_run(threads, n, k_run_task, &p, K_STACK_BYTES);
     if (rc != 0)
       return ATTNC_ERR_THREADS;
   }
@@ -544,7 +344,7 @@ static int k_cuda_run(int64_t (*tasks)(const attnc_call *, int64_t),
     params[i] = &vals[i];
   for (int p = 0; p < phases; ++p)
     if (blocks[p] > 0 &&
-        k_cu.launch(fns[first + p], (unsigned)blocks[p], 1, 1,
+        k_cu.d.cuLaunchKernel(fns[first + p], (unsigned)blocks[p], 1, 1,
                     k_cuda_threads[first + p], 1, 1, 0, (k_cu_handle)stream,
                     params, NULL) != 0)
       return ATTNC_ERR_DEVICE;

@@ -137,9 +137,12 @@ public:
   /// y must hold batch*seqLen*out_dim floats; workspace is allocated here
   /// when `workspace` is empty or too small. Returns ATTNC_ERR_BAD_SHAPE
   /// when checkShape refuses the shape and ATTNC_ERR_WORKSPACE when
-  /// workspaceBytes does, without calling the library's forward. `threads` is passed on as
-  /// attnc_forward_args::num_threads (built-in pool; 1 = calling thread);
-  /// a non-null `hook` runs the tasks instead. A CUDA kernel (isCuda()) is
+  /// workspaceBytes does, without calling the library's forward. `threads`
+  /// is passed on as attnc_forward_args::num_threads (1 = the calling
+  /// thread, 0 = one per CPU) and the tasks run on the runtime's pool
+  /// (attnrt_parallel_for, attnrt_c.h), which every kernel the runtime
+  /// calls shares; a non-null `hook` runs them instead. Decode does the
+  /// same. A CUDA kernel (isCuda()) is
   /// refused with ATTNC_ERR_DEVICE without calling the library: its forward
   /// takes device pointers (forwardDevice).
   int forward(const void *packed, const void *x, void *y, int64_t batch,

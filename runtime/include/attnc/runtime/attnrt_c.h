@@ -22,7 +22,7 @@ extern "C" {
 
 /* The version of this C API (attnrt_c_api_version); grows when a function
  * is added. */
-#define ATTNRT_C_API_VERSION 1u
+#define ATTNRT_C_API_VERSION 2u
 
 /* Return codes of attnrt_check_library: attnc-run's exit codes. */
 #define ATTNRT_CHECK_OK 0
@@ -57,6 +57,28 @@ uint32_t attnrt_abi_version(void);
  * runs the library's constructors and its attnc_query and selected_isa
  * functions, as dlopen and the loader do. */
 int attnrt_check_library(const char *path, char *message, size_t message_cap);
+
+/* libattnrt's thread pool as a parallel-for hook (abi.h's
+ * attnc_parallel_for_fn), since version 2. Pass attnrt_parallel_for as a
+ * kernel's forward or decode parallel_for, with parallel_ctx pointing at
+ * an attnrt_pool_request that lives until the call returns: every kernel a
+ * process calls this way shares one pool of worker threads (attnrt::Kernel
+ * and the Python package do this whenever they are given more than one
+ * thread and no hook of the caller's). It is the pool each kernel carries
+ * for callers without a hook (the same source), started on first use,
+ * stopped at exit. Returns 0 once every task has run (a pool that cannot
+ * start threads runs them on the calling thread); non-zero only for a
+ * NULL task. */
+typedef struct attnrt_pool_request {
+  int32_t num_threads; /* threads of a job, the caller's included; 0: one
+                          per online CPU */
+  int64_t stack_bytes; /* stack one task needs (attnc_kernel_info's
+                          stack_bytes); workers get twice this + 1 MiB */
+} attnrt_pool_request;
+
+int attnrt_parallel_for(void *parallel_ctx, int64_t num_tasks,
+                        void (*task)(void *task_ctx, int64_t begin, int64_t end),
+                        void *task_ctx);
 
 /* A short stable name for an attnrt_check_library code: "ok", "internal",
  * "open_failed", "no_query", "abi_too_new", "abi_mismatch", "bad_metadata",
