@@ -5,6 +5,8 @@
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Spec/Spec.h"
 #include "attnc/Support/Registration.h"
+#include "attnc/Target/Outputs.h"
+#include "attnc/Target/Target.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -14,6 +16,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -164,6 +167,26 @@ inline llvm::cl::opt<bool> gpuOnHostOpt("testing-gpu-on-host", llvm::cl::Hidden,
                    "as a host (CPU) library, thread regions run one after "
                    "another (for testing the CUDA tiling without a GPU)"),
     llvm::cl::cat(sharedCategory));
+
+/// The end of a compilation that ran to llvm-ir-opt: the object code,
+/// the C glue compiled and linked with it into the temporary of output
+/// `soOut` (a .so, or a static archive when `output` ends in .a), and the
+/// C header into `hOut` (when >= 0). attnc and attnc-translate both end so.
+inline bool writeLibrary(Compilation &comp, OutputFiles &outs, int soOut, int hOut,
+                         const std::string &output, std::string &err) {
+  llvm::SmallVector<char, 0> obj;
+  bool ok = emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
+            linkSharedObject(obj,
+                             emitKernelGlue(comp.desc(), comp.plan(), comp.objectIsa(),
+                                            comp.targetMachine()->getTargetCPU().str(),
+                                            comp.ptx()),
+                             llvm::sys::path::filename(output).str(),
+                             llvm::StringRef(output).ends_with(".a"),
+                             outs.tempPath(soOut), err);
+  if (ok && hOut >= 0)
+    ok = outs.write(hOut, emitHeader(comp.desc(), comp.plan(), comp.objectIsa()), err);
+  return ok;
+}
 
 /// Compile options from the shared command-line options (--target,
 /// --no-fuse-qkv, --no-heads-as-views, --testing-gpu-on-host). Prints the

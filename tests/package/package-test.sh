@@ -52,7 +52,7 @@ if [ "$mode" = install ]; then
   rm -rf "$work" && mkdir -p "$work"
   step "cmake --install $build --prefix $prefix"
   cmake --install "$build" --prefix "$prefix" > "$work/install.log"
-  for f in bin/attnc bin/attnc-opt bin/attnc-dump bin/attnc-run \
+  for f in bin/attnc bin/attnc-opt bin/attnc-dump bin/attnc-translate bin/attnc-run \
            lib/libattnrt.so lib/libattnrt.a lib/libattnrt_core.so lib/libattnrt_core.a \
            include/attnc/runtime/abi.h include/attnc/runtime/Runtime.h \
            include/attnc/runtime/Interpreter.h include/attnc/runtime/weights.h \

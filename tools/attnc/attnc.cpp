@@ -180,19 +180,10 @@ int main(int argc, char **argv) {
   attnc::Compilation comp(*ctx, *spec, *opts);
   if (mlir::failed(comp.run([](const attnc::StageView &) { return true; })))
     return 1;
-  SmallVector<char, 0> obj;
   if (verbose)
     errs() << "attnc: [" << spec->name << "] object code + link\n";
   // linkSharedObject renames its own temporary over ours (same directory).
-  bool ok = attnc::emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
-            attnc::linkSharedObject(obj,
-                                    attnc::emitKernelGlue(*spec, comp.plan(), comp.objectIsa(),
-                                                          comp.targetMachine()->getTargetCPU().str(),
-                                                          comp.ptx()),
-                                    sys::path::filename(output).str(),
-                                    StringRef(output).ends_with(".a"), outs.tempPath(soOut), err);
-  if (ok && hOut >= 0)
-    ok = outs.write(hOut, attnc::emitHeader(*spec, comp.plan(), comp.objectIsa()), err);
+  bool ok = attnc::tools::writeLibrary(comp, outs, soOut, hOut, output, err);
   if (!ok || !outs.commit(err)) {
     errs() << "attnc: error: " << err << "\n";
     return 1;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/FrontEnd/MLIRGen.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
+#include "attnc/Target/KernelDesc.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,6 +33,8 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   module->setAttr("attn.spec_name", b.getStringAttr(spec.name));
   // How the user stores the weights (read by attnc-pack-weights).
   module->setAttr("attn.weight_storage", weightStorageAttr(&ctx, spec));
+  // The block as the back end reads it (Target/KernelDesc.h).
+  module->setAttr("attn.block", kernelDescAttr(&ctx, kernelDesc(spec)));
 
   Type f32 = b.getF32Type();
   // Element types: the inputs and the KV cache in the spec's dtype, the

@@ -146,7 +146,18 @@ void attnc::registerStagePipelines() {
 
 attnc::Compilation::Compilation(MLIRContext &ctx, const Spec &spec,
                                 CompileOptions opts)
-    : ctx_(ctx), spec_(spec), opts_(std::move(opts)) {}
+    : ctx_(ctx), spec_(&spec), opts_(std::move(opts)), name_(spec.name) {}
+
+attnc::Compilation::Compilation(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
+                                std::string from, CompileOptions opts)
+    : ctx_(ctx), spec_(nullptr), opts_(std::move(opts)),
+      module_(std::move(module)), from_(std::move(from)) {}
+
+const std::vector<std::string> &attnc::irEntryStages() {
+  static const std::vector<std::string> s = {"conceptual", "fused", "viewed",
+                                             "targeted", "loops"};
+  return s;
+}
 
 attnc::Compilation::~Compilation() = default;
 
@@ -171,15 +182,15 @@ LogicalResult attnc::Compilation::runPasses(StringRef pipeline) {
 LogicalResult attnc::Compilation::buildConceptual() {
   // The CUDA kernels read and write float32 only (bf16/f16 storage is
   // an x86 feature so far): refuse rather than compute something else.
-  for (auto [key, d] : {std::pair{"dtype", spec_.dtype},
-                        std::pair{"weight_dtype", spec_.weightDtype}})
+  for (auto [key, d] : {std::pair{"dtype", spec_->dtype},
+                        std::pair{"weight_dtype", spec_->weightDtype}})
     if (isCuda(opts_.isa) && d != DType::F32) {
-      SrcPos p = spec_.valuePosOf(key);
-      return emitError(FileLineColLoc::get(&ctx_, spec_.file, p.line, p.col))
+      SrcPos p = spec_->valuePosOf(key);
+      return emitError(FileLineColLoc::get(&ctx_, spec_->file, p.line, p.col))
              << key << ": " << toString(d) << " is not supported by the CUDA "
              << "target yet (bf16/f16 storage runs on the x86 targets)";
     }
-  module_ = buildConceptualIR(ctx_, spec_);
+  module_ = buildConceptualIR(ctx_, *spec_);
   if (!module_ || failed(verify(*module_)))
     return failure();
   return success();
@@ -188,9 +199,14 @@ LogicalResult attnc::Compilation::buildConceptual() {
 /// After the `loops` stage: what the C glue needs, read off the lowered
 /// functions, and the pack plan attnc-pack-weights built.
 LogicalResult attnc::Compilation::readLowered() {
+  // From here on the block is what the IR says (attn.block), not the Spec.
+  FailureOr<KernelDesc> desc = readKernelDesc(*module_);
+  if (failed(desc))
+    return failure();
+  desc_ = *desc;
   // Every code path has the same arguments and workspace.
   LoweredInfo info;
-  LoweredEntries entries = findLoweredEntries(*module_, spec_.name);
+  LoweredEntries entries = findLoweredEntries(*module_, desc_.name);
   auto intAttr = [](func::FuncOp f, StringRef n) {
     return f->getAttrOfType<IntegerAttr>(n).getInt();
   };
@@ -207,7 +223,7 @@ LogicalResult attnc::Compilation::readLowered() {
     info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
   }
   if (!entries.forward)
-    return emitError(module_->getLoc(), "no lowered function for @") << spec_.name;
+    return emitError(module_->getLoc(), "no lowered function for @") << desc_.name;
   info.wsPerRow = intAttr(entries.forward, "attn.workspace_per_row");
   info.wsBuffers = intAttr(entries.forward, "attn.workspace_buffers");
   if (entries.decode) { // one bound (abi.h) covers both entries, per token
@@ -216,11 +232,11 @@ LogicalResult attnc::Compilation::readLowered() {
     info.wsBuffers =
         std::max(info.wsBuffers, intAttr(entries.decode, "attn.workspace_buffers"));
   }
-  if (spec_.decode != static_cast<bool>(entries.decode))
+  if (desc_.decode() != static_cast<bool>(entries.decode))
     return emitError(module_->getLoc(), "decode: ")
-           << spec_.decode << " but the decode entry was "
+           << desc_.decode() << " but the decode entry was "
            << (entries.decode ? "" : "not ") << "lowered";
-  FailureOr<PackPlan> plan = readPackPlan(*module_, spec_.name);
+  FailureOr<PackPlan> plan = readPackPlan(*module_, desc_.name);
   if (failed(plan))
     return failure();
   plan_ = *plan;
@@ -236,9 +252,9 @@ LogicalResult attnc::Compilation::readGpuKernels() {
   LoweredInfo &lw = plan_.lowered;
   for (auto f : module_->getOps<func::FuncOp>())
     if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads")) {
-      if (f.getName() == spec_.name + suffix)
+      if (f.getName() == desc_.name + suffix)
         lw.blockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-      else if (f.getName() == spec_.name + "_decode" + suffix)
+      else if (f.getName() == desc_.name + "_decode" + suffix)
         lw.decodeBlockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
     }
   if (lw.blockThreads.size() != static_cast<size_t>(lw.phases) ||
@@ -284,10 +300,10 @@ LogicalResult attnc::Compilation::translateToLLVMIR() {
           fi.removeArgAttr(i, a.getName());
   });
   llvmCtx_ = std::make_unique<llvm::LLVMContext>();
-  llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, spec_.name);
+  llvm_ = translateModuleToLLVMIR(*module_, *llvmCtx_, desc_.name);
   if (!llvm_)
     return emitError(module_->getLoc(), "translation to LLVM IR failed");
-  if (!addEntryPoints(*llvm_, spec_, plan_, *tm_, err))
+  if (!addEntryPoints(*llvm_, desc_, plan_, *tm_, err))
     return emitError(module_->getLoc(), err);
   return success();
 }
@@ -301,7 +317,7 @@ LogicalResult attnc::Compilation::run(
   const auto &stages = stageList();
   auto progress = [&](const char *name) {
     if (opts_.verbose)
-      llvm::errs() << "attnc: [" << spec_.name << "] " << name << "\n";
+      llvm::errs() << "attnc: [" << name_ << "] " << name << "\n";
   };
   auto show = [&](int i) -> bool {
     StageView v;
@@ -312,7 +328,22 @@ LogicalResult attnc::Compilation::run(
     return onStage(v);
   };
 
-  for (int i = 0; i <= last; ++i) {
+  // IR input (the module as stage from_ left it): the stages after it.
+  int first = 0;
+  if (!spec_) {
+    if (!module_ ||
+        llvm::find(irEntryStages(), from_) == irEntryStages().end())
+      return emitError(UnknownLoc::get(&ctx_), "cannot start from stage '")
+             << from_ << "' (one of conceptual, fused, viewed, targeted, loops)";
+    FailureOr<KernelDesc> desc = readKernelDesc(*module_);
+    if (failed(desc) || failed(verify(*module_)))
+      return failure();
+    name_ = desc->name;
+    first = stageIndex(from_) + 1;
+    if (from_ == "loops" && failed(readLowered()))
+      return failure();
+  }
+  for (int i = first; i <= last; ++i) {
     std::string name = stages[i].name;
     // The CUDA stages (gpu, nvvm, ptx) are not stages of a CPU target (nor
     // of attnc-dump --check's host emulation): -v lists only what runs.
@@ -322,7 +353,7 @@ LogicalResult attnc::Compilation::run(
     if (name == "spec") {
       StageView v;
       v.stage = &stages[i];
-      v.text = printSpec(spec_);
+      v.text = printSpec(*spec_);
       if (!onStage(v))
         return success();
       continue;

@@ -47,15 +47,15 @@ const CallFieldInfo kCallFields[] = {
 
 struct WrapperBuilder {
   Module &m;
-  const attnc::Spec &spec;
+  const attnc::KernelDesc &desc;
   const attnc::PackPlan &plan;
   LLVMContext &ctx;
   IRBuilder<> b;
   Type *i64, *ptr, *packedTy; // packedTy: the weight dtype
   StructType *callTy;
 
-  WrapperBuilder(Module &m, const attnc::Spec &spec, const attnc::PackPlan &plan)
-      : m(m), spec(spec), plan(plan), ctx(m.getContext()), b(ctx) {
+  WrapperBuilder(Module &m, const attnc::KernelDesc &desc, const attnc::PackPlan &plan)
+      : m(m), desc(desc), plan(plan), ctx(m.getContext()), b(ctx) {
     i64 = b.getInt64Ty();
     ptr = b.getPtrTy();
     packedTy = plan.packedElementBytes == 4 ? b.getFloatTy()
@@ -167,8 +167,8 @@ struct WrapperBuilder {
     // NAME__ISA_decode_{ws,tasks,run} for decode. No other kernel's name
     // plus a suffix spells these.
     std::string suffix = attnc::variantSuffix(isa).str();
-    std::string base = spec.name + (decode ? "_decode__" : "__") + suffix;
-    std::string wrap = spec.name + "__" + suffix + (decode ? "_decode" : "");
+    std::string base = desc.name + (decode ? "_decode__" : "__") + suffix;
+    std::string wrap = desc.name + "__" + suffix + (decode ? "_decode" : "");
     Function *ws = m.getFunction(base + "__ws");
     Function *tasks = m.getFunction(base + "__tasks");
     Function *run = m.getFunction(base + "__run");
@@ -235,13 +235,13 @@ struct WrapperBuilder {
   }
 
   bool pack(std::string &error) {
-    Function *impl = m.getFunction(spec.name + "_pack");
+    Function *impl = m.getFunction(desc.name + "_pack");
     if (!impl) {
-      error = "internal error: lowered function @" + spec.name + "_pack not found";
+      error = "internal error: lowered function @" + desc.name + "_pack not found";
       return false;
     }
-    impl->setName(spec.name + "__pack_lowered");
-    Function *fn = define(spec.name + "__pack_impl", b.getVoidTy(), {ptr, ptr});
+    impl->setName(desc.name + "__pack_lowered");
+    Function *fn = define(desc.name + "__pack_impl", b.getVoidTy(), {ptr, ptr});
     Value *weights = fn->getArg(0), *packed = fn->getArg(1);
     SmallVector<Value *> args;
     for (size_t i = 0; i < plan.storage.size(); ++i) {
@@ -259,19 +259,19 @@ struct WrapperBuilder {
 };
 } // namespace
 
-bool attnc::addEntryPoints(Module &m, const Spec &spec, const PackPlan &plan,
+bool attnc::addEntryPoints(Module &m, const KernelDesc &desc, const PackPlan &plan,
                            TargetMachine &tm, std::string &error) {
   m.setTargetTriple(tm.getTargetTriple());
   m.setDataLayout(tm.createDataLayout());
-  m.setSourceFileName(spec.name);
+  m.setSourceFileName(desc.name);
   // The lowered functions are implementation details of the wrappers.
   for (Function &f : m)
     if (!f.isDeclaration())
       f.setLinkage(GlobalValue::InternalLinkage);
-  WrapperBuilder wb(m, spec, plan);
+  WrapperBuilder wb(m, desc, plan);
   for (const std::string &isa : plan.lowered.variants)
     if (!wb.variant(isa, /*decode=*/false, error) ||
-        (spec.decode && !wb.variant(isa, /*decode=*/true, error)))
+        (desc.decode() && !wb.variant(isa, /*decode=*/true, error)))
       return false;
   if (!wb.pack(error))
     return false;

@@ -13,6 +13,7 @@
 
 #include "attnc/Spec/Spec.h"
 #include "attnc/Target/Isa.h"
+#include "attnc/Target/KernelDesc.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,6 +40,9 @@ struct StageInfo {
 
 /// Every stage in order.
 const std::vector<StageInfo> &stageList();
+/// The stages a module can be compiled on from (Compilation's IR input):
+/// conceptual, fused, viewed, targeted, loops.
+const std::vector<std::string> &irEntryStages();
 /// Index of `name` in stageList(), or -1.
 int stageIndex(const std::string &name);
 
@@ -71,11 +75,21 @@ struct StageView {
 class Compilation {
 public:
   Compilation(mlir::MLIRContext &ctx, const Spec &spec, CompileOptions opts);
+  /// From IR: `module` is what stage `from` (one of irEntryStages()) left,
+  /// as attnc-dump --stage FROM prints it or attnc-opt's stage pipelines
+  /// make it; run() runs the stages after it. The module must carry the
+  /// front end's attn.block and attn.weight_storage.
+  Compilation(mlir::MLIRContext &ctx, mlir::OwningOpRef<mlir::ModuleOp> module,
+              std::string from, CompileOptions opts);
   ~Compilation();
 
   mlir::LogicalResult run(const std::function<bool(const StageView &)> &onStage);
 
   const PackPlan &plan() const { return plan_; }
+  /// The block as the IR describes it (attn.block, read once the loops
+  /// stage ran): what the glue, the header and the entry points are built
+  /// from.
+  const KernelDesc &desc() const { return desc_; }
   llvm::Module *llvmModule() { return llvm_.get(); }
   llvm::TargetMachine *targetMachine() { return tm_.get(); }
   /// CUDA targets: the PTX (once the ptx stage ran).
@@ -96,13 +110,16 @@ private:
   mlir::LogicalResult translateToPtx();
   mlir::LogicalResult translateToLLVMIR();
   mlir::MLIRContext &ctx_;
-  const Spec &spec_;
+  const Spec *spec_; ///< null for IR input
   CompileOptions opts_;
   mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::string from_; ///< IR input: the stage the module is at
+  std::string name_; ///< the kernel's (progress lines)
   std::unique_ptr<llvm::LLVMContext> llvmCtx_;
   std::unique_ptr<llvm::Module> llvm_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   PackPlan plan_;
+  KernelDesc desc_;
   std::string ptx_;
 };
 

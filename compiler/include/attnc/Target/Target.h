@@ -2,7 +2,7 @@
 #ifndef ATTNC_TARGET_TARGET_H
 #define ATTNC_TARGET_TARGET_H
 
-#include "attnc/Spec/Spec.h"
+#include "attnc/Target/KernelDesc.h"
 #include "attnc/Target/Isa.h"
 #include "attnc/Target/PackPlan.h"
 
@@ -23,23 +23,23 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(Isa isa,
 /// Adds the C-callable wrappers of each code path (NAME__V_ws/_tasks/_run)
 /// and NAME__pack_impl around the lowered functions, which become internal,
 /// and sets each code path's target CPU and features on its functions.
-bool addEntryPoints(llvm::Module &m, const Spec &spec, const PackPlan &plan,
+bool addEntryPoints(llvm::Module &m, const KernelDesc &desc, const PackPlan &plan,
                     llvm::TargetMachine &tm, std::string &error);
 
 /// The kernel's C glue (KernelGlue.c with the kernel's constants, its code
 /// path table and its metadata record): the ABI entry points NAME_query,
 /// NAME_pack, NAME_workspace_size, NAME_forward (and attnc_query when
 /// ATTNC_SHARED is defined).
-std::string emitKernelGlue(const Spec &spec, const PackPlan &plan, Isa isa,
+std::string emitKernelGlue(const KernelDesc &desc, const PackPlan &plan, Isa isa,
                            const std::string &targetCpu,
                            const std::string &ptx = "");
 
 /// The kernel's ATTNC_FEATURE_* bits as a C expression, e.g.
 /// "(0u | ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS)": the glue's metadata
 /// and the header's NAME_FEATURES both print this one.
-std::string featuresExpr(const Spec &spec);
+std::string featuresExpr(const KernelDesc &desc);
 /// The same plus ATTNC_FEATURE_CUDA for a CUDA target.
-std::string featuresExpr(const Spec &spec, Isa isa);
+std::string featuresExpr(const KernelDesc &desc, Isa isa);
 
 /// CUDA targets: translates the (LLVM/NVVM dialect) kernels of `gm` to
 /// LLVM IR, optimizes them for sm_80 / sm_90 and writes PTX with LLVM's
@@ -64,7 +64,7 @@ bool linkSharedObject(llvm::ArrayRef<char> object, const std::string &glue,
                       const std::string &outPath, std::string &error);
 
 /// The C99 header for the kernel (self-contained: embeds abi.h).
-std::string emitHeader(const Spec &spec, const PackPlan &plan, Isa isa);
+std::string emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa isa);
 
 /// Writes `text` to `path` atomically (temporary file + rename).
 bool writeFileAtomic(const std::string &path, llvm::StringRef text,

@@ -1,0 +1,150 @@
+//===- KernelDesc.cpp - attn.block, written by the front end, read back ---===//
+#include "attnc/Target/KernelDesc.h"
+#include "attnc/Target/PackPlan.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+attnc::KernelDesc attnc::kernelDesc(const Spec &spec) {
+  KernelDesc d;
+  d.name = spec.name;
+  d.block = blockParams(spec);
+  d.maxSeqLen = spec.maxSeqLen;
+  d.specHash = specHash(spec);
+  return d;
+}
+
+namespace {
+
+/// Every field of KernelDesc, for one visitor that writes or reads them:
+/// field(key, member) with an int64_t, uint32_t, bool, double,
+/// std::vector<double> or std::string member.
+template <typename Desc, typename Fn> void eachField(Desc &d, Fn &&field) {
+  auto &p = d.block;
+  field("name", d.name);
+  field("max_seq_len", d.maxSeqLen);
+  field("d_model", p.dModel);
+  field("heads", p.heads);
+  field("kv_heads", p.kvHeads);
+  field("head_dim", p.headDim);
+  field("mask", p.mask);
+  field("top_left", p.topLeft);
+  field("window", p.window);
+  field("bias_mask", p.biasMask);
+  field("out_proj", p.outProj);
+  field("rope_style", p.rope.style);
+  field("rope_rotary_dim", p.rope.rotaryDim);
+  field("rope_inv_freq", p.rope.invFreq);
+  field("rope_long_inv_freq", p.rope.longInvFreq);
+  field("rope_long_from", p.rope.longFrom);
+  field("rope_attention_factor", p.rope.attentionFactor);
+  field("rope_dynamic_factor", p.rope.dynamicFactor);
+  field("rope_dynamic_from", p.rope.dynamicFrom);
+  field("softcap", p.softcap);
+  field("alibi_slopes", p.alibiSlopes);
+  field("alibi_before_scale", p.alibiBeforeScale);
+  field("clip_qkv", p.clipQkv);
+  field("qk_norm", p.qkNorm);
+  field("qk_norm_eps", p.qkNormEps);
+  field("qk_norm_offset", p.qkNormOffset);
+  field("sinks", p.sinks);
+  field("t5_buckets", p.t5Buckets);
+  field("t5_max_distance", p.t5MaxDistance);
+  field("t5_bidirectional", p.t5Bidirectional);
+  field("scale", p.scale);
+  field("layout", p.layout);
+  field("cross", p.cross);
+  field("want_probs", p.wantProbs);
+  field("dtype", p.dtype);
+  field("weight_dtype", p.weightDtype);
+  field("kv_cache", p.kvCache);
+  field("tp_size", p.tpSize);
+  field("tp_rank", p.tpRank);
+  field("full_heads", p.fullHeads);
+  field("full_kv_heads", p.fullKvHeads);
+}
+
+struct Writer {
+  Builder b;
+  SmallVector<NamedAttribute> out;
+  void operator()(const char *k, const std::string &v) { add(k, b.getStringAttr(v)); }
+  void operator()(const char *k, int64_t v) { add(k, b.getI64IntegerAttr(v)); }
+  void operator()(const char *k, uint32_t v) { add(k, b.getI32IntegerAttr(int32_t(v))); }
+  void operator()(const char *k, bool v) { add(k, b.getBoolAttr(v)); }
+  void operator()(const char *k, double v) { add(k, b.getF64FloatAttr(v)); }
+  void operator()(const char *k, const std::vector<double> &v) {
+    add(k, b.getDenseF64ArrayAttr(v));
+  }
+  void add(const char *k, Attribute a) { out.push_back(b.getNamedAttr(k, a)); }
+};
+
+struct Reader {
+  DictionaryAttr dict;
+  const char *bad = nullptr; ///< the first missing or mistyped key
+  template <typename A> A get(const char *k) {
+    A a = dict.getAs<A>(k);
+    if (!a && !bad)
+      bad = k;
+    return a;
+  }
+  void operator()(const char *k, std::string &v) {
+    if (auto a = get<StringAttr>(k))
+      v = a.getValue().str();
+  }
+  void operator()(const char *k, int64_t &v) {
+    if (auto a = get<IntegerAttr>(k))
+      v = a.getInt();
+  }
+  void operator()(const char *k, uint32_t &v) {
+    if (auto a = get<IntegerAttr>(k))
+      v = uint32_t(a.getInt());
+  }
+  void operator()(const char *k, bool &v) {
+    if (auto a = get<BoolAttr>(k))
+      v = a.getValue();
+  }
+  void operator()(const char *k, double &v) {
+    if (auto a = get<FloatAttr>(k))
+      v = a.getValueAsDouble();
+  }
+  void operator()(const char *k, std::vector<double> &v) {
+    if (auto a = get<DenseF64ArrayAttr>(k))
+      v.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  }
+};
+
+} // namespace
+
+DictionaryAttr attnc::kernelDescAttr(MLIRContext *ctx, const KernelDesc &d) {
+  Writer w{Builder(ctx), {}};
+  eachField(d, w);
+  // The hash as its 64 bits (an i64 attribute holds them all).
+  int64_t h;
+  std::memcpy(&h, &d.specHash, sizeof h);
+  w("spec_hash", h);
+  return w.b.getDictionaryAttr(w.out);
+}
+
+FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
+  auto dict = module->getAttrOfType<DictionaryAttr>("attn.block");
+  if (!dict) {
+    module.emitError("no attn.block attribute: the block description the "
+                     "front end writes");
+    return failure();
+  }
+  KernelDesc d;
+  Reader r{dict};
+  eachField(d, r);
+  int64_t h = 0;
+  r("spec_hash", h);
+  std::memcpy(&d.specHash, &h, sizeof h);
+  if (r.bad) {
+    module.emitError("attn.block: no field '") << r.bad << "' of its type";
+    return failure();
+  }
+  return d;
+}

@@ -1,0 +1,135 @@
+//===- attnc-translate.cpp - a kernel library from attn IR ----------------===//
+//
+//   attnc-translate IN.mlir --emit-library -o libNAME.so [--header NAME.h]
+//                   [--from loops] [--target T]
+//
+// The back half of attnc on its own, as IREE's LLVMCPU target builds an
+// executable from a lowered variant: the input is a module as one of
+// attnc's stages leaves it (attnc-dump --stage S, or attnc-opt running the
+// stage pipelines), and the stages after it run: LLVM dialect, LLVM IR, O3,
+// object code, the C glue and the link. The library is built from the IR
+// alone: the block description (attn.block), the weights' storage
+// (attn.weight_storage) and the lowered functions' attributes, never from a
+// spec. So `attnc-dump --stage loops SPEC | attnc-translate - --emit-library
+// -o lib.so` writes the library `attnc SPEC -o lib.so` writes, byte for byte.
+//
+// Exit codes: 0 ok; 2 bad usage or IR that cannot be parsed; 1 other
+// failures. A failed run leaves every output as it was.
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/Pipeline/Pipeline.h"
+#include "attnc/Target/Outputs.h"
+#include "attnc/Target/Target.h"
+#include "ToolSupport.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::OptionCategory cat("attnc-translate options");
+static cl::opt<std::string> input(cl::Positional, cl::desc("IN.mlir (- for stdin)"),
+                                  cl::init("-"), cl::cat(cat));
+static cl::opt<bool> emitLibrary("emit-library",
+    cl::desc("write the kernel library (the one translation there is; required)"),
+    cl::cat(cat));
+static cl::opt<std::string> from("from",
+    cl::desc("the stage the input is at: conceptual, fused, viewed, targeted or "
+             "loops (default); the stages after it run. --target must be the "
+             "one the input was targeted for when it is past `targeted`"),
+    cl::value_desc("STAGE"), cl::init("loops"), cl::cat(cat));
+static cl::opt<std::string> output("o",
+    cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),
+    cl::value_desc("file"), cl::Required, cl::cat(cat));
+static cl::opt<std::string> header("header", cl::desc("also write the C99 header here"),
+                                   cl::value_desc("NAME.h"), cl::cat(cat));
+static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr"),
+                             cl::cat(cat));
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
+  attnc::tools::registerMLIROptions();
+  attnc::tools::setVersionPrinter();
+  cl::ParseCommandLineOptions(argc, argv,
+      "attnc-translate: build a kernel library from attn IR\n\n"
+      "  attnc-dump --stage loops SPEC.yaml | attnc-translate - --emit-library -o libNAME.so\n"
+      "  attnc-translate IN.mlir --from targeted --emit-library -o libNAME.so --header NAME.h\n\n"
+      "The input is a module as an attnc stage leaves it (attnc-dump --stage S,\n"
+      "attnc-opt with the stage pipelines); it carries the block description\n"
+      "(attn.block) the front end wrote, and nothing else is read.\n\n"
+      "Exit codes: 0 ok; 2 bad usage or unparsable IR; 1 other failure. A\n"
+      "failed run leaves every output as it was.\n");
+  if (!emitLibrary) {
+    errs() << "attnc-translate: error: expected --emit-library (the one "
+              "translation attnc-translate makes)\n";
+    return 2;
+  }
+  std::optional<attnc::CompileOptions> opts =
+      attnc::tools::compileOptions("attnc-translate");
+  if (!opts)
+    return 2;
+  opts->verbose = verbose;
+  opts->lastStage = "llvm-ir-opt";
+  if (!StringRef(output).ends_with(".so") && !StringRef(output).ends_with(".a")) {
+    errs() << "attnc-translate: error: -o " << output
+           << ": expected a .so (shared object) or .a (static archive) file name\n";
+    return 2;
+  }
+  const auto &entry = attnc::irEntryStages();
+  if (llvm::find(entry, from) == entry.end()) {
+    errs() << "attnc-translate: error: --from " << from
+           << ": expected conceptual, fused, viewed, targeted or loops\n";
+    return 2;
+  }
+  for (auto [opt, path] : {std::pair<const char *, std::string>{"-o", output},
+                           {"--header", header}})
+    if (!path.empty() && input != "-" && attnc::samePath(path, input)) {
+      errs() << "attnc-translate: error: " << opt << " " << path
+             << " is the input: refusing to overwrite it\n";
+      return 2;
+    }
+  if (!header.empty() && attnc::samePath(output, header)) {
+    errs() << "attnc-translate: error: -o and --header name the same file '"
+           << header << "'\n";
+    return 2;
+  }
+
+  auto ctx = attnc::tools::makeContext();
+  std::string err;
+  auto buf = MemoryBuffer::getFileOrSTDIN(input);
+  if (!buf) {
+    errs() << "attnc-translate: error: " << input << ": "
+           << buf.getError().message() << "\n";
+    return 2;
+  }
+  SourceMgr sm;
+  sm.AddNewSourceBuffer(std::move(*buf), SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sm, ctx.get());
+  if (!module)
+    return 2;
+
+  attnc::OutputFiles outs;
+  int soOut = outs.add(output, err);
+  int hOut = soOut < 0 || header.empty() ? -1 : outs.add(header, err);
+  if (soOut < 0 || (!header.empty() && hOut < 0)) {
+    errs() << "attnc-translate: error: " << err << "\n";
+    return 1;
+  }
+  attnc::Compilation comp(*ctx, std::move(module), from, *opts);
+  if (mlir::failed(comp.run([](const attnc::StageView &) { return true; })))
+    return 1;
+  if (!attnc::tools::writeLibrary(comp, outs, soOut, hOut, output, err) ||
+      !outs.commit(err)) {
+    errs() << "attnc-translate: error: " << err << "\n";
+    return 1;
+  }
+  if (verbose)
+    errs() << "attnc-translate: wrote " << output
+           << (header.empty() ? "" : " and " + header) << "\n";
+  return 0;
+}
