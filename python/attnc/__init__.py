@@ -617,8 +617,8 @@ class Kernel:
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
         [seq_len, d_model]), any real dtype (NumPy or torch; bfloat16 and
         float16 converted to float32). `packed` comes from pack().
-        num_threads: the library's built-in pool (0: one per CPU, 1: this
-        thread only). out: y's buffer [batch, seq_len, out_dim] (or
+        num_threads: threads of libattnrt's pool, which every kernel of
+        the process shares (0: one per CPU, 1: this thread only). out: y's buffer [batch, seq_len, out_dim] (or
         [seq_len, out_dim] with a 2-D x), written in place and returned: a
         writable, C-contiguous, aligned float32 NumPy array or CPU torch
         tensor (not requiring grad) that overlaps no other buffer; the
