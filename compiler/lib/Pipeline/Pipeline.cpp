@@ -196,6 +196,61 @@ LogicalResult attnc::Compilation::buildConceptual() {
   return success();
 }
 
+namespace {
+/// Where the block description and the lowered entries disagree ("" when
+/// they agree): the storage tensors, and each run-time buffer's widths
+/// and presence.
+std::string descMismatch(const attnc::KernelDesc &d, const attnc::PackPlan &plan) {
+  const attnrt::BlockParams &p = d.block;
+  std::vector<attnrt::TensorShape> want = attnrt::storageTensors(p);
+  if (want.size() != plan.storage.size())
+    return "it has " + std::to_string(want.size()) + " storage tensors, "
+           "attn.weight_storage " + std::to_string(plan.storage.size());
+  auto text = [](const attnrt::TensorShape &t) {
+    std::string dims;
+    for (int64_t x : t.shape)
+      dims += (dims.empty() ? "" : ", ") + std::to_string(x);
+    return t.name + " [" + dims + "]";
+  };
+  for (size_t i = 0; i < want.size(); ++i)
+    if (want[i].name != plan.storage[i].name || want[i].shape != plan.storage[i].shape)
+      return "storage tensor " + std::to_string(i) + " is " + text(want[i]) +
+             " in it, " + text(plan.storage[i]) + " in attn.weight_storage";
+  if (int64_t(attnrt::dtypeBytes(p.weightDtype)) != plan.packedElementBytes)
+    return "its weight_dtype is not the packed weights' element type";
+  for (const auto *args : {&plan.forwardArgs, &plan.decodeArgs}) {
+    bool lengths = false, xKv = false, probs = false;
+    for (const attnc::ForwardArg &a : *args) {
+      const std::vector<int64_t> &s = a.shape;
+      auto bad = [&](const char *what, int64_t want) {
+        return "the lowered " + a.input + " has " + what + " " +
+               std::to_string(s.empty() ? -1 : s.back()) + ", the block " +
+               std::to_string(want);
+      };
+      if ((a.input == "x" || a.input == "x_kv") && (s.empty() || s.back() != p.dModel))
+        return bad("width", p.dModel);
+      if (a.input == "y" && (s.empty() || s.back() != d.outDim()))
+        return bad("width", d.outDim());
+      if ((a.input == "k_cache" || a.input == "v_cache") &&
+          (s.size() != 4 || s[1] != p.kvHeads || s[3] != p.headDim))
+        return bad("head_dim", p.headDim) + " (kv_heads " + std::to_string(p.kvHeads) + ")";
+      if (a.input == "probs" && (s.size() != 4 || s[1] != p.heads))
+        return "the lowered probs do not have the block's " + std::to_string(p.heads) +
+               " heads";
+      lengths |= a.input == "lengths";
+      xKv |= a.input == "x_kv";
+      probs |= a.input == "probs";
+    }
+    // (The decode entry takes positions, not lengths or x_kv.)
+    if (args == &plan.forwardArgs &&
+        (lengths != d.paddingMask() || xKv != d.cross() || probs != d.wantsProbs()))
+      return "its mask, cross_attention or outputs are not the lowered entries' "
+             "inputs and outputs";
+  }
+  return "";
+}
+} // namespace
+
 /// After the `loops` stage: what the C glue needs, read off the lowered
 /// functions, and the pack plan attnc-pack-weights built.
 LogicalResult attnc::Compilation::readLowered() {
@@ -241,6 +296,13 @@ LogicalResult attnc::Compilation::readLowered() {
     return failure();
   plan_ = *plan;
   plan_.lowered = info;
+  // The description the glue and the header are built from must be the
+  // block the lowered code computes: a hand-edited attn.block (IR input)
+  // that disagrees would let the glue accept buffers the code overruns.
+  if (std::string why = descMismatch(desc_, plan_); !why.empty())
+    return emitError(module_->getLoc(), "attn.block does not describe the "
+                                        "lowered code: ")
+           << why;
   if (failed(verify(*module_)))
     return failure();
   return success();
