@@ -1077,15 +1077,21 @@ void setCache(attnc_forward_args &a, void *kCache, void *vCache,
 } // namespace
 
 namespace {
-/// What attnrt_parallel_for needs to run a kernel's tasks on the runtime's
-/// pool: the thread count (0: one per CPU, as the kernel's own pool reads
-/// it) and the kernel's stack per task. A negative count is passed on as
-/// it is: the kernel refuses the call (ATTNC_ERR_ARGS) before any task.
-attnrt_pool_request sharedPool(const attnc_kernel_info &ki, int threads) {
-  attnrt_pool_request r;
-  r.num_threads = threads;
-  r.stack_bytes = ki.stack_bytes;
-  return r;
+/// The threads of a forward or decode call: the caller's hook, or with
+/// more than one thread the runtime's one pool (attnrt_parallel_for),
+/// shared by every kernel of the process, rather than the kernel's own.
+/// `pool` (the request the hook reads) must outlive the call. A negative
+/// count is passed on as it is: the kernel refuses the call
+/// (ATTNC_ERR_ARGS) before any task.
+template <typename Args>
+void setThreads(Args &a, const attnc_kernel_info &ki, int threads,
+                attnc_parallel_for_fn hook, void *hookCtx, attnrt_pool_request &pool) {
+  pool.num_threads = threads;
+  pool.stack_bytes = ki.stack_bytes;
+  const bool shared = !hook && threads != 1;
+  a.parallel_for = shared ? attnrt_parallel_for : hook;
+  a.parallel_ctx = shared ? &pool : hookCtx;
+  a.num_threads = threads;
 }
 } // namespace
 
@@ -1106,12 +1112,8 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
   a.positions = variants.positions;
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
-  // No hook of the caller's: the runtime's one pool, shared by every
-  // kernel of the process (sharedPool), rather than the kernel's own.
-  attnrt_pool_request pool = sharedPool(*info_, threads);
-  a.parallel_for = hook ? hook : (threads != 1 ? attnrt_parallel_for : nullptr);
-  a.parallel_ctx = hook ? hookCtx : (threads != 1 ? &pool : nullptr);
-  a.num_threads = threads;
+  attnrt_pool_request pool;
+  setThreads(a, *info_, threads, hook, hookCtx, pool);
   // The variant fields, each only when the kernel reads it (abi.h: a field
   // outside info->features must be NULL / 0).
   a.lengths = variants.lengths;
@@ -1347,10 +1349,8 @@ int Kernel::decode(const void *packed, const void *x, void *y, int64_t batch, in
                                    vCache, cacheLen, cacheElems);
   a.workspace = workspace.empty() ? nullptr : workspace.data();
   a.workspace_bytes = static_cast<int64_t>(workspace.size());
-  attnrt_pool_request pool = sharedPool(*info_, threads);
-  a.parallel_for = hook ? hook : (threads != 1 ? attnrt_parallel_for : nullptr);
-  a.parallel_ctx = hook ? hookCtx : (threads != 1 ? &pool : nullptr);
-  a.num_threads = threads;
+  attnrt_pool_request pool;
+  setThreads(a, *info_, threads, hook, hookCtx, pool);
   return decode_(&a);
 }
 

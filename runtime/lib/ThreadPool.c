@@ -25,13 +25,12 @@ int attnrt_parallel_for(void *parallel_ctx, int64_t num_tasks,
     return 1;
   if (num_tasks <= 0)
     return 0;
-  int threads = r ? r->num_threads : 1;
-  if (threads == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cpus > 0 ? (cpus > K_MAX_THREADS ? K_MAX_THREADS : (int)cpus) : 1;
-  }
-  if (threads < 1)
-    threads = 1;
-  int64_t stack = r && r->stack_bytes > 0 ? r->stack_bytes : 0;
-  return k_pool_run(threads, num_tasks, task, task_ctx, stack);
+  /* 0: one per online CPU, as a kernel's own pool reads num_threads;
+   * k_pool_run caps the count at K_MAX_THREADS and at num_tasks. */
+  long threads = r ? r->num_threads : 1;
+  if (threads == 0)
+    threads = sysconf(_SC_NPROCESSORS_ONLN);
+  return k_pool_run(threads > 1 ? (int)(threads < K_MAX_THREADS ? threads : K_MAX_THREADS) : 1,
+                    num_tasks, task, task_ctx,
+                    r && r->stack_bytes > 0 ? r->stack_bytes : 0);
 }
