@@ -31,6 +31,7 @@
 #include <cmath>
 
 using namespace llvm;
+using attnc::attn::AttnDialect;
 
 static cl::OptionCategory cat("attnc-dump options");
 static cl::opt<std::string> input(cl::Positional, cl::desc("SPEC.yaml"), cl::cat(cat));
@@ -197,9 +198,9 @@ int main(int argc, char **argv) {
       std::vector<std::pair<std::string, std::string>> fns; // label, function
       if (v.stage->name == std::string("targeted")) {
         for (auto f : mlir::ModuleOp(v.module).getOps<mlir::func::FuncOp>())
-          if (auto of = f->getAttrOfType<mlir::StringAttr>("attn.variant_of"))
+          if (auto of = f->getAttrOfType<mlir::StringAttr>(AttnDialect::VariantOfAttrHelper::getNameStr()))
             if (of.getValue() == spec->name) {
-              auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+              auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
               fns.push_back({std::string("targeted[") + (t ? t.getIsa().str() : "?") + "]",
                              f.getName().str()});
             }

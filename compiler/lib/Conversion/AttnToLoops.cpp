@@ -38,6 +38,7 @@ namespace attnc {
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::attn::AttnDialect;
 
 namespace {
 
@@ -601,7 +602,7 @@ LogicalResult FunctionLowering::run() {
   unsigned n = oldFn.getNumArguments();
   for (unsigned i = 0; i < n; ++i) {
     map.map(oldFn.getArgument(i), newFn.getArgument(i));
-    if (newFn.getArgAttr(i, "attn.panel"))
+    if (newFn.getArgAttr(i, AttnDialect::PanelAttrHelper::getNameStr()))
       packedCols[newFn.getArgument(i)] =
           cast<RankedTensorType>(oldFn.getArgument(i).getType()).getShape().back();
   }
@@ -687,7 +688,7 @@ struct AttnToLoopsPass final
       });
       if (f.getNumResults() >= 1 &&
           llvm::all_of(f.getResultTypes(), llvm::IsaPred<RankedTensorType>) &&
-          (hasAttn.wasInterrupted() || f->hasAttr("attn.target"))) {
+          (hasAttn.wasInterrupted() || f->hasAttr(AttnDialect::TargetAttrHelper::getNameStr()))) {
         funcs.push_back(f);
         continue;
       }
@@ -704,7 +705,7 @@ struct AttnToLoopsPass final
         f.emitError("attn-to-loops expects a single-block function");
         return signalPassFailure();
       }
-      auto target = f->getAttrOfType<TargetAttr>("attn.target");
+      auto target = f->getAttrOfType<TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
       if (!target) {
         f.emitError("attn-to-loops needs the function's #attn.target (run "
                     "attnc-set-target first)");
@@ -723,7 +724,7 @@ struct AttnToLoopsPass final
               << a.getType();
           return signalPassFailure();
         }
-        bool pack = f.getArgAttr(a.getArgNumber(), "attn.weight") && packable(a);
+        bool pack = f.getArgAttr(a.getArgNumber(), AttnDialect::WeightAttrHelper::getNameStr()) && packable(a);
         packedArg.push_back(pack);
         if (pack && rt.getRank() == 2 && rt.getElementType().isBF16()) {
           // bf16: (k, k+1) pairs side by side, the operand order of
@@ -762,17 +763,17 @@ struct AttnToLoopsPass final
         nf.setArgAttrs(i, f.getArgAttrDict(i));
         if (packedArg[i]) {
           auto rt = cast<RankedTensorType>(f.getArgument(i).getType());
-          nf.setArgAttr(i, "attn.panel", IntegerAttr::get(IndexType::get(ctx), panel));
+          nf.setArgAttr(i, AttnDialect::PanelAttrHelper::getNameStr(), IntegerAttr::get(IndexType::get(ctx), panel));
           if (rt.getRank() == 2 && rt.getElementType().isBF16())
-            nf.setArgAttr(i, "attn.pairs", UnitAttr::get(ctx));
-          nf.setArgAttr(i, "attn.logical_shape",
+            nf.setArgAttr(i, AttnDialect::PairsAttrHelper::getNameStr(), UnitAttr::get(ctx));
+          nf.setArgAttr(i, AttnDialect::LogicalShapeAttrHelper::getNameStr(),
                         DenseI64ArrayAttr::get(ctx, rt.getShape()));
         }
       }
       for (unsigned i = 0; i < results; ++i) // y, then probs (MLIRGen's order)
-        nf.setArgAttr(n + i, "attn.output",
+        nf.setArgAttr(n + i, AttnDialect::OutputAttrHelper::getNameStr(),
                       StringAttr::get(ctx, i == 0 ? "y" : "probs"));
-      nf.setArgAttr(n + results, "attn.workspace", UnitAttr::get(ctx));
+      nf.setArgAttr(n + results, AttnDialect::WorkspaceAttrHelper::getNameStr(), UnitAttr::get(ctx));
       nf->setDiscardableAttrs(f->getDiscardableAttrDictionary());
       FunctionLowering lowering(f, nf, target);
       if (failed(lowering.run())) {
@@ -780,8 +781,8 @@ struct AttnToLoopsPass final
         return signalPassFailure();
       }
       Builder ab(ctx);
-      nf->setAttr("attn.workspace_per_row", ab.getI64IntegerAttr(lowering.perRowFloats));
-      nf->setAttr("attn.workspace_buffers", ab.getI64IntegerAttr(lowering.buffers));
+      nf->setAttr(AttnDialect::WorkspacePerRowAttrHelper::getNameStr(), ab.getI64IntegerAttr(lowering.perRowFloats));
+      nf->setAttr(AttnDialect::WorkspaceBuffersAttrHelper::getNameStr(), ab.getI64IntegerAttr(lowering.buffers));
       std::string name = f.getName().str();
       f.erase();
       nf.setName(name);

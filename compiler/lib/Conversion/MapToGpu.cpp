@@ -10,6 +10,8 @@
 //     case i { scf.for %t = %lo to %hi { <task body with thread regions> } }
 //   }
 //
+// The code paths come from the module's `attn.entry_points` table; each
+// CUDA path's `run` is replaced there by its `kernels`, in phase order.
 // Each case becomes `gpu.func @f__k<i>(args) kernel` with %t = block id:
 //
 //   thread region  scf.forall (%tid) in (N) {B} {mapping = [#gpu.thread<x>]}
@@ -25,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,11 +49,12 @@ namespace attnc {
 } // namespace attnc
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 
 namespace {
 
 bool isCudaFn(func::FuncOp f) {
-  auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+  auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
   return t && attnc::isCudaName(t.getIsa());
 }
 
@@ -265,9 +269,13 @@ LogicalResult dropPrivateThreadIndex(gpu::GPUFuncOp kernel,
 }
 
 LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
-                          SmallVectorImpl<int64_t> &blockThreads) {
+                          SmallVectorImpl<int64_t> &blockThreads,
+                          SmallVectorImpl<Attribute> &kernels) {
   MLIRContext *ctx = run.getContext();
-  StringRef base = run.getName().drop_back(strlen("__run"));
+  // The kernels are named after the function they come from: @f__k<i>
+  // for @f__run.
+  StringRef base = run.getName();
+  base.consume_back("__run");
   Block &entry = run.getBody().front();
   unsigned nArgs = run.getNumArguments() - 3;
   scf::IndexSwitchOp sw;
@@ -361,8 +369,9 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       return failure();
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
         ctx, {static_cast<int32_t>(threads), 1, 1}));
-    kernel->setAttr("attn.block_threads", IntegerAttr::get(IndexType::get(ctx), threads));
     blockThreads.push_back(threads);
+    kernels.push_back(SymbolRefAttr::get(gm.getSymNameAttr(),
+                                         {FlatSymbolRefAttr::get(kernel.getNameAttr())}));
   }
   return success();
 }
@@ -372,34 +381,44 @@ struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    SmallVector<func::FuncOp> runs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && isCudaFn(f) && f.getName().ends_with("__run"))
-        runs.push_back(f);
-    if (runs.empty())
+    // The CUDA code paths of the entry table.
+    SmallVector<std::tuple<attnc::attn::CodePathAttr, func::FuncOp, func::FuncOp>> paths;
+    for (attnc::attn::CodePathAttr p : attnc::attn::EntryPointsAttr::of(module).getCodePaths()) {
+      if (!attnc::isCudaName(p.getIsa()) || !p.getRun())
+        continue;
+      auto run = module.lookupSymbol<func::FuncOp>(p.getRun());
+      auto tasks = module.lookupSymbol<func::FuncOp>(p.getTasks());
+      if (!run || !tasks || run.isExternal()) {
+        module.emitOpError("attnc-map-to-gpu: the functions of code path ")
+            << p << " are not in the module";
+        return signalPassFailure();
+      }
+      paths.push_back({p, run, tasks});
+    }
+    if (paths.empty())
       return;
     std::string gmName;
-    if (auto n = module->getAttrOfType<StringAttr>("attn.spec_name"))
+    if (auto n = module->getAttrOfType<StringAttr>(AttnDialect::SpecNameAttrHelper::getNameStr()))
       gmName = (n.getValue() + "_kernels").str();
     else
       gmName = "attnc_kernels";
     OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
     auto gm = gpu::GPUModuleOp::create(mb, module.getLoc(), gmName);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
-    for (func::FuncOp run : runs) {
+    auto *dialect = ctx->getLoadedDialect<AttnDialect>();
+    for (auto [path, run, tasks] : paths) {
       SmallVector<int64_t> threads;
-      if (failed(mapFunction(run, gm, threads)))
+      SmallVector<Attribute> kernels;
+      if (failed(mapFunction(run, gm, threads, kernels)))
         return signalPassFailure();
-      StringRef base = run.getName().drop_back(strlen("__run"));
-      auto tasks = module.lookupSymbol<func::FuncOp>((base + "__tasks").str());
-      if (!tasks) {
-        run.emitOpError("attnc-map-to-gpu: no ") << base << "__tasks";
-        return signalPassFailure();
-      }
       Builder ab(ctx);
-      tasks->setAttr("attn.phases", ab.getI64IntegerAttr(threads.size()));
-      tasks->setAttr("attn.block_threads", ab.getDenseI64ArrayAttr(threads));
+      dialect->getPhasesAttrHelper().setAttr(tasks, ab.getI64IntegerAttr(threads.size()));
+      dialect->getBlockThreadsAttrHelper().setAttr(tasks, ab.getDenseI64ArrayAttr(threads));
       run.erase();
+      attnc::attn::EntryPointsAttr::addPath(
+          module, attnc::attn::CodePathAttr::get(ctx, path.getEntry(), path.getIsa(),
+                                                 path.getWs(), path.getTasks(),
+                                                 FlatSymbolRefAttr(), ab.getArrayAttr(kernels)));
     }
     // The tables now in the GPU module that no host function reads.
     llvm::StringSet<> hostUses;
@@ -425,10 +444,12 @@ struct GpuOnHostPass final
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    llvm::StringMap<FlatSymbolRefAttr> renamed;
+    attnc::attn::TargetAttr hostTarget;
     for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (!isCudaFn(f))
         continue;
-      auto t = f->getAttrOfType<attnc::attn::TargetAttr>("attn.target");
+      auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
       std::string from = ("__" + attnc::variantSuffix(t.getIsa())).str();
       std::string name = f.getName().str();
       size_t at = name.find(from);
@@ -437,8 +458,10 @@ struct GpuOnHostPass final
         return signalPassFailure();
       }
       name.replace(at, from.size(), "__host");
+      renamed[f.getName()] = FlatSymbolRefAttr::get(ctx, name);
       f.setName(name);
-      f->setAttr("attn.target", attnc::targetFor(ctx, "host"));
+      hostTarget = attnc::targetFor(ctx, "host");
+      f->setAttr(AttnDialect::TargetAttrHelper::getNameStr(), hostTarget);
       f.walk([&](memref::AllocaOp a) {
         a.getResult().setType(cast<MemRefType>(hostType(a.getType())));
       });
@@ -465,6 +488,22 @@ struct GpuOnHostPass final
         fa.erase();
       }
     }
+    // The entry table follows the renaming: the CUDA paths are host paths.
+    auto to = [&](FlatSymbolRefAttr r) {
+      auto it = r ? renamed.find(r.getValue()) : renamed.end();
+      return it == renamed.end() ? r : it->second;
+    };
+    attnc::attn::EntryPointsAttr table = attnc::attn::EntryPointsAttr::of(module);
+    SmallVector<attnc::attn::CodePathAttr> paths;
+    for (attnc::attn::CodePathAttr p : table.getCodePaths())
+      paths.push_back(!hostTarget || !attnc::isCudaName(p.getIsa())
+                          ? p
+                          : attnc::attn::CodePathAttr::get(
+                                ctx, p.getEntry(), hostTarget.getIsa(), to(p.getWs()),
+                                to(p.getTasks()), to(p.getRun()), p.getKernels()));
+    if (!paths.empty())
+      ctx->getLoadedDialect<AttnDialect>()->getEntryPointsAttrHelper().setAttr(
+          module, attnc::attn::EntryPointsAttr::get(ctx, table.getPack(), paths));
   }
 };
 

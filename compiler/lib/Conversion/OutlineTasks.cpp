@@ -16,10 +16,14 @@
 //                                                    body of forall <phase>
 //
 // Per-task scratch (static memref.alloca) moves to the entry of @f__run, so
-// a range of tasks reuses one stack frame.
+// a range of tasks reuses one stack frame. The three are recorded in the
+// module's `attn.entry_points` table (#attn.code_path: the entry, the
+// code path's isa, @f__ws, @f__tasks, @f__run), where the back end finds
+// them.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -74,16 +78,23 @@ LogicalResult outline(func::FuncOp f) {
   Location loc = f.getLoc();
   unsigned numPhases = phasesOf(f).size();
 
+  using attnc::attn::AttnDialect;
+  auto *dialect = ctx->getLoadedDialect<AttnDialect>();
+  auto target = dialect->getTargetAttrHelper().getAttr(f);
+  if (!target)
+    return f.emitOpError("attnc-outline-tasks: a lowered function without #attn.target");
+  bool decode = dialect->getEntryAttrHelper().isAttrPresent(f);
+  func::FuncOp ws, tasks, run;
   // @f__ws
   {
-    func::FuncOp ws = cloneAs(f, "__ws", mb);
+    ws = cloneAs(f, "__ws", mb);
     for (scf::ForallOp fa : phasesOf(ws))
       fa.erase();
     pruneDead(ws);
   }
   // @f__tasks(args, %phase)
   {
-    func::FuncOp t = cloneAs(f, "__tasks", mb);
+    func::FuncOp t = tasks = cloneAs(f, "__tasks", mb);
     unsigned argc = t.getNumArguments();
     if (failed(t.insertArgument(argc, index, {}, loc)))
       return failure();
@@ -112,7 +123,7 @@ LogicalResult outline(func::FuncOp f) {
   }
   // @f__run(args, %phase, %lo, %hi)
   {
-    func::FuncOp r = cloneAs(f, "__run", mb);
+    func::FuncOp r = run = cloneAs(f, "__run", mb);
     unsigned argc = r.getNumArguments();
     for (unsigned i = 0; i < 3; ++i)
       if (failed(r.insertArgument(argc + i, index, {}, loc)))
@@ -162,9 +173,14 @@ LogicalResult outline(func::FuncOp f) {
     r.setType(FunctionType::get(ctx, r.getArgumentTypes(), {}));
     pruneDead(r);
     Builder ab(ctx);
-    r->setAttr("attn.phases", ab.getI64IntegerAttr(numPhases));
-    r->setAttr("attn.stack_bytes", ab.getI64IntegerAttr(stack));
+    dialect->getPhasesAttrHelper().setAttr(r, ab.getI64IntegerAttr(numPhases));
+    dialect->getStackBytesAttrHelper().setAttr(r, ab.getI64IntegerAttr(stack));
   }
+  auto ref = [](func::FuncOp g) { return FlatSymbolRefAttr::get(g.getSymNameAttr()); };
+  attnc::attn::EntryPointsAttr::addPath(
+      f->getParentOfType<ModuleOp>(),
+      attnc::attn::CodePathAttr::get(ctx, decode ? "decode" : "forward", target.getIsa(),
+                                     ref(ws), ref(tasks), ref(run), ArrayAttr()));
   f.erase();
   return success();
 }
@@ -175,7 +191,8 @@ struct OutlineTasksPass final
   void runOnOperation() override {
     SmallVector<func::FuncOp> fns;
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (!f.isExternal() && f->hasAttr("attn.workspace_per_row"))
+      if (!f.isExternal() &&
+          f->hasAttr(attnc::attn::AttnDialect::WorkspacePerRowAttrHelper::getNameStr()))
         fns.push_back(f);
     for (func::FuncOp f : fns)
       if (failed(outline(f)))

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,13 +28,14 @@ namespace attnc {
 } // namespace attnc
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 
 namespace {
 struct PackWeightsPass final
     : attnc::impl::AttnPackWeightsPassBase<PackWeightsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto name = module->getAttrOfType<StringAttr>("attn.spec_name");
+    auto name = module->getAttrOfType<StringAttr>(AttnDialect::SpecNameAttrHelper::getNameStr());
     if (!name) {
       module.emitError("attnc-pack-weights: the module has no attn.spec_name");
       return signalPassFailure();
@@ -45,11 +47,13 @@ struct PackWeightsPass final
     FailureOr<attnc::WeightStorage> storage = attnc::readWeightStorage(module);
     if (failed(storage))
       return signalPassFailure();
-    attnc::LoweredEntries e = attnc::findLoweredEntries(module, name.getValue());
+    FailureOr<attnc::LoweredEntries> entries = attnc::readEntryTable(module);
+    if (failed(entries))
+      return signalPassFailure();
+    attnc::LoweredEntries &e = *entries;
     if (!e.forward) {
-      module.emitError("attnc-pack-weights: no lowered function @")
-          << name.getValue() << "__<isa>__ws (run attn-to-loops and "
-          << "attnc-outline-tasks first)";
+      module.emitError("attnc-pack-weights: attn.entry_points has no forward "
+                       "code path (run attn-to-loops and attnc-outline-tasks first)");
       return signalPassFailure();
     }
     // One NAME_pack serves every code path: their weight arguments (and so

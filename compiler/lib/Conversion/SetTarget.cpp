@@ -19,6 +19,7 @@ namespace attnc {
 } // namespace attnc
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 using attnc::attn::TargetAttr;
 using attnc::Isa;
 using attnc::IsaInfo;
@@ -97,7 +98,7 @@ struct SetTargetPass final
     bool bf16Weights = false;
     for (auto f : module.getOps<func::FuncOp>()) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        if (f.getArgAttr(i, "attn.weight"))
+        if (f.getArgAttr(i, AttnDialect::WeightAttrHelper::getNameStr()))
           if (auto t = dyn_cast<ShapedType>(f.getArgumentTypes()[i]))
             bf16Weights |= t.getRank() == 2 && t.getElementType().isBF16();
       f.walk([&](attnc::attn::SdpaOp s) { bf16Weights |= bool(s.getDotType()); });
@@ -110,7 +111,7 @@ struct SetTargetPass final
       f.walk([&](Operation *op) {
         hasAttn |= isa_and_nonnull<attnc::attn::AttnDialect>(op->getDialect());
       });
-      if (hasAttn && !f->hasAttr("attn.target"))
+      if (hasAttn && !f->hasAttr(AttnDialect::TargetAttrHelper::getNameStr()))
         fns.push_back(f);
     }
     for (func::FuncOp f : fns) {
@@ -119,8 +120,8 @@ struct SetTargetPass final
       for (const std::string &name : isas) {
         auto clone = cast<func::FuncOp>(b.clone(*f.getOperation()));
         clone.setName((f.getName() + "__" + attnc::variantSuffix(name)).str());
-        clone->setAttr("attn.target", attnc::targetFor(ctx, name));
-        clone->setAttr("attn.variant_of", StringAttr::get(ctx, f.getName()));
+        clone->setAttr(AttnDialect::TargetAttrHelper::getNameStr(), attnc::targetFor(ctx, name));
+        clone->setAttr(AttnDialect::VariantOfAttrHelper::getNameStr(), StringAttr::get(ctx, f.getName()));
         b.setInsertionPointAfter(clone);
       }
       f.erase();

@@ -22,6 +22,7 @@
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::attn::AttnDialect;
 
 namespace {
 /// a * b, or nullopt when it overflows int64 or either is negative. The one
@@ -280,7 +281,7 @@ bool Evaluator::bindArguments(func::FuncOp fn) {
       error = "argument " + std::to_string(i) + " is not a ranked tensor";
       return false;
     }
-    if (auto inName = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
+    if (auto inName = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::InputAttrHelper::getNameStr())) {
       if (!bindInput(fn, a, inName.str()))
         return false;
     } else if (!bindWeight(fn, i, ty)) {
@@ -302,7 +303,7 @@ bool Evaluator::bindInput(func::FuncOp fn, Value a, const std::string &what) {
     return true;
   }
   if (what == "positions") {
-    if (fn->getAttr("attn.entry")) {
+    if (fn->getAttr(AttnDialect::EntryAttrHelper::getNameStr())) {
       error = "the evaluator runs the forward function, not the decode entry";
       return false;
     }
@@ -349,13 +350,13 @@ bool Evaluator::bindInput(func::FuncOp fn, Value a, const std::string &what) {
 bool Evaluator::bindWeight(func::FuncOp fn, unsigned i, RankedTensorType ty) {
   Value a = fn.getArgument(i);
   Tensor v;
-  auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
+  auto role = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::WeightAttrHelper::getNameStr());
   if (!role) {
     error = "argument " + std::to_string(i) + " has neither attn.input nor attn.weight";
     return false;
   }
   std::vector<std::string> parts;
-  if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
+  if (auto p = fn.getArgAttrOfType<ArrayAttr>(i, AttnDialect::ConcatOfAttrHelper::getNameStr())) {
     for (Attribute s : p) {
       auto str = dyn_cast<StringAttr>(s);
       if (!str) {

@@ -19,6 +19,7 @@
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::attn::AttnDialect;
 
 OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                                const Spec &spec) {
@@ -30,11 +31,11 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   };
   OpBuilder b(&ctx);
   auto module = ModuleOp::create(locOf("name", "spec"));
-  module->setAttr("attn.spec_name", b.getStringAttr(spec.name));
+  module->setAttr(AttnDialect::SpecNameAttrHelper::getNameStr(), b.getStringAttr(spec.name));
   // How the user stores the weights (read by attnc-pack-weights).
-  module->setAttr("attn.weight_storage", weightStorageAttr(&ctx, spec));
+  module->setAttr(AttnDialect::WeightStorageAttrHelper::getNameStr(), weightStorageAttr(&ctx, spec));
   // The block as the back end reads it (Target/KernelDesc.h).
-  module->setAttr("attn.block", kernelDescAttr(&ctx, kernelDesc(spec)));
+  module->setAttr(AttnDialect::BlockAttrHelper::getNameStr(), kernelDescAttr(&ctx, kernelDesc(spec)));
 
   Type f32 = b.getF32Type();
   // Element types: the inputs and the KV cache in the spec's dtype, the
@@ -147,9 +148,9 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
                                             fnName.c_str()),
                                    fnName, b.getFunctionType(argTypes, resultTypes));
     if (decodeEntry)
-      fn->setAttr("attn.entry", b.getStringAttr("decode"));
+      fn->setAttr(AttnDialect::EntryAttrHelper::getNameStr(), b.getStringAttr("decode"));
     for (unsigned i = 0; i < argNames.size(); ++i)
-      fn.setArgAttr(i, i < numInputs ? "attn.input" : "attn.weight",
+      fn.setArgAttr(i, i < numInputs ? AttnDialect::InputAttrHelper::getNameStr() : AttnDialect::WeightAttrHelper::getNameStr(),
                     b.getStringAttr(argNames[i]));
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);

@@ -43,6 +43,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 
 const std::vector<attnc::StageInfo> &attnc::stageList() {
   static const std::vector<StageInfo> stages = {
@@ -259,42 +260,49 @@ LogicalResult attnc::Compilation::readLowered() {
   if (failed(desc))
     return failure();
   desc_ = *desc;
-  // Every code path has the same arguments and workspace.
+  // The entry table's functions. Every code path has the same arguments
+  // and workspace.
+  FailureOr<LoweredEntries> table = readEntryTable(*module_);
+  if (failed(table))
+    return failure();
+  const LoweredEntries &entries = *table;
   LoweredInfo info;
-  LoweredEntries entries = findLoweredEntries(*module_, desc_.name);
   auto intAttr = [](func::FuncOp f, StringRef n) {
-    return f->getAttrOfType<IntegerAttr>(n).getInt();
+    auto a = f->getAttrOfType<IntegerAttr>(n);
+    return a ? a.getInt() : int64_t(0);
   };
   for (func::FuncOp f : entries.decodeRuns) {
-    info.decodePhases = intAttr(f, "attn.phases");
-    info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
+    info.decodePhases = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
+    info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
   }
   for (func::FuncOp f : entries.forwardRuns) {
-    auto t = f->getAttrOfType<attn::TargetAttr>("attn.target");
-    if (!t)
-      return f.emitError("lowered code path without #attn.target");
-    info.variants.push_back(t.getIsa().str());
-    info.phases = intAttr(f, "attn.phases");
-    info.stackBytes = std::max(info.stackBytes, intAttr(f, "attn.stack_bytes"));
+    info.phases = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
+    info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
   }
+  for (const CodePathSymbols &p : entries.paths)
+    if (!p.decode)
+      info.variants.push_back(p.isa);
   if (!entries.forward)
-    return emitError(module_->getLoc(), "no lowered function for @") << desc_.name;
-  info.wsPerRow = intAttr(entries.forward, "attn.workspace_per_row");
-  info.wsBuffers = intAttr(entries.forward, "attn.workspace_buffers");
+    return emitError(module_->getLoc(), "attn.entry_points has no forward code path for @")
+           << desc_.name;
+  info.wsPerRow = intAttr(entries.forward, AttnDialect::WorkspacePerRowAttrHelper::getNameStr());
+  info.wsBuffers = intAttr(entries.forward, AttnDialect::WorkspaceBuffersAttrHelper::getNameStr());
   if (entries.decode) { // one bound (abi.h) covers both entries, per token
     info.wsPerRow =
-        std::max(info.wsPerRow, intAttr(entries.decode, "attn.workspace_per_row"));
+        std::max(info.wsPerRow, intAttr(entries.decode, AttnDialect::WorkspacePerRowAttrHelper::getNameStr()));
     info.wsBuffers =
-        std::max(info.wsBuffers, intAttr(entries.decode, "attn.workspace_buffers"));
+        std::max(info.wsBuffers, intAttr(entries.decode, AttnDialect::WorkspaceBuffersAttrHelper::getNameStr()));
   }
   if (desc_.decode() != static_cast<bool>(entries.decode))
     return emitError(module_->getLoc(), "decode: ")
            << desc_.decode() << " but the decode entry was "
            << (entries.decode ? "" : "not ") << "lowered";
-  FailureOr<PackPlan> plan = readPackPlan(*module_, desc_.name);
+  FailureOr<PackPlan> plan = readPackPlan(*module_);
   if (failed(plan))
     return failure();
   plan_ = *plan;
+  info.paths = plan_.lowered.paths;
+  info.pack = plan_.lowered.pack;
   plan_.lowered = info;
   // The description the glue and the header are built from must be the
   // block the lowered code computes: a hand-edited attn.block (IR input)
@@ -310,15 +318,22 @@ LogicalResult attnc::Compilation::readLowered() {
 
 /// After attnc-map-to-gpu: each phase kernel's block size, in phase order.
 LogicalResult attnc::Compilation::readGpuKernels() {
-  std::string suffix = "__" + variantSuffix(isaName(opts_.isa)).str() + "__tasks";
   LoweredInfo &lw = plan_.lowered;
-  for (auto f : module_->getOps<func::FuncOp>())
-    if (auto a = f->getAttrOfType<DenseI64ArrayAttr>("attn.block_threads")) {
-      if (f.getName() == desc_.name + suffix)
-        lw.blockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-      else if (f.getName() == desc_.name + "_decode" + suffix)
-        lw.decodeBlockThreads.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-    }
+  // attnc-map-to-gpu replaced each CUDA path's run by its kernels.
+  FailureOr<LoweredEntries> table = readEntryTable(*module_);
+  if (failed(table))
+    return failure();
+  lw.paths = table->paths;
+  std::string isa = isaName(opts_.isa);
+  for (bool decode : {false, true}) {
+    const CodePathSymbols *p = lw.path(isa, decode);
+    auto tasks = p ? module_->lookupSymbol<func::FuncOp>(p->tasks) : func::FuncOp();
+    auto a = tasks ? AttnDialect::BlockThreadsAttrHelper(&ctx_).getAttr(tasks)
+                   : DenseI64ArrayAttr();
+    if (a)
+      (decode ? lw.decodeBlockThreads : lw.blockThreads)
+          .assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  }
   if (lw.blockThreads.size() != static_cast<size_t>(lw.phases) ||
       lw.decodeBlockThreads.size() != static_cast<size_t>(lw.decodePhases))
     return emitError(module_->getLoc(), "attnc-map-to-gpu: ")

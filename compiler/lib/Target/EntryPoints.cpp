@@ -161,20 +161,20 @@ struct WrapperBuilder {
   }
 
   bool variant(const std::string &isa, bool decode, std::string &error) {
-    // The lowered functions (internal after this) and the wrappers the C
-    // glue calls (hidden, so they must not collide when several kernels
-    // link into one program): NAME__ISA_{ws,tasks,run} for forward,
-    // NAME__ISA_decode_{ws,tasks,run} for decode. No other kernel's name
-    // plus a suffix spells these.
-    std::string suffix = attnc::variantSuffix(isa).str();
-    std::string base = desc.name + (decode ? "_decode__" : "__") + suffix;
-    std::string wrap = desc.name + "__" + suffix + (decode ? "_decode" : "");
-    Function *ws = m.getFunction(base + "__ws");
-    Function *tasks = m.getFunction(base + "__tasks");
-    Function *run = m.getFunction(base + "__run");
+    // The lowered functions (internal after this), as the entry table names
+    // them, and the wrappers the C glue calls (hidden, so they must not
+    // collide when several kernels link into one program):
+    // NAME__ISA_{ws,tasks,run} for forward, NAME__ISA_decode_{ws,tasks,run}
+    // for decode. No other kernel's name plus a suffix spells these.
+    std::string wrap = attnc::glueSymbolBase(desc.name, isa, decode);
+    const attnc::CodePathSymbols *path = plan.lowered.path(isa, decode);
     bool cuda = attnc::isCudaName(isa);
+    Function *ws = path ? m.getFunction(path->ws) : nullptr;
+    Function *tasks = path ? m.getFunction(path->tasks) : nullptr;
+    Function *run = path && !path->run.empty() ? m.getFunction(path->run) : nullptr;
     if (!ws || !tasks || (!run && !cuda)) {
-      error = "internal error: lowered functions of code path " + base + " not found";
+      error = "internal error: the lowered functions of code path " + wrap +
+              " (attn.entry_points) are not in the module";
       return false;
     }
     {
@@ -221,7 +221,7 @@ struct WrapperBuilder {
     if (info)
       attnc::vectorShape(info->isa, vw, regs);
     for (Function &f : m)
-      if (!f.isDeclaration() && (f.getName().starts_with(base + "_") ||
+      if (!f.isDeclaration() && (&f == ws || &f == tasks || &f == run ||
                                  f.getName().starts_with(wrap + "_"))) {
         f.addFnAttr("target-cpu", cpu);
         if (!features.empty())
@@ -235,9 +235,10 @@ struct WrapperBuilder {
   }
 
   bool pack(std::string &error) {
-    Function *impl = m.getFunction(desc.name + "_pack");
+    Function *impl = m.getFunction(plan.lowered.pack);
     if (!impl) {
-      error = "internal error: lowered function @" + desc.name + "_pack not found";
+      error = "internal error: the packing function @" + plan.lowered.pack +
+              " (attn.entry_points) is not in the module";
       return false;
     }
     impl->setName(desc.name + "__pack_lowered");

@@ -79,6 +79,11 @@ llvm::StringRef attnc::variantSuffix(llvm::StringRef name) {
   return i ? i->suffix : "";
 }
 
+std::string attnc::glueSymbolBase(llvm::StringRef kernel, llvm::StringRef isa,
+                                  bool decode) {
+  return (kernel.str() + "__" + variantSuffix(isa).str() + (decode ? "_decode" : ""));
+}
+
 void attnc::targetCpuAndFeatures(Isa isa, std::string &cpu, std::string &features) {
   const IsaInfo &i = isaInfo(isa);
   cpu = i.cpu;

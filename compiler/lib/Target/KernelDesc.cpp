@@ -1,5 +1,6 @@
 //===- KernelDesc.cpp - attn.block, written by the front end, read back ---===//
 #include "attnc/Target/KernelDesc.h"
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/Target/PackPlan.h"
 
 #include "mlir/IR/Builders.h"
@@ -8,6 +9,7 @@
 #include <cstring>
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 
 attnc::KernelDesc attnc::kernelDesc(const Spec &spec) {
   KernelDesc d;
@@ -130,7 +132,7 @@ DictionaryAttr attnc::kernelDescAttr(MLIRContext *ctx, const KernelDesc &d) {
 }
 
 FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
-  auto dict = module->getAttrOfType<DictionaryAttr>("attn.block");
+  auto dict = module->getAttrOfType<DictionaryAttr>(AttnDialect::BlockAttrHelper::getNameStr());
   if (!dict) {
     module.emitError("no attn.block attribute: the block description the "
                      "front end writes");

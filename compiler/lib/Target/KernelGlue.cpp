@@ -123,7 +123,7 @@ void emitCudaTable(llvm::raw_ostream &os, llvm::raw_ostream &ts, const attnc::Ke
   const LoweredInfo &lw = plan.lowered;
   // One code path: PTX kernels launched by the glue (KernelGlue.c, K_CUDA).
   const std::string &v = lw.variants.at(0);
-  std::string base = n + "__" + variantSuffix(v).str();
+  std::string base = glueSymbolBase(n, v, /*decode=*/false);
   std::string sm = v.substr(v.size() - 2);
   // Kernel parameters: each memref argument as an expanded descriptor
   // (allocated and aligned pointers, offset, sizes, strides).
@@ -135,20 +135,22 @@ void emitCudaTable(llvm::raw_ostream &os, llvm::raw_ostream &ts, const attnc::Ke
   };
   int64_t params = paramCount(plan.forwardArgs);
   int64_t decodeParams = desc.decode() ? paramCount(plan.decodeArgs) : 0;
-  // Forward's kernels, then decode's (the names attnc-map-to-gpu gave).
-  std::string dbase = n + "_decode__" + variantSuffix(v).str();
+  // Forward's kernels, then decode's, as the entry table lists them.
   std::vector<std::pair<std::string, int64_t>> kernels;
-  for (int64_t p = 0; p < lw.phases; ++p)
-    kernels.push_back({n + "__" + variantSuffix(v).str() + "__k" + std::to_string(p),
-                       lw.blockThreads.at(p)});
-  for (int64_t p = 0; desc.decode() && p < lw.decodePhases; ++p)
-    kernels.push_back({dbase + "__k" + std::to_string(p), lw.decodeBlockThreads.at(p)});
+  for (bool decode : {false, true}) {
+    if (decode && !desc.decode())
+      continue;
+    const CodePathSymbols *path = lw.path(v, decode);
+    const std::vector<int64_t> &threads = decode ? lw.decodeBlockThreads : lw.blockThreads;
+    for (size_t p = 0; path && p < path->kernels.size(); ++p)
+      kernels.push_back({path->kernels[p], threads.at(p)});
+  }
   os << "#define K_CUDA 1\n#define K_CUDA_SM " << sm << "\n"
      << "#define K_CUDA_KERNELS " << kernels.size() << "\n"
      << "#define K_CUDA_ARGS " << params << "\n"
      << "#define K_CUDA_ARGS_FN " << base << "_args\n"
      << "#define K_CUDA_DECODE_ARGS " << decodeParams << "\n"
-     << "#define K_CUDA_DECODE_ARGS_FN " << base << "_decode_args\n"
+     << "#define K_CUDA_DECODE_ARGS_FN " << glueSymbolBase(n, v, /*decode=*/true) << "_args\n"
      << "#define K_CUDA_MAX_ARGS " << std::max<int64_t>(params, decodeParams) << "\n"
      << "static const char *const k_cuda_kernels[" << kernels.size() << "] = {";
   for (size_t p = 0; p < kernels.size(); ++p)
@@ -176,20 +178,21 @@ void emitCudaTable(llvm::raw_ostream &os, llvm::raw_ostream &ts, const attnc::Ke
     start = end + 1;
   }
   os << "  ;\n";
-  for (const char *e : {"", "_decode"}) {
-    if (*e && !desc.decode())
+  std::string dbase = glueSymbolBase(n, v, /*decode=*/true);
+  for (const std::string &b : {base, dbase}) {
+    if (b == dbase && !desc.decode())
       continue;
-    ts << "int64_t " << base << e << "_ws(const attnc_call *);\n"
-       << "int64_t " << base << e << "_tasks(const attnc_call *, int64_t);\n"
-       << "int64_t " << base << e << "_args(const attnc_call *, int64_t *);\n";
+    ts << "int64_t " << b << "_ws(const attnc_call *);\n"
+       << "int64_t " << b << "_tasks(const attnc_call *, int64_t);\n"
+       << "int64_t " << b << "_args(const attnc_call *, int64_t *);\n";
   }
   if (!desc.decode()) // referenced (never called) by the decode-less glue
-    ts << "#define " << base << "_decode_args 0\n";
+    ts << "#define " << dbase << "_args 0\n";
   ts << "static const attnc_variant k_variants[] = {\n"
      << "  {" << isaMacro(v) << ", k_cuda_usable, " << base << "_ws, "
      << base << "_tasks, 0, ";
   if (desc.decode())
-    ts << base << "_decode_ws, " << base << "_decode_tasks, 0},\n};\n";
+    ts << dbase << "_ws, " << dbase << "_tasks, 0},\n};\n";
   else
     ts << "0, 0, 0},\n};\n";
 }
@@ -204,14 +207,14 @@ void emitCpuTable(llvm::raw_ostream &ts, const attnc::KernelDesc &desc, const at
     for (bool decode : {false, true}) {
       if (decode && !desc.decode())
         continue;
-      std::string base = n + "__" + variantSuffix(v).str() + (decode ? "_decode" : "");
+      std::string base = glueSymbolBase(n, v, decode);
       ts << "int64_t " << base << "_ws(const attnc_call *);\n"
          << "int64_t " << base << "_tasks(const attnc_call *, int64_t);\n"
          << "void " << base << "_run(const attnc_call *, int64_t, int64_t, int64_t);\n";
     }
   ts << "static const attnc_variant k_variants[] = {\n";
   for (const std::string &v : lw.variants) {
-    std::string base = n + "__" + variantSuffix(v).str();
+    std::string base = glueSymbolBase(n, v, /*decode=*/false);
     // The CPUID check a code path needs before it may run (the ISA
     // table's; host: from the features its code is compiled with).
     const IsaInfo *vi = findIsa(v);
@@ -223,7 +226,7 @@ void emitCpuTable(llvm::raw_ostream &ts, const attnc::KernelDesc &desc, const at
     ts << "  {" << isaMacro(v) << ", " << check << ", " << base << "_ws, "
        << base << "_tasks, " << base << "_run, ";
     if (desc.decode()) {
-      std::string dbase = base + "_decode";
+      std::string dbase = glueSymbolBase(n, v, /*decode=*/true);
       ts << dbase << "_ws, " << dbase << "_tasks, " << dbase << "_run},\n";
     } else {
       ts << "0, 0, 0},\n";

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Target/PackPlan.h"
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/runtime/Limits.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 using namespace mlir;
+using attnc::attn::AttnDialect;
 
 attnrt::BlockParams attnc::blockParams(const Spec &s) {
   attnrt::BlockParams p;
@@ -114,7 +116,7 @@ ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
 }
 
 FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
-  auto list = module->getAttrOfType<ArrayAttr>("attn.weight_storage");
+  auto list = module->getAttrOfType<ArrayAttr>(AttnDialect::WeightStorageAttrHelper::getNameStr());
   if (!list)
     return module.emitError("attn.weight_storage: the module does not say how "
                             "the weights are stored (the front end writes it)");
@@ -174,18 +176,18 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
   plan.storage = storage.tensors;
   int64_t offset = 0;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight");
+    auto role = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::WeightAttrHelper::getNameStr());
     if (!role)
       continue;
     PackedArg arg;
     arg.argIndex = i;
     arg.role = role.str();
     auto st = cast<ShapedType>(fn.getArgumentTypes()[i]);
-    if (auto logical = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, "attn.logical_shape")) {
+    if (auto logical = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, AttnDialect::LogicalShapeAttrHelper::getNameStr())) {
       arg.shape.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
-      auto panel = fn.getArgAttrOfType<IntegerAttr>(i, "attn.panel");
+      auto panel = fn.getArgAttrOfType<IntegerAttr>(i, AttnDialect::PanelAttrHelper::getNameStr());
       arg.panel = panel ? panel.getInt() : 0;
-      arg.pairs = fn.getArgAttr(i, "attn.pairs") != nullptr;
+      arg.pairs = fn.getArgAttr(i, AttnDialect::PairsAttrHelper::getNameStr()) != nullptr;
       // The memref must be the panel layout of the logical shape:
       // [ceil(N/panel), K, panel] for a weight, [ceil(N/panel)*panel] for a
       // bias (what attn-to-loops makes; anything else would make NAME_pack
@@ -209,10 +211,10 @@ FailureOr<attnc::PackPlan> attnc::computePackPlan(func::FuncOp fn,
       arg.shape.assign(st.getShape().begin(), st.getShape().end());
     }
     int64_t rank = arg.shape.size();
-    if (auto parts = fn.getArgAttrOfType<ArrayAttr>(i, "attn.concat_of")) {
+    if (auto parts = fn.getArgAttrOfType<ArrayAttr>(i, AttnDialect::ConcatOfAttrHelper::getNameStr())) {
       for (Attribute p : parts)
         arg.parts.push_back(cast<StringAttr>(p).str());
-      if (auto cd = fn.getArgAttrOfType<IntegerAttr>(i, "attn.concat_dim"))
+      if (auto cd = fn.getArgAttrOfType<IntegerAttr>(i, AttnDialect::ConcatDimAttrHelper::getNameStr()))
         arg.concatDim = cd.getInt();
     } else {
       arg.parts.push_back(role.str());
@@ -284,7 +286,8 @@ LogicalResult attnc::addPackFunction(ModuleOp module, StringRef name,
     args.push_back(MemRefType::get(t.shape, wt));
   args.push_back(MemRefType::get({plan.packedFloats}, wt));
   auto fn = func::FuncOp::create(b, (name + "_pack").str(), b.getFunctionType(args, {}));
-  fn->setAttr("attn.pack", b.getUnitAttr());
+  fn->setAttr(AttnDialect::PackAttrHelper::getNameStr(), b.getUnitAttr());
+  attnc::attn::EntryPointsAttr::setPack(module, FlatSymbolRefAttr::get(fn.getSymNameAttr()));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value dst = entry->getArgument(plan.storage.size());
@@ -367,7 +370,7 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
     if (auto mt = dyn_cast<MemRefType>(t))
       for (int64_t d : mt.getShape())
         a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
-    if (auto in = fn.getArgAttrOfType<StringAttr>(i, "attn.input")) {
+    if (auto in = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::InputAttrHelper::getNameStr())) {
       a.kind = ForwardArg::Input;
       a.input = in.str();
       if (a.input != "x" && a.input != "x_kv" && a.input != "lengths" &&
@@ -375,13 +378,13 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
           a.input != "k_cache" && a.input != "v_cache")
         return fn.emitError("unknown forward input '") << a.input << "'";
     }
-    else if (auto out = fn.getArgAttrOfType<StringAttr>(i, "attn.output")) {
+    else if (auto out = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::OutputAttrHelper::getNameStr())) {
       a.kind = ForwardArg::Output;
       a.input = out.str(); // "y" or "probs"
     }
-    else if (fn.getArgAttr(i, "attn.workspace"))
+    else if (fn.getArgAttr(i, AttnDialect::WorkspaceAttrHelper::getNameStr()))
       a.kind = ForwardArg::Workspace;
-    else if (auto role = fn.getArgAttrOfType<StringAttr>(i, "attn.weight")) {
+    else if (auto role = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::WeightAttrHelper::getNameStr())) {
       // The decode entry reads the forward's packed weights: matched by
       // role, and they must have the same packed type.
       a.kind = ForwardArg::Weight;
@@ -402,47 +405,68 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
   return success();
 }
 
-attnc::LoweredEntries attnc::findLoweredEntries(ModuleOp module, StringRef name) {
+FailureOr<attnc::LoweredEntries> attnc::readEntryTable(ModuleOp module) {
   LoweredEntries e;
-  std::string fwd = (name + "__").str(), dec = (name + "_decode__").str();
-  // @NAME_decode__ISA__* are the decode entry's, @NAME__ISA__* the
-  // forward's.
-  for (auto f : module.getOps<func::FuncOp>()) {
-    StringRef n = f.getName();
-    bool decode = n.starts_with(dec);
-    if (!decode && !n.starts_with(fwd))
-      continue;
-    if (n.ends_with("__ws")) {
-      func::FuncOp &first = decode ? e.decode : e.forward;
-      if (!first)
-        first = f;
-      (decode ? e.decodeWs : e.forwardWs).push_back(f);
-    } else if (n.ends_with("__run")) {
-      (decode ? e.decodeRuns : e.forwardRuns).push_back(f);
+  attn::EntryPointsAttr table = attn::EntryPointsAttr::of(module);
+  auto lookup = [&](FlatSymbolRefAttr ref, func::FuncOp &out) {
+    out = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
+    if (ref && (!out || out.isExternal())) {
+      module.emitError("attn.entry_points names @")
+          << ref.getValue() << ", which is not a function of the module";
+      return false;
     }
+    return true;
+  };
+  if (!lookup(table.getPack(), e.pack))
+    return failure();
+  for (attn::CodePathAttr p : table.getCodePaths()) {
+    bool decode = p.isDecode();
+    func::FuncOp ws, tasks, run;
+    if (!lookup(p.getWs(), ws) || !lookup(p.getTasks(), tasks) || !lookup(p.getRun(), run))
+      return failure();
+    func::FuncOp &first = decode ? e.decode : e.forward;
+    if (!first)
+      first = ws;
+    (decode ? e.decodeWs : e.forwardWs).push_back(ws);
+    if (run)
+      (decode ? e.decodeRuns : e.forwardRuns).push_back(run);
+    CodePathSymbols s;
+    s.isa = p.getIsa().str();
+    s.decode = decode;
+    s.ws = ws.getName().str();
+    s.tasks = tasks.getName().str();
+    s.run = run ? run.getName().str() : "";
+    if (p.getKernels())
+      for (Attribute k : p.getKernels())
+        s.kernels.push_back(cast<SymbolRefAttr>(k).getLeafReference().str());
+    e.paths.push_back(std::move(s));
   }
   return e;
 }
 
-FailureOr<attnc::PackPlan> attnc::readPackPlan(ModuleOp module, StringRef name) {
+FailureOr<attnc::PackPlan> attnc::readPackPlan(ModuleOp module) {
   FailureOr<WeightStorage> storage = readWeightStorage(module);
   if (failed(storage))
     return failure();
-  LoweredEntries e = findLoweredEntries(module, name);
-  if (!e.forward)
-    return module.emitError("no lowered function @") << name << "__<isa>__ws";
-  FailureOr<PackPlan> plan = computePackPlan(e.forward, *storage);
-  if (failed(plan) || failed(recordForwardSignature(e.forward, *plan)) ||
-      (e.decode && failed(recordForwardSignature(e.decode, *plan, /*decode=*/true))))
+  FailureOr<LoweredEntries> e = readEntryTable(module);
+  if (failed(e))
     return failure();
-  auto pack = module.lookupSymbol<func::FuncOp>((name + "_pack").str());
+  if (!e->forward)
+    return module.emitError("attn.entry_points has no forward code path "
+                            "(attn-to-loops and attnc-outline-tasks make it)");
+  FailureOr<PackPlan> plan = computePackPlan(e->forward, *storage);
+  if (failed(plan) || failed(recordForwardSignature(e->forward, *plan)) ||
+      (e->decode && failed(recordForwardSignature(e->decode, *plan, /*decode=*/true))))
+    return failure();
+  func::FuncOp pack = e->pack;
   auto packed = pack && pack.getNumArguments() == plan->storage.size() + 1
                     ? dyn_cast<MemRefType>(pack.getArgumentTypes().back())
                     : MemRefType();
-  if (!pack || !pack->hasAttr("attn.pack") || !packed ||
+  if (!pack || !pack->hasAttr(AttnDialect::PackAttrHelper::getNameStr()) || !packed ||
       packed.getShape() != ArrayRef<int64_t>{plan->packedFloats})
-    return module.emitError("no @")
-           << name << "_pack of " << plan->packedFloats
-           << " floats for this plan (attnc-pack-weights builds it)";
+    return module.emitError("attn.entry_points has no packing function of ")
+           << plan->packedFloats << " floats for this plan (attnc-pack-weights builds it)";
+  plan->lowered.paths = e->paths;
+  plan->lowered.pack = pack.getName().str();
   return plan;
 }

@@ -3,13 +3,14 @@
 // the thread id, then a barrier; a workgroup buffer = a workgroup
 // attribution; a [threads, ...] private buffer = a private attribution
 // without the thread index; exp = ex2.approx). @f__run goes, @f__tasks
-// records the block sizes.
+// records the block sizes, and the entry table lists the kernels in its
+// place.
 // RUN: attnc-opt %s --attnc-map-to-gpu | FileCheck %s
-// CHECK: module attributes {{{.*}}gpu.container_module
+// CHECK: module attributes {attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "cuda-sm90", ws = @k__cuda_sm90__ws, tasks = @k__cuda_sm90__tasks, kernels = [@t_kernels::@k__cuda_sm90__k0]>]>, {{.*}}gpu.container_module
 // CHECK: func.func @k__cuda_sm90__tasks({{.*}} attributes {attn.block_threads = array<i64: 4>, attn.phases = 1 : i64
 // CHECK-NOT: func.func @k__cuda_sm90__run
 // CHECK: gpu.module @t_kernels {
-// CHECK: gpu.func @k__cuda_sm90__k0(%[[A:.*]]: memref<?xf32>) workgroup(%[[WG:.*]] : memref<4xf32, #gpu.address_space<workgroup>>) private(%[[PV:.*]] : memref<2xf32, #gpu.address_space<private>>) kernel attributes {attn.block_threads = 4 : index, known_block_size = array<i32: 4, 1, 1>}
+// CHECK: gpu.func @k__cuda_sm90__k0(%[[A:.*]]: memref<?xf32>) workgroup(%[[WG:.*]] : memref<4xf32, #gpu.address_space<workgroup>>) private(%[[PV:.*]] : memref<2xf32, #gpu.address_space<private>>) kernel attributes {known_block_size = array<i32: 4, 1, 1>}
 // CHECK: %[[B:.*]] = gpu.block_id  x
 // CHECK: %[[T:.*]] = gpu.thread_id  x
 // CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[T]] : index
@@ -29,6 +30,7 @@
 //
 // attnc-gpu-on-host: the same loops as a host code path (for checking).
 // RUN: attnc-opt %s --attnc-gpu-on-host | FileCheck %s --check-prefix=HOST
+// HOST: module attributes {attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "host", ws = @k__host__ws, tasks = @k__host__tasks, run = @k__host__run>]>
 // HOST: func.func @k__host__tasks(
 // HOST: func.func @k__host__run({{.*}}attn.target = #attn.target<isa = "host"
 // HOST-DAG: memref.alloca() : memref<4xf32>
@@ -36,7 +38,12 @@
 // HOST: scf.for %[[T:.*]] = %c0{{.*}} to %c4{{.*}} step %c1
 // HOST-NOT: scf.forall
 // HOST-NOT: #gpu.address_space
-module attributes {attn.spec_name = "t"} {
+module attributes {attn.spec_name = "t", attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "cuda-sm90", ws = @k__cuda_sm90__ws, tasks = @k__cuda_sm90__tasks, run = @k__cuda_sm90__run>]>} {
+  func.func @k__cuda_sm90__ws(%a: memref<?xf32>) -> index
+      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+    %c0 = arith.constant 0 : index
+    return %c0 : index
+  }
   func.func @k__cuda_sm90__tasks(%a: memref<?xf32>, %phase: index) -> index
       attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index

@@ -107,11 +107,18 @@ module attributes {attn.spec_name = "u", attn.weight_storage = [
 
 // attn.logical_shape on an argument that is not in the panel layout (no
 // attn.panel; here a lowered function written by hand): refused, never a
-// pack function writing past it.
-module attributes {attn.spec_name = "v", attn.weight_storage = [
+// pack function writing past it. (The entry table names the function, as
+// attnc-outline-tasks would.)
+module attributes {attn.spec_name = "v", attn.entry_points = #attn.entry_points<paths = [
+    #attn.code_path<entry = "forward", isa = "x86-avx2", ws = @v__avx2__ws, tasks = @v__avx2__tasks>]>,
+    attn.weight_storage = [
     {name = "w", shape = array<i64: 8, 8>, transposed = false, roles = {wq = array<i64: 0, 0, 8, 8>}}]} {
   // expected-error @+1 {{weight argument 0 (wq): attn.logical_shape needs attn.panel and the panel layout's memref shape}}
   func.func @v__avx2__ws(%w: memref<8x8xf32> {attn.weight = "wq", attn.logical_shape = array<i64: 8, 8>}) -> index {
+    %c0 = arith.constant 0 : index
+    return %c0 : index
+  }
+  func.func @v__avx2__tasks(%phase: index) -> index {
     %c0 = arith.constant 0 : index
     return %c0 : index
   }

@@ -37,7 +37,11 @@ def AttnOutlineTasksPass : Pass<"attnc-outline-tasks", "mlir::ModuleOp"> {
     scratch (`memref.alloca` in a forall body) moves to the function entry,
     so a task range reuses one stack frame. `attn.phases` on @f__run says
     how many phases there are, `attn.stack_bytes` how much stack a task
-    needs.
+    needs. The three are recorded in the module's entry table,
+    `attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry
+    = "forward" | "decode", isa = ..., ws = @f__ws, tasks = @f__tasks,
+    run = @f__run>, ...]>` (the entry from `attn.entry`, the isa from
+    #attn.target): later passes and the back end find the functions there.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
@@ -95,8 +99,10 @@ def AttnPackWeightsPass : Pass<"attnc-pack-weights", "mlir::ModuleOp"> {
     `func.func @NAME_pack(storage memrefs..., memref<Pxf32>) attributes
     {attn.pack}` whose loops copy every role into its place (panels of
     `attn.panel` columns: element (k, n) at (n / panel) * K * panel +
-    k * panel + n % panel). Runs after attnc-outline-tasks; the decode
-    entry's weights must match the forward's by role and packed type.
+    k * panel + n % panel), and records it as the entry table's `pack`.
+    Runs after attnc-outline-tasks, on the code paths of the entry table;
+    the decode entry's weights must match the forward's by role and
+    packed type.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect", "mlir::func::FuncDialect"];
@@ -105,8 +111,8 @@ def AttnPackWeightsPass : Pass<"attnc-pack-weights", "mlir::ModuleOp"> {
 def AttnMapToGpuPass : Pass<"attnc-map-to-gpu", "mlir::ModuleOp"> {
   let summary = "Turn the phases of a CUDA code path into gpu.func kernels";
   let description = [{
-    Runs after attnc-outline-tasks on functions whose #attn.target is a
-    CUDA one. For each phase of `@f__run(args, %phase, %lo, %hi)` it
+    Runs after attnc-outline-tasks on the entry table's code paths whose
+    isa is a CUDA one. For each phase of `@f__run(args, %phase, %lo, %hi)` it
     creates `gpu.func @f__k<phase>(args) kernel` in `gpu.module
     @<name>_kernels`: the task index is `gpu.block_id x`; each thread
     region (`scf.forall` mapped to `#gpu.thread<x>`) becomes
@@ -118,7 +124,9 @@ def AttnMapToGpuPass : Pass<"attnc-map-to-gpu", "mlir::ModuleOp"> {
     __expf). `@f__run` is erased (the
     host launches the kernels); `@f__tasks` (the grid size of each phase)
     and `@f__ws` stay host functions and get `attn.phases` and
-    `attn.block_threads` (the block size of each kernel).
+    `attn.block_threads` (the block size of each kernel). In the entry
+    table the path's `run` becomes `kernels = [@<name>_kernels::@f__k0,
+    ...]`, in phase order.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
@@ -133,7 +141,8 @@ def AttnStripGpuSpacesPass : Pass<"attnc-gpu-on-host", "mlir::ModuleOp"> {
     For `attnc-dump --check --target cuda-*`: drops the GPU memory spaces
     of the workgroup/private buffers and the thread/block mappings, and
     renames the CUDA code path @f__cuda_smXY__* to the host's @f__host__*
-    with the host's #attn.target, so the CPU back end compiles the tiled
+    with the host's #attn.target (and the entry table with them), so the
+    CPU back end compiles the tiled
     GPU loops as they are and they run sequentially (which is their
     meaning: thread regions one after another).
   }];

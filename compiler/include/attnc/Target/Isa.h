@@ -68,6 +68,12 @@ std::vector<Isa> codePaths(Isa isa);
 /// The symbol suffix of the code path named `name` ("" if unknown).
 llvm::StringRef variantSuffix(llvm::StringRef name);
 
+/// The stem of the hidden symbols the C glue calls for one code path of
+/// kernel `kernel` (EntryPoints.cpp defines them, KernelGlue.cpp declares
+/// them): NAME__SUFFIX for forward, NAME__SUFFIX_decode for decode; the
+/// symbols are the stem plus _ws, _tasks, _run (_args on CUDA).
+std::string glueSymbolBase(llvm::StringRef kernel, llvm::StringRef isa, bool decode);
+
 /// LLVM's CPU and feature string for a code path; `host` queries this
 /// machine (features sorted, so the output is deterministic).
 void targetCpuAndFeatures(Isa isa, std::string &cpu, std::string &features);

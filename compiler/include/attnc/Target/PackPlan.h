@@ -84,8 +84,27 @@ struct ForwardArg {
 
 /// What the lowered code paths need from their caller (read off the
 /// functions attnc-outline-tasks produced).
+/// One code path of one entry: its functions, as the module's entry table
+/// (`attn.entry_points`) names them.
+struct CodePathSymbols {
+  std::string isa;        ///< the ABI name of the path's #attn.target
+  bool decode = false;    ///< the decode entry's (else forward's)
+  std::string ws, tasks;  ///< workspace bytes; tasks of a phase
+  std::string run;        ///< a range of a phase's tasks (empty on CUDA)
+  std::vector<std::string> kernels; ///< CUDA: the kernel of each phase
+};
+
 struct LoweredInfo {
   std::vector<std::string> variants; ///< ISA names, preferred first
+  std::vector<CodePathSymbols> paths; ///< every entry's code paths
+  std::string pack;                   ///< the packing function
+  /// The code path of `isa` for forward or decode (null if none).
+  const CodePathSymbols *path(const std::string &isa, bool decode) const {
+    for (const CodePathSymbols &p : paths)
+      if (p.isa == isa && p.decode == decode)
+        return &p;
+    return nullptr;
+  }
   int64_t phases = 0;
   int64_t decodePhases = 0;  ///< phases of the decode entry (0: none)
   int64_t stackBytes = 0;    ///< largest task frame of any variant
@@ -130,21 +149,26 @@ mlir::LogicalResult addPackFunction(mlir::ModuleOp module, llvm::StringRef name,
                                     const PackPlan &plan,
                                     const WeightStorage &storage);
 
-/// The lowered functions attnc-outline-tasks made for kernel `name`: the
-/// first code path's `__ws` function of the forward (and of the decode)
-/// entry, which carry the argument attributes every code path shares, and
-/// every code path's `__run` function of each entry (phases, stack, target).
+/// The lowered functions of the module's entry table (`attn.entry_points`:
+/// attnc-outline-tasks, attnc-pack-weights, attnc-map-to-gpu), resolved:
+/// the first code path's `ws` function of the forward (and of the decode)
+/// entry, which carry the argument attributes every code path shares;
+/// every path's `ws` and `run`; the packing function (null before
+/// attnc-pack-weights). Emits an error for a table entry that names no
+/// function of the module.
 struct LoweredEntries {
-  mlir::func::FuncOp forward, decode; // the first code path's __ws
+  mlir::func::FuncOp forward, decode; // the first code path's ws
   llvm::SmallVector<mlir::func::FuncOp> forwardWs, decodeWs; // every path's
   llvm::SmallVector<mlir::func::FuncOp> forwardRuns, decodeRuns;
+  mlir::func::FuncOp pack;
+  std::vector<CodePathSymbols> paths;
 };
-LoweredEntries findLoweredEntries(mlir::ModuleOp module, llvm::StringRef name);
+mlir::FailureOr<LoweredEntries> readEntryTable(mlir::ModuleOp module);
 
 /// The plan of a module attnc-pack-weights ran on: computed again from the
 /// same attributes, checked against the pack function it built, with the
 /// forward (and decode) signatures recorded. Emits an error on failure.
-mlir::FailureOr<PackPlan> readPackPlan(mlir::ModuleOp module, llvm::StringRef name);
+mlir::FailureOr<PackPlan> readPackPlan(mlir::ModuleOp module);
 
 } // namespace attnc
 

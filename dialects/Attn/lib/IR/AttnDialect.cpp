@@ -62,6 +62,130 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+LogicalResult CodePathAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   StringRef entry, StringRef isa,
+                                   FlatSymbolRefAttr, FlatSymbolRefAttr,
+                                   FlatSymbolRefAttr run, ArrayAttr kernels) {
+  if (entry != "forward" && entry != "decode")
+    return emitError() << "#attn.code_path: entry must be \"forward\" or "
+                          "\"decode\", found \""
+                       << entry << "\"";
+  if (isa.empty())
+    return emitError() << "#attn.code_path: isa must not be empty";
+  if (run && kernels)
+    return emitError() << "#attn.code_path: a code path runs its tasks on the "
+                          "host (run) or as GPU kernels (kernels), not both";
+  if (kernels && !llvm::all_of(kernels, [](Attribute a) { return llvm::isa<SymbolRefAttr>(a); }))
+    return emitError() << "#attn.code_path: kernels must be symbol references";
+  return success();
+}
+
+LogicalResult EntryPointsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      FlatSymbolRefAttr, ArrayAttr paths) {
+  if (paths && !llvm::all_of(paths, [](Attribute a) { return llvm::isa<CodePathAttr>(a); }))
+    return emitError() << "#attn.entry_points: paths must be #attn.code_path attributes";
+  return success();
+}
+
+SmallVector<CodePathAttr> EntryPointsAttr::getCodePaths() const {
+  SmallVector<CodePathAttr> out;
+  if (getPaths())
+    for (Attribute a : getPaths())
+      out.push_back(llvm::cast<CodePathAttr>(a));
+  return out;
+}
+
+EntryPointsAttr EntryPointsAttr::get(MLIRContext *ctx, FlatSymbolRefAttr pack,
+                                     ArrayRef<CodePathAttr> paths) {
+  SmallVector<Attribute> list(paths.begin(), paths.end());
+  return get(ctx, pack, list.empty() ? ArrayAttr() : ArrayAttr::get(ctx, list));
+}
+
+EntryPointsAttr EntryPointsAttr::of(ModuleOp module) {
+  AttnDialect *d = module->getContext()->getLoadedDialect<AttnDialect>();
+  if (EntryPointsAttr t = d->getEntryPointsAttrHelper().getAttr(module))
+    return t;
+  return EntryPointsAttr::get(module->getContext(), FlatSymbolRefAttr(),
+                              ArrayRef<CodePathAttr>());
+}
+
+void EntryPointsAttr::addPath(ModuleOp module, CodePathAttr path) {
+  EntryPointsAttr t = of(module);
+  SmallVector<CodePathAttr> paths;
+  bool replaced = false;
+  for (CodePathAttr p : t.getCodePaths()) {
+    bool same = p.getEntry() == path.getEntry() && p.getIsa() == path.getIsa();
+    paths.push_back(same ? path : p);
+    replaced |= same;
+  }
+  if (!replaced)
+    paths.push_back(path);
+  AttnDialect *d = module->getContext()->getLoadedDialect<AttnDialect>();
+  d->getEntryPointsAttrHelper().setAttr(
+      module, EntryPointsAttr::get(module->getContext(), t.getPack(), paths));
+}
+
+void EntryPointsAttr::setPack(ModuleOp module, FlatSymbolRefAttr pack) {
+  EntryPointsAttr t = of(module);
+  AttnDialect *d = module->getContext()->getLoadedDialect<AttnDialect>();
+  d->getEntryPointsAttrHelper().setAttr(
+      module, EntryPointsAttr::get(module->getContext(), pack, t.getCodePaths()));
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes on operations
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether `attr` is the discardable attribute of helper H: then `typed`
+/// says whether it has H's declared type.
+template <typename H>
+bool isAttr(MLIRContext *ctx, Operation *op, NamedAttribute attr, bool &typed) {
+  if (attr.getName().strref() != H::getNameStr())
+    return false;
+  typed = H(ctx).isAttrPresent(op);
+  return true;
+}
+} // namespace
+
+/// The attributes declared in AttnBase.td (discardableAttrs) that belong on
+/// operations, each with its declared type; argument attributes belong on
+/// arguments only.
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  MLIRContext *ctx = op->getContext();
+  bool typed = false;
+  bool known =
+      isAttr<BlockAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<SpecNameAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<WeightStorageAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<EntryPointsAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<TargetAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<VariantOfAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<EntryAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<PhasesAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<StackBytesAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<WorkspacePerRowAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<WorkspaceBuffersAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<BlockThreadsAttrHelper>(ctx, op, attr, typed) ||
+      isAttr<PackAttrHelper>(ctx, op, attr, typed);
+  if (!known)
+    return op->emitOpError("unknown attn attribute ")
+           << attr.getName() << " (the dialect's attributes are declared in "
+           << "AttnBase.td; argument attributes belong on arguments)";
+  if (!typed)
+    return op->emitOpError() << attr.getName() << " has the wrong type: "
+                             << attr.getValue();
+  if (attr.getName() == EntryAttrHelper::getNameStr() &&
+      cast<StringAttr>(attr.getValue()).getValue() != "decode")
+    return op->emitOpError() << attr.getName() << " must be \"decode\"";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Argument attributes
 //===----------------------------------------------------------------------===//
 
@@ -94,38 +218,38 @@ static LogicalResult verifyArgAttr(Operation *op, unsigned argIndex,
     auto str = dyn_cast<StringAttr>(v);
     return str && llvm::is_contained(values, str.getValue());
   };
-  if (name == "attn.input")
+  if (name == AttnDialect::InputAttrHelper::getNameStr())
     return oneOf({"x", "x_kv", "lengths", "kv_lengths", "positions", "k_cache",
                   "v_cache"})
                ? success()
                : bad("one of \"x\", \"x_kv\", \"lengths\", \"kv_lengths\", "
                      "\"positions\", \"k_cache\", \"v_cache\"");
-  if (name == "attn.output")
+  if (name == AttnDialect::OutputAttrHelper::getNameStr())
     return oneOf({"y", "probs"}) ? success() : bad("\"y\" or \"probs\"");
-  if (name == "attn.weight") {
+  if (name == AttnDialect::WeightAttrHelper::getNameStr()) {
     auto str = dyn_cast<StringAttr>(v);
     return str && !str.getValue().empty() ? success() : bad("a role name");
   }
-  if (name == "attn.workspace")
+  if (name == AttnDialect::WorkspaceAttrHelper::getNameStr())
     return isa<UnitAttr>(v) ? success() : bad("a unit attribute");
-  if (name == "attn.concat_of") {
+  if (name == AttnDialect::ConcatOfAttrHelper::getNameStr()) {
     auto arr = dyn_cast<ArrayAttr>(v);
     return arr && !arr.empty() &&
                    llvm::all_of(arr, [](Attribute a) { return isa<StringAttr>(a); })
                ? success()
                : bad("a non-empty list of role names");
   }
-  if (name == "attn.concat_dim") {
+  if (name == AttnDialect::ConcatDimAttrHelper::getNameStr()) {
     auto i = dyn_cast<IntegerAttr>(v);
     return i && (i.getInt() == 0 || i.getInt() == 1) ? success() : bad("0 or 1");
   }
-  if (name == "attn.panel") {
+  if (name == AttnDialect::PanelAttrHelper::getNameStr()) {
     auto i = dyn_cast<IntegerAttr>(v);
     return i && i.getInt() > 0 ? success() : bad("a positive integer");
   }
-  if (name == "attn.pairs") // bf16 panels of (k, k+1) pairs
+  if (name == AttnDialect::PairsAttrHelper::getNameStr()) // bf16 panels of (k, k+1) pairs
     return isa<UnitAttr>(v) ? success() : bad("a unit attribute");
-  if (name == "attn.logical_shape")
+  if (name == AttnDialect::LogicalShapeAttrHelper::getNameStr())
     return isa<DenseI64ArrayAttr>(v) ? success() : bad("an i64 array");
   return op->emitOpError("argument ")
          << argIndex << ": unknown attn argument attribute " << name;
@@ -137,7 +261,7 @@ LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (failed(verifyArgAttr(op, argIndex, attr)))
     return failure();
-  if (attr.getName() != "attn.input" || regionIndex >= op->getNumRegions())
+  if (attr.getName() != InputAttrHelper::getNameStr() || regionIndex >= op->getNumRegions())
     return success();
   LogicalResult result = success();
   op->getRegion(regionIndex).walk([&](tensor::DimOp d) {

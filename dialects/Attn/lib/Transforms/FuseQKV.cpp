@@ -23,6 +23,7 @@ namespace attnc::attn {
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::attn::AttnDialect;
 
 namespace {
 
@@ -77,10 +78,10 @@ Value concatOperands(OpBuilder &b, func::FuncOp func, bool mayChangeSignature,
   SmallVector<Attribute> parts;
   for (BlockArgument a : args) {
     if (auto sub = func.getArgAttrOfType<ArrayAttr>(a.getArgNumber(),
-                                                     "attn.concat_of"))
+                                                     AttnDialect::ConcatOfAttrHelper::getNameStr()))
       llvm::append_range(parts, sub.getValue());
     else if (auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(),
-                                                            "attn.weight"))
+                                                            AttnDialect::WeightAttrHelper::getNameStr()))
       parts.push_back(name);
     else
       parts.push_back(b.getStringAttr("arg" + std::to_string(a.getArgNumber())));
@@ -91,9 +92,9 @@ Value concatOperands(OpBuilder &b, func::FuncOp func, bool mayChangeSignature,
 
   unsigned pos = args[0].getArgNumber();
   NamedAttrList attrs;
-  attrs.set("attn.weight", b.getStringAttr(fusedName));
-  attrs.set("attn.concat_of", b.getArrayAttr(parts));
-  attrs.set("attn.concat_dim", b.getI64IntegerAttr(dim));
+  attrs.set(AttnDialect::WeightAttrHelper::getNameStr(), b.getStringAttr(fusedName));
+  attrs.set(AttnDialect::ConcatOfAttrHelper::getNameStr(), b.getArrayAttr(parts));
+  attrs.set(AttnDialect::ConcatDimAttrHelper::getNameStr(), b.getI64IntegerAttr(dim));
   if (failed(func.insertArgument(pos, type, attrs.getDictionary(b.getContext()),
                                  args[0].getLoc())))
     return {};

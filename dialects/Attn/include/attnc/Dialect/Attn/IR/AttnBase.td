@@ -27,6 +27,43 @@ def Attn_Dialect : Dialect {
   // attn.input / attn.weight / attn.concat_of on function arguments: checks
   // their values and what attn-to-loops needs of the function (AttnDialect.cpp).
   let hasRegionArgAttrVerify = 1;
+  // Every other attn.* attribute, on the module or a function: its type
+  // (below) and value are checked by verifyOperationAttribute.
+  let hasOperationAttrVerify = 1;
+
+  // The attributes the passes leave on operations for later ones and for
+  // the back end (the C glue, the header, the LLVM entry points). Declared
+  // here, with their types, so no pass or back end spells a name or a type
+  // of its own: each has an `AttnDialect::<Name>AttrHelper` (getNameStr()
+  // for argument attributes). The argument attributes' values are listed
+  // at verifyArgAttr (AttnDialect.cpp).
+  let discardableAttrs = (ins
+    // On the module.
+    "::mlir::DictionaryAttr":$block,          // the block description (KernelDesc.cpp)
+    "::mlir::StringAttr":$spec_name,          // the kernel's symbol prefix
+    "::mlir::ArrayAttr":$weight_storage,      // the checkpoint tensors (PackPlan.cpp)
+    "::attnc::attn::EntryPointsAttr":$entry_points, // the lowered entry points
+    // On functions.
+    "::attnc::attn::TargetAttr":$target,      // the code path's target (attnc-set-target)
+    "::mlir::StringAttr":$variant_of,         // the entry a code path was cloned from
+    "::mlir::StringAttr":$entry,              // "decode" on the decode entry
+    "::mlir::IntegerAttr":$phases,            // task phases of a run/tasks function
+    "::mlir::IntegerAttr":$stack_bytes,       // a task's scratch frame
+    "::mlir::IntegerAttr":$workspace_per_row, // floats of workspace per token
+    "::mlir::IntegerAttr":$workspace_buffers, // buffers of that workspace
+    "::mlir::DenseI64ArrayAttr":$block_threads, // CUDA: threads of each phase's kernel
+    "::mlir::UnitAttr":$pack,                 // the weight-packing function
+    // On function arguments (verifyArgAttr).
+    "::mlir::StringAttr":$input,
+    "::mlir::StringAttr":$output,
+    "::mlir::StringAttr":$weight,
+    "::mlir::UnitAttr":$workspace,
+    "::mlir::ArrayAttr":$concat_of,
+    "::mlir::IntegerAttr":$concat_dim,
+    "::mlir::IntegerAttr":$panel,
+    "::mlir::UnitAttr":$pairs,
+    "::mlir::DenseI64ArrayAttr":$logical_shape
+  );
 }
 
 //===----------------------------------------------------------------------===//
@@ -111,6 +148,65 @@ def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
     "int64_t":$l1_bytes,
     "int64_t":$l2_bytes);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+def Attn_CodePathAttr : AttrDef<Attn_Dialect, "CodePath"> {
+  let mnemonic = "code_path";
+  let summary = "The lowered functions of one entry on one code path";
+  let description = [{
+    attnc-outline-tasks splits a lowered entry (`forward` or `decode`) of
+    one code path (`isa`, the ABI name of its #attn.target) into the
+    functions the C entry points call: `ws` (workspace bytes), `tasks`
+    (tasks of a phase) and `run` (a range of a phase's tasks). On CUDA,
+    attnc-map-to-gpu replaces `run` by `kernels`, one gpu.func per phase,
+    in phase order. The back end finds these functions through this table,
+    never by their names.
+  }];
+  let genVerifyDecl = 1;
+  let parameters = (ins
+    StringRefParameter<>:$entry,
+    StringRefParameter<>:$isa,
+    "::mlir::FlatSymbolRefAttr":$ws,
+    "::mlir::FlatSymbolRefAttr":$tasks,
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$run,
+    OptionalParameter<"::mlir::ArrayAttr">:$kernels);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    bool isDecode() const { return getEntry() == "decode"; }
+  }];
+}
+
+def Attn_EntryPointsAttr : AttrDef<Attn_Dialect, "EntryPoints"> {
+  let mnemonic = "entry_points";
+  let summary = "The table of a kernel's lowered entry points";
+  let description = [{
+    `attn.entry_points` on the module: the weight-packing function
+    (attnc-pack-weights) and every code path of every entry
+    (attnc-outline-tasks, attnc-map-to-gpu). The glue, the header and the
+    LLVM entry points are built from this table.
+  }];
+  let parameters = (ins
+    OptionalParameter<"::mlir::FlatSymbolRefAttr">:$pack,
+    OptionalParameter<"::mlir::ArrayAttr">:$paths);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The code paths (each element of `paths` is a #attn.code_path).
+    ::llvm::SmallVector<CodePathAttr> getCodePaths() const;
+    static EntryPointsAttr get(::mlir::MLIRContext *ctx, ::mlir::FlatSymbolRefAttr pack,
+                               ::llvm::ArrayRef<CodePathAttr> paths);
+    /// The module's table (empty if it has none).
+    static EntryPointsAttr of(::mlir::ModuleOp module);
+    /// `module`'s table with `path` added (or, if a path of the same entry
+    /// and isa is there, replaced).
+    static void addPath(::mlir::ModuleOp module, CodePathAttr path);
+    /// `module`'s table with `pack` as the packing function.
+    static void setPack(::mlir::ModuleOp module, ::mlir::FlatSymbolRefAttr pack);
+  }];
 }
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>

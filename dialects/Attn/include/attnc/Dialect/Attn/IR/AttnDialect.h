@@ -10,10 +10,15 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
-#include "attnc/Dialect/Attn/IR/AttnEnums.h.inc"
-#include "attnc/Dialect/Attn/IR/AttnDialect.h.inc"
+#include "mlir/IR/BuiltinOps.h"
 
+#include "attnc/Dialect/Attn/IR/AttnEnums.h.inc"
+
+// The attribute classes first: the dialect's discardable-attribute helpers
+// (AttnBase.td, discardableAttrs) name two of them.
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/Attn/IR/AttnAttrs.h.inc"
+
+#include "attnc/Dialect/Attn/IR/AttnDialect.h.inc"
 
 #endif // ATTNC_DIALECT_ATTN_IR_ATTNDIALECT_H
