@@ -523,6 +523,37 @@ class Kernel:
                     self._refuse(f"{n} and {m} overlap in memory ({n} is written "
                                  "in place)", _abi.ERR_BUFFER_SIZE)
 
+    def _call_args(self, cls, packed, x, y, batch, seq, ws_bytes, threads):
+        """The fields of a forward or decode argument struct (cls) that both
+        entries set: the packed weights, x and y with their element counts,
+        the shape, a 64-byte aligned workspace of ws_bytes and the threads.
+        Returns (args, keep); keep (the workspace and the pool request)
+        must outlive the call."""
+        ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
+        off = (-ws.ctypes.data) % 64
+        args = cls()
+        args.struct_size = C.sizeof(cls)
+        args.packed = _fptr(packed)
+        args.packed_bytes = packed.size
+        args.x = _fptr(x)
+        args.x_elems = x.size
+        args.y = _fptr(y)
+        args.y_elems = y.size
+        args.batch = batch
+        args.seq_len = seq
+        args.workspace = ws.ctypes.data + off
+        args.workspace_bytes = ws_bytes
+        args.num_threads = threads
+        pool = self._use_shared_pool(args, threads)
+        return args, (ws, pool)
+
+    def _check_rc(self, entry, rc):
+        """Raises AttncError for a status other than ATTNC_OK from NAME_<entry>."""
+        if rc != _abi.OK:
+            raise AttncError(f"{self.name}_{entry} returned {rc} "
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
+                             f"{_isa_env_note(rc)}", rc)
+
     def _use_shared_pool(self, args, threads):
         """More than one thread: the tasks run on libattnrt's one pool
         (attnrt_parallel_for), shared by every kernel of the process, rather
@@ -771,24 +802,10 @@ class Kernel:
             raise AttncError(f"{self.name}: {self.name}_workspace_size(batch {batch}, "
                              f"seq_len {seq}, kv_seq_len {kv_seq}) refused the shape "
                              f"(max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
-        ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
-        off = (-ws.ctypes.data) % 64
-        args = _abi.ForwardArgs()
-        args.struct_size = C.sizeof(_abi.ForwardArgs)
-        args.packed = _fptr(packed)
-        args.packed_bytes = packed.size
-        args.x = _fptr(x)
-        args.x_elems = x.size
-        args.y = _fptr(y_arr)
-        args.y_elems = y_arr.size
+        args, keep = self._call_args(_abi.ForwardArgs, packed, x, y_arr, batch, seq,
+                                     ws_bytes, threads)
         if positions is not None:
             args.positions = positions.ctypes.data_as(C.POINTER(C.c_int32))
-        args.batch = batch
-        args.seq_len = seq
-        args.workspace = ws.ctypes.data + off
-        args.workspace_bytes = ws_bytes
-        args.num_threads = threads
-        pool = self._use_shared_pool(args, threads)
         # The variant fields: NULL / 0 unless the kernel reads them.
         if lengths is not None:
             args.lengths = lengths.ctypes.data_as(C.POINTER(C.c_int32))
@@ -819,14 +836,12 @@ class Kernel:
                 ps = np.empty(probs.shape, dtype=np.uint16)
                 args.probs = _fptr(ps)
         rc = self._forward(C.byref(args))
-        if narrow and rc == _abi.OK:
+        del keep
+        self._check_rc("forward", rc)
+        if narrow:
             y_arr[...] = _from_storage(ys, self._info.dtype)
             if probs is not None:
                 probs[...] = _from_storage(ps, self._info.dtype)
-        if rc != _abi.OK:
-            raise AttncError(f"{self.name}_forward returned {rc} "
-                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
-                             f"{_isa_env_note(rc)}", rc)
         if probs is None:
             return out
         return out, probs_ret
@@ -941,38 +956,21 @@ class Kernel:
             raise AttncError(f"{self.name}: {self.name}_decode_workspace_bytes(batch "
                              f"{batch}, seq_len {seq}, cache_len {cache_len}) refused the "
                              f"shape (max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
-        ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
-        off = (-ws.ctypes.data) % 64
-        args = _abi.DecodeArgs()
-        args.struct_size = C.sizeof(_abi.DecodeArgs)
-        args.packed = _fptr(packed)
-        args.packed_bytes = packed.size
-        args.x = _fptr(x3)
-        args.x_elems = x3.size
-        args.y = _fptr(y_arr)
-        args.y_elems = y_arr.size
+        args, keep = self._call_args(_abi.DecodeArgs, packed, x3, y_arr, batch, seq,
+                                     ws_bytes, threads)
         if narrow:  # x rounded to the kernel's dtype, y converted back
             xs = _to_storage(x3, info.dtype)
             args.x = _fptr(xs)
             ys = np.empty(y_arr.shape, dtype=np.uint16)
             args.y = _fptr(ys)
-        args.batch = batch
-        args.seq_len = seq
         args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
         args.k_cache = _fptr(k_cache)
         args.v_cache = _fptr(v_cache)
         args.cache_elems = k_cache.size
         args.cache_len = cache_len
-        args.workspace = ws.ctypes.data + off
-        args.workspace_bytes = ws_bytes
-        args.num_threads = threads
-        pool = self._use_shared_pool(args, threads)
         rc = self._decode(C.byref(args))
-        del pool
-        if narrow and rc == _abi.OK:
+        del keep
+        self._check_rc("decode", rc)
+        if narrow:
             y_arr[...] = _from_storage(ys, info.dtype)
-        if rc != _abi.OK:
-            raise AttncError(f"{self.name}_decode returned {rc} "
-                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
-                             f"{_isa_env_note(rc)}", rc)
         return out

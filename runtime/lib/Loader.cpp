@@ -988,24 +988,35 @@ bool Kernel::checkVariants(int64_t batch, int64_t seqLen,
   return why.empty();
 }
 
+namespace {
+/// The KV cache of a forward call (host or device pointers: only compared),
+/// checked as the glue checks it and with its codes: both caches or
+/// neither, a cache_len only with caches, two buffers, cache_len >= seq_len
+/// and a shape `lenOk` says is valid.
+int cacheCode(const void *k, const void *v, int64_t cacheLen, int64_t seqLen, bool lenOk) {
+  if ((k != nullptr) != (v != nullptr))
+    return ATTNC_ERR_NULL_ARG;
+  if (!k)
+    return ATTNC_ERR_BUFFER_SIZE; // a cache_len without caches
+  if (k == v)
+    return ATTNC_ERR_ARGS;
+  if (cacheLen < seqLen || !lenOk)
+    return ATTNC_ERR_BAD_SHAPE;
+  return ATTNC_OK;
+}
+} // namespace
+
 int Kernel::forward(const void *packed, const void *x, void *y,
                     int64_t batch, int64_t seqLen,
                     std::vector<unsigned char> &workspace, int threads,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
-  if (!forward_)
-    return ATTNC_ERR_NULL_ARG;
-  // A CUDA kernel takes device pointers: never hand it host memory.
-  if (isCuda())
-    return ATTNC_ERR_DEVICE;
-  std::string why;
-  if (!checkShape(batch, seqLen, why))
-    return ATTNC_ERR_BAD_SHAPE;
   // No variant fields: what every kernel took before the variants. A
   // cross-attention kernel needs x_kv, which this form cannot pass.
-  if (info_->features & ATTNC_FEATURE_CROSS)
-    return ATTNC_ERR_NULL_ARG;
-  return forwardChecked(packed, x, y, batch, seqLen, VariantInputs(), nullptr,
-                        workspace, threads, hook, hookCtx);
+  std::string why;
+  if (forward_ && !isCuda() && (info_->features & ATTNC_FEATURE_CROSS))
+    return checkShape(batch, seqLen, why) ? ATTNC_ERR_NULL_ARG : ATTNC_ERR_BAD_SHAPE;
+  return forward(packed, x, y, batch, seqLen, VariantInputs(), nullptr, workspace,
+                 threads, hook, hookCtx);
 }
 
 int Kernel::forward(const void *packed, const void *x, void *y,
@@ -1015,6 +1026,7 @@ int Kernel::forward(const void *packed, const void *x, void *y,
                     attnc_parallel_for_fn hook, void *hookCtx) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
+  // A CUDA kernel takes device pointers: never hand it host memory.
   if (isCuda())
     return ATTNC_ERR_DEVICE;
   std::string why;
@@ -1023,14 +1035,10 @@ int Kernel::forward(const void *packed, const void *x, void *y,
   // The KV cache's refusals carry the codes the library gives them.
   if ((info_->features & ATTNC_FEATURE_DECODE) &&
       (variants.kCache || variants.vCache || variants.cacheLen)) {
-    if ((variants.kCache != nullptr) != (variants.vCache != nullptr))
-      return ATTNC_ERR_NULL_ARG;
-    if (!variants.kCache)
-      return ATTNC_ERR_BUFFER_SIZE; // a cache_len without caches
-    if (variants.kCache == variants.vCache)
-      return ATTNC_ERR_ARGS;
-    if (variants.cacheLen < seqLen || !checkShape(batch, variants.cacheLen, why))
-      return ATTNC_ERR_BAD_SHAPE;
+    std::string w;
+    if (int rc = cacheCode(variants.kCache, variants.vCache, variants.cacheLen, seqLen,
+                           checkShape(batch, variants.cacheLen, w)))
+      return rc;
   }
   if (!checkVariants(batch, seqLen, variants, probs, why))
     return ATTNC_ERR_ARGS;
@@ -1206,15 +1214,10 @@ int Kernel::forwardDevice(const void *packed, const void *x, void *y,
   if (hasCache) {
     if (!(info_->features & ATTNC_FEATURE_DECODE))
       return ATTNC_ERR_ARGS;
-    if ((cache.kCache != nullptr) != (cache.vCache != nullptr))
-      return ATTNC_ERR_NULL_ARG;
-    if (!cache.kCache)
-      return ATTNC_ERR_BUFFER_SIZE; // a cache_len without caches
-    if (cache.kCache == cache.vCache)
-      return ATTNC_ERR_ARGS;
-    if (cache.cacheLen < seqLen || !checkShape(batch, cache.cacheLen, why) ||
-        !checkedProduct({batch, info_->kv_heads, cache.cacheLen,
-                         info_->head_dim},
+    if (int rc = cacheCode(cache.kCache, cache.vCache, cache.cacheLen, seqLen,
+                           checkShape(batch, cache.cacheLen, why)))
+      return rc;
+    if (!checkedProduct({batch, info_->kv_heads, cache.cacheLen, info_->head_dim},
                         cacheElems))
       return ATTNC_ERR_BAD_SHAPE;
   }

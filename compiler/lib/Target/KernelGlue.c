@@ -363,6 +363,52 @@ static int k_positions_ok(const int32_t *positions, int64_t batch, int64_t seq,
   return 1;
 }
 
+/* What forward and decode share once each has checked its arguments: the
+ * record's common fields, then the code path, its workspace check and the
+ * run of its phases (`decode`: the decode entry's code and phases). */
+static void k_call_init(attnc_call *c, const void *packed, const void *x, void *y,
+                        void *ws, int64_t ws_bytes, int64_t batch, int64_t seq,
+                        const int32_t *positions) {
+  memset(c, 0, sizeof(*c));
+  c->packed = (void *)packed;
+  c->x = (void *)x;
+  c->y = y;
+  c->ws = ws;
+  c->ws_bytes = ws && ws_bytes > 0 ? ws_bytes : 0;
+  c->batch = batch;
+  c->seq = seq;
+  c->kv_seq = seq;
+  c->positions = (void *)positions;
+}
+
+static int k_dispatch(const attnc_call *c, int decode, void *stream,
+                      attnc_parallel_for_fn parallel_for, void *parallel_ctx,
+                      int num_threads) {
+#ifdef K_CUDA
+  const attnc_variant *v = &k_variants[0];
+#else
+  const attnc_variant *v = k_select();
+  if (!v)
+    return ATTNC_ERR_ISA;
+#endif
+  if ((decode ? v->decode_ws : v->ws)(c) > c->ws_bytes)
+    return ATTNC_ERR_WORKSPACE;
+#ifdef K_CUDA
+  (void)parallel_for;
+  (void)parallel_ctx;
+  (void)num_threads;
+  return decode ? k_cuda_run(v->decode_tasks, K_CUDA_DECODE_ARGS_FN, K_CUDA_DECODE_ARGS,
+                             K_PHASES, K_DECODE_PHASES, c, stream)
+                : k_cuda_run(v->tasks, K_CUDA_ARGS_FN, K_CUDA_ARGS, 0, K_PHASES, c, stream);
+#else
+  (void)stream;
+  return decode ? k_run_phases(v->decode_tasks, v->decode_run, K_DECODE_PHASES, c,
+                               parallel_for, parallel_ctx, num_threads)
+                : k_run_phases(v->tasks, v->run, K_PHASES, c, parallel_for,
+                               parallel_ctx, num_threads);
+#endif
+}
+
 K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   if (!a)
     return ATTNC_ERR_NULL_ARG;
@@ -428,39 +474,18 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
   } else if (a->cache_elems || a->cache_len) {
     return ATTNC_ERR_BUFFER_SIZE;
   }
-#ifdef K_CUDA
-  const attnc_variant *v = &k_variants[0];
-#else
-  const attnc_variant *v = k_select();
-  if (!v)
-    return ATTNC_ERR_ISA;
-#endif
   attnc_call c;
-  memset(&c, 0, sizeof(c));
+  k_call_init(&c, a->packed, a->x, a->y, a->workspace, a->workspace_bytes,
+              a->batch, a->seq_len, a->positions);
   c.k_cache = a->k_cache;
   c.v_cache = a->v_cache;
   c.cache_len = a->k_cache ? a->cache_len : 0;
-  c.packed = (void *)a->packed;
-  c.x = (void *)a->x;
-  c.y = a->y;
-  c.ws = a->workspace;
-  c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
-  c.batch = a->batch;
-  c.seq = a->seq_len;
-  c.positions = (void *)a->positions;
   c.lengths = (void *)a->lengths;
   c.x_kv = (void *)a->x_kv;
   c.kv_seq = kv_seq;
   c.kv_lengths = (void *)a->kv_lengths;
   c.probs = a->probs;
-  if (v->ws(&c) > c.ws_bytes)
-    return ATTNC_ERR_WORKSPACE;
-#ifdef K_CUDA
-  return k_cuda_run(v->tasks, K_CUDA_ARGS_FN, K_CUDA_ARGS, 0, K_PHASES, &c, a->stream);
-#else
-  return k_run_phases(v->tasks, v->run, K_PHASES, &c, a->parallel_for,
-                      a->parallel_ctx, a->num_threads);
-#endif
+  return k_dispatch(&c, 0, a->stream, a->parallel_for, a->parallel_ctx, a->num_threads);
 }
 
 #if K_FEATURES & ATTNC_FEATURE_DECODE
@@ -503,35 +528,12 @@ K_EXPORT int KSYM(decode)(const attnc_decode_args *a) {
   /* Each sequence's new rows fit the cache (device positions: clamped). */
   if (!k_positions_ok(a->positions, a->batch, a->seq_len, a->cache_len))
     return ATTNC_ERR_ARGS;
-#ifdef K_CUDA
-  const attnc_variant *v = &k_variants[0];
-#else
-  const attnc_variant *v = k_select();
-  if (!v)
-    return ATTNC_ERR_ISA;
-#endif
   attnc_call c;
-  memset(&c, 0, sizeof(c));
-  c.packed = (void *)a->packed;
-  c.x = (void *)a->x;
-  c.y = a->y;
-  c.ws = a->workspace;
-  c.ws_bytes = a->workspace && a->workspace_bytes > 0 ? a->workspace_bytes : 0;
-  c.batch = a->batch;
-  c.seq = a->seq_len;
-  c.kv_seq = a->seq_len;
-  c.positions = (void *)a->positions;
+  k_call_init(&c, a->packed, a->x, a->y, a->workspace, a->workspace_bytes,
+              a->batch, a->seq_len, a->positions);
   c.k_cache = a->k_cache;
   c.v_cache = a->v_cache;
   c.cache_len = a->cache_len;
-  if (v->decode_ws(&c) > c.ws_bytes)
-    return ATTNC_ERR_WORKSPACE;
-#ifdef K_CUDA
-  return k_cuda_run(v->decode_tasks, K_CUDA_DECODE_ARGS_FN, K_CUDA_DECODE_ARGS,
-                    K_PHASES, K_DECODE_PHASES, &c, a->stream);
-#else
-  return k_run_phases(v->decode_tasks, v->decode_run, K_DECODE_PHASES, &c,
-                      a->parallel_for, a->parallel_ctx, a->num_threads);
-#endif
+  return k_dispatch(&c, 1, a->stream, a->parallel_for, a->parallel_ctx, a->num_threads);
 }
 #endif
