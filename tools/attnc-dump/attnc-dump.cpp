@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
         for (auto f : mlir::ModuleOp(v.module).getOps<mlir::func::FuncOp>())
           if (auto of = f->getAttrOfType<mlir::StringAttr>(AttnDialect::VariantOfAttrHelper::getNameStr()))
             if (of.getValue() == spec->name) {
-              auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
+              auto t = f->getAttrOfType<attnc::attn::TargetAttrInterface>(AttnDialect::TargetAttrHelper::getNameStr());
               fns.push_back({std::string("targeted[") + (t ? t.getIsa().str() : "?") + "]",
                              f.getName().str()});
             }

@@ -61,7 +61,7 @@ BlockArgument tiedArgument(Value result) {
 /// sizes and buffers are set up); `body` into the guarded compute region.
 class FunctionLowering {
 public:
-  FunctionLowering(func::FuncOp oldFn, func::FuncOp newFn, TargetAttr target)
+  FunctionLowering(func::FuncOp oldFn, func::FuncOp newFn, TargetAttrInterface target)
       : oldFn(oldFn), newFn(newFn), b(oldFn.getLoc(), newFn.getContext()),
         target(target) {}
 
@@ -94,7 +94,7 @@ private:
 
   func::FuncOp oldFn, newFn;
   ImplicitLocOpBuilder b;
-  TargetAttr target;
+  TargetAttrInterface target;
 public:
   int64_t perRowFloats = 0, buffers = 0; ///< workspace bound (see abi.h)
 private:
@@ -114,7 +114,7 @@ private:
     FunctionLowering &fl;
     explicit Phases(FunctionLowering &fl) : fl(fl) {}
     ImplicitLocOpBuilder &builder() override { return fl.b; }
-    TargetAttr target() const override { return fl.target; }
+    TargetAttrInterface target() const override { return fl.target; }
     Value buffer(Value v) override { return v ? fl.map.lookup(v) : Value(); }
     int64_t packedColumns(Value buf) override { return fl.packedCols.lookup(buf); }
   } phases{*this};
@@ -472,7 +472,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   // The CUDA target has kernels for the fused block (packed GEMMs and
   // flash attention, GpuKernels.cpp); anything else would be a host loop
   // over device memory.
-  if (attnc::isCudaName(target.getIsa())) {
+  if (isa<CudaTargetAttr>(target)) {
     if (!preCopies.lookup(op).empty())
       return op->emitOpError("the CUDA target needs the copy-free form "
                              "(attn-fuse-qkv and attn-heads-as-views)");
@@ -488,7 +488,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     if (isa<func::ReturnOp>(op)) {
       for (auto [r, out] : llvm::zip(returned, outBufs))
         if (map.lookup(r) != out &&
-            failed(attnc::buildGpuCopy(b, target, map.lookup(r), out)))
+            failed(attnc::buildGpuCopy(b, cast<CudaTargetAttr>(target), map.lookup(r), out)))
           return op->emitOpError("the CUDA target cannot copy the result to y");
       return success();
     }
@@ -622,48 +622,23 @@ LogicalResult FunctionLowering::run() {
   return success();
 }
 
-/// Whether an #attn.target (attnc-set-target's, or written by hand) fits
-/// the kernels its ISA is lowered with: an ISA from the table; for the CPU
-/// kernels GEMM blocks of whole vectors that tile a panel exactly, query
-/// tiles of whole vectors, and sizes that keep the unrolled kernels and a
-/// task's stack frame (Q^T, scores and output rows: a few MiB at most)
-/// small; for CUDA a GEMM tile its threads divide (TN = 4 adjacent columns
-/// each), at most 1024 threads per block, and shared memory within the
-/// 48 KiB a block may allocate statically.
-static LogicalResult checkTarget(func::FuncOp f, TargetAttr t) {
+/// Whether a function's target (attnc-set-target's, or written by hand) is
+/// one code path of the ISA table, of its kind: #attn.cpu_target for a CPU
+/// ISA, #attn.cuda_target for a CUDA one. What fits the kernels (tiles,
+/// threads, shared memory, unroll limits) each target attribute's own
+/// verifier checks.
+static LogicalResult checkTarget(func::FuncOp f, TargetAttrInterface t) {
   auto bad = [&](const Twine &what) {
-    return f.emitError("#attn.target of @") << f.getName() << ": " << what;
+    return f.emitError("attn.target of @") << f.getName() << ": " << what;
   };
   const attnc::IsaInfo *info = attnc::findIsa(t.getIsa());
   if (!info || info->isa == attnc::Isa::Multi)
     return bad("isa \"" + t.getIsa() + "\" is not one code path of attnc's "
                "ISA table (see `attnc --help`, --target)");
-  const int64_t vw = t.getVectorWidth(), nr = t.getGemmNr(), mr = t.getGemmMr(),
-                kc = t.getGemmKc(), nt = t.getGemmMc(), panel = t.getPanel();
-  if (info->cuda) {
-    if (!attnc::gpuGemmTileFits(t))
-      return bad("the CUDA GEMM tile (gemm_mr " + Twine(mr) + " x gemm_nr " +
-                 Twine(nr) + ", gemm_kc " + Twine(kc) + ", gemm_mc " + Twine(nt) +
-                 " threads) does not divide among its threads");
-    if (nt > 1024 || t.getAttnMq() > 1024)
-      return bad("gemm_mc and attn_mq are CUDA threads per block: at most 1024");
-    if (t.getL1Bytes() > 48 * 1024 || kc * (mr + nr) * 4 > t.getL1Bytes())
-      return bad("l1_bytes (" + Twine(t.getL1Bytes()) + ") must be at most 48 KiB "
-                 "and hold the GEMM's staged tiles (gemm_kc x (gemm_mr + gemm_nr) "
-                 "floats: " + Twine(kc * (mr + nr) * 4) + " bytes)");
-    return success();
-  }
-  if (nr % vw != 0 || panel % nr != 0)
-    return bad("gemm_nr (" + Twine(nr) + ") must be a multiple of vector_width (" +
-               Twine(vw) + ") that divides panel (" + Twine(panel) + ")");
-  if (t.getAttnMq() % vw != 0)
-    return bad("attn_mq (" + Twine(t.getAttnMq()) +
-               ") must be a multiple of vector_width (" + Twine(vw) + ")");
-  if (vw > 64 || panel > 1024 || mr > 32 || t.getAttnKr() > 32 ||
-      t.getAttnMq() > 256 || t.getAttnNk() > 1024 || kc > 4096)
-    return bad("sizes past what the CPU kernels unroll or keep on a task's "
-               "stack: vector_width <= 64, panel <= 1024, gemm_mr <= 32, "
-               "gemm_kc <= 4096, attn_kr <= 32, attn_mq <= 256, attn_nk <= 1024");
+  if (info->cuda != isa<CudaTargetAttr>(t))
+    return bad("isa \"" + t.getIsa() + "\" is a " + (info->cuda ? "CUDA" : "CPU") +
+               " code path: its target is an #attn." +
+               (info->cuda ? "cuda_target" : "cpu_target"));
   return success();
 }
 
@@ -705,9 +680,9 @@ struct AttnToLoopsPass final
         f.emitError("attn-to-loops expects a single-block function");
         return signalPassFailure();
       }
-      auto target = f->getAttrOfType<TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
+      auto target = f->getAttrOfType<TargetAttrInterface>(AttnDialect::TargetAttrHelper::getNameStr());
       if (!target) {
-        f.emitError("attn-to-loops needs the function's #attn.target (run "
+        f.emitError("attn-to-loops needs the function's attn.target (run "
                     "attnc-set-target first)");
         return signalPassFailure();
       }

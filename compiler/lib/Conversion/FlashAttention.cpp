@@ -125,7 +125,7 @@ namespace {
 /// The decode kernel's shape (buildDecodeAttention): lanes along head_dim,
 /// G query heads of one kv head per task.
 struct DecodeKernel {
-  DecodeKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q, Value k);
+  DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k);
 
   int64_t D, vl, nk;
   int64_t dv, dTail; // head_dim vectors, lanes of the last one
@@ -161,7 +161,7 @@ struct DecodeKernel {
   }
 };
 
-DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q, Value k)
+DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k)
     : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
   auto qt = cast<MemRefType>(q.getType());
   f32 = b.getF32Type();
@@ -384,7 +384,7 @@ void DecodeTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 ///
 /// Keys and values stream once from the cache, contiguous per head in the
 /// [B, Hkv, L, D] layout: the kernel is bound by that read.
-static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, TargetAttr t,
+static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
                                           Value o, Value qLens, Value kvLens,
                                           Value sinks, Value relBias,
@@ -440,7 +440,7 @@ namespace {
 ///   Vp[j/2][2c+e]   = V[j0+2(j/2)+e][c]   (lanes c, pairs of keys)
 /// m, l and the rescaling stay float32 on the unrounded scores and P.
 struct QueryBlockKernel {
-  QueryBlockKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q);
+  QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q);
 
   int64_t D, vl, mq, kr, nk;
   int64_t mv;    // query vectors per task
@@ -489,7 +489,7 @@ struct QueryBlockKernel {
   }
 };
 
-QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op, Value q)
+QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q)
     : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
   auto qt = cast<MemRefType>(q.getType());
   f32 = b.getF32Type();
@@ -1004,7 +1004,7 @@ void QueryBlockTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 
 /// The query-block kernel (the file comment): tasks of (batch, head, MQ
 /// queries).
-static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, SdpaOp op,
+static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,
                                      Value q, Value k, Value v, Value o, Value qLens,
                                      Value kvLens, Value sinks, Value relBias,
                                      TaskEmitter emit) {
@@ -1062,7 +1062,7 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, TargetAttr t, Sdpa
 }
 
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
-                                         TargetAttr t, SdpaOp op, Value q,
+                                         CpuTargetAttr t, SdpaOp op, Value q,
                                          Value k, Value v, Value o,
                                          Value qLens, Value kvLens, Value sinks,
                                          Value relBias) {
@@ -1109,7 +1109,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 // anyway). Row i of head h: visible keys [jLo, jHi) (the same range the
 // flash kernel walks), max of the scores, sum of their exponentials, then
 // the normalised weights; everything else in the row is zero.
-LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, TargetAttr, ProbsOp op, Value sinks,
+LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp op, Value sinks,
                                 Value relBias,
                                 Value q, Value k, Value p, Value qLens,
                                 Value kvLens) {

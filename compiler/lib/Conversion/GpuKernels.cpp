@@ -113,25 +113,18 @@ Value guardedLoad(ImplicitLocOpBuilder &c, Value cond, Value buf, ValueRange at)
 
 } // namespace
 
-bool attnc::gpuGemmTileFits(TargetAttr t) {
-  const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
-                NT = t.getGemmMc(), TN = 4;
-  return BN % TN == 0 && NT % (BN / TN) == 0 && BM % (NT / (BN / TN)) == 0 &&
-         (BM * BK) % NT == 0 && (BN * BK) % NT == 0;
-}
-
-void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, TargetAttr t, Value x,
+void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
                          Value wp, Value bias, Value y, int64_t n) {
   // A block computes a BM x BN tile of y; NT threads, each TM x TN outputs
   // (TN adjacent columns, so a warp's stores are contiguous). K is staged
   // through shared memory BK at a time: the x tile as [BK][BM] and the
   // weight tile as [BK][BN], read from the 32-column panels NAME_pack wrote.
-  const int64_t BM = t.getGemmMr(), BN = t.getGemmNr(), BK = t.getGemmKc(),
-                NT = t.getGemmMc(), panel = t.getPanel();
-  if (!gpuGemmTileFits(t))
-    llvm::report_fatal_error("attnc: the CUDA GEMM tile table is inconsistent "
-                             "(attn-to-loops' checkTarget should have refused it)");
-  const int64_t TN = 4, colThreads = BN / TN, TM = BM / (NT / colThreads);
+  const int64_t BM = t.getGemmTileM(), BN = t.getGemmTileN(), BK = t.getGemmTileK(),
+                NT = t.getGemmThreads(), panel = t.getPanel();
+  if (!t.gemmTileFits())
+    llvm::report_fatal_error("attnc: the CUDA GEMM tile does not divide among its "
+                             "threads (#attn.cuda_target's verifier should have refused it)");
+  const int64_t TN = t.getGemmThreadN(), colThreads = BN / TN, TM = BM / (NT / colThreads);
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);
@@ -584,7 +577,7 @@ void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
 
 } // namespace
 
-LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
+LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t,
                                        SdpaOp op, Value q, Value k, Value v,
                                        Value o, Value qLens, Value kvLens,
                                        Value sinks, Value relBias) {
@@ -598,11 +591,11 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
     // NT partial rows fit the shared memory. The decode entry's queries
     // (keys from the KV cache) are one per call on CUDA: its glue refuses
     // seq_len > 1 (K_DECODE_MAX_SEQ), so a run-time query count there is 1.
-    const int64_t NT = t.getAttnMq();
+    const int64_t NT = t.getAttnThreads();
     const bool oneQuery =
         qt.getDimSize(2) == 1 ||
         (ShapedType::isDynamic(qt.getDimSize(2)) && op.getKey().getDefiningOp<CacheAppendOp>());
-    if (oneQuery && !qLens && NT * (D + 2) * 4 <= t.getL1Bytes()) {
+    if (oneQuery && !qLens && NT * (D + 2) * 4 <= t.getSharedBytes()) {
       buildGpuDecodeAttention(b, NT, a, kvLens);
       return success();
     }
@@ -613,10 +606,10 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   // the key range its mask leaves visible (causal: up to the diagonal of
   // its last row; sliding window: from the window's start for its first).
   // K and V tiles of NK rows must fit the block's static shared memory
-  // (l1_bytes: 48 KiB): head_dim 256 stages 24 rows, 1024 six.
-  const int64_t MQ = t.getAttnMq();
+  // (shared_bytes: 48 KiB): head_dim 256 stages 24 rows, 1024 six.
+  const int64_t MQ = t.getAttnThreads();
   const int64_t NK = std::max<int64_t>(
-      1, std::min<int64_t>(t.getAttnNk(), t.getL1Bytes() / (2 * 4 * D)));
+      1, std::min<int64_t>(t.getAttnKeys(), t.getSharedBytes() / (2 * 4 * D)));
 
   Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
   Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
@@ -673,13 +666,13 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, TargetAttr t,
   return success();
 }
 
-LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, TargetAttr t,
+LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, CudaTargetAttr t,
                                   Value src, Value dst) {
   auto st = cast<MemRefType>(src.getType()), dt = cast<MemRefType>(dst.getType());
   if (st.getRank() != 3 || dt.getRank() != 3 ||
       st.getDimSize(2) != dt.getDimSize(2) || ShapedType::isDynamic(st.getDimSize(2)))
     return failure();
-  const int64_t NT = t.getGemmMc(), n = st.getDimSize(2);
+  const int64_t NT = t.getBlockThreads(), n = st.getDimSize(2);
   Value tt = dim(b, dst, 1);
   Value rows = arith::MulIOp::create(b, dim(b, dst, 0), tt);
   scf::ForallOp phase = taskLoop(b, rows, [&](ImplicitLocOpBuilder &c, Value row) {
@@ -697,12 +690,12 @@ LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, TargetAttr t,
   return success();
 }
 
-LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, TargetAttr t,
+LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, CudaTargetAttr t,
                                       Value y, Value lens) {
   auto yt = cast<MemRefType>(y.getType());
   if (yt.getRank() != 3 || ShapedType::isDynamic(yt.getDimSize(2)))
     return failure();
-  const int64_t NT = t.getGemmMc(), n = yt.getDimSize(2);
+  const int64_t NT = t.getBlockThreads(), n = yt.getDimSize(2);
   Value tt = dim(b, y, 1);
   Value rows = arith::MulIOp::create(b, dim(b, y, 0), tt);
   // One block per row of y; the rows at or past the sequence's length
@@ -725,7 +718,7 @@ LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, TargetAttr t,
   return success();
 }
 
-void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
+void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value k,
                                 Value v, Value kc, Value vc, Value lens,
                                 Value positions) {
   // One block per (sequence, kv head): rows [pos, pos + Tn) of both caches
@@ -733,7 +726,7 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, TargetAttr t, Value k,
   // the head-0 block also writes lens[b] = pos + Tn. The position is device
   // memory: clamped to [0, cache_len - Tn], so no write leaves the cache.
   // A NULL cache (forward without one) is not written.
-  const int64_t NT = t.getGemmMc();
+  const int64_t NT = t.getBlockThreads();
   Value nb = dim(b, k, 0), hkv = dim(b, k, 1), tn = dim(b, k, 2), dd = dim(b, k, 3);
   Value cacheLen = dim(b, kc, 2);
   Value elems = arith::MulIOp::create(b, tn, dd);
@@ -914,7 +907,7 @@ void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
 
 } // namespace
 
-LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, TargetAttr t, ProbsOp op,
+LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, CudaTargetAttr t, ProbsOp op,
                                    Value sinks, Value relBias, Value q, Value k, Value p,
                                    Value qLens, Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
@@ -923,7 +916,7 @@ LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, TargetAttr t, ProbsO
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
   const attnc::KeyVisibility vis = attnc::KeyVisibility::of(op);
   const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
-  const int64_t NT = t.getAttnMq();
+  const int64_t NT = t.getAttnThreads();
   Value nb = dim(b, q, 0), hq = dim(b, q, 1), tq = dim(b, q, 2);
   Value hkv = dim(b, k, 1), tkv = dim(b, k, 2);
   Value group = arith::DivUIOp::create(b, hq, hkv);
@@ -965,13 +958,13 @@ LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, TargetAttr t, ProbsO
 // attn.rope and attn.rms_norm
 //===----------------------------------------------------------------------===//
 
-void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value x,
+void attnc::buildGpuRope(ImplicitLocOpBuilder &b, CudaTargetAttr t, RopeOp op, Value x,
                          Value positions) {
   // One block per (sequence, R rows), R such that the block's R x half
   // (row, pair) items give each of the NT threads about one: an item's cos
   // and sin are computed once (in double: RopeAngles) and applied to every
   // head; consecutive threads take consecutive pairs of a row.
-  const int64_t NT = t.getGemmMc();
+  const int64_t NT = t.getBlockThreads();
   const RopeAngles ang = RopeAngles::of(b, op);
   const int64_t R = std::max<int64_t>(1, (NT + ang.half - 1) / ang.half);
   Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
@@ -1005,10 +998,10 @@ void attnc::buildGpuRope(ImplicitLocOpBuilder &b, TargetAttr t, RopeOp op, Value
   mapToBlocks(phase);
 }
 
-void attnc::buildGpuClip(ImplicitLocOpBuilder &b, TargetAttr t, ClipOp op, Value x) {
+void attnc::buildGpuClip(ImplicitLocOpBuilder &b, CudaTargetAttr t, ClipOp op, Value x) {
   // One block per (sequence, head); its NT threads stride over the T * D
   // elements (consecutive threads, consecutive columns).
-  const int64_t NT = t.getGemmMc();
+  const int64_t NT = t.getBlockThreads();
   const double limit = op.getLimit().convertToDouble();
   Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2), dd = dim(b, x, 3);
   Value n = arith::MulIOp::create(b, tt, dd);
@@ -1028,7 +1021,7 @@ void attnc::buildGpuClip(ImplicitLocOpBuilder &b, TargetAttr t, ClipOp op, Value
   mapToBlocks(phase);
 }
 
-void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, TargetAttr t, RmsNormOp op, Value x,
+void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp op, Value x,
                             Value w) {
   // One block per (sequence, row, group: one head, or all heads across):
   // NT threads stride over the group's n = heads * D elements (element e is
@@ -1043,7 +1036,7 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, TargetAttr t, RmsNormOp op,
   const double offset = op.getWeightOffset().convertToDouble();
   const int64_t heads = across && !ShapedType::isDynamic(xt.getDimSize(1)) ? xt.getDimSize(1) : 1;
   const int64_t NT =
-      std::min<int64_t>(t.getGemmMc(), std::max<int64_t>(32, (D * heads + 31) / 32 * 32));
+      std::min<int64_t>(t.getBlockThreads(), std::max<int64_t>(32, (D * heads + 31) / 32 * 32));
   Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
   Value groups = across ? idx(b, 1) : nh;
   Value per = across ? nh : idx(b, 1);

@@ -54,8 +54,8 @@ using attnc::attn::AttnDialect;
 namespace {
 
 bool isCudaFn(func::FuncOp f) {
-  auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
-  return t && attnc::isCudaName(t.getIsa());
+  return f->getAttrOfType<attnc::attn::CudaTargetAttr>(
+             AttnDialect::TargetAttrHelper::getNameStr()) != nullptr;
 }
 
 std::optional<gpu::AddressSpace> spaceOf(Type t) {
@@ -445,11 +445,11 @@ struct GpuOnHostPass final
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     llvm::StringMap<FlatSymbolRefAttr> renamed;
-    attnc::attn::TargetAttr hostTarget;
+    attnc::attn::TargetAttrInterface hostTarget;
     for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (!isCudaFn(f))
         continue;
-      auto t = f->getAttrOfType<attnc::attn::TargetAttr>(AttnDialect::TargetAttrHelper::getNameStr());
+      auto t = f->getAttrOfType<attnc::attn::TargetAttrInterface>(AttnDialect::TargetAttrHelper::getNameStr());
       std::string from = ("__" + attnc::variantSuffix(t.getIsa())).str();
       std::string name = f.getName().str();
       size_t at = name.find(from);

@@ -82,7 +82,7 @@ LogicalResult outline(func::FuncOp f) {
   auto *dialect = ctx->getLoadedDialect<AttnDialect>();
   auto target = dialect->getTargetAttrHelper().getAttr(f);
   if (!target)
-    return f.emitOpError("attnc-outline-tasks: a lowered function without #attn.target");
+    return f.emitOpError("attnc-outline-tasks: a lowered function without attn.target");
   bool decode = dialect->getEntryAttrHelper().isAttrPresent(f);
   func::FuncOp ws, tasks, run;
   // @f__ws

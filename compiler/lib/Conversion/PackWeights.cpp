@@ -66,7 +66,7 @@ struct PackWeightsPass final
               << f.getName() << " takes " << f.getFunctionType() << " but @"
               << first.getName() << " takes " << first.getFunctionType()
               << ": one packed buffer serves every code path, so their weight "
-                 "layouts (#attn.target panel) must agree";
+                 "layouts (the targets' panel) must agree";
           return signalPassFailure();
         }
     FailureOr<attnc::PackPlan> plan = attnc::computePackPlan(e.forward, *storage);

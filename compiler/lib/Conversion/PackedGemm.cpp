@@ -41,7 +41,7 @@ namespace {
 
 struct Gemm {
   ImplicitLocOpBuilder &b;
-  attnc::attn::TargetAttr t;
+  attnc::attn::CpuTargetAttr t;
   Value x, wp, bias, y, rowLens;
   int64_t n, kDim, panel, vl, nr, mr, kc;
   VectorType vt;
@@ -386,7 +386,7 @@ struct Gemm {
 
 } // namespace
 
-void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::TargetAttr t,
+void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::CpuTargetAttr t,
                             Value x, Value wp, Value bias, Value y, int64_t n,
                             Value rowLens) {
   auto wt = cast<MemRefType>(wp.getType());

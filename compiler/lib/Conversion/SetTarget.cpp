@@ -20,11 +20,13 @@ namespace attnc {
 
 using namespace mlir;
 using attnc::attn::AttnDialect;
-using attnc::attn::TargetAttr;
+using attnc::attn::CpuTargetAttr;
+using attnc::attn::CudaTargetAttr;
+using attnc::attn::TargetAttrInterface;
 using attnc::Isa;
 using attnc::IsaInfo;
 
-TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
+TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   const IsaInfo *info = findIsa(isaName);
   if (!info || info->isa == Isa::Multi)
     return {};
@@ -33,18 +35,19 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   const int64_t panel = 32;
   if (info->cuda) {
     // A CUDA block is the unit of a task. GEMM: 128 x 64 tiles of y per
-    // block (gemm_mr x gemm_nr), 256 threads (gemm_mc) of 8 x 4 outputs
-    // (32 accumulators in registers, 12 shared loads per 32 FMAs),
-    // K staged through shared memory 16 (gemm_kc) at a time. Attention:
-    // 64 queries per block (attn_mq), one thread per query, keys staged
-    // 32 (attn_nk) at a time. "l1" is the static shared memory a block may
-    // use (48 KiB), "l2" the device's L2 (A100 40 MiB, H100/H200 50 MiB).
+    // block, 256 threads of 8 x 4 outputs (4 adjacent columns: 32
+    // accumulators in registers, 12 shared loads per 32 FMAs), K staged
+    // through shared memory 16 rows at a time. Attention: 64 queries per
+    // block, one thread per query, keys staged 32 at a time. Other
+    // kernels: 256 threads. Shared memory: the 48 KiB a block may use
+    // statically; L2: the device's (A100 40 MiB, H100/H200 50 MiB).
     bool h = info->isa == Isa::CudaSm90;
-    return TargetAttr::get(ctx, info->name, info->cpu, info->features,
-                           info->vectorWidth, info->registers, panel,
-                           /*gemm_mr=*/128, /*gemm_nr=*/64, /*gemm_kc=*/16,
-                           /*gemm_mc=*/256, /*attn_mq=*/64, /*attn_kr=*/1,
-                           /*attn_nk=*/32, 48 << 10, (h ? 50 : 40) << 20);
+    return CudaTargetAttr::get(ctx, info->name, info->cpu, info->features, panel,
+                               /*gemm_tile_m=*/128, /*gemm_tile_n=*/64,
+                               /*gemm_tile_k=*/16, /*gemm_threads=*/256,
+                               /*gemm_thread_n=*/4, /*attn_threads=*/64,
+                               /*attn_keys=*/32, /*block_threads=*/256,
+                               /*shared_bytes=*/48 << 10, (h ? 50 : 40) << 20);
   }
   // Caches of the machines we measure on (48 KiB L1d, 1-2 MiB L2).
   const int64_t l1 = 48 << 10, l2 = 2 << 20;
@@ -71,9 +74,9 @@ TargetAttr attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   // the l1 above), where AVX-512 ran 2% slower with 128. SSE2 follows AVX2
   // (not measured).
   int64_t kc = nr < panel ? 128 : 256;
-  return TargetAttr::get(ctx, info->name, cpu, info->features, vw, regs, panel,
-                         mr, nr, /*gemm_kc=*/kc, /*gemm_mc=*/8 * mr, mq, kr,
-                         /*attn_nk=*/128, l1, l2);
+  return CpuTargetAttr::get(ctx, info->name, cpu, info->features, vw, regs, panel,
+                            mr, nr, /*gemm_kc=*/kc, /*gemm_mc=*/8 * mr, mq, kr,
+                            /*attn_nk=*/128, l1, l2);
 }
 
 namespace {

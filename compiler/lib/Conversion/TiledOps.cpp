@@ -30,8 +30,9 @@ namespace {
 
 Value optional(PhaseContext &ctx, Value v) { return v ? ctx.buffer(v) : Value(); }
 
-/// A CUDA code path: phases are grids of blocks of threads.
-bool isCuda(PhaseContext &ctx) { return attnc::isCudaName(ctx.target().getIsa()); }
+/// A CUDA code path (#attn.cuda_target): phases are grids of blocks of
+/// threads; else a CPU one (#attn.cpu_target).
+bool isCuda(PhaseContext &ctx) { return static_cast<bool>(ctx.cudaTarget()); }
 
 struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
   bool canTile(Operation *op, PhaseContext &ctx) const {
@@ -49,10 +50,10 @@ struct LinearModel : TiledOpInterface::ExternalModel<LinearModel, LinearOp> {
     if (isCuda(ctx)) {
       // Every row is computed (rows past a sequence's length are masked
       // later; the GEMM does not skip them).
-      attnc::buildGpuGemm(ctx.builder(), ctx.target(), in, w, bias, out,
+      attnc::buildGpuGemm(ctx.builder(), ctx.cudaTarget(), in, w, bias, out,
                           ctx.packedColumns(w));
     } else {
-      attnc::buildPackedGemm(ctx.builder(), ctx.target(), in, w, bias, out,
+      attnc::buildPackedGemm(ctx.builder(), ctx.cpuTarget(), in, w, bias, out,
                              ctx.packedColumns(w), optional(ctx, l.getRowLens()));
     }
     return success();
@@ -64,12 +65,12 @@ struct SdpaModel : TiledOpInterface::ExternalModel<SdpaModel, SdpaOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto s = cast<SdpaOp>(op);
     if (isCuda(ctx))
-      return attnc::buildGpuAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
+      return attnc::buildGpuAttention(ctx.builder(), ctx.cudaTarget(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
                                       optional(ctx, s.getKvLens()), optional(ctx, s.getSinks()),
                                       optional(ctx, s.getRelBias()));
-    return attnc::buildFlashAttention(ctx.builder(), ctx.target(), s, ctx.buffer(s.getQuery()),
+    return attnc::buildFlashAttention(ctx.builder(), ctx.cpuTarget(), s, ctx.buffer(s.getQuery()),
                                       ctx.buffer(s.getKey()), ctx.buffer(s.getValue()),
                                       ctx.buffer(s.getResult()), optional(ctx, s.getQLens()),
                                       optional(ctx, s.getKvLens()),
@@ -83,11 +84,11 @@ struct ProbsModel : TiledOpInterface::ExternalModel<ProbsModel, ProbsOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto p = cast<ProbsOp>(op);
     if (isCuda(ctx))
-      return attnc::buildGpuProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+      return attnc::buildGpuProbs(ctx.builder(), ctx.cudaTarget(), p, optional(ctx, p.getSinks()),
                                   optional(ctx, p.getRelBias()), ctx.buffer(p.getQuery()),
                                   ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
                                   optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
-    return attnc::buildProbs(ctx.builder(), ctx.target(), p, optional(ctx, p.getSinks()),
+    return attnc::buildProbs(ctx.builder(), ctx.cpuTarget(), p, optional(ctx, p.getSinks()),
                              optional(ctx, p.getRelBias()),
                              ctx.buffer(p.getQuery()),
                              ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
@@ -104,7 +105,7 @@ struct CacheAppendModel
     Value kc = ctx.buffer(a.getKeyCache()), vc = ctx.buffer(a.getValueCache());
     Value lens = ctx.buffer(a.getLens()), pos = optional(ctx, a.getPositions());
     if (isCuda(ctx))
-      attnc::buildGpuCacheAppend(ctx.builder(), ctx.target(), k, v, kc, vc, lens, pos);
+      attnc::buildGpuCacheAppend(ctx.builder(), ctx.cudaTarget(), k, v, kc, vc, lens, pos);
     else
       attnc::buildCacheAppend(ctx.builder(), k, v, kc, vc, lens, pos);
     return success();
@@ -120,7 +121,7 @@ struct MaskRowsModel : TiledOpInterface::ExternalModel<MaskRowsModel, MaskRowsOp
       attnc::buildMaskRows(ctx.builder(), y, lens);
       return success();
     }
-    if (failed(attnc::buildGpuMaskRows(ctx.builder(), ctx.target(), y, lens)))
+    if (failed(attnc::buildGpuMaskRows(ctx.builder(), ctx.cudaTarget(), y, lens)))
       return op->emitOpError("the CUDA target needs a [B, T, N] result");
     return success();
   }
@@ -131,7 +132,7 @@ struct RopeModel : TiledOpInterface::ExternalModel<RopeModel, RopeOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RopeOp>(op);
     if (isCuda(ctx))
-      attnc::buildGpuRope(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+      attnc::buildGpuRope(ctx.builder(), ctx.cudaTarget(), r, ctx.buffer(r.getResult()),
                           optional(ctx, r.getPositions()));
     else
       attnc::buildRope(ctx.builder(), r, ctx.buffer(r.getResult()),
@@ -145,7 +146,7 @@ struct RmsNormModel : TiledOpInterface::ExternalModel<RmsNormModel, RmsNormOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto r = cast<RmsNormOp>(op);
     if (isCuda(ctx))
-      attnc::buildGpuRmsNorm(ctx.builder(), ctx.target(), r, ctx.buffer(r.getResult()),
+      attnc::buildGpuRmsNorm(ctx.builder(), ctx.cudaTarget(), r, ctx.buffer(r.getResult()),
                              ctx.buffer(r.getWeight()));
     else
       attnc::buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
@@ -159,7 +160,7 @@ struct ClipModel : TiledOpInterface::ExternalModel<ClipModel, ClipOp> {
   LogicalResult buildTiledPhases(Operation *op, PhaseContext &ctx) const {
     auto c = cast<ClipOp>(op);
     if (isCuda(ctx))
-      attnc::buildGpuClip(ctx.builder(), ctx.target(), c, ctx.buffer(c.getResult()));
+      attnc::buildGpuClip(ctx.builder(), ctx.cudaTarget(), c, ctx.buffer(c.getResult()));
     else
       attnc::buildClip(ctx.builder(), c, ctx.buffer(c.getResult()));
     return success();

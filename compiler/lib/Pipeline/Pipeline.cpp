@@ -53,8 +53,8 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
       {"fused", "attn-fuse-qkv: one QKV projection + slices", true},
       {"viewed", "attn-heads-as-views: slices and head split/merge as strided "
                  "views", true},
-      {"targeted", "attnc-set-target: the target description (#attn.target: "
-                   "ISA, registers, tiles, caches) on one function per code "
+      {"targeted", "attnc-set-target: the target description (attn.target, a "
+                   "#attn.cpu_target or #attn.cuda_target: ISA, tiles, caches) on one function per code "
                    "path; the tiling happens in `loops`", true},
       {"loops", "attn-to-loops + attnc-outline-tasks: buffers in a caller "
                 "workspace, packed-panel GEMMs and flash attention as "

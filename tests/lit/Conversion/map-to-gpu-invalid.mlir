@@ -5,17 +5,17 @@
 // CHECK: error: 'memref.store' op attnc-map-to-gpu: a write outside a thread region would run once per thread
 module attributes {attn.spec_name = "t", attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "cuda-sm90", ws = @k__cuda_sm90__ws, tasks = @k__cuda_sm90__tasks, run = @k__cuda_sm90__run>]>} {
   func.func @k__cuda_sm90__ws(%a: memref<?xf32>) -> index
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index
     return %c0 : index
   }
   func.func @k__cuda_sm90__tasks(%a: memref<?xf32>, %phase: index) -> index
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index
     return %c0 : index
   }
   func.func @k__cuda_sm90__run(%a: memref<?xf32>, %phase: index, %lo: index, %hi: index)
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c1 = arith.constant 1 : index
     %f = arith.constant 1.0 : f32
     scf.index_switch %phase

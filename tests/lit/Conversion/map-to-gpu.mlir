@@ -32,7 +32,7 @@
 // RUN: attnc-opt %s --attnc-gpu-on-host | FileCheck %s --check-prefix=HOST
 // HOST: module attributes {attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "host", ws = @k__host__ws, tasks = @k__host__tasks, run = @k__host__run>]>
 // HOST: func.func @k__host__tasks(
-// HOST: func.func @k__host__run({{.*}}attn.target = #attn.target<isa = "host"
+// HOST: func.func @k__host__run({{.*}}attn.target = #attn.cpu_target<isa = "host"
 // HOST-DAG: memref.alloca() : memref<4xf32>
 // HOST-DAG: memref.alloca() : memref<4x2xf32>
 // HOST: scf.for %[[T:.*]] = %c0{{.*}} to %c4{{.*}} step %c1
@@ -40,18 +40,18 @@
 // HOST-NOT: #gpu.address_space
 module attributes {attn.spec_name = "t", attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry = "forward", isa = "cuda-sm90", ws = @k__cuda_sm90__ws, tasks = @k__cuda_sm90__tasks, run = @k__cuda_sm90__run>]>} {
   func.func @k__cuda_sm90__ws(%a: memref<?xf32>) -> index
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index
     return %c0 : index
   }
   func.func @k__cuda_sm90__tasks(%a: memref<?xf32>, %phase: index) -> index
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index
     %n = memref.dim %a, %c0 : memref<?xf32>
     return %n : index
   }
   func.func @k__cuda_sm90__run(%a: memref<?xf32>, %phase: index, %lo: index, %hi: index)
-      attributes {attn.target = #attn.target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", vector_width = 1, registers = 255, panel = 32, gemm_mr = 128, gemm_nr = 64, gemm_kc = 16, gemm_mc = 256, attn_mq = 64, attn_kr = 1, attn_nk = 32, l1_bytes = 49152, l2_bytes = 52428800>} {
+      attributes {attn.target = #attn.cuda_target<isa = "cuda-sm90", cpu = "sm_90", features = "+ptx78", panel = 32, gemm_tile_m = 128, gemm_tile_n = 64, gemm_tile_k = 16, gemm_threads = 256, gemm_thread_n = 4, attn_threads = 64, attn_keys = 32, block_threads = 256, shared_bytes = 49152, l2_bytes = 52428800>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index

@@ -18,7 +18,7 @@ namespace attnc {
 
 /// The target description of a code path's ISA name (x86-avx512, x86-avx2,
 /// x86-64, host, cuda-sm80, cuda-sm90); null for an unknown name or multi.
-attn::TargetAttr targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
+attn::TargetAttrInterface targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
 
 /// Attaches attn::TiledOpInterface to the computing attn ops (the kernels
 /// of TiledOps.cpp); attn-to-loops adds it to its context itself.

@@ -8,7 +8,8 @@ def AttnSetTargetPass : Pass<"attnc-set-target", "mlir::ModuleOp"> {
   let summary = "Resolve the target description and attach it to each attn function";
   let description = [{
     Chooses the instruction set(s) and the tile sizes the lowering uses and
-    records them as `attn.target = #attn.target<...>` on every function
+    records them as `attn.target = #attn.cpu_target<...>` (a CUDA isa:
+    `#attn.cuda_target<...>`) on every function
     that holds attn ops. With `isa=multi` (attnc's default) each such
     function @f is cloned into @f__avx512 and @f__avx2, one per code path
     of the library; otherwise it is renamed to @f__<isa>. From here on the
@@ -41,7 +42,7 @@ def AttnOutlineTasksPass : Pass<"attnc-outline-tasks", "mlir::ModuleOp"> {
     `attn.entry_points = #attn.entry_points<paths = [#attn.code_path<entry
     = "forward" | "decode", isa = ..., ws = @f__ws, tasks = @f__tasks,
     run = @f__run>, ...]>` (the entry from `attn.entry`, the isa from
-    #attn.target): later passes and the back end find the functions there.
+    attn.target): later passes and the back end find the functions there.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
@@ -71,7 +72,7 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
 
     Each computing op becomes one top-level `scf.forall` of independent
     tasks (a phase), built through `attn::TiledOpInterface` from the
-    function's `#attn.target`: register-blocked GEMMs over packed panels,
+    function's `attn.target`: register-blocked GEMMs over packed panels,
     flash attention with an online softmax over key blocks whose range
     comes from the mask (no T x T matrix), a decode kernel for one query
     row, and on CUDA targets the GPU-shaped kernels (thread regions) that
@@ -141,7 +142,7 @@ def AttnStripGpuSpacesPass : Pass<"attnc-gpu-on-host", "mlir::ModuleOp"> {
     For `attnc-dump --check --target cuda-*`: drops the GPU memory spaces
     of the workgroup/private buffers and the thread/block mappings, and
     renames the CUDA code path @f__cuda_smXY__* to the host's @f__host__*
-    with the host's #attn.target (and the entry table with them), so the
+    with the host's #attn.cpu_target (and the entry table with them), so the
     CPU back end compiles the tiled
     GPU loops as they are and they run sequentially (which is their
     meaning: thread regions one after another).

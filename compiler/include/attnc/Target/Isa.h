@@ -50,7 +50,7 @@ const IsaInfo *findIsa(llvm::StringRef name);
 bool parseIsa(const std::string &s, Isa &out);
 inline const char *isaName(Isa isa) { return isaInfo(isa).name; }
 inline bool isCuda(Isa isa) { return isaInfo(isa).cuda; }
-/// Whether the ISA named `name` (an #attn.target's isa) is a CUDA one.
+/// Whether the ISA named `name` (an attn.target's isa) is a CUDA one.
 inline bool isCudaName(llvm::StringRef name) {
   const IsaInfo *i = findIsa(name);
   return i && i->cuda;

@@ -87,7 +87,7 @@ struct ForwardArg {
 /// One code path of one entry: its functions, as the module's entry table
 /// (`attn.entry_points`) names them.
 struct CodePathSymbols {
-  std::string isa;        ///< the ABI name of the path's #attn.target
+  std::string isa;        ///< the ABI name of the path's attn.target
   bool decode = false;    ///< the decode entry's (else forward's)
   std::string ws, tasks;  ///< workspace bytes; tasks of a phase
   std::string run;        ///< a range of a phase's tasks (empty on CUDA)

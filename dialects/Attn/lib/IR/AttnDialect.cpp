@@ -15,6 +15,7 @@ using namespace attnc::attn;
 
 #include "attnc/Dialect/Attn/IR/AttnDialect.cpp.inc"
 #include "attnc/Dialect/Attn/IR/AttnEnums.cpp.inc"
+#include "attnc/Dialect/Attn/IR/AttnTargetInterface.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/Attn/IR/AttnAttrs.cpp.inc"
 
@@ -33,31 +34,99 @@ void AttnDialect::initialize() {
 // Target description
 //===----------------------------------------------------------------------===//
 
-LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 StringRef isa, StringRef, StringRef,
-                                 int64_t vectorWidth, int64_t registers,
-                                 int64_t panel, int64_t gemmMr, int64_t gemmNr,
-                                 int64_t gemmKc, int64_t gemmMc, int64_t attnMq,
-                                 int64_t attnKr, int64_t attnNk, int64_t l1Bytes,
-                                 int64_t l2Bytes) {
+namespace {
+/// Each size is a loop step, a divisor or a buffer size somewhere: 0 would
+/// be an endless loop or a division by zero in the generated code. The
+/// upper bounds keep the builders' products (tile x tile, count + size)
+/// far from int64 overflow.
+LogicalResult checkSizes(function_ref<InFlightDiagnostic()> emitError, StringRef attr,
+                         StringRef isa,
+                         ArrayRef<std::tuple<const char *, int64_t, int64_t>> sizes) {
   if (isa.empty())
-    return emitError() << "#attn.target: isa must not be empty";
-  // Each is a loop step, a divisor or a buffer size somewhere: 0 would be
-  // an endless loop or a division by zero in the generated code. The upper
-  // bounds keep the builders' products (tile x tile, count + size) far from
-  // int64 overflow; what fits an ISA's kernels is attn-to-loops' check.
-  constexpr int64_t kMaxSize = int64_t(1) << 20, kMaxCache = int64_t(1) << 40;
-  const std::tuple<const char *, int64_t, int64_t> sizes[] = {
-      {"vector_width", vectorWidth, kMaxSize}, {"registers", registers, kMaxSize},
-      {"panel", panel, kMaxSize},              {"gemm_mr", gemmMr, kMaxSize},
-      {"gemm_nr", gemmNr, kMaxSize},           {"gemm_kc", gemmKc, kMaxSize},
-      {"gemm_mc", gemmMc, kMaxSize},           {"attn_mq", attnMq, kMaxSize},
-      {"attn_kr", attnKr, kMaxSize},           {"attn_nk", attnNk, kMaxSize},
-      {"l1_bytes", l1Bytes, kMaxCache},        {"l2_bytes", l2Bytes, kMaxCache}};
+    return emitError() << "#attn." << attr << ": isa must not be empty";
   for (auto [name, value, most] : sizes)
     if (value < 1 || value > most)
-      return emitError() << "#attn.target: " << name << " must be in [1, "
+      return emitError() << "#attn." << attr << ": " << name << " must be in [1, "
                          << most << "], found " << value;
+  return success();
+}
+constexpr int64_t kMaxSize = int64_t(1) << 20, kMaxCache = int64_t(1) << 40;
+} // namespace
+
+LogicalResult CpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    StringRef isa, StringRef, StringRef,
+                                    int64_t vw, int64_t registers, int64_t panel,
+                                    int64_t mr, int64_t nr, int64_t kc, int64_t mc,
+                                    int64_t mq, int64_t kr, int64_t nk, int64_t l1Bytes,
+                                    int64_t l2Bytes) {
+  if (failed(checkSizes(emitError, "cpu_target", isa,
+                        {{"vector_width", vw, kMaxSize}, {"registers", registers, kMaxSize},
+                         {"panel", panel, kMaxSize},     {"gemm_mr", mr, kMaxSize},
+                         {"gemm_nr", nr, kMaxSize},      {"gemm_kc", kc, kMaxSize},
+                         {"gemm_mc", mc, kMaxSize},      {"attn_mq", mq, kMaxSize},
+                         {"attn_kr", kr, kMaxSize},      {"attn_nk", nk, kMaxSize},
+                         {"l1_bytes", l1Bytes, kMaxCache}, {"l2_bytes", l2Bytes, kMaxCache}})))
+    return failure();
+  // The CPU kernels: GEMM blocks of whole vectors that tile a panel
+  // exactly, query tiles of whole vectors, and sizes that keep the
+  // unrolled kernels and a task's stack frame (Q^T, scores and output
+  // rows: a few MiB at most) small.
+  if (nr % vw != 0 || panel % nr != 0)
+    return emitError() << "#attn.cpu_target: gemm_nr (" << nr
+                       << ") must be a multiple of vector_width (" << vw
+                       << ") that divides panel (" << panel << ")";
+  if (mq % vw != 0)
+    return emitError() << "#attn.cpu_target: attn_mq (" << mq
+                       << ") must be a multiple of vector_width (" << vw << ")";
+  if (vw > 64 || panel > 1024 || mr > 32 || kr > 32 || mq > 256 || nk > 1024 || kc > 4096)
+    return emitError() << "#attn.cpu_target: sizes past what the CPU kernels unroll or "
+                          "keep on a task's stack: vector_width <= 64, panel <= 1024, "
+                          "gemm_mr <= 32, gemm_kc <= 4096, attn_kr <= 32, attn_mq <= "
+                          "256, attn_nk <= 1024";
+  return success();
+}
+
+bool CudaTargetAttr::gemmTileFits() const {
+  const int64_t BM = getGemmTileM(), BN = getGemmTileN(), BK = getGemmTileK(),
+                NT = getGemmThreads(), TN = getGemmThreadN();
+  return BN % TN == 0 && NT % (BN / TN) == 0 && BM % (NT / (BN / TN)) == 0 &&
+         (BM * BK) % NT == 0 && (BN * BK) % NT == 0;
+}
+
+LogicalResult CudaTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     StringRef isa, StringRef, StringRef, int64_t panel,
+                                     int64_t bm, int64_t bn, int64_t bk, int64_t nt,
+                                     int64_t tn, int64_t attnThreads, int64_t attnKeys,
+                                     int64_t blockThreads, int64_t sharedBytes,
+                                     int64_t l2Bytes) {
+  if (failed(checkSizes(emitError, "cuda_target", isa,
+                        {{"panel", panel, kMaxSize},
+                         {"gemm_tile_m", bm, kMaxSize},
+                         {"gemm_tile_n", bn, kMaxSize},
+                         {"gemm_tile_k", bk, kMaxSize},
+                         {"gemm_threads", nt, kMaxSize},
+                         {"gemm_thread_n", tn, kMaxSize},
+                         {"attn_threads", attnThreads, kMaxSize},
+                         {"attn_keys", attnKeys, kMaxSize},
+                         {"block_threads", blockThreads, kMaxSize},
+                         {"shared_bytes", sharedBytes, kMaxCache},
+                         {"l2_bytes", l2Bytes, kMaxCache}})))
+    return failure();
+  if (nt > 1024 || attnThreads > 1024 || blockThreads > 1024)
+    return emitError() << "#attn.cuda_target: gemm_threads, attn_threads and "
+                          "block_threads are threads per block: at most 1024";
+  const bool fits = bn % tn == 0 && nt % (bn / tn) == 0 && bm % (nt / (bn / tn)) == 0 &&
+                    (bm * bk) % nt == 0 && (bn * bk) % nt == 0;
+  if (!fits)
+    return emitError() << "#attn.cuda_target: the GEMM tile (gemm_tile_m " << bm
+                       << " x gemm_tile_n " << bn << ", gemm_tile_k " << bk << ", "
+                       << nt << " threads of " << tn
+                       << " columns) does not divide among its threads";
+  if (sharedBytes > 48 * 1024 || bk * (bm + bn) * 4 > sharedBytes)
+    return emitError() << "#attn.cuda_target: shared_bytes (" << sharedBytes
+                       << ") must be at most 48 KiB and hold the GEMM's staged tiles "
+                          "(gemm_tile_k x (gemm_tile_m + gemm_tile_n) floats: "
+                       << bk * (bm + bn) * 4 << " bytes)";
   return success();
 }
 

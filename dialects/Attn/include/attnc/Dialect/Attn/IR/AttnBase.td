@@ -11,6 +11,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "attnc/Dialect/Attn/IR/AttnTargetInterface.td"
 
 def Attn_Dialect : Dialect {
   let name = "attn";
@@ -44,7 +45,7 @@ def Attn_Dialect : Dialect {
     "::mlir::ArrayAttr":$weight_storage,      // the checkpoint tensors (PackPlan.cpp)
     "::attnc::attn::EntryPointsAttr":$entry_points, // the lowered entry points
     // On functions.
-    "::attnc::attn::TargetAttr":$target,      // the code path's target (attnc-set-target)
+    "::attnc::attn::TargetAttrInterface":$target, // the code path's target (attnc-set-target)
     "::mlir::StringAttr":$variant_of,         // the entry a code path was cloned from
     "::mlir::StringAttr":$entry,              // "decode" on the decode entry
     "::mlir::IntegerAttr":$phases,            // task phases of a run/tasks function
@@ -108,9 +109,10 @@ def Attn_HeadLayoutAttr : EnumAttr<Attn_Dialect, Attn_HeadLayout, "layout">;
 // Target description
 //===----------------------------------------------------------------------===//
 
-def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
-  let mnemonic = "target";
-  let summary = "What the back half lowers for: ISA, registers, tiles, caches";
+/// A CPU code path (x86-avx512, x86-avx2, x86-64, host).
+def Attn_CpuTargetAttr : AttrDef<Attn_Dialect, "CpuTarget", [Attn_TargetAttrInterface]> {
+  let mnemonic = "cpu_target";
+  let summary = "A CPU code path's target: ISA, registers, GEMM and attention tiles, caches";
   let description = [{
     Resolved once, before lowering (`attnc-set-target`), and attached to
     every function it applies to as `attn.target`; the lowering reads its
@@ -119,16 +121,19 @@ def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
     host); `cpu` and `features` go to LLVM for the function.
 
     GEMM micro-kernel: `gemm_mr` rows x `gemm_nr` columns of accumulators
-    (`gemm_nr` a multiple of `vector_width`, at most `panel`), over weights
-    packed in panels of `panel` columns; `gemm_kc` rows of a panel per
-    cache block; `gemm_mc` rows per task.
+    (`gemm_nr` a multiple of `vector_width` that divides `panel`), over
+    weights packed in panels of `panel` columns; `gemm_kc` rows of a panel
+    per cache block; `gemm_mc` rows per task.
     Attention: `attn_mq` queries per task (a multiple of `vector_width`),
     `attn_kr` keys per score micro-kernel, `attn_nk` keys per block of the
-    online softmax.
+    online softmax. `l1_bytes`, `l2_bytes`: the caches the blocks are sized
+    for.
 
-    The verifier asks for a non-empty `isa` and every size >= 1; whether
-    the sizes fit together for the ISA's kernels is checked by
-    attn-to-loops, which knows the ISA table.
+    The verifier asks for a non-empty `isa`, every size >= 1, the
+    divisibility above and the sizes the kernels unroll or keep on a task's
+    stack (vector_width <= 64, panel <= 1024, gemm_mr <= 32, gemm_kc <=
+    4096, attn_kr <= 32, attn_mq <= 256, attn_nk <= 1024); that `isa` is a
+    CPU code path of the ISA table is attn-to-loops' check.
   }];
   let genVerifyDecl = 1;
   let parameters = (ins
@@ -150,6 +155,55 @@ def Attn_TargetAttr : AttrDef<Attn_Dialect, "Target"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+/// A CUDA code path (cuda-sm80, cuda-sm90).
+def Attn_CudaTargetAttr : AttrDef<Attn_Dialect, "CudaTarget", [Attn_TargetAttrInterface]> {
+  let mnemonic = "cuda_target";
+  let summary = "A CUDA code path's target: chip, threads per block, tiles, shared memory";
+  let description = [{
+    A CUDA block is the unit of a task. `cpu` is the chip (sm_90) and
+    `features` the PTX version for LLVM's NVPTX back end; `panel` the
+    weights' panel width (the CPU paths' too: one NAME_pack serves all).
+
+    GEMM: a block computes a `gemm_tile_m` x `gemm_tile_n` tile of y with
+    `gemm_threads` threads; gemm_tile_n / gemm_thread_n threads share a
+    row band, each computing `gemm_thread_n` adjacent columns (a warp's
+    stores are contiguous) of the band's rows, so the tile must divide
+    among the threads. K is staged through shared memory `gemm_tile_k`
+    rows at a time. Attention: `attn_threads` queries
+    per block, one thread each, keys staged `attn_keys` rows at a time.
+    `block_threads`: the threads of the other kernels (copies, masks,
+    rotary, norms). `shared_bytes`: the static shared memory a block may
+    use (at most 48 KiB, and at least the GEMM's staged tiles);
+    `l2_bytes`: the device's L2.
+
+    The verifier asks for a non-empty `isa`, every size >= 1, at most 1024
+    threads per block, a GEMM tile its threads divide and shared memory
+    that holds the staged GEMM tiles.
+  }];
+  let genVerifyDecl = 1;
+  let parameters = (ins
+    StringRefParameter<>:$isa,
+    StringRefParameter<>:$cpu,
+    StringRefParameter<>:$features,
+    "int64_t":$panel,
+    "int64_t":$gemm_tile_m,
+    "int64_t":$gemm_tile_n,
+    "int64_t":$gemm_tile_k,
+    "int64_t":$gemm_threads,
+    "int64_t":$gemm_thread_n,
+    "int64_t":$attn_threads,
+    "int64_t":$attn_keys,
+    "int64_t":$block_threads,
+    "int64_t":$shared_bytes,
+    "int64_t":$l2_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// Whether the GEMM tile divides among its threads (each
+    /// gemm_thread_n adjacent columns) and its staged tiles load evenly.
+    bool gemmTileFits() const;
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
@@ -159,7 +213,7 @@ def Attn_CodePathAttr : AttrDef<Attn_Dialect, "CodePath"> {
   let summary = "The lowered functions of one entry on one code path";
   let description = [{
     attnc-outline-tasks splits a lowered entry (`forward` or `decode`) of
-    one code path (`isa`, the ABI name of its #attn.target) into the
+    one code path (`isa`, the ABI name of its attn.target) into the
     functions the C entry points call: `ws` (workspace bytes), `tasks`
     (tasks of a phase) and `run` (a range of a phase's tasks). On CUDA,
     attnc-map-to-gpu replaces `run` by `kernels`, one gpu.func per phase,

@@ -14,8 +14,11 @@
 
 #include "attnc/Dialect/Attn/IR/AttnEnums.h.inc"
 
-// The attribute classes first: the dialect's discardable-attribute helpers
+// The target attribute interface, then the attribute classes (which
+// implement it), then the dialect: the dialect's discardable-attribute helpers
 // (AttnBase.td, discardableAttrs) name two of them.
+#include "attnc/Dialect/Attn/IR/AttnTargetInterface.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/Attn/IR/AttnAttrs.h.inc"
 

@@ -16,8 +16,12 @@ public:
   virtual ~PhaseContext();
   /// Builder at the point where the op's phases go.
   virtual mlir::ImplicitLocOpBuilder &builder() = 0;
-  /// The code path's target description.
-  virtual TargetAttr target() const = 0;
+  /// The code path's target description (#attn.cpu_target or
+  /// #attn.cuda_target).
+  virtual TargetAttrInterface target() const = 0;
+  /// The target if it is a CUDA one (else null), and if it is a CPU one.
+  CudaTargetAttr cudaTarget() const { return llvm::dyn_cast<CudaTargetAttr>(target()); }
+  CpuTargetAttr cpuTarget() const { return llvm::dyn_cast<CpuTargetAttr>(target()); }
   /// The buffer (memref) an operand or result of the op lives in; null for
   /// a null value (an absent optional operand).
   virtual mlir::Value buffer(mlir::Value tensorValue) = 0;

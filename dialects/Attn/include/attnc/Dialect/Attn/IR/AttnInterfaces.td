@@ -8,7 +8,7 @@ def Attn_TiledOpInterface : OpInterface<"TiledOpInterface"> {
   let cppNamespace = "::attnc::attn";
   let description = [{
     An op that attn-to-loops lowers to phases of independent tasks (tiles),
-    shaped by the function's #attn.target: attn.linear over packed weights
+    shaped by the function's attn.target: attn.linear over packed weights
     (batch x row block x panel group), attn.sdpa (batch x head x query
     block, flash attention over the mask's key range), attn.probs,
     attn.cache_append, attn.mask_rows. The models live with the kernel
