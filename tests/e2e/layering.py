@@ -17,11 +17,15 @@ import sys
 # Folder -> the attnc header folders its sources may include.
 # "Dialect" is dialects/Attn (attnc/Dialect/...); "runtime" the runtime's
 # headers, split below into its core and its tooling.
+# A key is a folder of compiler/lib (with compiler/include/attnc/<key> its
+# public headers, if any).
 COMPILER = {
     "Spec": {"Spec", "runtime"},
     "Target": {"Target", "Spec", "Dialect", "runtime"},
     "FrontEnd": {"FrontEnd", "Spec", "Target", "Dialect"},
-    "Conversion": {"Conversion", "Target", "Dialect"},
+    "Conversion/Common": {"Conversion", "Target", "Dialect"},
+    "Conversion/Cpu": {"Conversion", "Target", "Dialect"},
+    "Conversion/Cuda": {"Conversion", "Target", "Dialect"},
     "Pipeline": {"Pipeline", "FrontEnd", "Conversion", "Target", "Spec", "Dialect"},
     "Support": {"Support", "Conversion", "Dialect"},
     "Eval": {"Eval", "Pipeline", "Target", "Spec", "Dialect", "runtime"},
@@ -35,6 +39,12 @@ RUNTIME_CORE_HEADERS = {"Block.h", "Checked.h", "Checksum.h", "Cuda.h", "Files.h
                         "Limits.h", "Runtime.h", "abi.h", "attnrt_c.h",
                         "thread_pool.inc", "cuda_driver.inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"attnc/([A-Za-z]+)/([^"]+)"', re.M)
+# Conversion's private headers, by folder: Common reaches a target's
+# kernels only through attn::TargetKernelsInterface, and the CPU and CUDA
+# kernels do not see each other.
+PRIVATE = re.compile(r'^\s*#\s*include\s+"(Common|Cpu|Cuda)/([^"]+)"', re.M)
+PRIVATE_ALLOWED = {"Conversion/Common": set(), "Conversion/Cpu": {"Common"},
+                   "Conversion/Cuda": {"Common"}}
 
 
 def includes(path):
@@ -42,10 +52,19 @@ def includes(path):
         return INCLUDE.findall(f.read())
 
 
+def private_includes(path):
+    with open(path, encoding="utf-8") as f:
+        return PRIVATE.findall(f.read())
+
+
 def main():
     root = sys.argv[1]
     bad, files = [], 0
+    if os.path.isfile(os.path.join(root, "compiler/lib/Conversion/AttnToLoops.cpp")):
+        bad.append("compiler/lib/Conversion: sources belong in Common/, Cpu/ or Cuda/")
     for folder, allowed in COMPILER.items():
+        if not os.path.isdir(os.path.join(root, "compiler/lib", folder)):
+            bad.append(f"compiler/lib/{folder}: missing (layering.py's folder list is stale)")
         for base in (os.path.join(root, "compiler/lib", folder),
                      os.path.join(root, "compiler/include/attnc", folder)):
             for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -57,6 +76,10 @@ def main():
                     if top not in allowed:
                         bad.append(f"{os.path.relpath(path, root)}: {folder} includes "
                                    f"attnc/{top}/{rest}")
+                for top, rest in private_includes(path):
+                    if top not in PRIVATE_ALLOWED.get(folder, set()):
+                        bad.append(f"{os.path.relpath(path, root)}: {folder} includes "
+                                   f"{top}/{rest}")
     rt_lib = os.path.join(root, "runtime/lib")
     rt_inc = os.path.join(root, "runtime/include/attnc/runtime")
     core = [os.path.join(rt_lib, n) for n in sorted(RUNTIME_CORE_SOURCES)] + \

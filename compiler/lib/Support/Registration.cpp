@@ -16,6 +16,7 @@ void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   registry.insert<attnc::attn::AttnDialect>();
   attnc::registerTiledOpModels(registry);
+  attnc::registerTargetKernels(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerNVVMDialectTranslation(registry); // CUDA kernels -> PTX
@@ -29,4 +30,9 @@ void attnc::registerAllAttncPasses() {
   mlir::registerAllPasses();
   attnc::attn::registerAttnPasses();
   attnc::registerAttnConversionPasses();
+}
+
+void attnc::registerTargetKernels(mlir::DialectRegistry &registry) {
+  attnc::registerCpuKernels(registry);
+  attnc::registerCudaKernels(registry);
 }

@@ -24,6 +24,13 @@ attn::TargetAttrInterface targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa)
 /// of TiledOps.cpp); attn-to-loops adds it to its context itself.
 void registerTiledOpModels(mlir::DialectRegistry &registry);
 
+/// Attaches attn::TargetKernelsInterface to the target attributes: the x86
+/// kernels to #attn.cpu_target (Conversion/Cpu), the CUDA kernels to
+/// #attn.cuda_target (Conversion/Cuda). attn-to-loops lowers a function
+/// only for a target whose kernels are registered.
+void registerCpuKernels(mlir::DialectRegistry &registry);
+void registerCudaKernels(mlir::DialectRegistry &registry);
+
 #define GEN_PASS_DECL
 #include "attnc/Conversion/Passes.h.inc"
 

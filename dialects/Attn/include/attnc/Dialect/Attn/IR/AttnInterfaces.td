@@ -11,11 +11,13 @@ def Attn_TiledOpInterface : OpInterface<"TiledOpInterface"> {
     shaped by the function's attn.target: attn.linear over packed weights
     (batch x row block x panel group), attn.sdpa (batch x head x query
     block, flash attention over the mask's key range), attn.probs,
-    attn.cache_append, attn.mask_rows. The models live with the kernel
-    builders (compiler/lib/Conversion/TiledOps.cpp) and are attached to the
-    ops as external models, as upstream attaches TilingInterface to linalg;
-    attn-to-loops only dispatches through this interface. The context gives
-    the builder, the target and the buffer each tensor value lives in.
+    attn.cache_append, attn.mask_rows, attn.rope, attn.rms_norm, attn.clip.
+    The models (compiler/lib/Conversion/Common/TiledOps.cpp) are attached
+    to the ops as external models, as upstream attaches TilingInterface to
+    linalg, and call the target's kernels through TargetKernelsInterface
+    (AttnKernelsInterface.td); attn-to-loops only dispatches through this
+    interface. The context gives the builder, the target and the buffer
+    each tensor value lives in.
   }];
   let methods = [
     InterfaceMethod<

@@ -741,3 +741,42 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, V
   r.full = r.end;
   return r;
 }
+
+/// 2^x for the softmax exponentials, whose arguments are never positive
+/// (a score minus a running maximum; -inf where masked): x is clamped to
+/// -126, so 2^n is a normal float built from n's bits (-inf gives 2^-126,
+/// and rows that see no key at all are zeroed at the end), and 2^r with
+/// r = x - round(x) in [-1/2, 1/2] is a degree-6 polynomial (a minimax fit
+/// of relative error 2e-9; at most 1 ulp in float32 Horner form, checked
+/// over 2e5 points). About 14 vector ops where math.exp's general
+/// expansion (any x: its own range clamps and overflow selects) took 25.
+/// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
+Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
+  auto vt = cast<VectorType>(x.getType());
+  auto ivt = VectorType::get(vt.getShape(), c.getI32Type());
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(v))));
+  };
+  auto isplat = [&](int32_t v) -> Value {
+    return arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, v));
+  };
+  static const double coef[] = {1.0, 0.6931471824645996, 0.24022646248340607,
+                                0.05550328642129898, 0.009618489071726799,
+                                0.0013399930903688073, 0.0001534581242594868};
+  // n = round(x) by adding 1.5 * 2^23 (exact IEEE arithmetic, no rounding
+  // instruction: the SSE2 path has none); the sum's low mantissa bits are
+  // then n itself, so 2^n's bits are (bits + 127) << 23.
+  const double magic = 12582912.0;
+  Value xc = arith::MaximumFOp::create(c, x, splat(-126.0));
+  Value t = arith::AddFOp::create(c, xc, splat(magic));
+  Value n = arith::SubFOp::create(c, t, splat(magic));
+  Value r = arith::SubFOp::create(c, xc, n);
+  Value p = splat(coef[6]);
+  for (int i = 5; i >= 0; --i)
+    p = vector::FMAOp::create(c, p, r, splat(coef[i]));
+  Value e = arith::ShLIOp::create(
+      c, arith::AddIOp::create(c, arith::BitcastOp::create(c, ivt, t), isplat(127)),
+      isplat(23));
+  return arith::MulFOp::create(c, p, arith::BitcastOp::create(c, vt, e));
+}

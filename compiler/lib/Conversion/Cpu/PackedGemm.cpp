@@ -27,7 +27,7 @@
 // nothing outside y is read or written whatever T and n are.
 //
 //===----------------------------------------------------------------------===//
-#include "LoopBuilders.h"
+#include "CpuBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -18,7 +18,7 @@
 // region's %tid (attnc-map-to-gpu gives each thread its own slice).
 //
 //===----------------------------------------------------------------------===//
-#include "LoopBuilders.h"
+#include "CudaBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

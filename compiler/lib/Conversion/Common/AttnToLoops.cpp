@@ -22,6 +22,7 @@
 #include "LoopBuilders.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
+#include "attnc/Dialect/Attn/IR/AttnKernelsInterface.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Target/Isa.h"
 
@@ -469,27 +470,30 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp, ClipOp>(op) &&
       !isa<TiledOpInterface>(op))
     return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
-  // The CUDA target has kernels for the fused block (packed GEMMs and
-  // flash attention, GpuKernels.cpp); anything else would be a host loop
-  // over device memory.
-  if (isa<CudaTargetAttr>(target)) {
+  // A device target (CUDA) has kernels for the fused block (packed GEMMs
+  // and flash attention, Conversion/Cuda); anything else would be a host
+  // loop over device memory.
+  auto kernels = dyn_cast<TargetKernelsInterface>(target);
+  if (kernels && kernels.isDevice()) {
     if (!preCopies.lookup(op).empty())
-      return op->emitOpError("the CUDA target needs the copy-free form "
-                             "(attn-fuse-qkv and attn-heads-as-views)");
+      return op->emitOpError("the device target ")
+             << target.getIsa() << " needs the copy-free form (attn-fuse-qkv and "
+             << "attn-heads-as-views)";
     if (auto t = dyn_cast<TiledOpInterface>(op)) {
       if (!t.canTile(phases))
-        return op->emitOpError("the CUDA target needs packed f32 weights "
-                               "and a rank-3 input");
+        return op->emitOpError("the device target ")
+               << target.getIsa() << " needs packed f32 weights and a rank-3 input";
       return t.buildTiledPhases(phases);
     }
     if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))
-      return op->emitOpError("is not supported by the CUDA target yet (it "
-                             "needs the fused, copy-free form)");
+      return op->emitOpError("is not supported by the device target ")
+             << target.getIsa() << " yet (it needs the fused, copy-free form)";
     if (isa<func::ReturnOp>(op)) {
       for (auto [r, out] : llvm::zip(returned, outBufs))
         if (map.lookup(r) != out &&
-            failed(attnc::buildGpuCopy(b, cast<CudaTargetAttr>(target), map.lookup(r), out)))
-          return op->emitOpError("the CUDA target cannot copy the result to y");
+            failed(kernels.buildDeviceCopy(b, map.lookup(r), out)))
+          return op->emitOpError("the device target ")
+                 << target.getIsa() << " cannot copy the result to y";
       return success();
     }
   }

@@ -1,0 +1,55 @@
+//===- CpuBuilders.h - the CPU target's kernel builders -----*- C++ -*-===//
+//
+// The x86 kernels (PackedGemm.cpp, FlashAttention.cpp), each one phase of
+// tasks shaped by the #attn.cpu_target; CpuKernels.cpp calls them for the
+// target's TargetKernelsInterface model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CONVERSION_CPU_CPUBUILDERS_H
+#define ATTNC_CONVERSION_CPU_CPUBUILDERS_H
+
+#include "Common/LoopBuilders.h"
+
+namespace attnc {
+
+/// y[b, t, :] = x[b, t, :] · W + bias over packed weights: wp is
+/// [P, K, panel] with wp[p, k, j] = W[k, p*panel + j] (zero past column n),
+/// bias (optional) [P*panel] zero-padded; x [B, T, K] and y [B, T, n] any
+/// strides with a unit innermost one. Tasks: (batch, row block of gemm_mc
+/// rows, group of panels); inside, K is blocked by gemm_kc and each
+/// gemm_mr x gemm_nr block of y accumulates in registers.
+/// rowLens (memref<?xi32> or null): only rows t < rowLens[b] are computed.
+void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::CpuTargetAttr target,
+                     mlir::Value x, mlir::Value wp, mlir::Value bias,
+                     mlir::Value y, int64_t n, mlir::Value rowLens = {});
+
+/// attn.sdpa as flash attention: q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D]
+/// (strided views, unit innermost stride, static D), o [B, Hq, Tq, D] or
+/// [B, Tq, Hq, D] per the op's layout. Tasks: (batch, head, block of attn_mq
+/// queries). Each task keeps Q (pre-scaled, transposed), one block of
+/// scores and its output rows on the stack, walks only the key blocks its
+/// mask leaves visible with an online softmax, and masks element-wise only
+/// the blocks that straddle the mask's boundary. qLens/kvLens (memref<?xi32>
+/// or null): valid lengths per sequence; query blocks past qLens[b] are
+/// skipped and keys past kvLens[b] never read.
+mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
+                                        attn::CpuTargetAttr target,
+                                        attn::SdpaOp op, mlir::Value q,
+                                        mlir::Value k, mlir::Value v,
+                                        mlir::Value o, mlir::Value qLens,
+                                        mlir::Value kvLens, mlir::Value sinks = {},
+                                        mlir::Value relBias = {});
+
+/// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
+/// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
+/// over its visible keys (max, sum, write), recomputing the scores. A null
+/// p buffer (the caller did not ask) gives no tasks.
+mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
+                               attn::CpuTargetAttr target, attn::ProbsOp op,
+                               mlir::Value sinks, mlir::Value relBias,
+                               mlir::Value q, mlir::Value k, mlir::Value p,
+                               mlir::Value qLens, mlir::Value kvLens);
+
+} // namespace attnc
+
+#endif

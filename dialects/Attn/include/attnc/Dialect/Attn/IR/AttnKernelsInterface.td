@@ -1,0 +1,72 @@
+//===- AttnKernelsInterface.td - a target's kernels -------*- tablegen -*-===//
+//
+// The per-target choice of attn-to-loops: each kind of target attribute
+// (#attn.cpu_target, #attn.cuda_target) gets one external model of this
+// interface, in its own library (compiler/lib/Conversion/Cpu,
+// compiler/lib/Conversion/Cuda), that builds each computing op's phases
+// with that target's kernels. The ops' TiledOpInterface models
+// (compiler/lib/Conversion/Common/TiledOps.cpp) take the buffers from the
+// PhaseContext once and call the function's target through it, so no
+// model branches on the target.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_KERNELS_INTERFACE_TD
+#define ATTN_KERNELS_INTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Attn_TargetKernelsAttrInterface : AttrInterface<"TargetKernelsInterface"> {
+  let cppNamespace = "::attnc::attn";
+  let description = [{
+    A target's kernels: how each computing attn op becomes phases of
+    independent tasks on this kind of target. Buffers are memrefs (null for
+    an absent optional operand); each method emits at `b`'s insertion
+    point. Adding an op is one method here and one in each target's model;
+    adding a kind of target is one model.
+  }];
+  let methods = [
+    InterfaceMethod<"Whether the code runs on a device whose memory the host cannot touch: every op needs a kernel there (attn-to-loops has no one-task host loops for it), copies included.",
+      "bool", "isDevice">,
+    InterfaceMethod<"On a device target: a [B, T, N] buffer copied into another of the same shape, as one phase (a result into y). Host targets fail: attn-to-loops copies host memory with its own loops.",
+      "::mlir::LogicalResult", "buildDeviceCopy",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::mlir::Value":$src, "::mlir::Value":$dst)>,
+    InterfaceMethod<"attn.linear: y = x · W (+ bias) over packed weights of n columns; rowLens: rows to compute per sequence (or null).",
+      "::mlir::LogicalResult", "buildLinear",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::mlir::Value":$x, "::mlir::Value":$wp,
+           "::mlir::Value":$bias, "::mlir::Value":$y, "int64_t":$n, "::mlir::Value":$rowLens)>,
+    InterfaceMethod<"attn.sdpa into o.",
+      "::mlir::LogicalResult", "buildSdpa",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::attnc::attn::SdpaOp":$op,
+           "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v, "::mlir::Value":$o,
+           "::mlir::Value":$qLens, "::mlir::Value":$kvLens, "::mlir::Value":$sinks,
+           "::mlir::Value":$relBias)>,
+    InterfaceMethod<"attn.probs into p.",
+      "::mlir::LogicalResult", "buildProbs",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::attnc::attn::ProbsOp":$op,
+           "::mlir::Value":$sinks, "::mlir::Value":$relBias, "::mlir::Value":$q,
+           "::mlir::Value":$k, "::mlir::Value":$p, "::mlir::Value":$qLens,
+           "::mlir::Value":$kvLens)>,
+    InterfaceMethod<"attn.cache_append: k, v into the caches kc, vc.",
+      "::mlir::LogicalResult", "buildCacheAppend",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::mlir::Value":$k, "::mlir::Value":$v,
+           "::mlir::Value":$kc, "::mlir::Value":$vc, "::mlir::Value":$lens,
+           "::mlir::Value":$positions)>,
+    InterfaceMethod<"attn.mask_rows: rows t >= lens[b] of y become zeros.",
+      "::mlir::LogicalResult", "buildMaskRows",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::mlir::Value":$y, "::mlir::Value":$lens)>,
+    InterfaceMethod<"attn.rope in place on x.",
+      "::mlir::LogicalResult", "buildRope",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::attnc::attn::RopeOp":$op,
+           "::mlir::Value":$x, "::mlir::Value":$positions)>,
+    InterfaceMethod<"attn.rms_norm in place on x with weight w.",
+      "::mlir::LogicalResult", "buildRmsNorm",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::attnc::attn::RmsNormOp":$op,
+           "::mlir::Value":$x, "::mlir::Value":$w)>,
+    InterfaceMethod<"attn.clip in place on x.",
+      "::mlir::LogicalResult", "buildClip",
+      (ins "::mlir::ImplicitLocOpBuilder &":$b, "::attnc::attn::ClipOp":$op,
+           "::mlir::Value":$x)>,
+  ];
+}
+
+#endif // ATTN_KERNELS_INTERFACE_TD
