@@ -60,7 +60,8 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
                 "workspace, packed-panel GEMMs and flash attention as "
                 "parallel task phases (ws/tasks/run functions); plus the "
                 "pack function", false},
-      {"gpu", "CUDA targets: attnc-map-to-gpu, each phase a gpu.func kernel "
+      {"gpu", "CUDA targets: attnc-map-to-gpu (outline, map threads, private "
+              "buffers, fast math), each phase a gpu.func kernel "
               "(task = block id, thread regions guarded by the thread id and "
               "separated by barriers, shared and per-thread buffers as "
               "attributions); ws/tasks stay host functions", false, true},
@@ -460,7 +461,7 @@ LogicalResult attnc::Compilation::run(
         return failure();
     } else if (stages[i].cudaOnly) {
       if (name == "gpu") {
-        if (failed(runPasses("attnc-map-to-gpu")))
+        if (failed(runPasses(kMapToGpuPipeline)))
           return failure();
         if (failed(readGpuKernels()))
           return failure();

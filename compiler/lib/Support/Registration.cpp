@@ -30,6 +30,7 @@ void attnc::registerAllAttncPasses() {
   mlir::registerAllPasses();
   attnc::attn::registerAttnPasses();
   attnc::registerAttnConversionPasses();
+  attnc::registerGpuPipeline();
 }
 
 void attnc::registerTargetKernels(mlir::DialectRegistry &registry) {

@@ -1,4 +1,6 @@
-// attnc-map-to-gpu: each phase of a CUDA code path's @f__run becomes a
+// attnc-map-to-gpu (attnc-gpu-outline, attnc-gpu-map-threads,
+// attnc-gpu-private-buffers, attnc-gpu-fast-math): each phase of a CUDA
+// code path's @f__run becomes a
 // gpu.func kernel (task = block id; a thread region = the body guarded by
 // the thread id, then a barrier; a workgroup buffer = a workgroup
 // attribution; a [threads, ...] private buffer = a private attribution
@@ -27,6 +29,37 @@
 // CHECK: }
 // CHECK-NEXT: gpu.barrier
 // CHECK: gpu.return
+//
+// attnc-map-to-gpu is four passes; each one's IR is valid on its own.
+// attnc-gpu-outline: the kernel, its attributions (the private one still
+// [threads, ...]), the thread regions still loops, the block size set.
+// RUN: attnc-opt %s --attnc-gpu-outline | FileCheck %s --check-prefix=OUTLINE
+// OUTLINE: gpu.func @k__cuda_sm90__k0(%[[A:.*]]: memref<?xf32>) workgroup(%{{.*}} : memref<4xf32, #gpu.address_space<workgroup>>) private(%[[PV:.*]] : memref<4x2xf32, #gpu.address_space<private>>) kernel attributes {known_block_size = array<i32: 4, 1, 1>}
+// OUTLINE: gpu.block_id  x
+// OUTLINE-NOT: gpu.thread_id
+// OUTLINE: scf.forall (%[[T:.*]]) in (4)
+// OUTLINE: memref.store %{{.*}}, %[[PV]][%[[T]], %c0] : memref<4x2xf32
+// OUTLINE: } {mapping = [#gpu.thread<x>]}
+// OUTLINE-NOT: gpu.barrier
+// OUTLINE: math.exp
+// attnc-gpu-map-threads: regions as guarded code and barriers.
+// RUN: attnc-opt %s --attnc-gpu-outline --attnc-gpu-map-threads | FileCheck %s --check-prefix=THREADS
+// THREADS: gpu.block_id  x
+// THREADS-NEXT: %[[T:.*]] = gpu.thread_id  x
+// THREADS-NOT: scf.forall
+// THREADS: memref.store %{{.*}}, %{{.*}}[%[[T]], %c0] : memref<4x2xf32
+// THREADS: gpu.barrier
+// THREADS: arith.cmpi ult, %[[T]], %c2
+// THREADS: math.exp
+// attnc-gpu-private-buffers: the private attribution per thread.
+// RUN: attnc-opt %s --attnc-gpu-outline --attnc-gpu-map-threads --attnc-gpu-private-buffers | FileCheck %s --check-prefix=PRIVATE
+// PRIVATE: private(%[[PV:.*]] : memref<2xf32, #gpu.address_space<private>>)
+// PRIVATE: memref.store %{{.*}}, %[[PV]][%c0] : memref<2xf32
+// PRIVATE: math.exp
+// attnc-gpu-fast-math: the exp as ex2.approx (the full pipeline: CHECK).
+// RUN: attnc-opt %s --attnc-gpu-outline --attnc-gpu-map-threads --attnc-gpu-private-buffers --attnc-gpu-fast-math | FileCheck %s --check-prefix=MATH
+// MATH-NOT: math.exp
+// MATH: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 //
 // attnc-gpu-on-host: the same loops as a host code path (for checking).
 // RUN: attnc-opt %s --attnc-gpu-on-host | FileCheck %s --check-prefix=HOST

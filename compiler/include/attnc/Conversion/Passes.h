@@ -31,6 +31,14 @@ void registerTiledOpModels(mlir::DialectRegistry &registry);
 void registerCpuKernels(mlir::DialectRegistry &registry);
 void registerCudaKernels(mlir::DialectRegistry &registry);
 
+/// The passes of attnc-map-to-gpu, in order, and the pipeline registered
+/// under that name (registerGpuPipeline: for attnc-opt and textual
+/// pipelines).
+inline constexpr const char kMapToGpuPipeline[] =
+    "attnc-gpu-outline,attnc-gpu-map-threads,attnc-gpu-private-buffers,"
+    "attnc-gpu-fast-math";
+void registerGpuPipeline();
+
 #define GEN_PASS_DECL
 #include "attnc/Conversion/Passes.h.inc"
 

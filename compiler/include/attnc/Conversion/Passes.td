@@ -109,31 +109,73 @@ def AttnPackWeightsPass : Pass<"attnc-pack-weights", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::func::FuncDialect"];
 }
 
-def AttnMapToGpuPass : Pass<"attnc-map-to-gpu", "mlir::ModuleOp"> {
-  let summary = "Turn the phases of a CUDA code path into gpu.func kernels";
+// attnc-map-to-gpu is the four passes below in order (a pipeline registered
+// under that name: attnc::registerGpuPipeline).
+
+def AttnGpuOutlinePass : Pass<"attnc-gpu-outline", "mlir::ModuleOp"> {
+  let summary = "Outline each phase of a CUDA code path as a gpu.func kernel";
   let description = [{
     Runs after attnc-outline-tasks on the entry table's code paths whose
     isa is a CUDA one. For each phase of `@f__run(args, %phase, %lo, %hi)` it
     creates `gpu.func @f__k<phase>(args) kernel` in `gpu.module
-    @<name>_kernels`: the task index is `gpu.block_id x`; each thread
-    region (`scf.forall` mapped to `#gpu.thread<x>`) becomes
-    `if (gpu.thread_id x < N) {...}` followed by `gpu.barrier`; workgroup
-    buffers become the kernel's workgroup attributions and `[N, ...]`
-    private buffers one private attribution per thread (their first index,
-    always the region's thread id, is dropped). f32 `math.exp` becomes the
-    hardware's `ex2.approx` (`llvm.nvvm.ex2.approx.ftz.f`, as CUDA's
-    __expf). `@f__run` is erased (the
-    host launches the kernels); `@f__tasks` (the grid size of each phase)
-    and `@f__ws` stay host functions and get `attn.phases` and
+    @<name>_kernels`: the task index is `gpu.block_id x`, the prologue ops
+    the task uses are cloned in, workgroup buffers become the kernel's
+    workgroup attributions and `[N, ...]` private buffers its private
+    attributions (still indexed by thread: attnc-gpu-private-buffers), and
+    the thread regions stay `scf.forall` loops mapped to `#gpu.thread<x>`
+    (attnc-gpu-map-threads). It checks that the kernel can run on a GPU (no
+    write outside a thread region, only static thread regions, at most 1024
+    threads, no linalg or vector ops, only constant globals) and sets
+    `known_block_size` to its widest region. `@f__run` is erased (the host
+    launches the kernels); `@f__tasks` (the grid size of each phase) and
+    `@f__ws` stay host functions and get `attn.phases` and
     `attn.block_threads` (the block size of each kernel). In the entry
     table the path's `run` becomes `kernels = [@<name>_kernels::@f__k0,
     ...]`, in phase order.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
-                           "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect"];
+}
+
+def AttnGpuMapThreadsPass : Pass<"attnc-gpu-map-threads", "mlir::ModuleOp"> {
+  let summary = "Thread regions of the outlined kernels as guarded code and barriers";
+  let description = [{
+    In each kernel attnc-gpu-outline made, `%tid = gpu.thread_id x` (after
+    the block id) and every thread region (`scf.forall` mapped to
+    `#gpu.thread<x>`) becomes its body for thread %tid, guarded by
+    `%tid < N` when the region has fewer threads than the block
+    (`known_block_size`), followed by `gpu.barrier`: a region completes
+    for every thread before the next starts, which is what makes the GPU
+    program mean what the sequential one does.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def AttnGpuPrivateBuffersPass : Pass<"attnc-gpu-private-buffers", "mlir::ModuleOp"> {
+  let summary = "Per-thread [threads, ...] private attributions lose their thread index";
+  let description = [{
+    After attnc-gpu-map-threads: each private attribution `[N, ...]` of a
+    kernel becomes `[...]` (each thread has its own), and every load and
+    store of it drops its first index, which must be the thread id
+    (refused otherwise: another thread's row is not this thread's memory).
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect"];
+}
+
+def AttnGpuFastMathPass : Pass<"attnc-gpu-fast-math", "mlir::ModuleOp"> {
+  let summary = "The kernels' f32 exp, sqrt and |x| as the hardware's instructions";
+  let description = [{
+    In the outlined kernels: f32 `math.exp` of an argument clamped to
+    >= -87 becomes the hardware's `ex2.approx` (`llvm.nvvm.ex2.approx.ftz.f`
+    of x * log2(e), as CUDA's __expf; an unclamped exp is refused, since
+    the ftz form would flush denormals), `math.sqrt` `llvm.nvvm.sqrt.rn.f`
+    (IEEE, as sqrtf) and `math.absf` `llvm.fabs.f32`: never libdevice
+    calls, so the PTX has no external references.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def AttnStripGpuSpacesPass : Pass<"attnc-gpu-on-host", "mlir::ModuleOp"> {

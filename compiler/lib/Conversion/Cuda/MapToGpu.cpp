@@ -1,6 +1,7 @@
 //===- MapToGpu.cpp - CUDA code paths: phases -> gpu.func kernels ---------===//
 //
-// attnc-map-to-gpu: after attnc-outline-tasks, a CUDA code path is
+// attnc-map-to-gpu, four passes: after attnc-outline-tasks, a CUDA code
+// path is
 //
 //   @f__ws(args) -> index, @f__tasks(args, %phase) -> index,
 //   @f__run(args, %phase, %lo, %hi) {
@@ -10,18 +11,21 @@
 //     case i { scf.for %t = %lo to %hi { <task body with thread regions> } }
 //   }
 //
-// The code paths come from the module's `attn.entry_points` table; each
-// CUDA path's `run` is replaced there by its `kernels`, in phase order.
-// Each case becomes `gpu.func @f__k<i>(args) kernel` with %t = block id:
+// attnc-gpu-outline: each case becomes `gpu.func @f__k<i>(args) kernel`
+// with %t = block id, workgroup and private buffers its attributions. The
+// code paths come from the module's `attn.entry_points` table; each CUDA
+// path's `run` is replaced there by its `kernels`, in phase order.
 //
+// attnc-gpu-map-threads:
 //   thread region  scf.forall (%tid) in (N) {B} {mapping = [#gpu.thread<x>]}
 //   becomes        %tid = gpu.thread_id x; scf.if %tid < N {B}; gpu.barrier
-//
 // (a region completes for every thread before the next starts: the barrier
 // is what makes the GPU program mean what the sequential one does).
-// Workgroup buffers become workgroup attributions; a private [NT, ...]
-// buffer becomes a private attribution of shape [...] (its first index is
-// the thread id in every access, which the pass checks).
+//
+// attnc-gpu-private-buffers: a private [NT, ...] attribution becomes [...]
+// (its first index is the thread id in every access, which the pass checks).
+//
+// attnc-gpu-fast-math: f32 exp, sqrt and |x| as NVVM intrinsics.
 //
 // attnc-gpu-on-host: the inverse view for checking on a CPU (see Passes.td).
 //
@@ -35,6 +39,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -43,7 +48,10 @@
 #include <set>
 
 namespace attnc {
-#define GEN_PASS_DEF_ATTNMAPTOGPUPASS
+#define GEN_PASS_DEF_ATTNGPUOUTLINEPASS
+#define GEN_PASS_DEF_ATTNGPUMAPTHREADSPASS
+#define GEN_PASS_DEF_ATTNGPUPRIVATEBUFFERSPASS
+#define GEN_PASS_DEF_ATTNGPUFASTMATHPASS
 #define GEN_PASS_DEF_ATTNSTRIPGPUSPACESPASS
 #include "attnc/Conversion/Passes.h.inc"
 } // namespace attnc
@@ -107,7 +115,7 @@ LogicalResult copyGlobals(gpu::GPUFuncOp kernel, ModuleOp module, gpu::GPUModule
       return WalkResult::advance();
     auto global = dyn_cast_or_null<memref::GlobalOp>(SymbolTable::lookupSymbolIn(module, name));
     if (!global || !global.getConstant()) {
-      g.emitOpError("attnc-map-to-gpu: a kernel may read only constant globals");
+      g.emitOpError("attnc-gpu-outline: a kernel may read only constant globals");
       return WalkResult::interrupt();
     }
     OpBuilder::atBlockBegin(gm.getBody()).clone(*global);
@@ -145,7 +153,7 @@ LogicalResult lowerMath(gpu::GPUFuncOp kernel) {
                             matchPattern(mx.getLhs(), m_ConstantFloat(&c))) &&
                      c.convertToDouble() >= -87.0;
       if (!clamped)
-        return op->emitOpError("attnc-map-to-gpu: exp of an argument not clamped "
+        return op->emitOpError("attnc-gpu-fast-math: exp of an argument not clamped "
                                "to >= -87 (ex2.approx.ftz would flush denormals)");
       Value log2e = arith::ConstantOp::create(ob, loc, ob.getF32FloatAttr(1.4426950408889634f));
       x = arith::MulFOp::create(ob, loc, x, log2e);
@@ -180,7 +188,7 @@ LogicalResult collectTaskInputs(scf::ForOp taskLoop, SetVector<Operation *> &out
       continue;
     }
     if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
-      return def->emitOpError("attnc-map-to-gpu: the task body uses a value "
+      return def->emitOpError("attnc-gpu-outline: the task body uses a value "
                               "that cannot be recomputed in the kernel");
     outside.insert(def);
     for (Value o : def->getOperands())
@@ -206,7 +214,7 @@ LogicalResult checkKernelBody(gpu::GPUFuncOp kernel, SmallVector<scf::ForallOp> 
     auto mem = dyn_cast<MemoryEffectOpInterface>(op);
     if (mem && mem.hasEffect<MemoryEffects::Write>() &&
         !isa<memref::AllocaOp>(op)) {
-      op->emitOpError("attnc-map-to-gpu: a write outside a thread region "
+      op->emitOpError("attnc-gpu-outline: a write outside a thread region "
                       "would run once per thread");
       return WalkResult::interrupt();
     }
@@ -219,7 +227,7 @@ LogicalResult checkKernelBody(gpu::GPUFuncOp kernel, SmallVector<scf::ForallOp> 
   for (scf::ForallOp fa : regions) {
     auto n = getConstantIntValue(fa.getMixedUpperBound()[0]);
     if (!isThreadRegion(fa) || fa.getRank() != 1 || !n)
-      return fa.emitOpError("attnc-map-to-gpu: a loop inside a task must be "
+      return fa.emitOpError("attnc-gpu-outline: a loop inside a task must be "
                             "a static thread region (#gpu.thread<x>)");
     threads = std::max(threads, *n);
   }
@@ -229,17 +237,27 @@ LogicalResult checkKernelBody(gpu::GPUFuncOp kernel, SmallVector<scf::ForallOp> 
                : WalkResult::advance();
   });
   if (foreign.wasInterrupted())
-    return kernel.emitOpError("attnc-map-to-gpu: a phase that is not a GPU "
+    return kernel.emitOpError("attnc-gpu-outline: a phase that is not a GPU "
                               "kernel (linalg/vector ops in a task)");
   if (threads > 1024)
-    return kernel.emitOpError("attnc-map-to-gpu: more than 1024 threads per block");
+    return kernel.emitOpError("attnc-gpu-outline: more than 1024 threads per block");
   return success();
 }
 
 /// Private buffers ([threads, ...] on the host) lose their thread index:
-/// each thread has its own attribution.
-LogicalResult dropPrivateThreadIndex(gpu::GPUFuncOp kernel,
-                                     const DenseMap<Value, Value> &privates, Value tid) {
+/// each thread has its own attribution. Every access must index one with
+/// the thread id `tid` first.
+LogicalResult dropPrivateThreadIndex(gpu::GPUFuncOp kernel, Value tid) {
+  llvm::SmallPtrSet<Value, 4> privates;
+  for (BlockArgument p : kernel.getPrivateAttributions()) {
+    auto t = cast<MemRefType>(p.getType());
+    if (t.getRank() < 2)
+      return kernel.emitOpError("attnc-gpu-private-buffers: private attribution ")
+             << p.getArgNumber() << " is not a [threads, ...] buffer";
+    p.setType(MemRefType::get(t.getShape().drop_front(), t.getElementType(),
+                              MemRefLayoutAttrInterface{}, t.getMemorySpace()));
+    privates.insert(p);
+  }
   SmallVector<Operation *> accesses;
   kernel.walk([&](Operation *op) {
     if (isa<memref::LoadOp, memref::StoreOp>(op))
@@ -253,7 +271,7 @@ LogicalResult dropPrivateThreadIndex(gpu::GPUFuncOp kernel,
       continue;
     ValueRange at = ld ? ld.getIndices() : st.getIndices();
     if (at.empty() || at[0] != tid)
-      return op->emitOpError("attnc-map-to-gpu: a private buffer must be "
+      return op->emitOpError("attnc-gpu-private-buffers: a private buffer must be "
                              "indexed by the thread id first");
     SmallVector<Value> rest(at.drop_front());
     OpBuilder ob(op);
@@ -283,7 +301,7 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     if (auto s = dyn_cast<scf::IndexSwitchOp>(op))
       sw = s;
   if (!sw)
-    return run.emitOpError("attnc-map-to-gpu: no phase switch");
+    return run.emitOpError("attnc-gpu-outline: no phase switch");
   SmallVector<Type> argTypes(run.getArgumentTypes().take_front(nArgs));
   auto fnType = FunctionType::get(ctx, argTypes, {});
 
@@ -293,7 +311,7 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       if (auto f = dyn_cast<scf::ForOp>(op))
         taskLoop = f;
     if (!taskLoop)
-      return sw.emitOpError("attnc-map-to-gpu: phase ") << phase << " has no task loop";
+      return sw.emitOpError("attnc-gpu-outline: phase ") << phase << " has no task loop";
     // Values the task body uses from outside it: function arguments map to
     // kernel arguments; buffers to attributions; pure prologue ops (sizes,
     // views, constants) are cloned into the kernel.
@@ -308,10 +326,11 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
       if (space == gpu::AddressSpace::Workgroup) {
         wgTypes.push_back(t);
       } else if (space == gpu::AddressSpace::Private && t.getRank() >= 2) {
-        pvTypes.push_back(MemRefType::get(t.getShape().drop_front(), t.getElementType(),
-                                          MemRefLayoutAttrInterface{}, t.getMemorySpace()));
+        // [threads, ...] as on the host: attnc-gpu-private-buffers drops
+        // the thread index once the thread regions are mapped.
+        pvTypes.push_back(t);
       } else {
-        return a.emitOpError("attnc-map-to-gpu: a task buffer must be workgroup "
+        return a.emitOpError("attnc-gpu-outline: a task buffer must be workgroup "
                              "memory or per-thread [threads, ...] private memory");
       }
     }
@@ -325,16 +344,10 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     for (unsigned i = 0; i < nArgs; ++i)
       map.map(run.getArgument(i), kb.getArgument(i));
     unsigned wi = 0, pi = 0;
-    DenseMap<Value, Value> privates; // kernel attribution -> original buffer
-    for (memref::AllocaOp a : buffers) {
-      if (spaceOf(a.getType()) == gpu::AddressSpace::Workgroup) {
-        map.map(a.getResult(), kernel.getWorkgroupAttributions()[wi++]);
-      } else {
-        Value p = kernel.getPrivateAttributions()[pi++];
-        map.map(a.getResult(), p);
-        privates[p] = a.getResult();
-      }
-    }
+    for (memref::AllocaOp a : buffers)
+      map.map(a.getResult(), spaceOf(a.getType()) == gpu::AddressSpace::Workgroup
+                                 ? kernel.getWorkgroupAttributions()[wi++]
+                                 : kernel.getPrivateAttributions()[pi++]);
     // Prologue ops in program order (entry block first, then the case).
     SmallVector<Operation *> order(outside.begin(), outside.end());
     auto rank = [&](Operation *op) {
@@ -349,7 +362,6 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     for (Operation *op : order)
       b.clone(*op, map);
     Value blockId = gpu::BlockIdOp::create(b, run.getLoc(), gpu::Dimension::x);
-    Value tid = gpu::ThreadIdOp::create(b, run.getLoc(), gpu::Dimension::x);
     map.map(taskLoop.getInductionVar(), blockId);
     for (Operation &op : taskLoop.getBody()->without_terminator())
       b.clone(op, map);
@@ -357,15 +369,10 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
     if (failed(copyGlobals(kernel, run->getParentOfType<ModuleOp>(), gm)))
       return failure();
 
+    // The block: as many threads as the widest thread region.
     SmallVector<scf::ForallOp> regions;
     int64_t threads = 1;
     if (failed(checkKernelBody(kernel, regions, threads)))
-      return failure();
-    for (scf::ForallOp fa : regions)
-      lowerThreadRegion(fa, tid, threads);
-    if (failed(dropPrivateThreadIndex(kernel, privates, tid)))
-      return failure();
-    if (failed(lowerMath(kernel)))
       return failure();
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
         ctx, {static_cast<int32_t>(threads), 1, 1}));
@@ -376,7 +383,7 @@ LogicalResult mapFunction(func::FuncOp run, gpu::GPUModuleOp gm,
   return success();
 }
 
-struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
+struct GpuOutlinePass final : attnc::impl::AttnGpuOutlinePassBase<GpuOutlinePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -389,7 +396,7 @@ struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
       auto run = module.lookupSymbol<func::FuncOp>(p.getRun());
       auto tasks = module.lookupSymbol<func::FuncOp>(p.getTasks());
       if (!run || !tasks || run.isExternal()) {
-        module.emitOpError("attnc-map-to-gpu: the functions of code path ")
+        module.emitOpError("attnc-gpu-outline: the functions of code path ")
             << p << " are not in the module";
         return signalPassFailure();
       }
@@ -427,6 +434,82 @@ struct MapToGpuPass final : attnc::impl::AttnMapToGpuPassBase<MapToGpuPass> {
     for (auto g : llvm::make_early_inc_range(module.getOps<memref::GlobalOp>()))
       if (SymbolTable::lookupSymbolIn(gm, g.getSymName()) && !hostUses.contains(g.getSymName()))
         g.erase();
+  }
+};
+
+/// The kernels of the module's GPU modules that attnc-gpu-outline made.
+SmallVector<gpu::GPUFuncOp> outlinedKernels(ModuleOp module) {
+  SmallVector<gpu::GPUFuncOp> out;
+  for (auto gm : module.getOps<gpu::GPUModuleOp>())
+    for (auto k : gm.getOps<gpu::GPUFuncOp>())
+      if (k.isKernel())
+        out.push_back(k);
+  return out;
+}
+
+struct GpuMapThreadsPass final
+    : attnc::impl::AttnGpuMapThreadsPassBase<GpuMapThreadsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (gpu::GPUFuncOp kernel : outlinedKernels(getOperation())) {
+      std::optional<ArrayRef<int32_t>> size = kernel.getKnownBlockSize();
+      if (!size || size->size() != 3) {
+        kernel.emitOpError("attnc-gpu-map-threads: a kernel without known_block_size "
+                           "(attnc-gpu-outline sets it)");
+        return signalPassFailure();
+      }
+      // The thread id, next to the block id (the task) if there is one.
+      Block &entry = kernel.getBody().front();
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      for (Operation &op : entry)
+        if (auto id = dyn_cast<gpu::BlockIdOp>(op)) {
+          b.setInsertionPointAfter(id);
+          break;
+        }
+      Value tid = gpu::ThreadIdOp::create(b, kernel.getLoc(), gpu::Dimension::x);
+      SmallVector<scf::ForallOp> regions;
+      kernel.walk([&](scf::ForallOp fa) { regions.push_back(fa); });
+      for (scf::ForallOp fa : regions) {
+        if (!isThreadRegion(fa) || fa.getRank() != 1 ||
+            !getConstantIntValue(fa.getMixedUpperBound()[0])) {
+          fa.emitOpError("attnc-gpu-map-threads: not a static thread region");
+          return signalPassFailure();
+        }
+        lowerThreadRegion(fa, tid, (*size)[0]);
+      }
+    }
+  }
+};
+
+struct GpuPrivateBuffersPass final
+    : attnc::impl::AttnGpuPrivateBuffersPassBase<GpuPrivateBuffersPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (gpu::GPUFuncOp kernel : outlinedKernels(getOperation())) {
+      if (kernel.getPrivateAttributions().empty())
+        continue;
+      gpu::ThreadIdOp tid;
+      kernel.walk([&](gpu::ThreadIdOp t) {
+        if (!tid && t.getDimension() == gpu::Dimension::x)
+          tid = t;
+      });
+      if (!tid) {
+        kernel.emitOpError("attnc-gpu-private-buffers: private buffers but no "
+                           "thread id (run attnc-gpu-map-threads first)");
+        return signalPassFailure();
+      }
+      if (failed(dropPrivateThreadIndex(kernel, tid)))
+        return signalPassFailure();
+    }
+  }
+};
+
+struct GpuFastMathPass final : attnc::impl::AttnGpuFastMathPassBase<GpuFastMathPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (gpu::GPUFuncOp kernel : outlinedKernels(getOperation()))
+      if (failed(lowerMath(kernel)))
+        return signalPassFailure();
   }
 };
 
@@ -508,3 +591,14 @@ struct GpuOnHostPass final
 };
 
 } // namespace
+
+void attnc::registerGpuPipeline() {
+  mlir::PassPipelineRegistration<>(
+      "attnc-map-to-gpu",
+      "CUDA code paths' phases as gpu.func kernels: attnc-gpu-outline, "
+      "attnc-gpu-map-threads, attnc-gpu-private-buffers, attnc-gpu-fast-math",
+      [](OpPassManager &pm) {
+        if (failed(parsePassPipeline(attnc::kMapToGpuPipeline, pm)))
+          llvm::report_fatal_error("attnc: the attnc-map-to-gpu pipeline does not parse");
+      });
+}
