@@ -32,10 +32,13 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
   OpBuilder b(&ctx);
   auto module = ModuleOp::create(locOf("name", "spec"));
   module->setAttr(AttnDialect::SpecNameAttrHelper::getNameStr(), b.getStringAttr(spec.name));
-  // How the user stores the weights (read by attnc-pack-weights).
-  module->setAttr(AttnDialect::WeightStorageAttrHelper::getNameStr(), weightStorageAttr(&ctx, spec));
-  // The block as the back end reads it (Target/KernelDesc.h).
-  module->setAttr(AttnDialect::BlockAttrHelper::getNameStr(), kernelDescAttr(&ctx, kernelDesc(spec)));
+  // The block as the back end reads it (Target/KernelDesc.h), computed
+  // once (its RoPE tables too), and how the user stores the weights (read
+  // by attnc-pack-weights), from the same block.
+  const KernelDesc desc = kernelDesc(spec);
+  module->setAttr(AttnDialect::WeightStorageAttrHelper::getNameStr(),
+                  weightStorageAttr(&ctx, desc.block));
+  module->setAttr(AttnDialect::BlockAttrHelper::getNameStr(), kernelDescAttr(&ctx, desc));
 
   Type f32 = b.getF32Type();
   // Element types: the inputs and the KV cache in the spec's dtype, the

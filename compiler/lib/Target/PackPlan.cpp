@@ -93,9 +93,9 @@ attnrt::StorageLayout attnc::storageLayout(const Spec &spec) {
   return attnrt::storageLayout(blockParams(spec));
 }
 
-ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const Spec &spec) {
+ArrayAttr attnc::weightStorageAttr(MLIRContext *ctx, const attnrt::BlockParams &block) {
   Builder b(ctx);
-  attnrt::StorageLayout layout = storageLayout(spec);
+  attnrt::StorageLayout layout = attnrt::storageLayout(block);
   std::vector<std::vector<NamedAttribute>> roles(layout.tensors.size());
   std::vector<bool> transposed(layout.tensors.size(), false);
   for (const attnrt::RoleRect &src : layout.roles) {

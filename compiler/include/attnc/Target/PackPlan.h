@@ -52,8 +52,8 @@ attnrt::StorageLayout storageLayout(const Spec &spec);
 /// attnc-pack-weights reads it, so the pack plan needs no spec.
 using WeightStorage = attnrt::StorageLayout;
 
-/// The attribute for a spec (built from its storage layout).
-mlir::ArrayAttr weightStorageAttr(mlir::MLIRContext *ctx, const Spec &spec);
+/// The attribute for a block (built from its storage layout, attnrt::storageLayout).
+mlir::ArrayAttr weightStorageAttr(mlir::MLIRContext *ctx, const attnrt::BlockParams &block);
 /// Reads `attn.weight_storage` off a module; emits an error at the module
 /// when it is missing or malformed.
 mlir::FailureOr<WeightStorage> readWeightStorage(mlir::ModuleOp module);
