@@ -27,6 +27,7 @@
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/FrontEnd/MLIRGen.h"
 #include "attnc/Target/PackPlan.h"
+#include "attnc/Target/CodePaths.h"
 #include "attnc/Target/Target.h"
 
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
@@ -56,7 +57,8 @@ const std::vector<attnc::StageInfo> &attnc::stageList() {
       {"targeted", "attnc-set-target: the target description (attn.target, a "
                    "#attn.cpu_target or #attn.cuda_target: ISA, tiles, caches) on one function per code "
                    "path; the tiling happens in `loops`", true},
-      {"loops", "attn-to-loops + attnc-outline-tasks: buffers in a caller "
+      {"loops", "attn-to-loops (attnc-encode-weights, attnc-plan-memory) + "
+                "attnc-outline-tasks: packed weight layouts, buffers in a caller "
                 "workspace, packed-panel GEMMs and flash attention as "
                 "parallel task phases (ws/tasks/run functions); plus the "
                 "pack function", false},
@@ -96,7 +98,8 @@ const char *attnc::stagePipeline(const std::string &stage) {
   if (stage == "targeted")
     return "attnc-set-target{isa=multi}";
   if (stage == "loops")
-    return "attn-to-loops,attnc-outline-tasks,attnc-pack-weights,"
+    return "attnc-encode-weights,attnc-plan-memory," // attn-to-loops
+           "attnc-outline-tasks,attnc-pack-weights,"
            "func.func(canonicalize,cse)";
   if (stage == "llvm")
     return "func.func(convert-linalg-to-loops),"
@@ -353,7 +356,7 @@ LogicalResult attnc::Compilation::translateToPtx() {
   if (!gm)
     return emitError(module_->getLoc(), "no gpu.module to translate");
   std::string err;
-  if (!emitPtx(gm, opts_.isa, ptx_, err))
+  if (!codePathKind(opts_.isa).emitDeviceCode(gm, opts_.isa, ptx_, err))
     return emitError(gm.getLoc(), err);
   // The host part goes on alone: the kernels now live in the PTX.
   gm.erase();

@@ -3,6 +3,7 @@
 #include "attnc/Conversion/Passes.h"
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Dialect/Attn/Transforms/Passes.h"
+#include "attnc/Target/CodePaths.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -17,6 +18,8 @@ void attnc::registerAllAttncDialects(mlir::DialectRegistry &registry) {
   registry.insert<attnc::attn::AttnDialect>();
   attnc::registerTiledOpModels(registry);
   attnc::registerTargetKernels(registry);
+  attnc::registerCpuCodePaths();  // the back end's kinds of code path
+  attnc::registerCudaCodePaths(); // (Target/Cpu, Target/Cuda)
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerNVVMDialectTranslation(registry); // CUDA kernels -> PTX
@@ -30,6 +33,7 @@ void attnc::registerAllAttncPasses() {
   mlir::registerAllPasses();
   attnc::attn::registerAttnPasses();
   attnc::registerAttnConversionPasses();
+  attnc::registerAttnToLoopsPipeline();
   attnc::registerGpuPipeline();
 }
 

@@ -21,12 +21,12 @@ namespace attnc {
 attn::TargetAttrInterface targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
 
 /// Attaches attn::TiledOpInterface to the computing attn ops (the kernels
-/// of TiledOps.cpp); attn-to-loops adds it to its context itself.
+/// of TiledOps.cpp); attnc-plan-memory adds it to its context itself.
 void registerTiledOpModels(mlir::DialectRegistry &registry);
 
 /// Attaches attn::TargetKernelsInterface to the target attributes: the x86
 /// kernels to #attn.cpu_target (Conversion/Cpu), the CUDA kernels to
-/// #attn.cuda_target (Conversion/Cuda). attn-to-loops lowers a function
+/// #attn.cuda_target (Conversion/Cuda). attnc-plan-memory lowers a function
 /// only for a target whose kernels are registered.
 void registerCpuKernels(mlir::DialectRegistry &registry);
 void registerCudaKernels(mlir::DialectRegistry &registry);
@@ -38,6 +38,18 @@ inline constexpr const char kMapToGpuPipeline[] =
     "attnc-gpu-outline,attnc-gpu-map-threads,attnc-gpu-private-buffers,"
     "attnc-gpu-fast-math";
 void registerGpuPipeline();
+
+/// The passes of attn-to-loops, in order: the weight-encoding rewrite, then
+/// memory planning and dispatch to the target's kernels; the pipeline
+/// registered under that name (registerAttnToLoopsPipeline).
+inline constexpr const char kAttnToLoopsPipeline[] =
+    "attnc-encode-weights,attnc-plan-memory";
+void registerAttnToLoopsPipeline();
+
+/// Whether a weight argument can live in a packed panel layout: a static
+/// float tensor of rank 2 used only as attn.linear weights, or of rank 1
+/// used only as their biases (attnc-encode-weights, attnc-plan-memory).
+bool packableWeight(mlir::BlockArgument arg);
 
 #define GEN_PASS_DECL
 #include "attnc/Conversion/Passes.h.inc"

@@ -24,7 +24,7 @@ def AttnSetTargetPass : Pass<"attnc-set-target", "mlir::ModuleOp"> {
 def AttnOutlineTasksPass : Pass<"attnc-outline-tasks", "mlir::ModuleOp"> {
   let summary = "Split each lowered function into workspace, task-count and task functions";
   let description = [{
-    attn-to-loops leaves each phase of the computation (a GEMM, the
+    attnc-plan-memory leaves each phase of the computation (a GEMM, the
     attention, a copy) as one top-level `scf.forall` over independent
     tasks. This pass turns a lowered @f into the three functions the C
     entry points call, so tasks can run on any thread through the
@@ -49,11 +49,40 @@ def AttnOutlineTasksPass : Pass<"attnc-outline-tasks", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
-def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
-  let summary = "Lower attn functions on tensors to buffers, linalg and scf loops";
+// attn-to-loops is the two passes below in order (a pipeline registered
+// under that name: attnc::registerAttnToLoopsPipeline).
+
+def AttnEncodeWeightsPass : Pass<"attnc-encode-weights", "mlir::ModuleOp"> {
+  let summary = "Choose the packed layout of each weight argument its kernels read";
   let description = [{
-    Rewrites every function whose body is attn ops on tensors into a
-    destination-passing function on memrefs:
+    The weight-encoding rewrite. In every function with an `attn.target`,
+    a weight argument (`attn.weight`) with a static float type whose every
+    use is the weight (rank 2) or the bias (rank 1) of an `attn.linear`
+    gets the packed panel layout of the function's target, recorded on the
+    argument:
+
+    ```mlir
+    %w: tensor<768x2304xf32> {attn.weight = "wq|wk|wv"}
+    // becomes
+    %w: tensor<768x2304xf32> {attn.weight = "wq|wk|wv", attn.panel = 32 : index}
+    ```
+
+    `attn.panel` is the target's panel width: the kernel reads panels of
+    that many columns, element (k, n) at (n / panel) * K * panel +
+    k * panel + n % panel. A rank-2 bf16 weight also gets `attn.pairs`:
+    rows k and k+1 side by side in each panel (`[P][ceil(K/2)][panel][2]`,
+    the operand order of `vdpbf16ps`; a zero row past an odd K). Any other
+    weight argument stays in the user's row-major layout. The argument's
+    type does not change here: attnc-plan-memory gives it the packed
+    memref type and `attnc-pack-weights` writes the layout.
+  }];
+}
+
+def AttnPlanMemoryPass : Pass<"attnc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Lower attn functions on tensors to buffers and the target's kernels as phases";
+  let description = [{
+    Memory planning and dispatch. Rewrites every function whose body is
+    attn ops on tensors into a destination-passing function on memrefs:
 
     ```mlir
     func.func @f(%x: tensor<?x?x768xf32>, %w...: tensor<...>) -> tensor<?x?x768xf32>
@@ -67,8 +96,12 @@ def AttnToLoopsPass : Pass<"attn-to-loops", "mlir::ModuleOp"> {
     allocation), linear in T. `attn.view` becomes a
     `memref.reinterpret_cast` of its source's buffer (no copy); slices, head
     splits/merges and concats that are still present are materialized with
-    copies. Weights used only by `attn.linear` take the packed panel layout
-    (`attn.panel`, `attn.logical_shape`) that `attnc-pack-weights` writes.
+    copies. A weight argument with `attn.panel` (attnc-encode-weights) takes
+    the packed memref type `[P, K, panel]` (bf16 with `attn.pairs`:
+    `[P, ceil(K/2), 2 * panel]`; a bias `[P * panel]`) and records its
+    shape before packing in `attn.logical_shape`; an `attn.panel` that is
+    not the target's, or on an argument that is not only attn.linear
+    weights or biases, is refused.
 
     Each computing op becomes one top-level `scf.forall` of independent
     tasks (a phase), built through `attn::TiledOpInterface` from the

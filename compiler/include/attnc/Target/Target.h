@@ -6,7 +6,6 @@
 #include "attnc/Target/Isa.h"
 #include "attnc/Target/PackPlan.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
@@ -40,12 +39,6 @@ std::string emitKernelGlue(const KernelDesc &desc, const PackPlan &plan, Isa isa
 std::string featuresExpr(const KernelDesc &desc);
 /// The same plus ATTNC_FEATURE_CUDA for a CUDA target.
 std::string featuresExpr(const KernelDesc &desc, Isa isa);
-
-/// CUDA targets: translates the (LLVM/NVVM dialect) kernels of `gm` to
-/// LLVM IR, optimizes them for sm_80 / sm_90 and writes PTX with LLVM's
-/// NVPTX back end.
-bool emitPtx(mlir::gpu::GPUModuleOp gm, Isa isa, std::string &ptx,
-             std::string &error);
 
 /// Runs LLVM's O3 pipeline for the target.
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);

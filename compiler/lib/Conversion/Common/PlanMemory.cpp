@@ -1,6 +1,8 @@
-//===- AttnToLoops.cpp - attn on tensors -> buffers, linalg, scf ----------===//
+//===- PlanMemory.cpp - attn on tensors -> buffers and kernel phases ------===//
 //
-// Lowers each attn function to destination-passing style on memrefs:
+// attnc-plan-memory, the second half of attn-to-loops (after
+// attnc-encode-weights). Lowers each attn function to destination-passing
+// style on memrefs:
 //   (x, weights...) -> y    becomes    (x, weights..., y, ws) -> index
 // This pass does memory planning only; the kernels come from the ops'
 // attn::TiledOpInterface models (TiledOps.cpp, over the builders of
@@ -9,8 +11,9 @@
 //    workspace `ws` (bump-allocated, 64-byte aligned), computed in the
 //    prologue; attn.view becomes a memref.reinterpret_cast of its source's
 //    buffer (zero copies);
-//  - weight arguments used only as attn.linear weights/biases change type to
-//    the packed panel layout NAME_pack writes ([P, K, panel], [P*panel]);
+//  - weight arguments that attnc-encode-weights gave a packed layout
+//    (attn.panel) change type to it ([P, K, panel], [P*panel]), the layout
+//    NAME_pack writes;
 //  - attn.linear over packed weights, sdpa, probs, cache_append, mask_rows
 //    -> TiledOpInterface::buildTiledPhases; copies (slices, head split/merge, concat), scale and unpacked linears
 //    are one-task phases of linalg.generic.
@@ -33,7 +36,7 @@
 #include "mlir/IR/IRMapping.h"
 
 namespace attnc {
-#define GEN_PASS_DEF_ATTNTOLOOPSPASS
+#define GEN_PASS_DEF_ATTNPLANMEMORYPASS
 #include "attnc/Conversion/Passes.h.inc"
 } // namespace attnc
 
@@ -235,7 +238,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
   if (auto d = dyn_cast<tensor::DimOp>(op)) {
     std::optional<int64_t> c = d.getConstantIndex();
     if (!c)
-      return op->emitOpError("attn-to-loops needs a constant dimension index");
+      return op->emitOpError("attnc-plan-memory needs a constant dimension index");
     int64_t rank = cast<ShapedType>(d.getSource().getType()).getRank();
     if (*c < 0 || *c >= rank)
       return op->emitOpError("dimension index ")
@@ -254,7 +257,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     // y rounded to a narrower dtype on the way out (MLIRGen): the producer
     // computes in a float32 buffer, this op's result is the output.
     if (!isa<RankedTensorType>(t.getType()))
-      return op->emitOpError("attn-to-loops rounds tensors only");
+      return op->emitOpError("attnc-plan-memory rounds tensors only");
     Value in = map.lookup(t.getIn());
     map.map(t.getResult(), allocFor(t.getResult(), resolve(t.getResult(), dimsOf(in))));
     return success();
@@ -295,7 +298,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     auto d = dimsOf(in); // B, H, T, D
     auto res = resolve(m.getResult(), {d[0], d[2], OpFoldResult()});
     if (!res[2])
-      return op->emitOpError("attn-to-loops needs static heads and head_dim");
+      return op->emitOpError("attnc-plan-memory needs static heads and head_dim");
     Value out = allocFor(m.getResult(), res);
     auto strides = rowMajor(b, res);
     // Destination viewed as [B, H, T, D] with strides [T*W, D, W, 1].
@@ -333,7 +336,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     // but this op (every later reader sees the updated values).
     for (Value cache : {a.getKeyCache(), a.getValueCache()})
       if (!isa<BlockArgument>(cache) || !cache.hasOneUse())
-        return op->emitOpError("attn-to-loops writes KV caches in place: each "
+        return op->emitOpError("attnc-plan-memory writes KV caches in place: each "
                                "cache must be a function argument used only "
                                "by this op");
     map.map(a.getNewKeyCache(), map.lookup(a.getKeyCache()));
@@ -390,7 +393,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(c.getResult(), out);
     return success();
   }
-  return op->emitOpError("is not supported by attn-to-loops");
+  return op->emitOpError("is not supported by attnc-plan-memory");
 }
 
 void FunctionLowering::copy(ImplicitLocOpBuilder &c, Value src, Value dst) {
@@ -508,7 +511,7 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     Value bias = l.getBias() ? map.lookup(l.getBias()) : Value();
     Value out = map.lookup(l.getResult());
     if (packedCols.count(w))
-      return op->emitOpError("attn-to-loops: a packed weight needs a rank-3 "
+      return op->emitOpError("attnc-plan-memory: a packed weight needs a rank-3 "
                              "f32 input");
     oneTask([&](ImplicitLocOpBuilder &c) { linear(c, in, w, bias, out); });
   } else if (auto t = dyn_cast<arith::TruncFOp>(op)) {
@@ -565,27 +568,6 @@ LogicalResult FunctionLowering::emit(Operation *op) {
     }
   }
   return success();
-}
-
-/// True when every use of `arg` is as the weight (rank 2) or bias (rank 1)
-/// of an attn.linear: then it can live in the packed panel layout.
-static bool packable(BlockArgument arg) {
-  auto ty = dyn_cast<RankedTensorType>(arg.getType());
-  if (!ty || !ty.hasStaticShape() || !isa<FloatType>(ty.getElementType()) ||
-      arg.use_empty())
-    return false;
-  for (OpOperand &use : arg.getUses()) {
-    auto l = dyn_cast<LinearOp>(use.getOwner());
-    if (!l)
-      return false;
-    if (ty.getRank() == 2 && use.get() != l.getWeight())
-      return false;
-    if (ty.getRank() == 1 && use.get() != l.getBias())
-      return false;
-    if (ty.getRank() != 1 && ty.getRank() != 2)
-      return false;
-  }
-  return true;
 }
 
 LogicalResult FunctionLowering::run() {
@@ -646,12 +628,12 @@ static LogicalResult checkTarget(func::FuncOp f, TargetAttrInterface t) {
   return success();
 }
 
-struct AttnToLoopsPass final
-    : attnc::impl::AttnToLoopsPassBase<AttnToLoopsPass> {
+struct PlanMemoryPass final
+    : attnc::impl::AttnPlanMemoryPassBase<PlanMemoryPass> {
   // The kernels come from the ops' TiledOpInterface models: make sure they
   // are attached whatever registry the context was built from.
   void getDependentDialects(DialectRegistry &registry) const override {
-    AttnToLoopsPassBase::getDependentDialects(registry);
+    AttnPlanMemoryPassBase::getDependentDialects(registry);
     attnc::registerTiledOpModels(registry);
   }
   using Base::Base;
@@ -673,7 +655,7 @@ struct AttnToLoopsPass final
       }
       // Anything else must not contain attn ops: they would survive silently.
       if (hasAttn.wasInterrupted()) {
-        f.emitError("attn-to-loops lowers functions whose results are ranked "
+        f.emitError("attnc-plan-memory lowers functions whose results are ranked "
                     "tensors (one or more); @")
             << f.getName() << " has " << f.getNumResults() << " results";
         return signalPassFailure();
@@ -681,12 +663,12 @@ struct AttnToLoopsPass final
     }
     for (func::FuncOp f : funcs) {
       if (!f.getBody().hasOneBlock()) {
-        f.emitError("attn-to-loops expects a single-block function");
+        f.emitError("attnc-plan-memory expects a single-block function");
         return signalPassFailure();
       }
       auto target = f->getAttrOfType<TargetAttrInterface>(AttnDialect::TargetAttrHelper::getNameStr());
       if (!target) {
-        f.emitError("attn-to-loops needs the function's attn.target (run "
+        f.emitError("attnc-plan-memory needs the function's attn.target (run "
                     "attnc-set-target first)");
         return signalPassFailure();
       }
@@ -699,13 +681,36 @@ struct AttnToLoopsPass final
       for (BlockArgument a : f.getArguments()) {
         auto rt = dyn_cast<RankedTensorType>(a.getType());
         if (!rt) {
-          f.emitError("attn-to-loops expects ranked tensor arguments, found ")
+          f.emitError("attnc-plan-memory expects ranked tensor arguments, found ")
               << a.getType();
           return signalPassFailure();
         }
-        bool pack = f.getArgAttr(a.getArgNumber(), AttnDialect::WeightAttrHelper::getNameStr()) && packable(a);
+        // The packed layout attnc-encode-weights chose (attn.panel), checked
+        // against what the kernels read: the target's panel, a sole-use
+        // linear weight or bias, pairs only for a bf16 matrix.
+        unsigned i = a.getArgNumber();
+        auto panelAttr = f.getArgAttrOfType<IntegerAttr>(i, AttnDialect::PanelAttrHelper::getNameStr());
+        bool pairs = f.getArgAttr(i, AttnDialect::PairsAttrHelper::getNameStr()) != nullptr;
+        bool pack = panelAttr != nullptr;
+        bool bf16Matrix = rt.getRank() == 2 && rt.getElementType().isBF16();
+        if (pack && (panelAttr.getInt() != panel || !attnc::packableWeight(a))) {
+          f.emitError("attnc-plan-memory: argument ")
+              << i << " of @" << f.getName() << " has attn.panel = " << panelAttr.getInt()
+              << (panelAttr.getInt() != panel
+                      ? " but its target's panel is " + std::to_string(panel)
+                      : std::string(" but is not only the weight or bias of attn.linear ops"))
+              << " (attnc-encode-weights chooses the layout)";
+          return signalPassFailure();
+        }
+        if (pairs != (pack && bf16Matrix)) {
+          f.emitError("attnc-plan-memory: argument ")
+              << i << " of @" << f.getName()
+              << ": attn.pairs goes with attn.panel on a bf16 matrix, and such a "
+                 "matrix needs it (attnc-encode-weights)";
+          return signalPassFailure();
+        }
         packedArg.push_back(pack);
-        if (pack && rt.getRank() == 2 && rt.getElementType().isBF16()) {
+        if (pack && bf16Matrix) {
           // bf16: (k, k+1) pairs side by side, the operand order of
           // vdpbf16ps ([P][ceil(K/2)][panel][2]; a zero row past an odd K).
           int64_t k = rt.getDimSize(0), nCols = rt.getDimSize(1);
@@ -740,14 +745,11 @@ struct AttnToLoopsPass final
       unsigned n = f.getNumArguments();
       for (unsigned i = 0; i < n; ++i) {
         nf.setArgAttrs(i, f.getArgAttrDict(i));
-        if (packedArg[i]) {
-          auto rt = cast<RankedTensorType>(f.getArgument(i).getType());
-          nf.setArgAttr(i, AttnDialect::PanelAttrHelper::getNameStr(), IntegerAttr::get(IndexType::get(ctx), panel));
-          if (rt.getRank() == 2 && rt.getElementType().isBF16())
-            nf.setArgAttr(i, AttnDialect::PairsAttrHelper::getNameStr(), UnitAttr::get(ctx));
+        if (packedArg[i]) // attn.panel (and attn.pairs) came with the dict
           nf.setArgAttr(i, AttnDialect::LogicalShapeAttrHelper::getNameStr(),
-                        DenseI64ArrayAttr::get(ctx, rt.getShape()));
-        }
+                        DenseI64ArrayAttr::get(ctx, cast<RankedTensorType>(
+                                                        f.getArgument(i).getType())
+                                                        .getShape()));
       }
       for (unsigned i = 0; i < results; ++i) // y, then probs (MLIRGen's order)
         nf.setArgAttr(n + i, AttnDialect::OutputAttrHelper::getNameStr(),
@@ -770,3 +772,14 @@ struct AttnToLoopsPass final
 };
 
 } // namespace
+
+void attnc::registerAttnToLoopsPipeline() {
+  mlir::PassPipelineRegistration<>(
+      "attn-to-loops",
+      "attn functions on tensors as buffers and the target's kernels: "
+      "attnc-encode-weights, attnc-plan-memory",
+      [](OpPassManager &pm) {
+        if (failed(parsePassPipeline(attnc::kAttnToLoopsPipeline, pm)))
+          llvm::report_fatal_error("attnc: the attn-to-loops pipeline does not parse");
+      });
+}
