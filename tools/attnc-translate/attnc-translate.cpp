@@ -81,8 +81,8 @@ int main(int argc, char **argv) {
   }
   const auto &entry = attnc::irEntryStages();
   if (llvm::find(entry, from) == entry.end()) {
-    errs() << "attnc-translate: error: --from " << from
-           << ": expected conceptual, fused, viewed, targeted or loops\n";
+    errs() << "attnc-translate: error: --from " << from << ": expected one of "
+           << llvm::join(entry, ", ") << "\n";
     return 2;
   }
   for (auto [opt, path] : {std::pair<const char *, std::string>{"-o", output},

@@ -301,7 +301,7 @@ LogicalResult attnc::Compilation::readLowered() {
     return emitError(module_->getLoc(), "decode: ")
            << desc_.decode() << " but the decode entry was "
            << (entries.decode ? "" : "not ") << "lowered";
-  FailureOr<PackPlan> plan = readPackPlan(*module_);
+  FailureOr<PackPlan> plan = readPackPlan(*module_, entries);
   if (failed(plan))
     return failure();
   plan_ = *plan;
@@ -415,7 +415,7 @@ LogicalResult attnc::Compilation::run(
     if (!module_ ||
         llvm::find(irEntryStages(), from_) == irEntryStages().end())
       return emitError(UnknownLoc::get(&ctx_), "cannot start from stage '")
-             << from_ << "' (one of conceptual, fused, viewed, targeted, loops)";
+             << from_ << "' (one of " << llvm::join(irEntryStages(), ", ") << ")";
     FailureOr<KernelDesc> desc = readKernelDesc(*module_);
     if (failed(desc) || failed(verify(*module_)))
       return failure();

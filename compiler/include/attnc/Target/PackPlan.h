@@ -167,8 +167,10 @@ mlir::FailureOr<LoweredEntries> readEntryTable(mlir::ModuleOp module);
 
 /// The plan of a module attnc-pack-weights ran on: computed again from the
 /// same attributes, checked against the pack function it built, with the
-/// forward (and decode) signatures recorded. Emits an error on failure.
-mlir::FailureOr<PackPlan> readPackPlan(mlir::ModuleOp module);
+/// forward (and decode) signatures recorded; `entries` is the module's entry
+/// table (readEntryTable), which the caller has read. Emits an error on
+/// failure.
+mlir::FailureOr<PackPlan> readPackPlan(mlir::ModuleOp module, const LoweredEntries &entries);
 
 } // namespace attnc
 

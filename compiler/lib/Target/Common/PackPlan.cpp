@@ -444,13 +444,12 @@ FailureOr<attnc::LoweredEntries> attnc::readEntryTable(ModuleOp module) {
   return e;
 }
 
-FailureOr<attnc::PackPlan> attnc::readPackPlan(ModuleOp module) {
+FailureOr<attnc::PackPlan> attnc::readPackPlan(ModuleOp module,
+                                               const LoweredEntries &entries) {
   FailureOr<WeightStorage> storage = readWeightStorage(module);
   if (failed(storage))
     return failure();
-  FailureOr<LoweredEntries> e = readEntryTable(module);
-  if (failed(e))
-    return failure();
+  const LoweredEntries *e = &entries;
   if (!e->forward)
     return module.emitError("attn.entry_points has no forward code path "
                             "(attn-to-loops and attnc-outline-tasks make it)");

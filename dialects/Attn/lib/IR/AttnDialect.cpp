@@ -86,11 +86,17 @@ LogicalResult CpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError
   return success();
 }
 
+/// Whether a BM x BN GEMM block (BK deep) divides among NT threads of TN
+/// columns each: whole thread columns and rows, and whole staged tiles per
+/// thread. The sizes are positive (the verifier checks them first).
+static bool gemmTileDivides(int64_t bm, int64_t bn, int64_t bk, int64_t nt, int64_t tn) {
+  return bn % tn == 0 && nt % (bn / tn) == 0 && bm % (nt / (bn / tn)) == 0 &&
+         (bm * bk) % nt == 0 && (bn * bk) % nt == 0;
+}
+
 bool CudaTargetAttr::gemmTileFits() const {
-  const int64_t BM = getGemmTileM(), BN = getGemmTileN(), BK = getGemmTileK(),
-                NT = getGemmThreads(), TN = getGemmThreadN();
-  return BN % TN == 0 && NT % (BN / TN) == 0 && BM % (NT / (BN / TN)) == 0 &&
-         (BM * BK) % NT == 0 && (BN * BK) % NT == 0;
+  return gemmTileDivides(getGemmTileM(), getGemmTileN(), getGemmTileK(), getGemmThreads(),
+                         getGemmThreadN());
 }
 
 LogicalResult CudaTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -115,9 +121,7 @@ LogicalResult CudaTargetAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   if (nt > 1024 || attnThreads > 1024 || blockThreads > 1024)
     return emitError() << "#attn.cuda_target: gemm_threads, attn_threads and "
                           "block_threads are threads per block: at most 1024";
-  const bool fits = bn % tn == 0 && nt % (bn / tn) == 0 && bm % (nt / (bn / tn)) == 0 &&
-                    (bm * bk) % nt == 0 && (bn * bk) % nt == 0;
-  if (!fits)
+  if (!gemmTileDivides(bm, bn, bk, nt, tn))
     return emitError() << "#attn.cuda_target: the GEMM tile (gemm_tile_m " << bm
                        << " x gemm_tile_n " << bn << ", gemm_tile_k " << bk << ", "
                        << nt << " threads of " << tn
