@@ -1439,24 +1439,37 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
       progress(std::min(1.0, done / total));
   };
 
-  std::vector<double> xd(x, x + rows * d);
+  // bf16 weights: the GEMMs' other operand as the code path that ran
+  // multiplied it (BoundOptions::bf16Gemm).
+  using GemmInputs = BoundOptions::GemmInputs;
+  const bool bf16Gemm = p.weightDtype == ATTNC_DTYPE_BF16 &&
+                        options.bf16Gemm != GemmInputs::Float32;
+  const bool roundX = p.weightDtype == ATTNC_DTYPE_BF16 && p.dtype != ATTNC_DTYPE_BF16 &&
+                      options.bf16Gemm == GemmInputs::Bf16;
+  auto input = [&](const float *src, int64_t n) {
+    std::vector<double> out(src, src + n);
+    for (size_t i = 0; roundX && i < out.size(); ++i)
+      out[i] = roundTo(ATTNC_DTYPE_BF16, float(out[i]));
+    return out;
+  };
+  std::vector<double> xd = input(x, rows * d);
   // K/V's source: x_kv for cross-attention, else x itself (no second copy).
   std::vector<double> xkvCopy;
   if (p.cross)
-    xkvCopy.assign(run.kvSource, run.kvSource + kvRows * d);
+    xkvCopy = input(run.kvSource, kvRows * d);
   const double *xkv = p.cross ? xkvCopy.data() : xd.data();
   std::vector<double> q(size_t(rows * qW)), eq(q.size());
   std::vector<double> k(size_t(kvRows * kvW)), ek(k.size());
   std::vector<double> v(size_t(kvRows * kvW)), ev(v.size());
   // bf16 weights: the AVX512-BF16 GEMMs multiply bf16 pairs, so a float32
   // A operand (x with dtype f32, the attention output before W_O) is
-  // rounded to bf16 first: u|a| more on each of its elements.
-  const bool bf16Gemm = p.weightDtype == ATTNC_DTYPE_BF16;
+  // rounded to bf16 first: u|a| more on each of its elements, unless the
+  // reference rounded x itself (roundX) or the path multiplies in float32.
   double uA = 0, absA = 0; // bf16's rounding (also for bf16 dot products below)
   if (bf16Gemm || options.bf16Dots)
     storageRounding(ATTNC_DTYPE_BF16, uA, absA);
   std::vector<double> exd, exkv;
-  if (bf16Gemm && p.dtype != ATTNC_DTYPE_BF16) { // x not already bf16
+  if (bf16Gemm && !roundX && p.dtype != ATTNC_DTYPE_BF16) { // x not already bf16
     for (double v : xd)
       exd.push_back(uA * std::fabs(v) + absA);
     for (int64_t i = 0; p.cross && i < kvRows * d; ++i)

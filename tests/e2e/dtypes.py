@@ -38,6 +38,13 @@ BASE = {
         "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\nmask: sliding_window\n"
         "window: 9\nbias: false\nweights: separate\nsoftcap: 30\nsinks: true\n"
         "qk_norm: {width: head, eps: 1e-6}\n"),
+    # Gemma-2-like: soft-capping and large logits with bf16 weights and
+    # float32 x; the reference rounds x as the path that ran did (exactly),
+    # instead of bounding that rounding through the softmax's exp.
+    "gemma_softcap": (
+        "d_model: 96\nheads: 4\nkv_heads: 2\nhead_dim: 32\nmask: causal\n"
+        "bias: false\nweights: separate\nsoftcap: 20\nscale: 0.2\n"
+        "rope: {theta: 10000}\n"),
     "alibi_t5": (
         "d_model: 48\nheads: 3\nmask: causal\nbias: false\nweights: separate\n"
         "alibi: true\n"),
@@ -62,6 +69,7 @@ CASES = [
                                 "--lengths", "19,3", "--kv-lengths", "27,10"]),
     ("window_mods", "bf16", None, ["--seq-len", "45"]),
     ("window_mods", "f16", None, ["--seq-len", "45"]),
+    ("gemma_softcap", "f32", "bf16", ["--seq-len", "45", "--x-scale", "8"]),
     ("alibi_t5", "bf16", None, ["--seq-len", "37"]),
     ("t5_bias", "f16", None, ["--seq-len", "41"]),
 ]

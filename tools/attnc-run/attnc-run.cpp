@@ -2149,6 +2149,12 @@ int Run::check() {
     // its dot products; the other paths multiply them in float32.
     bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 &&
                     k.selectedIsa() == ATTNC_ISA_AVX512_BF16;
+    // With bf16 weights, that path's GEMMs round x and the attention output
+    // to bf16 (the reference rounds x as the kernel did); the others, CUDA
+    // included, multiply the weights in float32.
+    bopt.bf16Gemm = !o.cuda && k.selectedIsa() == ATTNC_ISA_AVX512_BF16
+                        ? attnrt::BoundOptions::GemmInputs::Bf16
+                        : attnrt::BoundOptions::GemmInputs::Float32;
     // Decode steps: row t was computed by the call that ended at row
     // callEnds[t] (the prefill's, a chunk's, a step's); a rotary embedding
     // whose frequencies follow the call's length rotated it with those.

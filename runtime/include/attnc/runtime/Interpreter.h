@@ -182,6 +182,18 @@ struct BoundOptions {
   /// AVX512-BF16 code path: ATTNC_ISA_AVX512_BF16 selected): their
   /// rounding joins the bound (docs/checking.md).
   bool bf16Dots = false;
+  /// bf16 weights: what the kernel's GEMMs multiplied them with.
+  ///  * Unknown (attnc-dump, which checks several code paths against one
+  ///    reference): x's rounding to bf16 joins the bound as u|x|, the
+  ///    attention output's before W_O as u|o|;
+  ///  * Bf16 (the AVX512-BF16 code path ran: selected_isa() is
+  ///    ATTNC_ISA_AVX512_BF16): the reference multiplies x and x_kv rounded
+  ///    to bf16 exactly as the kernel does (RNE; exact inputs, so no bound
+  ///    term), and u|o| before W_O;
+  ///  * Float32 (any other code path): the weights are converted to
+  ///    float32 and nothing is rounded to bf16.
+  enum class GemmInputs { Unknown, Float32, Bf16 };
+  GemmInputs bf16Gemm = GemmInputs::Unknown;
 };
 Reference referenceWithBound(const BlockParams &p,
                              const std::vector<const float *> &weights,
