@@ -66,6 +66,8 @@ inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string 
     llvm::errs() << hf.error << "\n";
     return std::nullopt;
   }
+  for (const std::string &note : hf.notes)
+    llvm::errs() << note << "\n";
   if (!emitSpec.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(emitSpec, ec);

@@ -433,14 +433,30 @@ struct Loader {
           break;
         }
     }
+    std::set<std::string> layerNorms; // noted once per norm (weight + bias)
     for (const auto &[name, i] : under) {
       if (used.count(all[i].name))
         continue;
       const bool norm = endsWith(name, "q_norm.weight") || endsWith(name, "k_norm.weight") ||
                         endsWith(name, "q_layernorm.weight") ||
                         endsWith(name, "k_layernorm.weight");
-      const bool bias = endsWith(name, ".bias") && name.find("norm") == std::string::npos;
-      if (norm)
+      std::string lower = name;
+      for (char &ch : lower)
+        ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      // A LayerNorm in the module after the output projection (BERT's
+      // output.LayerNorm, over the residual sum): not part of the block.
+      const bool outNorm = !norm && (lower.find("layernorm") != std::string::npos ||
+                                     lower.find("layer_norm") != std::string::npos);
+      const bool bias = endsWith(name, ".bias") && lower.find("norm") == std::string::npos;
+      if (outNorm) {
+        const std::string prefix = all[i].name.substr(0, all[i].name.rfind('.'));
+        if (layerNorms.insert(prefix).second)
+          w.notes.push_back("warning: " + path + ": '" + prefix +
+                            "' is a LayerNorm after the attention (as BERT's "
+                            "output.LayerNorm(dense(attention) + input)); the "
+                            "kernel's output is the output projection's: add "
+                            "the residual and apply that LayerNorm to it yourself");
+      } else if (norm)
         w.notes.push_back("warning: " + path + ": '" + all[i].name +
                           "' is a QK-norm weight, which this kernel does "
                           "not apply: its output is not the checkpoint's");

@@ -29,6 +29,10 @@ if extras:
     t[p + "rotary_emb.inv_freq"] = (1.0 / 10000 ** (np.arange(0, 16, 2) / 16)).astype(np.float32)
     t[p + "q_norm.weight"] = np.ones(16, dtype=np.float32)
     t[p + "o_proj.bias"] = np.zeros(64, dtype=np.float32)
+    # BERT's output.LayerNorm (over the residual sum, after the output
+    # projection): one warning for its weight and bias.
+    t[p + "output.LayerNorm.weight"] = np.ones(64, dtype=np.float32)
+    t[p + "output.LayerNorm.bias"] = np.zeros(64, dtype=np.float32)
     cfg["rope_theta"] = 10000.0
 save_safetensors(os.path.join(d, "model.safetensors"), t)
 with open(os.path.join(d, "config.json"), "w") as f:

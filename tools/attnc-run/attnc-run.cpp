@@ -1862,6 +1862,15 @@ int Run::decodeStep(int64_t pos, int64_t n) {
 /// rows [0, P) of the caches, then the decode calls write the rest.
 int Run::runDecode() {
   const attnc_kernel_info &ki = info();
+  // longrope: the cached keys keep the tables of the call that wrote them,
+  // which is not what every model's generation does at the switch.
+  if (ki.rope_long_inv_freq && prefill <= ki.rope_long_from && seq > ki.rope_long_from)
+    std::fprintf(stderr,
+                 "note: the decode steps cross longrope's switch (calls longer than %lld "
+                 "use the long factors): the cached keys keep the short factors' "
+                 "rotation; Phi-3's generation recomputes the cache there instead "
+                 "(docs/spec.md, rope)\n",
+                 (long long)ki.rope_long_from);
   xTok.resize(size_t(batch * chunk * ki.d_model));
   yTok.resize(size_t(batch * chunk * ki.out_dim));
   if (narrowAct) {

@@ -128,7 +128,15 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
   std::string y = "rope:\n";
   y += fmt::format("  style: {}\n  theta: {}\n", style, num(theta));
   int64_t rot = int64_t(double(headDim) * partial);
-  rot -= rot % 2;
+  // Hugging Face's rotary embedding rotates pairs: an odd width makes its
+  // cos/sin one wider than the rotated slice, and the model fails.
+  if (rot % 2)
+    throw ImportError{fmt::format(
+        "{}: error: the rotary width is odd ({}: head_dim {}{}): the model's rotary "
+        "embedding rotates pairs of dimensions, so transformers cannot run this "
+        "config either",
+        c.file, rot, headDim,
+        partial != 1.0 ? fmt::format(" x partial rotary factor {}", num(partial)) : "")};
   if (rot != headDim)
     y += fmt::format("  rotary_dim: {}\n", rot);
   if (scaling && scaling.IsMap()) {
@@ -279,7 +287,8 @@ std::string knownList() {
 /// Applies `--set KEY=VALUE` to top-level keys of the derived YAML: the
 /// key's block (its line and any indented lines after it) is replaced, or
 /// the key is appended.
-std::string applySets(std::string yaml, const std::vector<std::string> &sets) {
+std::string applySets(std::string yaml, const std::vector<std::string> &sets,
+                      std::vector<std::string> &notes) {
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -296,6 +305,21 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets) {
       if (skipping && !l.empty() && l[0] == ' ')
         continue;
       skipping = l.rfind(key + ":", 0) == 0;
+      // A mask without causality over a decoder's causal one is legal (the
+      // spec's `padding` is bidirectional) but rarely what is meant.
+      if (skipping && key == "mask") {
+        const std::string was = l.substr(key.size() + 1);
+        auto causal = [](const std::string &m) {
+          return m.find("causal") != std::string::npos ||
+                 m.find("sliding_window") != std::string::npos;
+        };
+        if (causal(was) && !causal(value))
+          notes.push_back(fmt::format(
+              "note: --set {}: the checkpoint's attention is causal (mask:{}); "
+              "mask {} lets every query see later keys (causal+padding keeps "
+              "causality and adds padding lengths)",
+              s, was, value));
+      }
       if (!skipping)
         out.push_back(l);
     }
@@ -700,7 +724,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     y += "weight_dtype: bf16\n";
   else if (stored == "float16")
     y += "weight_dtype: f16\n";
-  out.yaml = applySets(y, sets);
+  out.yaml = applySets(y, sets, out.notes);
   out.weightsPrefix = path + ".";
   return out;
 }

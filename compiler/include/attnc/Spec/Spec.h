@@ -210,6 +210,9 @@ std::vector<double> alibiSlopes(const Spec &spec);
 /// otherwise `error` is one message. Never throws.
 struct HfSpec {
   std::string yaml, weightsPrefix, error;
+  /// What the tool should tell the user about the import (one line each,
+  /// "note: ..."), e.g. a --set that drops the checkpoint's causal mask.
+  std::vector<std::string> notes;
 };
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
                   const std::vector<std::string> &sets);
