@@ -285,7 +285,7 @@ def _hf_files(hf_dir):
     return files
 
 
-def from_hf(hf_dir, module, target=None, cache_dir=None, set=None, layer=None):
+def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     """What `attnc --hf DIR --module PATH` does, plus the weights: compiles
     (cached as compile() caches, keyed by config.json's bytes, the module
     path, `set` and the target) the attention of module `module` of the

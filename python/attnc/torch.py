@@ -393,7 +393,9 @@ class MultiheadAttention(torch.nn.Module):
     value; or a key_padding_mask) with mask padding or causal+padding;
     each with the probs output (need_weights). Each variant's packed
     weights are a non-persistent buffer, packed again when the weights
-    change (load_state_dict, an in-place edit). What no kernel expresses
+    change (load_state_dict, an in-place edit; after an edit through
+    `.data`, which autograd does not count, call repack()). The module
+    starts in the replaced one's train/eval mode. What no kernel expresses
     (see `why_not`) runs torch's own F.multi_head_attention_forward, with a
     warning (fallback="warn"), silently ("silent"), or raises Unsupported
     ("error").
@@ -427,6 +429,15 @@ class MultiheadAttention(torch.nn.Module):
         self.fallback = fallback
         self.kernels = torch.nn.ModuleDict()
         self._versions = {}
+        # The replaced module's mode: a model put in eval() before
+        # replace_attention stays there (no dropout at inference).
+        self.train(mha.training)
+
+    def repack(self):
+        """Packs the weights again on the next call. Needed only after an
+        edit that bypasses autograd's version counter (through `.data`);
+        load_state_dict and in-place edits of the buffers are noticed."""
+        self._versions.clear()
 
     # The weights the packed buffers were made from: (data_ptr, _version).
     def _weights(self):
@@ -481,10 +492,15 @@ class MultiheadAttention(torch.nn.Module):
         return self._torch_forward(*args)
 
     def _torch_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
-                       average_attn_weights):
+                       average_attn_weights, is_causal=False):
         bf = self.batch_first and query.dim() == 3
         if bf:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if is_causal and attn_mask is None:
+            # torch 1.13's functional form has no is_causal: its mask, as
+            # nn.MultiheadAttention builds it (query i sees keys j <= i).
+            attn_mask = torch.ones(query.shape[0], key.shape[0], dtype=torch.bool,
+                                   device=query.device).triu_(1)
         y, w = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
             self.in_proj_bias, None, None, False, self.dropout, self.out_proj.weight,
@@ -496,7 +512,7 @@ class MultiheadAttention(torch.nn.Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         args = (query, key, value, key_padding_mask, need_weights, attn_mask,
-                average_attn_weights)
+                average_attn_weights, is_causal)
         _grad_check(("query", query), ("key", key), ("value", value))
         if self.training and self.dropout > 0:
             return self._unsupported(f"dropout {self.dropout} in training mode", *args)
@@ -515,6 +531,11 @@ class MultiheadAttention(torch.nn.Module):
                                      *args)
         b, lq, lk = q.shape[0], q.shape[1], kv.shape[1]
         causal = bool(is_causal)
+        if attn_mask is not None and attn_mask.dim() == 3 and \
+                tuple(attn_mask.shape) != (b * self.num_heads, lq, lk):
+            # As torch's own check (F.multi_head_attention_forward).
+            raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, "
+                               f"but should be {(b * self.num_heads, lq, lk)}.")
         if attn_mask is not None:
             kind = _mask_kind(attn_mask, lq, lk)
             if kind is None:

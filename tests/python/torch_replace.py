@@ -176,6 +176,39 @@ def main():
         ry, _ = mha(x, x, x, key_padding_mask=left)
         check(err(y, ry) <= TOL and any("key_padding_mask" in str(m.message) for m in ws),
               "left-padded key_padding_mask: torch's result with a warning")
+        # is_causal on a call that falls back: torch's forward gets the
+        # causal mask (its functional form in torch 1.13 has no is_causal).
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            y, _ = rep(x, mem[:, :t], mem[:, :t].clone(), is_causal=True)
+        ry, _ = mha(x, mem[:, :t], mem[:, :t].clone(), attn_mask=causal_b)
+        check(err(y, ry) <= TOL, f"is_causal on a fallback call (key is not value): causal, "
+              f"|y - torch| = {err(y, ry):.2e}")
+        try:
+            rep(x, x, x, attn_mask=causal_b.expand(H, t, t))
+            check(False, "a 3-D attn_mask of the wrong batch raised nothing")
+        except RuntimeError as e:
+            check("should be" in str(e), f"3-D attn_mask [H, T, S] with batch 3: {e}")
+    # The replaced module's eval mode is kept (no dropout at inference).
+    drop = randomize(torch.nn.MultiheadAttention(E, H, dropout=0.5, batch_first=True)).eval()
+    rdrop = at.replace_attention(torch.nn.Sequential(drop).eval(), cache_dir=cache,
+                                 fallback="error")[0]
+    with torch.no_grad():
+        y1, _ = rdrop(x, x, x)
+        y2, _ = rdrop(x, x, x)
+        ry, _ = drop(x, x, x)
+    check(not rdrop.training and torch.equal(y1, y2) and err(y1, ry) <= TOL,
+          "replace_attention on an eval() model: the replacement is in eval mode")
+    # An edit through .data bypasses the version counter: repack().
+    with torch.no_grad():
+        before, _ = rdrop(x, x, x)
+        rdrop.in_proj_weight.data.mul_(0.5)
+        drop.in_proj_weight.data.mul_(0.5)
+        rdrop.repack()
+        y, _ = rdrop(x, x, x)
+        ry, _ = drop(x, x, x)
+    check(err(y, ry) <= TOL and err(before, ry) > 1e-3,
+          f"repack() after an edit through .data: |y - torch| = {err(y, ry):.2e}")
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always")
         odd_mha = torch.nn.MultiheadAttention(E, H, kdim=8, vdim=8)
