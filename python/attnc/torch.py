@@ -487,8 +487,10 @@ class MultiheadAttention(torch.nn.Module):
         if self.fallback == "error":
             raise Unsupported(msg + " (fallback='error')")
         if self.fallback == "warn":
+            # 4: the line that called the module (past forward and
+            # torch's Module._call_impl).
             warnings.warn(msg + ": running torch's multi_head_attention_forward instead",
-                          stacklevel=3)
+                          stacklevel=4)
         return self._torch_forward(*args)
 
     def _torch_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
@@ -609,7 +611,7 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     with its weights, and returns the model. Kernels are compiled on first
     use (attnc.compile: target, cache_dir). A module that cannot be
     replaced (unsupported_module: separate kdim/vdim, add_bias_kv,
-    add_zero_attn) stays torch's, with a warning (fallback="warn"), or
+    add_zero_attn; a subclass of nn.MultiheadAttention) stays torch's, with a warning (fallback="warn"), or
     raises Unsupported ("error"); at call time fallback decides the same
     for what the kernels cannot express (MultiheadAttention.forward).
     `model.attnc_replaced` lists the names replaced."""
@@ -622,18 +624,34 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
                 raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
             if fallback == "warn":
                 warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
-                              f"torch's: {why}", stacklevel=3)
+                              f"torch's: {why}", stacklevel=4)
             return mod
         replaced.append(name)
         return MultiheadAttention(mod, target=target, cache_dir=cache_dir,
                                   num_threads=num_threads, fallback=fallback)
 
-    if type(model) is torch.nn.MultiheadAttention:
-        model = convert(model, "")
+    def subclass(mod, name):
+        # A subclass may compute something else in its own forward: kept.
+        why = (f"{type(mod).__name__} is a subclass of nn.MultiheadAttention "
+               "(its forward may differ)")
+        if fallback == "error":
+            raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
+        if fallback == "warn":
+            warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
+                          f"torch's: {why}", stacklevel=4)
+        return mod
+
+    def visit(mod, name):
+        if type(mod) is torch.nn.MultiheadAttention:
+            return convert(mod, name)
+        return subclass(mod, name)
+
+    if isinstance(model, torch.nn.MultiheadAttention):
+        model = visit(model, "")
     else:
         for name, mod in list(model.named_modules()):
             for cname, child in list(mod.named_children()):
-                if type(child) is torch.nn.MultiheadAttention:
-                    setattr(mod, cname, convert(child, f"{name}.{cname}" if name else cname))
+                if isinstance(child, torch.nn.MultiheadAttention):
+                    setattr(mod, cname, visit(child, f"{name}.{cname}" if name else cname))
     model.attnc_replaced = replaced
     return model

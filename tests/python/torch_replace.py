@@ -217,6 +217,17 @@ def main():
           any("kdim/vdim" in str(m.message) for m in ws),
           "kdim/vdim != embed_dim: module kept, with a warning")
 
+    class MyMHA(torch.nn.MultiheadAttention):
+        pass
+
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        sub = MyMHA(E, H)
+        kept = at.replace_attention(torch.nn.Sequential(sub), cache_dir=cache)
+    check(kept[0] is sub and kept.attnc_replaced == [] and
+          any("subclass" in str(m.message) and m.filename == __file__ for m in ws),
+          "a subclass of nn.MultiheadAttention: kept, with a warning at the caller's line")
+
     # -- gradients: an error, not a silent drop ------------------------------
     xg = x.clone().requires_grad_()
     for what, call in (("replacement", lambda: rep(xg, xg, xg)),
