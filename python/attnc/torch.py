@@ -611,47 +611,35 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     with its weights, and returns the model. Kernels are compiled on first
     use (attnc.compile: target, cache_dir). A module that cannot be
     replaced (unsupported_module: separate kdim/vdim, add_bias_kv,
-    add_zero_attn; a subclass of nn.MultiheadAttention) stays torch's, with a warning (fallback="warn"), or
+    add_zero_attn; a subclass of nn.MultiheadAttention) stays torch's,
+    with a warning (fallback="warn"), or
     raises Unsupported ("error"); at call time fallback decides the same
     for what the kernels cannot express (MultiheadAttention.forward).
     `model.attnc_replaced` lists the names replaced."""
     replaced = []
 
     def convert(mod, name):
-        why = unsupported_module(mod)
+        # A subclass may compute something else in its own forward: kept.
+        why = (f"{type(mod).__name__} is a subclass of nn.MultiheadAttention "
+               "(its forward may differ)") if type(mod) is not torch.nn.MultiheadAttention \
+            else unsupported_module(mod)
         if why:
             if fallback == "error":
                 raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
             if fallback == "warn":
                 warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
-                              f"torch's: {why}", stacklevel=4)
+                              f"torch's: {why}", stacklevel=3)
             return mod
         replaced.append(name)
         return MultiheadAttention(mod, target=target, cache_dir=cache_dir,
                                   num_threads=num_threads, fallback=fallback)
 
-    def subclass(mod, name):
-        # A subclass may compute something else in its own forward: kept.
-        why = (f"{type(mod).__name__} is a subclass of nn.MultiheadAttention "
-               "(its forward may differ)")
-        if fallback == "error":
-            raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
-        if fallback == "warn":
-            warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
-                          f"torch's: {why}", stacklevel=4)
-        return mod
-
-    def visit(mod, name):
-        if type(mod) is torch.nn.MultiheadAttention:
-            return convert(mod, name)
-        return subclass(mod, name)
-
     if isinstance(model, torch.nn.MultiheadAttention):
-        model = visit(model, "")
+        model = convert(model, "")
     else:
         for name, mod in list(model.named_modules()):
             for cname, child in list(mod.named_children()):
                 if isinstance(child, torch.nn.MultiheadAttention):
-                    setattr(mod, cname, visit(child, f"{name}.{cname}" if name else cname))
+                    setattr(mod, cname, convert(child, f"{name}.{cname}" if name else cname))
     model.attnc_replaced = replaced
     return model
