@@ -416,13 +416,19 @@ LogicalResult attnc::Compilation::run(
         llvm::find(irEntryStages(), from_) == irEntryStages().end())
       return emitError(UnknownLoc::get(&ctx_), "cannot start from stage '")
              << from_ << "' (one of " << llvm::join(irEntryStages(), ", ") << ")";
-    FailureOr<KernelDesc> desc = readKernelDesc(*module_);
-    if (failed(desc) || failed(verify(*module_)))
+    if (failed(verify(*module_)))
       return failure();
-    name_ = desc->name;
+    if (from_ == "loops") { // the lowered module: its block and entry table
+      if (failed(readLowered()))
+        return failure();
+      name_ = desc_.name;
+    } else {
+      FailureOr<KernelDesc> desc = readKernelDesc(*module_);
+      if (failed(desc))
+        return failure();
+      name_ = desc->name;
+    }
     first = stageIndex(from_) + 1;
-    if (from_ == "loops" && failed(readLowered()))
-      return failure();
   }
   for (int i = first; i <= last; ++i) {
     std::string name = stages[i].name;
