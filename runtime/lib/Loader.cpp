@@ -328,8 +328,8 @@ std::string checkSizes(const attnc_kernel_info &info) {
 std::string checkScoreFeatures(const attnc_kernel_info &info) {
   auto bad = [](std::string msg) { return msg; };
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {
-    if (!(info.softcap >= 0) || !std::isfinite(info.softcap))
-      return bad("softcap must be 0 or positive and finite");
+    if (!(info.softcap >= 0) || !std::isfinite(info.softcap) || info.softcap > 1e4)
+      return bad("softcap must be 0 (none) or in (0, 10000]");
     if (info.alibi_slopes)
       for (int64_t h = 0; h < info.heads; ++h)
         if (!std::isfinite(info.alibi_slopes[h]))
@@ -359,8 +359,8 @@ std::string checkScoreFeatures(const attnc_kernel_info &info) {
   if (info.qk_norm != ATTNC_QK_NORM_NONE) {
     if (!(info.qk_norm_eps > 0) || !std::isfinite(info.qk_norm_eps) || info.qk_norm_eps > 1)
       return bad("qk_norm_eps must be in (0, 1]");
-    if (!std::isfinite(info.qk_norm_offset))
-      return bad("qk_norm_offset is not finite");
+    if (!(info.qk_norm_offset >= 0) || info.qk_norm_offset > 1e3)
+      return bad("qk_norm_offset must be in [0, 1000]");
     if (info.weight_layout != ATTNC_LAYOUT_SEPARATE)
       return bad("qk_norm needs the separate weight layout");
   } else if (info.qk_norm_eps != 0 || info.qk_norm_offset != 0) {

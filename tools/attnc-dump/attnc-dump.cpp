@@ -81,10 +81,12 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
-  cl::ParseCommandLineOptions(argc, argv,
+  // A parse error (unknown option, missing value) is bad usage: exit 2.
+  if (!cl::ParseCommandLineOptions(argc, argv,
       "attnc-dump: print the IR of an attention spec at each pipeline stage\n\n"
       "  attnc-dump SPEC.yaml [--stage NAME|all] [--check] [--list-stages]\n"
-      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n");
+      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n", &errs()))
+    return 2;
   if (listStages) {
     for (const auto &s : attnc::stageList())
       outs() << left_justify(s.name, 12) << " " << s.summary << "\n";
@@ -97,6 +99,16 @@ int main(int argc, char **argv) {
   }
   if (hfDir.empty() && (!hfModule.empty() || !setKeys.empty())) {
     errs() << "attnc-dump: error: --module and --set go with --hf\n";
+    return 2;
+  }
+  if (stage.getNumOccurrences() && stage.empty()) {
+    errs() << "attnc-dump: error: --stage: expected a stage name or 'all' (see "
+              "--list-stages)\n";
+    return 2;
+  }
+  if (!(checkTol >= 0) || !std::isfinite(checkTol)) {
+    errs() << "attnc-dump: error: --check-tol " << checkTol
+           << ": expected a finite tolerance >= 0\n";
     return 2;
   }
   bool printNone = check && stage.empty();

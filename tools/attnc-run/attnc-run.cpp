@@ -1511,7 +1511,9 @@ int Run::readInputs() {
   cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
   // --device cuda: the attention weights stay on the device (attnc-run
   // copies y back), so neither asked for nor checked.
-  wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda;
+  // Decode steps write no attention weights (NAME_decode has no probs
+  // output, the prefill is called without one): nothing to show or check.
+  wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda && o.decodeSteps == 0;
 
   batch = o.batch;
   seq = o.seq;

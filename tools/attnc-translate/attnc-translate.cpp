@@ -54,7 +54,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
-  cl::ParseCommandLineOptions(argc, argv,
+  // A parse error (unknown option, missing value) is bad usage: exit 2.
+  if (!cl::ParseCommandLineOptions(argc, argv,
       "attnc-translate: build a kernel library from attn IR\n\n"
       "  attnc-dump --stage loops SPEC.yaml | attnc-translate - --emit-library -o libNAME.so\n"
       "  attnc-translate IN.mlir --from targeted --emit-library -o libNAME.so --header NAME.h\n\n"
@@ -62,7 +63,8 @@ int main(int argc, char **argv) {
       "attnc-opt with the stage pipelines); it carries the block description\n"
       "(attn.block) the front end wrote, and nothing else is read.\n\n"
       "Exit codes: 0 ok; 2 bad usage or unparsable IR; 1 other failure. A\n"
-      "failed run leaves every output as it was.\n");
+      "failed run leaves every output as it was.\n", &errs()))
+    return 2;
   if (!emitLibrary) {
     errs() << "attnc-translate: error: expected --emit-library (the one "
               "translation attnc-translate makes)\n";

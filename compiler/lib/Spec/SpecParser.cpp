@@ -689,7 +689,9 @@ private:
     } else if (key == "alibi") {
       setAlibi(v);
     } else if (key == "softcap") {
-      spec.softcap = getPositive("softcap", v);
+      spec.softcap = getInRange("softcap", v, 0, 1e4, false,
+                                " (cap * tanh(s / cap) is computed as cap minus a quotient: "
+                                "a larger cap loses the score to float32 rounding)");
     } else if (key == "clip_qkv") {
       spec.clipQkv = getPositive("clip_qkv", v);
     } else if (key == "qk_norm") {
@@ -813,6 +815,20 @@ private:
     return out;
   }
 
+  /// A number in (lo, hi] (or [lo, hi] with `closedLo`): the range the
+  /// kernels compute accurately in float32 (and the loader accepts), with
+  /// `why` saying what lies outside it.
+  double getInRange(const std::string &key, const YNode &v, double lo, double hi,
+                    bool closedLo, const char *why) {
+    std::optional<double> d;
+    if (isPlain(v))
+      d = parseNumber(v.value);
+    if (!d || !std::isfinite(*d) || *d > hi || *d < lo || (*d == lo && !closedLo))
+      fail(key, fmt::format("expected a number in {}{}, {}], found {}{}", closedLo ? "[" : "(",
+                            lo, hi, describe(v), why));
+    return *d;
+  }
+
   /// A finite number > 0 (or >= 0 with `allowZero`).
   double getPositive(const std::string &key, const YNode &v,
                      bool allowZero = false) {
@@ -838,9 +854,9 @@ private:
                           ? Spec::QkNorm::Head
                           : Spec::QkNorm::Projection;
       else if (key == "eps")
-        spec.qkNormEps = getPositive(full, *node);
+        spec.qkNormEps = getInRange(full, *node, 0, 1, false, "");
       else
-        spec.qkNormOffset = getPositive(full, *node, /*allowZero=*/true);
+        spec.qkNormOffset = getInRange(full, *node, 0, 1e3, true, "");
     }
   }
 
@@ -958,7 +974,8 @@ private:
     for (auto &[key, node] : m) {
       std::string full = "rope.scaling." + key;
       if (key == "factor")
-        r.factor = getPositive(full, *node);
+        r.factor = getInRange(full, *node, 1e-3, 1e6, true,
+                              " (the frequencies are divided by it)");
       else if (key == "low_freq_factor")
         r.lowFreqFactor = getPositive(full, *node);
       else if (key == "high_freq_factor")
