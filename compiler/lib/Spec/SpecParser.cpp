@@ -1170,6 +1170,11 @@ private:
       RopeSpec &r = s.rope;
       if (!s.keyPos.count("rope.rotary_dim"))
         r.rotaryDim = s.headDim;
+      if (!s.keyPos.count("rope.rotary_dim") && r.rotaryDim % 2 != 0)
+        fail("rope", fmt::format("head_dim {} is odd, and the rotary embedding rotates "
+                                 "pairs of dimensions (set rope.rotary_dim to an even "
+                                 "width below it for a partial rotation)",
+                                 s.headDim));
       if (r.rotaryDim % 2 != 0 || r.rotaryDim > s.headDim)
         fail(s.keyPos.count("rope.rotary_dim") ? "rope.rotary_dim" : "rope",
              fmt::format("expected an even rotary_dim <= head_dim ({}), "
