@@ -180,7 +180,6 @@ inline bool writeLibrary(Compilation &comp, OutputFiles &outs, int soOut, int hO
   bool ok = emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
             linkSharedObject(obj,
                              emitKernelGlue(comp.desc(), comp.plan(), comp.objectIsa(),
-                                            comp.targetMachine()->getTargetCPU().str(),
                                             comp.ptx()),
                              llvm::sys::path::filename(output).str(),
                              llvm::StringRef(output).ends_with(".a"),

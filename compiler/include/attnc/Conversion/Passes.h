@@ -46,6 +46,11 @@ inline constexpr const char kAttnToLoopsPipeline[] =
     "attnc-encode-weights,attnc-plan-memory";
 void registerAttnToLoopsPipeline();
 
+/// Registers `passes` (a textual pass list) as the pipeline `name`, for
+/// attnc-opt and textual pipelines: a name that stays valid after a pass
+/// is split.
+void registerPassList(const char *name, const char *summary, const char *passes);
+
 /// Whether a weight argument can live in a packed panel layout: a static
 /// float tensor of rank 2 used only as attn.linear weights, or of rank 1
 /// used only as their biases (attnc-encode-weights, attnc-plan-memory).

@@ -30,7 +30,6 @@ bool addEntryPoints(llvm::Module &m, const KernelDesc &desc, const PackPlan &pla
 /// NAME_pack, NAME_workspace_size, NAME_forward (and attnc_query when
 /// ATTNC_SHARED is defined).
 std::string emitKernelGlue(const KernelDesc &desc, const PackPlan &plan, Isa isa,
-                           const std::string &targetCpu,
                            const std::string &ptx = "");
 
 /// The kernel's ATTNC_FEATURE_* bits as a C expression, e.g.

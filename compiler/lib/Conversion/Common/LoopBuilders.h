@@ -12,6 +12,7 @@
 
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -19,6 +20,14 @@
 #include <vector>
 
 namespace attnc {
+
+/// An index / f32 constant: the kernel builders' shorthand.
+inline mlir::Value indexConst(mlir::ImplicitLocOpBuilder &c, int64_t x) {
+  return mlir::arith::ConstantIndexOp::create(c, x);
+}
+inline mlir::Value f32Const(mlir::ImplicitLocOpBuilder &c, double x) {
+  return mlir::arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
+}
 
 /// Body of a loop: gets the induction variable and the iter_args, returns
 /// the values to yield.

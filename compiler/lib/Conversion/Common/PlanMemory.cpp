@@ -773,13 +773,16 @@ struct PlanMemoryPass final
 
 } // namespace
 
+void attnc::registerPassList(const char *name, const char *summary, const char *passes) {
+  mlir::PassPipelineRegistration<>(name, summary, [name, passes](OpPassManager &pm) {
+    if (failed(parsePassPipeline(passes, pm)))
+      llvm::report_fatal_error(llvm::Twine("attnc: the ") + name + " pipeline does not parse");
+  });
+}
+
 void attnc::registerAttnToLoopsPipeline() {
-  mlir::PassPipelineRegistration<>(
-      "attn-to-loops",
-      "attn functions on tensors as buffers and the target's kernels: "
-      "attnc-encode-weights, attnc-plan-memory",
-      [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(attnc::kAttnToLoopsPipeline, pm)))
-          llvm::report_fatal_error("attnc: the attn-to-loops pipeline does not parse");
-      });
+  registerPassList("attn-to-loops",
+                   "attn functions on tensors as buffers and the target's kernels: "
+                   "attnc-encode-weights, attnc-plan-memory",
+                   kAttnToLoopsPipeline);
 }

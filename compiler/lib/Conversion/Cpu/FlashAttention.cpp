@@ -44,14 +44,10 @@
 using namespace mlir;
 using namespace attnc::attn;
 using attnc::exp2NonPositive;
+using attnc::f32Const;
+using attnc::indexConst;
 
 namespace {
-Value indexConst(ImplicitLocOpBuilder &c, int64_t x) {
-  return arith::ConstantIndexOp::create(c, x);
-}
-Value f32Const(ImplicitLocOpBuilder &c, double x) {
-  return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
-}
 
 Value add(ImplicitLocOpBuilder &c, Value a, int64_t x) {
   return x == 0 ? a

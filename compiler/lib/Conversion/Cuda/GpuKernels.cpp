@@ -36,21 +36,17 @@ using namespace attnc::attn;
 using attnc::loop;
 using attnc::LoopBody;
 using attnc::taskLoop;
+using attnc::f32Const;
+using attnc::indexConst;
 
 namespace {
 
-Value idx(ImplicitLocOpBuilder &c, int64_t x) {
-  return arith::ConstantIndexOp::create(c, x);
-}
-Value f32c(ImplicitLocOpBuilder &c, double x) {
-  return arith::ConstantOp::create(c, c.getF32FloatAttr(static_cast<float>(x)));
-}
 Value dim(ImplicitLocOpBuilder &c, Value m, int64_t i) {
   return memref::DimOp::create(c, m, i);
 }
 Value ceilDiv(ImplicitLocOpBuilder &c, Value a, int64_t d) {
-  return arith::DivUIOp::create(c, arith::AddIOp::create(c, a, idx(c, d - 1)),
-                                idx(c, d));
+  return arith::DivUIOp::create(c, arith::AddIOp::create(c, a, indexConst(c, d - 1)),
+                                indexConst(c, d));
 }
 Value lt(ImplicitLocOpBuilder &c, Value a, Value b) {
   return arith::CmpIOp::create(c, arith::CmpIPredicate::slt, a, b);
@@ -128,32 +124,32 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);
-  Value colBlocks = idx(b, (n + BN - 1) / BN);
+  Value colBlocks = indexConst(b, (n + BN - 1) / BN);
   Value tasks = arith::MulIOp::create(b, arith::MulIOp::create(b, nb, rowBlocks), colBlocks);
-  Value kDim = idx(b, K), nDim = idx(b, n);
+  Value kDim = indexConst(b, K), nDim = indexConst(b, n);
 
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value cb = arith::RemUIOp::create(c, task, colBlocks);
     Value rest = arith::DivUIOp::create(c, task, colBlocks);
     Value rb = arith::RemUIOp::create(c, rest, rowBlocks);
     Value bi = arith::DivUIOp::create(c, rest, rowBlocks);
-    Value row0 = arith::MulIOp::create(c, rb, idx(c, BM));
-    Value col0 = arith::MulIOp::create(c, cb, idx(c, BN));
+    Value row0 = arith::MulIOp::create(c, rb, indexConst(c, BM));
+    Value col0 = arith::MulIOp::create(c, cb, indexConst(c, BN));
     Value xs = sharedBuffer(c, {BK, BM});
     Value ws = sharedBuffer(c, {BK, BN});
     Value acc = privateBuffer(c, NT, {TM * TN});
 
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       for (int64_t e = 0; e < TM * TN; ++e)
-        memref::StoreOp::create(r, f32c(r, 0.0), acc, ValueRange{tid, idx(r, e)});
+        memref::StoreOp::create(r, f32Const(r, 0.0), acc, ValueRange{tid, indexConst(r, e)});
     });
-    loop(c, idx(c, 0), kDim, idx(c, BK), {}, [&](ImplicitLocOpBuilder &ck, Value k0, ValueRange) {
+    loop(c, indexConst(c, 0), kDim, indexConst(c, BK), {}, [&](ImplicitLocOpBuilder &ck, Value k0, ValueRange) {
       // Stage the tiles (zeros past T, K and n: nothing out of bounds).
       threadRegion(ck, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
         for (int64_t e = 0; e < BM * BK / NT; ++e) {
-          Value i = arith::AddIOp::create(r, tid, idx(r, e * NT));
-          Value row = arith::DivUIOp::create(r, i, idx(r, BK));
-          Value kk = arith::RemUIOp::create(r, i, idx(r, BK));
+          Value i = arith::AddIOp::create(r, tid, indexConst(r, e * NT));
+          Value row = arith::DivUIOp::create(r, i, indexConst(r, BK));
+          Value kk = arith::RemUIOp::create(r, i, indexConst(r, BK));
           Value gr = arith::AddIOp::create(r, row0, row);
           Value gk = arith::AddIOp::create(r, k0, kk);
           Value ok = arith::AndIOp::create(r, lt(r, gr, tt), lt(r, gk, kDim));
@@ -161,56 +157,56 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
           memref::StoreOp::create(r, v, xs, ValueRange{kk, row});
         }
         for (int64_t e = 0; e < BN * BK / NT; ++e) {
-          Value i = arith::AddIOp::create(r, tid, idx(r, e * NT));
-          Value kk = arith::DivUIOp::create(r, i, idx(r, BN));
-          Value col = arith::RemUIOp::create(r, i, idx(r, BN));
+          Value i = arith::AddIOp::create(r, tid, indexConst(r, e * NT));
+          Value kk = arith::DivUIOp::create(r, i, indexConst(r, BN));
+          Value col = arith::RemUIOp::create(r, i, indexConst(r, BN));
           Value gc = arith::AddIOp::create(r, col0, col);
           Value gk = arith::AddIOp::create(r, k0, kk);
           Value ok = arith::AndIOp::create(r, lt(r, gc, nDim), lt(r, gk, kDim));
-          Value p = arith::DivUIOp::create(r, gc, idx(r, panel));
-          Value j = arith::RemUIOp::create(r, gc, idx(r, panel));
+          Value p = arith::DivUIOp::create(r, gc, indexConst(r, panel));
+          Value j = arith::RemUIOp::create(r, gc, indexConst(r, panel));
           Value v = guardedLoad(r, ok, wp, ValueRange{p, gk, j});
           memref::StoreOp::create(r, v, ws, ValueRange{kk, col});
         }
       });
       // TM x TN accumulators in registers over the staged BK.
       threadRegion(ck, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-        Value ty = arith::DivUIOp::create(r, tid, idx(r, colThreads));
-        Value tx = arith::RemUIOp::create(r, tid, idx(r, colThreads));
-        Value rBase = arith::MulIOp::create(r, ty, idx(r, TM));
-        Value cBase = arith::MulIOp::create(r, tx, idx(r, TN));
+        Value ty = arith::DivUIOp::create(r, tid, indexConst(r, colThreads));
+        Value tx = arith::RemUIOp::create(r, tid, indexConst(r, colThreads));
+        Value rBase = arith::MulIOp::create(r, ty, indexConst(r, TM));
+        Value cBase = arith::MulIOp::create(r, tx, indexConst(r, TN));
         SmallVector<Value> init;
         for (int64_t e = 0; e < TM * TN; ++e)
-          init.push_back(memref::LoadOp::create(r, acc, ValueRange{tid, idx(r, e)}));
-        scf::ForOp kl = loop(r, idx(r, 0), idx(r, BK), init,
+          init.push_back(memref::LoadOp::create(r, acc, ValueRange{tid, indexConst(r, e)}));
+        scf::ForOp kl = loop(r, indexConst(r, 0), indexConst(r, BK), init,
                              [&](ImplicitLocOpBuilder &ci, Value kk, ValueRange a) {
           SmallVector<Value> xv, wv, out;
           for (int64_t i = 0; i < TM; ++i)
-            xv.push_back(memref::LoadOp::create(ci, xs, ValueRange{kk, arith::AddIOp::create(ci, rBase, idx(ci, i))}));
+            xv.push_back(memref::LoadOp::create(ci, xs, ValueRange{kk, arith::AddIOp::create(ci, rBase, indexConst(ci, i))}));
           for (int64_t j = 0; j < TN; ++j)
-            wv.push_back(memref::LoadOp::create(ci, ws, ValueRange{kk, arith::AddIOp::create(ci, cBase, idx(ci, j))}));
+            wv.push_back(memref::LoadOp::create(ci, ws, ValueRange{kk, arith::AddIOp::create(ci, cBase, indexConst(ci, j))}));
           for (int64_t i = 0; i < TM; ++i)
             for (int64_t j = 0; j < TN; ++j)
               out.push_back(math::FmaOp::create(ci, xv[i], wv[j], a[i * TN + j]));
           return out;
         });
         for (int64_t e = 0; e < TM * TN; ++e)
-          memref::StoreOp::create(r, kl.getResult(e), acc, ValueRange{tid, idx(r, e)});
+          memref::StoreOp::create(r, kl.getResult(e), acc, ValueRange{tid, indexConst(r, e)});
       });
       return SmallVector<Value>{};
     });
     // y = acc + bias, inside T and n only.
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      Value ty = arith::DivUIOp::create(r, tid, idx(r, colThreads));
-      Value tx = arith::RemUIOp::create(r, tid, idx(r, colThreads));
+      Value ty = arith::DivUIOp::create(r, tid, indexConst(r, colThreads));
+      Value tx = arith::RemUIOp::create(r, tid, indexConst(r, colThreads));
       for (int64_t i = 0; i < TM; ++i)
         for (int64_t j = 0; j < TN; ++j) {
-          Value gr = arith::AddIOp::create(r, row0, arith::AddIOp::create(r, arith::MulIOp::create(r, ty, idx(r, TM)), idx(r, i)));
-          Value gc = arith::AddIOp::create(r, col0, arith::AddIOp::create(r, arith::MulIOp::create(r, tx, idx(r, TN)), idx(r, j)));
+          Value gr = arith::AddIOp::create(r, row0, arith::AddIOp::create(r, arith::MulIOp::create(r, ty, indexConst(r, TM)), indexConst(r, i)));
+          Value gc = arith::AddIOp::create(r, col0, arith::AddIOp::create(r, arith::MulIOp::create(r, tx, indexConst(r, TN)), indexConst(r, j)));
           Value ok = arith::AndIOp::create(r, lt(r, gr, tt), lt(r, gc, nDim));
           auto ifOp = scf::IfOp::create(r, ok, /*withElse=*/false);
           ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
-          Value v = memref::LoadOp::create(s, acc, ValueRange{tid, idx(s, i * TN + j)});
+          Value v = memref::LoadOp::create(s, acc, ValueRange{tid, indexConst(s, i * TN + j)});
           if (bias)
             v = arith::AddFOp::create(s, v, memref::LoadOp::create(s, bias, ValueRange{gc}));
           memref::StoreOp::create(s, v, y, ValueRange{bi, gr, gc});
@@ -225,7 +221,7 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
 /// them, so the kernel clamps what it reads.
 static Value deviceLength(ImplicitLocOpBuilder &c, Value lens, Value bi, Value full) {
   Value l = attnc::validLength(c, lens, bi, full);
-  return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, l, idx(c, 0)), full);
+  return arith::MinSIOp::create(c, arith::MaxSIOp::create(c, l, indexConst(c, 0)), full);
 }
 
 namespace {
@@ -284,31 +280,31 @@ struct GpuDecodeTask {
 void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
   const double negInf = -std::numeric_limits<double>::infinity();
   const int64_t D = a.D;
-  Value zero = idx(c, 0);
+  Value zero = indexConst(c, 0);
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
     SmallVector<Value> qv;
     for (int64_t d = 0; d < D; ++d)
       qv.push_back(arith::MulFOp::create(
-          r, memref::LoadOp::create(r, a.q, ValueRange{bi, h, zero, idx(r, d)}),
-          f32c(r, a.scale)));
-    SmallVector<Value> init{f32c(r, negInf), f32c(r, 0.0)};
+          r, memref::LoadOp::create(r, a.q, ValueRange{bi, h, zero, indexConst(r, d)}),
+          f32Const(r, a.scale)));
+    SmallVector<Value> init{f32Const(r, negInf), f32Const(r, 0.0)};
     for (int64_t d = 0; d < D; ++d)
-      init.push_back(f32c(r, 0.0));
-    scf::ForOp keys = attnc::loop(r, arith::AddIOp::create(r, kStart, tid), kEnd, idx(r, NT), init,
+      init.push_back(f32Const(r, 0.0));
+    scf::ForOp keys = attnc::loop(r, arith::AddIOp::create(r, kStart, tid), kEnd, indexConst(r, NT), init,
                            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange st) {
-      Value sc = f32c(ci, 0.0);
+      Value sc = f32Const(ci, 0.0);
       for (int64_t d = 0; d < D; ++d)
-        sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, a.k, ValueRange{bi, hk, j, idx(ci, d)}), sc);
+        sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, a.k, ValueRange{bi, hk, j, indexConst(ci, d)}), sc);
       sc = a.modified(ci, sc, mh, j, off); // the query sits at key position off
       Value m = st[0];
       Value mNew = arith::MaximumFOp::create(ci, m, sc);
-      Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
-      Value alpha = arith::SelectOp::create(ci, first, f32c(ci, 0.0),
+      Value first = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32Const(ci, negInf));
+      Value alpha = arith::SelectOp::create(ci, first, f32Const(ci, 0.0),
                                             attnc::expClamped(ci, arith::SubFOp::create(ci, m, mNew)));
       Value p = attnc::expClamped(ci, arith::SubFOp::create(ci, sc, mNew));
       SmallVector<Value> out{mNew, math::FmaOp::create(ci, st[1], alpha, p).getResult()};
       for (int64_t d = 0; d < D; ++d) {
-        Value vd = memref::LoadOp::create(ci, a.v, ValueRange{bi, hk, j, idx(ci, d)});
+        Value vd = memref::LoadOp::create(ci, a.v, ValueRange{bi, hk, j, indexConst(ci, d)});
         out.push_back(math::FmaOp::create(ci, p, vd, arith::MulFOp::create(ci, st[2 + d], alpha)));
       }
       return out;
@@ -316,15 +312,15 @@ void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
     memref::StoreOp::create(r, keys.getResult(0), pm, ValueRange{tid});
     memref::StoreOp::create(r, keys.getResult(1), pl, ValueRange{tid});
     for (int64_t d = 0; d < D; ++d)
-      memref::StoreOp::create(r, keys.getResult(2 + d), pacc, ValueRange{tid, idx(r, d)});
+      memref::StoreOp::create(r, keys.getResult(2 + d), pacc, ValueRange{tid, indexConst(r, d)});
   });
 }
 
 void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
   const double negInf = -std::numeric_limits<double>::infinity();
-  Value zero = idx(c, 0);
+  Value zero = indexConst(c, 0);
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-    scf::ForOp mx = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, negInf)},
+    scf::ForOp mx = attnc::loop(r, zero, indexConst(r, NT), ValueRange{f32Const(r, negInf)},
                          [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
       Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
       return SmallVector<Value>{arith::MaximumFOp::create(ci, st[0], m).getResult()};
@@ -338,11 +334,11 @@ void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
     // A thread that saw no key has m = -inf, l = 0, acc = 0: weight 0.
     auto weight = [&](ImplicitLocOpBuilder &ci, Value i) -> Value {
       Value m = memref::LoadOp::create(ci, pm, ValueRange{i});
-      Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32c(ci, negInf));
-      return arith::SelectOp::create(ci, none, f32c(ci, 0.0),
+      Value none = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, m, f32Const(ci, negInf));
+      return arith::SelectOp::create(ci, none, f32Const(ci, 0.0),
                                      attnc::expClamped(ci, arith::SubFOp::create(ci, m, M)));
     };
-    scf::ForOp ls = attnc::loop(r, zero, idx(r, NT), ValueRange{f32c(r, 0.0)},
+    scf::ForOp ls = attnc::loop(r, zero, indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                          [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
       Value l = memref::LoadOp::create(ci, pl, ValueRange{i});
       return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), l, st[0]).getResult()};
@@ -350,11 +346,11 @@ void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
     Value L = ls.getResult(0);
     if (a.sinks)
       L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sink, M)));
-    Value pos = arith::CmpFOp::create(r, arith::CmpFPredicate::OGT, L, f32c(r, 0.0));
-    Value inv = arith::SelectOp::create(r, pos, arith::DivFOp::create(r, f32c(r, 1.0), L),
-                                        f32c(r, 0.0));
-    attnc::loop(r, tid, idx(r, a.D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &cd, Value d, ValueRange) {
-      scf::ForOp acc = attnc::loop(cd, zero, idx(cd, NT), ValueRange{f32c(cd, 0.0)},
+    Value pos = arith::CmpFOp::create(r, arith::CmpFPredicate::OGT, L, f32Const(r, 0.0));
+    Value inv = arith::SelectOp::create(r, pos, arith::DivFOp::create(r, f32Const(r, 1.0), L),
+                                        f32Const(r, 0.0));
+    attnc::loop(r, tid, indexConst(r, a.D), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &cd, Value d, ValueRange) {
+      scf::ForOp acc = attnc::loop(cd, zero, indexConst(cd, NT), ValueRange{f32Const(cd, 0.0)},
                             [&](ImplicitLocOpBuilder &ci, Value i, ValueRange st) {
         Value x = memref::LoadOp::create(ci, pacc, ValueRange{i, d});
         return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), x, st[0]).getResult()};
@@ -386,7 +382,7 @@ static void buildGpuDecodeAttention(ImplicitLocOpBuilder &b, int64_t NT, const G
     dt.hk = arith::DivUIOp::create(c, dt.h, group);
     Value kvv = kvLens ? deviceLength(c, kvLens, dt.bi, tkv) : tkv;
     // The query is row 0 of 1 (KeyVisibility: bottom-right, off = kvv - 1).
-    dt.off = a.vis.offset(c, idx(c, 1), kvv);
+    dt.off = a.vis.offset(c, indexConst(c, 1), kvv);
     attnc::KeyVisibility::Range keys = a.vis.row(c, dt.off, kvv);
     dt.kStart = keys.start, dt.kEnd = keys.end;
     dt.pm = sharedBuffer(c, {NT});
@@ -437,19 +433,19 @@ private:
 
 void GpuAttentionTask::init(ImplicitLocOpBuilder &c) const {
   const double negInf = -std::numeric_limits<double>::infinity();
-  Value lastQ = arith::SubIOp::create(c, tq, idx(c, 1));
+  Value lastQ = arith::SubIOp::create(c, tq, indexConst(c, 1));
   threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
     Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
     for (int64_t d = 0; d < a.D; ++d) {
-      Value x = memref::LoadOp::create(r, a.q, ValueRange{bi, h, i, idx(r, d)});
-      memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32c(r, a.scale)), qr,
-                              ValueRange{tid, idx(r, d)});
-      memref::StoreOp::create(r, f32c(r, 0.0), accB, ValueRange{tid, idx(r, d)});
+      Value x = memref::LoadOp::create(r, a.q, ValueRange{bi, h, i, indexConst(r, d)});
+      memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32Const(r, a.scale)), qr,
+                              ValueRange{tid, indexConst(r, d)});
+      memref::StoreOp::create(r, f32Const(r, 0.0), accB, ValueRange{tid, indexConst(r, d)});
     }
     Value m0 = a.sinks ? memref::LoadOp::create(r, a.sinks, ValueRange{h}).getResult()
-                       : f32c(r, negInf);
-    memref::StoreOp::create(r, m0, stat, ValueRange{tid, idx(r, 0)});
-    memref::StoreOp::create(r, f32c(r, a.sinks ? 1.0 : 0.0), stat, ValueRange{tid, idx(r, 1)});
+                       : f32Const(r, negInf);
+    memref::StoreOp::create(r, m0, stat, ValueRange{tid, indexConst(r, 0)});
+    memref::StoreOp::create(r, f32Const(r, a.sinks ? 1.0 : 0.0), stat, ValueRange{tid, indexConst(r, 1)});
   });
 }
 
@@ -460,10 +456,10 @@ void GpuAttentionTask::stage(ImplicitLocOpBuilder &c, Value j0) const {
   const int64_t D = a.D, elems = NK * D, per = (elems + MQ - 1) / MQ;
   threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
     for (int64_t e = 0; e < per; ++e) {
-      Value li = arith::AddIOp::create(r, tid, idx(r, e * MQ));
+      Value li = arith::AddIOp::create(r, tid, indexConst(r, e * MQ));
       auto body = [&](ImplicitLocOpBuilder &s) {
-        Value row = arith::DivUIOp::create(s, li, idx(s, D));
-        Value d = arith::RemUIOp::create(s, li, idx(s, D));
+        Value row = arith::DivUIOp::create(s, li, indexConst(s, D));
+        Value d = arith::RemUIOp::create(s, li, indexConst(s, D));
         Value j = arith::AddIOp::create(s, j0, row);
         Value in = lt(s, j, kEnd);
         memref::StoreOp::create(s, guardedLoad(s, in, a.k, ValueRange{bi, hk, j, d}),
@@ -474,7 +470,7 @@ void GpuAttentionTask::stage(ImplicitLocOpBuilder &c, Value j0) const {
       if ((e + 1) * MQ <= elems) {
         body(r);
       } else {
-        auto ifOp = scf::IfOp::create(r, lt(r, li, idx(r, elems)), false);
+        auto ifOp = scf::IfOp::create(r, lt(r, li, indexConst(r, elems)), false);
         ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
         body(s);
       }
@@ -485,10 +481,10 @@ void GpuAttentionTask::stage(ImplicitLocOpBuilder &c, Value j0) const {
 GpuAttentionTask::Row GpuAttentionTask::row(ImplicitLocOpBuilder &r, Value tid, Value j0) const {
   Row w;
   Value i = arith::AddIOp::create(r, i0, tid);
-  w.cnt = arith::MinUIOp::create(r, idx(r, NK), arith::SubIOp::create(r, kEnd, j0));
+  w.cnt = arith::MinUIOp::create(r, indexConst(r, NK), arith::SubIOp::create(r, kEnd, j0));
   w.diag = arith::AddIOp::create(r, i, off); // row i's key position
   for (int64_t d = 0; d < a.D; ++d)
-    w.q.push_back(memref::LoadOp::create(r, qr, ValueRange{tid, idx(r, d)}));
+    w.q.push_back(memref::LoadOp::create(r, qr, ValueRange{tid, indexConst(r, d)}));
   return w;
 }
 
@@ -497,11 +493,11 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
   const double negInf = -std::numeric_limits<double>::infinity();
   Value diag = w.diag, cnt = w.cnt;
   ArrayRef<Value> qv = w.q;
-  scf::ForOp sl = loop(r, idx(r, 0), idx(r, NK), ValueRange{f32c(r, negInf)},
+  scf::ForOp sl = loop(r, indexConst(r, 0), indexConst(r, NK), ValueRange{f32Const(r, negInf)},
                        [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange st) {
-    Value s = f32c(ci, 0.0);
+    Value s = f32Const(ci, 0.0);
     for (int64_t d = 0; d < a.D; ++d)
-      s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, idx(ci, d)}), s);
+      s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, indexConst(ci, d)}), s);
     Value j = arith::AddIOp::create(ci, j0, jj);
     s = a.modified(ci, s, mh, j, diag);
     Value vis = lt(ci, jj, cnt);
@@ -511,8 +507,8 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
     if (a.vis.windowed)
       vis = arith::AndIOp::create(
           ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sgt, j,
-                                         arith::AddIOp::create(ci, diag, idx(ci, -a.vis.window))));
-    s = arith::SelectOp::create(ci, vis, s, f32c(ci, negInf));
+                                         arith::AddIOp::create(ci, diag, indexConst(ci, -a.vis.window))));
+    s = arith::SelectOp::create(ci, vis, s, f32Const(ci, negInf));
     memref::StoreOp::create(ci, s, sc, ValueRange{tid, jj});
     return SmallVector<Value>{arith::MaximumFOp::create(ci, st[0], s).getResult()};
   });
@@ -523,38 +519,38 @@ void GpuAttentionTask::update(ImplicitLocOpBuilder &c, Value j0) const {
   const double negInf = -std::numeric_limits<double>::infinity();
   threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
     Row w = row(r, tid, j0);
-    Value mOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 0)});
-    Value lOld = memref::LoadOp::create(r, stat, ValueRange{tid, idx(r, 1)});
+    Value mOld = memref::LoadOp::create(r, stat, ValueRange{tid, indexConst(r, 0)});
+    Value lOld = memref::LoadOp::create(r, stat, ValueRange{tid, indexConst(r, 1)});
     Value mNew = arith::MaximumFOp::create(r, mOld, scores(r, tid, j0, w));
     // No visible key so far: nothing to rescale, and exp(s - m) would be
     // exp(-inf + inf); use m = 0 (every p is then 0 anyway). (Never with a
     // sink: m starts finite.)
-    Value none = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mNew, f32c(r, negInf));
-    Value mUse = arith::SelectOp::create(r, none, f32c(r, 0.0), mNew);
-    Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32c(r, negInf));
+    Value none = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mNew, f32Const(r, negInf));
+    Value mUse = arith::SelectOp::create(r, none, f32Const(r, 0.0), mNew);
+    Value hadNone = arith::CmpFOp::create(r, arith::CmpFPredicate::OEQ, mOld, f32Const(r, negInf));
     Value alpha = arith::SelectOp::create(
-        r, hadNone, f32c(r, 0.0), attnc::expClamped(r, arith::SubFOp::create(r, mOld, mUse)));
+        r, hadNone, f32Const(r, 0.0), attnc::expClamped(r, arith::SubFOp::create(r, mOld, mUse)));
     SmallVector<Value> init;
     init.push_back(arith::MulFOp::create(r, lOld, alpha));
     for (int64_t d = 0; d < a.D; ++d)
       init.push_back(arith::MulFOp::create(
-          r, memref::LoadOp::create(r, accB, ValueRange{tid, idx(r, d)}), alpha));
-    scf::ForOp pl = loop(r, idx(r, 0), idx(r, NK), init,
+          r, memref::LoadOp::create(r, accB, ValueRange{tid, indexConst(r, d)}), alpha));
+    scf::ForOp pl = loop(r, indexConst(r, 0), indexConst(r, NK), init,
                          [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange st) {
       Value s = memref::LoadOp::create(ci, sc, ValueRange{tid, jj});
-      Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32c(ci, negInf));
+      Value masked = arith::CmpFOp::create(ci, arith::CmpFPredicate::OEQ, s, f32Const(ci, negInf));
       Value p = arith::SelectOp::create(
-          ci, masked, f32c(ci, 0.0), attnc::expClamped(ci, arith::SubFOp::create(ci, s, mUse)));
+          ci, masked, f32Const(ci, 0.0), attnc::expClamped(ci, arith::SubFOp::create(ci, s, mUse)));
       SmallVector<Value> out{arith::AddFOp::create(ci, st[0], p).getResult()};
       for (int64_t d = 0; d < a.D; ++d)
         out.push_back(math::FmaOp::create(
-            ci, p, memref::LoadOp::create(ci, vs, ValueRange{jj, idx(ci, d)}), st[1 + d]));
+            ci, p, memref::LoadOp::create(ci, vs, ValueRange{jj, indexConst(ci, d)}), st[1 + d]));
       return out;
     });
-    memref::StoreOp::create(r, mNew, stat, ValueRange{tid, idx(r, 0)});
-    memref::StoreOp::create(r, pl.getResult(0), stat, ValueRange{tid, idx(r, 1)});
+    memref::StoreOp::create(r, mNew, stat, ValueRange{tid, indexConst(r, 0)});
+    memref::StoreOp::create(r, pl.getResult(0), stat, ValueRange{tid, indexConst(r, 1)});
     for (int64_t d = 0; d < a.D; ++d)
-      memref::StoreOp::create(r, pl.getResult(1 + d), accB, ValueRange{tid, idx(r, d)});
+      memref::StoreOp::create(r, pl.getResult(1 + d), accB, ValueRange{tid, indexConst(r, d)});
   });
 }
 
@@ -563,14 +559,14 @@ void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
     Value i = arith::AddIOp::create(r, i0, tid);
     auto ifOp = scf::IfOp::create(r, lt(r, i, tq), false);
     ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
-    Value l = memref::LoadOp::create(s, stat, ValueRange{tid, idx(s, 1)});
-    Value pos = arith::CmpFOp::create(s, arith::CmpFPredicate::OGT, l, f32c(s, 0.0));
-    Value inv = arith::SelectOp::create(s, pos, arith::DivFOp::create(s, f32c(s, 1.0), l),
-                                        f32c(s, 0.0));
+    Value l = memref::LoadOp::create(s, stat, ValueRange{tid, indexConst(s, 1)});
+    Value pos = arith::CmpFOp::create(s, arith::CmpFPredicate::OGT, l, f32Const(s, 0.0));
+    Value inv = arith::SelectOp::create(s, pos, arith::DivFOp::create(s, f32Const(s, 1.0), l),
+                                        f32Const(s, 0.0));
     for (int64_t d = 0; d < a.D; ++d) {
       Value val = arith::MulFOp::create(
-          s, memref::LoadOp::create(s, accB, ValueRange{tid, idx(s, d)}), inv);
-      memref::StoreOp::create(s, val, a.o, a.outAt(bi, h, i, idx(s, d)));
+          s, memref::LoadOp::create(s, accB, ValueRange{tid, indexConst(s, d)}), inv);
+      memref::StoreOp::create(s, val, a.o, a.outAt(bi, h, i, indexConst(s, d)));
     }
   });
 }
@@ -624,7 +620,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
     at.bi = arith::DivUIOp::create(ct, task, perBatch);
     Value rest = arith::RemUIOp::create(ct, task, perBatch);
     at.h = arith::DivUIOp::create(ct, rest, qBlocks);
-    at.i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), idx(ct, MQ));
+    at.i0 = arith::MulIOp::create(ct, arith::RemUIOp::create(ct, rest, qBlocks), indexConst(ct, MQ));
     at.hk = arith::DivUIOp::create(ct, at.h, group);
     // Valid lengths (padding): queries [0, qv), keys [0, kvv). A block of
     // queries wholly past qv does nothing (its rows are zeroed by the mask
@@ -641,7 +637,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
     // Query i sees key j when j <= i + off (causal; bottom-right: off =
     // kvv - qv) and j > i + off - W (window), and j < kvv.
     at.off = a.vis.offset(c, qv, kvv);
-    Value rows = arith::MinUIOp::create(c, idx(c, MQ), arith::SubIOp::create(c, qv, at.i0));
+    Value rows = arith::MinUIOp::create(c, indexConst(c, MQ), arith::SubIOp::create(c, qv, at.i0));
     Value diag0 = arith::AddIOp::create(c, at.i0, at.off);
     attnc::KeyVisibility::Range keys = a.vis.block(c, diag0, rows, kvv);
     at.kEnd = keys.end;
@@ -654,7 +650,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
     at.sc = privateBuffer(c, MQ, {NK});
     at.mh = a.mods.head(c, at.h, relBias, /*unit=*/1.0);
     at.init(c);
-    loop(c, keys.start, keys.end, idx(c, NK), {},
+    loop(c, keys.start, keys.end, indexConst(c, NK), {},
          [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
       at.stage(cj, j0);
       at.update(cj, j0);
@@ -679,7 +675,7 @@ LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, CudaTargetAttr t,
     Value bi = arith::DivUIOp::create(c, row, tt);
     Value ti = arith::RemUIOp::create(c, row, tt);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      loop(r, tid, idx(r, n), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
+      loop(r, tid, indexConst(r, n), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
         Value v = memref::LoadOp::create(ci, src, ValueRange{bi, ti, col});
         memref::StoreOp::create(ci, v, dst, ValueRange{bi, ti, col});
         return SmallVector<Value>{};
@@ -708,8 +704,8 @@ LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, CudaTargetAttr t,
                                   /*withElse=*/false);
     ImplicitLocOpBuilder s(c.getLoc(), ifOp.getThenBodyBuilder());
     threadRegion(s, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      loop(r, tid, idx(r, n), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
-        memref::StoreOp::create(ci, f32c(ci, 0.0), y, ValueRange{bi, ti, col});
+      loop(r, tid, indexConst(r, n), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
+        memref::StoreOp::create(ci, f32Const(ci, 0.0), y, ValueRange{bi, ti, col});
         return SmallVector<Value>{};
       });
     });
@@ -734,17 +730,17 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value
                                  [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, hkv);
     Value h = arith::RemUIOp::create(c, task, hkv);
-    Value zero = idx(c, 0);
+    Value zero = indexConst(c, 0);
     Value room = arith::MaxSIOp::create(c, arith::SubIOp::create(c, cacheLen, tn), zero);
     Value p0 = positions ? deviceLength(c, positions, bi, room) : zero;
     auto notNull = [&](ImplicitLocOpBuilder &cc, Value buf) -> Value {
       Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(cc, buf);
-      return arith::CmpIOp::create(cc, arith::CmpIPredicate::ne, ptr, idx(cc, 0));
+      return arith::CmpIOp::create(cc, arith::CmpIPredicate::ne, ptr, indexConst(cc, 0));
     };
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       Value first = arith::AndIOp::create(
-          r, arith::CmpIOp::create(r, arith::CmpIPredicate::eq, h, idx(r, 0)),
-          arith::CmpIOp::create(r, arith::CmpIPredicate::eq, tid, idx(r, 0)));
+          r, arith::CmpIOp::create(r, arith::CmpIPredicate::eq, h, indexConst(r, 0)),
+          arith::CmpIOp::create(r, arith::CmpIPredicate::eq, tid, indexConst(r, 0)));
       auto ifFirst = scf::IfOp::create(r, first, /*withElse=*/false);
       {
         ImplicitLocOpBuilder s(r.getLoc(), ifFirst.getThenBodyBuilder());
@@ -755,7 +751,7 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value
       for (auto [src, dst] : {std::pair{k, kc}, std::pair{v, vc}}) {
         auto ifOp = scf::IfOp::create(r, notNull(r, dst), /*withElse=*/false);
         ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
-        loop(s, tid, elems, idx(s, NT), {}, [&, src = src, dst = dst](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        loop(s, tid, elems, indexConst(s, NT), {}, [&, src = src, dst = dst](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
           Value row = arith::DivUIOp::create(ci, e, dd);
           Value d = arith::RemUIOp::create(ci, e, dd);
           Value x = memref::LoadOp::create(ci, src, ValueRange{bi, h, row, d});
@@ -807,26 +803,26 @@ private:
 };
 
 Value GpuProbsTask::score(ImplicitLocOpBuilder &c, Value j) const {
-  scf::ForOp dot = loop(c, idx(c, 0), idx(c, D), ValueRange{f32c(c, 0.0)},
+  scf::ForOp dot = loop(c, indexConst(c, 0), indexConst(c, D), ValueRange{f32Const(c, 0.0)},
                         [&](ImplicitLocOpBuilder &ci, Value d, ValueRange a) {
     Value x = memref::LoadOp::create(ci, qs, ValueRange{d});
     Value y = memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, d});
     return SmallVector<Value>{math::FmaOp::create(ci, x, y, a[0]).getResult()};
   });
-  Value s = arith::MulFOp::create(c, dot.getResult(0), f32c(c, scale));
+  Value s = arith::MulFOp::create(c, dot.getResult(0), f32Const(c, scale));
   return mods.any() ? mods.applyAt(c, s, mh, j, diag, /*unit=*/1.0) : s;
 }
 
 void GpuProbsTask::eachKey(ImplicitLocOpBuilder &c, Value tid, ValueRange init, LoopBody fn,
                            SmallVectorImpl<Value> *results) const {
-  scf::ForOp l = loop(c, arith::AddIOp::create(c, jLo, tid), jHi, idx(c, NT), init, fn);
+  scf::ForOp l = loop(c, arith::AddIOp::create(c, jLo, tid), jHi, indexConst(c, NT), init, fn);
   if (results)
     results->assign(l.getResults().begin(), l.getResults().end());
 }
 
 Value GpuProbsTask::rowMax(ImplicitLocOpBuilder &c) const {
-  scf::ForOp mx = loop(c, idx(c, 0), idx(c, NT),
-                       ValueRange{f32c(c, -std::numeric_limits<double>::infinity())},
+  scf::ForOp mx = loop(c, indexConst(c, 0), indexConst(c, NT),
+                       ValueRange{f32Const(c, -std::numeric_limits<double>::infinity())},
                        [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
     Value m = memref::LoadOp::create(ci, pm, ValueRange{t});
     return SmallVector<Value>{arith::MaximumFOp::create(ci, a[0], m).getResult()};
@@ -839,17 +835,17 @@ Value GpuProbsTask::rowMax(ImplicitLocOpBuilder &c) const {
 
 void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-    loop(r, tid, idx(r, D), idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value d, ValueRange) {
+    loop(r, tid, indexConst(r, D), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value d, ValueRange) {
       memref::StoreOp::create(ci, memref::LoadOp::create(ci, q, ValueRange{bi, h, i, d}), qs,
                               ValueRange{d});
       return SmallVector<Value>{};
     });
-    loop(r, tid, tkv, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
+    loop(r, tid, tkv, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
       Value past = arith::CmpIOp::create(ci, arith::CmpIPredicate::sge, j, jHi);
       Value hidden = arith::OrIOp::create(ci, lt(ci, j, jLo), past);
       auto ifOp = scf::IfOp::create(ci, hidden, /*withElse=*/false);
       ImplicitLocOpBuilder s(ci.getLoc(), ifOp.getThenBodyBuilder());
-      memref::StoreOp::create(s, f32c(s, 0.0), p, ValueRange{bi, h, i, j});
+      memref::StoreOp::create(s, f32Const(s, 0.0), p, ValueRange{bi, h, i, j});
       return SmallVector<Value>{};
     });
   });
@@ -858,7 +854,7 @@ void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
 void GpuProbsTask::maxPass(ImplicitLocOpBuilder &c) const {
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
     SmallVector<Value> m;
-    eachKey(r, tid, ValueRange{f32c(r, -std::numeric_limits<double>::infinity())},
+    eachKey(r, tid, ValueRange{f32Const(r, -std::numeric_limits<double>::infinity())},
             [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
               Value mx = arith::MaximumFOp::create(ci, a[0], score(ci, j));
               return SmallVector<Value>{mx};
@@ -872,7 +868,7 @@ void GpuProbsTask::expPass(ImplicitLocOpBuilder &c) const {
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
     Value M = rowMax(r);
     SmallVector<Value> sum;
-    eachKey(r, tid, ValueRange{f32c(r, 0.0)},
+    eachKey(r, tid, ValueRange{f32Const(r, 0.0)},
             [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
               Value e = attnc::expClamped(ci, arith::SubFOp::create(ci, score(ci, j), M));
               memref::StoreOp::create(ci, e, p, ValueRange{bi, h, i, j});
@@ -885,7 +881,7 @@ void GpuProbsTask::expPass(ImplicitLocOpBuilder &c) const {
 
 void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-    scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+    scf::ForOp total = loop(r, indexConst(r, 0), indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                             [&](ImplicitLocOpBuilder &ci, Value t, ValueRange a) {
       Value l = memref::LoadOp::create(ci, pl, ValueRange{t});
       return SmallVector<Value>{arith::AddFOp::create(ci, a[0], l).getResult()};
@@ -896,7 +892,7 @@ void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
       Value sk = memref::LoadOp::create(r, sinks, ValueRange{h});
       L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sk, M)));
     }
-    Value inv = arith::DivFOp::create(r, f32c(r, 1.0), L);
+    Value inv = arith::DivFOp::create(r, f32Const(r, 1.0), L);
     eachKey(r, tid, {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
       Value e = memref::LoadOp::create(ci, p, ValueRange{bi, h, i, j});
       memref::StoreOp::create(ci, arith::MulFOp::create(ci, e, inv), p, ValueRange{bi, h, i, j});
@@ -923,8 +919,8 @@ LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, CudaTargetAttr t, Pr
   Value perBatch = arith::MulIOp::create(b, hq, tq);
   // No output buffer (NULL probs in the C ABI): no tasks (and no launch).
   Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, p);
-  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ptr, idx(b, 0));
-  Value tasks = arith::SelectOp::create(b, none, idx(b, 0),
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ptr, indexConst(b, 0));
+  Value tasks = arith::SelectOp::create(b, none, indexConst(b, 0),
                                         arith::MulIOp::create(b, nb, perBatch));
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     GpuProbsTask pt{NT, D, op.getScale().convertToDouble(), mods, q, k, p, sinks};
@@ -972,18 +968,18 @@ void attnc::buildGpuRope(ImplicitLocOpBuilder &b, CudaTargetAttr t, RopeOp op, V
   Value tasks = arith::MulIOp::create(b, nb, blocks);
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, blocks);
-    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), idx(c, R));
-    Value rows = arith::MinUIOp::create(c, idx(c, R), arith::SubIOp::create(c, tt, r0));
-    Value items = arith::MulIOp::create(c, rows, idx(c, ang.half));
-    Value zero = idx(c, 0);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks), indexConst(c, R));
+    Value rows = arith::MinUIOp::create(c, indexConst(c, R), arith::SubIOp::create(c, tt, r0));
+    Value items = arith::MulIOp::create(c, rows, indexConst(c, ang.half));
+    Value zero = indexConst(c, 0);
     // Decode: the sequence's rows start at positions[b] (a position is
     // only a number here: nothing is indexed by it).
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
     const RopeAngles::Sequence seq = ang.sequence(c, p0, tt);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      loop(r, tid, items, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
-        Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, idx(ci, ang.half)));
-        Value i = arith::RemUIOp::create(ci, e, idx(ci, ang.half));
+      loop(r, tid, items, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, indexConst(ci, ang.half)));
+        Value i = arith::RemUIOp::create(ci, e, indexConst(ci, ang.half));
         Value posF = ang.position(ci, arith::AddIOp::create(ci, p0, row));
         auto cs = ang.cosSin(ci, posF, i, seq);
         auto cols = ang.columns(ci, i);
@@ -1009,7 +1005,7 @@ void attnc::buildGpuClip(ImplicitLocOpBuilder &b, CudaTargetAttr t, ClipOp op, V
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, nh), h = arith::RemUIOp::create(c, task, nh);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      loop(r, tid, n, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+      loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         SmallVector<Value> at{bi, h, arith::DivUIOp::create(ci, e, dd),
                               arith::RemUIOp::create(ci, e, dd)};
         Value v = memref::LoadOp::create(ci, x, at);
@@ -1038,9 +1034,9 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
   const int64_t NT =
       std::min<int64_t>(t.getBlockThreads(), std::max<int64_t>(32, (D * heads + 31) / 32 * 32));
   Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2);
-  Value groups = across ? idx(b, 1) : nh;
-  Value per = across ? nh : idx(b, 1);
-  Value n = arith::MulIOp::create(b, per, idx(b, D));
+  Value groups = across ? indexConst(b, 1) : nh;
+  Value per = across ? nh : indexConst(b, 1);
+  Value n = arith::MulIOp::create(b, per, indexConst(b, D));
   Value perSeq = arith::MulIOp::create(b, tt, groups);
   Value tasks = arith::MulIOp::create(b, nb, perSeq);
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
@@ -1051,11 +1047,11 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
     Value ps = sharedBuffer(c, {NT});
     // Element e of the group in x.
     auto at = [&](ImplicitLocOpBuilder &ci, Value e) {
-      Value h = arith::AddIOp::create(ci, h0, arith::DivUIOp::create(ci, e, idx(ci, D)));
-      return SmallVector<Value>{bi, h, row, arith::RemUIOp::create(ci, e, idx(ci, D))};
+      Value h = arith::AddIOp::create(ci, h0, arith::DivUIOp::create(ci, e, indexConst(ci, D)));
+      return SmallVector<Value>{bi, h, row, arith::RemUIOp::create(ci, e, indexConst(ci, D))};
     };
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      scf::ForOp ss = loop(r, tid, n, idx(r, NT), ValueRange{f32c(r, 0.0)},
+      scf::ForOp ss = loop(r, tid, n, indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                            [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
         Value v = memref::LoadOp::create(ci, x, at(ci, e));
         return SmallVector<Value>{math::FmaOp::create(ci, v, v, a[0]).getResult()};
@@ -1063,7 +1059,7 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
       memref::StoreOp::create(r, ss.getResult(0), ps, ValueRange{tid});
     });
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      scf::ForOp total = loop(r, idx(r, 0), idx(r, NT), ValueRange{f32c(r, 0.0)},
+      scf::ForOp total = loop(r, indexConst(r, 0), indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                               [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
         Value s = memref::LoadOp::create(ci, ps, ValueRange{i});
         return SmallVector<Value>{arith::AddFOp::create(ci, a[0], s).getResult()};
@@ -1072,13 +1068,13 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
                                          arith::IndexCastOp::create(r, r.getI64Type(), n));
       Value mean = arith::DivFOp::create(r, total.getResult(0), nf);
       Value inv = arith::DivFOp::create(
-          r, f32c(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32c(r, eps))));
-      loop(r, tid, n, idx(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+          r, f32Const(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32Const(r, eps))));
+      loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         SmallVector<Value> pos = at(ci, e);
         Value v = memref::LoadOp::create(ci, x, pos);
         Value wv = memref::LoadOp::create(ci, w, ValueRange{e});
         if (offset != 0)
-          wv = arith::AddFOp::create(ci, wv, f32c(ci, offset));
+          wv = arith::AddFOp::create(ci, wv, f32Const(ci, offset));
         Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
         memref::StoreOp::create(ci, y, x, pos);
         return SmallVector<Value>{};

@@ -593,12 +593,8 @@ struct GpuOnHostPass final
 } // namespace
 
 void attnc::registerGpuPipeline() {
-  mlir::PassPipelineRegistration<>(
-      "attnc-map-to-gpu",
-      "CUDA code paths' phases as gpu.func kernels: attnc-gpu-outline, "
-      "attnc-gpu-map-threads, attnc-gpu-private-buffers, attnc-gpu-fast-math",
-      [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(attnc::kMapToGpuPipeline, pm)))
-          llvm::report_fatal_error("attnc: the attnc-map-to-gpu pipeline does not parse");
-      });
+  registerPassList("attnc-map-to-gpu",
+                   "CUDA code paths' phases as gpu.func kernels: attnc-gpu-outline, "
+                   "attnc-gpu-map-threads, attnc-gpu-private-buffers, attnc-gpu-fast-math",
+                   kMapToGpuPipeline);
 }

@@ -227,8 +227,7 @@ void emitMetadata(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const at
 } // namespace
 
 std::string attnc::emitKernelGlue(const KernelDesc &desc, const PackPlan &plan,
-                                  Isa isa, const std::string &targetCpu,
-                                  const std::string &ptx) {
+                                  Isa isa, const std::string &ptx) {
   std::string out;
   llvm::raw_string_ostream os(out);
   const LoweredInfo &lw = plan.lowered;
@@ -239,7 +238,6 @@ std::string attnc::emitKernelGlue(const KernelDesc &desc, const PackPlan &plan,
     targetCpuAndFeatures(v, cpu, features); // CUDA: the device's sm_XX
     cpus += (cpus.empty() ? "" : ",") + cpu;
   }
-  (void)targetCpu;
   emitDefines(os, desc, plan, isa, outDim);
   // The code path table, preferred first.
   std::string table;
