@@ -52,15 +52,10 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 /// the derived YAML, named after `emitSpec` or "DIR/config.json[PATH]").
 ///
 /// A bf16/f16 checkpoint's weights pack as such (weight_dtype from its
-/// torch_dtype); for a CUDA target, which computes float32 only, they pack
-/// as float32 unless a --set names weight_dtype.
+/// torch_dtype), on every target.
 inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
                                       int64_t layer, std::vector<std::string> sets,
-                                      const std::string &emitSpec, bool cudaTarget = false) {
-  if (cudaTarget && std::none_of(sets.begin(), sets.end(), [](const std::string &s) {
-        return s.rfind("weight_dtype=", 0) == 0;
-      }))
-    sets.insert(sets.begin(), "weight_dtype=f32");
+                                      const std::string &emitSpec) {
   HfSpec hf = specFromHf(dir, module, layer, sets);
   if (!hf.error.empty()) {
     llvm::errs() << hf.error << "\n";
@@ -180,7 +175,7 @@ inline bool writeLibrary(Compilation &comp, OutputFiles &outs, int soOut, int hO
   bool ok = emitCode(*comp.llvmModule(), *comp.targetMachine(), false, obj, err) &&
             linkSharedObject(obj,
                              emitKernelGlue(comp.desc(), comp.plan(), comp.objectIsa(),
-                                            comp.ptx()),
+                                            comp.ptx(), comp.kernelsIsa()),
                              llvm::sys::path::filename(output).str(),
                              llvm::StringRef(output).ends_with(".a"),
                              outs.tempPath(soOut), err);

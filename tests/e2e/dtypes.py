@@ -12,7 +12,12 @@ the bf16/f16-rounded inputs and weights with the bound of docs/checking.md
 (float32 arithmetic plus the storage rounding of y, probs and a KV cache).
 The same kernel on 1 and 2 threads must give bit-identical y.
 
-Usage: dtypes.py --work DIR  (attnc, attnc-run on PATH). One PASS/FAIL line
+With --cuda-on-host every kernel is the CUDA target's instead (attnc
+--target cuda-sm90 --testing-gpu-on-host: its blocks and thread regions run
+one after another on this CPU, what the GPU kernels mean): bf16/f16 loads
+widened to f32, stores rounded once, the bf16 panels read as pairs.
+
+Usage: dtypes.py --work DIR [--cuda-on-host]  (attnc, attnc-run on PATH). One PASS/FAIL line
 per run and a closing 'dtypes: N passed, M failed' line; exit 1 on a failure.
 """
 import argparse
@@ -89,6 +94,7 @@ def cpu_flags():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cuda-on-host", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     flags = cpu_flags()
@@ -105,17 +111,28 @@ def main():
         else:
             print("note: this CPU has no AVX512-BF16: the x86-avx512-bf16 path "
                   "is compiled (tests/lit) but not run here")
+    # (library, attnc arguments) per target; each code path's library
+    targets = {"multi": ["--target", "multi"], "x86-64": ["--target", "x86-64"]}
+    path_lib = lambda isa: "x86-64" if isa == "x86-64" else "multi"
+    if a.cuda_on_host:
+        targets = {"cuda": ["--target", "cuda-sm90", "--testing-gpu-on-host"]}
+        isas = ["cuda-on-host"]
+        path_lib = lambda isa: "cuda"
     passed = failed = 0
     for i, (spec, dtype, wdtype, args) in enumerate(CASES):
+        if a.cuda_on_host and "--decode-chunk" in args:
+            # a CUDA decode call takes one token per sequence
+            at = args.index("--decode-chunk")
+            args = args[:at] + args[at + 2:]
         name = f"{spec}_{dtype}" + (f"_w{wdtype}" if wdtype else "") + f"_{i}"
         yaml = os.path.join(a.work, name + ".yaml")
         with open(yaml, "w") as f:
             f.write(f"name: {name}\n" + BASE[spec] + f"dtype: {dtype}\n" +
                     (f"weight_dtype: {wdtype}\n" if wdtype else ""))
         libs = {}
-        for target in ("multi", "x86-64"):  # multi: AVX-512 and AVX2 paths
+        for target, targs in targets.items():  # multi: AVX-512 and AVX2 paths
             libs[target] = os.path.join(a.work, f"{name}_{target}.so")
-            r = subprocess.run(["attnc", yaml, "--target", target, "-o", libs[target]],
+            r = subprocess.run(["attnc", yaml] + targs + ["-o", libs[target]],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"FAIL: {name}: attnc --target {target} exit {r.returncode}: "
@@ -126,8 +143,10 @@ def main():
         if not libs:
             continue
         for isa in isas:
-            lib = libs["x86-64" if isa == "x86-64" else "multi"]
-            env = dict(os.environ, ATTNC_ISA=isa)
+            lib = libs[path_lib(isa)]
+            env = dict(os.environ)
+            if not a.cuda_on_host:
+                env["ATTNC_ISA"] = isa
             outs = []
             for threads in ("1", "2"):
                 out = os.path.join(a.work, f"{name}_{isa}_{threads}.npy")

@@ -13,7 +13,8 @@
  * parameter array), so a test sees that the library loads the driver, finds
  * every kernel in its PTX and launches each phase with the right grid,
  * block and arguments. MOCK_CUDA_DEVICES (default 1) and MOCK_CUDA_CC
- * (compute capability, default 90) shape the machine.
+ * (compute capability, default 90) shape the machine; with MOCK_CUDA_COPIES
+ * set it also logs each copy's size ("mock-cuda: copy to device N bytes").
  *===---------------------------------------------------------------------===*/
 #include <stdint.h>
 #include <stdio.h>
@@ -78,11 +79,16 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   return m ? 0 : 2;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+static int log_copies(void) { return getenv("MOCK_CUDA_COPIES") != NULL; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+  if (log_copies())
+    fprintf(stderr, "mock-cuda: copy to device %zu bytes\n", n);
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+  if (log_copies())
+    fprintf(stderr, "mock-cuda: copy to host %zu bytes\n", n);
   memcpy(d, (const void *)(uintptr_t)s, n);
   return 0;
 }

@@ -612,10 +612,6 @@ TEST_CASE("dtype", "[spec][error]") {
   s = specOf(kBase);
   CHECK(s.dtype == attnc::DType::F32);
   CHECK(s.weightDtype == attnc::DType::F32);
-  CHECK(attnc::unsupportedOnCuda(specOf(kBase + "weight_dtype: bf16\n")) ==
-        "t.yaml:4:15: error: weight_dtype: bf16 is not supported by the CUDA target "
-        "yet (bf16/f16 storage runs on the x86 targets)");
-  CHECK(attnc::unsupportedOnCuda(specOf(kBase)).empty());
 }
 
 TEST_CASE("window only with sliding_window, and required with it",

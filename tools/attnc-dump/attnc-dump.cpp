@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
                     : attnc::tools::loadHfSpec(hfDir, hfModule, -1,
                                                std::vector<std::string>(setKeys.begin(),
                                                                         setKeys.end()),
-                                               "", attnc::isCuda(opts.isa));
+                                               "");
   if (!spec)
     return 2;
   if (seqLen < 1 || batch < 1) {

@@ -1341,6 +1341,26 @@ private:
   void fromKernel(const std::vector<unsigned char> &b, float *v, size_t n) const {
     attnrt::toFloat(actDtype, b.data(), v, int64_t(n));
   }
+  /// Bytes of n activations (x, y, the KV cache) in the kernel's dtype.
+  size_t actBytes(size_t n) const { return n * size_t(attnrt::dtypeBytes(actDtype)); }
+  /// --device cuda: n activations copied up in the kernel's dtype (rounded
+  /// as toKernel does), or copied back and widened.
+  bool uploadAct(attnrt::cuda::Buffer &d, const float *v, size_t n) {
+    if (!narrowAct)
+      return d.upload(v, n * sizeof(float), msg);
+    std::vector<unsigned char> kb(actBytes(n));
+    attnrt::fromFloat(actDtype, v, kb.data(), int64_t(n));
+    return d.upload(kb.data(), kb.size(), msg);
+  }
+  bool downloadAct(const attnrt::cuda::Buffer &d, float *v, size_t n) {
+    if (!narrowAct)
+      return d.download(v, n * sizeof(float), msg);
+    std::vector<unsigned char> kb(actBytes(n));
+    if (!d.download(kb.data(), kb.size(), msg))
+      return false;
+    attnrt::toFloat(actDtype, kb.data(), v, int64_t(n));
+    return true;
+  }
   JsonValue benchJson(const char *mode, const std::vector<double> &ms) const;
 
   const Options &o;
@@ -1409,7 +1429,7 @@ private:
   int status = kExitOk;
 };
 
-static constexpr size_t f4 = sizeof(float), i4 = sizeof(int32_t);
+static constexpr size_t i4 = sizeof(int32_t);
 
 /// The library (and --info), then whether this run can use it: the device
 /// kind, the variant options, the code path.
@@ -1810,7 +1830,7 @@ void Run::stageStep(int64_t pos, int64_t n) {
 }
 
 bool Run::uploadStep() {
-  return dXTok.upload(xTok.data(), size_t(batch * info().d_model) * f4, msg) &&
+  return uploadAct(dXTok, xTok.data(), size_t(batch * info().d_model)) &&
          dPositions.upload(positions.data(), positions.size() * i4, msg) &&
          dYTok.fill(0xff, msg);
 }
@@ -1847,7 +1867,7 @@ int Run::decodeStep(int64_t pos, int64_t n) {
     return kExitFailed;
   }
   if (o.cuda && (!dev.synchronize(msg) ||
-                 !dYTok.download(yTok.data(), yTok.size() * f4, msg))) {
+                 !downloadAct(dYTok, yTok.data(), yTok.size()))) {
     error(std::string(ki.name) + "_decode (position " + std::to_string(pos) +
           ")" + onDevice + ": " + msg);
     return kExitFailed;
@@ -1886,11 +1906,11 @@ int Run::runDecode() {
     vCache.assign(size_t(cacheFloats), 0.0f);
   } else if (!dPacked.allocate(packed.size(), "packed", msg) ||
              !dPacked.upload(packed.data(), packed.size(), msg) ||
-             !dKCache.allocate(size_t(cacheFloats) * f4, "k_cache", msg) ||
-             !dVCache.allocate(size_t(cacheFloats) * f4, "v_cache", msg) ||
+             !dKCache.allocate(actBytes(size_t(cacheFloats)), "k_cache", msg) ||
+             !dVCache.allocate(actBytes(size_t(cacheFloats)), "v_cache", msg) ||
              !dKCache.fill(0, msg) || !dVCache.fill(0, msg) ||
-             !dXTok.allocate(xTok.size() * f4, "the decode step's x", msg) ||
-             !dYTok.allocate(yTok.size() * f4, "the decode step's y", msg) ||
+             !dXTok.allocate(actBytes(xTok.size()), "the decode step's x", msg) ||
+             !dYTok.allocate(actBytes(yTok.size()), "the decode step's y", msg) ||
              !dPositions.allocate(positions.size() * i4, "positions", msg) ||
              !dDecodeWs.allocate(size_t(decodeWsBytes),
                                  "the decode workspace", msg) ||
@@ -1920,10 +1940,10 @@ int Run::runDecode() {
                        pv, nullptr, ws, threads);
       }
     } else {
-      if (!dX.allocate(xp.size() * f4, "the prefill's x", msg) ||
-          !dY.allocate(yp.size() * f4, "the prefill's y", msg) ||
+      if (!dX.allocate(actBytes(xp.size()), "the prefill's x", msg) ||
+          !dY.allocate(actBytes(yp.size()), "the prefill's y", msg) ||
           !dWs.allocate(size_t(prefillWsBytes), "the workspace", msg) ||
-          !dX.upload(xp.data(), xp.size() * f4, msg) ||
+          !uploadAct(dX, xp.data(), xp.size()) ||
           !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
         error(msg);
         return kExitFailed;
@@ -1944,7 +1964,7 @@ int Run::runDecode() {
       return kExitFailed;
     }
     if (o.cuda && (!dev.synchronize(msg) ||
-                   !dY.download(yp.data(), yp.size() * f4, msg))) {
+                   !downloadAct(dY, yp.data(), yp.size()))) {
       error(std::string(ki.name) + "_forward (prefill of " +
             std::to_string(prefill) + " tokens)" + onDevice + ": " + msg);
       return kExitFailed;
@@ -2009,13 +2029,13 @@ int Run::runForward() {
     return -1;
   }
   if (!dPacked.allocate(packed.size(), "packed", msg) ||
-      !dX.allocate(x.size() * f4, "x", msg) ||
-      !dY.allocate(y.size() * f4, "y", msg) ||
+      !dX.allocate(actBytes(x.size()), "x", msg) ||
+      !dY.allocate(actBytes(y.size()), "y", msg) ||
       !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
-      (cross && !dXKv.allocate(xKv.size() * f4, "x_kv", msg)) ||
+      (cross && !dXKv.allocate(actBytes(xKv.size()), "x_kv", msg)) ||
       !dPacked.upload(packed.data(), packed.size(), msg) ||
-      !dX.upload(x.data(), x.size() * f4, msg) ||
-      (cross && !dXKv.upload(xKv.data(), xKv.size() * f4, msg)) ||
+      !uploadAct(dX, x.data(), x.size()) ||
+      (cross && !uploadAct(dXKv, xKv.data(), xKv.size())) ||
       !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
     error(msg);
     return kExitFailed;
@@ -2043,7 +2063,7 @@ int Run::runForward() {
           " (" + statusText(rc) + ") on device 0 (" + dev.name() + ")");
     return kExitFailed;
   }
-  if (!dev.synchronize(msg) || !dY.download(y.data(), y.size() * f4, msg)) {
+  if (!dev.synchronize(msg) || !downloadAct(dY, y.data(), y.size())) {
     error(std::string(ki.name) + "_forward on device 0 (" + dev.name() +
           "): " + msg);
     return kExitFailed;

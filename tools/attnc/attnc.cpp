@@ -150,15 +150,9 @@ int main(int argc, char **argv) {
                     : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,
                                                std::vector<std::string>(setKeys.begin(),
                                                                         setKeys.end()),
-                                               emitSpec, attnc::isCuda(opts->isa));
+                                               emitSpec);
   if (!spec)
     return 2;
-  if (attnc::isCuda(opts->isa)) {
-    if (std::string why = attnc::unsupportedOnCuda(*spec); !why.empty()) {
-      errs() << why << "\n";
-      return 2;
-    }
-  }
   // Temporaries for every output first: an unwritable directory fails here,
   // before any work, and nothing is touched until commit().
   attnc::OutputFiles outs;

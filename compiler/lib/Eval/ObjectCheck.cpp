@@ -27,7 +27,7 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
   }
   SmallString<128> so(dir);
   sys::path::append(so, "lib" + spec.name + ".so");
-  std::string glue = emitKernelGlue(comp.desc(), comp.plan(), isa);
+  std::string glue = emitKernelGlue(comp.desc(), comp.plan(), isa, "", comp.kernelsIsa());
   bool ok = linkSharedObject(obj, glue, sys::path::filename(so).str(),
                              /*archive=*/false, so.str().str(), error);
   auto cleanup = [&] {

@@ -182,19 +182,8 @@ LogicalResult attnc::Compilation::runPasses(StringRef pipeline) {
   return pm.run(*module_);
 }
 
-/// The `conceptual` stage: the spec as textbook attn IR (a CUDA target
-/// refuses bf16/f16 storage with the spec key's location).
+/// The `conceptual` stage: the spec as textbook attn IR.
 LogicalResult attnc::Compilation::buildConceptual() {
-  // The CUDA kernels read and write float32 only (bf16/f16 storage is
-  // an x86 feature so far): refuse rather than compute something else.
-  for (auto [key, d] : {std::pair{"dtype", spec_->dtype},
-                        std::pair{"weight_dtype", spec_->weightDtype}})
-    if (isCuda(opts_.isa) && d != DType::F32) {
-      SrcPos p = spec_->valuePosOf(key);
-      return emitError(FileLineColLoc::get(&ctx_, spec_->file, p.line, p.col))
-             << key << ": " << toString(d) << " is not supported by the CUDA "
-             << "target yet (bf16/f16 storage runs on the x86 targets)";
-    }
   module_ = buildConceptualIR(ctx_, *spec_);
   if (!module_ || failed(verify(*module_)))
     return failure();

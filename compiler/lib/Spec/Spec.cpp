@@ -410,16 +410,6 @@ std::vector<double> alibiSlopes(const Spec &s) {
   return out;
 }
 
-std::string unsupportedOnCuda(const Spec &s) {
-  for (auto [key, d] : {std::pair{"dtype", s.dtype}, std::pair{"weight_dtype", s.weightDtype}})
-    if (d != DType::F32)
-      return located(s, s.valuePosOf(key),
-                     fmt::format("{}: {} is not supported by the CUDA target yet "
-                                 "(bf16/f16 storage runs on the x86 targets)",
-                                 key, toString(d)));
-  return "";
-}
-
 std::string unsupportedFeature(const Spec &s) {
   try {
     const char *supportedBy = "is not supported by this version of attnc";

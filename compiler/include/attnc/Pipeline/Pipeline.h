@@ -99,6 +99,9 @@ public:
   Isa objectIsa() const {
     return opts_.emulateGpuOnHost && isCuda(opts_.isa) ? Isa::Host : opts_.isa;
   }
+  /// The target whose kernels the loops are (the CUDA target even when
+  /// emulated on the host).
+  Isa kernelsIsa() const { return opts_.isa; }
   mlir::ModuleOp module() { return *module_; }
 
 private:

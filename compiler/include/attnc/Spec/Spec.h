@@ -229,9 +229,6 @@ std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,
 /// "FILE:LINE:COL: error: decode: true with cross_attention: true is not
 /// supported by this version of attnc (...)". Never throws.
 std::string unsupportedFeature(const Spec &spec);
-/// Empty, or the located error for what the CUDA target cannot compile
-/// yet (a bf16/f16 dtype or weight_dtype).
-std::string unsupportedOnCuda(const Spec &spec);
 
 /// Canonical YAML-like dump of the semantic fields (used by attnc-dump's
 /// `spec` stage).

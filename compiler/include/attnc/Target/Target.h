@@ -11,6 +11,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attnc {
@@ -28,9 +29,12 @@ bool addEntryPoints(llvm::Module &m, const KernelDesc &desc, const PackPlan &pla
 /// The kernel's C glue (KernelGlue.c with the kernel's constants, its code
 /// path table and its metadata record): the ABI entry points NAME_query,
 /// NAME_pack, NAME_workspace_size, NAME_forward (and attnc_query when
-/// ATTNC_SHARED is defined).
+/// ATTNC_SHARED is defined). `kernelsIsa`: the target whose kernels the
+/// object runs, when not `isa` (a CUDA target's loops emulated on the host
+/// keep the CUDA kernels' limits, such as one decode token per call).
 std::string emitKernelGlue(const KernelDesc &desc, const PackPlan &plan, Isa isa,
-                           const std::string &ptx = "");
+                           const std::string &ptx = "",
+                           std::optional<Isa> kernelsIsa = std::nullopt);
 
 /// The kernel's ATTNC_FEATURE_* bits as a C expression, e.g.
 /// "(0u | ATTNC_FEATURE_LENGTHS | ATTNC_FEATURE_CROSS)": the glue's metadata

@@ -488,6 +488,14 @@ LogicalResult FunctionLowering::emit(Operation *op) {
                << target.getIsa() << " needs packed f32 weights and a rank-3 input";
       return t.buildTiledPhases(phases);
     }
+    // y = truncf(the output projection's f32 result), dtype bf16/f16: the
+    // device's copy kernel rounds as it copies.
+    if (auto t = dyn_cast<arith::TruncFOp>(op)) {
+      if (failed(kernels.buildDeviceCopy(b, map.lookup(t.getIn()), map.lookup(t.getResult()))))
+        return op->emitOpError("the device target ")
+               << target.getIsa() << " cannot convert the result to " << t.getType();
+      return success();
+    }
     if (isa<SliceOp, SplitHeadsOp, MergeHeadsOp, ScaleOp, tensor::ConcatOp>(op))
       return op->emitOpError("is not supported by the device target ")
              << target.getIsa() << " yet (it needs the fused, copy-free form)";

@@ -93,12 +93,13 @@ void mapToBlocks(scf::ForallOp phase) {
       ctx, {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)}));
 }
 
-/// `cond ? load : 0.0`.
+/// `cond ? load : 0.0`, as f32 (a bf16/f16 buffer is widened).
 Value guardedLoad(ImplicitLocOpBuilder &c, Value cond, Value buf, ValueRange at) {
   auto ifOp = scf::IfOp::create(
       c, cond,
       [&](OpBuilder &nb, Location loc) {
-        scf::YieldOp::create(nb, loc, memref::LoadOp::create(nb, loc, buf, at).getResult());
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(nb, loc, attnc::loadF32(ib, buf, at));
       },
       [&](OpBuilder &nb, Location loc) {
         Value z = arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0.0f));
@@ -122,6 +123,10 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
                              "threads (#attn.cuda_target's verifier should have refused it)");
   const int64_t TN = t.getGemmThreadN(), colThreads = BN / TN, TM = BM / (NT / colThreads);
   const int64_t K = cast<MemRefType>(x.getType()).getDimSize(2);
+  // x, the weights and y may be bf16/f16 (dtype, weight_dtype): loaded as
+  // f32, accumulated in f32, y rounded once when stored. A bf16 panel holds
+  // the (k, k+1) pairs the x86 kernels read (one packed layout per dtype).
+  const bool pairs = cast<MemRefType>(wp.getType()).getElementType().isBF16();
   Value nb = dim(b, x, 0), tt = dim(b, x, 1);
   Value rowBlocks = ceilDiv(b, tt, BM);
   Value colBlocks = indexConst(b, (n + BN - 1) / BN);
@@ -165,7 +170,12 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
           Value ok = arith::AndIOp::create(r, lt(r, gc, nDim), lt(r, gk, kDim));
           Value p = arith::DivUIOp::create(r, gc, indexConst(r, panel));
           Value j = arith::RemUIOp::create(r, gc, indexConst(r, panel));
-          Value v = guardedLoad(r, ok, wp, ValueRange{p, gk, j});
+          SmallVector<Value> at{p, gk, j};
+          if (pairs) // bf16: (k, k+1) side by side, [P][ceil(K/2)][2 * panel]
+            at = {p, arith::DivUIOp::create(r, gk, indexConst(r, 2)),
+                  arith::AddIOp::create(r, arith::MulIOp::create(r, j, indexConst(r, 2)),
+                                        arith::RemUIOp::create(r, gk, indexConst(r, 2)))};
+          Value v = guardedLoad(r, ok, wp, at);
           memref::StoreOp::create(r, v, ws, ValueRange{kk, col});
         }
       });
@@ -208,8 +218,8 @@ void attnc::buildGpuGemm(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value x,
           ImplicitLocOpBuilder s(r.getLoc(), ifOp.getThenBodyBuilder());
           Value v = memref::LoadOp::create(s, acc, ValueRange{tid, indexConst(s, i * TN + j)});
           if (bias)
-            v = arith::AddFOp::create(s, v, memref::LoadOp::create(s, bias, ValueRange{gc}));
-          memref::StoreOp::create(s, v, y, ValueRange{bi, gr, gc});
+            v = arith::AddFOp::create(s, v, attnc::loadF32(s, bias, ValueRange{gc}));
+          attnc::storeF32(s, v, y, ValueRange{bi, gr, gc});
         }
     });
   });
@@ -285,7 +295,7 @@ void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
     SmallVector<Value> qv;
     for (int64_t d = 0; d < D; ++d)
       qv.push_back(arith::MulFOp::create(
-          r, memref::LoadOp::create(r, a.q, ValueRange{bi, h, zero, indexConst(r, d)}),
+          r, attnc::loadF32(r, a.q, ValueRange{bi, h, zero, indexConst(r, d)}),
           f32Const(r, a.scale)));
     SmallVector<Value> init{f32Const(r, negInf), f32Const(r, 0.0)};
     for (int64_t d = 0; d < D; ++d)
@@ -294,7 +304,7 @@ void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
                            [&](ImplicitLocOpBuilder &ci, Value j, ValueRange st) {
       Value sc = f32Const(ci, 0.0);
       for (int64_t d = 0; d < D; ++d)
-        sc = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, a.k, ValueRange{bi, hk, j, indexConst(ci, d)}), sc);
+        sc = math::FmaOp::create(ci, qv[d], attnc::loadF32(ci, a.k, ValueRange{bi, hk, j, indexConst(ci, d)}), sc);
       sc = a.modified(ci, sc, mh, j, off); // the query sits at key position off
       Value m = st[0];
       Value mNew = arith::MaximumFOp::create(ci, m, sc);
@@ -304,7 +314,7 @@ void GpuDecodeTask::partials(ImplicitLocOpBuilder &c) const {
       Value p = attnc::expClamped(ci, arith::SubFOp::create(ci, sc, mNew));
       SmallVector<Value> out{mNew, math::FmaOp::create(ci, st[1], alpha, p).getResult()};
       for (int64_t d = 0; d < D; ++d) {
-        Value vd = memref::LoadOp::create(ci, a.v, ValueRange{bi, hk, j, indexConst(ci, d)});
+        Value vd = attnc::loadF32(ci, a.v, ValueRange{bi, hk, j, indexConst(ci, d)});
         out.push_back(math::FmaOp::create(ci, p, vd, arith::MulFOp::create(ci, st[2 + d], alpha)));
       }
       return out;
@@ -328,7 +338,7 @@ void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
     Value M = mx.getResult(0);
     Value sink;
     if (a.sinks) {
-      sink = memref::LoadOp::create(r, a.sinks, ValueRange{h});
+      sink = attnc::loadF32(r, a.sinks, ValueRange{h});
       M = arith::MaximumFOp::create(r, M, sink);
     }
     // A thread that saw no key has m = -inf, l = 0, acc = 0: weight 0.
@@ -356,7 +366,7 @@ void GpuDecodeTask::merge(ImplicitLocOpBuilder &c) const {
         return SmallVector<Value>{math::FmaOp::create(ci, weight(ci, i), x, st[0]).getResult()};
       });
       Value val = arith::MulFOp::create(cd, acc.getResult(0), inv);
-      memref::StoreOp::create(cd, val, a.o, a.outAt(bi, h, zero, d));
+      attnc::storeF32(cd, val, a.o, a.outAt(bi, h, zero, d));
       return SmallVector<Value>{};
     });
   });
@@ -437,12 +447,12 @@ void GpuAttentionTask::init(ImplicitLocOpBuilder &c) const {
   threadRegion(c, MQ, [&](ImplicitLocOpBuilder &r, Value tid) {
     Value i = arith::MinUIOp::create(r, arith::AddIOp::create(r, i0, tid), lastQ);
     for (int64_t d = 0; d < a.D; ++d) {
-      Value x = memref::LoadOp::create(r, a.q, ValueRange{bi, h, i, indexConst(r, d)});
+      Value x = attnc::loadF32(r, a.q, ValueRange{bi, h, i, indexConst(r, d)});
       memref::StoreOp::create(r, arith::MulFOp::create(r, x, f32Const(r, a.scale)), qr,
                               ValueRange{tid, indexConst(r, d)});
       memref::StoreOp::create(r, f32Const(r, 0.0), accB, ValueRange{tid, indexConst(r, d)});
     }
-    Value m0 = a.sinks ? memref::LoadOp::create(r, a.sinks, ValueRange{h}).getResult()
+    Value m0 = a.sinks ? attnc::loadF32(r, a.sinks, ValueRange{h})
                        : f32Const(r, negInf);
     memref::StoreOp::create(r, m0, stat, ValueRange{tid, indexConst(r, 0)});
     memref::StoreOp::create(r, f32Const(r, a.sinks ? 1.0 : 0.0), stat, ValueRange{tid, indexConst(r, 1)});
@@ -566,7 +576,7 @@ void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
     for (int64_t d = 0; d < a.D; ++d) {
       Value val = arith::MulFOp::create(
           s, memref::LoadOp::create(s, accB, ValueRange{tid, indexConst(s, d)}), inv);
-      memref::StoreOp::create(s, val, a.o, a.outAt(bi, h, i, indexConst(s, d)));
+      attnc::storeF32(s, val, a.o, a.outAt(bi, h, i, indexConst(s, d)));
     }
   });
 }
@@ -676,8 +686,9 @@ LogicalResult attnc::buildGpuCopy(ImplicitLocOpBuilder &b, CudaTargetAttr t,
     Value ti = arith::RemUIOp::create(c, row, tt);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       loop(r, tid, indexConst(r, n), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
-        Value v = memref::LoadOp::create(ci, src, ValueRange{bi, ti, col});
-        memref::StoreOp::create(ci, v, dst, ValueRange{bi, ti, col});
+        // (converted when the types differ: y = truncf of an f32 result)
+        attnc::storeF32(ci, attnc::loadF32(ci, src, ValueRange{bi, ti, col}), dst,
+                        ValueRange{bi, ti, col});
         return SmallVector<Value>{};
       });
     });
@@ -705,7 +716,7 @@ LogicalResult attnc::buildGpuMaskRows(ImplicitLocOpBuilder &b, CudaTargetAttr t,
     ImplicitLocOpBuilder s(c.getLoc(), ifOp.getThenBodyBuilder());
     threadRegion(s, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       loop(r, tid, indexConst(r, n), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value col, ValueRange) {
-        memref::StoreOp::create(ci, f32Const(ci, 0.0), y, ValueRange{bi, ti, col});
+        attnc::storeF32(ci, f32Const(ci, 0.0), y, ValueRange{bi, ti, col});
         return SmallVector<Value>{};
       });
     });
@@ -754,8 +765,9 @@ void attnc::buildGpuCacheAppend(ImplicitLocOpBuilder &b, CudaTargetAttr t, Value
         loop(s, tid, elems, indexConst(s, NT), {}, [&, src = src, dst = dst](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
           Value row = arith::DivUIOp::create(ci, e, dd);
           Value d = arith::RemUIOp::create(ci, e, dd);
-          Value x = memref::LoadOp::create(ci, src, ValueRange{bi, h, row, d});
-          memref::StoreOp::create(ci, x, dst, ValueRange{bi, h, arith::AddIOp::create(ci, p0, row), d});
+          // (rounded to the cache's type: bf16/f16 with such a dtype)
+          Value x = attnc::loadF32(ci, src, ValueRange{bi, h, row, d});
+          attnc::storeF32(ci, x, dst, ValueRange{bi, h, arith::AddIOp::create(ci, p0, row), d});
           return SmallVector<Value>{};
         });
       }
@@ -782,6 +794,8 @@ struct GpuProbsTask {
   Value bi, h, hk, i, diag, jLo, jHi, tkv, qs, pm, pl;
   attnc::ScoreMods::Head mh;
 
+  /// p is bf16/f16 (dtype): each of its values is rounded once.
+  bool narrow() const { return !cast<MemRefType>(p.getType()).getElementType().isF32(); }
   /// Loads q's row into qs and writes the zeros of the row's hidden keys.
   void prepare(ImplicitLocOpBuilder &c) const;
   /// pm[t] = the max of thread t's scores.
@@ -806,7 +820,7 @@ Value GpuProbsTask::score(ImplicitLocOpBuilder &c, Value j) const {
   scf::ForOp dot = loop(c, indexConst(c, 0), indexConst(c, D), ValueRange{f32Const(c, 0.0)},
                         [&](ImplicitLocOpBuilder &ci, Value d, ValueRange a) {
     Value x = memref::LoadOp::create(ci, qs, ValueRange{d});
-    Value y = memref::LoadOp::create(ci, k, ValueRange{bi, hk, j, d});
+    Value y = attnc::loadF32(ci, k, ValueRange{bi, hk, j, d});
     return SmallVector<Value>{math::FmaOp::create(ci, x, y, a[0]).getResult()};
   });
   Value s = arith::MulFOp::create(c, dot.getResult(0), f32Const(c, scale));
@@ -829,14 +843,14 @@ Value GpuProbsTask::rowMax(ImplicitLocOpBuilder &c) const {
   });
   Value m = mx.getResult(0);
   if (sinks)
-    m = arith::MaximumFOp::create(c, m, memref::LoadOp::create(c, sinks, ValueRange{h}));
+    m = arith::MaximumFOp::create(c, m, attnc::loadF32(c, sinks, ValueRange{h}));
   return m;
 }
 
 void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
   threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
     loop(r, tid, indexConst(r, D), indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value d, ValueRange) {
-      memref::StoreOp::create(ci, memref::LoadOp::create(ci, q, ValueRange{bi, h, i, d}), qs,
+      memref::StoreOp::create(ci, attnc::loadF32(ci, q, ValueRange{bi, h, i, d}), qs,
                               ValueRange{d});
       return SmallVector<Value>{};
     });
@@ -845,7 +859,7 @@ void GpuProbsTask::prepare(ImplicitLocOpBuilder &c) const {
       Value hidden = arith::OrIOp::create(ci, lt(ci, j, jLo), past);
       auto ifOp = scf::IfOp::create(ci, hidden, /*withElse=*/false);
       ImplicitLocOpBuilder s(ci.getLoc(), ifOp.getThenBodyBuilder());
-      memref::StoreOp::create(s, f32Const(s, 0.0), p, ValueRange{bi, h, i, j});
+      attnc::storeF32(s, f32Const(s, 0.0), p, ValueRange{bi, h, i, j});
       return SmallVector<Value>{};
     });
   });
@@ -871,7 +885,8 @@ void GpuProbsTask::expPass(ImplicitLocOpBuilder &c) const {
     eachKey(r, tid, ValueRange{f32Const(r, 0.0)},
             [&](ImplicitLocOpBuilder &ci, Value j, ValueRange a) {
               Value e = attnc::expClamped(ci, arith::SubFOp::create(ci, score(ci, j), M));
-              memref::StoreOp::create(ci, e, p, ValueRange{bi, h, i, j});
+              if (!narrow())
+                memref::StoreOp::create(ci, e, p, ValueRange{bi, h, i, j});
               return SmallVector<Value>{arith::AddFOp::create(ci, a[0], e).getResult()};
             },
             &sum);
@@ -889,13 +904,17 @@ void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
     Value L = total.getResult(0);
     if (sinks) { // the sink: one more term of the denominator
       Value M = rowMax(r);
-      Value sk = memref::LoadOp::create(r, sinks, ValueRange{h});
+      Value sk = attnc::loadF32(r, sinks, ValueRange{h});
       L = arith::AddFOp::create(r, L, attnc::expClamped(r, arith::SubFOp::create(r, sk, M)));
     }
     Value inv = arith::DivFOp::create(r, f32Const(r, 1.0), L);
+    // A bf16/f16 p is rounded once: its e^{s - M} is computed again here
+    // rather than stored rounded by expPass and rounded again.
+    Value M = narrow() ? rowMax(r) : Value();
     eachKey(r, tid, {}, [&](ImplicitLocOpBuilder &ci, Value j, ValueRange) {
-      Value e = memref::LoadOp::create(ci, p, ValueRange{bi, h, i, j});
-      memref::StoreOp::create(ci, arith::MulFOp::create(ci, e, inv), p, ValueRange{bi, h, i, j});
+      Value e = narrow() ? attnc::expClamped(ci, arith::SubFOp::create(ci, score(ci, j), M))
+                         : memref::LoadOp::create(ci, p, ValueRange{bi, h, i, j}).getResult();
+      attnc::storeF32(ci, arith::MulFOp::create(ci, e, inv), p, ValueRange{bi, h, i, j});
       return SmallVector<Value>{};
     });
   });
@@ -1008,8 +1027,8 @@ void attnc::buildGpuClip(ImplicitLocOpBuilder &b, CudaTargetAttr t, ClipOp op, V
       loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         SmallVector<Value> at{bi, h, arith::DivUIOp::create(ci, e, dd),
                               arith::RemUIOp::create(ci, e, dd)};
-        Value v = memref::LoadOp::create(ci, x, at);
-        memref::StoreOp::create(ci, attnc::clampSymmetric(ci, v, limit), x, at);
+        Value v = attnc::loadF32(ci, x, at);
+        attnc::storeF32(ci, attnc::clampSymmetric(ci, v, limit), x, at);
         return SmallVector<Value>{};
       });
     });
@@ -1053,7 +1072,7 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       scf::ForOp ss = loop(r, tid, n, indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                            [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
-        Value v = memref::LoadOp::create(ci, x, at(ci, e));
+        Value v = attnc::loadF32(ci, x, at(ci, e));
         return SmallVector<Value>{math::FmaOp::create(ci, v, v, a[0]).getResult()};
       });
       memref::StoreOp::create(r, ss.getResult(0), ps, ValueRange{tid});
@@ -1071,12 +1090,12 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
           r, f32Const(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32Const(r, eps))));
       loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         SmallVector<Value> pos = at(ci, e);
-        Value v = memref::LoadOp::create(ci, x, pos);
-        Value wv = memref::LoadOp::create(ci, w, ValueRange{e});
+        Value v = attnc::loadF32(ci, x, pos);
+        Value wv = attnc::loadF32(ci, w, ValueRange{e});
         if (offset != 0)
           wv = arith::AddFOp::create(ci, wv, f32Const(ci, offset));
         Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
-        memref::StoreOp::create(ci, y, x, pos);
+        attnc::storeF32(ci, y, x, pos);
         return SmallVector<Value>{};
       });
     });
