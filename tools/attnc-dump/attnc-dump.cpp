@@ -270,10 +270,20 @@ int main(int argc, char **argv) {
     std::vector<const float *> w;
     for (const auto &t : inputs.storage)
       w.push_back(t.data());
-    attnrt::Reference ref = attnrt::referenceWithBound(
-        attnc::blockParams(*spec), w, inputs.x.data(), batch, seqLen,
-        attnc::variantInputs(*spec, inputs));
+    const attnrt::BlockParams bp = attnc::blockParams(*spec);
+    attnrt::Reference ref;
+    bool refDots = false;
     for (const attnc::CompiledRun &r : runs) {
+      // A bf16 block on the AVX512-BF16 path rounds Q, K, P and V for its
+      // dot products (as attnc-run --check bounds it); the other paths, and
+      // CUDA's, multiply them in float32.
+      attnrt::BoundOptions bopt;
+      bopt.bf16Dots = !attnc::isCuda(opts.isa) && spec->dtype == attnc::DType::BF16 &&
+                      r.isa == attnc::isaName(attnc::Isa::Avx512Bf16);
+      if (ref.y.empty() || bopt.bf16Dots != refDots)
+        ref = attnrt::referenceWithBound(bp, w, inputs.x.data(), batch, seqLen,
+                                         attnc::variantInputs(*spec, inputs), {}, bopt);
+      refDots = bopt.bf16Dots;
       int64_t n = static_cast<int64_t>(r.y.size());
       bool sizeOk = n == static_cast<int64_t>(reference.size()) &&
                     n == static_cast<int64_t>(ref.y.size());
@@ -291,7 +301,8 @@ int main(int argc, char **argv) {
                               : "object[" + r.isa + "]";
       outs() << "// check: stage " << left_justify(label, 18)
              << " max_abs_err vs conceptual = " << format("%.3e", maxAbs)
-             << " (float32 kernel; gate |err| <= 1e-5 + 1e-4*|ref| + bound, max bound "
+             << " (" << (spec->dtype == attnc::DType::F32 ? "float32" : attnc::toString(spec->dtype))
+             << " kernel; gate |err| <= 1e-5 + 1e-4*|ref| + bound, max bound "
              << format("%.2e", c.maxBound) << ") "
              << (ok ? "OK" : "FAILED: the compiled kernel computes something else") << "\n";
       if (!ok)

@@ -76,6 +76,15 @@ bool allocate(Tensor &t, std::vector<int64_t> shape, std::string &error) {
   return true;
 }
 
+/// v rounded to float32 and then to a storage type (ATTNC_DTYPE_*).
+double roundTo(uint32_t dtype, double v) {
+  float f = static_cast<float>(v), r;
+  unsigned char bits[4];
+  attnrt::fromFloat(dtype, &f, bits, 1);
+  attnrt::toFloat(dtype, bits, &r, 1);
+  return r;
+}
+
 /// Row-major strides of a shape whose product fits (checked by allocate).
 std::vector<int64_t> strides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -180,6 +189,14 @@ bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
       return false;
     in.xKv = attnrt::randomNormal(batch * in.kvSeq * spec.dModel, rng);
   }
+  // A bf16/f16 block reads its inputs in that type: every stage and the
+  // compiled kernel get the same (rounded, so exactly representable) x.
+  if (spec.dtype != DType::F32) {
+    const uint32_t dt = spec.dtype == DType::BF16 ? ATTNC_DTYPE_BF16 : ATTNC_DTYPE_F16;
+    for (std::vector<float> *v : {&in.x, &in.xKv})
+      for (float &f : *v)
+        f = static_cast<float>(roundTo(dt, f));
+  }
   if (spec.paddingMask()) {
     for (int64_t b = 0; b < batch; ++b) {
       in.lengths.push_back(static_cast<int32_t>(seq - (b * (seq + 1)) / batch));
@@ -237,6 +254,7 @@ private:
   bool rope(Operation &op, RopeOp r);
   bool maskRows(Operation &op, MaskRowsOp m);
   bool scale(Operation &op, ScaleOp s);
+  bool truncF(Operation &op, arith::TruncFOp tr);
   bool view(Operation &op, ViewOp v);
   bool concat(Operation &op, tensor::ConcatOp c);
 
@@ -741,6 +759,23 @@ bool Evaluator::scale(Operation &op, ScaleOp s) {
   return true;
 }
 
+/// arith.truncf to bf16/f16 (y of a block with such a dtype): each value
+/// rounded to the type as the kernels' stores round it (nearest even).
+bool Evaluator::truncF(Operation &op, arith::TruncFOp tr) {
+  const Tensor *x = tensorOf(tr.getIn());
+  if (!x)
+    return false;
+  Type et = getElementTypeOrSelf(tr.getType());
+  uint32_t dt = et.isBF16() ? ATTNC_DTYPE_BF16 : et.isF16() ? ATTNC_DTYPE_F16 : ATTNC_DTYPE_F32;
+  if (dt == ATTNC_DTYPE_F32 && !et.isF32())
+    return fail(op, "truncates to an element type other than f32, bf16 or f16");
+  Tensor y = *x;
+  for (double &d : y.data)
+    d = roundTo(dt, d);
+  t[tr] = std::move(y);
+  return true;
+}
+
 /// attn.view: a strided view read element by element (bounds-checked).
 bool Evaluator::view(Operation &op, ViewOp v) {
   const Tensor *src = tensorOf(v.getSource());
@@ -843,6 +878,7 @@ bool Evaluator::step(Operation &op) {
       .Case([&](RopeOp o) { return rope(op, o); })
       .Case([&](MaskRowsOp o) { return maskRows(op, o); })
       .Case([&](ScaleOp o) { return scale(op, o); })
+      .Case([&](arith::TruncFOp o) { return truncF(op, o); })
       .Case([&](ViewOp o) { return view(op, o); })
       .Case([&](tensor::ConcatOp o) { return concat(op, o); })
       .Default([&](Operation *) {

@@ -65,9 +65,21 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
       int64_t outDim = spec.outProj ? spec.dModel : spec.qWidth();
       run.y.assign(in.batch * in.seq * outDim, 0.0f);
       int rc = k.packFloat(w, packed);
+      // A bf16/f16 block's x, x_kv and y cross in its dtype (x is already
+      // representable: randomInputs rounded it).
+      const uint32_t dt = k.info().dtype;
+      const int64_t eb = attnrt::dtypeBytes(dt);
+      std::vector<unsigned char> xk(in.x.size() * eb), xkvk(in.xKv.size() * eb),
+          yk(run.y.size() * eb);
+      attnrt::fromFloat(dt, in.x.data(), xk.data(), int64_t(in.x.size()));
+      attnrt::fromFloat(dt, in.xKv.data(), xkvk.data(), int64_t(in.xKv.size()));
+      attnrt::VariantInputs vin = variantInputs(spec, in);
+      if (vin.xKv)
+        vin.xKv = xkvk.data();
       if (rc == ATTNC_OK)
-        rc = k.forward(packed.data(), in.x.data(), run.y.data(), in.batch, in.seq,
-                       variantInputs(spec, in), /*probs=*/nullptr, ws);
+        rc = k.forward(packed.data(), xk.data(), yk.data(), in.batch, in.seq, vin,
+                       /*probs=*/nullptr, ws);
+      attnrt::toFloat(dt, yk.data(), run.y.data(), int64_t(run.y.size()));
       if (rc != ATTNC_OK) {
         error = "the compiled kernel (" + run.isa + ") returned status " +
                 std::to_string(rc);
