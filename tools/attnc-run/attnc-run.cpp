@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,7 @@ const char *kUsage =
     "                     default 1e-5 and 1e-4)\n"
     "  --threads P        threads of the kernel's built-in pool (default 1;\n"
     "                     0 = one per online CPU)\n"
-    "  --bench N          time N calls: min and median ms per call, useful\n"
+    "  --bench N          time N calls (N <= 1000000): min and median ms per call, useful\n"
     "                     GFLOP/s at the min, the thread count, and the pack time\n"
     "                     (--device cuda: CUDA events around each call, after\n"
     "                     one warm-up call; with --decode-steps around each\n"
@@ -193,7 +194,8 @@ const char *kUsage =
     "refused, never waited on); an output (--out, --probs, --heatmap) that is\n"
     "one of them or another output is refused; outputs are written to a\n"
     "temporary beside them and renamed, so a failed write leaves the old file.\n"
-    "Options that would do nothing (--weights-prefix without --weights,\n"
+    "An option given twice is a usage error (the second would silently\n"
+    "replace the first). Options that would do nothing (--weights-prefix without --weights,\n"
     "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
     "--check) are usage errors.\n"
     "\n"
@@ -961,6 +963,9 @@ int checkOutputsAreNotInputs(const Options &o) {
 
 /// Parses argv; returns -1 to go on, else the exit code.
 int parseArgs(int argc, char **argv, Options &o) {
+  // Every option once: a second --lengths (say) would silently replace
+  // the first.
+  std::set<std::string> seen;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], value;
     bool inlineValue = false;
@@ -971,6 +976,8 @@ int parseArgs(int argc, char **argv, Options &o) {
         a = a.substr(0, eq);
         inlineValue = true;
       }
+      if (!seen.insert(a).second)
+        return usageError(a + " is given twice");
     }
     bool missing = false;
     auto next = [&]() -> std::string {
@@ -1034,6 +1041,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.batchGiven = true;
     } else if (a == "--bench") {
       rc = sizeOpt(o.bench, 1);
+      if (rc < 0 && o.bench > 1000000)
+        rc = usageError("--bench: at most 1000000 calls, found " + std::to_string(o.bench));
     } else if (a == "--threads") {
       rc = sizeOpt(o.threads, 0);
       o.threadsGiven = true;
