@@ -1181,6 +1181,16 @@ int Kernel::forwardDevice(const void *packed, const void *x, void *y,
                           int64_t workspaceBytes, const void *xKv,
                           int64_t kvSeqLen, const DeviceLengths &len,
                           const DeviceCache &cache, void *stream) const {
+  return forwardDevice(packed, x, y, batch, seqLen, workspace, workspaceBytes,
+                       xKv, kvSeqLen, len, cache, /*probs=*/nullptr, stream);
+}
+
+int Kernel::forwardDevice(const void *packed, const void *x, void *y,
+                          int64_t batch, int64_t seqLen, void *workspace,
+                          int64_t workspaceBytes, const void *xKv,
+                          int64_t kvSeqLen, const DeviceLengths &len,
+                          const DeviceCache &cache, void *probs,
+                          void *stream) const {
   if (!forward_)
     return ATTNC_ERR_NULL_ARG;
   if (!isCuda())
@@ -1234,6 +1244,15 @@ int Kernel::forwardDevice(const void *packed, const void *x, void *y,
     setCross(a, *info_, xKv, kvSeq, len.kvLengths);
   if (hasCache)
     setCache(a, cache.kCache, cache.vCache, cache.cacheLen, cacheElems);
+  if (probs) {
+    if (!(info_->features & ATTNC_FEATURE_PROBS))
+      return ATTNC_ERR_ARGS;
+    int64_t probsElems = 0;
+    if (!checkedProduct({batch, info_->heads, seqLen, kvSeq}, probsElems))
+      return ATTNC_ERR_BAD_SHAPE;
+    a.probs = probs;
+    a.probs_elems = probsElems;
+  }
   a.stream = stream;
   return forward_(&a);
 }

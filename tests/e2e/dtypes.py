@@ -17,8 +17,12 @@ With --cuda-on-host every kernel is the CUDA target's instead (attnc
 one after another on this CPU, what the GPU kernels mean): bf16/f16 loads
 widened to f32, stores rounded once, the bf16 panels read as pairs.
 
-Usage: dtypes.py --work DIR [--cuda-on-host]  (attnc, attnc-run on PATH). One PASS/FAIL line
-per run and a closing 'dtypes: N passed, M failed' line; exit 1 on a failure.
+With --cuda-device-prepare DIR they are built for a GPU (--target
+cuda-sm90) and the runs recorded in DIR for tests/gpu/cases.py to make there.
+
+Usage: dtypes.py --work DIR [--cuda-on-host | --cuda-device-prepare DIR]
+(attnc, attnc-run on PATH). One PASS/FAIL line per run and a closing
+'dtypes: N passed, M failed' line; exit 1 on a failure.
 """
 import argparse
 import filecmp
@@ -95,7 +99,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--cuda-on-host", action="store_true")
+    ap.add_argument("--cuda-device-prepare", metavar="DIR",
+                    help="build for a GPU and record the runs in DIR (tests/gpu/cases.py)")
     a = ap.parse_args()
+    rec = None
+    if a.cuda_device_prepare:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+        from cases import Recorder
+        rec = Recorder(a.cuda_device_prepare)
+        a.work = os.path.join(rec.root, "dtypes")
     os.makedirs(a.work, exist_ok=True)
     flags = cpu_flags()
     isas = ["x86-64"]
@@ -114,13 +126,14 @@ def main():
     # (library, attnc arguments) per target; each code path's library
     targets = {"multi": ["--target", "multi"], "x86-64": ["--target", "x86-64"]}
     path_lib = lambda isa: "x86-64" if isa == "x86-64" else "multi"
-    if a.cuda_on_host:
-        targets = {"cuda": ["--target", "cuda-sm90", "--testing-gpu-on-host"]}
+    if a.cuda_on_host or rec:
+        targets = {"cuda": ["--target", "cuda-sm90"] +
+                   ([] if rec else ["--testing-gpu-on-host"])}
         isas = ["cuda-on-host"]
         path_lib = lambda isa: "cuda"
     passed = failed = 0
     for i, (spec, dtype, wdtype, args) in enumerate(CASES):
-        if a.cuda_on_host and "--decode-chunk" in args:
+        if (a.cuda_on_host or rec) and "--decode-chunk" in args:
             # a CUDA decode call takes one token per sequence
             at = args.index("--decode-chunk")
             args = args[:at] + args[at + 2:]
@@ -141,6 +154,11 @@ def main():
                 libs = None
                 break
         if not libs:
+            continue
+        if rec:
+            out = os.path.join(a.work, f"{name}_cuda.npy")
+            rec.add(f"dtypes {name} cuda", [libs["cuda"], "--check", "--out", out] + args,
+                    want_checks=None)
             continue
         for isa in isas:
             lib = libs[path_lib(isa)]
@@ -169,6 +187,9 @@ def main():
                 else:
                     failed += 1
                     print(f"FAIL: {name} {isa}: y differs between 1 and 2 threads")
+    if rec:
+        print(f"dtypes: {rec.n} runs recorded in {rec.root}, {failed} failed to compile")
+        return 1 if failed else 0
     print(f"dtypes: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -21,11 +21,14 @@ the tolerance, so a kernel that silently ignored the feature would FAIL.
 
 Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
 
-Usage: real_models.py --work DIR [--cuda-on-host]   (attnc and attnc-run on
-PATH). With --cuda-on-host every kernel is the CUDA target's (attnc --target
-cuda-sm90 --testing-gpu-on-host: its blocks and thread regions run one after
-another on this CPU). One PASS/FAIL line per case and a closing
-'real_models: N passed, M failed' line; exit 1 on a failure.
+Usage: real_models.py --work DIR [--cuda-on-host | --cuda-device-prepare DIR]
+(attnc and attnc-run on PATH). With --cuda-on-host every kernel is the CUDA
+target's (attnc --target cuda-sm90 --testing-gpu-on-host: its blocks and
+thread regions run one after another on this CPU). One PASS/FAIL line per
+case and a closing 'real_models: N passed, M failed' line; exit 1 on a
+failure. With --cuda-device-prepare DIR the kernels are built for a GPU
+(--target cuda-sm90) and each run, with its input and references, is
+recorded in DIR for tests/gpu/cases.py to make there.
 """
 import argparse
 import math
@@ -397,8 +400,17 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--cuda-on-host", action="store_true",
                     help="the CUDA target's kernels, built for this CPU")
+    ap.add_argument("--cuda-device-prepare", metavar="DIR",
+                    help="build for a GPU and record the runs in DIR (tests/gpu/cases.py)")
     a = ap.parse_args()
     target = ["--target", "cuda-sm90", "--testing-gpu-on-host"] if a.cuda_on_host else []
+    rec = None
+    if a.cuda_device_prepare:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+        from cases import Recorder
+        rec = Recorder(a.cuda_device_prepare)
+        a.work = os.path.join(rec.root, "real_models")
+        target = ["--target", "cuda-sm90"]
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(7)
     passed = failed = 0
@@ -422,14 +434,18 @@ def main():
             xp, yp = os.path.join(d, f"x{T}.npy"), os.path.join(d, f"y{T}.npy")
             np.save(xp, x)
             label = f"{c['name']} T={T}"
-            try:
-                run(["attnc-run", lib, "--weights", os.path.join(d, "w"), "--x", xp, "--out", yp])
-            except RuntimeError as e:
-                print(f"FAIL: {label}: {e}")
-                failed += 1
-                continue
-            y = np.load(yp).astype(np.float64)
             ref = reference(c, w, x, rope=c["rope"])
+            if rec is None:
+                try:
+                    run(["attnc-run", lib, "--weights", os.path.join(d, "w"), "--x", xp,
+                         "--out", yp])
+                except RuntimeError as e:
+                    print(f"FAIL: {label}: {e}")
+                    failed += 1
+                    continue
+                y = np.load(yp).astype(np.float64)
+            else:
+                y = ref  # recorded below, judged on the GPU machine
             err = np.abs(y - ref)
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
@@ -446,8 +462,18 @@ def main():
             werr = np.abs(y - wrong)
             # (one token sits at position 0, where the rotation is the
             # identity and ALiBi's bias is 0)
-            detects = T == 1 and (c["rope"] is not None or scored) or bool(
-                np.any(werr > ATOL + RTOL * np.abs(wrong)))
+            trivial = T == 1 and (c["rope"] is not None or scored)
+            detects = trivial or bool(np.any(werr > ATOL + RTOL * np.abs(wrong)))
+            if rec is not None:
+                rp, wp = os.path.join(d, f"ref{T}.npy"), os.path.join(d, f"wrong{T}.npy")
+                np.save(rp, ref)
+                np.save(wp, wrong)
+                rec.add(f"real_models {label}",
+                        [lib, "--weights", os.path.join(d, "w"), "--x", xp, "--out", yp],
+                        kind="compare", out=yp, ref=rp, wrong=wp, atol=ATOL, rtol=RTOL,
+                        trivial=bool(trivial))
+                print(f"RECORDED: {label}")
+                continue
             if ok and detects:
                 passed += 1
                 print(f"PASS: {label}: max err {err.max():.2e} (without "
@@ -458,6 +484,9 @@ def main():
                 why = "outside the tolerance" if not ok else "the check could not fail"
                 print(f"FAIL: {label}: {why}: max err {err.max():.2e}, without the "
                       f"feature {werr.max():.2e}")
+    if rec is not None:
+        print(f"real_models: {rec.n} runs recorded in {rec.root}, {failed} failed to compile")
+        return 1 if failed else 0
     print(f"real_models: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

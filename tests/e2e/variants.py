@@ -11,6 +11,8 @@ Usage: variants.py --work DIR [--cuda-on-host]   (attnc, attnc-run on PATH)
 With --cuda-on-host the kernels are the CUDA target's tiled loops built for
 this CPU (attnc --target cuda-sm90 --testing-gpu-on-host: blocks and their
 thread regions run one after another), one code path, probs output included.
+With --cuda-device-prepare DIR they are built for a GPU (--target
+cuda-sm90) and the runs recorded in DIR for tests/gpu/cases.py to make there.
 Prints one line per run and a closing 'variants: N passed, M failed' line.
 """
 import argparse
@@ -67,8 +69,16 @@ def main():
     ap.add_argument("--work", required=True, help="scratch directory")
     ap.add_argument("--cuda-on-host", action="store_true",
                     help="check the CUDA target's loops, built for this CPU")
+    ap.add_argument("--cuda-device-prepare", metavar="DIR",
+                    help="build for a GPU and record the runs in DIR (tests/gpu/cases.py)")
     args = ap.parse_args()
-    isas = ["host"] if args.cuda_on_host else ISAS
+    rec = None
+    if args.cuda_device_prepare:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+        from cases import Recorder
+        rec = Recorder(args.cuda_device_prepare)
+        args.work = os.path.join(rec.root, "variants")
+    isas = ["host"] if args.cuda_on_host or rec else ISAS
     os.makedirs(args.work, exist_ok=True)
     passed = failed = 0
 
@@ -86,6 +96,8 @@ def main():
             f.write(f"name: {name}\n{body}")
         lib = os.path.join(args.work, f"lib{name}.so")
         extra = ["--target", "cuda-sm90", "--testing-gpu-on-host"] if args.cuda_on_host else []
+        if rec:
+            extra = ["--target", "cuda-sm90"]
         rc, out = run(["attnc", path, "-o", lib] + extra)
         if rc != 0:
             report(False, f"compile {name}", out)
@@ -112,12 +124,18 @@ def main():
                 if probs:
                     cmd += ["--probs", os.path.join(args.work, f"{name}_{t}_{b}_{isa}.npy")]
                 env = dict(os.environ, ATTNC_ISA=isa) if isa != "host" else None
+                want = 2 if probs else 1
+                if rec:
+                    rec.add(f"variants {desc}", cmd[1:], want_checks=want)
+                    continue
                 rc, out = run(cmd, env)
                 checks = [l for l in out.splitlines() if l.startswith("check")]
-                want = 2 if probs else 1
                 ok = rc == 0 and len(checks) == want and all(l.endswith("PASS") for l in checks)
                 summary = "; ".join(l.split(":")[1].split(",")[0].strip() for l in checks)
                 report(ok, f"{desc}: {summary}", out)
+    if rec:
+        print(f"variants: {rec.n} runs recorded in {rec.root}, {failed} failed to compile")
+        return 1 if failed else 0
     print(f"variants: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 

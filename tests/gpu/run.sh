@@ -44,7 +44,11 @@ prepare: for each spec (GPU_SPECS, default examples/gpt2-small.yaml,
   OUTDIR/bin/; copy this script, torch_bench.py and README.md into OUTDIR;
   then check on the CPU that attnc-run reads the weight files and that
   torch_bench.py's blocks compute what the CPU kernel computes with them
-  (SKIP_CPU_CHECK=1 skips that).
+  (SKIP_CPU_CHECK=1 skips that). Then, unless NO_CASES=1, record the e2e
+  scripts' CUDA cases in OUTDIR/cases (tests/e2e/real_models.py,
+  variants.py, dtypes.py --cuda-device-prepare and tests/gpu/decode_cases.py:
+  every score feature, mask, dtype and decode against float64 NumPy or the
+  interpreter; tests/gpu/cases.py).
 run: (a) attnc-run OUTDIR/libNAME.so --device cuda --check --weights ... at
   T in CHECK_T (default 1 97 1024 4096) x batch in CHECK_B (default 1 4;
   batch 1 only at T >= 4096), T up to the spec's max_seq_len (one T above
@@ -54,7 +58,8 @@ run: (a) attnc-run OUTDIR/libNAME.so --device cuda --check --weights ... at
   padding mask (batch 1: ceil(T_kv/2); batch 4: ceil(T_kv/2),T_kv,0,T_kv);
   CHECK_JOBS runs at a time (default: half the CPUs, at most 4); plus one
   attnc-vs-torch comparison per spec (T 97, batch 2; padding: batch 4 with
-  those lengths; cross: T_kv 77); (b) at T in BENCH_T (default
+  those lengths; cross: T_kv 77); (a2) the recorded cases, when OUTDIR
+  has them (cases.py, CHECK_JOBS at a time); (b) at T in BENCH_T (default
   1024 4096; above max_seq_len: max_seq_len), batch 1, no lengths,
   cross-attention at T_kv = T: attnc-run --bench BENCH_ITERS (default 50)
   and torch_bench.py (same iterations); one table. The whole run keeps to
@@ -63,7 +68,7 @@ run: (a) attnc-run OUTDIR/libNAME.so --device cuda --check --weights ... at
 environment: ATTNC, ATTNC_RUN (prepare: default build/tools/...), PYTHON
   (default: python3; prepare: /usr/bin/python3 when it has NumPy), GPU_SPECS,
   CHECK_T, CHECK_B, CHECK_KV_T, CHECK_JOBS, BENCH_T, BENCH_ITERS, GPU_RUN_BUDGET_S,
-  SKIP_CPU_CHECK, TORCH_DEVICE (default cuda; cpu only for a dry run of the
+  SKIP_CPU_CHECK, NO_CASES, TORCH_DEVICE (default cuda; cpu only for a dry run of the
   script).
 exit: 0 all passed, 1 something failed, 2 usage/setup error, 3 runs skipped.
 EOF
@@ -336,7 +341,21 @@ prepare() {
     rm -rf "$tmp"
   fi
 
-  cp "$HERE/run.sh" "$HERE/torch_bench.py" "$HERE/README.md" "$out/" || die "cannot copy the scripts into $out"
+  # The e2e scripts' CUDA cases, compiled for the GPU, run there by cases.py.
+  rm -rf "$out/cases"
+  if [ -z "${NO_CASES:-}" ]; then
+    echo "== recording the e2e CUDA cases in $out/cases"
+    local s
+    for s in real_models variants dtypes; do
+      PATH="$(dirname "$attnc"):$(dirname "$attnc_run"):$PATH" "$py" "$ROOT/tests/e2e/$s.py" \
+        --work "$out/cases" --cuda-device-prepare "$out/cases" </dev/null | tail -n 1 ||
+        die "tests/e2e/$s.py --cuda-device-prepare failed"
+    done
+    ATTNC=$attnc "$py" "$HERE/decode_cases.py" "$out/cases" </dev/null | tail -n 1 ||
+      die "tests/gpu/decode_cases.py failed"
+  fi
+  cp "$HERE/run.sh" "$HERE/torch_bench.py" "$HERE/cases.py" "$HERE/README.md" "$out/" ||
+    die "cannot copy the scripts into $out"
   {
     echo "prepared $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
     git -C "$ROOT" rev-parse HEAD 2>/dev/null
@@ -626,6 +645,32 @@ sys.exit(0 if ok else 1)' 2>&1); then
   done
   wait
   show_done
+
+  # (a2) the recorded cases (prepare's OUTDIR/cases).
+  local cpy=$HERE/cases.py
+  [ -f "$cpy" ] || cpy=$out/cases.py
+  if [ -f "$out/cases/cases.jsonl" ]; then
+    echo
+    echo "== (a2) the e2e scripts' CUDA cases ($(wc -l <"$out/cases/cases.jsonl") runs, $jobs at a time)"
+    local cl=$work/cases.log
+    if [ "$(left $reserve)" -lt 30 ]; then
+      record SKIP "the recorded cases (time budget)"
+    else
+      timeout -k 5 "$(left $reserve)" "$py" "$cpy" "$out/cases" --bin "$out/bin" --jobs "$jobs" >"$cl" 2>&1
+      rc=$?
+      local line
+      while IFS= read -r line; do
+        case "$line" in
+          "PASS: "*) record PASS "${line#PASS: }" ;;
+          "FAIL: "*) record FAIL "${line#FAIL: }" ;;
+          "      "*) echo "$line" ;;
+        esac
+      done <"$cl"
+      if [ $rc != 0 ] && ! grep -q '^FAIL: ' "$cl"; then
+        record FAIL "cases.py exit $rc: $(tail -n 1 "$cl")"
+      fi
+    fi
+  fi
 
   # (b) timing.
   echo

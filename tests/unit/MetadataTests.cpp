@@ -914,6 +914,26 @@ TEST_CASE("loader: forwardDevice fills the args of a CUDA kernel",
       interpret(paramsFromInfo(cross.info()), wp, x.data(), B, T, in);
   REQUIRE(refKv.size() == y.size());
   CHECK(compare(y.data(), refKv.data(), int64_t(y.size()), 1e-5, 1e-4).ok);
+  // The attention weights: refused by a kernel without the probs output
+  // (the last load: cross, no probs), written by one with it, each row a
+  // distribution over its keys.
+  const Kernel::DeviceLengths noLen;
+  const Kernel::DeviceCache noCache;
+  std::vector<float> probs(static_cast<size_t>(B * k.info().heads * T * T), -1.0f);
+  CHECK(cross.forwardDevice(packed.data(), x.data(), y.data(), B, T, wsKv.data(),
+                            needKv, xKv.data(), 3, noLen, noCache, probs.data(),
+                            nullptr) == ATTNC_ERR_ARGS);
+  Kernel withProbs;
+  REQUIRE(loadFake(withProbs, "isa=6,features=20,selected_isa=6").ok);
+  CHECK(withProbs.forwardDevice(packed.data(), x.data(), y.data(), B, T, ws.data(),
+                                need, nullptr, 0, noLen, noCache, probs.data(),
+                                nullptr) == ATTNC_OK);
+  for (int64_t r = 0; r < B * k.info().heads * T; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < T; ++j)
+      sum += probs[static_cast<size_t>(r * T + j)];
+    CHECK(sum == Catch::Detail::Approx(1.0).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("loader: forwardDevice checks the host lengths, passes the device "

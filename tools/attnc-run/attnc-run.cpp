@@ -126,16 +126,16 @@ const char *kUsage =
     "                     (attnc --target cuda-sm80/-sm90) on CUDA device 0:\n"
     "                     weights packed on the host, packed/x/x_kv and the\n"
     "                     --lengths/--kv-lengths (checked on the host first)\n"
-    "                     copied to device buffers, y copied back, then\n"
-    "                     --check/--out/--expected as on the CPU. Needs the\n"
+    "                     copied to device buffers, y (and the attention\n"
+    "                     weights of a kernel with the probs output) copied\n"
+    "                     back, then --check/--out/--expected/--probs/--heatmap\n"
+    "                     as on the CPU. Needs the\n"
     "                     CUDA driver (libcuda.so.1) and a device at least as\n"
     "                     new as the kernel's sm; a CPU kernel is refused, and\n"
     "                     a CUDA kernel without --device cuda. --decode-steps:\n"
     "                     the KV caches are device buffers, each step's tokens\n"
     "                     and positions are copied up and its y rows back. Not\n"
-    "                     with --threads (other than 1), --probs, --heatmap\n"
-    "                     (usage errors; a kernel with the probs output is\n"
-    "                     checked on y)\n"
+    "                     with --threads (other than 1): a usage error\n"
     "  --info             print the library's metadata (names, not codes) and exit\n"
     "  --json             print one JSON object on stdout instead of the text\n"
     "                     (--info; a run with --check, --expected, --bench):\n"
@@ -1187,20 +1187,10 @@ int parseArgs(int argc, char **argv, Options &o) {
     return usageError(std::string(o.headGiven ? "--head" : "--heatmap-batch") +
                       " applies to --heatmap, which is not given");
   if (o.cuda) {
-    // What a CUDA kernel does not have: a thread pool. What attnc-run does
-    // not do with one (yet): copy the attention weights back.
-    const char *refused = o.threadsGiven && o.threads != 1 ? "--threads"
-                          : !o.probsPath.empty()           ? "--probs"
-                          : !o.heatmapPath.empty()         ? "--heatmap"
-                                                           : nullptr;
-    if (refused)
-      return usageError(std::string(refused) +
-                        " is not available with --device cuda (" +
-                        (std::strcmp(refused, "--threads") == 0
-                             ? "CUDA kernels have no thread pool"
-                             : "attnc-run copies y back, not the attention "
-                               "weights") +
-                        ")");
+    // What a CUDA kernel does not have: a thread pool.
+    if (o.threadsGiven && o.threads != 1)
+      return usageError("--threads is not available with --device cuda (CUDA "
+                        "kernels have no thread pool)");
   }
   return -1;
 }
@@ -1427,7 +1417,7 @@ private:
 
   // --device cuda: device buffers (y poisoned with NaN bytes, so a row the
   // kernel never writes fails --check).
-  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths,
+  attnrt::cuda::Buffer dPacked, dX, dY, dWs, dXKv, dLengths, dKvLengths, dProbs,
       dKCache, dVCache, dXTok, dYTok, dPositions, dDecodeWs;
   attnrt::Kernel::DeviceLengths dLen;
   std::string onDevice;
@@ -1538,11 +1528,10 @@ int Run::readInputs() {
   tensors = attnrt::storageTensors(p);
   memory = physicalMemory();
   cross = (ki.features & ATTNC_FEATURE_CROSS) != 0;
-  // --device cuda: the attention weights stay on the device (attnc-run
-  // copies y back), so neither asked for nor checked.
   // Decode steps write no attention weights (NAME_decode has no probs
   // output, the prefill is called without one): nothing to show or check.
-  wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && !o.cuda && o.decodeSteps == 0;
+  // --device cuda: a device buffer, copied back with y.
+  wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && o.decodeSteps == 0;
 
   batch = o.batch;
   seq = o.seq;
@@ -1723,7 +1712,8 @@ int Run::planMemory() {
   }
   // The device's: packed, x, y, x_kv, the workspace and the lengths;
   // with --decode-steps the caches and the steps' buffers too.
-  int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0;
+  int64_t devNeed = 0, xyBytes = 0, packedBytes = 0, lengthsBytes = 0,
+          devProbsBytes = 0;
   const bool devOk =
       !o.cuda ||
       (attnrt::checkedProduct({rows, ki.d_model + ki.out_dim, 4}, xyBytes) &&
@@ -1733,8 +1723,10 @@ int Run::planMemory() {
             int64_t(!o.lengthsArg.empty()) + int64_t(!o.kvLengthsArg.empty()),
             4},
            lengthsBytes) &&
+       attnrt::checkedMul(probsFloats, 4, devProbsBytes) &&
        attnrt::checkedSum({xyBytes, kvBytes, packedBytes, wsBytes,
-                           lengthsBytes, cacheBytes, decodeBytes},
+                           lengthsBytes, cacheBytes, decodeBytes,
+                           devProbsBytes},
                           devNeed));
   if (!devOk || (o.cuda && devNeed > dev.totalMemory())) {
     error("batch " + std::to_string(batch) + " x seq_len " +
@@ -1997,7 +1989,9 @@ int Run::deviceForward() {
   return k.forwardDevice(dPacked.floats(), dX.floats(), dY.floats(), batch,
                          seq, dWs.get(), wsBytes,
                          cross ? dXKv.floats() : nullptr, cross ? kvSeq : 0,
-                         dLen, /*stream=*/nullptr);
+                         dLen, attnrt::Kernel::DeviceCache(),
+                         probsPtr ? dProbs.get() : nullptr,
+                         /*stream=*/nullptr);
 }
 
 /// One forward over the whole input: on the host (a bf16/f16 kernel's
@@ -2042,10 +2036,12 @@ int Run::runForward() {
       !dY.allocate(actBytes(y.size()), "y", msg) ||
       !dWs.allocate(size_t(wsBytes), "the workspace", msg) ||
       (cross && !dXKv.allocate(actBytes(xKv.size()), "x_kv", msg)) ||
+      (probsPtr && !dProbs.allocate(actBytes(probs.size()), "probs", msg)) ||
       !dPacked.upload(packed.data(), packed.size(), msg) ||
       !uploadAct(dX, x.data(), x.size()) ||
       (cross && !uploadAct(dXKv, xKv.data(), xKv.size())) ||
-      !dY.fill(0xff, msg) || !dWs.fill(0, msg)) {
+      !dY.fill(0xff, msg) || !dWs.fill(0, msg) ||
+      (probsPtr && !dProbs.fill(0xff, msg))) {
     error(msg);
     return kExitFailed;
   }
@@ -2072,7 +2068,8 @@ int Run::runForward() {
           " (" + statusText(rc) + ") on device 0 (" + dev.name() + ")");
     return kExitFailed;
   }
-  if (!dev.synchronize(msg) || !downloadAct(dY, y.data(), y.size())) {
+  if (!dev.synchronize(msg) || !downloadAct(dY, y.data(), y.size()) ||
+      (probsPtr && !downloadAct(dProbs, probs.data(), probs.size()))) {
     error(std::string(ki.name) + "_forward on device 0 (" + dev.name() +
           "): " + msg);
     return kExitFailed;

@@ -236,6 +236,17 @@ public:
                     int64_t kvSeqLen, const DeviceLengths &len,
                     const DeviceCache &cache, void *stream = nullptr) const;
 
+  /// The overload above with the attention weights: `probs` (a kernel with
+  /// ATTNC_FEATURE_PROBS; null: not computed) is a device buffer [batch,
+  /// heads, seqLen, kvSeqLen] in the kernel's dtype, written by the call
+  /// (args->probs / probs_elems). ATTNC_ERR_ARGS for a kernel without the
+  /// probs output, without calling the library.
+  int forwardDevice(const void *packed, const void *x, void *y,
+                    int64_t batch, int64_t seqLen, void *workspace,
+                    int64_t workspaceBytes, const void *xKv,
+                    int64_t kvSeqLen, const DeviceLengths &len,
+                    const DeviceCache &cache, void *probs, void *stream) const;
+
   /// The ATTNC_ISA_* code path that runs on this CPU (ATTNC_ISA_NONE when
   /// none fits). For a CUDA kernel, its ATTNC_ISA_CUDA_SMxx when a suitable
   /// device is present, else ATTNC_ISA_NONE.
