@@ -277,8 +277,11 @@ class Kernel:
                 "num_buckets": i.t5_num_buckets, "max_distance": i.t5_max_distance,
                 "bidirectional": bool(i.t5_bidirectional)},
             "qk_norm": None if not i.qk_norm else {
-                "width": _abi.QK_NORMS.get(i.qk_norm, i.qk_norm), "eps": i.qk_norm_eps,
-                "weight_offset": i.qk_norm_offset},
+                "width": _abi.QK_NORMS.get(i.qk_norm & 0xF, i.qk_norm & 0xF),
+                "type": "layer" if i.qk_norm & 0x10 else "rms",
+                "weight": "per_head" if i.qk_norm & 0x20 else "shared",
+                "bias": bool(i.qk_norm & 0x40),
+                "eps": i.qk_norm_eps, "weight_offset": i.qk_norm_offset},
             "sinks": bool(i.sinks),
             "scale": i.scale, "dtype": _abi.DTYPES.get(i.dtype, i.dtype),
             "isa": _abi.ISAS.get(i.isa, i.isa),

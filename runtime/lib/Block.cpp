@@ -25,7 +25,8 @@ const RoleRect *StorageLayout::find(const std::string &role) const {
 
 const std::vector<std::string> &roleNames() {
   static const std::vector<std::string> names = {"wq", "wk", "wv", "wo", "bq", "bk",
-                                                 "bv", "bo", "nq", "nk", "ss", "rb"};
+                                                 "bv", "bo", "nq", "nk", "ss", "rb",
+                                                 "nbq", "nbk"};
   return names;
 }
 
@@ -146,9 +147,21 @@ StorageLayout storageLayout(const BlockParams &p) {
     if (p.qkNorm != ATTNC_QK_NORM_NONE) {
       // Per head: one [head_dim] weight every head shares. Over the whole
       // projection (OLMo 2, never tensor-parallel): [heads * head_dim].
-      const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
-      L.vector(L.tensor("q_norm.weight", {all ? qW : dh}), "nq", 0, all ? qW : dh);
-      L.vector(L.tensor("k_norm.weight", {all ? kvW : dh}), "nk", 0, all ? kvW : dh);
+      // One per head (StableLM, Cohere): [heads * head_dim] too, a
+      // tensor-parallel rank's heads from q0 / kv0. The bias likewise.
+      const bool all = (p.qkNorm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_PROJECTION;
+      const bool perHead = (p.qkNorm & ATTNC_QK_NORM_PER_HEAD) != 0;
+      for (const char *part : {"weight", "bias"}) {
+        if (part[0] == 'b' && !(p.qkNorm & ATTNC_QK_NORM_BIAS))
+          break;
+        L.vector(L.tensor(std::string("q_norm.") + part,
+                          {all ? qW : perHead ? qFull : dh}),
+                 part[0] == 'w' ? "nq" : "nbq", perHead ? q0 : 0, all || perHead ? qW : dh);
+        L.vector(L.tensor(std::string("k_norm.") + part,
+                          {all ? kvW : perHead ? kvFull : dh}),
+                 part[0] == 'w' ? "nk" : "nbk", perHead ? kv0 : 0,
+                 all || perHead ? kvW : dh);
+      }
     }
     if (p.sinks)
       L.vector(L.tensor("sinks", {p.blockHeads()}), "ss", p.firstHead(), p.heads);

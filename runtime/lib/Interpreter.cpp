@@ -200,23 +200,39 @@ void clipT(T *x, int64_t n, double limit) {
 
 template <typename T>
 void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64_t d,
-              double eps, double offset, bool across) {
+              const NormParams &np, const T *bias) {
+  const bool across = np.acrossHeads;
   const int64_t groups = across ? 1 : heads, per = across ? heads : 1;
   const int64_t n = per * d;
+  // The weight (and bias) entry of head g * per + hh, column c.
+  auto wi = [&](int64_t g, int64_t hh, int64_t c) {
+    return (across ? hh : np.perHead ? g : 0) * d + c;
+  };
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t g = 0; g < groups; ++g) {
+        auto at = [&](int64_t hh, int64_t c) -> T & {
+          return x[((b * heads + g * per + hh) * seq + t) * d + c];
+        };
+        T mean = 0;
+        if (np.center) {
+          for (int64_t hh = 0; hh < per; ++hh)
+            for (int64_t c = 0; c < d; ++c)
+              mean += at(hh, c);
+          mean /= T(n);
+        }
         T ss = 0;
         for (int64_t hh = 0; hh < per; ++hh)
           for (int64_t c = 0; c < d; ++c) {
-            const T v = x[((b * heads + g * per + hh) * seq + t) * d + c];
+            const T v = at(hh, c) - mean;
             ss += v * v;
           }
-        const T r = T(1) / std::sqrt(ss / T(n) + T(eps));
+        const T r = T(1) / std::sqrt(ss / T(n) + T(np.eps));
         for (int64_t hh = 0; hh < per; ++hh)
           for (int64_t c = 0; c < d; ++c) {
-            T &v = x[((b * heads + g * per + hh) * seq + t) * d + c];
-            v = v * r * (w[hh * d + c] + T(offset));
+            T &v = at(hh, c);
+            const int64_t i = wi(g, hh, c);
+            v = (v - mean) * r * (w[i] + T(np.offset)) + (bias ? bias[i] : T(0));
           }
       }
 }
@@ -228,8 +244,18 @@ int32_t t5Bucket(int64_t rel, int64_t nb, int64_t maxDistance, bool bidirectiona
 void clip(double *x, int64_t n, double limit) { clipT<double>(x, n, limit); }
 
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads, int64_t seq,
-             int64_t d, double eps, double offset, bool acrossHeads) {
-  rmsNormT<double>(x, w, batch, heads, seq, d, eps, offset, acrossHeads);
+             int64_t d, const NormParams &np, const double *bias) {
+  rmsNormT<double>(x, w, batch, heads, seq, d, np, bias);
+}
+
+NormParams normParamsOf(const BlockParams &p) {
+  NormParams np;
+  np.eps = p.qkNormEps;
+  np.offset = p.qkNormOffset;
+  np.acrossHeads = (p.qkNorm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_PROJECTION;
+  np.center = (p.qkNorm & ATTNC_QK_NORM_LAYER) != 0;
+  np.perHead = (p.qkNorm & ATTNC_QK_NORM_PER_HEAD) != 0;
+  return np;
 }
 
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
@@ -350,6 +376,7 @@ struct Projections {
   std::vector<double> wq, wk, wv, wo; // [d, qW], [d, kvW], [d, kvW], [qW, d]
   std::vector<double> bq, bk, bv, bo; // empty when !bias
   std::vector<double> nq, nk;         // QK-norm weights (empty: none)
+  std::vector<double> nbq, nbk;       // QK-norm biases (empty: none)
 };
 
 Projections unpack(const BlockParams &p,
@@ -367,6 +394,8 @@ Projections unpack(const BlockParams &p,
   r.bo = roleOf(layout, weights, "bo");
   r.nq = roleOf(layout, weights, "nq");
   r.nk = roleOf(layout, weights, "nk");
+  r.nbq = roleOf(layout, weights, "nbq");
+  r.nbk = roleOf(layout, weights, "nbk");
   return r;
 }
 
@@ -532,16 +561,24 @@ std::vector<double> interpretT(const BlockParams &p,
   std::vector<T> qh = splitHeads(q, batch, seqLen, p.heads, p.headDim);
   std::vector<T> kh = splitHeads(k, batch, kvSeq, p.kvHeads, p.headDim);
   std::vector<T> vh = splitHeads(v, batch, kvSeq, p.kvHeads, p.headDim);
-  if (p.clipQkv > 0)
-    for (std::vector<T> *t : {&qh, &kh, &vh})
-      naive::clipT<T>(t->data(), int64_t(t->size()), p.clipQkv);
-  if (p.qkNorm != ATTNC_QK_NORM_NONE) {
-    const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
-    std::vector<T> nq = as<T>(w.nq), nk = as<T>(w.nk);
-    naive::rmsNormT<T>(qh.data(), nq.data(), batch, p.heads, seqLen, p.headDim,
-                       p.qkNormEps, p.qkNormOffset, all);
-    naive::rmsNormT<T>(kh.data(), nk.data(), batch, p.kvHeads, kvSeq, p.headDim,
-                       p.qkNormEps, p.qkNormOffset, all);
+  // clip_qkv before a QK-norm, or (OLMoE) after it.
+  const bool norm = p.qkNorm != ATTNC_QK_NORM_NONE;
+  auto clipAll = [&] {
+    if (p.clipQkv > 0)
+      for (std::vector<T> *t : {&qh, &kh, &vh})
+        naive::clipT<T>(t->data(), int64_t(t->size()), p.clipQkv);
+  };
+  if (!norm)
+    clipAll();
+  if (norm) {
+    const naive::NormParams np = naive::normParamsOf(p);
+    std::vector<T> nq = as<T>(w.nq), nk = as<T>(w.nk), nbq = as<T>(w.nbq),
+                   nbk = as<T>(w.nbk);
+    naive::rmsNormT<T>(qh.data(), nq.data(), batch, p.heads, seqLen, p.headDim, np,
+                       nbq.empty() ? nullptr : nbq.data());
+    naive::rmsNormT<T>(kh.data(), nk.data(), batch, p.kvHeads, kvSeq, p.headDim, np,
+                       nbk.empty() ? nullptr : nbk.data());
+    clipAll();
   }
   naive::ropeT<T>(qh.data(), batch, p.heads, seqLen, p.headDim, p.rope, run.qStart(),
                   run.qCallEnd());
@@ -766,39 +803,60 @@ void linearBound(const Model &model, const double *x, const double *ex,
 }
 
 /// QK-norm (naive::rmsNorm) on x [B, H, T, D] with its bound: the input
-/// errors scaled by |w + offset| / rms, plus their first-order effect on
-/// the rms itself, plus the kernel's rounding ((n + 8) u of each output:
-/// a length-n sum of squares, the square root and three products).
+/// errors (LayerNorm: plus the mean's, their average) scaled by |w +
+/// offset| / rms, plus their first-order effect on the rms itself, plus
+/// the kernel's rounding ((n + 8) u of each output: a length-n sum of
+/// squares, the square root and three products; LayerNorm another n for
+/// the mean and its subtraction; a bias one more rounding of the sum).
 void normBound(std::vector<double> &x, std::vector<double> &ex,
-               const std::vector<double> &w, const BlockParams &p, int64_t batch,
-               int64_t heads, int64_t seq) {
+               const std::vector<double> &w, const std::vector<double> &bias,
+               const BlockParams &p, int64_t batch, int64_t heads, int64_t seq) {
   if (p.qkNorm == ATTNC_QK_NORM_NONE)
     return;
-  const bool all = p.qkNorm == ATTNC_QK_NORM_PROJECTION;
+  const naive::NormParams np = naive::normParamsOf(p);
+  const bool all = np.acrossHeads;
   const int64_t d = p.headDim, groups = all ? 1 : heads, per = all ? heads : 1;
   const int64_t n = per * d;
+  const double steps = double(n + 8 + (np.center ? n + 2 : 0) + (bias.empty() ? 0 : 1));
   auto at = [&](int64_t b, int64_t h, int64_t t, int64_t c) {
     return size_t(((b * heads + h) * seq + t) * d + c);
+  };
+  auto wi = [&](int64_t g, int64_t hh, int64_t c) {
+    return size_t((all ? hh : np.perHead ? g : 0) * d + c);
   };
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t g = 0; g < groups; ++g) {
+        double mean = 0, emean = 0;
+        if (np.center) {
+          for (int64_t hh = 0; hh < per; ++hh)
+            for (int64_t c = 0; c < d; ++c) {
+              const size_t i = at(b, g * per + hh, t, c);
+              mean += x[i];
+              emean += ex[i];
+            }
+          mean /= double(n);
+          emean /= double(n);
+        }
         double ss = 0, cross = 0;
         for (int64_t hh = 0; hh < per; ++hh)
           for (int64_t c = 0; c < d; ++c) {
             const size_t i = at(b, g * per + hh, t, c);
-            ss += x[i] * x[i];
-            cross += std::fabs(x[i]) * ex[i];
+            const double xc = x[i] - mean;
+            ss += xc * xc;
+            cross += std::fabs(xc) * (ex[i] + emean);
           }
         const double rms = std::sqrt(ss / double(n) + p.qkNormEps);
         for (int64_t hh = 0; hh < per; ++hh)
           for (int64_t c = 0; c < d; ++c) {
             const size_t i = at(b, g * per + hh, t, c);
-            const double wv = std::fabs(w[size_t(hh * d + c)] + p.qkNormOffset);
-            const double xhat = x[i] / rms;
-            const double out = xhat * (w[size_t(hh * d + c)] + p.qkNormOffset);
-            ex[i] = wv * (ex[i] + std::fabs(xhat) * cross / (double(n) * rms)) / rms +
-                    double(n + 8) * kU * std::fabs(out);
+            const size_t j = wi(g, hh, c);
+            const double wv = std::fabs(w[j] + p.qkNormOffset);
+            const double xhat = (x[i] - mean) / rms;
+            const double scaled = xhat * (w[j] + p.qkNormOffset);
+            const double out = scaled + (bias.empty() ? 0.0 : bias[j]);
+            ex[i] = wv * (ex[i] + emean + std::fabs(xhat) * cross / (double(n) * rms)) / rms +
+                    steps * kU * (std::fabs(scaled) + std::fabs(out));
             x[i] = out;
           }
       }
@@ -1493,12 +1551,19 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
                       ekh = split(ek, kvSeq, p.kvHeads);
   std::vector<double> vh = split(v, kvSeq, p.kvHeads),
                       evh = split(ev, kvSeq, p.kvHeads);
-  // clip_qkv: 1-Lipschitz, so the values clamp and their errors carry over.
-  if (p.clipQkv > 0)
-    for (std::vector<double> *t : {&qh, &kh, &vh})
-      naive::clip(t->data(), int64_t(t->size()), p.clipQkv);
-  normBound(qh, eqh, w.nq, p, batch, p.heads, seqLen);
-  normBound(kh, ekh, w.nk, p, batch, p.kvHeads, kvSeq);
+  // clip_qkv: 1-Lipschitz, so the values clamp and their errors carry
+  // over; before a QK-norm, or (OLMoE) after it.
+  auto clipAll = [&] {
+    if (p.clipQkv > 0)
+      for (std::vector<double> *t : {&qh, &kh, &vh})
+        naive::clip(t->data(), int64_t(t->size()), p.clipQkv);
+  };
+  if (p.qkNorm == ATTNC_QK_NORM_NONE)
+    clipAll();
+  normBound(qh, eqh, w.nq, w.nbq, p, batch, p.heads, seqLen);
+  normBound(kh, ekh, w.nk, w.nbk, p, batch, p.kvHeads, kvSeq);
+  if (p.qkNorm != ATTNC_QK_NORM_NONE)
+    clipAll();
   ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart(), run.qCallEnd());
   ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart(), run.kvCallEnd());
   // A bf16/f16 KV cache: a decode step reads keys and values rounded to

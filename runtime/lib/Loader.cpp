@@ -229,7 +229,7 @@ std::string checkTensorParallel(const attnc_kernel_info &info) {
     return "tp_kv_heads " + num(info.tp_kv_heads) + " is neither kv_heads * tp_size (" +
            num(info.kv_heads) + " * " + num(n) +
            ") nor a divisor of tp_size with one kv head per rank";
-  if (n > 1 && info.qk_norm == ATTNC_QK_NORM_PROJECTION)
+  if (n > 1 && (info.qk_norm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_PROJECTION)
     return "qk_norm over the whole projection cannot be split over tensor-parallel ranks";
   return "";
 }
@@ -354,8 +354,13 @@ std::string checkScoreFeatures(const attnc_kernel_info &info) {
     return bad("sinks must be 0 or 1, got " + std::to_string(info.sinks));
   if (info.sinks && info.weight_layout != ATTNC_LAYOUT_SEPARATE)
     return bad("sinks need the separate weight layout");
-  if (info.qk_norm > ATTNC_QK_NORM_PROJECTION)
+  const uint32_t normWidth = info.qk_norm & ATTNC_QK_NORM_WIDTH_MASK;
+  if (normWidth > ATTNC_QK_NORM_PROJECTION ||
+      (info.qk_norm & ~(ATTNC_QK_NORM_WIDTH_MASK | ATTNC_QK_NORM_FLAGS)) != 0 ||
+      (normWidth == ATTNC_QK_NORM_NONE && info.qk_norm != 0))
     return bad("unknown qk_norm value " + std::to_string(info.qk_norm));
+  if ((info.qk_norm & ATTNC_QK_NORM_PER_HEAD) && normWidth != ATTNC_QK_NORM_HEAD)
+    return bad("qk_norm: one weight per head needs the per-head width");
   if (info.qk_norm != ATTNC_QK_NORM_NONE) {
     if (!(info.qk_norm_eps > 0) || !std::isfinite(info.qk_norm_eps) || info.qk_norm_eps > 1)
       return bad("qk_norm_eps must be in (0, 1]");

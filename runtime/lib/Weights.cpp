@@ -49,6 +49,9 @@ std::vector<std::string> spellings(const std::string &name) {
       // BERT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode
       {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
+      // QK-norm: Phi's and StableLM's q_layernorm / k_layernorm
+      {"q_norm", {"q_layernorm"}},
+      {"k_norm", {"k_layernorm"}},
   };
   std::vector<std::string> r = {name};
   size_t dot = name.find('.');
@@ -130,7 +133,7 @@ struct Loader {
   /// `want`; appends its values to `data` and a note when converted.
   int readOne(const TensorRef &ref, const std::string &kernelName,
               const std::vector<int64_t> &want, std::vector<float> &data,
-              attnrt_weights &w) {
+              attnrt_weights &w, const std::vector<int64_t> &alsoShape = {}) {
     int64_t count = 1;
     for (int64_t d : want)
       count *= d;
@@ -143,7 +146,7 @@ struct Loader {
                            : ref.file + ": tensor '" + ref.name + "'";
     if (ref.name != prefix + kernelName)
       what += " (the kernel's '" + kernelName + "')";
-    if (tensor.shape != want) {
+    if (tensor.shape != want && (alsoShape.empty() || tensor.shape != alsoShape)) {
       std::string msg = what + ": expected shape " + shapeString(want) +
                         ", found " + shapeString(tensor.shape);
       if (want.size() == 2 && tensor.shape.size() == 2 &&
@@ -321,6 +324,48 @@ struct Loader {
     return ATTNRT_WEIGHTS_OK;
   }
 
+  /// StableLM's per-head QK LayerNorms: the kernel's q_norm.weight
+  /// [heads * head_dim] (one weight per head) stacked from
+  /// q_layernorm.norms.0.weight ... q_layernorm.norms.{H-1}.weight
+  /// ([head_dim] each; k_norm likewise over the kv heads). A
+  /// tensor-parallel rank takes its own heads' norms. Returns -1 when the
+  /// norms are not there.
+  int stackNorms(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+                 const std::map<std::string, size_t> &under, std::vector<float> &data,
+                 std::string &source, attnrt_weights &w) {
+    const std::string name = ti.name;
+    if (!(info.qk_norm & ATTNC_QK_NORM_PER_HEAD) || ti.rank != 1 ||
+        (name.rfind("q_norm.", 0) != 0 && name.rfind("k_norm.", 0) != 0))
+      return -1;
+    const bool q = name[0] == 'q';
+    const int64_t heads = q ? info.heads : info.kv_heads;
+    const int64_t dh = info.head_dim;
+    if (ti.dims[0] != heads * dh)
+      return -1;
+    // This rank's first head among the checkpoint's (tensor parallel).
+    const attnrt::BlockParams p = attnrt::paramsFromInfo(info);
+    const int64_t first = q ? p.firstHead() : p.firstKvHead();
+    const std::string suffix = name.substr(name.find('.')); // ".weight" / ".bias"
+    const std::string base = std::string(q ? "q" : "k") + "_layernorm.norms.";
+    std::vector<size_t> parts;
+    for (int64_t h = first; h < first + heads; ++h) {
+      auto it = under.find(base + std::to_string(h) + suffix);
+      if (it == under.end())
+        return -1;
+      parts.push_back(it->second);
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (int rc = readOne(all[parts[i]], name + " (head " + std::to_string(first + int64_t(i)) +
+                                              ")",
+                           {dh}, data, w))
+        return rc;
+      source += (i ? "+" : "") + all[parts[i]].name;
+    }
+    w.notes.push_back(path + ": '" + name + "' stacked from '" + all[parts.front()].name +
+                      "' ... '" + all[parts.back()].name + "' (one norm per head)");
+    return ATTNRT_WEIGHTS_OK;
+  }
+
   int load(attnrt_weights &w) {
     std::vector<TensorRef> all;
     if (int rc = listTensors(path, all, err))
@@ -340,6 +385,8 @@ struct Loader {
         int rc = assemble(ti, all, under, data, source, w);
         if (rc < 0)
           rc = splitFused(ti, all, under, data, source, w);
+        if (rc < 0)
+          rc = stackNorms(ti, all, under, data, source, w);
         if (rc < 0)
           rc = sharedTable(ti, all, data, source, w);
         if (rc > 0)
@@ -362,9 +409,18 @@ struct Loader {
         std::vector<int64_t> want = {ti.dims[0]};
         if (ti.rank == 2)
           want.push_back(ti.dims[1]);
-        if (int rc = readOne(all[found[0]], ti.name, want, data, w))
+        // Cohere's per-head QK-norm weight is [heads, head_dim]: the
+        // kernel's [heads * head_dim] in the same order.
+        const TensorRef &ref = all[found[0]];
+        const bool normTable = (info.qk_norm & ATTNC_QK_NORM_PER_HEAD) && ti.rank == 1 &&
+                               (std::string(ti.name).rfind("q_norm.", 0) == 0 ||
+                                std::string(ti.name).rfind("k_norm.", 0) == 0);
+        std::vector<int64_t> table;
+        if (normTable)
+          table = {ti.dims[0] / int64_t(info.head_dim), int64_t(info.head_dim)};
+        if (int rc = readOne(ref, ti.name, want, data, w, table))
           return rc;
-        source = all[found[0]].name;
+        source = ref.name;
       }
       w.floats.push_back(int64_t(data.size()));
       w.sources.push_back(source);

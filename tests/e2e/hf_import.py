@@ -175,6 +175,38 @@ T5_CONFIG = dict(model_type="t5", d_model=48, d_kv=16, num_heads=4, num_layers=3
                  num_decoder_layers=3, relative_attention_num_buckets=32,
                  relative_attention_max_distance=20)
 NORM_CASES = [
+    # LayerNorm QK-norms: Phi's qk_layernorm (weight and bias, every head),
+    # StableLM's (one LayerNorm per head: q_layernorm.norms.N), Cohere's
+    # use_qk_norm ([heads, head_dim] weights); OLMoE's clip_qkv after its
+    # QK-norm.
+    dict(name="phi_qkln", module="model.layers.1.self_attn",
+         config=dict(model_type="phi", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=2, partial_rotary_factor=0.5, rope_theta=10000.0,
+                     qk_layernorm=True, layer_norm_eps=1e-5),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(rotary_dim=8), qk_norm="phi", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "dense"}),
+    dict(name="stablelm_qkln", module="model.layers.0.self_attn",
+         config=dict(model_type="stablelm", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                     use_qkv_bias=True, qk_layernorm=True, layer_norm_eps=1e-5),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, rotary_dim=4), qk_norm="stablelm", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="cohere_qkn", module="model.layers.0.self_attn",
+         config=dict(model_type="cohere", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                     use_qk_norm=True, layer_norm_eps=1e-5),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=10000.0, style="interleaved"), qk_norm="cohere", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    dict(name="olmoe_clip", module="model.layers.0.self_attn",
+         config=dict(model_type="olmoe", hidden_size=48, num_attention_heads=3,
+                     num_hidden_layers=1, rope_theta=10000.0, rms_norm_eps=1e-5,
+                     clip_qkv=0.6),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=10000.0),
+                  qk_norm="projection", eps=1e-5, clip_qkv=0.6, clip_after_norm=True),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
     # T5: encoder block 2 reads the table block 0 owns; decoder self-attention
     # with causal buckets (its own table in decoder block 0).
     dict(name="t5_enc", module="encoder.block.2.layer.0.SelfAttention", config=T5_CONFIG,
@@ -449,9 +481,9 @@ def main():
         # decoy copy (other values) of the same names in another layer.
         tensors = fuse(c, w) if "fused" in c else {}
         for kind in ("weight",):
-            for p in "qk":
-                if f"{p}_norm.weight" in w:
-                    tensors[f"{c['module']}.{p}_norm.weight"] = w[f"{p}_norm.weight"]
+            for key in w:  # q_norm.weight, q_layernorm.bias, q_layernorm.norms.0.weight, ...
+                if key.startswith(("q_norm", "k_norm", "q_layernorm", "k_layernorm")):
+                    tensors[f"{c['module']}.{key}"] = w[key]
             if "sinks" in w:
                 tensors[f"{c['module']}.sinks"] = w["sinks"]
             if "relative_attention_bias.weight" in w:

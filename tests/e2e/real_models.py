@@ -170,26 +170,44 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
     B, T, _ = x.shape
 
     clip = case.get("clip_qkv") if mods else None
+    qn = case.get("qk_norm") if mods else None
+    after = case.get("clip_after_norm") and qn  # OLMoE: norm, then clamp
 
     def proj(p, inp):
         y = inp @ w[f"{p}_proj.weight"].astype(np.float64).T
         if p in bias:
             y = y + w[f"{p}_proj.bias"].astype(np.float64)
-        if clip and p != "o":  # MPT / OLMo / DBRX: qkv.clamp_(min=-clip, max=clip)
-            y = np.clip(y, -clip, clip)
+        if clip and p != "o" and not (after and p in "qk"):
+            y = np.clip(y, -clip, clip)  # MPT / OLMo / DBRX: qkv.clamp_(min=-clip, max=clip)
         return y
     q, k = proj("q", x), proj("k", x)
-    qn = case.get("qk_norm") if mods else None
 
     def rms(t, wn):  # HF RMSNorm over the last axis, times (offset + w)
         wn = wn.astype(np.float64) + case.get("norm_offset", 0.0)
         return t / np.sqrt((t * t).mean(axis=-1, keepdims=True) + case.get("eps", 1e-6)) * wn
+
+    def layer(t, wn, bn=None):  # torch LayerNorm over the last axis (biased variance)
+        mu = t.mean(axis=-1, keepdims=True)
+        var = ((t - mu) ** 2).mean(axis=-1, keepdims=True)
+        y = (t - mu) / np.sqrt(var + case.get("eps", 1e-5)) * wn.astype(np.float64)
+        return y if bn is None else y + bn.astype(np.float64)
     if qn == "projection":  # OLMo 2: over the whole projection, before the split
         q, k = rms(q, w["q_norm.weight"]), rms(k, w["k_norm.weight"])
+        if after:
+            q, k = np.clip(q, -clip, clip), np.clip(k, -clip, clip)
     q = q.reshape(B, T, H, dh).transpose(0, 2, 1, 3)
     k = k.reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
     if qn == "head":  # Qwen3, Gemma 3: per head, after the split
         q, k = rms(q, w["q_norm.weight"]), rms(k, w["k_norm.weight"])
+    if qn == "phi":  # Phi qk_layernorm: nn.LayerNorm(head_dim) with a bias, every head
+        q = layer(q, w["q_layernorm.weight"], w["q_layernorm.bias"])
+        k = layer(k, w["k_layernorm.weight"], w["k_layernorm.bias"])
+    if qn == "stablelm":  # StableLmLayerNormPerHead: one LayerNorm (no bias) per head
+        q = np.stack([layer(q[:, h], w[f"q_layernorm.norms.{h}.weight"]) for h in range(H)], 1)
+        k = np.stack([layer(k[:, h], w[f"k_layernorm.norms.{h}.weight"]) for h in range(Hkv)], 1)
+    if qn == "cohere":  # CohereLayerNorm((heads, head_dim)) on [B, T, H, dh]: per head
+        q = np.stack([layer(q[:, h], w["q_norm.weight"][h]) for h in range(H)], 1)
+        k = np.stack([layer(k[:, h], w["k_norm.weight"][h]) for h in range(Hkv)], 1)
     v = proj("v", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
     q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
     g = H // Hkv
@@ -323,6 +341,27 @@ CASES = [
          rope=dict(theta=10000.0), qk_norm="head", eps=1e-6, norm_offset=1.0,
          scale=1 / math.sqrt(32), yaml="qk_norm:\n  width: head\n  weight_offset: 1\n"
                                        "scale: 0.17677669529663687\n"),
+    # Phi (qk_layernorm: true): LayerNorm(head_dim) with weight and bias,
+    # shared by the heads (q_layernorm / k_layernorm), partial rotary.
+    dict(name="phi_qkln", d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+         T=[1, 37], rope=dict(rotary_dim=8), qk_norm="phi", eps=1e-5,
+         yaml="qk_norm:\n  width: head\n  type: layer\n  bias: true\n  eps: 1.0e-5\n"),
+    # StableLM (qk_layernorm: true): one LayerNorm per head (no bias),
+    # q_layernorm.norms.N.weight, GQA.
+    dict(name="stablelm", d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+         T=[41], rope=dict(rotary_dim=4), qk_norm="stablelm", eps=1e-5,
+         yaml="qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n  eps: 1.0e-5\n"),
+    # Cohere (use_qk_norm: true): LayerNorm with a [heads, head_dim] weight,
+    # interleaved RoPE.
+    dict(name="cohere", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[35],
+         rope=dict(style="interleaved"), qk_norm="cohere", eps=1e-5,
+         yaml="qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n  eps: 1.0e-5\n"),
+    # OLMoE: RMSNorm over the whole projections, then clip_qkv (0.6 bites
+    # after the norm: the normalised values are about N(0, 1) times w).
+    dict(name="olmoe", d=48, heads=3, kv_heads=3, head_dim=16, bias=[], T=[31],
+         rope=dict(theta=10000.0), qk_norm="projection", eps=1e-5, clip_qkv=0.6,
+         clip_after_norm=True,
+         yaml="qk_norm:\n  width: projection\n  eps: 1.0e-5\nclip_qkv: 0.6\n"),
     # OLMo 2: RMSNorm over the whole q (H*dh) and k (Hkv*dh) projections.
     dict(name="olmo2", d=48, heads=3, kv_heads=3, head_dim=16, bias=[], T=[29],
          rope=dict(theta=500000.0), qk_norm="projection", eps=1e-5,
@@ -381,7 +420,19 @@ def weights_of(c, rng):
     if c.get("t5"):
         w["relative_attention_bias.weight"] = rng.standard_normal(
             (c["t5"][0], c["heads"])).astype(np.float32)
-    if c.get("qk_norm"):
+    if c.get("qk_norm") in ("phi", "stablelm", "cohere"):
+        for p, n in (("q", c["heads"]), ("k", c["kv_heads"])):
+            dh = c["head_dim"]
+            if c["qk_norm"] == "phi":
+                w[f"{p}_layernorm.weight"] = (1 + 0.3 * rng.standard_normal(dh)).astype(np.float32)
+                w[f"{p}_layernorm.bias"] = (0.3 * rng.standard_normal(dh)).astype(np.float32)
+            elif c["qk_norm"] == "stablelm":
+                for h in range(n):
+                    w[f"{p}_layernorm.norms.{h}.weight"] = (
+                        1 + 0.3 * rng.standard_normal(dh)).astype(np.float32)
+            else:
+                w[f"{p}_norm.weight"] = (1 + 0.3 * rng.standard_normal((n, dh))).astype(np.float32)
+    elif c.get("qk_norm"):
         for p, width in (("q", qw), ("k", kvw)):
             n = width if c["qk_norm"] == "projection" else c["head_dim"]
             w[f"{p}_norm.weight"] = (1 + 0.3 * rng.standard_normal(n)).astype(np.float32)

@@ -70,6 +70,18 @@ bias: false
 qk_norm: {width: head, eps: 1e-6}
 rope: {theta: 1000000}
 """, [2], {}),
+    # StableLM / Cohere: one LayerNorm weight per head (each rank packs its
+    # own heads' rows of q_norm / k_norm), kv heads split and replicated.
+    ("cohere_qkln", """d_model: 64
+heads: 4
+kv_heads: 2
+head_dim: 16
+mask: causal
+weights: separate
+bias: false
+qk_norm: {width: head, type: layer, weight: per_head, bias: true, eps: 1e-5}
+rope: {style: interleaved}
+""", [2, 4], {}),
     ("decode", """d_model: 64
 heads: 4
 kv_heads: 2

@@ -50,6 +50,17 @@ SPECS = [
             "    max_position_embeddings: 24\n", [(70, 2, 50)]),
     ("olmo", "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\nmask: causal\nweights: separate\n"
              "bias: true\nclip_qkv: 0.7\nrope: {}\n", [(40, 2, 9)]),
+    # LayerNorm QK-norms (Phi: weight and bias; StableLM / Cohere: one
+    # weight per head), OLMoE's clip after its norm.
+    ("phiqk", "d_model: 64\nheads: 4\nhead_dim: 16\nmask: causal\nweights: separate\n"
+              "rope: {rotary_dim: 8}\nqk_norm: {width: head, type: layer, bias: true, eps: 1e-5}\n",
+     [(33, 2, 5)]),
+    ("stablm", "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\nmask: causal\n"
+               "weights: separate\nbias: [q, k, v]\nrope: {rotary_dim: 4}\n"
+               "qk_norm: {width: head, type: layer, weight: per_head, eps: 1e-5}\n", [(29, 1, 6)]),
+    ("olmoe", "d_model: 48\nheads: 3\nhead_dim: 16\nmask: causal\nweights: separate\n"
+              "bias: false\nrope: {}\nqk_norm: {width: projection, eps: 1e-5}\nclip_qkv: 0.6\n",
+     [(25, 2, 4)]),
 ]
 
 

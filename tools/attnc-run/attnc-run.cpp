@@ -730,7 +730,10 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   }
   if (ki.qk_norm != ATTNC_QK_NORM_NONE) {
     JsonValue n = JsonValue::object();
-    n.set("width", attnrt::nameOf("qk_norm", ki.qk_norm));
+    n.set("width", attnrt::nameOf("qk_norm", ki.qk_norm & ATTNC_QK_NORM_WIDTH_MASK));
+    n.set("type", (ki.qk_norm & ATTNC_QK_NORM_LAYER) ? "layer" : "rms");
+    n.set("weight", (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD) ? "per_head" : "shared");
+    n.set("bias", (ki.qk_norm & ATTNC_QK_NORM_BIAS) != 0);
     n.set("eps", ki.qk_norm_eps);
     n.set("weight_offset", ki.qk_norm_offset);
     j.set("qk_norm", n);
@@ -840,9 +843,13 @@ void printInfo(const attnrt::Kernel &k) {
     std::printf("t5_bias: %d buckets, max_distance %d, %s\n", ki.t5_num_buckets,
                 ki.t5_max_distance, ki.t5_bidirectional ? "bidirectional" : "causal");
   if (ki.qk_norm != ATTNC_QK_NORM_NONE)
-    std::printf("qk_norm: RMSNorm over each %s, eps %.9g, weight offset %.9g\n",
-                ki.qk_norm == ATTNC_QK_NORM_HEAD ? "head" : "projection", ki.qk_norm_eps,
-                ki.qk_norm_offset);
+    std::printf("qk_norm: %s over each %s, eps %.9g, weight offset %.9g%s%s\n",
+                (ki.qk_norm & ATTNC_QK_NORM_LAYER) ? "LayerNorm" : "RMSNorm",
+                (ki.qk_norm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_HEAD ? "head"
+                                                                               : "projection",
+                ki.qk_norm_eps, ki.qk_norm_offset,
+                (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD) ? ", one weight per head" : "",
+                (ki.qk_norm & ATTNC_QK_NORM_BIAS) ? ", with a bias" : "");
   if (ki.sinks)
     std::printf("sinks: one learned logit per head\n");
   if (ki.features & ATTNC_FEATURE_ROPE) {

@@ -682,18 +682,26 @@ bool Evaluator::clip(Operation &op, ClipOp cl) {
   return true;
 }
 
-/// attn.rms_norm over each head (or across heads).
+/// attn.rms_norm over each head (or across heads), RMSNorm or LayerNorm.
 bool Evaluator::rmsNorm(Operation &op, RmsNormOp r) {
   const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
-  if (!x || !w)
+  const Tensor *bias = r.getBias() ? tensorOf(r.getBias()) : nullptr;
+  if (!x || !w || (r.getBias() && !bias))
     return false;
+  const bool wide = r.getAcrossHeads() || r.getPerHeadWeight();
   if (x->shape.size() != 4 || w->shape.size() != 1 ||
-      w->shape[0] != x->shape[3] * (r.getAcrossHeads() ? x->shape[1] : 1))
+      w->shape[0] != x->shape[3] * (wide ? x->shape[1] : 1) ||
+      (bias && bias->shape != w->shape))
     return fail(op, "weight " + shapeStr(w->shape) + " does not fit " + shapeStr(x->shape));
   Tensor y = *x;
+  attnrt::naive::NormParams np;
+  np.eps = r.getEps().convertToDouble();
+  np.offset = r.getWeightOffset().convertToDouble();
+  np.acrossHeads = r.getAcrossHeads();
+  np.center = r.getCenter();
+  np.perHead = r.getPerHeadWeight();
   attnrt::naive::rmsNorm(y.data.data(), w->data.data(), x->shape[0], x->shape[1],
-                         x->shape[2], x->shape[3], r.getEps().convertToDouble(),
-                         r.getWeightOffset().convertToDouble(), r.getAcrossHeads());
+                         x->shape[2], x->shape[3], np, bias ? bias->data.data() : nullptr);
   t[r] = std::move(y);
   return true;
 }

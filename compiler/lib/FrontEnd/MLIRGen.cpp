@@ -109,13 +109,21 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     addWeight("wv", "bv", d, kvw);
     if (spec.outProj)
       addWeight("wo", "bo", qw, d);
-    // QK-norm weights: [head_dim], or the whole projection's width.
+    // QK-norm weights (and biases): [head_dim], or the whole projection's
+    // width (across it, or one weight per head).
     const bool normAll = spec.qkNorm == attnc::Spec::QkNorm::Projection;
+    const bool normWide = normAll || spec.qkNormPerHead;
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {
-      argTypes.push_back(RankedTensorType::get({normAll ? qw : dh}, wT));
+      argTypes.push_back(RankedTensorType::get({normWide ? qw : dh}, wT));
       argNames.push_back("nq");
-      argTypes.push_back(RankedTensorType::get({normAll ? kvw : dh}, wT));
+      argTypes.push_back(RankedTensorType::get({normWide ? kvw : dh}, wT));
       argNames.push_back("nk");
+      if (spec.qkNormBias) {
+        argTypes.push_back(RankedTensorType::get({normWide ? qw : dh}, wT));
+        argNames.push_back("nbq");
+        argTypes.push_back(RankedTensorType::get({normWide ? kvw : dh}, wT));
+        argNames.push_back("nbk");
+      }
     }
     if (spec.sinks) { // one logit per query head
       argTypes.push_back(RankedTensorType::get({spec.heads}, wT));
@@ -190,8 +198,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     Value vh = SplitHeadsOp::create(b, kvLoc, headsOf(spec.kvHeads), v,
                                     b.getI64IntegerAttr(spec.kvHeads));
     // clip_qkv: the projections (bias included) clamped, before anything
-    // else reads them.
-    if (spec.clipQkv) {
+    // else reads them; with a QK-norm after it (OLMoE's order).
+    auto clipQkv = [&] {
+      if (!spec.clipQkv)
+        return;
       Location clipLoc = locOf("clip_qkv", "clip_qkv");
       auto clip = [&](Value t) -> Value {
         return ClipOp::create(b, clipLoc, t.getType(), t, b.getF64FloatAttr(*spec.clipQkv));
@@ -199,20 +209,28 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       qh = clip(qh);
       kh = clip(kh);
       vh = clip(vh);
-    }
-    // QK-norm, before the rotary embedding. Its weights are the last
-    // arguments (after W_O's).
+    };
+    if (spec.qkNorm == attnc::Spec::QkNorm::None)
+      clipQkv();
+    // QK-norm, before the rotary embedding: its weights (and biases) are
+    // the arguments nq, nk (nbq, nbk).
     if (spec.qkNorm != attnc::Spec::QkNorm::None) {
       Location normLoc = locOf("qk_norm", "qk_norm");
-      unsigned nq = argNames.size() - 2 - (spec.sinks ? 1 : 0) - (spec.t5Buckets ? 1 : 0);
-      auto norm = [&](Value t, unsigned arg) -> Value {
-        return RmsNormOp::create(b, normLoc, t.getType(), t, entry->getArgument(arg),
+      auto arg = [&](const char *name) -> Value {
+        auto it = llvm::find(argNames, std::string(name));
+        return it == argNames.end() ? Value()
+                                    : Value(entry->getArgument(unsigned(it - argNames.begin())));
+      };
+      auto norm = [&](Value t, const char *w, const char *bias) -> Value {
+        return RmsNormOp::create(b, normLoc, t.getType(), t, arg(w), arg(bias),
                                  b.getF64FloatAttr(spec.qkNormEps),
                                  b.getF64FloatAttr(spec.qkNormOffset),
-                                 b.getBoolAttr(normAll));
+                                 b.getBoolAttr(normAll), b.getBoolAttr(spec.qkNormLayer),
+                                 b.getBoolAttr(spec.qkNormPerHead));
       };
-      qh = norm(qh, nq);
-      kh = norm(kh, nq + 1);
+      qh = norm(qh, "nq", "nbq");
+      kh = norm(kh, "nk", "nbk");
+      clipQkv();
     }
     // Rotary embedding of Q and K (before the cache: cached keys stay
     // rotated). Decode rotates the new token at its cache position.

@@ -469,23 +469,6 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += "bias: true\n";
     else
       y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
-    if (mt == "phi" && c.boolean("qk_layernorm", false))
-      throw ImportError{fmt::format("{}: error: qk_layernorm: true needs QK-norm, which "
-                                    "this version of attnc does not compile yet", c.file)};
-    // StableLM's qk_layernorm and Cohere's use_qk_norm are LayerNorms (the
-    // mean subtracted) with one weight per head; attnc's QK-norm is RMSNorm.
-    for (const auto &[type, key] : {std::pair<const char *, const char *>{"stablelm", "qk_layernorm"},
-                                    {"cohere", "use_qk_norm"}})
-      if (mt == type && c.boolean(key, false))
-        throw ImportError{fmt::format("{}: error: {}: true normalizes q and k with a "
-                                      "per-head LayerNorm (mean subtracted), which this "
-                                      "version of attnc does not compile (its qk_norm is "
-                                      "RMSNorm)", c.file, key)};
-    // OLMoE clamps after its QK-norm; attnc refuses clip_qkv with qk_norm.
-    if (mt == "olmoe" && c.has("clip_qkv"))
-      throw ImportError{fmt::format("{}: error: clip_qkv: OLMoE clamps q, k and v after "
-                                    "its QK-norm, which this version of attnc does not "
-                                    "compile (clip_qkv with qk_norm is refused)", c.file)};
     // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
     // max_window_layers with use_sliding_window; Gemma 2 even layers.
     int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
@@ -534,9 +517,22 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // the whole projection; eps is rms_norm_eps.
     if (mt == "gpt_oss")
       y += "sinks: true\n";
-    // OLMo (1): clip_qkv clamps the projections (bias included).
-    if (mt == "olmo" && c.has("clip_qkv"))
+    // OLMo (1): clip_qkv clamps the projections (bias included); OLMoE
+    // after its QK-norm (attnc's order whenever both are there).
+    if ((mt == "olmo" || mt == "olmoe") && c.has("clip_qkv"))
       y += fmt::format("clip_qkv: {}\n", num(c.number("clip_qkv", 0)));
+    // LayerNorm QK-norms, per head, eps layer_norm_eps: Phi's
+    // qk_layernorm (one LayerNorm(head_dim) with a bias, every head),
+    // StableLM's qk_layernorm (one LayerNorm per head, no bias) and
+    // Cohere's use_qk_norm (a [heads, head_dim] weight, no bias).
+    if ((mt == "phi" || mt == "stablelm") && c.boolean("qk_layernorm", false))
+      y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  {}\n  eps: {}\n",
+                       mt == "phi" ? "bias: true" : "weight: per_head",
+                       num(c.number("layer_norm_eps", 1e-5)));
+    if (mt == "cohere" && c.boolean("use_qk_norm", false))
+      y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n"
+                       "  eps: {}\n",
+                       num(c.number("layer_norm_eps", 1e-5)));
     if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmoe" || gemma3)
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" || mt == "olmoe" ? "projection" : "head",

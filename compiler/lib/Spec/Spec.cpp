@@ -155,9 +155,10 @@ std::string canonicalString(const Spec &s) {
     out += fmt::format("t5_bias={} {} {}\n", s.t5Buckets, s.t5MaxDistance,
                        s.t5Bidirectional);
   if (s.qkNorm != Spec::QkNorm::None)
-    out += fmt::format("qk_norm={} eps={:a} offset={:a}\n",
+    out += fmt::format("qk_norm={} eps={:a} offset={:a}{}{}{}\n",
                        s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
-                       s.qkNormEps, s.qkNormOffset);
+                       s.qkNormEps, s.qkNormOffset, s.qkNormLayer ? " layer" : "",
+                       s.qkNormPerHead ? " per_head" : "", s.qkNormBias ? " bias" : "");
   if (s.hasRope()) {
     const RopeSpec &r = s.rope;
     out += fmt::format("rope={} theta={:a} rotary_dim={} scaling={} "
@@ -247,10 +248,17 @@ std::string printSpec(const Spec &s) {
       out += fmt::format("t5_bias:\n  num_buckets: {}\n  max_distance: {}\n  "
                          "bidirectional: {}\n",
                          s.t5Buckets, s.t5MaxDistance, s.t5Bidirectional);
-    if (s.qkNorm != Spec::QkNorm::None)
+    if (s.qkNorm != Spec::QkNorm::None) {
       out += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                          s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
                          s.qkNormEps, s.qkNormOffset);
+      if (s.qkNormLayer)
+        out += "  type: layer\n";
+      if (s.qkNormPerHead)
+        out += "  weight: per_head\n";
+      if (s.qkNormBias)
+        out += "  bias: true\n";
+    }
     if (s.hasRope()) {
       const RopeSpec &r = s.rope;
       out += fmt::format("rope:\n  style: {}\n  theta: {}\n  rotary_dim: {}\n",

@@ -842,9 +842,11 @@ private:
     return *d;
   }
 
-  /// qk_norm: {width: head | projection, eps: 1e-6, weight_offset: 0}.
+  /// qk_norm: {width: head | projection, type: rms | layer, weight:
+  /// shared | per_head, bias: false, eps: 1e-6, weight_offset: 0}.
   void setQkNorm(const YNode &v) {
-    auto m = nestedMap("qk_norm", v, {"width", "eps", "weight_offset"});
+    auto m = nestedMap("qk_norm", v,
+                       {"width", "type", "weight", "bias", "eps", "weight_offset"});
     if (!m.count("width"))
       fail("qk_norm", "expected a 'width' key (head or projection), found none");
     for (auto &[key, node] : m) {
@@ -853,11 +855,21 @@ private:
         spec.qkNorm = getEnum(full, *node, {"head", "projection"}) == 0
                           ? Spec::QkNorm::Head
                           : Spec::QkNorm::Projection;
+      else if (key == "type")
+        spec.qkNormLayer = getEnum(full, *node, {"rms", "layer"}) == 1;
+      else if (key == "weight")
+        spec.qkNormPerHead = getEnum(full, *node, {"shared", "per_head"}) == 1;
+      else if (key == "bias")
+        spec.qkNormBias = getBool(full, *node);
       else if (key == "eps")
         spec.qkNormEps = getInRange(full, *node, 0, 1, false, "");
       else
         spec.qkNormOffset = getInRange(full, *node, 0, 1e3, true, "");
     }
+    if (spec.qkNormPerHead && spec.qkNorm == Spec::QkNorm::Projection)
+      fail("qk_norm.weight", "expected weight: shared with width: projection (one "
+                             "weight over the whole projection already has an entry "
+                             "per head), found weight: per_head");
   }
 
   /// tensor_parallel: {size: N, rank: R}.
@@ -1157,10 +1169,6 @@ private:
                                 "'sinks' tensor sits beside q_proj), found "
                                 "weights: {}",
                                 toString(s.weights)));
-    if (s.clipQkv && s.qkNorm != Spec::QkNorm::None)
-      fail("clip_qkv", "expected no qk_norm with clip_qkv (which of the two comes "
-                       "first differs between checkpoints: MPT and OLMo clip "
-                       "unnormalised projections, OLMoE normalises first)");
     if (s.qkNorm != Spec::QkNorm::None && s.weights != WeightLayout::Separate)
       fail("qk_norm", fmt::format("expected weights: separate with qk_norm (its "
                                   "q_norm/k_norm weights sit beside q_proj and "

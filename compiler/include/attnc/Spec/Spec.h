@@ -98,14 +98,22 @@ struct Spec {
   bool alibiBeforeScale = false;  ///< Falcon-RW: the bias inside the scale
   std::optional<double> softcap;  ///< Gemma 2: cap * tanh(s / cap)
   /// MPT / OLMo / DBRX clip_qkv: the projected q, k, v clamped to
-  /// [-clipQkv, clipQkv] (bias included), before the rotary embedding.
+  /// [-clipQkv, clipQkv] (bias included), before the rotary embedding;
+  /// with a QK-norm after it (OLMoE: q and k normalised, then clamped).
   std::optional<double> clipQkv;
-  /// QK-norm: RMSNorm of q and k before the rotary embedding, over each
-  /// head (Qwen3, Gemma 3) or over the whole projection (OLMo 2), times
-  /// (w + qkNormOffset) (Gemma 3: 1).
+  /// QK-norm: RMSNorm (or, qkNormLayer, LayerNorm: the mean subtracted
+  /// first) of q and k before the rotary embedding, over each head (Qwen3,
+  /// Gemma 3, Phi, StableLM, Cohere) or over the whole projection (OLMo 2,
+  /// OLMoE), times (w + qkNormOffset) (Gemma 3: 1), plus a bias
+  /// (qkNormBias: Phi's LayerNorm). The weight is [head_dim], shared by the
+  /// heads, or with qkNormPerHead one per head [heads, head_dim] (StableLM,
+  /// Cohere); over the projection [heads * head_dim].
   enum class QkNorm { None, Head, Projection } qkNorm = QkNorm::None;
   double qkNormEps = 1e-6;
   double qkNormOffset = 0;
+  bool qkNormLayer = false;
+  bool qkNormPerHead = false;
+  bool qkNormBias = false;
   bool sinks = false; ///< gpt-oss: a learned logit per head in the softmax
   /// T5's bucketed relative position bias (0 buckets: none): the table
   /// relative_attention_bias.weight [buckets, heads] indexed by the bucket

@@ -635,7 +635,8 @@ void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
 // attn.rms_norm
 //===----------------------------------------------------------------------===//
 
-void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, Value w) {
+void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, Value w,
+                         Value bias) {
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
@@ -645,6 +646,7 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
   auto xt = cast<MemRefType>(x.getType());
   const int64_t D = xt.getDimSize(3);
   const bool across = op.getAcrossHeads();
+  const bool center = op.getCenter(), perHead = op.getPerHeadWeight();
   const double eps = op.getEps().convertToDouble();
   const double offset = op.getWeightOffset().convertToDouble();
   Value nh = memref::DimOp::create(b, x, 1);
@@ -674,10 +676,24 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
                                }).getResults();
           });
         };
+        // LayerNorm (center): the mean first, subtracted from every value.
+        Value mu;
+        if (center) {
+          scf::ForOp s1 = heads(c2, ValueRange{f32c(c2, 0.0)},
+              [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange a) {
+                Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
+                Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
+                return SmallVector<Value>{arith::AddFOp::create(c4, a[0], v)};
+              });
+          mu = arith::DivFOp::create(c2, s1.getResult(0), n);
+        }
+        auto centered = [&](ImplicitLocOpBuilder &c4, Value v) -> Value {
+          return mu ? arith::SubFOp::create(c4, v, mu).getResult() : v;
+        };
         scf::ForOp ss = heads(c2, ValueRange{f32c(c2, 0.0)},
             [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange a) {
               Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
-              Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
+              Value v = centered(c4, memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d}));
               return SmallVector<Value>{
                   arith::AddFOp::create(c4, a[0], arith::MulFOp::create(c4, v, v))};
             });
@@ -687,11 +703,18 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
             math::SqrtOp::create(c2, arith::AddFOp::create(c2, mean, f32c(c2, eps))));
         heads(c2, ValueRange{}, [&](ImplicitLocOpBuilder &c4, Value h, Value wi, ValueRange) {
           Value d = arith::RemUIOp::create(c4, wi, idx(c4, D));
-          Value v = memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d});
-          Value wv = attnc::loadF32(c4, w, ValueRange{wi});
+          Value v = centered(c4, memref::LoadOp::create(c4, x, ValueRange{bi, h, row, d}));
+          // One weight per head: head h's entries h*D..h*D+D-1.
+          Value wIdx = perHead ? arith::AddIOp::create(
+                                     c4, arith::MulIOp::create(c4, h, idx(c4, D)), d)
+                                     .getResult()
+                               : wi;
+          Value wv = attnc::loadF32(c4, w, ValueRange{wIdx});
           if (offset != 0)
             wv = arith::AddFOp::create(c4, wv, f32c(c4, offset));
           Value y = arith::MulFOp::create(c4, arith::MulFOp::create(c4, v, r), wv);
+          if (bias)
+            y = arith::AddFOp::create(c4, y, attnc::loadF32(c4, bias, ValueRange{wIdx}));
           memref::StoreOp::create(c4, y, x, ValueRange{bi, h, row, d});
           return SmallVector<Value>{};
         });

@@ -96,8 +96,9 @@ void buildCacheAppend(mlir::ImplicitLocOpBuilder &b, mlir::Value k,
 void buildMaskRows(mlir::ImplicitLocOpBuilder &b, mlir::Value y, mlir::Value lens);
 
 /// attn.rms_norm in place on x [B, H, T, D] (a strided view) with weight w
-/// [D] or [H*D] (across_heads): tasks (batch, block of rows); per row and
-/// head (or all heads) the sum of squares in f32, one sqrt, then the
+/// [D] or [H*D] (across_heads, per_head_weight) and bias (null: none):
+/// tasks (batch, block of rows); per row and head (or all heads) the mean
+/// (center: LayerNorm), the sum of squares in f32, one sqrt, then the
 /// products.
 /// min(max(v, -limit), limit) for a scalar f32 v (compares and selects).
 mlir::Value clampSymmetric(mlir::ImplicitLocOpBuilder &c, mlir::Value v, double limit);
@@ -106,7 +107,7 @@ mlir::Value clampSymmetric(mlir::ImplicitLocOpBuilder &c, mlir::Value v, double 
 /// select each side: no libm fminf/fmaxf).
 void buildClip(mlir::ImplicitLocOpBuilder &b, attn::ClipOp op, mlir::Value x);
 void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value x,
-                  mlir::Value w);
+                  mlir::Value w, mlir::Value bias);
 
 /// Which keys the queries see (attn.sdpa's and attn.probs' mask, window and
 /// causal_align): the one description every kernel builder asks for a

@@ -119,7 +119,7 @@ struct RopeModel : KernelModel<RopeModel, RopeOp> {
 struct RmsNormModel : KernelModel<RmsNormModel, RmsNormOp> {
   LogicalResult build(RmsNormOp r, PhaseContext &ctx, TargetKernelsInterface k) const {
     return k.buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
-                          ctx.buffer(r.getWeight()));
+                          ctx.buffer(r.getWeight()), optional(ctx, r.getBias()));
   }
 };
 

@@ -52,8 +52,8 @@ struct CpuKernels
     return success();
   }
   LogicalResult buildRmsNorm(Attribute, ImplicitLocOpBuilder &b, RmsNormOp op, Value x,
-                             Value w) const {
-    attnc::buildRmsNorm(b, op, x, w);
+                             Value w, Value bias) const {
+    attnc::buildRmsNorm(b, op, x, w, bias);
     return success();
   }
   LogicalResult buildClip(Attribute, ImplicitLocOpBuilder &b, ClipOp op, Value x) const {

@@ -53,10 +53,10 @@ void buildGpuRope(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target, at
 
 /// The CUDA target's attn.rms_norm in place on x [B, H, T, D]: one block per
 /// (sequence, row, group of heads normalised together), its threads
-/// striding over the group's elements; the sum of squares through shared
-/// memory.
+/// striding over the group's elements; the sum (center: LayerNorm's mean
+/// first) and the sum of squares through shared memory; bias may be null.
 void buildGpuRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
-                     attn::RmsNormOp op, mlir::Value x, mlir::Value w);
+                     attn::RmsNormOp op, mlir::Value x, mlir::Value w, mlir::Value bias);
 /// attn.clip in place on x [B, H, T, D]: one block per (sequence, head),
 /// its threads striding over the T * D elements.
 void buildGpuClip(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target, attn::ClipOp op,

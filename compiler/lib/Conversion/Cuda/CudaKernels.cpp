@@ -55,8 +55,8 @@ struct CudaKernels
     return success();
   }
   LogicalResult buildRmsNorm(Attribute attr, ImplicitLocOpBuilder &b, RmsNormOp op, Value x,
-                             Value w) const {
-    attnc::buildGpuRmsNorm(b, target(attr), op, x, w);
+                             Value w, Value bias) const {
+    attnc::buildGpuRmsNorm(b, target(attr), op, x, w, bias);
     return success();
   }
   LogicalResult buildClip(Attribute attr, ImplicitLocOpBuilder &b, ClipOp op,

@@ -1037,16 +1037,20 @@ void attnc::buildGpuClip(ImplicitLocOpBuilder &b, CudaTargetAttr t, ClipOp op, V
 }
 
 void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp op, Value x,
-                            Value w) {
+                            Value w, Value bias) {
   // One block per (sequence, row, group: one head, or all heads across):
   // NT threads stride over the group's n = heads * D elements (element e is
-  // head h0 + e / D, column e % D, weight w[e]); each thread's partial sum
-  // of squares goes through shared memory, and every thread adds the NT
-  // partials in the same order before scaling its elements:
-  //   x = x * (1 / sqrt(sum / n + eps)) * (w + offset).
+  // head h0 + e / D, column e % D, weight w[e]; one weight per head:
+  // w[h0 * D + e]); each thread's partial sum of squares goes through
+  // shared memory, and every thread adds the NT partials in the same order
+  // before scaling its elements:
+  //   x = x * (1 / sqrt(sum / n + eps)) * (w + offset) (+ bias).
+  // LayerNorm (center): a first round of partial sums gives the mean,
+  // subtracted from each element before the squares and the scaling.
   auto xt = cast<MemRefType>(x.getType());
   const int64_t D = xt.getDimSize(3);
   const bool across = op.getAcrossHeads();
+  const bool center = op.getCenter(), perHead = op.getPerHeadWeight();
   const double eps = op.getEps().convertToDouble();
   const double offset = op.getWeightOffset().convertToDouble();
   const int64_t heads = across && !ShapedType::isDynamic(xt.getDimSize(1)) ? xt.getDimSize(1) : 1;
@@ -1064,37 +1068,70 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
     Value row = arith::DivUIOp::create(c, rest, groups);
     Value h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, groups), per);
     Value ps = sharedBuffer(c, {NT});
+    Value pm = center ? sharedBuffer(c, {NT}) : Value();
     // Element e of the group in x.
     auto at = [&](ImplicitLocOpBuilder &ci, Value e) {
       Value h = arith::AddIOp::create(ci, h0, arith::DivUIOp::create(ci, e, indexConst(ci, D)));
       return SmallVector<Value>{bi, h, row, arith::RemUIOp::create(ci, e, indexConst(ci, D))};
     };
+    // The sum of the NT partials in buf, in the same order on every thread.
+    auto sumOf = [&](ImplicitLocOpBuilder &r, Value buf) -> Value {
+      return loop(r, indexConst(r, 0), indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
+                  [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
+                    Value s = memref::LoadOp::create(ci, buf, ValueRange{i});
+                    return SmallVector<Value>{arith::AddFOp::create(ci, a[0], s).getResult()};
+                  })
+          .getResult(0);
+    };
+    auto nfOf = [&](ImplicitLocOpBuilder &r) -> Value {
+      return arith::UIToFPOp::create(r, r.getF32Type(),
+                                     arith::IndexCastOp::create(r, r.getI64Type(), n));
+    };
+    if (center)
+      threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+        scf::ForOp s1 = loop(r, tid, n, indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
+                             [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
+          Value v = attnc::loadF32(ci, x, at(ci, e));
+          return SmallVector<Value>{arith::AddFOp::create(ci, a[0], v).getResult()};
+        });
+        memref::StoreOp::create(r, s1.getResult(0), pm, ValueRange{tid});
+      });
+    // The mean of a LayerNorm (null for RMSNorm), on each thread.
+    auto meanOf = [&](ImplicitLocOpBuilder &r) -> Value {
+      return center ? arith::DivFOp::create(r, sumOf(r, pm), nfOf(r)).getResult() : Value();
+    };
+    auto centered = [&](ImplicitLocOpBuilder &ci, Value v, Value mu) -> Value {
+      return mu ? arith::SubFOp::create(ci, v, mu).getResult() : v;
+    };
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      Value mu = meanOf(r);
       scf::ForOp ss = loop(r, tid, n, indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
                            [&](ImplicitLocOpBuilder &ci, Value e, ValueRange a) {
-        Value v = attnc::loadF32(ci, x, at(ci, e));
+        Value v = centered(ci, attnc::loadF32(ci, x, at(ci, e)), mu);
         return SmallVector<Value>{math::FmaOp::create(ci, v, v, a[0]).getResult()};
       });
       memref::StoreOp::create(r, ss.getResult(0), ps, ValueRange{tid});
     });
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
-      scf::ForOp total = loop(r, indexConst(r, 0), indexConst(r, NT), ValueRange{f32Const(r, 0.0)},
-                              [&](ImplicitLocOpBuilder &ci, Value i, ValueRange a) {
-        Value s = memref::LoadOp::create(ci, ps, ValueRange{i});
-        return SmallVector<Value>{arith::AddFOp::create(ci, a[0], s).getResult()};
-      });
-      Value nf = arith::UIToFPOp::create(r, r.getF32Type(),
-                                         arith::IndexCastOp::create(r, r.getI64Type(), n));
-      Value mean = arith::DivFOp::create(r, total.getResult(0), nf);
+      Value mu = meanOf(r);
+      Value nf = nfOf(r);
+      Value mean = arith::DivFOp::create(r, sumOf(r, ps), nf);
       Value inv = arith::DivFOp::create(
           r, f32Const(r, 1.0), math::SqrtOp::create(r, arith::AddFOp::create(r, mean, f32Const(r, eps))));
       loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         SmallVector<Value> pos = at(ci, e);
-        Value v = attnc::loadF32(ci, x, pos);
-        Value wv = attnc::loadF32(ci, w, ValueRange{e});
+        Value v = centered(ci, attnc::loadF32(ci, x, pos), mu);
+        // One weight per head: head h0's entries h0*D + e (a group is one head).
+        Value wIdx = perHead ? arith::AddIOp::create(
+                                   ci, arith::MulIOp::create(ci, h0, indexConst(ci, D)), e)
+                                   .getResult()
+                             : e;
+        Value wv = attnc::loadF32(ci, w, ValueRange{wIdx});
         if (offset != 0)
           wv = arith::AddFOp::create(ci, wv, f32Const(ci, offset));
         Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
+        if (bias)
+          y = arith::AddFOp::create(ci, y, attnc::loadF32(ci, bias, ValueRange{wIdx}));
         attnc::storeF32(ci, y, x, pos);
         return SmallVector<Value>{};
       });

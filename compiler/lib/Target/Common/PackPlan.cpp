@@ -32,6 +32,10 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.qkNorm = s.qkNorm == Spec::QkNorm::None   ? ATTNC_QK_NORM_NONE
              : s.qkNorm == Spec::QkNorm::Head ? ATTNC_QK_NORM_HEAD
                                               : ATTNC_QK_NORM_PROJECTION;
+  if (p.qkNorm != ATTNC_QK_NORM_NONE)
+    p.qkNorm |= (s.qkNormLayer ? ATTNC_QK_NORM_LAYER : 0u) |
+                (s.qkNormPerHead ? ATTNC_QK_NORM_PER_HEAD : 0u) |
+                (s.qkNormBias ? ATTNC_QK_NORM_BIAS : 0u);
   p.qkNormEps = s.qkNormEps;
   p.sinks = s.sinks;
   p.t5Buckets = s.t5Buckets;
@@ -141,7 +145,8 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role
-               << "' is not one of wq wk wv wo bq bk bv bo nq nk with [rowOff, colOff, rows, cols]";
+               << "' is not one of wq wk wv wo bq bk bv bo nq nk nbq nbk ss rb with [rowOff, "
+                  "colOff, rows, cols]";
       RoleSource src;
       src.role = role.str();
       src.tensor = static_cast<int>(i);

@@ -479,14 +479,24 @@ LogicalResult RmsNormOp::verify() {
   if (w.getRank() != 1 || w.isDynamicDim(0))
     return emitOpError("weight must be a static vector, found ") << w;
   int64_t want = in.getDimSize(3);
-  if (getAcrossHeads()) {
+  if (getAcrossHeads() && getPerHeadWeight())
+    return emitOpError("across_heads and per_head_weight exclude each other");
+  if (getAcrossHeads() || getPerHeadWeight()) {
     if (in.isDynamicDim(1))
-      return emitOpError("across_heads needs a static head count");
+      return emitOpError(getAcrossHeads() ? "across_heads" : "per_head_weight")
+             << " needs a static head count";
     want *= in.getDimSize(1);
   }
+  const bool wide = getAcrossHeads() || getPerHeadWeight();
   if (w.getDimSize(0) != want)
     return emitOpError("weight has ") << w.getDimSize(0) << " entries, expected " << want
-                                      << (getAcrossHeads() ? " (heads * head_dim)" : " (head_dim)");
+                                      << (wide ? " (heads * head_dim)" : " (head_dim)");
+  if (getBias()) {
+    auto bt = cast<RankedTensorType>(getBias().getType());
+    if (bt.getRank() != 1 || bt.isDynamicDim(0) || bt.getDimSize(0) != want)
+      return emitOpError("bias must have the weight's ")
+             << want << " entries, found " << bt;
+  }
   double eps = getEps().convertToDouble(), off = getWeightOffset().convertToDouble();
   if (!std::isfinite(eps) || eps <= 0)
     return emitOpError("eps must be positive and finite, found ") << eps;

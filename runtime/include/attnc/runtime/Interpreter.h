@@ -58,11 +58,24 @@ void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
 /// clip_qkv in place on n values: min(max(x, -limit), limit) (NaN stays).
 void clip(double *x, int64_t n, double limit);
 
+/// How a QK-norm normalises (attn.rms_norm's attributes, the kernel's
+/// ATTNC_QK_NORM_* bits).
+struct NormParams {
+  double eps = 1e-6, offset = 0;
+  bool acrossHeads = false; ///< over all H*D values of a token (OLMo 2)
+  bool center = false;      ///< LayerNorm: x - mean(x) in place of x
+  bool perHead = false;     ///< w (and bias) [H*D]: head h reads [h*D, (h+1)*D)
+};
+
+/// A block's NormParams (BlockParams::qkNorm and its eps and offset).
+NormParams normParamsOf(const BlockParams &p);
+
 /// QK-norm in place on x [B, H, T, D]: per (b, t) and head (or over all H*D
-/// values with acrossHeads), x' = x / sqrt(mean(x^2) + eps) * (w + offset),
-/// w [D] (or [H*D]).
+/// values with acrossHeads), with xc = x (LayerNorm, center: x - mean(x)),
+/// x' = xc / sqrt(mean(xc^2) + eps) * (w + offset) + bias; w and bias [D]
+/// (acrossHeads or perHead: [H*D]); bias may be null.
 void rmsNorm(double *x, const double *w, int64_t batch, int64_t heads,
-             int64_t seq, int64_t d, double eps, double offset, bool acrossHeads);
+             int64_t seq, int64_t d, const NormParams &np, const double *bias = nullptr);
 
 /// T5's bucket of rel = j - i (HF _relative_position_bucket, float32 as
 /// torch computes it).

@@ -118,12 +118,19 @@ extern "C" {
 #define ATTNC_BIAS_V 4u
 #define ATTNC_BIAS_O 8u
 
-/* attnc_kernel_info.qk_norm: RMSNorm of q and k before the rotary
- * embedding (the weights q_norm.weight, k_norm.weight are in the weights
- * table, after the projections'). */
+/* attnc_kernel_info.qk_norm: RMSNorm (or LayerNorm) of q and k before the
+ * rotary embedding (the weights q_norm.weight, k_norm.weight, and with
+ * ATTNC_QK_NORM_BIAS q_norm.bias, k_norm.bias, are in the weights table,
+ * after the projections'). The width (ATTNC_QK_NORM_WIDTH_MASK bits) ORed
+ * with the flags. */
 #define ATTNC_QK_NORM_NONE 0u
 #define ATTNC_QK_NORM_HEAD 1u       /* over each head's head_dim (Qwen3, Gemma 3) */
 #define ATTNC_QK_NORM_PROJECTION 2u /* over the whole projection (OLMo 2) */
+#define ATTNC_QK_NORM_WIDTH_MASK 0xfu
+#define ATTNC_QK_NORM_LAYER 0x10u    /* LayerNorm: the mean subtracted first (Phi, StableLM, Cohere) */
+#define ATTNC_QK_NORM_PER_HEAD 0x20u /* weight (and bias) [heads, head_dim]: one per head (StableLM, Cohere) */
+#define ATTNC_QK_NORM_BIAS 0x40u     /* + bias after the weight (Phi's LayerNorm) */
+#define ATTNC_QK_NORM_FLAGS 0x70u
 
 /* attnc_kernel_info.rope_style: how a head's rotated dimensions pair up. */
 #define ATTNC_ROPE_NONE 0u

@@ -21,3 +21,27 @@ func.func @eps(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>) {
   %0 = attn.rms_norm %q, %w {eps = 0.0 : f64} : tensor<?x2x?x8xf32>, tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @per_head(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight has 8 entries, expected 16 (heads * head_dim)}}
+  %0 = attn.rms_norm %q, %w {eps = 1.0e-6 : f64, per_head_weight = true} : tensor<?x2x?x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @both(%q: tensor<?x2x?x8xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{across_heads and per_head_weight exclude each other}}
+  %0 = attn.rms_norm %q, %w {eps = 1.0e-6 : f64, per_head_weight = true, across_heads = true} : tensor<?x2x?x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @bias(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{bias must have the weight's 8 entries, found 'tensor<16xf32>'}}
+  %0 = attn.rms_norm %q, %w, %b {eps = 1.0e-6 : f64} : tensor<?x2x?x8xf32>, tensor<8xf32>, tensor<16xf32>
+  return
+}

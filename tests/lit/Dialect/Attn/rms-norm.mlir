@@ -20,3 +20,22 @@ func.func @ok(%q: tensor<2x2x?x8xf32>, %w: tensor<8xf32>) -> tensor<2x2x?x8xf32>
   return %r : tensor<2x2x?x8xf32>
 }
 
+
+// LayerNorm (center: the mean first, subtracted before the squares and the
+// scaling), one weight per head (the weight's index h * 8 + d), a bias.
+// RT-LABEL: func.func @layer
+// RT: attn.rms_norm %{{.*}}, %{{.*}}, %{{.*}} {center = true, eps = 1.000000e-05 : f64, per_head_weight = true} : tensor<2x2x?x8xf32>, tensor<16xf32>, tensor<16xf32>
+// LOW-LABEL: func.func @layer__avx2
+// LOW: scf.forall
+// LOW: arith.divf
+// LOW: arith.subf
+// LOW: arith.mulf
+// LOW: math.sqrt %{{.*}} : f32
+// LOW: arith.subf
+// LOW: arith.muli %{{.*}}, %c8
+// LOW: arith.addf
+// LOW: memref.store %{{.*}}, %arg0
+func.func @layer(%q: tensor<2x2x?x8xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<2x2x?x8xf32> {
+  %r = attn.rms_norm %q, %w, %b {eps = 1.0e-5 : f64, center = true, per_head_weight = true} : tensor<2x2x?x8xf32>, tensor<16xf32>, tensor<16xf32>
+  return %r : tensor<2x2x?x8xf32>
+}

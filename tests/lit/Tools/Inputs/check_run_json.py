@@ -157,8 +157,12 @@ def main():
             check(j["t5_bias"], {"num_buckets": {INT}, "max_distance": {INT},
                                  "bidirectional": {BOOL}}, "info.t5_bias")
         if isinstance(j.get("qk_norm"), dict):
-            check(j["qk_norm"], {"width": {STR}, "eps": {NUM, INT},
+            check(j["qk_norm"], {"width": {STR}, "type": {STR}, "weight": {STR},
+                                 "bias": {BOOL}, "eps": {NUM, INT},
                                  "weight_offset": {NUM, INT}}, "info.qk_norm")
+            if j["qk_norm"].get("type") not in ("rms", "layer") or \
+                    j["qk_norm"].get("weight") not in ("shared", "per_head"):
+                problems.append(f"info.qk_norm: {j['qk_norm']!r}")
             if j["qk_norm"].get("width") not in ("head", "projection"):
                 problems.append(f"info.qk_norm.width: {j['qk_norm'].get('width')!r}")
         if isinstance(j.get("rope"), dict):

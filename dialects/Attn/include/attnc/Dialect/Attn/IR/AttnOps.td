@@ -383,31 +383,41 @@ def Attn_ClipOp : Attn_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
 }
 
 def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
-  let summary = "QK-norm: RMSNorm of each head (or all heads) of a token";
+  let summary = "QK-norm: RMSNorm (or LayerNorm) of each head (or all heads) of a token";
   let description = [{
     `input` is [B, H, T, D] (queries or keys after the head split). For each
     token (b, t) and, unless `across_heads`, each head h, with n the
-    normalised width (D, or H*D across heads):
+    normalised width (D, or H*D across heads), xc = x (with `center`, a
+    LayerNorm: xc = x - mean(x)):
 
-        x' = x / sqrt(mean(x^2) + eps) * (weight + weight_offset)
+        x' = xc / sqrt(mean(xc^2) + eps) * (weight + weight_offset) + bias
 
-    `weight` is [D] (per head: Qwen3, Gemma 3 with weight_offset 1) or
-    [H*D] (`across_heads`: OLMo 2's norm over the whole projection, element
-    h*D + d for head h). Applied before the rotary embedding.
+    `weight` is [D], shared by the heads (Qwen3, Gemma 3 with weight_offset
+    1, Phi's LayerNorm), [H*D] with `per_head_weight` (one per head:
+    StableLM, Cohere; head h reads elements h*D..h*D+D-1), or [H*D] with
+    `across_heads` (OLMo 2's norm over the whole projection, element h*D +
+    d for head h). The optional `bias` (Phi's LayerNorm) has the weight's
+    shape. Applied before the rotary embedding.
 
     Example:
     ```mlir
     %qn = attn.rms_norm %q, %w {eps = 1.0e-06 : f64}
         : tensor<?x16x?x128xf32>, tensor<128xf32>
+    %kn = attn.rms_norm %k, %w, %b {eps = 1.0e-05 : f64, center = true}
+        : tensor<?x8x?x64xf32>, tensor<64xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+                       Optional<AnyRankedTensor>:$bias,
                        F64Attr:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
-                       DefaultValuedAttr<BoolAttr, "false">:$across_heads);
+                       DefaultValuedAttr<BoolAttr, "false">:$across_heads,
+                       DefaultValuedAttr<BoolAttr, "false">:$center,
+                       DefaultValuedAttr<BoolAttr, "false">:$per_head_weight);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)?
   }];
   let hasVerifier = 1;
 }
