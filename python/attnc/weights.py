@@ -15,13 +15,17 @@ import struct
 
 import numpy as np
 
-# Other spellings of `separate`-layout tensors: BERT, OPT/BART.
+# Other spellings of `separate`-layout tensors, as libattnrt's loader
+# (runtime/lib/Weights.cpp): BERT, T5, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/
+# Falcon (dense), GPT-BigCode (c_proj).
 ALIASES = {
-    "q_proj": ["self.query"],
-    "k_proj": ["self.key"],
-    "v_proj": ["self.value"],
-    "o_proj": ["output.dense", "out_proj"],
+    "q_proj": ["self.query", "q"],
+    "k_proj": ["self.key", "k"],
+    "v_proj": ["self.value", "v"],
+    "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o"],
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
+    "q_norm": ["q_layernorm"],  # Phi's, StableLM's QK LayerNorms
+    "k_norm": ["k_layernorm"],
 }
 
 
@@ -73,6 +77,17 @@ def map_names(tensors, names, layout=None, prefix=""):
                 arrays = [to_numpy(tensors[p[0]]) for p in parts]
                 out.append(np.concatenate(arrays, axis=0))
                 continue
+        if not found and n.startswith(("q_norm.", "k_norm.")):
+            # StableLM's per-head norms q_layernorm.norms.N.weight, stacked
+            # in head order (the kernel's one weight per head).
+            base = n[0] + "_layernorm.norms."
+            suffix = n[n.index("."):]
+            heads = []
+            while base + str(len(heads)) + suffix in under:
+                heads.append(to_numpy(tensors[under[base + str(len(heads)) + suffix]]))
+            if heads:
+                out.append(np.concatenate([np.ravel(h) for h in heads]))
+                continue
         if not found:
             others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)
                              if k.endswith("." + s)})
@@ -81,7 +96,10 @@ def map_names(tensors, names, layout=None, prefix=""):
                            f"(looked for {[prefix + s for s in spellings(n)]}){hint}")
         if len(found) > 1:
             raise ValueError(f"two tensors for '{n}': {found}")
-        out.append(tensors[found[0]])
+        t = tensors[found[0]]
+        if n.startswith(("q_norm.", "k_norm.")) and len(getattr(t, "shape", ())) == 2:
+            t = np.ravel(to_numpy(t))  # Cohere's [heads, head_dim]: the kernel's flat order
+        out.append(t)
     return out
 
 

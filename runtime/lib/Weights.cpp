@@ -327,9 +327,9 @@ struct Loader {
   /// StableLM's per-head QK LayerNorms: the kernel's q_norm.weight
   /// [heads * head_dim] (one weight per head) stacked from
   /// q_layernorm.norms.0.weight ... q_layernorm.norms.{H-1}.weight
-  /// ([head_dim] each; k_norm likewise over the kv heads). A
-  /// tensor-parallel rank takes its own heads' norms. Returns -1 when the
-  /// norms are not there.
+  /// ([head_dim] each; k_norm likewise over the kv heads): the block's
+  /// heads, as every storage tensor (a tensor-parallel kernel packs its
+  /// rank's share). Returns -1 when the norms are not there.
   int stackNorms(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
                  const std::map<std::string, size_t> &under, std::vector<float> &data,
                  std::string &source, attnrt_weights &w) {
@@ -338,13 +338,11 @@ struct Loader {
         (name.rfind("q_norm.", 0) != 0 && name.rfind("k_norm.", 0) != 0))
       return -1;
     const bool q = name[0] == 'q';
-    const int64_t heads = q ? info.heads : info.kv_heads;
-    const int64_t dh = info.head_dim;
+    const attnrt::BlockParams p = attnrt::paramsFromInfo(info);
+    const int64_t heads = q ? p.blockHeads() : p.blockKvHeads();
+    const int64_t dh = info.head_dim, first = 0;
     if (ti.dims[0] != heads * dh)
       return -1;
-    // This rank's first head among the checkpoint's (tensor parallel).
-    const attnrt::BlockParams p = attnrt::paramsFromInfo(info);
-    const int64_t first = q ? p.firstHead() : p.firstKvHead();
     const std::string suffix = name.substr(name.find('.')); // ".weight" / ".bias"
     const std::string base = std::string(q ? "q" : "k") + "_layernorm.norms.";
     std::vector<size_t> parts;

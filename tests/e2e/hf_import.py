@@ -25,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import real_models  # noqa: E402
+import attnc  # noqa: E402
 from attnc import save_safetensors  # noqa: E402
 
 ATOL = RTOL = 1e-4
@@ -429,6 +430,10 @@ VARIANT_CASES = [
 ]
 
 
+# Checked through the Python package's pack as well.
+PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3")
+
+
 def fuse(c, w):
     """The checkpoint's fused QKV weight and bias from separate ones, laid
     out as the architecture's modeling code views them."""
@@ -520,6 +525,21 @@ def main():
         else:
             failed += 1
             print(f"FAIL: {c['name']} --module {c['module']}: max err {err.max():.2e}")
+        if c["name"] in PY_PACK:
+            # The Python package's own name mapping (attnc.Kernel.pack of the
+            # checkpoint's tensors, as attnc.from_hf does): the QK-norm
+            # spellings, StableLM's stacked norms, Cohere's [heads, head_dim].
+            try:
+                k = attnc.Kernel(lib)
+                packed = k.pack(attnc.load_safetensors(os.path.join(d, "model.safetensors")),
+                                prefix=c["module"] + ".")
+                py_err = np.abs(k.forward(x, packed).astype(np.float64) - want)
+                ok = bool(np.all(py_err <= ATOL + RTOL * np.abs(want)))
+                detail = f"max err {py_err.max():.2e}"
+            except Exception as e:  # noqa: BLE001 (reported as a FAIL)
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            passed, failed = passed + ok, failed + (not ok)
+            print(f"{'PASS' if ok else 'FAIL'}: {c['name']} python pack: {detail}")
     print(f"hf_import: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
