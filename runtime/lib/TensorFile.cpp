@@ -348,7 +348,16 @@ int listFile(const std::string &path, std::vector<TensorRef> &out,
   if (n >= 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0)
     return fail(err, path,
                 "a single .npy holds one tensor: give the directory of .npy files");
-  if (looksLikePickle(magic, n))
+  // A safetensors file: a header length that fits the file, then '{'. Its
+  // first byte can be 0x80 and its second 2..5 (a header of 0x380 bytes,
+  // say), which is also how a pickle starts: the header decides first.
+  bool safetensorsHeader = false;
+  if (n == 8 && le(magic, 8) >= 2 && le(magic, 8) <= f.size() - 8) {
+    unsigned char brace = 0;
+    std::string ignored;
+    safetensorsHeader = f.read(8, 1, &brace, ignored, "header") == Ok && brace == '{';
+  }
+  if (!safetensorsHeader && looksLikePickle(magic, n))
     return torchCheckpoint(err, path, /*zip=*/false);
   if (endsWith(path, ".safetensors") || n < 8 || le(magic, 8) < f.size())
     return listSafetensors(path, out, err);

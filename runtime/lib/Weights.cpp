@@ -201,7 +201,7 @@ struct Loader {
 
   /// The rows of a fused QKV tensor that hold projection `which` ('q',
   /// 'k', 'v'), by the checkpoint's layout (its config.json's model_type;
-  /// docs/models.md): per head [H, 3, dh] (GPT-NeoX, BLOOM, Falcon-RW,
+  /// docs/models.md): per head [H, 3, dh] (GPT-NeoX, Persimmon, BLOOM, Falcon-RW,
   /// GPT-BigCode MHA), [q | k | v] (Phi-3, MPT, Falcon-7B and GPT-BigCode
   /// MQA) or Falcon-40B's groups [Hkv, G + 2, dh]. Empty when unknown.
   std::vector<int64_t> fusedRows(char which, std::string &layout) {
@@ -231,7 +231,8 @@ struct Loader {
         else
           range(base + (g + part - 1) * dh, dh);
       }
-    } else if ((model("gpt_neox") || model("bloom") || falcon || model("gpt_bigcode")) &&
+    } else if ((model("gpt_neox") || model("persimmon") || model("bloom") || falcon ||
+                model("gpt_bigcode")) &&
                hkv == h) { // per head [q_h | k_h | v_h]
       layout = "per-head [heads, 3, head_dim]";
       for (int64_t head = 0; head < h; ++head)

@@ -93,6 +93,15 @@ CASES = [
 
 
 FUSED_CASES = [
+    # Persimmon: per-head [H, 3, dh] query_key_value, `dense`, partial rotary
+    # 0.5, theta 25000, qk_layernorm (default on): LayerNorm(head_dim) with
+    # weight and bias on every head.
+    dict(name="persimmon", module="model.layers.1.self_attn", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="persimmon", hidden_size=64, num_attention_heads=4,
+                     num_hidden_layers=2, layer_norm_eps=1e-5),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=25000.0, rotary_dim=8), qk_norm="phi", eps=1e-5)),
     # GPT-NeoX / Pythia: per-head [H, 3, dh] query_key_value, rotary_pct 0.25.
     dict(name="gpt_neox", module="gpt_neox.layers.0.attention", layout="per_head",
          fused="query_key_value", o="dense",

@@ -244,7 +244,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
-                              "olmoe", "cohere", "helium", "glm", "gpt_neo"};
+                              "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -262,7 +262,6 @@ const std::pair<const char *, const char *> kNotYet[] = {
                     "decoupled rotary part)"},
     {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
                     "decoupled rotary part)"},
-    {"persimmon", "a LayerNorm of q and k with a bias (qk_layernorm)"},
     {"phimoe", "longrope with explicit short_mscale / long_mscale attention factors"},
     {"qwen2_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
     {"qwen2_5_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
@@ -396,6 +395,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       path = fmt::format("model.layers.{}.self_attn", layerArg);
     else if (mt == "gpt_neox")
       path = fmt::format("gpt_neox.layers.{}.attention", layerArg);
+    else if (mt == "persimmon")
+      path = fmt::format("model.layers.{}.self_attn", layerArg);
     else if (mt == "bloom" || mt == "falcon")
       path = fmt::format("transformer.h.{}.self_attention", layerArg);
     else if (mt == "mpt")
@@ -596,6 +597,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     double theta = c.number("rotary_emb_base", c.number("rope_theta", 10000.0));
     double pct = c.number("rotary_pct", c.number("partial_rotary_factor", 0.25));
     y += ropeYaml(c, d / h, theta, pct, "half_split", c.root["rope_scaling"]);
+  } else if (mt == "persimmon") {
+    // Fused per-head query_key_value [H, 3, dh] with biases, `dense` as o,
+    // partial half-split RoPE (partial_rotary_factor 0.5, rope_theta
+    // 25000), and with qk_layernorm (on by default) one LayerNorm(head_dim)
+    // with weight and bias on every head of q and k.
+    expectAfter({"self_attn"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: true\n", d,
+                     h);
+    if (c.boolean("qk_layernorm", true))
+      y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  bias: true\n  eps: {}\n",
+                       num(c.number("layer_norm_eps", 1e-5)));
+    y += ropeYaml(c, d / h, c.number("rope_theta", 25000.0),
+                  c.number("partial_rotary_factor", 0.5), "half_split", c.root["rope_scaling"]);
   } else if (mt == "bloom") {
     expectAfter({"self_attention"});
     const int64_t d = c.integer("hidden_size", c.integer("n_embed", 0));
