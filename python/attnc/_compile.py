@@ -320,5 +320,14 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
         for name, t in load_safetensors(path).items():
             if name.startswith(prefix):
                 tensors[name] = t
+    # A fused QKV tensor (GPT-NeoX, Persimmon, BLOOM, Falcon, Phi-3, MPT,
+    # GPT-BigCode) cut into the kernel's q/k/v_proj, as libattnrt does (a
+    # tensor-parallel kernel: not here; libattnrt's loader does it).
+    import json
+    from .weights import split_fused
+    i = kernel.info
+    if (i.get("tensor_parallel") or {}).get("size", 1) in (0, 1):
+        tensors = split_fused(tensors, prefix, json.loads(cfg_bytes), i["heads"],
+                              i["kv_heads"], i["head_dim"])
     packed = kernel.pack(tensors, prefix=prefix)
     return kernel, packed

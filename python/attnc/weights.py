@@ -58,6 +58,56 @@ def spellings(name):
     return [name] + [a + dot + rest for a in ALIASES.get(head, [])] if dot else [name]
 
 
+_FUSED = ("query_key_value", "qkv_proj", "Wqkv", "c_attn")
+
+
+def fused_rows(which, config, heads, kv_heads, head_dim):
+    """The rows of a checkpoint's fused QKV tensor that hold projection
+    `which` ('q', 'k', 'v'), by its config.json (a dict), as libattnrt's
+    loader picks them (runtime/lib/Weights.cpp, docs/models.md): Falcon's
+    grouped [kv_heads, G + 2, head_dim], per head [heads, 3, head_dim]
+    (GPT-NeoX, Persimmon, BLOOM, Falcon, GPT-BigCode with kv_heads ==
+    heads) or [q | k | v] (Phi-3, MPT, Falcon and GPT-BigCode MQA). None
+    when the model type has no known fused layout."""
+    mt = config.get("model_type")
+    h, hkv, dh = heads, kv_heads, head_dim
+    part = "qkv".index(which)
+    if mt == "falcon" and config.get("new_decoder_architecture"):
+        g = h // hkv
+        rows = []
+        for grp in range(hkv):
+            base = grp * (g + 2) * dh
+            rows += (list(range(base, base + g * dh)) if part == 0 else
+                     list(range(base + (g + part - 1) * dh, base + (g + part) * dh)))
+        return rows
+    if mt in ("gpt_neox", "persimmon", "bloom", "falcon", "gpt_bigcode") and hkv == h:
+        return [r for head in range(h) for r in range(head * 3 * dh + part * dh,
+                                                       head * 3 * dh + (part + 1) * dh)]
+    if mt in ("phi3", "mpt", "falcon", "gpt_bigcode"):
+        start = 0 if part == 0 else h * dh + (part - 1) * hkv * dh
+        return list(range(start, start + (h * dh if part == 0 else hkv * dh)))
+    return None
+
+
+def split_fused(tensors, prefix, config, heads, kv_heads, head_dim):
+    """A copy of `tensors` with q_proj / k_proj / v_proj `.weight` and
+    `.bias` (under `prefix`) cut out of the checkpoint's fused QKV tensor
+    (query_key_value, qkv_proj, Wqkv or c_attn) where there is exactly one
+    and the separate ones are missing (fused_rows picks the rows)."""
+    out = dict(tensors)
+    for kind in ("weight", "bias"):
+        fused = [prefix + f + "." + kind for f in _FUSED if prefix + f + "." + kind in tensors]
+        if len(fused) != 1 or any(prefix + p + "_proj." + kind in tensors for p in "qkv"):
+            continue
+        a = to_numpy(tensors[fused[0]])
+        for p in "qkv":
+            rows = fused_rows(p, config, heads, kv_heads, head_dim)
+            if rows is None:
+                return out
+            out[prefix + p + "_proj." + kind] = np.ascontiguousarray(a[rows])
+    return out
+
+
 def map_names(tensors, names, layout=None, prefix=""):
     """[tensors[...] for each kernel name], matched under `prefix`.
 
