@@ -534,33 +534,31 @@ def main():
         else:
             failed += 1
             print(f"FAIL: {c['name']} --module {c['module']}: max err {err.max():.2e}")
+        checks = []
         if "fused" in c:
             # attnc.from_hf (Python): the fused QKV tensor cut as libattnrt
             # cuts it (attnc.weights.fused_rows), compiled through the cache.
-            try:
-                k, packed = attnc.from_hf(d, c["module"], cache_dir=os.path.join(a.work, "pyc"))
-                py_err = np.abs(k.forward(x, packed).astype(np.float64) - want)
-                ok = bool(np.all(py_err <= ATOL + RTOL * np.abs(want)))
-                detail = f"max err {py_err.max():.2e}"
-            except Exception as e:  # noqa: BLE001 (reported as a FAIL)
-                ok, detail = False, f"{type(e).__name__}: {e}"
-            passed, failed = passed + ok, failed + (not ok)
-            print(f"{'PASS' if ok else 'FAIL'}: {c['name']} python from_hf: {detail}")
+            checks.append(("python from_hf", lambda: attnc.from_hf(
+                d, c["module"], cache_dir=os.path.join(a.work, "pyc"))))
         if c["name"] in PY_PACK:
             # The Python package's own name mapping (attnc.Kernel.pack of the
             # checkpoint's tensors, as attnc.from_hf does): the QK-norm
             # spellings, StableLM's stacked norms, Cohere's [heads, head_dim].
-            try:
+            def pack(lib=lib, d=d, module=c["module"]):
                 k = attnc.Kernel(lib)
-                packed = k.pack(attnc.load_safetensors(os.path.join(d, "model.safetensors")),
-                                prefix=c["module"] + ".")
+                return k, k.pack(attnc.load_safetensors(os.path.join(d, "model.safetensors")),
+                                 prefix=module + ".")
+            checks.append(("python pack", pack))
+        for what, make in checks:
+            try:
+                k, packed = make()
                 py_err = np.abs(k.forward(x, packed).astype(np.float64) - want)
                 ok = bool(np.all(py_err <= ATOL + RTOL * np.abs(want)))
                 detail = f"max err {py_err.max():.2e}"
             except Exception as e:  # noqa: BLE001 (reported as a FAIL)
                 ok, detail = False, f"{type(e).__name__}: {e}"
             passed, failed = passed + ok, failed + (not ok)
-            print(f"{'PASS' if ok else 'FAIL'}: {c['name']} python pack: {detail}")
+            print(f"{'PASS' if ok else 'FAIL'}: {c['name']} {what}: {detail}")
     print(f"hf_import: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
