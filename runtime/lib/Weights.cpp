@@ -208,10 +208,7 @@ struct Loader {
     const int64_t h = info.heads, hkv = info.kv_heads, dh = info.head_dim;
     const std::string &config = configJson();
     auto has = [&](const char *k) { return config.find(k) != std::string::npos; };
-    auto model = [&](const char *m) {
-      return has((std::string("\"model_type\": \"") + m + "\"").c_str()) ||
-             has((std::string("\"model_type\":\"") + m + "\"").c_str());
-    };
+    auto model = [&](const char *m) { return modelType(m); };
     std::vector<int64_t> rows;
     auto range = [&](int64_t from, int64_t n) {
       for (int64_t r = from; r < from + n; ++r)
@@ -242,6 +239,13 @@ struct Loader {
       range(part == 0 ? 0 : h * dh + (part - 1) * hkv * dh, part == 0 ? h * dh : hkv * dh);
     }
     return rows;
+  }
+
+  /// Whether the directory's config.json names model_type `m`.
+  bool modelType(const char *m) {
+    const std::string &config = configJson();
+    return config.find(std::string("\"model_type\": \"") + m + "\"") != std::string::npos ||
+           config.find(std::string("\"model_type\":\"") + m + "\"") != std::string::npos;
   }
 
   /// A `separate` kernel's q/k/v_proj weight or bias cut out of the
@@ -476,11 +480,22 @@ struct Loader {
           break;
         }
       const std::string &cfg = configJson();
+      // The global layers of a hybrid Cohere 2 / EXAONE 4 (a sliding_window
+      // in the config, a kernel without one) have no position encoding.
+      const bool nopeLayer = (modelType("cohere2") || modelType("exaone4")) &&
+                             cfg.find("\"sliding_window\"") != std::string::npos &&
+                             cfg.find("\"sliding_window\": null") == std::string::npos &&
+                             cfg.find("\"sliding_window\":null") == std::string::npos &&
+                             info.mask != ATTNC_MASK_SLIDING_WINDOW;
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
                               "\"rope_parameters\""})
-        if (cfg.find(key) != std::string::npos) {
+        if (nopeLayer && cfg.find(key) != std::string::npos) {
+          w.notes.push_back(configPath() + ": the global layers of this hybrid model have "
+                            "no position encoding (NoPE), as this kernel (no rope, no window)");
+          break;
+        } else if (cfg.find(key) != std::string::npos) {
           w.notes.push_back("warning: " + configPath() + " has " + key +
                             " (a rotary embedding), but this kernel has no "
                             "rope: its output is not the checkpoint's (add "

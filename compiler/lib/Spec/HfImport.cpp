@@ -237,6 +237,38 @@ void flattenRopeParameters(Config &c, int64_t layer, bool gemma3) {
   flatten(rp[type], "rope_theta", true);
 }
 
+/// Whether `layer` of a hybrid model (Cohere 2, EXAONE 4) is a sliding one:
+/// by layer_types, else sliding_window_pattern (every p-th layer global;
+/// EXAONE 4's string form "LLLG" repeats from layer 0, its last layer
+/// always global), else every 4th layer global (both configs' default).
+bool hybridSliding(const Config &c, int64_t layer, int64_t nLayers) {
+  const YAML::Node types = c.root["layer_types"];
+  if (types && types.IsSequence()) {
+    if (layer >= int64_t(types.size()))
+      c.bad("layer_types", fmt::format("has {} entries, no type for layer {}", types.size(),
+                                       layer));
+    const std::string t = types[size_t(layer)].as<std::string>();
+    if (t != "sliding_attention" && t != "full_attention")
+      c.bad("layer_types", fmt::format("layer {} is '{}', expected sliding_attention or "
+                                       "full_attention", layer, t));
+    return t == "sliding_attention";
+  }
+  const YAML::Node p = c.root["sliding_window_pattern"];
+  if (p && p.IsScalar()) {
+    int64_t every = 0;
+    if (YAML::convert<int64_t>::decode(p, every)) {
+      if (every <= 0)
+        c.bad("sliding_window_pattern", "expected a positive integer or a string of L and G");
+      return (layer + 1) % every != 0;
+    }
+    const std::string s = p.as<std::string>();
+    if (s.empty() || s.find_first_not_of("LG") != std::string::npos)
+      c.bad("sliding_window_pattern", "expected a positive integer or a string of L and G");
+    return s[size_t(layer) % s.size()] == 'L' && layer + 1 != nLayers;
+  }
+  return (layer + 1) % 4 != 0;
+}
+
 /// The known architectures, for the unknown-model_type message.
 const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe",
                               "starcoder2", "gemma", "gemma2", "phi", "gptj", "gpt2",
@@ -244,7 +276,8 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "gpt_neox", "bloom", "falcon", "phi3", "mpt", "gpt_bigcode",
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
-                              "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon"};
+                              "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
+                              "cohere2", "exaone4"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -267,8 +300,6 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"qwen2_5_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
     {"llama4", "chunked local attention, layers without RoPE and attention temperature tuning"},
     {"mllama", "gated cross-attention layers to image features"},
-    {"cohere2", "sliding layers with RoPE and global layers without position encoding"},
-    {"exaone4", "sliding layers with RoPE and global layers without position encoding"},
     {"jamba", "state-space (Mamba) layers between its attention layers"},
     {"mamba", "a state-space model (no attention)"},
     {"recurrent_gemma", "recurrent (RG-LRU) blocks and local attention with partial RoPE"},
@@ -377,7 +408,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "qwen3" || mt == "olmo" || mt == "olmo2" || mt == "gemma3" ||
                          mt == "gemma3_text" || mt == "gpt_oss" || mt == "qwen3_moe" ||
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
-                         mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm";
+                         mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
+                         mt == "cohere2" || mt == "exaone4";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -468,6 +500,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
     else if (mt == "phi" || mt == "gpt_oss")
       y += "bias: true\n";
+    else if (mt == "exaone4") // nn.Linear(..., bias=False), whatever the config says
+      y += "bias: false\n";
     else
       y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
     // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
@@ -497,6 +531,14 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     if (mt == "gemma2")
       slides = slides && layer % 2 == 0;
+    // Cohere 2 and EXAONE 4: sliding layers rotate, the global ones have
+    // no position encoding at all (NoPE) -- when the model is hybrid (a
+    // sliding_window); EXAONE 4 without one rotates on every layer.
+    bool nope = false;
+    if (mt == "cohere2" || mt == "exaone4") {
+      slides = slides && hybridSliding(c, layer, nLayers);
+      nope = window > 0 && !slides;
+    }
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
                                "nemotron", "olmoe", "cohere", "helium", "glm"})
       if (mt == global)
@@ -514,7 +556,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // Granite scales the scores by attention_multiplier, not 1/sqrt(dh).
     if (mt == "granite")
       y += fmt::format("scale: {}\n", num(c.number("attention_multiplier", 1.0)));
-    // QK-norm: Qwen3 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
+    // QK-norm: Qwen3, EXAONE 4 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
     // the whole projection; eps is rms_norm_eps.
     if (mt == "gpt_oss")
       y += "sinks: true\n";
@@ -534,23 +576,26 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n"
                        "  eps: {}\n",
                        num(c.number("layer_norm_eps", 1e-5)));
-    if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmoe" || gemma3)
+    if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmoe" || gemma3 ||
+        mt == "exaone4")
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" || mt == "olmoe" ? "projection" : "head",
-                       num(c.number("rms_norm_eps", 1e-6)), gemma3 ? 1 : 0);
+                       num(c.number("rms_norm_eps", mt == "exaone4" ? 1e-5 : 1e-6)),
+                       gemma3 ? 1 : 0);
     // Partial rotary: StableLM 0.25, Nemotron and GLM 0.5 by default.
     const double partial = c.number(
         "partial_rotary_factor",
         mt == "stablelm" ? 0.25 : mt == "nemotron" || mt == "glm" ? 0.5 : 1.0);
     // Cohere, Helium and GLM rotate interleaved pairs (repeat_interleave).
-    const char *style =
-        mt == "cohere" || mt == "helium" || mt == "glm" ? "interleaved" : "half_split";
+    const char *style = mt == "cohere" || mt == "cohere2" || mt == "helium" || mt == "glm"
+                            ? "interleaved"
+                            : "half_split";
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
       y += ropeYaml(c, dh, c.number("rope_local_base_freq", 10000.0), partial, style,
                     YAML::Node());
     else if (mt == "nemotron") // its rotary embedding ignores rope_scaling
       y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, style, YAML::Node());
-    else
+    else if (!nope) // (a NoPE layer's spec has no rope: key)
       y += ropeYaml(c, dh, c.number("rope_theta", mt == "helium" ? 100000.0 : 10000.0), partial,
                     style, c.root["rope_scaling"]);
   } else if (mt == "t5" || mt == "mt5") {
