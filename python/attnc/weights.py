@@ -70,6 +70,9 @@ def fused_rows(which, config, heads, kv_heads, head_dim):
     heads) or [q | k | v] (Phi-3, MPT, Falcon and GPT-BigCode MQA). None
     when the model type has no known fused layout."""
     mt = config.get("model_type")
+    text = config.get("text_config")  # a multimodal wrapper's language model
+    if isinstance(text, dict) and text.get("model_type"):
+        config, mt = text, text["model_type"]
     h, hkv, dh = heads, kv_heads, head_dim
     part = "qkv".index(which)
     if mt == "falcon" and config.get("new_decoder_architecture"):

@@ -380,12 +380,45 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   if (!c.root.IsMap())
     throw ImportError{fmt::format("{}: error: expected a JSON object", c.file)};
   std::string mt = c.str("model_type");
-  // Gemma 3's multimodal config keeps the language model's keys in text_config.
-  if (mt == "gemma3" && c.root["text_config"] && c.root["text_config"].IsMap())
-    c.root = c.root["text_config"];
   if (mt.empty())
     throw ImportError{fmt::format("{}: error: model_type: expected the architecture's "
                                   "name, found no such key", c.file)};
+  // A multimodal checkpoint (LLaVA, Mistral 3, PaliGemma, Gemma 3, ...)
+  // keeps its language model's keys in text_config, with that model's own
+  // model_type (Gemma 3: gemma3_text, handled as gemma3). The storage type
+  // is often only in the outer config.
+  const YAML::Node textConfig = c.root["text_config"];
+  auto listed = [](const std::string &t) {
+    for (const char *k : kKnown)
+      if (t == k)
+        return true;
+    for (const auto &a : kAliases)
+      if (t == a.first)
+        return true;
+    for (const auto &n : kNotYet)
+      if (t == n.first)
+        return true;
+    return false;
+  };
+  std::string wrapper; // the outer model_type of a text_config checkpoint
+  if (textConfig && textConfig.IsMap() && (mt == "gemma3" || !listed(mt))) {
+    const std::string outer = wrapper = mt;
+    YAML::Node text = YAML::Clone(textConfig);
+    for (const char *key : {"torch_dtype", "dtype"})
+      if ((!text[key] || text[key].IsNull()) && c.has(key))
+        text[key] = c.root[key];
+    c.root = text;
+    if (outer != "gemma3") {
+      mt = c.str("model_type");
+      if (mt.empty())
+        throw ImportError{fmt::format("{}: error: text_config.model_type: model_type '{}' "
+                                      "keeps its language model in text_config, which names "
+                                      "no model_type", c.file, outer)};
+      out.notes.push_back(fmt::format("note: {}: model_type '{}': the language model's "
+                                      "attention, text_config's model_type '{}'",
+                                      c.file, outer, mt));
+    }
+  }
   for (const auto &[name, why] : kNotYet)
     if (mt == name)
       throw ImportError{fmt::format(
@@ -415,6 +448,12 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (layerArg < 0)
       throw ImportError{"attnc: error: --hf needs --module PATH (the attention module "
                         "as the checkpoint's tensor names spell it) or --layer N"};
+    if (!wrapper.empty())
+      throw ImportError{fmt::format(
+          "attnc: error: --layer: model_type '{}' keeps its language model under a prefix "
+          "of its own; give --module PATH as its tensor names spell it (e.g. "
+          "language_model.model.layers.{}.self_attn or model.language_model.layers.{}.self_attn)",
+          wrapper, layerArg, layerArg)};
     if (llamaLike)
       path = fmt::format("model.layers.{}.self_attn", layerArg);
     else if (mt == "gptj")
