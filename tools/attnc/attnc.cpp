@@ -87,8 +87,10 @@ int main(int argc, char **argv) {
            << "'\n";
     return 2;
   }
-  // No output may be an input (the spec, the checkpoint's config.json or a
-  // file beside it) or another output: whatever the spelling or link.
+  // No output may be an input (the spec, the checkpoint's config.json or
+  // the checkpoint's files beside it: JSON, safetensors shards, torch
+  // checkpoints; not, say, a library an earlier run wrote there) or
+  // another output: whatever the spelling or link.
   {
     std::vector<std::string> inputs;
     if (!input.empty())
@@ -96,8 +98,12 @@ int main(int argc, char **argv) {
     if (!hfDir.empty()) {
       std::error_code ec;
       for (sys::fs::directory_iterator it(hfDir, ec), end; !ec && it != end;
-           it.increment(ec))
-        inputs.push_back(it->path());
+           it.increment(ec)) {
+        StringRef ext = sys::path::extension(it->path());
+        if (ext == ".json" || ext == ".safetensors" || ext == ".bin" || ext == ".pt" ||
+            ext == ".pth" || ext == ".ckpt" || ext == ".npz")
+          inputs.push_back(it->path());
+      }
     }
     std::vector<std::pair<const char *, std::string>> outputs = {{"-o", output}};
     if (!header.empty())
