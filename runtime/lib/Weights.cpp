@@ -470,6 +470,10 @@ struct Loader {
           plus = src.size();
         used.insert(src.substr(at, plus - at));
       }
+    if (rope && configJson().find("\"mrope_section\"") != std::string::npos)
+      w.notes.push_back(configPath() + ": M-RoPE (mrope_section): the kernel rotates each "
+                        "token by one position, as the model rotates text tokens; image "
+                        "and video tokens' three positions are not what it computes");
     if (!rope) {
       for (const TensorRef &r : all)
         if (endsWith(r.name, "rotary_emb.inv_freq")) {

@@ -237,6 +237,37 @@ void flattenRopeParameters(Config &c, int64_t layer, bool gemma3) {
   flatten(rp[type], "rope_theta", true);
 }
 
+/// M-RoPE (Qwen2-VL, Qwen2.5-VL: an mrope_section in rope_scaling or
+/// rope_parameters) rotates frequency sections by a token's temporal,
+/// height and width positions. A text token has the three equal, which is
+/// the plain half-split rotation by that position: what the kernel does.
+/// Image and video tokens are not expressible; a note says so. M-RoPE
+/// combined with a scaling type is refused.
+void mropeNote(Config &c, std::vector<std::string> &notes) {
+  for (const char *key : {"rope_scaling", "rope_parameters"}) {
+    const YAML::Node r = c.root[key];
+    if (!r || !r.IsMap() || !r["mrope_section"])
+      continue;
+    const std::string type = r["rope_type"] ? r["rope_type"].as<std::string>()
+                             : r["type"]    ? r["type"].as<std::string>()
+                                            : "default";
+    if (type != "mrope" && type != "default")
+      c.bad(key, fmt::format("M-RoPE (mrope_section) with scaling type '{}' is not "
+                             "compiled (only its default frequencies)", type));
+    if (std::string(key) == "rope_scaling")
+      c.root.remove("rope_scaling"); // the default frequencies, as transformers does
+    std::string sections;
+    for (const auto &v : r["mrope_section"])
+      sections += (sections.empty() ? "" : ", ") + v.as<std::string>();
+    notes.push_back(fmt::format(
+        "note: {}: M-RoPE (mrope_section [{}]): the kernel rotates each token by one "
+        "position (start + t), as the model rotates text tokens (temporal = height = "
+        "width); image and video tokens, whose three positions differ, are not what it "
+        "computes", c.file, sections));
+    return;
+  }
+}
+
 /// Whether `layer` of a hybrid model (Cohere 2, EXAONE 4) is a sliding one:
 /// by layer_types, else sliding_window_pattern (every p-th layer global;
 /// EXAONE 4's string form "LLLG" repeats from layer 0, its last layer
@@ -287,7 +318,11 @@ const std::pair<const char *, const char *> kAliases[] = {
     {"xlm-roberta", "roberta"}, {"camembert", "roberta"}, {"electra", "bert"},
     {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
     {"blenderbot", "bart"},     {"blenderbot-small", "bart"}, {"plbart", "bart"},
-    {"granitemoe", "granite"}};
+    {"granitemoe", "granite"},
+    // Qwen2-VL / Qwen2.5-VL's language model: Qwen2's attention with M-RoPE
+    // (see mropeNote), its config at the top level or in text_config.
+    {"qwen2_vl", "qwen2"},      {"qwen2_5_vl", "qwen2"},
+    {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}};
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
@@ -296,8 +331,6 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
                     "decoupled rotary part)"},
     {"phimoe", "longrope with explicit short_mscale / long_mscale attention factors"},
-    {"qwen2_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
-    {"qwen2_5_vl", "multimodal rotary positions (M-RoPE, rope_scaling mrope_section)"},
     {"llama4", "chunked local attention, layers without RoPE and attention temperature tuning"},
     {"mllama", "gated cross-attention layers to image features"},
     {"jamba", "state-space (Mamba) layers between its attention layers"},
@@ -401,7 +434,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     return false;
   };
   std::string wrapper; // the outer model_type of a text_config checkpoint
-  if (textConfig && textConfig.IsMap() && (mt == "gemma3" || !listed(mt))) {
+  if (textConfig && textConfig.IsMap() &&
+      (mt == "gemma3" || !listed(mt) || !c.has("hidden_size"))) {
     const std::string outer = wrapper = mt;
     YAML::Node text = YAML::Clone(textConfig);
     for (const char *key : {"torch_dtype", "dtype"})
@@ -410,13 +444,16 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     c.root = text;
     if (outer != "gemma3") {
       mt = c.str("model_type");
-      if (mt.empty())
+      if (mt.empty() && !listed(outer))
         throw ImportError{fmt::format("{}: error: text_config.model_type: model_type '{}' "
                                       "keeps its language model in text_config, which names "
                                       "no model_type", c.file, outer)};
-      out.notes.push_back(fmt::format("note: {}: model_type '{}': the language model's "
-                                      "attention, text_config's model_type '{}'",
-                                      c.file, outer, mt));
+      if (mt.empty())
+        mt = outer;
+      if (!listed(outer))
+        out.notes.push_back(fmt::format("note: {}: model_type '{}': the language model's "
+                                        "attention, text_config's model_type '{}'",
+                                        c.file, outer, mt));
     }
   }
   for (const auto &[name, why] : kNotYet)
@@ -500,6 +537,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                   "model's {} layers", path, layer, nLayers)};
 
   flattenRopeParameters(c, layer, gemma3);
+  mropeNote(c, out.notes);
 
   std::string y = fmt::format("name: {}\n", kernelName(namedType, path));
   auto expectAfter = [&](std::initializer_list<const char *> ok) {
