@@ -241,6 +241,45 @@ struct Loader {
     return rows;
   }
 
+  /// Whether the module (its layer index: the prefix's first all-digit
+  /// component) is one of SmolLM3's NoPE layers: no_rope_layers[layer] is
+  /// 0, or, without the list, (layer + 1) % 4 == 0 (HF's default interval).
+  bool smolNopeLayer(const std::string &cfg) {
+    int64_t layer = -1;
+    for (size_t at = 0; at < prefix.size();) {
+      size_t dot = prefix.find('.', at);
+      std::string part =
+          prefix.substr(at, dot == std::string::npos ? std::string::npos : dot - at);
+      if (!part.empty() && part.size() < 9 &&
+          part.find_first_not_of("0123456789") == std::string::npos) {
+        layer = std::stoll(part);
+        break;
+      }
+      if (dot == std::string::npos)
+        break;
+      at = dot + 1;
+    }
+    if (layer < 0)
+      return false;
+    size_t key = cfg.find("\"no_rope_layers\"");
+    if (key == std::string::npos)
+      return cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
+    size_t open = cfg.find_first_not_of(" \t\r\n:", key + 16);
+    if (open == std::string::npos || cfg[open] != '[')
+      return false;
+    int64_t i = 0;
+    for (size_t at = open + 1; at < cfg.size() && cfg[at] != ']'; ++at) {
+      char ch = cfg[at];
+      if (ch == '0' || ch == '1') {
+        if (i++ == layer)
+          return ch == '0';
+      } else if (ch != ',' && ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') {
+        return false;
+      }
+    }
+    return false;
+  }
+
   /// Whether the directory's config.json names model_type `m`.
   bool modelType(const char *m) {
     const std::string &config = configJson();
@@ -485,19 +524,25 @@ struct Loader {
         }
       const std::string &cfg = configJson();
       // The global layers of a hybrid Cohere 2 / EXAONE 4 (a sliding_window
-      // in the config, a kernel without one) have no position encoding.
-      const bool nopeLayer = (modelType("cohere2") || modelType("exaone4")) &&
-                             cfg.find("\"sliding_window\"") != std::string::npos &&
-                             cfg.find("\"sliding_window\": null") == std::string::npos &&
-                             cfg.find("\"sliding_window\":null") == std::string::npos &&
-                             info.mask != ATTNC_MASK_SLIDING_WINDOW;
+      // in the config, a kernel without one) and SmolLM3's NoPE layers
+      // have no position encoding.
+      const bool nopeLayer = ((modelType("cohere2") || modelType("exaone4")) &&
+                              cfg.find("\"sliding_window\"") != std::string::npos &&
+                              cfg.find("\"sliding_window\": null") == std::string::npos &&
+                              cfg.find("\"sliding_window\":null") == std::string::npos &&
+                              info.mask != ATTNC_MASK_SLIDING_WINDOW) ||
+                             (modelType("smollm3") && smolNopeLayer(cfg));
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
                               "\"rope_parameters\""})
         if (nopeLayer && cfg.find(key) != std::string::npos) {
-          w.notes.push_back(configPath() + ": the global layers of this hybrid model have "
-                            "no position encoding (NoPE), as this kernel (no rope, no window)");
+          w.notes.push_back(configPath() + ": " + (!prefix.empty() && prefix.back() == '.'
+                                                   ? prefix.substr(0, prefix.size() - 1)
+                                                   : prefix) +
+                            " is one of the model's layers "
+                            "without position encoding (NoPE), as this kernel; its " + key +
+                            " is for the other layers");
           break;
         } else if (cfg.find(key) != std::string::npos) {
           w.notes.push_back("warning: " + configPath() + " has " + key +

@@ -406,6 +406,41 @@ VARIANT_CASES = [
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], qk_norm="head", eps=1e-5,
                   rope=dict(theta=1000000.0)),
          names=LLAMA_NAMES),
+    # SmolLM3: Llama's attention; no_rope_layers[layer] == 0 (by default
+    # every 4th layer) is NoPE, and with use_sliding_window the NoPE layers
+    # slide; rope_theta 2e6 by default.
+    dict(name="smollm3", module="model.layers.1.self_attn",
+         config=dict(model_type="smollm3", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=4, attention_bias=True),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=2000000.0)),
+         names=LLAMA_NAMES),
+    dict(name="smollm3_nope", module="model.layers.3.self_attn",
+         config=dict(model_type="smollm3", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=4, rope_theta=5000000.0),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=None),
+         names=LLAMA_NAMES),
+    dict(name="smollm3_nope_sliding", module="model.layers.0.self_attn",
+         config=dict(model_type="smollm3", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=2, rope_theta=5000000.0,
+                     no_rope_layers=[0, 1], use_sliding_window=True, sliding_window=8),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=None, window=8),
+         names=LLAMA_NAMES),
+    # T5's attention under other model types: UMT5 (a table in every
+    # block: block 2 reads its own), Switch Transformers (block 0's).
+    dict(name="umt5", module="encoder.block.2.layer.0.SelfAttention",
+         config=dict(T5_CONFIG, model_type="umt5"),
+         table_owner="encoder.block.2.layer.0.SelfAttention",
+         decoy_table="encoder.block.0.layer.0.SelfAttention",
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=16, bias=[], rope=None, causal=False,
+                  t5=(32, 20, True), scale=1.0),
+         names={"q": "q", "k": "k", "v": "v", "o": "o"}),
+    dict(name="switch_transformers", module="decoder.block.1.layer.0.SelfAttention",
+         config=dict(T5_CONFIG, model_type="switch_transformers"),
+         table_owner="decoder.block.0.layer.0.SelfAttention",
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=16, bias=[], rope=None,
+                  t5=(32, 20, False), scale=1.0),
+         names={"q": "q", "k": "k", "v": "v", "o": "o"}),
     # Multimodal checkpoints keep the language model's config in text_config
     # (its own model_type) and its tensors under a prefix of their own.
     dict(name="llava", module="language_model.model.layers.1.self_attn",
@@ -602,6 +637,9 @@ def main():
             if "relative_attention_bias.weight" in w:
                 tensors[f"{c['table_owner']}.relative_attention_bias.weight"] = \
                     w["relative_attention_bias.weight"]
+                if "decoy_table" in c:  # another block's table, other values
+                    tensors[f"{c['decoy_table']}.relative_attention_bias.weight"] = \
+                        (w["relative_attention_bias.weight"] * 3 + 1).astype(np.float32)
         for p, hf in c.get("names", {}).items():
             for kind in ("weight", "bias"):
                 key = f"{p}_proj.{kind}"

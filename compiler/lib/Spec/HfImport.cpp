@@ -268,6 +268,25 @@ void mropeNote(Config &c, std::vector<std::string> &notes) {
   }
 }
 
+/// Whether SmolLM3's `layer` rotates: no_rope_layers[layer] (1: RoPE, 0:
+/// NoPE), else every no_rope_layer_interval-th layer (4) is NoPE.
+bool smolRopeLayer(const Config &c, int64_t layer) {
+  const YAML::Node list = c.root["no_rope_layers"];
+  if (list && list.IsSequence()) {
+    if (layer >= int64_t(list.size()))
+      c.bad("no_rope_layers", fmt::format("has {} entries, none for layer {}", list.size(),
+                                          layer));
+    int64_t v = -1;
+    if (!YAML::convert<int64_t>::decode(list[size_t(layer)], v) || (v != 0 && v != 1))
+      c.bad("no_rope_layers", fmt::format("layer {}: expected 0 (NoPE) or 1 (RoPE)", layer));
+    return v == 1;
+  }
+  const int64_t every = c.integer("no_rope_layer_interval", 4);
+  if (every <= 0)
+    c.bad("no_rope_layer_interval", "expected a positive integer");
+  return (layer + 1) % every != 0;
+}
+
 /// Whether `layer` of a hybrid model (Cohere 2, EXAONE 4) is a sliding one:
 /// by layer_types, else sliding_window_pattern (every p-th layer global;
 /// EXAONE 4's string form "LLLG" repeats from layer 0, its last layer
@@ -308,7 +327,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
-                              "cohere2", "exaone4"};
+                              "cohere2", "exaone4", "smollm3"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -319,6 +338,10 @@ const std::pair<const char *, const char *> kAliases[] = {
     {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
     {"blenderbot", "bart"},     {"blenderbot-small", "bart"}, {"plbart", "bart"},
     {"granitemoe", "granite"},
+    // T5's attention: UMT5 with a table in every block's self-attention (the
+    // weights loader reads the module's own), Switch Transformers (MoE
+    // feed-forward) with block 0's.
+    {"umt5", "t5"},             {"switch_transformers", "t5"},
     // Qwen2-VL / Qwen2.5-VL's language model: Qwen2's attention with M-RoPE
     // (see mropeNote), its config at the top level or in text_config.
     {"qwen2_vl", "qwen2"},      {"qwen2_5_vl", "qwen2"},
@@ -479,7 +502,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "gemma3_text" || mt == "gpt_oss" || mt == "qwen3_moe" ||
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
                          mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
-                         mt == "cohere2" || mt == "exaone4";
+                         mt == "cohere2" || mt == "exaone4" || mt == "smollm3";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -616,6 +639,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       slides = slides && hybridSliding(c, layer, nLayers);
       nope = window > 0 && !slides;
     }
+    // SmolLM3: no_rope_layers[layer] == 0 (by default every 4th layer) has
+    // no position encoding; with use_sliding_window those NoPE layers (or
+    // layer_types' sliding ones) slide.
+    if (mt == "smollm3") {
+      nope = !smolRopeLayer(c, layer);
+      const YAML::Node &types = c.root["layer_types"];
+      const bool slidingType = types && types.IsSequence() && layer < int64_t(types.size())
+                                   ? types[size_t(layer)].as<std::string>() == "sliding_attention"
+                                   : nope;
+      slides = slides && c.boolean("use_sliding_window", false) && slidingType;
+    }
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
                                "nemotron", "olmoe", "cohere", "helium", "glm"})
       if (mt == global)
@@ -673,8 +707,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     else if (mt == "nemotron") // its rotary embedding ignores rope_scaling
       y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, style, YAML::Node());
     else if (!nope) // (a NoPE layer's spec has no rope: key)
-      y += ropeYaml(c, dh, c.number("rope_theta", mt == "helium" ? 100000.0 : 10000.0), partial,
-                    style, c.root["rope_scaling"]);
+      y += ropeYaml(c, dh,
+                    c.number("rope_theta", mt == "helium"    ? 100000.0
+                                           : mt == "smollm3" ? 2000000.0
+                                                             : 10000.0),
+                    partial, style, c.root["rope_scaling"]);
   } else if (mt == "t5" || mt == "mt5") {
     // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),
     // decoder.block.N.layer.0.SelfAttention (causal buckets),
