@@ -426,6 +426,21 @@ VARIANT_CASES = [
                      no_rope_layers=[0, 1], use_sliding_window=True, sliding_window=8),
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=None, window=8),
          names=LLAMA_NAMES),
+    # OLMo 3: OLMo 2's attention (RMSNorm over the whole q and k
+    # projections), 3 of 4 layers sliding (layer_types, else the pattern).
+    dict(name="olmo3", module="model.layers.1.self_attn",
+         config=dict(model_type="olmo3", hidden_size=48, num_attention_heads=3,
+                     num_hidden_layers=4, rope_theta=500000.0, sliding_window=8),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=500000.0),
+                  qk_norm="projection", eps=1e-5, window=8),
+         names=LLAMA_NAMES),
+    dict(name="olmo3_global", module="model.layers.1.self_attn",
+         config=dict(model_type="olmo3", hidden_size=48, num_attention_heads=3,
+                     num_hidden_layers=2, rope_theta=500000.0, sliding_window=8,
+                     rms_norm_eps=1e-6, layer_types=["sliding_attention", "full_attention"]),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=500000.0),
+                  qk_norm="projection", eps=1e-6),
+         names=LLAMA_NAMES),
     # T5's attention under other model types: UMT5 (a table in every
     # block: block 2 reads its own), Switch Transformers (block 0's).
     dict(name="umt5", module="encoder.block.2.layer.0.SelfAttention",

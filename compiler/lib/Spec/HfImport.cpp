@@ -287,10 +287,10 @@ bool smolRopeLayer(const Config &c, int64_t layer) {
   return (layer + 1) % every != 0;
 }
 
-/// Whether `layer` of a hybrid model (Cohere 2, EXAONE 4) is a sliding one:
+/// Whether `layer` of a hybrid model (Cohere 2, EXAONE 4, OLMo 3) is a sliding one:
 /// by layer_types, else sliding_window_pattern (every p-th layer global;
 /// EXAONE 4's string form "LLLG" repeats from layer 0, its last layer
-/// always global), else every 4th layer global (both configs' default).
+/// always global), else every 4th layer global (their configs' default).
 bool hybridSliding(const Config &c, int64_t layer, int64_t nLayers) {
   const YAML::Node types = c.root["layer_types"];
   if (types && types.IsSequence()) {
@@ -327,7 +327,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
-                              "cohere2", "exaone4", "smollm3"};
+                              "cohere2", "exaone4", "smollm3", "olmo3"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -502,7 +502,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "gemma3_text" || mt == "gpt_oss" || mt == "qwen3_moe" ||
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
                          mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
-                         mt == "cohere2" || mt == "exaone4" || mt == "smollm3";
+                         mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -607,6 +607,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
     // max_window_layers with use_sliding_window; Gemma 2 even layers.
     int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
+    if (mt == "olmo3" && !c.root["sliding_window"]) // Olmo3Config's default
+      window = 4096;
     bool slides = window > 0;
     if (mt == "qwen2" || mt == "qwen2_moe" || mt == "qwen3")
       slides = slides && c.boolean("use_sliding_window", false) &&
@@ -634,6 +636,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // Cohere 2 and EXAONE 4: sliding layers rotate, the global ones have
     // no position encoding at all (NoPE) -- when the model is hybrid (a
     // sliding_window); EXAONE 4 without one rotates on every layer.
+    if (mt == "olmo3") // 3 of 4 layers slide (layer_types)
+      slides = slides && hybridSliding(c, layer, nLayers);
     bool nope = false;
     if (mt == "cohere2" || mt == "exaone4") {
       slides = slides && hybridSliding(c, layer, nLayers);
@@ -687,11 +691,15 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n"
                        "  eps: {}\n",
                        num(c.number("layer_norm_eps", 1e-5)));
-    if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmoe" || gemma3 ||
-        mt == "exaone4")
+    if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmo3" ||
+        mt == "olmoe" || gemma3 || mt == "exaone4")
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
-                       mt == "olmo2" || mt == "olmoe" ? "projection" : "head",
-                       num(c.number("rms_norm_eps", mt == "exaone4" ? 1e-5 : 1e-6)),
+                       mt == "olmo2" || mt == "olmo3" || mt == "olmoe" ? "projection" : "head",
+                       // (the OLMo and EXAONE configs' default eps is 1e-5)
+                       num(c.number("rms_norm_eps", mt == "exaone4" || mt == "olmo2" ||
+                                                            mt == "olmo3" || mt == "olmoe"
+                                                        ? 1e-5
+                                                        : 1e-6)),
                        gemma3 ? 1 : 0);
     // Partial rotary: StableLM 0.25, Nemotron and GLM 0.5 by default.
     const double partial = c.number(
