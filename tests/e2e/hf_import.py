@@ -438,6 +438,22 @@ VARIANT_CASES = [
          ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[], rope=dict(theta=500000.0),
                   qk_norm="projection", eps=1e-6),
          names=LLAMA_NAMES),
+    # Ministral: Mistral's attention (Qwen2's without q/k/v biases), the
+    # sliding layers by layer_types; Arcee AFM: Llama's attention.
+    dict(name="ministral", module="model.layers.1.self_attn",
+         config=dict(model_type="ministral", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     rope_theta=100000000.0, sliding_window=8, attention_bias=True,
+                     layer_types=["full_attention", "sliding_attention"]),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], window=8,
+                  rope=dict(theta=100000000.0)),
+         names=LLAMA_NAMES),
+    dict(name="arcee", module="model.layers.0.self_attn",
+         config=dict(model_type="arcee", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                     hidden_act="relu2"),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
     # T5's attention under other model types: UMT5 (a table in every
     # block: block 2 reads its own), Switch Transformers (block 0's).
     dict(name="umt5", module="encoder.block.2.layer.0.SelfAttention",

@@ -327,7 +327,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
-                              "cohere2", "exaone4", "smollm3", "olmo3"};
+                              "cohere2", "exaone4", "smollm3", "olmo3", "ministral"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -338,6 +338,7 @@ const std::pair<const char *, const char *> kAliases[] = {
     {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
     {"blenderbot", "bart"},     {"blenderbot-small", "bart"}, {"plbart", "bart"},
     {"granitemoe", "granite"},
+    {"arcee", "llama"}, // Arcee AFM: Llama's attention (a ReLU^2 MLP)
     // T5's attention: UMT5 with a table in every block's self-attention (the
     // weights loader reads the module's own), Switch Transformers (MoE
     // feed-forward) with block 0's.
@@ -502,7 +503,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "gemma3_text" || mt == "gpt_oss" || mt == "qwen3_moe" ||
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
                          mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
-                         mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3";
+                         mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3" ||
+                         mt == "ministral";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -600,7 +602,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
     else if (mt == "phi" || mt == "gpt_oss")
       y += "bias: true\n";
-    else if (mt == "exaone4") // nn.Linear(..., bias=False), whatever the config says
+    else if (mt == "exaone4" || mt == "ministral") // bias=False, whatever the config says
       y += "bias: false\n";
     else
       y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
@@ -638,6 +640,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // sliding_window); EXAONE 4 without one rotates on every layer.
     if (mt == "olmo3") // 3 of 4 layers slide (layer_types)
       slides = slides && hybridSliding(c, layer, nLayers);
+    if (mt == "ministral") { // layer_types' sliding layers, else every layer
+      const YAML::Node &types = c.root["layer_types"];
+      if (types && types.IsSequence())
+        slides = slides && hybridSliding(c, layer, nLayers);
+    }
     bool nope = false;
     if (mt == "cohere2" || mt == "exaone4") {
       slides = slides && hybridSliding(c, layer, nLayers);
