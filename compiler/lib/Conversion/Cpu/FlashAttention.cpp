@@ -79,14 +79,23 @@ using TaskEmitter = llvm::function_ref<void(Value tasks, TaskBody body)>;
 } // namespace
 
 namespace {
-/// The decode kernel's shape (buildDecodeAttention): lanes along head_dim,
-/// G query heads of one kv head per task.
+/// The decode kernel's shape (buildDecodeAttention): lanes along head_dim;
+/// a task is hp query heads of one kv head's group, run gq at a time.
 struct DecodeKernel {
   DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k);
 
+  /// Tasks per sequence the head split aims for (kv heads x tasks per kv
+  /// head): enough for the threads of a small machine, few enough that a
+  /// kv head's keys and values are not streamed once per register group.
+  static constexpr int64_t kMinTasks = 8;
+
   int64_t D, vl, nk;
   int64_t dv, dTail; // head_dim vectors, lanes of the last one
-  int64_t gq = 1;    // query heads per task
+  int64_t gq = 1;    // query heads whose state is in registers at once
+  int64_t G = 0;     // query heads per kv head (0: known at run time)
+  int64_t hp = 1;    // query heads per task (the last of a group may have fewer)
+  int64_t perKv = 1; // tasks per kv head (G static)
+  bool inRegs = true; // a task is one group of gq heads: state in registers
   attnc::KeyVisibility vis;
   bool bthd;
   double scale;
@@ -129,27 +138,49 @@ DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, 
   dTail = D - (dv - 1) * vl;
   bthd = op.getLayout() == HeadLayout::bthd;
   scale = log2Scale(op);
-  // Query heads per task: as many of a kv head's group as keep G*dv output
-  // accumulators + dv value vectors + G*dv query vectors in registers.
+  // Heads in registers at once: as many as keep g*dv output accumulators +
+  // dv value vectors + g*dv query vectors in registers.
+  int64_t gMax = 1;
+  while (2 * (gMax + 1) * dv + dv + 2 <= t.getRegisters())
+    ++gMax;
+  // Heads per task: a kv head's group split into perKv tasks, at least
+  // kMinTasks per sequence where the group allows. Each task streams its
+  // kv head's keys and values once, key block by key block, and runs its
+  // hp heads over each block in groups of gq (the state of the others
+  // waits on the stack): G/gq register groups no longer mean G/gq passes
+  // over the cache.
   auto kt = cast<MemRefType>(k.getType());
   int64_t hqS = qt.getDimSize(1), hkvS = kt.getDimSize(1);
-  if (!ShapedType::isDynamic(hqS) && !ShapedType::isDynamic(hkvS) && hkvS > 0)
-    for (int64_t g = hqS / hkvS; g >= 1; --g)
-      if ((hqS / hkvS) % g == 0 && 2 * g * dv + dv + 2 <= t.getRegisters()) {
+  if (!ShapedType::isDynamic(hqS) && !ShapedType::isDynamic(hkvS) && hkvS > 0 &&
+      hqS % hkvS == 0) {
+    G = hqS / hkvS;
+    int64_t split = std::clamp<int64_t>((kMinTasks + hkvS - 1) / hkvS, 1, G);
+    hp = (G + split - 1) / split;
+    perKv = (G + hp - 1) / hp;
+    // The fewest groups (full ones of gq heads, then single heads), then
+    // the fewest single heads.
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (int64_t g = 1; g <= std::min(gMax, hp); ++g) {
+      int64_t cost = 2 * (hp / g + hp % g) + (hp % g ? 1 : 0);
+      if (cost <= best) {
+        best = cost;
         gq = g;
-        break;
       }
+    }
+    inRegs = gq == hp && G % hp == 0;
+  }
   vt = VectorType::get({vl}, f32);
 }
 
-/// One task: query heads [h0, h0 + G) of sequence bi (kv head hk), their
-/// one query row each, which sees keys [kStart, kEnd) at key position off.
-/// The loop state per head: m (splat), l (splat), O (dv vectors).
+/// One group of gw query heads [h0, h0 + gw) of sequence bi (kv head hk),
+/// their one query row each, which sees keys [kStart, kEnd) at key
+/// position off. The state per head: m (splat), l (splat), O (dv vectors).
 struct DecodeTask {
   const DecodeKernel &K;
+  int64_t gw; // heads in this group
   Value q, k, v, o, sinks, relBias;
   Value bi, h0, hk, zero, off, kStart, kEnd;
-  Value S; // [G, NK]: the block's scores, then P
+  Value S; // [>= gw, NK]: the block's scores, then P
   SmallVector<attnc::ScoreMods::Head> heads;
   SmallVector<SmallVector<Value>> qs; // q_g, scaled
 
@@ -157,7 +188,7 @@ struct DecodeTask {
   void stageQueries(ImplicitLocOpBuilder &c);
   SmallVector<Value> initialState(ImplicitLocOpBuilder &c) const;
   SmallVector<Value> keyBlock(ImplicitLocOpBuilder &cb, Value j0, ValueRange st) const;
-  void write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const;
+  void write(ImplicitLocOpBuilder &c, ValueRange st) const;
 
 private:
   void scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
@@ -167,12 +198,11 @@ private:
                    SmallVectorImpl<Value> &next) const;
 };
 
-/// S[g, j] alloca, each head's score modifiers, q_g = scale * log2(e) * q.
+/// Each head's score modifiers, q_g = scale * log2(e) * q.
 void DecodeTask::stageQueries(ImplicitLocOpBuilder &c) {
-  S = memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.f32));
-  for (int64_t g = 0; g < K.gq; ++g)
+  for (int64_t g = 0; g < gw; ++g)
     heads.push_back(K.mods.head(c, add(c, h0, g), relBias, llvm::numbers::log2e));
-  for (int64_t g = 0; g < K.gq; ++g) {
+  for (int64_t g = 0; g < gw; ++g) {
     SmallVector<Value> row = K.loadRow(c, q, {bi, add(c, h0, g), zero});
     for (Value &x : row)
       x = arith::MulFOp::create(c, x, K.splat(c, K.scale));
@@ -184,7 +214,7 @@ void DecodeTask::stageQueries(ImplicitLocOpBuilder &c) {
 /// weight 1 at its logit.
 SmallVector<Value> DecodeTask::initialState(ImplicitLocOpBuilder &c) const {
   SmallVector<Value> init;
-  for (int64_t g = 0; g < K.gq; ++g) {
+  for (int64_t g = 0; g < gw; ++g) {
     if (sinks) {
       Value sk = attnc::loadF32(c, sinks, ValueRange{add(c, h0, g)});
       init.push_back(vector::BroadcastOp::create(
@@ -207,7 +237,7 @@ void DecodeTask::scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
   auto idx = indexConst;
   loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
     SmallVector<Value> kr = K.loadRow(c1, k, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
-    for (int64_t g = 0; g < K.gq; ++g) {
+    for (int64_t g = 0; g < gw; ++g) {
       Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
       for (int64_t ch = 1; ch < K.dv; ++ch)
         acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
@@ -270,7 +300,7 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
                                         ValueRange st) const {
   using attnc::loop;
   auto idx = indexConst;
-  const int64_t gq = K.gq, dv = K.dv;
+  const int64_t gq = gw, dv = K.dv;
   Value cnt = arith::MinUIOp::create(cb, idx(cb, K.nk), arith::SubIOp::create(cb, kEnd, j0));
   scores(cb, j0, cnt);
   SmallVector<Value> next;
@@ -303,17 +333,17 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
 }
 
 /// o = O / l (zeros when no key was visible: l = 0).
-void DecodeTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
+void DecodeTask::write(ImplicitLocOpBuilder &c, ValueRange st) const {
   auto idx = indexConst;
   const int64_t dv = K.dv, vl = K.vl;
-  for (int64_t g = 0; g < K.gq; ++g) {
-    Value l = blocks.getResult(g * per() + 1);
+  for (int64_t g = 0; g < gw; ++g) {
+    Value l = st[g * per() + 1];
     Value pos = arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, l, K.splat(c, 0.0));
     Value inv = arith::SelectOp::create(c, pos, arith::DivFOp::create(c, K.splat(c, 1.0), l),
                                         K.splat(c, 0.0));
     Value h = add(c, h0, g);
     for (int64_t ch = 0; ch < dv; ++ch) {
-      Value val = arith::MulFOp::create(c, blocks.getResult(g * per() + 2 + ch), inv);
+      Value val = arith::MulFOp::create(c, st[g * per() + 2 + ch], inv);
       Value dIdx = idx(c, ch * vl);
       SmallVector<Value> at = K.bthd ? SmallVector<Value>{bi, zero, h, dIdx}
                                      : SmallVector<Value>{bi, h, zero, dIdx};
@@ -328,56 +358,130 @@ void DecodeTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 
 /// One query row per (batch, head): a decode step against a KV cache. The
 /// query-block kernel below would spend its MQ lanes on one row, so here
-/// lanes run along head_dim instead, and G query heads that share a kv head
-/// (GQA) share each key/value load:
+/// lanes run along head_dim instead, and the query heads that share a kv
+/// head (GQA) share each key/value load. A task is hp heads of one kv
+/// head's group (DecodeKernel), run gq at a time:
 ///
 ///   q_g = scale * log2(e) * q[b, h0+g, 0, :]            (registers)
 ///   for key block j0 in [kStart, kEnd) step NK:        (mask -> key range)
-///     S[g][j] = reduce_add(q_g * k[b, hk, j0+j, :])     (horizontal sums)
-///     mNew = max(m, max_j S[g][j]);  alpha = 2^(m - mNew)
-///     S[g][j] = 2^(S[g][j] - mNew) (lanes along keys); l = alpha*l + sum
-///     O_g = alpha*O_g + sum_j S[g][j] * v[b, hk, j0+j, :]
+///     for each group of gq heads (state in registers; between groups on
+///     the stack, unless the task is one group):
+///       S[g][j] = reduce_add(q_g * k[b, hk, j0+j, :])   (horizontal sums)
+///       mNew = max(m, max_j S[g][j]);  alpha = 2^(m - mNew)
+///       S[g][j] = 2^(S[g][j] - mNew) (lanes along keys); l = alpha*l + sum
+///       O_g = alpha*O_g + sum_j S[g][j] * v[b, hk, j0+j, :]
 ///   o[b, h0+g, 0, :] = O_g / l   (0 when no key is visible)
 ///
-/// Keys and values stream once from the cache, contiguous per head in the
-/// [B, Hkv, L, D] layout: the kernel is bound by that read.
+/// Keys and values stream once per task from the cache, contiguous per head
+/// in the [B, Hkv, L, D] layout (a key block stays in cache across the
+/// task's groups): the kernel is bound by that read.
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
                                           Value o, Value qLens, Value kvLens,
                                           Value sinks, Value relBias,
                                           TaskEmitter emit) {
+  using attnc::loop;
   using attnc::validLength;
   auto idx = indexConst;
   const DecodeKernel K(b, t, op, q, k);
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
-  Value group = arith::DivUIOp::create(b, hq, hkv);
-  Value chunks = arith::DivUIOp::create(b, hq, idx(b, K.gq)); // tasks per batch
-  Value tasks = arith::MulIOp::create(b, nb, chunks);
+  Value group = K.G ? idx(b, K.G) : arith::DivUIOp::create(b, hq, hkv).getResult();
+  Value perKv = K.G ? idx(b, K.perKv) : group; // G at run time: one head per task
+  Value perSeq = arith::MulIOp::create(b, hkv, perKv);
+  Value tasks = arith::MulIOp::create(b, nb, perSeq);
+  const int64_t per = 2 + K.dv;
 
   emit(tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    DecodeTask dt{K, q, k, v, o, sinks, relBias};
-    dt.bi = arith::DivUIOp::create(c, task, chunks);
-    dt.h0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, chunks), idx(c, K.gq));
-    dt.hk = arith::DivUIOp::create(c, dt.h0, group);
-    dt.zero = idx(c, 0);
-    Value one = idx(c, 1);
-    Value qv = qLens ? validLength(c, qLens, dt.bi, one) : one;
-    Value kvv = kvLens ? validLength(c, kvLens, dt.bi, tkv) : tkv;
+    Value zero = idx(c, 0), one = idx(c, 1);
+    Value bi = arith::DivUIOp::create(c, task, perSeq);
+    Value r = arith::RemUIOp::create(c, task, perSeq);
+    Value hk = arith::DivUIOp::create(c, r, perKv);
+    Value hBeg = arith::AddIOp::create(
+        c, arith::MulIOp::create(c, hk, group),
+        arith::MulIOp::create(c, arith::RemUIOp::create(c, r, perKv), idx(c, K.hp)));
+    Value hEnd = arith::MinUIOp::create(c, add(c, hBeg, K.hp),
+                                        arith::MulIOp::create(c, add(c, hk, 1), group));
+    Value qv = qLens ? validLength(c, qLens, bi, one) : one;
+    Value kvv = kvLens ? validLength(c, kvLens, bi, tkv) : tkv;
     // The one query row sees keys [kStart, kEnd) (KeyVisibility); none
     // when the row is padding.
-    dt.off = K.vis.offset(c, qv, kvv);
-    attnc::KeyVisibility::Range keys = K.vis.row(c, dt.off, kvv);
-    dt.kStart = keys.start;
-    Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, dt.zero);
-    dt.kEnd = arith::SelectOp::create(c, rowValid, keys.end, dt.kStart);
-    dt.stageQueries(c);
-    SmallVector<Value> init = dt.initialState(c);
-    scf::ForOp blocks = attnc::loop(c, dt.kStart, dt.kEnd, idx(c, K.nk), init,
-        [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange st) {
-      return dt.keyBlock(cb, j0, st);
+    Value off = K.vis.offset(c, qv, kvv);
+    attnc::KeyVisibility::Range keys = K.vis.row(c, off, kvv);
+    Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, zero);
+    Value kEnd = arith::SelectOp::create(c, rowValid, keys.end, keys.start);
+    Value S = memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.f32));
+    auto groupAt = [&](int64_t gw, Value h0) {
+      DecodeTask dt{K, gw, q, k, v, o, sinks, relBias};
+      dt.bi = bi;
+      dt.h0 = h0;
+      dt.hk = hk;
+      dt.zero = zero;
+      dt.off = off;
+      dt.kStart = keys.start;
+      dt.kEnd = kEnd;
+      dt.S = S;
+      return dt;
+    };
+    if (K.inRegs) {
+      DecodeTask dt = groupAt(K.gq, hBeg);
+      dt.stageQueries(c);
+      SmallVector<Value> init = dt.initialState(c);
+      scf::ForOp blocks = loop(c, keys.start, kEnd, idx(c, K.nk), init,
+          [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange st) {
+        return dt.keyBlock(cb, j0, st);
+      });
+      dt.write(c, blocks.getResults());
+      return;
+    }
+    // St[i][e]: head hBeg+i's m, l and O vectors between its groups' turns.
+    Value St = memref::AllocaOp::create(c, MemRefType::get({K.hp, per, K.vl}, K.f32));
+    auto loadState = [&](ImplicitLocOpBuilder &cc, Value slot, int64_t gw) {
+      SmallVector<Value> st;
+      for (int64_t g = 0; g < gw; ++g)
+        for (int64_t e = 0; e < per; ++e)
+          st.push_back(vector::LoadOp::create(cc, K.vt, St,
+                                              ValueRange{add(cc, slot, g), idx(cc, e), zero}));
+      return st;
+    };
+    auto storeState = [&](ImplicitLocOpBuilder &cc, Value slot, ValueRange st) {
+      for (size_t i = 0; i < st.size(); ++i)
+        vector::StoreOp::create(cc, st[i], St,
+                                ValueRange{add(cc, slot, static_cast<int64_t>(i) / per),
+                                           idx(cc, static_cast<int64_t>(i) % per), zero});
+    };
+    // The task's heads: full groups of gq, then single heads.
+    Value nFull = arith::DivUIOp::create(c, arith::SubIOp::create(c, hEnd, hBeg), idx(c, K.gq));
+    Value fullEnd = arith::AddIOp::create(c, hBeg, arith::MulIOp::create(c, nFull, idx(c, K.gq)));
+    auto forEachGroup = [&](ImplicitLocOpBuilder &cc,
+                            llvm::function_ref<void(ImplicitLocOpBuilder &, DecodeTask &, Value)> fn) {
+      loop(cc, zero, nFull, {}, [&](ImplicitLocOpBuilder &c1, Value sg, ValueRange) {
+        Value slot = arith::MulIOp::create(c1, sg, idx(c1, K.gq));
+        DecodeTask dt = groupAt(K.gq, arith::AddIOp::create(c1, hBeg, slot));
+        fn(c1, dt, slot);
+        return SmallVector<Value>{};
+      });
+      if (K.gq > 1)
+        loop(cc, fullEnd, hEnd, {}, [&](ImplicitLocOpBuilder &c1, Value h, ValueRange) {
+          DecodeTask dt = groupAt(1, h);
+          fn(c1, dt, arith::SubIOp::create(c1, h, hBeg));
+          return SmallVector<Value>{};
+        });
+    };
+    forEachGroup(c, [&](ImplicitLocOpBuilder &c1, DecodeTask &dt, Value slot) {
+      storeState(c1, slot, dt.initialState(c1));
     });
-    dt.write(c, blocks);
+    loop(c, keys.start, kEnd, idx(c, K.nk), {},
+         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange) {
+      forEachGroup(cb, [&](ImplicitLocOpBuilder &c1, DecodeTask &dt, Value slot) {
+        dt.stageQueries(c1);
+        storeState(c1, slot, dt.keyBlock(c1, j0, loadState(c1, slot, dt.gw)));
+      });
+      return SmallVector<Value>{};
+    });
+    forEachGroup(c, [&](ImplicitLocOpBuilder &c1, DecodeTask &dt, Value slot) {
+      dt.write(c1, loadState(c1, slot, dt.gw));
+    });
   });
   return success();
 }
