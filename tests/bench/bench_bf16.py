@@ -7,7 +7,7 @@ skips it) or by hand:
 
   bench_bf16.py --attnc build/tools/attnc --attnc-run build/tools/attnc-run
                 --peak PEAK_FMA --read-bw READ_BW --work DIR
-                [--seq 128 512 1024 2048] [--threads 1 2] [--procs 3]
+                [--seq 128 512 1024 2048] [--threads 1 2] [--procs 3] [--decode-only]
 
 It measures, in one run:
   - the FP32 FMA peak (AVX-512) and the bf16 peak (vdpbf16ps), 1 and P threads;
@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--t-past", type=int, nargs="+", default=[1024, 8192])
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--decode-only", action="store_true",
+                    help="only the packed bytes and the decode steps")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
 
@@ -156,6 +158,8 @@ def main():
         f, b = infos[mname + "_f32"]["packed_bytes"], infos[mname + "_bf16"]["packed_bytes"]
         print(f"  {mname}: f32 {f:,} bytes, bf16 {b:,} bytes ({b / f:.3f}x)")
 
+    if a.decode_only:
+        a.seq, a.no_peers = [], True
     print("\nblock, ms (min / median of per-process minima, spread), attnc f32 vs bf16:")
     print(f"{'model':6} {'T':>5} {'P':>2} {'f32 min':>9} {'bf16 min':>9} {'bf16 med':>9} "
           f"{'spread':>6} {'f32/bf16':>8} {'GFLOP/s':>8} {'%bf16pk':>7}")

@@ -54,6 +54,14 @@ BASE = {
         "d_model: 96\nheads: 4\nkv_heads: 2\nhead_dim: 32\nmask: causal\n"
         "bias: false\nweights: separate\nsoftcap: 20\nscale: 0.2\n"
         "rope: {theta: 10000}\n"),
+    # The decode kernel's bf16 dot products (head_dim 64: two 32-bf16
+    # vectors per row) under every score modifier it applies per 16-key
+    # sum tree, MQA (the 4 heads in one task), a window that leaves an odd
+    # number of keys (P·V's last pair half empty).
+    "mods_decode": (
+        "d_model: 128\nheads: 4\nkv_heads: 1\nhead_dim: 64\nmask: sliding_window\n"
+        "window: 23\nbias: false\nweights: separate\nsoftcap: 30\nsinks: true\n"
+        "alibi: true\nrope: {theta: 10000}\ndecode: true\nmax_seq_len: 64\n"),
     "alibi_t5": (
         "d_model: 48\nheads: 3\nmask: causal\nbias: false\nweights: separate\n"
         "alibi: true\n"),
@@ -79,6 +87,8 @@ CASES = [
     ("window_mods", "bf16", None, ["--seq-len", "45"]),
     ("window_mods", "f16", None, ["--seq-len", "45"]),
     ("gemma_softcap", "f32", "bf16", ["--seq-len", "45", "--x-scale", "8"]),
+    ("mods_decode", "bf16", None, ["--seq-len", "60", "--batch", "2", "--decode-steps", "9"]),
+    ("mods_decode", "f16", None, ["--seq-len", "50", "--decode-steps", "5"]),
     ("alibi_t5", "bf16", None, ["--seq-len", "37"]),
     ("t5_bias", "f16", None, ["--seq-len", "41"]),
 ]

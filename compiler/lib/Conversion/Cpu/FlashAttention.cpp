@@ -82,7 +82,8 @@ namespace {
 /// The decode kernel's shape (buildDecodeAttention): lanes along head_dim;
 /// a task is hp query heads of one kv head's group, run gq at a time.
 struct DecodeKernel {
-  DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k);
+  DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k,
+               Value v);
 
   /// Tasks per sequence the head split aims for (kv heads x tasks per kv
   /// head): enough for the threads of a small machine, few enough that a
@@ -96,12 +97,18 @@ struct DecodeKernel {
   int64_t hp = 1;    // query heads per task (the last of a group may have fewer)
   int64_t perKv = 1; // tasks per kv head (G static)
   bool inRegs = true; // a task is one group of gq heads: state in registers
+  bool tree = false;  // scores of VL keys at once by a transposing sum tree
+  bool stageK = false; // tree over a bf16/f16 cache: VL key rows widened once
+  /// bf16 dot products (dot_type = bf16, a bf16 cache, AVX512-BF16, head_dim
+  /// a multiple of 32): Q·K and P·V on vdpbf16ps straight from the cache
+  /// rows (DecodeTask::scores, keyBlock).
+  bool bf16 = false;
   attnc::KeyVisibility vis;
   bool bthd;
   double scale;
   attnc::ScoreMods mods;
-  Type f32;
-  VectorType vt;
+  Type f32, bf16T;
+  VectorType vt, bvt; // vector<VL x f32>, vector<2VL x bf16>
 
   Value splat(ImplicitLocOpBuilder &c, double x) const {
     return arith::ConstantOp::create(
@@ -127,7 +134,8 @@ struct DecodeKernel {
   }
 };
 
-DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k)
+DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q, Value k,
+                           Value v)
     : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
   auto qt = cast<MemRefType>(q.getType());
   f32 = b.getF32Type();
@@ -138,10 +146,18 @@ DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, 
   dTail = D - (dv - 1) * vl;
   bthd = op.getLayout() == HeadLayout::bthd;
   scale = log2Scale(op);
+  bf16T = b.getBF16Type();
+  bvt = VectorType::get({2 * vl}, bf16T);
+  bf16 = op.getDotType() && vl == 16 && D % 32 == 0 &&
+         cast<MemRefType>(k.getType()).getElementType().isBF16() &&
+         cast<MemRefType>(v.getType()).getElementType().isBF16() &&
+         t.getFeatures().contains("+avx512bf16");
   // Heads in registers at once: as many as keep g*dv output accumulators +
-  // dv value vectors + g*dv query vectors in registers.
+  // dv value vectors + g query rows (dv vectors, dv/2 of bf16 pairs) in
+  // registers.
+  const int64_t qVecs = bf16 ? dv / 2 : dv;
   int64_t gMax = 1;
-  while (2 * (gMax + 1) * dv + dv + 2 <= t.getRegisters())
+  while ((gMax + 1) * (dv + qVecs) + dv + 2 <= t.getRegisters())
     ++gMax;
   // Heads per task: a kv head's group split into perKv tasks, at least
   // kMinTasks per sequence where the group allows. Each task streams its
@@ -170,6 +186,46 @@ DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, 
     inRegs = gq == hp && G % hp == 0;
   }
   vt = VectorType::get({vl}, f32);
+  // T5's bias is looked up per score: those keep one sum per key.
+  tree = (vl == 4 || vl == 8 || vl == 16) && mods.relBuckets.empty();
+  stageK = tree && !bf16 && !cast<MemRefType>(k.getType()).getElementType().isF32();
+}
+
+/// The bf16 P·V operands of two value rows a = v[j], b = v[j+1] (32 bf16
+/// each): (a[i], b[i]) pairs in unpck{l,h}wd order, so that vdpbf16ps's
+/// lane 4L+i sums d = 8L+i (half 0) or 8L+4+i (half 1) of the 32.
+static Value pairRows(ImplicitLocOpBuilder &c, Value a, Value b, int64_t half) {
+  SmallVector<int64_t> m;
+  for (int64_t L = 0; L < 4; ++L)
+    for (int64_t i = 0; i < 4; ++i)
+      m.append({8 * L + 4 * half + i, 32 + 8 * L + 4 * half + i});
+  return vector::ShuffleOp::create(c, a, b, m);
+}
+
+/// One level of the score tree: a and b hold the partial sums of 2^d keys
+/// each (every key in VL / 2^d lanes); the result holds the 2^(d+1) keys'
+/// sums, each in half as many lanes. The lane patterns are x86's
+/// immediate shuffles (unpck{l,h}ps at d = 0, unpck{l,h}pd at d = 1, then
+/// 128-bit chunk selects), and VL = 4, 8, 16 end with key r in lane r:
+/// the 16 keys' sums cost 15 adds and 30 shuffles, not 16 reductions of 4
+/// shuffles and 4 adds each.
+static Value treeLevel(ImplicitLocOpBuilder &c, Value a, Value b, int64_t d, int64_t vl) {
+  SmallVector<int64_t> lo(vl), hi(vl);
+  for (int64_t i = 0; i < vl; ++i) {
+    int64_t chunk = i / 4, p = i % 4, src, lane, step;
+    if (d == 0) { // [a0 b0 a1 b1] + [a2 b2 a3 b3] per 128 bits
+      src = p % 2, lane = chunk * 4 + p / 2, step = 2;
+    } else if (d == 1) { // [a0 a1 b0 b1] + [a2 a3 b2 b3] per 128 bits
+      src = p / 2, lane = chunk * 4 + p % 2, step = 2;
+    } else { // chunks: a's pairs, then b's, each pair summed
+      int64_t half = std::max<int64_t>(vl / 8, 1);
+      src = chunk / half, lane = (chunk % half) * 8 + p, step = 4;
+    }
+    lo[i] = src * vl + lane;
+    hi[i] = lo[i] + step;
+  }
+  return arith::AddFOp::create(c, vector::ShuffleOp::create(c, a, b, lo),
+                               vector::ShuffleOp::create(c, a, b, hi));
 }
 
 /// One group of gw query heads [h0, h0 + gw) of sequence bi (kv head hk),
@@ -180,9 +236,12 @@ struct DecodeTask {
   int64_t gw; // heads in this group
   Value q, k, v, o, sinks, relBias;
   Value bi, h0, hk, zero, off, kStart, kEnd;
-  Value S; // [>= gw, NK]: the block's scores, then P
+  Value S;  // [>= gw, NK]: the block's scores, then P
+  Value Kf; // [VL, dv * VL] f32: VL key rows widened (K.stageK)
+  Value Pb; // [>= gw, NK] bf16: P rounded (K.bf16)
   SmallVector<attnc::ScoreMods::Head> heads;
   SmallVector<SmallVector<Value>> qs; // q_g, scaled
+  SmallVector<SmallVector<Value>> qb; // q_g rounded to bf16, 32 per vector (K.bf16)
 
   int64_t per() const { return 2 + K.dv; }
   void stageQueries(ImplicitLocOpBuilder &c);
@@ -206,6 +265,15 @@ void DecodeTask::stageQueries(ImplicitLocOpBuilder &c) {
     SmallVector<Value> row = K.loadRow(c, q, {bi, add(c, h0, g), zero});
     for (Value &x : row)
       x = arith::MulFOp::create(c, x, K.splat(c, K.scale));
+    if (K.bf16) {
+      SmallVector<int64_t> cat;
+      for (int64_t i = 0; i < 2 * K.vl; ++i)
+        cat.push_back(i);
+      qb.emplace_back();
+      for (int64_t ch = 0; ch < K.dv; ch += 2)
+        qb.back().push_back(vector::ShuffleOp::create(
+            c, attnc::roundToBf16(c, row[ch]), attnc::roundToBf16(c, row[ch + 1]), cat));
+    }
     qs.push_back(row);
   }
 }
@@ -231,19 +299,92 @@ SmallVector<Value> DecodeTask::initialState(ImplicitLocOpBuilder &c) const {
 }
 
 /// S[g][j] = reduce_add(q_g * k[j0 + j]) with the score modifiers (the one
-/// query sits at key position off).
+/// query sits at key position off): VL keys at a time through treeLevel,
+/// the block's last cnt % VL keys (and every key under T5's bias) one sum
+/// each.
 void DecodeTask::scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
   using attnc::loop;
   auto idx = indexConst;
-  loop(cb, zero, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
-    SmallVector<Value> kr = K.loadRow(c1, k, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+  const int64_t vl = K.vl, dv = K.dv;
+  // Key j's row: dv float32 vectors, or dv/2 vectors of 32 bf16 (K.bf16).
+  auto keyRow = [&](ImplicitLocOpBuilder &c, Value j) {
+    if (!K.bf16)
+      return K.loadRow(c, k, {bi, hk, j});
+    SmallVector<Value> out;
+    for (int64_t ch = 0; ch < dv; ch += 2)
+      out.push_back(vector::LoadOp::create(c, K.bvt, k, ValueRange{bi, hk, j, idx(c, ch * vl)}));
+    return out;
+  };
+  auto dot = [&](ImplicitLocOpBuilder &c, int64_t g, ArrayRef<Value> kr) {
+    if (K.bf16) {
+      Value acc = K.splat(c, 0.0);
+      for (size_t i = 0; i < kr.size(); ++i)
+        acc = x86vector::DotBF16Op::create(c, K.vt, acc, qb[g][i], kr[i]);
+      return acc;
+    }
+    Value acc = arith::MulFOp::create(c, qs[g][0], kr[0]);
+    for (int64_t ch = 1; ch < dv; ++ch)
+      acc = vector::FMAOp::create(c, qs[g][ch], kr[ch], acc);
+    return acc;
+  };
+  Value from = zero;
+  if (K.tree) {
+    from = arith::MulIOp::create(cb, arith::DivUIOp::create(cb, cnt, idx(cb, vl)), idx(cb, vl));
+    loop(cb, zero, from, idx(cb, vl), {}, [&](ImplicitLocOpBuilder &c1, Value jb, ValueRange) {
+      Value kb = arith::AddIOp::create(c1, j0, jb);
+      auto row = [&](int64_t r) {
+        if (!Kf)
+          return keyRow(c1, add(c1, kb, r));
+        SmallVector<Value> out;
+        for (int64_t ch = 0; ch < dv; ++ch)
+          out.push_back(vector::LoadOp::create(c1, K.vt, Kf, ValueRange{idx(c1, r), idx(c1, ch * vl)}));
+        return out;
+      };
+      if (Kf) // widened once for the group's heads
+        for (int64_t r = 0; r < vl; ++r) {
+          SmallVector<Value> kr = K.loadRow(c1, k, {bi, hk, add(c1, kb, r)});
+          for (int64_t ch = 0; ch < dv; ++ch)
+            vector::StoreOp::create(c1, kr[ch], Kf, ValueRange{idx(c1, r), idx(c1, ch * vl)});
+        }
+      Value delta;
+      if (K.mods.any()) { // j - off for the VL keys
+        Value base = arith::SIToFPOp::create(
+            c1, K.f32, arith::IndexCastOp::create(c1, c1.getI64Type(),
+                                                   arith::SubIOp::create(c1, kb, off)));
+        SmallVector<float> iota;
+        for (int64_t r = 0; r < vl; ++r)
+          iota.push_back(static_cast<float>(r));
+        delta = arith::AddFOp::create(
+            c1, vector::BroadcastOp::create(c1, K.vt, base),
+            arith::ConstantOp::create(c1, DenseElementsAttr::get(K.vt, ArrayRef<float>(iota))));
+      }
+      for (int64_t g = 0; g < gw; ++g) {
+        // A binary counter over the keys: at most log2(VL) + 1 partial
+        // vectors live at once.
+        SmallVector<std::pair<int64_t, Value>> stack;
+        for (int64_t r = 0; r < vl; ++r) {
+          Value x = dot(c1, g, row(r));
+          int64_t d = 0;
+          for (; !stack.empty() && stack.back().first == d; ++d) {
+            x = treeLevel(c1, stack.back().second, x, d, vl);
+            stack.pop_back();
+          }
+          stack.push_back({d, x});
+        }
+        Value s = stack.front().second;
+        if (K.mods.any())
+          s = K.mods.apply(c1, s, heads[g].slope, delta, llvm::numbers::log2e);
+        vector::StoreOp::create(c1, s, S, ValueRange{idx(c1, g), jb});
+      }
+      return SmallVector<Value>{};
+    });
+  }
+  loop(cb, from, cnt, {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+    SmallVector<Value> kr = keyRow(c1, arith::AddIOp::create(c1, j0, jj));
     for (int64_t g = 0; g < gw; ++g) {
-      Value acc = arith::MulFOp::create(c1, qs[g][0], kr[0]);
-      for (int64_t ch = 1; ch < K.dv; ++ch)
-        acc = vector::FMAOp::create(c1, qs[g][ch], kr[ch], acc);
       // reassoc: a tree of shuffles and adds (log2 VL deep), not
       // VL scalar adds in a row (an ordered reduction).
-      Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, acc,
+      Value s = vector::ReductionOp::create(c1, vector::CombiningKind::ADD, dot(c1, g, kr),
                                             arith::FastMathFlags::reassoc);
       if (K.mods.any())
         s = K.mods.applyAt(c1, s, heads[g], arith::AddIOp::create(c1, j0, jj), off,
@@ -311,6 +452,52 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   for (int64_t g = 0; g < gq; ++g)
     for (int64_t ch = 0; ch < dv; ++ch)
       acc.push_back(arith::MulFOp::create(cb, st[g * per() + 2 + ch], alphas[g]));
+  if (K.bf16) {
+    // P rounded to bf16 (zeros past cnt: an odd block's last pair), then
+    // O += (p_j, p_j+1) . (v_j, v_j+1) on vdpbf16ps, O's lanes in
+    // pairRows' order (write() restores head_dim's).
+    for (int64_t g = 0; g < gq; ++g)
+      loop(cb, zero, cnt, idx(cb, K.vl), {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
+        Value sv = vector::MaskedLoadOp::create(c1, K.vt, S, ValueRange{idx(c1, g), jj},
+                                                K.laneMask(c1, arith::SubIOp::create(c1, cnt, jj)),
+                                                K.splat(c1, 0.0));
+        vector::StoreOp::create(c1, attnc::roundToBf16(c1, sv), Pb, ValueRange{idx(c1, g), jj});
+        return SmallVector<Value>{};
+      });
+    Value pairs = arith::DivUIOp::create(cb, add(cb, cnt, 1), idx(cb, 2));
+    Value last = arith::SubIOp::create(cb, cnt, idx(cb, 1));
+    scf::ForOp pv = loop(cb, zero, pairs, acc, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange a) {
+      Value ja = arith::MulIOp::create(c1, jp, idx(c1, 2));
+      // The second row of an odd block's last pair is its first again (P
+      // is 0 there): no read past the block.
+      Value jb = arith::MinUIOp::create(c1, add(c1, ja, 1), last);
+      SmallVector<Value> vp;
+      for (int64_t ch = 0; ch < dv; ch += 2) {
+        Value d0 = idx(c1, ch * K.vl);
+        Value ra = vector::LoadOp::create(c1, K.bvt, v,
+                                          ValueRange{bi, hk, arith::AddIOp::create(c1, j0, ja), d0});
+        Value rb = vector::LoadOp::create(c1, K.bvt, v,
+                                          ValueRange{bi, hk, arith::AddIOp::create(c1, j0, jb), d0});
+        vp.push_back(pairRows(c1, ra, rb, 0));
+        vp.push_back(pairRows(c1, ra, rb, 1));
+      }
+      SmallVector<Value> out(a.begin(), a.end());
+      for (int64_t g = 0; g < gq; ++g) {
+        Value pp = attnc::bf16PairBroadcast(c1, Pb, ValueRange{idx(c1, g), ja}, K.vl);
+        for (int64_t ch = 0; ch < dv; ++ch)
+          out[g * dv + ch] = x86vector::DotBF16Op::create(c1, K.vt, a[g * dv + ch], pp, vp[ch]);
+      }
+      return out;
+    });
+    SmallVector<Value> state;
+    for (int64_t g = 0; g < gq; ++g) {
+      state.push_back(next[2 * g]);
+      state.push_back(next[2 * g + 1]);
+      for (int64_t ch = 0; ch < dv; ++ch)
+        state.push_back(pv.getResult(g * dv + ch));
+    }
+    return state;
+  }
   scf::ForOp pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
     SmallVector<Value> vr = K.loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
     SmallVector<Value> out(a.begin(), a.end());
@@ -342,8 +529,22 @@ void DecodeTask::write(ImplicitLocOpBuilder &c, ValueRange st) const {
     Value inv = arith::SelectOp::create(c, pos, arith::DivFOp::create(c, K.splat(c, 1.0), l),
                                         K.splat(c, 0.0));
     Value h = add(c, h0, g);
+    SmallVector<Value> ov(st.begin() + g * per() + 2, st.begin() + (g + 1) * per());
+    if (K.bf16) // pairRows' lane order back to head_dim's
+      for (int64_t ch = 0; ch < dv; ch += 2) {
+        SmallVector<int64_t> m0, m1;
+        for (int64_t L = 0; L < 2; ++L)
+          for (int64_t half = 0; half < 2; ++half)
+            for (int64_t i = 0; i < 4; ++i) {
+              m0.push_back(half * vl + 4 * L + i);
+              m1.push_back(half * vl + 4 * (L + 2) + i);
+            }
+        Value lo = ov[ch], hi = ov[ch + 1];
+        ov[ch] = vector::ShuffleOp::create(c, lo, hi, m0);
+        ov[ch + 1] = vector::ShuffleOp::create(c, lo, hi, m1);
+      }
     for (int64_t ch = 0; ch < dv; ++ch) {
-      Value val = arith::MulFOp::create(c, st[g * per() + 2 + ch], inv);
+      Value val = arith::MulFOp::create(c, ov[ch], inv);
       Value dIdx = idx(c, ch * vl);
       SmallVector<Value> at = K.bthd ? SmallVector<Value>{bi, zero, h, dIdx}
                                      : SmallVector<Value>{bi, h, zero, dIdx};
@@ -366,15 +567,17 @@ void DecodeTask::write(ImplicitLocOpBuilder &c, ValueRange st) const {
 ///   for key block j0 in [kStart, kEnd) step NK:        (mask -> key range)
 ///     for each group of gq heads (state in registers; between groups on
 ///     the stack, unless the task is one group):
-///       S[g][j] = reduce_add(q_g * k[b, hk, j0+j, :])   (horizontal sums)
+///       S[g][j] = reduce_add(q_g * k[b, hk, j0+j, :])   (16 keys' sums
+///                                     at once: treeLevel; bf16: vdpbf16ps)
 ///       mNew = max(m, max_j S[g][j]);  alpha = 2^(m - mNew)
 ///       S[g][j] = 2^(S[g][j] - mNew) (lanes along keys); l = alpha*l + sum
 ///       O_g = alpha*O_g + sum_j S[g][j] * v[b, hk, j0+j, :]
+///                                     (bf16: pairs of keys, pairRows)
 ///   o[b, h0+g, 0, :] = O_g / l   (0 when no key is visible)
 ///
 /// Keys and values stream once per task from the cache, contiguous per head
 /// in the [B, Hkv, L, D] layout (a key block stays in cache across the
-/// task's groups): the kernel is bound by that read.
+/// task's groups).
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t,
                                           SdpaOp op, Value q, Value k, Value v,
                                           Value o, Value qLens, Value kvLens,
@@ -383,7 +586,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
   using attnc::loop;
   using attnc::validLength;
   auto idx = indexConst;
-  const DecodeKernel K(b, t, op, q, k);
+  const DecodeKernel K(b, t, op, q, k, v);
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
   Value group = K.G ? idx(b, K.G) : arith::DivUIOp::create(b, hq, hkv).getResult();
@@ -411,6 +614,11 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
     Value rowValid = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, qv, zero);
     Value kEnd = arith::SelectOp::create(c, rowValid, keys.end, keys.start);
     Value S = memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.f32));
+    Value Kf = K.stageK ? memref::AllocaOp::create(
+                              c, MemRefType::get({K.vl, K.dv * K.vl}, K.f32)).getResult()
+                        : Value();
+    Value Pb = K.bf16 ? memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.bf16T)).getResult()
+                      : Value();
     auto groupAt = [&](int64_t gw, Value h0) {
       DecodeTask dt{K, gw, q, k, v, o, sinks, relBias};
       dt.bi = bi;
@@ -421,6 +629,8 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
       dt.kStart = keys.start;
       dt.kEnd = kEnd;
       dt.S = S;
+      dt.Kf = Kf;
+      dt.Pb = Pb;
       return dt;
     };
     if (K.inRegs) {
