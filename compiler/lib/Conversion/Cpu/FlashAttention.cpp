@@ -452,6 +452,7 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   for (int64_t g = 0; g < gq; ++g)
     for (int64_t ch = 0; ch < dv; ++ch)
       acc.push_back(arith::MulFOp::create(cb, st[g * per() + 2 + ch], alphas[g]));
+  scf::ForOp pv;
   if (K.bf16) {
     // P rounded to bf16 (zeros past cnt: an odd block's last pair), then
     // O += (p_j, p_j+1) . (v_j, v_j+1) on vdpbf16ps, O's lanes in
@@ -466,7 +467,7 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
       });
     Value pairs = arith::DivUIOp::create(cb, add(cb, cnt, 1), idx(cb, 2));
     Value last = arith::SubIOp::create(cb, cnt, idx(cb, 1));
-    scf::ForOp pv = loop(cb, zero, pairs, acc, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange a) {
+    pv = loop(cb, zero, pairs, acc, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange a) {
       Value ja = arith::MulIOp::create(c1, jp, idx(c1, 2));
       // The second row of an odd block's last pair is its first again (P
       // is 0 there): no read past the block.
@@ -489,26 +490,19 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
       }
       return out;
     });
-    SmallVector<Value> state;
-    for (int64_t g = 0; g < gq; ++g) {
-      state.push_back(next[2 * g]);
-      state.push_back(next[2 * g + 1]);
-      for (int64_t ch = 0; ch < dv; ++ch)
-        state.push_back(pv.getResult(g * dv + ch));
-    }
-    return state;
+  } else {
+    pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+      SmallVector<Value> vr = K.loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
+      SmallVector<Value> out(a.begin(), a.end());
+      for (int64_t g = 0; g < gq; ++g) {
+        Value p = vector::BroadcastOp::create(
+            c1, K.vt, memref::LoadOp::create(c1, S, ValueRange{idx(c1, g), jj}));
+        for (int64_t ch = 0; ch < dv; ++ch)
+          out[g * dv + ch] = vector::FMAOp::create(c1, p, vr[ch], a[g * dv + ch]);
+      }
+      return out;
+    });
   }
-  scf::ForOp pv = loop(cb, zero, cnt, acc, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
-    SmallVector<Value> vr = K.loadRow(c1, v, {bi, hk, arith::AddIOp::create(c1, j0, jj)});
-    SmallVector<Value> out(a.begin(), a.end());
-    for (int64_t g = 0; g < gq; ++g) {
-      Value p = vector::BroadcastOp::create(
-          c1, K.vt, memref::LoadOp::create(c1, S, ValueRange{idx(c1, g), jj}));
-      for (int64_t ch = 0; ch < dv; ++ch)
-        out[g * dv + ch] = vector::FMAOp::create(c1, p, vr[ch], a[g * dv + ch]);
-    }
-    return out;
-  });
   SmallVector<Value> state;
   for (int64_t g = 0; g < gq; ++g) {
     state.push_back(next[2 * g]);
