@@ -229,13 +229,13 @@ static Value treeLevel(ImplicitLocOpBuilder &c, Value a, Value b, int64_t d, int
 }
 
 /// One group of gw query heads [h0, h0 + gw) of sequence bi (kv head hk),
-/// their one query row each, which sees keys [kStart, kEnd) at key
+/// their one query row each, whose visible keys end at kEnd, at key
 /// position off. The state per head: m (splat), l (splat), O (dv vectors).
 struct DecodeTask {
   const DecodeKernel &K;
   int64_t gw; // heads in this group
   Value q, k, v, o, sinks, relBias;
-  Value bi, h0, hk, zero, off, kStart, kEnd;
+  Value bi, h0, hk, zero, off, kEnd;
   Value S;  // [>= gw, NK]: the block's scores, then P
   Value Kf; // [VL, dv * VL] f32: VL key rows widened (K.stageK)
   Value Pb; // [>= gw, NK] bf16: P rounded (K.bf16)
@@ -335,10 +335,7 @@ void DecodeTask::scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
       auto row = [&](int64_t r) {
         if (!Kf)
           return keyRow(c1, add(c1, kb, r));
-        SmallVector<Value> out;
-        for (int64_t ch = 0; ch < dv; ++ch)
-          out.push_back(vector::LoadOp::create(c1, K.vt, Kf, ValueRange{idx(c1, r), idx(c1, ch * vl)}));
-        return out;
+        return K.loadRow(c1, Kf, {idx(c1, r)});
       };
       if (Kf) // widened once for the group's heads
         for (int64_t r = 0; r < vl; ++r) {
@@ -620,7 +617,6 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
       dt.hk = hk;
       dt.zero = zero;
       dt.off = off;
-      dt.kStart = keys.start;
       dt.kEnd = kEnd;
       dt.S = S;
       dt.Kf = Kf;
