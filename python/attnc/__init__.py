@@ -14,7 +14,7 @@
     y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
-attnc_kernel_info (ABI version 5) is mirrored in attnc._abi, and nothing
+attnc_kernel_info (ABI version 6) is mirrored in attnc._abi, and nothing
 is compiled. Before ctypes opens a kernel library, libattnrt (attnc's
 runtime library) checks it with the loader attnc-run uses
 (attnrt_check_library: a complete x86-64 ELF file, attnc_query, the ABI,
@@ -270,6 +270,9 @@ class Kernel:
                 "dynamic_factor": i.rope_dynamic_factor or None,
                 "dynamic_from": i.rope_dynamic_from or None},
             "softcap": i.softcap or None, "clip_qkv": i.clip_qkv or None,
+            "temperature_tuning": None if i.temperature_floor_scale <= 0 else {
+                "floor_scale": i.temperature_floor_scale,
+                "attn_scale": i.temperature_attn_scale},
             "alibi": None if not i.alibi_slopes else {
                 "slopes": [i.alibi_slopes[h] for h in range(i.heads)],
                 "before_scale": bool(i.alibi_before_scale)},
@@ -279,7 +282,8 @@ class Kernel:
             "qk_norm": None if not i.qk_norm else {
                 "width": _abi.QK_NORMS.get(i.qk_norm & 0xF, i.qk_norm & 0xF),
                 "type": "layer" if i.qk_norm & 0x10 else "rms",
-                "weight": "per_head" if i.qk_norm & 0x20 else "shared",
+                "weight": ("per_head" if i.qk_norm & 0x20 else
+                           "none" if i.qk_norm & 0x80 else "shared"),
                 "bias": bool(i.qk_norm & 0x40),
                 "eps": i.qk_norm_eps, "weight_offset": i.qk_norm_offset},
             "sinks": bool(i.sinks),
@@ -355,7 +359,9 @@ class Kernel:
         mask = i["mask"]
         if mask == "sliding_window":
             mask += f" {i['window']}"
-        if i["mask"] in ("causal", "causal+padding", "sliding_window"):
+        if mask == "chunked":
+            mask += f" {i['window']}"
+        if i["mask"] in ("causal", "causal+padding", "sliding_window", "chunked"):
             mask += f" ({i['causal_align']})"
         feats = ", ".join(i["features"]) or "none"
         return (f"<attnc.Kernel {self.name}: d_model {i['d_model']}, heads {i['heads']}, "

@@ -144,7 +144,7 @@ StorageLayout storageLayout(const BlockParams &p) {
           L.vector(t, b.c_str(), pr.outOff, pr.width);
       }
     }
-    if (p.qkNorm != ATTNC_QK_NORM_NONE) {
+    if (p.qkNorm != ATTNC_QK_NORM_NONE && !(p.qkNorm & ATTNC_QK_NORM_NO_WEIGHT)) {
       // Per head: one [head_dim] weight every head shares. Over the whole
       // projection (OLMo 2, never tensor-parallel): [heads * head_dim].
       // One per head (StableLM, Cohere): [heads * head_dim] too, a
@@ -251,6 +251,10 @@ std::string checkVariantInputs(const BlockParams &p, int64_t batch,
     if (in.positions && (in.positions[b] < 0 || in.positions[b] > maxPosition - seqLen))
       return "positions[" + std::to_string(b) + "] is " + std::to_string(in.positions[b]) +
              ", expected 0.." + std::to_string(maxPosition - seqLen) + " (2^30 - seq_len)";
+    if (in.positions && in.positions[b] != 0 && p.mask == ATTNC_MASK_CHUNKED && !p.kvCache)
+      return "positions[" + std::to_string(b) + "] is " + std::to_string(in.positions[b]) +
+             ": a chunked mask counts its chunks from position 0, and a forward without "
+             "a KV cache has no earlier tokens (start at 0, or use the decode entry)";
     if (in.lengths && (in.lengths[b] < 0 || in.lengths[b] > seqLen))
       return "lengths[" + std::to_string(b) + "] is " + std::to_string(in.lengths[b]) +
              ", expected 0.." + std::to_string(seqLen) + " (seq_len)";
@@ -380,6 +384,13 @@ std::vector<double> RopeParams::invFreqAt(int64_t len) const {
   return f;
 }
 
+double BlockParams::temperatureAt(int64_t pos) const {
+  if (temperatureFloorScale <= 0)
+    return 1.0;
+  return 1.0 + temperatureAttnScale *
+                   std::log(double((pos + 1) / temperatureFloorScale) + 1.0);
+}
+
 BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   BlockParams p;
   p.dModel = info.d_model;
@@ -405,6 +416,8 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   }
   p.qkNorm = info.qk_norm;
   p.clipQkv = info.clip_qkv;
+  p.temperatureFloorScale = info.temperature_floor_scale;
+  p.temperatureAttnScale = info.temperature_attn_scale;
   p.sinks = info.sinks != 0;
   p.t5Buckets = info.t5_num_buckets;
   p.t5MaxDistance = info.t5_max_distance;

@@ -21,9 +21,12 @@ namespace naive {
 
 /// The mask as a predicate: query i sees key j unless a causal mask hides
 /// later keys (j > i + offset) or a window hides keys too far back.
+/// A chunked mask (Llama 4) hides keys before the first of the query's
+/// chunk: j < floor((i + offset) / window) * window (window = the chunk).
 inline bool keyVisible(bool causal, bool windowed, int64_t offset,
-                       int64_t window, int64_t i, int64_t j) {
-  return !(causal && j > i + offset) && !(windowed && j <= i + offset - window);
+                       int64_t window, int64_t i, int64_t j, bool chunked = false) {
+  return !(causal && j > i + offset) && !(windowed && j <= i + offset - window) &&
+         !(chunked && i + offset >= 0 && j < (i + offset) / window * window);
 }
 
 // The kernels are templates so that the same loops also run in float
@@ -44,7 +47,7 @@ void linearT(const T *x, const T *w, const T *b, T *y, int64_t m, int64_t k,
 /// The causal/window parts of the mask (docs: naive::sdpa).
 inline bool isCausal(uint32_t mask) {
   return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
-         mask == ATTNC_MASK_SLIDING_WINDOW;
+         mask == ATTNC_MASK_SLIDING_WINDOW || mask == ATTNC_MASK_CHUNKED;
 }
 
 /// Sequence b's valid queries and keys, and where query i sits among the
@@ -72,6 +75,7 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
   const int64_t group = hq / hkv;
   const bool causal = isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
+  const bool chunked = mask == ATTNC_MASK_CHUNKED && window > 0;
   std::vector<T> scores(static_cast<size_t>(tkv));
   std::vector<char> visible(static_cast<size_t>(tkv));
 
@@ -91,7 +95,7 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
         bool any = false;
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = i < rr.qValid && j < rr.kvValid &&
-                     keyVisible(causal, windowed, rr.offset, window, i, j);
+                     keyVisible(causal, windowed, rr.offset, window, i, j, chunked);
           visible[j] = see;
           if (!see)
             continue;
@@ -232,7 +236,8 @@ void rmsNormT(T *x, const T *w, int64_t batch, int64_t heads, int64_t seq, int64
           for (int64_t c = 0; c < d; ++c) {
             T &v = at(hh, c);
             const int64_t i = wi(g, hh, c);
-            v = (v - mean) * r * (w[i] + T(np.offset)) + (bias ? bias[i] : T(0));
+            v = (v - mean) * r * ((np.noWeight ? T(1) : w[i]) + T(np.offset)) +
+                (bias ? bias[i] : T(0));
           }
       }
 }
@@ -255,6 +260,7 @@ NormParams normParamsOf(const BlockParams &p) {
   np.acrossHeads = (p.qkNorm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_PROJECTION;
   np.center = (p.qkNorm & ATTNC_QK_NORM_LAYER) != 0;
   np.perHead = (p.qkNorm & ATTNC_QK_NORM_PER_HEAD) != 0;
+  np.noWeight = (p.qkNorm & ATTNC_QK_NORM_NO_WEIGHT) != 0;
   return np;
 }
 
@@ -525,6 +531,29 @@ void zeroPaddedRows(std::vector<T> &y, const Run &r, int64_t batch,
         y[size_t((b * seq + t) * width + c)] = 0;
 }
 
+/// Llama 4's temperature tuning on the queries x [B, H, T, D]: row t of
+/// sequence b (at start[b] + t; start null: t) times p.temperatureAt(pos);
+/// with ex (the bound path), the errors scaled likewise plus the kernel's
+/// rounding of the factor to float32 and of the product (2u |x'|).
+template <typename T>
+void temperatureT(T *x, double *ex, const BlockParams &p, int64_t batch, int64_t heads,
+                  int64_t seq, const int64_t *start) {
+  if (p.temperatureFloorScale <= 0)
+    return;
+  const int64_t d = p.headDim;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seq; ++t) {
+      const double f = p.temperatureAt((start ? start[b] : 0) + t);
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < d; ++c) {
+          const size_t i = size_t(((b * heads + h) * seq + t) * d + c);
+          x[i] = T(double(x[i]) * f);
+          if (ex)
+            ex[i] = ex[i] * f + 2 * (0x1p-24 + 0x1p-53) * std::fabs(double(x[i]));
+        }
+    }
+}
+
 template <typename T>
 std::vector<double> interpretT(const BlockParams &p,
                                const std::vector<const float *> &weights,
@@ -584,6 +613,7 @@ std::vector<double> interpretT(const BlockParams &p,
                   run.qCallEnd());
   naive::ropeT<T>(kh.data(), batch, p.kvHeads, kvSeq, p.headDim, p.rope, run.kvStart(),
                   run.kvCallEnd());
+  temperatureT<T>(qh.data(), nullptr, p, batch, p.heads, seqLen, run.qStart());
   std::vector<T> oh(qh.size());
   std::vector<T> ph(probs ? size_t(batch * p.heads * seqLen * kvSeq) : 0);
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
@@ -851,9 +881,10 @@ void normBound(std::vector<double> &x, std::vector<double> &ex,
           for (int64_t c = 0; c < d; ++c) {
             const size_t i = at(b, g * per + hh, t, c);
             const size_t j = wi(g, hh, c);
-            const double wv = std::fabs(w[j] + p.qkNormOffset);
+            const double wj = (np.noWeight ? 1.0 : w[j]) + p.qkNormOffset;
+            const double wv = std::fabs(wj);
             const double xhat = (x[i] - mean) / rms;
-            const double scaled = xhat * (w[j] + p.qkNormOffset);
+            const double scaled = xhat * wj;
             const double out = scaled + (bias.empty() ? 0.0 : bias[j]);
             ex[i] = wv * (ex[i] + emean + std::fabs(xhat) * cross / (double(n) * rms)) / rms +
                     steps * kU * (std::fabs(scaled) + std::fabs(out));
@@ -940,6 +971,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
   const int64_t group = hq / hkv;
   const bool causal = naive::isCausal(mask);
   const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
+  const bool chunked = mask == ATTNC_MASK_CHUNKED && window > 0;
   const bool prob = !model.rigorous;
   const double inf = std::numeric_limits<double>::infinity();
   // Softcap multiplies q's error by a slope that differs from key to key:
@@ -991,7 +1023,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = i < rr.qValid && j < rr.kvValid &&
                      naive::keyVisible(causal, windowed, rr.offset, window,
-                                       i, j);
+                                       i, j, chunked);
           visible[size_t(j)] = see;
           if (!see)
             continue;
@@ -1566,6 +1598,7 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
     clipAll();
   ropeBound(qh, eqh, p, batch, p.heads, seqLen, run.qStart(), run.qCallEnd());
   ropeBound(kh, ekh, p, batch, p.kvHeads, kvSeq, run.kvStart(), run.kvCallEnd());
+  temperatureT<double>(qh.data(), eqh.data(), p, batch, p.heads, seqLen, run.qStart());
   // A bf16/f16 KV cache: a decode step reads keys and values rounded to
   // the dtype (the forward pass reads them unrounded; the bound covers
   // both).

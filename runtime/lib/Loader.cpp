@@ -290,7 +290,7 @@ std::string checkSizes(const attnc_kernel_info &info) {
       kvW > kMaxDim)
     return bad("heads * head_dim is implausibly large (" +
                num(info.heads) + " * " + num(info.head_dim) + ")");
-  if (info.mask > ATTNC_MASK_SLIDING_WINDOW)
+  if (info.mask > ATTNC_MASK_CHUNKED)
     return bad("unknown mask value " + std::to_string(info.mask));
   if (info.causal_align > 1)
     return bad("unknown causal_align value " +
@@ -303,9 +303,13 @@ std::string checkSizes(const attnc_kernel_info &info) {
   if (info.mask == ATTNC_MASK_SLIDING_WINDOW && info.window <= 0)
     return bad("sliding_window mask needs a positive window, got " +
                num(info.window));
-  if (info.mask != ATTNC_MASK_SLIDING_WINDOW && info.window != 0)
+  if (info.mask == ATTNC_MASK_CHUNKED && info.window <= 0)
+    return bad("chunked mask needs a positive chunk size (window), got " +
+               num(info.window));
+  if (info.mask != ATTNC_MASK_SLIDING_WINDOW && info.mask != ATTNC_MASK_CHUNKED &&
+      info.window != 0)
     return bad("window is " + num(info.window) +
-               " but the mask is not sliding_window");
+               " but the mask is not sliding_window or chunked");
   const uint32_t allBiases = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   if (info.bias_flags & ~allBiases)
     return bad("unknown bias_flags bits " + std::to_string(info.bias_flags));
@@ -361,6 +365,9 @@ std::string checkScoreFeatures(const attnc_kernel_info &info) {
     return bad("unknown qk_norm value " + std::to_string(info.qk_norm));
   if ((info.qk_norm & ATTNC_QK_NORM_PER_HEAD) && normWidth != ATTNC_QK_NORM_HEAD)
     return bad("qk_norm: one weight per head needs the per-head width");
+  if ((info.qk_norm & ATTNC_QK_NORM_NO_WEIGHT) &&
+      (info.qk_norm & (ATTNC_QK_NORM_PER_HEAD | ATTNC_QK_NORM_BIAS)))
+    return bad("qk_norm: no weight excludes a weight per head and a bias");
   if (info.qk_norm != ATTNC_QK_NORM_NONE) {
     if (!(info.qk_norm_eps > 0) || !std::isfinite(info.qk_norm_eps) || info.qk_norm_eps > 1)
       return bad("qk_norm_eps must be in (0, 1]");
@@ -373,6 +380,14 @@ std::string checkScoreFeatures(const attnc_kernel_info &info) {
   }
   if (!std::isfinite(info.clip_qkv) || info.clip_qkv < 0)
     return bad("clip_qkv must be 0 (none) or a positive finite limit");
+  if (info.temperature_floor_scale < 0 ||
+      info.temperature_floor_scale > attnc::limits::kMaxSeqLen)
+    return bad("temperature_floor_scale must be in [0, 2^24] (0: none), got " +
+               std::to_string(info.temperature_floor_scale));
+  if (!std::isfinite(info.temperature_attn_scale) || info.temperature_attn_scale < 0 ||
+      info.temperature_attn_scale > 1e3 ||
+      (info.temperature_floor_scale == 0 && info.temperature_attn_scale != 0))
+    return bad("temperature_attn_scale must be in [0, 1000], and 0 without a floor scale");
   return "";
 }
 

@@ -267,6 +267,10 @@ struct Loader {
     size_t open = cfg.find_first_not_of(" \t\r\n:", key + 16);
     if (open == std::string::npos || cfg[open] != '[')
       return false;
+    // An empty list is the default (HF tests `if no_rope_layers`).
+    size_t first = cfg.find_first_not_of(" \t\r\n", open + 1);
+    if (first != std::string::npos && cfg[first] == ']')
+      return cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
     int64_t i = 0;
     for (size_t at = open + 1; at < cfg.size() && cfg[at] != ']'; ++at) {
       char ch = cfg[at];
@@ -531,7 +535,8 @@ struct Loader {
                               cfg.find("\"sliding_window\": null") == std::string::npos &&
                               cfg.find("\"sliding_window\":null") == std::string::npos &&
                               info.mask != ATTNC_MASK_SLIDING_WINDOW) ||
-                             (modelType("smollm3") && smolNopeLayer(cfg));
+                             ((modelType("smollm3") || modelType("llama4_text")) &&
+                              smolNopeLayer(cfg));
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",

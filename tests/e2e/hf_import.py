@@ -6,7 +6,10 @@ beside them), for each architecture attnc --hf knows. For each: attnc --hf
 DIR --module PATH --emit-spec, attnc-run LIB --hf DIR --module PATH --x ...
 --out ..., and y against the float64 NumPy reference of real_models.py
 (rope, biases, ALiBi and soft-capping written from the HF formulas, the
-config's values read by this script, not by attnc). Also --layer, --set and
+config's values read by this script, not by attnc; Llama 4's per-layer
+choices -- no_rope_layers, layer_types, use_qk_norm, attention_chunk_size,
+attn_temperature_tuning -- resolved here as Llama4TextConfig resolves
+them). Also --layer, --set and
 the errors for unknown and not-yet-supported model types.
 
 Usage: hf_import.py --work DIR (attnc, attnc-run on PATH).
@@ -300,6 +303,46 @@ GEMMA3_V5 = dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4
                      "full_attention": {"rope_type": "linear", "factor": 8.0,
                                         "rope_theta": 1000000.0},
                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+# Llama 4 text (Llama4TextConfig): RoPE layers (no_rope_layers[i] == 1; by
+# default all but every no_rope_layer_interval-th, 4) rotate interleaved
+# pairs over the whole head, then the weightless L2 QK-norm when
+# use_qk_norm (eps rms_norm_eps), and use the chunked mask
+# (attention_chunk_size) unless layer_types says otherwise; NoPE layers are
+# full causal attention with the temperature tuning (attn_temperature_tuning,
+# floor_scale, attn_scale). Scout's llama3 scaling has low_freq_factor ==
+# high_freq_factor.
+LLAMA4_SCALING = {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                  "high_freq_factor": 1.0, "original_max_position_embeddings": 64}
+REF_LLAMA4_SCALING = {"type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 1.0, "original_max_position_embeddings": 64}
+LLAMA4_TEXT = dict(model_type="llama4_text", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, num_hidden_layers=4,
+                   intermediate_size=32, intermediate_size_mlp=64, num_local_experts=2,
+                   rope_theta=500000.0, rope_scaling=LLAMA4_SCALING,
+                   max_position_embeddings=256, rms_norm_eps=1e-5, use_qk_norm=True,
+                   attention_chunk_size=16, attn_temperature_tuning=True, floor_scale=8,
+                   attn_scale=0.1)
+# (layer 1 rotates and is chunked; layer 3, the default's 4th, is NoPE)
+LLAMA4_ROPE_REF = dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], qk_norm="l2", eps=1e-5,
+                       chunk=16, rope=dict(style="interleaved", theta=500000.0,
+                                           scaling=REF_LLAMA4_SCALING))
+LLAMA4_NOPE_REF = dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=None,
+                       temperature=(8, 0.1))
+# Explicit no_rope_layers and layer_types (which, given, decide the mask
+# alone): layer 0 NoPE where the default interval would rotate it, layer 2
+# rotating under full attention where no_rope_layers would chunk it;
+# rope_theta (500000), use_qk_norm (true) and attn_scale (0.1) by default.
+LLAMA4_TYPED = dict(model_type="llama4_text", hidden_size=48, num_attention_heads=6,
+                    num_key_value_heads=2, head_dim=8, num_hidden_layers=3,
+                    rms_norm_eps=1e-6, attention_chunk_size=8, floor_scale=4,
+                    no_rope_layers=[0, 1, 1],
+                    layer_types=["full_attention", "chunked_attention", "full_attention"])
+# Maverick-like: use_qk_norm false, attention_bias (q, k, v and o),
+# no rope_scaling; no_rope_layers [] is the default (interval 4).
+LLAMA4_BIAS = dict(model_type="llama4_text", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, num_hidden_layers=4,
+                   rope_theta=500000.0, use_qk_norm=False, attention_bias=True,
+                   attention_chunk_size=8, no_rope_layers=[], floor_scale=8, attn_scale=0.1)
 # Architectures whose attention is a variant of Llama's (model.layers.N.
 # self_attn) or another's under its own model_type, each with the config
 # keys that distinguish it.
@@ -595,11 +638,50 @@ VARIANT_CASES = [
          ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], rope=None,
                   causal=False),
          names=BART_NAMES),
+    # Llama 4 text (see LLAMA4_TEXT): a RoPE layer (chunks of 16, L2
+    # QK-norm, Scout's scaling) and a NoPE layer (temperature tuning with
+    # floor_scale 8: T = 37 reaches floor 4).
+    dict(name="llama4_text", module="model.layers.1.self_attn", config=LLAMA4_TEXT,
+         ref=LLAMA4_ROPE_REF, names=LLAMA_NAMES),
+    dict(name="llama4_text_nope", module="model.layers.3.self_attn", config=LLAMA4_TEXT,
+         ref=LLAMA4_NOPE_REF, names=LLAMA_NAMES),
+    dict(name="llama4_layer_types", module="model.layers.2.self_attn", config=LLAMA4_TYPED,
+         ref=dict(d=48, heads=6, kv_heads=2, head_dim=8, bias=[], qk_norm="l2", eps=1e-6,
+                  rope=dict(style="interleaved", theta=500000.0)),
+         names=LLAMA_NAMES),
+    dict(name="llama4_no_rope_layers", module="model.layers.0.self_attn", config=LLAMA4_TYPED,
+         ref=dict(d=48, heads=6, kv_heads=2, head_dim=8, bias=[], rope=None,
+                  temperature=(4, 0.1)),
+         names=LLAMA_NAMES),
+    dict(name="llama4_text_bias", module="model.layers.0.self_attn", config=LLAMA4_BIAS,
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], chunk=8,
+                  rope=dict(style="interleaved", theta=500000.0)),
+         names=LLAMA_NAMES),
+    # attn_temperature_tuning false: the NoPE layer is plain causal attention.
+    dict(name="llama4_nope_notemp", module="model.layers.3.self_attn",
+         config=dict(LLAMA4_BIAS, attn_temperature_tuning=False),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], rope=None),
+         names=LLAMA_NAMES),
+    # Llama4ForConditionalGeneration: model_type llama4, the text model's
+    # config in text_config, its tensors under language_model.model.
+    dict(name="llama4", module="language_model.model.layers.1.self_attn",
+         config=dict(model_type="llama4", architectures=["Llama4ForConditionalGeneration"],
+                     text_config=LLAMA4_TEXT,
+                     vision_config=dict(model_type="llama4_vision_model", hidden_size=32,
+                                        num_hidden_layers=1, num_attention_heads=2)),
+         ref=LLAMA4_ROPE_REF, names=LLAMA_NAMES),
+    dict(name="llama4_mm_nope", module="language_model.model.layers.3.self_attn",
+         config=dict(model_type="llama4", architectures=["Llama4ForConditionalGeneration"],
+                     text_config=LLAMA4_TEXT,
+                     vision_config=dict(model_type="llama4_vision_model", hidden_size=32,
+                                        num_hidden_layers=1, num_attention_heads=2)),
+         ref=LLAMA4_NOPE_REF, names=LLAMA_NAMES),
 ]
 
 
-# Checked through the Python package's pack as well.
-PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3")
+# Checked through the Python package's pack as well (llama4_text: a
+# QK-norm without q_norm / k_norm tensors).
+PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text")
 
 
 def fuse(c, w):

@@ -10,14 +10,18 @@ attention functions), independently of attnc: ALiBi with BLOOM's and
 MPT's own slope constructions (and Falcon-RW's bias inside the scale),
 Gemma 2's soft-capping, MPT/OLMo's clip_qkv, QK-norm of Qwen3, Gemma 3 (1 + w) and OLMo 2 (over
 the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
-function in float32 as torch computes it); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+function in float32 as torch computes it), Llama 4's chunked attention
+(attention_chunk_size), its weightless L2 QK-norm (after RoPE, as HF
+applies it) and the attention temperature tuning of its NoPE layers; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
 
 Every case also checks that the comparison can fail: the same reference
 without the rotary embedding (or without the q bias) must be far outside
-the tolerance, so a kernel that silently ignored the feature would FAIL.
+the tolerance, so a kernel that silently ignored the feature would FAIL;
+a chunked mask's chunks and Llama 4's L2 QK-norm are also dropped one at a
+time (everything else kept), each of which must fail too.
 
 Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
 
@@ -62,8 +66,11 @@ def inv_freq_of(r, theta, scaling, seq_len):
         lo_wl, hi_wl = orig / lo, orig / hi
         wl = 2 * math.pi / base
         out = np.where(wl > lo_wl, base / f, base)
-        smooth = (orig / wl - lo) / (hi - lo)
-        smoothed = (1 - smooth) * out / f + smooth * out
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # (Llama 4 Scout: low_freq_factor == high_freq_factor, as in
+            # HF a division by zero in the branch no dimension takes)
+            smooth = (orig / wl - lo) / (hi - lo)
+            smoothed = (1 - smooth) * out / f + smooth * out
         medium = ~(wl < hi_wl) & ~(wl > lo_wl)
         return np.where(medium, smoothed, out), 1.0
     if kind == "yarn":
@@ -210,6 +217,16 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         k = np.stack([layer(k[:, h], w["k_norm.weight"][h]) for h in range(Hkv)], 1)
     v = proj("v", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
     q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
+    if qn == "l2":  # Llama 4's Llama4TextL2Norm: per head, no weight, AFTER RoPE as HF
+        # applies it (the rotation keeps each head's sum of squares)
+        eps = case.get("eps", 1e-6)
+        q = q / np.sqrt((q * q).mean(axis=-1, keepdims=True) + eps)
+        k = k / np.sqrt((k * k).mean(axis=-1, keepdims=True) + eps)
+    temp = case.get("temperature") if mods else None
+    if temp:  # Llama 4's NoPE layers: each query row times 1 + A log(floor((p + 1) / F) + 1)
+        fs, at = temp
+        p_q = np.arange(T, dtype=np.float64)  # cache positions 0 .. T-1
+        q = q * (1.0 + at * np.log(np.floor((p_q + 1.0) / fs) + 1.0))[None, None, :, None]
     g = H // Hkv
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)  # HF repeat_kv
     dot = q @ k.transpose(0, 1, 3, 2)
@@ -236,6 +253,9 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         vis = np.tril(np.ones((T, T), dtype=bool))
         if case.get("window"):  # HF: kv > q - W (W keys, the query's own included)
             vis &= ~np.tril(np.ones((T, T), dtype=bool), k=-case["window"])
+        if case.get("chunk"):  # Llama 4 chunked_attention: the query's own chunk only
+            blk = np.arange(T) // case["chunk"]
+            vis &= blk[:, None] == blk[None, :]
         s = np.where(vis, s, -np.inf)
     if mods and case.get("sinks"):  # gpt-oss: a per-head logit, dropped after the softmax
         sk = w["sinks"].astype(np.float64)[None, :, None, None] * np.ones((B, H, T, 1))
@@ -394,6 +414,29 @@ CASES = [
     # Whisper: no rope, k_proj without a bias, bidirectional.
     dict(name="whisper", d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "v", "o"], T=[21],
          rope=None, causal=False),
+    # Llama 4 (Scout) RoPE layers: chunked attention (attention_chunk_size 16:
+    # T = 37 spans three chunks, T = 130 crosses the CUDA 64-query blocks and
+    # 32-key tiles, some of them wholly outside a block's chunks), interleaved
+    # pairs over the whole head, llama3 scaling with low_freq_factor ==
+    # high_freq_factor as Scout's config has it, and the weightless L2
+    # QK-norm (eps rms_norm_eps), which HF applies after RoPE.
+    dict(name="llama4_rope", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[1, 37, 130],
+         rope=dict(style="interleaved", theta=500000.0,
+                   scaling={"type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                            "high_freq_factor": 1.0, "original_max_position_embeddings": 64}),
+         qk_norm="l2", eps=1e-5, chunk=16,
+         yaml="qk_norm:\n  width: head\n  weight: none\n  eps: 1.0e-5\n"),
+    # Llama 4 NoPE layers: full causal attention, no rope, no QK-norm, the
+    # attention temperature tuning (floor_scale 8 so that it bites: the
+    # query rows at positions 7 .. 99 scaled by 1.07 .. 1.26), MQA.
+    dict(name="llama4_nope", d=64, heads=4, kv_heads=1, head_dim=16, bias=[], T=[1, 37, 100],
+         rope=None, temperature=(8, 0.1),
+         yaml="temperature_tuning:\n  floor_scale: 8\n  attn_scale: 0.1\n"),
+    # Llama 4 (Maverick-like) RoPE layer without QK-norm (use_qk_norm false),
+    # attention_bias on all four projections, chunks of 8 (several in one
+    # key tile), no rope scaling.
+    dict(name="llama4_bias", d=48, heads=6, kv_heads=2, head_dim=8, bias=["q", "k", "v", "o"],
+         T=[37], rope=dict(style="interleaved", theta=500000.0), chunk=8),
 ]
 
 
@@ -402,6 +445,8 @@ def spec_of(c):
     mask = "causal" if c.get("causal", True) else "none"
     if c.get("window"):
         mask = f"sliding_window\nwindow: {c['window']}"
+    if c.get("chunk"):
+        mask = f"chunked\nchunk: {c['chunk']}"
     return (f"name: {c['name']}\nd_model: {c['d']}\nheads: {c['heads']}\n"
             f"kv_heads: {c['kv_heads']}\nhead_dim: {c['head_dim']}\nmask: {mask}\n"
             f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]) + c.get("yaml", ""))
@@ -432,7 +477,7 @@ def weights_of(c, rng):
                         1 + 0.3 * rng.standard_normal(dh)).astype(np.float32)
             else:
                 w[f"{p}_norm.weight"] = (1 + 0.3 * rng.standard_normal((n, dh))).astype(np.float32)
-    elif c.get("qk_norm"):
+    elif c.get("qk_norm") and c["qk_norm"] != "l2":  # (Llama 4's L2 norm has no weight)
         for p, width in (("q", qw), ("k", kvw)):
             n = width if c["qk_norm"] == "projection" else c["head_dim"]
             w[f"{p}_norm.weight"] = (1 + 0.3 * rng.standard_normal(n)).astype(np.float32)
@@ -501,7 +546,7 @@ def main():
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
             scored = (c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
-                      or c.get("t5") or c.get("clip_qkv"))
+                      or c.get("t5") or c.get("clip_qkv") or c.get("temperature"))
             sc = (c["rope"] or {}).get("scaling") or {}
             # dynamic NTK past max_position_embeddings: without its scaling
             unscaled = (sc.get("type") == "dynamic" and T > sc["max_position_embeddings"])
@@ -515,6 +560,18 @@ def main():
             # identity and ALiBi's bias is 0)
             trivial = T == 1 and (c["rope"] is not None or scored)
             detects = trivial or bool(np.any(werr > ATOL + RTOL * np.abs(wrong)))
+            # Features checked on their own as well (everything else kept):
+            # the chunks of a chunked mask (where T spans more than one) and
+            # Llama 4's L2 QK-norm.
+            also = []
+            if c.get("chunk") and T > c["chunk"]:
+                also.append(("the chunks", reference(dict(c, chunk=None), w, x, rope=c["rope"])))
+            if c.get("qk_norm") == "l2" and T > 1:
+                also.append(("the L2 norm", reference(dict(c, qk_norm=None), w, x, rope=c["rope"])))
+            also_err = [(what, float(np.abs(y - r).max()),
+                         bool(np.any(np.abs(y - r) > ATOL + RTOL * np.abs(r)))) for what, r in also]
+            detects = detects and all(d for _, _, d in also_err)
+            also_txt = "".join(f", without {what}: {e:.2e}" for what, e, _ in also_err)
             if rec is not None:
                 rp, wp = os.path.join(d, f"ref{T}.npy"), os.path.join(d, f"wrong{T}.npy")
                 np.save(rp, ref)
@@ -529,12 +586,12 @@ def main():
                 passed += 1
                 print(f"PASS: {label}: max err {err.max():.2e} (without "
                       f"{'the feature' if scored else 'the scaling' if unscaled else 'rope' if c['rope'] is not None else 'the q bias'}: "
-                      f"{werr.max():.2e})")
+                      f"{werr.max():.2e}{also_txt})")
             else:
                 failed += 1
                 why = "outside the tolerance" if not ok else "the check could not fail"
                 print(f"FAIL: {label}: {why}: max err {err.max():.2e}, without the "
-                      f"feature {werr.max():.2e}")
+                      f"feature {werr.max():.2e}{also_txt}")
     if rec is not None:
         print(f"real_models: {rec.n} runs recorded in {rec.root}, {failed} failed to compile")
         return 1 if failed else 0

@@ -87,7 +87,9 @@ static_assert(offsetof(attnc_kernel_info, qk_norm) == 328, "");
 static_assert(offsetof(attnc_kernel_info, sinks) == 332, "");
 static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 336, "");
 static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 344, "");
-static_assert(sizeof(attnc_kernel_info) == 352, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, temperature_floor_scale) == 352, "");
+static_assert(offsetof(attnc_kernel_info, temperature_attn_scale) == 360, "");
+static_assert(sizeof(attnc_kernel_info) == 368, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
 static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
@@ -219,8 +221,8 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 5u);
-  REQUIRE(sizeof(attnc_kernel_info) == 352);
+  REQUIRE(ATTNC_ABI_VERSION == 6u);
+  REQUIRE(sizeof(attnc_kernel_info) == 368);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -243,12 +245,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 6, runtime speaks 5");
+  CHECK(f.check() == "kernel ABI version 7, runtime speaks 6");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 344 bytes") && Contains("expects 352"));
+             Contains("struct_size is 360 bytes") && Contains("expects 368"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {
@@ -385,7 +387,19 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   CHECK(f.check() == "window must be non-negative, got -3");
   f.info.mask = ATTNC_MASK_CAUSAL;
   f.info.window = 5;
-  CHECK(f.check() == "window is 5 but the mask is not sliding_window");
+  CHECK(f.check() == "window is 5 but the mask is not sliding_window or chunked");
+  f.info.mask = ATTNC_MASK_CHUNKED;
+  f.info.window = 0;
+  CHECK(f.check() == "chunked mask needs a positive chunk size (window), got 0");
+  f.info.mask = 6;
+  CHECK(f.check() == "unknown mask value 6");
+  f.info.mask = ATTNC_MASK_CAUSAL;
+  f.info.temperature_floor_scale = -1;
+  CHECK(f.check().find("temperature_floor_scale must be in [0, 2^24]") != std::string::npos);
+  f.info.temperature_floor_scale = 0;
+  f.info.temperature_attn_scale = 0.1;
+  CHECK(f.check().find("0 without a floor scale") != std::string::npos);
+  f.info.temperature_attn_scale = 0;
   f.info.window = 0;
   f.info.scale = std::nan("");
   CHECK(f.check() == "scale is not finite");

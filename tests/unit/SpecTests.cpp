@@ -190,6 +190,53 @@ TEST_CASE("decode is accepted with every causal mask", "[spec]") {
   CHECK(errorOf(kBase + "mask: causal+padding\ndecode: true\n").empty());
   CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 8\ndecode: true\n")
             .empty());
+  CHECK(errorOf(kBase + "mask: chunked\nchunk: 8192\ndecode: true\n").empty());
+}
+
+TEST_CASE("Llama 4: the chunked mask, the weightless QK-norm, temperature tuning",
+          "[spec]") {
+  Spec s = specOf(kBase + "mask: chunked\nchunk: 8192\n");
+  CHECK(s.mask == MaskKind::Chunked);
+  CHECK(s.window == 8192);
+  CHECK(std::string(toString(MaskKind::Chunked)) == "chunked");
+  CHECK(errorOf(kBase + "mask: chunked\n") ==
+        "t.yaml:4:7: error: mask: expected a 'chunk' key (the chunk size, Llama 4's "
+        "attention_chunk_size) with mask: chunked, found none");
+  CHECK(errorOf(kBase + "mask: causal\nchunk: 8\n") ==
+        "t.yaml:5:8: error: chunk: expected no chunk unless mask: chunked, found mask: causal");
+  CHECK(errorOf(kBase + "mask: chunked\nwindow: 8\n").find("expected a 'chunk' key") !=
+        std::string::npos);
+  CHECK(errorOf(kBase + "mask: chunked\nchunk: 0\n").find("expected a positive integer") !=
+        std::string::npos);
+  // Weightless QK-norm: no q_norm / k_norm tensors, no bias.
+  s = specOf(kBase + "weights: separate\nqk_norm: {width: head, weight: none, eps: 1e-5}\n");
+  CHECK(s.qkNormNoWeight);
+  CHECK(!s.qkNormPerHead);
+  CHECK(errorOf(kBase + "weights: separate\nqk_norm: {width: head, weight: none, bias: true}\n")
+            .find("qk_norm.bias: expected no bias with weight: none") != std::string::npos);
+  CHECK(errorOf(kBase + "weights: separate\nqk_norm: {width: head, weight: all}\n")
+            .find("expected one of shared, per_head, none") != std::string::npos);
+  // Temperature tuning: defaults 8192 and 0.1; ranges; not with cross-attention.
+  s = specOf(kBase + "temperature_tuning: {}\n");
+  REQUIRE(s.temperature);
+  CHECK(s.temperature->floorScale == 8192);
+  CHECK(s.temperature->attnScale == 0.1);
+  s = specOf(kBase + "temperature_tuning: {floor_scale: 4, attn_scale: 0.25}\n");
+  CHECK(s.temperature->floorScale == 4);
+  CHECK(errorOf(kBase + "temperature_tuning: {attn_scale: -1}\n")
+            .find("temperature_tuning.attn_scale") != std::string::npos);
+  CHECK(errorOf(kBase + "temperature_tuning: {floor_scale: 0}\n")
+            .find("temperature_tuning.floor_scale") != std::string::npos);
+  CHECK(errorOf(kBase + "temperature_tuning: {floor: 4}\n").find("unknown key 'floor'") !=
+        std::string::npos);
+  CHECK(errorOf(kBase + "cross_attention: true\ntemperature_tuning: {}\n")
+            .find("expected no temperature_tuning with cross_attention") != std::string::npos);
+  // Each changes the spec's hash.
+  CHECK(specHash(specOf(kBase + "mask: chunked\nchunk: 8\n")) !=
+        specHash(specOf(kBase + "mask: chunked\nchunk: 16\n")));
+  CHECK(specHash(specOf(kBase + "temperature_tuning: {}\n")) != specHash(specOf(kBase)));
+  CHECK(specHash(specOf(kBase + "weights: separate\nqk_norm: {width: head, weight: none}\n")) !=
+        specHash(specOf(kBase + "weights: separate\nqk_norm: {width: head}\n")));
 }
 
 //===----------------------------------------------------------------------===//
@@ -412,7 +459,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
         "bias, out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, "
         "decode, cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, "
-        "tensor_parallel");
+        "tensor_parallel, chunk, temperature_tuning");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
         std::string::npos);
 }
@@ -632,11 +679,11 @@ TEST_CASE("window only with sliding_window, and required with it",
 TEST_CASE("decode only with a causal mask", "[spec][error]") {
   CHECK(errorOf(kBase + "decode: true\n") ==
         "t.yaml:4:9: error: decode: expected a causal mask (causal, "
-        "causal+padding or sliding_window) with decode: true, found mask: "
+        "causal+padding, sliding_window or chunked) with decode: true, found mask: "
         "none");
   CHECK(errorOf(kBase + "mask: padding\ndecode: true\n") ==
         "t.yaml:5:9: error: decode: expected a causal mask (causal, "
-        "causal+padding or sliding_window) with decode: true, found mask: "
+        "causal+padding, sliding_window or chunked) with decode: true, found mask: "
         "padding");
 }
 
@@ -706,7 +753,7 @@ TEST_CASE("outputs", "[spec][error]") {
 TEST_CASE("enumerations", "[spec][error]") {
   CHECK(errorOf(kBase + "mask: casual\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, found 'casual'");
+        "causal+padding, sliding_window, chunked, found 'casual'");
   CHECK(errorOf(kBase + "weights: huggingface\n") ==
         "t.yaml:4:10: error: weights: expected one of gpt2_conv1d, "
         "torch_in_proj, separate, found 'huggingface'");
@@ -715,7 +762,7 @@ TEST_CASE("enumerations", "[spec][error]") {
         "top_left, found 'bottom_left'");
   CHECK(errorOf(kBase + "mask: [causal]\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, found a sequence");
+        "causal+padding, sliding_window, chunked, found a sequence");
 }
 
 TEST_CASE("the first error in file order wins", "[spec][error]") {
@@ -725,7 +772,8 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
         "t.yaml:1:1: error: unknown key 'foo': expected one of name, d_model, "
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
         "out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, decode, "
-        "cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, tensor_parallel");
+        "cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, tensor_parallel, "
+        "chunk, temperature_tuning");
 }
 
 TEST_CASE("found values are escaped and truncated", "[spec][error]") {

@@ -555,10 +555,12 @@ struct KeyRange {
     lo = 0;
     hi = i < qv ? kv : 0;
     if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
-        ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+        ki.mask == ATTNC_MASK_SLIDING_WINDOW || ki.mask == ATTNC_MASK_CHUNKED)
       hi = std::min(hi, i + off + 1);
     if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
       lo = std::max(lo, i + off - ki.window + 1);
+    if (ki.mask == ATTNC_MASK_CHUNKED && i + off >= 0)
+      lo = std::max(lo, (i + off) / ki.window * ki.window);
   }
 };
 
@@ -673,7 +675,7 @@ JsonValue biasList(uint32_t flags) {
 
 bool hasCausalAlign(uint32_t mask) {
   return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
-         mask == ATTNC_MASK_SLIDING_WINDOW;
+         mask == ATTNC_MASK_SLIDING_WINDOW || mask == ATTNC_MASK_CHUNKED;
 }
 
 /// --info --json: the metadata (docs/json.md, kind "info").
@@ -697,6 +699,7 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
                             : JsonValue());
   j.set("window", ki.mask == ATTNC_MASK_SLIDING_WINDOW ? JsonValue((long long)ki.window)
                                                        : JsonValue());
+  j.set("chunk", ki.mask == ATTNC_MASK_CHUNKED ? JsonValue((long long)ki.window) : JsonValue());
   j.set("bias", biasList(ki.bias_flags));
   j.set("out_proj", ki.out_proj != 0);
   j.set("scale", ki.scale);
@@ -709,6 +712,14 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   j.set("weight_layout", layoutName(ki.weight_layout));
   j.set("softcap", ki.softcap > 0 ? JsonValue(ki.softcap) : JsonValue());
   j.set("clip_qkv", ki.clip_qkv > 0 ? JsonValue(ki.clip_qkv) : JsonValue());
+  if (ki.temperature_floor_scale > 0) {
+    JsonValue t = JsonValue::object();
+    t.set("floor_scale", (long long)ki.temperature_floor_scale);
+    t.set("attn_scale", ki.temperature_attn_scale);
+    j.set("temperature_tuning", t);
+  } else {
+    j.set("temperature_tuning", JsonValue());
+  }
   if (ki.alibi_slopes) {
     JsonValue a = JsonValue::object(), slopes = JsonValue::array();
     for (int64_t h = 0; h < ki.heads; ++h)
@@ -732,7 +743,9 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
     JsonValue n = JsonValue::object();
     n.set("width", attnrt::nameOf("qk_norm", ki.qk_norm & ATTNC_QK_NORM_WIDTH_MASK));
     n.set("type", (ki.qk_norm & ATTNC_QK_NORM_LAYER) ? "layer" : "rms");
-    n.set("weight", (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD) ? "per_head" : "shared");
+    n.set("weight", (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD)    ? "per_head"
+                    : (ki.qk_norm & ATTNC_QK_NORM_NO_WEIGHT) ? "none"
+                                                             : "shared");
     n.set("bias", (ki.qk_norm & ATTNC_QK_NORM_BIAS) != 0);
     n.set("eps", ki.qk_norm_eps);
     n.set("weight_offset", ki.qk_norm_offset);
@@ -807,12 +820,13 @@ void printInfo(const attnrt::Kernel &k) {
               (long long)ki.kv_heads, (long long)ki.head_dim,
               (long long)ki.out_dim);
   std::printf("mask: %s\n", maskName(ki.mask));
-  if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
-      ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+  if (hasCausalAlign(ki.mask))
     std::printf("causal_align: %s\n",
                 ki.causal_align ? "top_left" : "bottom_right");
   if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
     std::printf("window: %lld\n", (long long)ki.window);
+  if (ki.mask == ATTNC_MASK_CHUNKED)
+    std::printf("chunk: %lld\n", (long long)ki.window);
   std::string bias = ki.bias_flags == 0 ? "false" : "";
   if (ki.bias_flags == (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O) ||
       (!ki.out_proj && ki.bias_flags == (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V)))
@@ -835,6 +849,9 @@ void printInfo(const attnrt::Kernel &k) {
     std::printf("softcap: %.9g\n", ki.softcap);
   if (ki.clip_qkv > 0)
     std::printf("clip_qkv: %.9g\n", ki.clip_qkv);
+  if (ki.temperature_floor_scale > 0)
+    std::printf("temperature_tuning: floor_scale %lld, attn_scale %.9g\n",
+                (long long)ki.temperature_floor_scale, ki.temperature_attn_scale);
   if (ki.alibi_slopes)
     std::printf("alibi: slopes %.9g ... %.9g%s\n", ki.alibi_slopes[0],
                 ki.alibi_slopes[ki.heads - 1],
@@ -848,7 +865,9 @@ void printInfo(const attnrt::Kernel &k) {
                 (ki.qk_norm & ATTNC_QK_NORM_WIDTH_MASK) == ATTNC_QK_NORM_HEAD ? "head"
                                                                                : "projection",
                 ki.qk_norm_eps, ki.qk_norm_offset,
-                (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD) ? ", one weight per head" : "",
+                (ki.qk_norm & ATTNC_QK_NORM_PER_HEAD)    ? ", one weight per head"
+                : (ki.qk_norm & ATTNC_QK_NORM_NO_WEIGHT) ? ", no weight"
+                                                         : "",
                 (ki.qk_norm & ATTNC_QK_NORM_BIAS) ? ", with a bias" : "");
   if (ki.sinks)
     std::printf("sinks: one learned logit per head\n");

@@ -133,6 +133,8 @@ static uint32_t interpreterMask(attnc::attn::MaskKind m) {
     return ATTNC_MASK_CAUSAL;
   case attnc::attn::MaskKind::sliding_window:
     return ATTNC_MASK_SLIDING_WINDOW;
+  case attnc::attn::MaskKind::chunked:
+    return ATTNC_MASK_CHUNKED;
   }
   return ATTNC_MASK_NONE;
 }
@@ -252,6 +254,7 @@ private:
   bool clip(Operation &op, ClipOp cl);
   bool rmsNorm(Operation &op, RmsNormOp r);
   bool rope(Operation &op, RopeOp r);
+  bool temperature(Operation &op, TemperatureOp r);
   bool maskRows(Operation &op, MaskRowsOp m);
   bool scale(Operation &op, ScaleOp s);
   bool truncF(Operation &op, arith::TruncFOp tr);
@@ -684,15 +687,17 @@ bool Evaluator::clip(Operation &op, ClipOp cl) {
 
 /// attn.rms_norm over each head (or across heads), RMSNorm or LayerNorm.
 bool Evaluator::rmsNorm(Operation &op, RmsNormOp r) {
-  const Tensor *x = tensorOf(r.getInput()), *w = tensorOf(r.getWeight());
+  const Tensor *x = tensorOf(r.getInput());
+  const Tensor *w = r.getWeight() ? tensorOf(r.getWeight()) : nullptr;
   const Tensor *bias = r.getBias() ? tensorOf(r.getBias()) : nullptr;
-  if (!x || !w || (r.getBias() && !bias))
+  if (!x || (r.getWeight() && !w) || (r.getBias() && !bias))
     return false;
   const bool wide = r.getAcrossHeads() || r.getPerHeadWeight();
-  if (x->shape.size() != 4 || w->shape.size() != 1 ||
-      w->shape[0] != x->shape[3] * (wide ? x->shape[1] : 1) ||
-      (bias && bias->shape != w->shape))
-    return fail(op, "weight " + shapeStr(w->shape) + " does not fit " + shapeStr(x->shape));
+  if (x->shape.size() != 4 ||
+      (w && (w->shape.size() != 1 || w->shape[0] != x->shape[3] * (wide ? x->shape[1] : 1))) ||
+      (bias && (!w || bias->shape != w->shape)))
+    return fail(op, "weight " + (w ? shapeStr(w->shape) : std::string("(none)")) +
+                        " does not fit " + shapeStr(x->shape));
   Tensor y = *x;
   attnrt::naive::NormParams np;
   np.eps = r.getEps().convertToDouble();
@@ -700,7 +705,8 @@ bool Evaluator::rmsNorm(Operation &op, RmsNormOp r) {
   np.acrossHeads = r.getAcrossHeads();
   np.center = r.getCenter();
   np.perHead = r.getPerHeadWeight();
-  attnrt::naive::rmsNorm(y.data.data(), w->data.data(), x->shape[0], x->shape[1],
+  np.noWeight = !w;
+  attnrt::naive::rmsNorm(y.data.data(), w ? w->data.data() : nullptr, x->shape[0], x->shape[1],
                          x->shape[2], x->shape[3], np, bias ? bias->data.data() : nullptr);
   t[r] = std::move(y);
   return true;
@@ -732,6 +738,33 @@ bool Evaluator::rope(Operation &op, RopeOp r) {
   Tensor y = *x;
   attnrt::naive::rope(y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
                       rp, pos ? start.data() : nullptr);
+  t[r] = std::move(y);
+  return true;
+}
+
+/// attn.temperature: row t of sequence b times the factor of its position
+/// (attnrt::BlockParams::temperatureAt, the reference's formula).
+bool Evaluator::temperature(Operation &op, TemperatureOp r) {
+  const Tensor *x = tensorOf(r.getInput());
+  const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
+  if (!x || (r.getPositions() && !pos))
+    return false;
+  if (x->shape.size() != 4 ||
+      (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
+    return fail(op, "positions do not fit " + shapeStr(x->shape));
+  attnrt::BlockParams bp;
+  bp.temperatureFloorScale = r.getFloorScale();
+  bp.temperatureAttnScale = r.getAttnScale().convertToDouble();
+  Tensor y = *x;
+  const int64_t nb = x->shape[0], nh = x->shape[1], tt = x->shape[2], dd = x->shape[3];
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < tt; ++i) {
+        const double f =
+            bp.temperatureAt((pos ? static_cast<int64_t>(pos->data[b]) : 0) + i);
+        for (int64_t c = 0; c < dd; ++c)
+          y.data[((b * nh + h) * tt + i) * dd + c] *= f;
+      }
   t[r] = std::move(y);
   return true;
 }
@@ -884,6 +917,7 @@ bool Evaluator::step(Operation &op) {
       .Case([&](ClipOp o) { return clip(op, o); })
       .Case([&](RmsNormOp o) { return rmsNorm(op, o); })
       .Case([&](RopeOp o) { return rope(op, o); })
+      .Case([&](TemperatureOp o) { return temperature(op, o); })
       .Case([&](MaskRowsOp o) { return maskRows(op, o); })
       .Case([&](ScaleOp o) { return scale(op, o); })
       .Case([&](arith::TruncFOp o) { return truncF(op, o); })

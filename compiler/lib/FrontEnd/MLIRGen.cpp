@@ -87,7 +87,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     }
     // Each sequence's first position: where decode appends to the cache,
     // and what a rotary embedding rotates by (forward takes it for RoPE).
-    if (decodeEntry || spec.hasRope()) {
+    if (decodeEntry || spec.hasRope() || spec.temperature) {
       argTypes.push_back(lensType);
       argNames.push_back("positions");
     }
@@ -113,7 +113,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     // width (across it, or one weight per head).
     const bool normAll = spec.qkNorm == attnc::Spec::QkNorm::Projection;
     const bool normWide = normAll || spec.qkNormPerHead;
-    if (spec.qkNorm != attnc::Spec::QkNorm::None) {
+    if (spec.qkNorm != attnc::Spec::QkNorm::None && !spec.qkNormNoWeight) {
       argTypes.push_back(RankedTensorType::get({normWide ? qw : dh}, wT));
       argNames.push_back("nq");
       argTypes.push_back(RankedTensorType::get({normWide ? kvw : dh}, wT));
@@ -251,6 +251,13 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       qh = rope(qh);
       kh = rope(kh);
     }
+    // Llama 4's temperature tuning: the queries scaled by their positions,
+    // after QK-norm and RoPE (its layers have neither).
+    if (spec.temperature)
+      qh = TemperatureOp::create(b, locOf("temperature_tuning", "temperature_tuning"),
+                                 qh.getType(), qh, input("positions"),
+                                 b.getI64IntegerAttr(spec.temperature->floorScale),
+                                 b.getF64FloatAttr(spec.temperature->attnScale));
     SmallVector<Value> cacheResults;
     Value cacheLens;
     if (cache) {
@@ -269,6 +276,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     case attnc::MaskKind::Padding: mask = attn::MaskKind::padding; break;
     case attnc::MaskKind::CausalPadding: mask = attn::MaskKind::causal_padding; break;
     case attnc::MaskKind::SlidingWindow: mask = attn::MaskKind::sliding_window; break;
+    case attnc::MaskKind::Chunked: mask = attn::MaskKind::chunked; break;
     }
     // A decode step attends over the cache's filled rows: the new token is
     // the last of them (bottom-right alignment), padding is the positions.
@@ -290,8 +298,9 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         /*rel_bias=*/spec.t5Buckets ? entry->getArgument(argNames.size() - 1) : Value(),
         MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
         CausalAlignAttr::get(&ctx, align),
-        spec.mask == attnc::MaskKind::SlidingWindow ? b.getI64IntegerAttr(spec.window)
-                                                    : IntegerAttr(),
+        spec.mask == attnc::MaskKind::SlidingWindow || spec.mask == attnc::MaskKind::Chunked
+            ? b.getI64IntegerAttr(spec.window)
+            : IntegerAttr(),
         HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd),
         spec.softcap ? b.getF64FloatAttr(*spec.softcap) : FloatAttr(),
         spec.alibi ? b.getDenseF64ArrayAttr(attnc::alibiSlopes(spec)) : DenseF64ArrayAttr(),

@@ -272,7 +272,8 @@ void mropeNote(Config &c, std::vector<std::string> &notes) {
 /// NoPE), else every no_rope_layer_interval-th layer (4) is NoPE.
 bool smolRopeLayer(const Config &c, int64_t layer) {
   const YAML::Node list = c.root["no_rope_layers"];
-  if (list && list.IsSequence()) {
+  // (An empty list is the default: HF tests `if no_rope_layers`.)
+  if (list && list.IsSequence() && list.size() > 0) {
     if (layer >= int64_t(list.size()))
       c.bad("no_rope_layers", fmt::format("has {} entries, none for layer {}", list.size(),
                                           layer));
@@ -327,7 +328,8 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "qwen3", "olmo", "olmo2", "gemma3", "gemma3_text", "gpt_oss",
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
-                              "cohere2", "exaone4", "smollm3", "olmo3", "ministral"};
+                              "cohere2", "exaone4", "smollm3", "olmo3", "ministral",
+                              "llama4_text"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -355,7 +357,6 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
                     "decoupled rotary part)"},
     {"phimoe", "longrope with explicit short_mscale / long_mscale attention factors"},
-    {"llama4", "chunked local attention, layers without RoPE and attention temperature tuning"},
     {"mllama", "gated cross-attention layers to image features"},
     {"jamba", "state-space (Mamba) layers between its attention layers"},
     {"mamba", "a state-space model (no attention)"},
@@ -504,7 +505,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
                          mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
                          mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3" ||
-                         mt == "ministral";
+                         mt == "ministral" || mt == "llama4_text";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   if (path.empty()) {
     if (layerArg < 0)
@@ -581,7 +582,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     expectAfter({"self_attn"});
     const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
     const int64_t kv = c.integer("num_key_value_heads", h);
-    const int64_t dh = c.integer("head_dim", d / h);
+    // (Llama4TextConfig's head_dim defaults to 128; null: d / h.)
+    const YAML::Node &hd = c.root["head_dim"];
+    const int64_t dh = mt == "llama4_text" && !hd ? 128
+                       : hd && hd.IsNull()         ? d / h
+                                                   : c.integer("head_dim", d / h);
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
     y += "weights: separate\n";
     // Biases: Qwen2 q/k/v only; StableLM q/k/v with use_qkv_bias; Helium
@@ -661,14 +666,66 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                    : nope;
       slides = slides && c.boolean("use_sliding_window", false) && slidingType;
     }
+    // Llama 4: no_rope_layers[layer] == 0 (by default every 4th layer) is
+    // NoPE with full causal attention and the queries' temperature tuning;
+    // the RoPE layers attend within chunks of attention_chunk_size
+    // (layer_types, when given, says which layers are chunked) and
+    // L2-normalise q and k after RoPE (use_qk_norm).
+    bool chunked = false;
+    if (mt == "llama4_text") {
+      nope = !smolRopeLayer(c, layer);
+      const YAML::Node &types = c.root["layer_types"];
+      chunked = types && types.IsSequence() && layer < int64_t(types.size())
+                    ? types[size_t(layer)].as<std::string>() == "chunked_attention"
+                    : !nope;
+      const YAML::Node &chunk = c.root["attention_chunk_size"];
+      if (chunk && chunk.IsNull())
+        chunked = false;
+      slides = false;
+    }
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
                                "nemotron", "olmoe", "cohere", "helium", "glm"})
       if (mt == global)
         slides = false;
-    if (slides)
+    if (chunked)
+      y += fmt::format("mask: chunked\nchunk: {}\n", c.integer("attention_chunk_size", 8192));
+    else if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
     else
       y += "mask: causal\n";
+    if (mt == "llama4_text") {
+      if (!nope && c.boolean("use_qk_norm", true)) {
+        // Llama4TextL2Norm (no weight) after RoPE: the rotation keeps each
+        // head's sum of squares, so attnc's QK-norm before it is the same,
+        // unless the rotation also scales (an attention factor).
+        const YAML::Node &rs = c.root["rope_scaling"];
+        const std::string type =
+            rs && rs.IsMap() ? (rs["rope_type"] ? rs["rope_type"].as<std::string>()
+                                : rs["type"] ? rs["type"].as<std::string>() : "")
+                             : "";
+        if (type == "yarn" || type == "longrope")
+          c.bad("rope_scaling", fmt::format("'{}' scales cos and sin, and Llama 4's L2 QK-norm "
+                                            "comes after RoPE: attnc normalises before it, "
+                                            "which is the same only without that factor",
+                                            type));
+        y += fmt::format("qk_norm:\n  width: head\n  weight: none\n  eps: {}\n",
+                         num(c.number("rms_norm_eps", 1e-5)));
+      }
+      // attn_temperature_tuning: a bool (an int in the first release).
+      const YAML::Node &tt = c.root["attn_temperature_tuning"];
+      bool tuning = true;
+      if (tt && !tt.IsNull()) {
+        int64_t asInt = 0;
+        bool asBool = true;
+        if (YAML::convert<bool>::decode(tt, asBool))
+          tuning = asBool;
+        else if (YAML::convert<int64_t>::decode(tt, asInt))
+          tuning = asInt != 0;
+      }
+      if (nope && tuning)
+        y += fmt::format("temperature_tuning:\n  floor_scale: {}\n  attn_scale: {}\n",
+                         c.integer("floor_scale", 8192), num(c.number("attn_scale", 0.1)));
+    }
     if (mt == "gemma2" || gemma3) {
       y += fmt::format("scale: {}\n",
                        num(1.0 / std::sqrt(c.number("query_pre_attn_scalar", double(dh)))));
@@ -713,7 +770,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
         "partial_rotary_factor",
         mt == "stablelm" ? 0.25 : mt == "nemotron" || mt == "glm" ? 0.5 : 1.0);
     // Cohere, Helium and GLM rotate interleaved pairs (repeat_interleave).
-    const char *style = mt == "cohere" || mt == "cohere2" || mt == "helium" || mt == "glm"
+    const char *style = mt == "cohere" || mt == "cohere2" || mt == "helium" || mt == "glm" ||
+                                mt == "llama4_text"
                             ? "interleaved"
                             : "half_split";
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
@@ -723,9 +781,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, style, YAML::Node());
     else if (!nope) // (a NoPE layer's spec has no rope: key)
       y += ropeYaml(c, dh,
-                    c.number("rope_theta", mt == "helium"    ? 100000.0
-                                           : mt == "smollm3" ? 2000000.0
-                                                             : 10000.0),
+                    c.number("rope_theta", mt == "helium"        ? 100000.0
+                                           : mt == "smollm3"     ? 2000000.0
+                                           : mt == "llama4_text" ? 500000.0
+                                                                 : 10000.0),
                     partial, style, c.root["rope_scaling"]);
   } else if (mt == "t5" || mt == "mt5") {
     // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),

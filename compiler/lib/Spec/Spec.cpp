@@ -29,6 +29,8 @@ const char *toString(MaskKind m) {
     return "causal+padding";
   case MaskKind::SlidingWindow:
     return "sliding_window";
+  case MaskKind::Chunked:
+    return "chunked";
   }
   return "?";
 }
@@ -159,6 +161,11 @@ std::string canonicalString(const Spec &s) {
                        s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
                        s.qkNormEps, s.qkNormOffset, s.qkNormLayer ? " layer" : "",
                        s.qkNormPerHead ? " per_head" : "", s.qkNormBias ? " bias" : "");
+  if (s.qkNormNoWeight)
+    out += "qk_norm_weight=none\n";
+  if (s.temperature)
+    out += fmt::format("temperature={} {:a}\n", s.temperature->floorScale,
+                       s.temperature->attnScale);
   if (s.hasRope()) {
     const RopeSpec &r = s.rope;
     out += fmt::format("rope={} theta={:a} rotary_dim={} scaling={} "
@@ -214,6 +221,8 @@ std::string printSpec(const Spec &s) {
     out += fmt::format("causal_align: {}\n", toString(s.causalAlign));
     if (s.mask == MaskKind::SlidingWindow)
       out += fmt::format("window: {}\n", s.window);
+    if (s.mask == MaskKind::Chunked)
+      out += fmt::format("chunk: {}\n", s.window);
     out += s.biasMask == kAllBiases || s.biasMask == 0
                ? fmt::format("bias: {}\n", biasString(s.biasMask))
                : fmt::format("bias: [{}]\n", biasString(s.biasMask));
@@ -242,6 +251,9 @@ std::string printSpec(const Spec &s) {
       out += fmt::format("softcap: {}\n", *s.softcap);
     if (s.clipQkv)
       out += fmt::format("clip_qkv: {}\n", *s.clipQkv);
+    if (s.temperature)
+      out += fmt::format("temperature_tuning:\n  floor_scale: {}\n  attn_scale: {}\n",
+                         s.temperature->floorScale, s.temperature->attnScale);
     if (s.sinks)
       out += "sinks: true\n";
     if (s.t5Buckets)
@@ -256,6 +268,8 @@ std::string printSpec(const Spec &s) {
         out += "  type: layer\n";
       if (s.qkNormPerHead)
         out += "  weight: per_head\n";
+      if (s.qkNormNoWeight)
+        out += "  weight: none\n";
       if (s.qkNormBias)
         out += "  bias: true\n";
     }
@@ -325,6 +339,8 @@ RopeTables ropeTables(const Spec &s) {
         t.invFreq[i] = theta[i];
       else if (wl > lowWl)
         t.invFreq[i] = theta[i] / r.factor;
+      else if (r.highFreqFactor == r.lowFreqFactor) // no ramp (wl on the edge)
+        t.invFreq[i] = theta[i];
       else {
         const double sm = (orig / wl - r.lowFreqFactor) /
                           (r.highFreqFactor - r.lowFreqFactor);

@@ -70,6 +70,8 @@ constexpr SizeLimit kSizeLimits[] = {
     {"d_model", limits::kMaxDModel},         {"heads", limits::kMaxHeads},
     {"kv_heads", limits::kMaxKvHeads},       {"head_dim", limits::kMaxHeadDim},
     {"max_seq_len", limits::kMaxSeqLen},     {"window", limits::kMaxWindow},
+    {"chunk", limits::kMaxWindow},
+    {"temperature_tuning.floor_scale", limits::kMaxSeqLen},
     {"rope.rotary_dim", limits::kMaxRotaryDim},
     {"rope.scaling.original_max_position_embeddings", limits::kMaxPositions},
     {"rope.scaling.max_position_embeddings", limits::kMaxPositions},
@@ -93,7 +95,7 @@ const char *const kKeys[] = {
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "weight_dtype", "outputs",
     "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "clip_qkv", "sinks",
-    "t5_bias", "tensor_parallel"};
+    "t5_bias", "tensor_parallel", "chunk", "temperature_tuning"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -572,7 +574,7 @@ private:
   const std::string &file;
   Spec spec;
   SrcPos mapPos;
-  bool hasKvHeads = false, hasHeadDim = false, hasWindow = false;
+  bool hasKvHeads = false, hasHeadDim = false, hasWindow = false, hasChunk = false;
 
   [[noreturn]] void fail(const std::string &key, const std::string &msg) {
     throw SpecError{locatedMsg(file, spec.valuePosOf(key), key, msg)};
@@ -675,13 +677,26 @@ private:
     } else if (key == "mask") {
       spec.mask = static_cast<MaskKind>(getEnum(
           key, v,
-          {"none", "causal", "padding", "causal+padding", "sliding_window"}));
+          {"none", "causal", "padding", "causal+padding", "sliding_window", "chunked"}));
     } else if (key == "causal_align") {
       spec.causalAlign = static_cast<CausalAlign>(
           getEnum(key, v, {"bottom_right", "top_left"}));
     } else if (key == "window") {
       spec.window = getSize(key, v);
       hasWindow = true;
+    } else if (key == "chunk") {
+      spec.window = getSize(key, v);
+      hasChunk = true;
+    } else if (key == "temperature_tuning") {
+      auto m = nestedMap("temperature_tuning", v, {"floor_scale", "attn_scale"});
+      spec.temperature = Spec::Temperature();
+      for (auto &[k, node] : m) {
+        if (k == "floor_scale")
+          spec.temperature->floorScale = getSize("temperature_tuning.floor_scale", *node);
+        else
+          spec.temperature->attnScale =
+              getInRange("temperature_tuning.attn_scale", *node, 0, 1e3, true, "");
+      }
     } else if (key == "bias") {
       setBias(v);
     } else if (key == "rope") {
@@ -857,8 +872,11 @@ private:
                           : Spec::QkNorm::Projection;
       else if (key == "type")
         spec.qkNormLayer = getEnum(full, *node, {"rms", "layer"}) == 1;
-      else if (key == "weight")
-        spec.qkNormPerHead = getEnum(full, *node, {"shared", "per_head"}) == 1;
+      else if (key == "weight") {
+        int w = getEnum(full, *node, {"shared", "per_head", "none"});
+        spec.qkNormPerHead = w == 1;
+        spec.qkNormNoWeight = w == 2;
+      }
       else if (key == "bias")
         spec.qkNormBias = getBool(full, *node);
       else if (key == "eps")
@@ -866,6 +884,9 @@ private:
       else
         spec.qkNormOffset = getInRange(full, *node, 0, 1e3, true, "");
     }
+    if (spec.qkNormNoWeight && spec.qkNormBias)
+      fail("qk_norm.bias", "expected no bias with weight: none (a bias goes with a "
+                           "weight), found bias: true");
     if (spec.qkNormPerHead && spec.qkNorm == Spec::QkNorm::Projection)
       fail("qk_norm.weight", "expected weight: shared with width: projection (one "
                              "weight over the whole projection already has an entry "
@@ -1029,9 +1050,11 @@ private:
       need("low_freq_factor");
       need("high_freq_factor");
       need("original_max_position_embeddings");
-      if (r.highFreqFactor <= r.lowFreqFactor)
+      // Equal factors (Llama 4 Scout: 1 and 1) leave no ramp between the
+      // kept and the divided frequencies.
+      if (r.highFreqFactor < r.lowFreqFactor)
         fail("rope.scaling.high_freq_factor",
-             fmt::format("expected high_freq_factor > low_freq_factor ({}), "
+             fmt::format("expected high_freq_factor >= low_freq_factor ({}), "
                          "found {}",
                          r.lowFreqFactor, r.highFreqFactor));
     }
@@ -1208,6 +1231,15 @@ private:
         }
       }
     }
+    if (hasChunk && s.mask != MaskKind::Chunked)
+      fail("chunk", fmt::format("expected no chunk unless mask: chunked, found mask: {}",
+                                toString(s.mask)));
+    if (!hasChunk && s.mask == MaskKind::Chunked)
+      fail("mask", "expected a 'chunk' key (the chunk size, Llama 4's "
+                   "attention_chunk_size) with mask: chunked, found none");
+    if (s.temperature && s.crossAttention)
+      fail("temperature_tuning", "expected no temperature_tuning with cross_attention: "
+                                 "true (it scales queries by their positions among the keys)");
     if (hasWindow && s.mask != MaskKind::SlidingWindow)
       fail("window", fmt::format("expected no window unless mask: "
                                  "sliding_window, found mask: {}",
@@ -1216,9 +1248,10 @@ private:
       fail("mask", "expected a 'window' key with mask: sliding_window, "
                    "found none");
     if (s.decode && s.mask != MaskKind::Causal &&
-        s.mask != MaskKind::CausalPadding && s.mask != MaskKind::SlidingWindow)
+        s.mask != MaskKind::CausalPadding && s.mask != MaskKind::SlidingWindow &&
+        s.mask != MaskKind::Chunked)
       fail("decode", fmt::format("expected a causal mask (causal, "
-                                 "causal+padding or sliding_window) with "
+                                 "causal+padding, sliding_window or chunked) with "
                                  "decode: true, found mask: {}",
                                  toString(s.mask)));
     // Weight elements of the Q/K/V projections and W_O:

@@ -22,7 +22,7 @@ struct SrcPos {
   int col = 0;
 };
 
-enum class MaskKind { None, Causal, Padding, CausalPadding, SlidingWindow };
+enum class MaskKind { None, Causal, Padding, CausalPadding, SlidingWindow, Chunked };
 enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
 /// Element types: float32, bfloat16 (float32's top half, rounded to
 /// nearest even), IEEE binary16.
@@ -89,7 +89,7 @@ struct Spec {
   int64_t headDim = 0;    ///< defaults to dModel / heads
   MaskKind mask = MaskKind::None;
   CausalAlign causalAlign = CausalAlign::BottomRight;
-  int64_t window = 0;     ///< only with SlidingWindow
+  int64_t window = 0;     ///< SlidingWindow: the window; Chunked: the chunk
   unsigned biasMask = kAllBiases; ///< BiasBit per projection with a bias
   bool outProj = true;
   RopeSpec rope;                  ///< style None: no rotary embedding
@@ -114,6 +114,14 @@ struct Spec {
   bool qkNormLayer = false;
   bool qkNormPerHead = false;
   bool qkNormBias = false;
+  bool qkNormNoWeight = false; ///< weight: none (Llama 4's L2 norm)
+  /// Llama 4's attention temperature tuning on its NoPE layers: the query
+  /// at position p times 1 + attnScale * ln(floor((p + 1) / floorScale) + 1).
+  struct Temperature {
+    int64_t floorScale = 8192;
+    double attnScale = 0.1;
+  };
+  std::optional<Temperature> temperature;
   bool sinks = false; ///< gpt-oss: a learned logit per head in the softmax
   /// T5's bucketed relative position bias (0 buckets: none): the table
   /// relative_attention_bias.weight [buckets, heads] indexed by the bucket

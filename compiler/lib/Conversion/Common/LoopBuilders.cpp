@@ -632,6 +632,49 @@ void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.temperature
+//===----------------------------------------------------------------------===//
+
+Value attnc::temperatureFactor(ImplicitLocOpBuilder &c, attn::TemperatureOp op, Value pos) {
+  const int64_t floorScale = op.getFloorScale();
+  const double attnScale = op.getAttnScale().convertToDouble();
+  // n = floor((pos + 1) / floor_scale) (both non-negative integers), then
+  // ln(n + 1) = log2(n + 1) * ln 2 with n + 1 >= 1.
+  Value n = arith::DivUIOp::create(
+      c, arith::AddIOp::create(c, pos, arith::ConstantIndexOp::create(c, 1)),
+      arith::ConstantIndexOp::create(c, floorScale));
+  Value nf = arith::UIToFPOp::create(c, c.getF64Type(),
+                                     arith::IndexCastOp::create(c, c.getI64Type(), n));
+  Value lg = log2AtLeastOne(c, arith::AddFOp::create(c, nf, f64Const(c, 1.0)));
+  Value f = arith::AddFOp::create(
+      c, f64Const(c, 1.0),
+      arith::MulFOp::create(c, lg, f64Const(c, attnScale * 0.6931471805599453)));
+  return arith::TruncFOp::create(c, c.getF32Type(), f);
+}
+
+void attnc::buildTemperature(ImplicitLocOpBuilder &b, attn::TemperatureOp op, Value x,
+                             Value positions) {
+  Value nh = memref::DimOp::create(b, x, 1), d = memref::DimOp::create(b, x, 3);
+  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+    Value zero = arith::ConstantIndexOp::create(c, 0);
+    Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
+    attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
+      Value f = temperatureFactor(c1, op, arith::AddIOp::create(c1, p0, row));
+      attnc::loop(c1, zero, nh, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
+        attnc::loop(c2, zero, d, {}, [&](ImplicitLocOpBuilder &c3, Value e, ValueRange) {
+          SmallVector<Value> at{bi, h, row, e};
+          Value v = attnc::loadF32(c3, x, at);
+          attnc::storeF32(c3, arith::MulFOp::create(c3, v, f), x, at);
+          return SmallVector<Value>{};
+        });
+        return SmallVector<Value>{};
+      });
+      return SmallVector<Value>{};
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // attn.rms_norm
 //===----------------------------------------------------------------------===//
 
@@ -709,10 +752,13 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
                                      c4, arith::MulIOp::create(c4, h, idx(c4, D)), d)
                                      .getResult()
                                : wi;
-          Value wv = attnc::loadF32(c4, w, ValueRange{wIdx});
+          // No weight (Llama 4's L2 norm): the factor is 1 (+ offset).
+          Value wv = w ? attnc::loadF32(c4, w, ValueRange{wIdx}) : f32c(c4, 1.0);
           if (offset != 0)
             wv = arith::AddFOp::create(c4, wv, f32c(c4, offset));
-          Value y = arith::MulFOp::create(c4, arith::MulFOp::create(c4, v, r), wv);
+          Value y = arith::MulFOp::create(c4, v, r);
+          if (w || offset != 0)
+            y = arith::MulFOp::create(c4, y, wv);
           if (bias)
             y = arith::AddFOp::create(c4, y, attnc::loadF32(c4, bias, ValueRange{wIdx}));
           memref::StoreOp::create(c4, y, x, ValueRange{bi, h, row, d});
@@ -753,7 +799,29 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::block(ImplicitLocOpBuilder &c,
     r.start = clamp(plus(diag0, 1 - window));
     r.low = clamp(plus(last, -window));
   }
+  if (chunked) { // the first row's chunk, and the last row's
+    r.start = clamp(firstKey(c, diag0));
+    r.low = clamp(firstKey(c, plus(last, -1)));
+  }
   return r;
+}
+
+Value attnc::KeyVisibility::firstKey(ImplicitLocOpBuilder &c, Value diag) const {
+  Type t = diag.getType();
+  auto cst = [&](int64_t v) -> Value {
+    if (t.isIndex())
+      return arith::ConstantIndexOp::create(c, v);
+    if (auto vt = dyn_cast<VectorType>(t))
+      return arith::ConstantOp::create(
+          c, DenseElementsAttr::get(vt, c.getIntegerAttr(vt.getElementType(), v)));
+    return arith::ConstantOp::create(c, c.getIntegerAttr(t, v));
+  };
+  if (windowed)
+    return arith::AddIOp::create(c, diag, cst(1 - window));
+  // floor(diag / C) * C: signed division rounds toward zero, which floors
+  // for diag >= 0, the rows that see keys (a negative diagonal gives 0: its
+  // row sees nothing under the causal part).
+  return arith::MulIOp::create(c, arith::DivSIOp::create(c, diag, cst(window)), cst(window));
 }
 
 attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, Value diag,

@@ -106,6 +106,15 @@ mlir::Value clampSymmetric(mlir::ImplicitLocOpBuilder &c, mlir::Value v, double 
 /// 16 rows), every head's D values of a row clamped (a compare and a
 /// select each side: no libm fminf/fmaxf).
 void buildClip(mlir::ImplicitLocOpBuilder &b, attn::ClipOp op, mlir::Value x);
+/// attn.temperature's factor (f32) for the row at position pos (index):
+/// 1 + attn_scale * ln(floor((pos + 1) / floor_scale) + 1), the floor an
+/// integer division, the log in f64 without a libm call.
+mlir::Value temperatureFactor(mlir::ImplicitLocOpBuilder &c, attn::TemperatureOp op,
+                              mlir::Value pos);
+/// attn.temperature in place on x [B, H, T, D]: one task per (sequence,
+/// block of 16 rows), each row's factor once, times every head's D values.
+void buildTemperature(mlir::ImplicitLocOpBuilder &b, attn::TemperatureOp op, mlir::Value x,
+                      mlir::Value positions);
 void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value x,
                   mlir::Value w, mlir::Value bias);
 
@@ -115,21 +124,31 @@ void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value
 /// and decode kernels). Of the valid queries [0, qv) and keys [0, kvv),
 /// query i sees key j when j <= i + off under a causal mask (off = 0 for
 /// top_left, kvv - qv for bottom_right: the last valid query sees the last
-/// valid key) and j > i + off - window under a sliding window; other masks
-/// see every valid key.
+/// valid key) and j > i + off - window under a sliding window, and j >=
+/// floor((i + off) / C) * C under a chunked mask (chunk C in `window`);
+/// other masks see every valid key.
 struct KeyVisibility {
-  bool causal = false, windowed = false, topLeft = false;
-  int64_t window = 0;
+  bool causal = false, windowed = false, chunked = false, topLeft = false;
+  int64_t window = 0; ///< the window, or the chunk size when chunked
   template <typename Op> static KeyVisibility of(Op op) {
     KeyVisibility v;
     attn::MaskKind m = op.getMask();
     v.causal = m == attn::MaskKind::causal || m == attn::MaskKind::causal_padding ||
-               m == attn::MaskKind::sliding_window;
+               m == attn::MaskKind::sliding_window || m == attn::MaskKind::chunked;
     v.windowed = m == attn::MaskKind::sliding_window;
-    v.window = v.windowed ? *op.getWindow() : 0;
+    v.chunked = m == attn::MaskKind::chunked;
+    v.window = v.windowed || v.chunked ? *op.getWindow() : 0;
     v.topLeft = op.getCausalAlign() == attn::CausalAlign::top_left;
     return v;
   }
+  /// Rows see keys from a lower edge too (a window or a chunk).
+  bool lowEdge() const { return windowed || chunked; }
+  /// The first key the row whose diagonal is `diag` sees (unclamped):
+  /// diag + 1 - window, or floor(diag / C) * C. `diag` is an index, an
+  /// integer or a vector of integers (the element-wise masks); the
+  /// chunk's floor is exact for diag >= 0 (a row with diag < 0 sees no
+  /// key under the causal part anyway). Only with lowEdge().
+  mlir::Value firstKey(mlir::ImplicitLocOpBuilder &c, mlir::Value diag) const;
   /// off: the key position of query 0's diagonal, given the valid lengths.
   mlir::Value offset(mlir::ImplicitLocOpBuilder &c, mlir::Value qv, mlir::Value kvv) const;
   /// The keys of rows [i0, i0 + rows) (rows >= 1) whose first row's

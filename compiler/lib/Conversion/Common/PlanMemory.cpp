@@ -317,7 +317,7 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     map.map(m.getResult(), in);
     return success();
   }
-  if (isa<RopeOp, RmsNormOp, ClipOp>(op)) {
+  if (isa<RopeOp, RmsNormOp, ClipOp, TemperatureOp>(op)) {
     // In place when this op is the input's only user (Q, K and V views
     // into the QKV buffer, which nothing else reads unrotated); else on a
     // copy.
@@ -470,7 +470,8 @@ LogicalResult FunctionLowering::emit(Operation *op) {
   b.setLoc(op->getLoc());
   // These ops have no lowering of their own here: their kernels come from
   // the TiledOpInterface models (attn.linear falls back to a one-task GEMM).
-  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp, ClipOp>(op) &&
+  if (isa<SdpaOp, ProbsOp, CacheAppendOp, MaskRowsOp, RopeOp, RmsNormOp, ClipOp,
+          TemperatureOp>(op) &&
       !isa<TiledOpInterface>(op))
     return op->emitOpError("has no TiledOpInterface model (attnc::registerTiledOpModels)");
   // A device target (CUDA) has kernels for the fused block (packed GEMMs

@@ -116,10 +116,17 @@ struct RopeModel : KernelModel<RopeModel, RopeOp> {
   }
 };
 
+struct TemperatureModel : KernelModel<TemperatureModel, TemperatureOp> {
+  LogicalResult build(TemperatureOp t, PhaseContext &ctx, TargetKernelsInterface k) const {
+    return k.buildTemperature(ctx.builder(), t, ctx.buffer(t.getResult()),
+                              optional(ctx, t.getPositions()));
+  }
+};
+
 struct RmsNormModel : KernelModel<RmsNormModel, RmsNormOp> {
   LogicalResult build(RmsNormOp r, PhaseContext &ctx, TargetKernelsInterface k) const {
     return k.buildRmsNorm(ctx.builder(), r, ctx.buffer(r.getResult()),
-                          ctx.buffer(r.getWeight()), optional(ctx, r.getBias()));
+                          optional(ctx, r.getWeight()), optional(ctx, r.getBias()));
   }
 };
 
@@ -140,6 +147,7 @@ void attnc::registerTiledOpModels(DialectRegistry &registry) {
     MaskRowsOp::attachInterface<MaskRowsModel>(*ctx);
     RopeOp::attachInterface<RopeModel>(*ctx);
     RmsNormOp::attachInterface<RmsNormModel>(*ctx);
+    TemperatureOp::attachInterface<TemperatureModel>(*ctx);
     ClipOp::attachInterface<ClipModel>(*ctx);
   });
 }

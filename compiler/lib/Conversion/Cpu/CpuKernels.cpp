@@ -51,6 +51,11 @@ struct CpuKernels
     attnc::buildRope(b, op, x, positions);
     return success();
   }
+  LogicalResult buildTemperature(Attribute, ImplicitLocOpBuilder &b, TemperatureOp op, Value x,
+                                 Value positions) const {
+    attnc::buildTemperature(b, op, x, positions);
+    return success();
+  }
   LogicalResult buildRmsNorm(Attribute, ImplicitLocOpBuilder &b, RmsNormOp op, Value x,
                              Value w, Value bias) const {
     attnc::buildRmsNorm(b, op, x, w, bias);

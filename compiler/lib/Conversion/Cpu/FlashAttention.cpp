@@ -1036,7 +1036,7 @@ void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
   const int64_t mv = K.mv, vl = K.vl;
   Value crosses = arith::CmpIOp::create(
       cb, arith::CmpIPredicate::sgt, arith::AddIOp::create(cb, j0, cnt), keys.full);
-  if (K.vis.windowed)
+  if (K.vis.lowEdge())
     crosses = arith::OrIOp::create(
         cb, crosses, arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, j0, keys.low));
   auto ifOp = scf::IfOp::create(cb, crosses, /*withElse=*/false);
@@ -1055,13 +1055,10 @@ void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
                                  c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
           laneIdx);
       Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
-      if (K.vis.windowed) {
-        Value lowest = arith::SubIOp::create(
-            c1, lim, vector::BroadcastOp::create(
-                         c1, K.ivt, arith::ConstantIntOp::create(c1, K.vis.window, 32)));
+      if (K.vis.lowEdge())
         ok = arith::AndIOp::create(
-            c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sgt, jv, lowest));
-      }
+            c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sge, jv,
+                                          K.vis.firstKey(c1, lim)));
       Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)});
       vector::StoreOp::create(c1, arith::SelectOp::create(c1, ok, s, negInf), ST,
                               ValueRange{jj, idx(c1, m * vl)});

@@ -57,6 +57,11 @@ void buildGpuRope(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target, at
 /// first) and the sum of squares through shared memory; bias may be null.
 void buildGpuRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
                      attn::RmsNormOp op, mlir::Value x, mlir::Value w, mlir::Value bias);
+/// attn.temperature in place on x [B, H, T, D]: one block per (sequence,
+/// head), its threads striding over the T * D elements, each row's factor
+/// from temperatureFactor (as the x86 kernel).
+void buildGpuTemperature(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
+                         attn::TemperatureOp op, mlir::Value x, mlir::Value positions);
 /// attn.clip in place on x [B, H, T, D]: one block per (sequence, head),
 /// its threads striding over the T * D elements.
 void buildGpuClip(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target, attn::ClipOp op,

@@ -54,6 +54,11 @@ struct CudaKernels
     attnc::buildGpuRope(b, target(attr), op, x, positions);
     return success();
   }
+  LogicalResult buildTemperature(Attribute attr, ImplicitLocOpBuilder &b, TemperatureOp op,
+                                 Value x, Value positions) const {
+    attnc::buildGpuTemperature(b, target(attr), op, x, positions);
+    return success();
+  }
   LogicalResult buildRmsNorm(Attribute attr, ImplicitLocOpBuilder &b, RmsNormOp op, Value x,
                              Value w, Value bias) const {
     attnc::buildGpuRmsNorm(b, target(attr), op, x, w, bias);

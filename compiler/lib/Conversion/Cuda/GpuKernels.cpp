@@ -514,10 +514,10 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
     if (a.vis.causal)
       vis = arith::AndIOp::create(
           ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j, diag));
-    if (a.vis.windowed)
+    if (a.vis.lowEdge())
       vis = arith::AndIOp::create(
-          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sgt, j,
-                                         arith::AddIOp::create(ci, diag, indexConst(ci, -a.vis.window))));
+          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sge, j,
+                                         a.vis.firstKey(ci, diag)));
     s = arith::SelectOp::create(ci, vis, s, f32Const(ci, negInf));
     memref::StoreOp::create(ci, s, sc, ValueRange{tid, jj});
     return SmallVector<Value>{arith::MaximumFOp::create(ci, st[0], s).getResult()};
@@ -1036,6 +1036,33 @@ void attnc::buildGpuClip(ImplicitLocOpBuilder &b, CudaTargetAttr t, ClipOp op, V
   mapToBlocks(phase);
 }
 
+void attnc::buildGpuTemperature(ImplicitLocOpBuilder &b, CudaTargetAttr t, TemperatureOp op,
+                                Value x, Value positions) {
+  // As buildGpuClip: one block per (sequence, head), its NT threads striding
+  // over the T * D elements; each element's row factor (an integer division
+  // and a short f64 series: cheap next to the attention).
+  const int64_t NT = t.getBlockThreads();
+  Value nb = dim(b, x, 0), nh = dim(b, x, 1), tt = dim(b, x, 2), dd = dim(b, x, 3);
+  Value n = arith::MulIOp::create(b, tt, dd);
+  Value tasks = arith::MulIOp::create(b, nb, nh);
+  scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
+    Value bi = arith::DivUIOp::create(c, task, nh), h = arith::RemUIOp::create(c, task, nh);
+    Value p0 = positions ? attnc::validLength(c, positions, bi, indexConst(c, 0))
+                         : indexConst(c, 0);
+    threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
+      loop(r, tid, n, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
+        Value row = arith::DivUIOp::create(ci, e, dd);
+        SmallVector<Value> at{bi, h, row, arith::RemUIOp::create(ci, e, dd)};
+        Value f = attnc::temperatureFactor(ci, op, arith::AddIOp::create(ci, p0, row));
+        Value v = attnc::loadF32(ci, x, at);
+        attnc::storeF32(ci, arith::MulFOp::create(ci, v, f), x, at);
+        return SmallVector<Value>{};
+      });
+    });
+  });
+  mapToBlocks(phase);
+}
+
 void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp op, Value x,
                             Value w, Value bias) {
   // One block per (sequence, row, group: one head, or all heads across):
@@ -1126,10 +1153,13 @@ void attnc::buildGpuRmsNorm(ImplicitLocOpBuilder &b, CudaTargetAttr t, RmsNormOp
                                    ci, arith::MulIOp::create(ci, h0, indexConst(ci, D)), e)
                                    .getResult()
                              : e;
-        Value wv = attnc::loadF32(ci, w, ValueRange{wIdx});
+        // No weight (Llama 4's L2 norm): the factor is 1 (+ offset).
+        Value wv = w ? attnc::loadF32(ci, w, ValueRange{wIdx}) : f32Const(ci, 1.0);
         if (offset != 0)
           wv = arith::AddFOp::create(ci, wv, f32Const(ci, offset));
-        Value y = arith::MulFOp::create(ci, arith::MulFOp::create(ci, v, inv), wv);
+        Value y = arith::MulFOp::create(ci, v, inv);
+        if (w || offset != 0)
+          y = arith::MulFOp::create(ci, y, wv);
         if (bias)
           y = arith::AddFOp::create(ci, y, attnc::loadF32(ci, bias, ValueRange{wIdx}));
         attnc::storeF32(ci, y, x, pos);

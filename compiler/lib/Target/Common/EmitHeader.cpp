@@ -51,6 +51,8 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
   os << "/* mask: " << attnrt::nameOf("mask", desc.block.mask);
   if (desc.block.mask == ATTNC_MASK_SLIDING_WINDOW)
     os << " (window " << desc.block.window << ")";
+  if (desc.block.mask == ATTNC_MASK_CHUNKED)
+    os << " (chunk " << desc.block.window << ")";
   if (desc.block.mask != ATTNC_MASK_NONE && desc.block.mask != ATTNC_MASK_PADDING)
     os << ", causal_align: " << (desc.block.topLeft ? "top_left" : "bottom_right");
   os << ", weights: " << attnrt::nameOf("layout", desc.block.layout) << ", scale: "
@@ -124,6 +126,11 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
   if (desc.hasRope())
     os << "\n * Rotary embedding: args->positions (int32 [batch]; NULL: 0) gives\n"
           " * each sequence's first position; token t is rotated by positions[b] + t.";
+  if (desc.block.temperatureFloorScale)
+    os << "\n * Temperature tuning: args->positions (int32 [batch]; NULL: 0) gives\n"
+          " * each sequence's first position; the query of token t is scaled by\n"
+          " * 1 + " << desc.block.temperatureAttnScale << " * ln(floor((positions[b] + t + 1) / "
+       << desc.block.temperatureFloorScale << ") + 1).";
   os << "\n * Variant fields not listed here must be NULL / 0. */\n"
      << "int " << n << "_forward(const attnc_forward_args *args);\n\n";
   if (desc.decode())

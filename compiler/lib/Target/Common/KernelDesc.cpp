@@ -50,6 +50,8 @@ template <typename Desc, typename Fn> void eachField(Desc &d, Fn &&field) {
   field("alibi_slopes", p.alibiSlopes);
   field("alibi_before_scale", p.alibiBeforeScale);
   field("clip_qkv", p.clipQkv);
+  field("temperature_floor_scale", p.temperatureFloorScale);
+  field("temperature_attn_scale", p.temperatureAttnScale);
   field("qk_norm", p.qkNorm);
   field("qk_norm_eps", p.qkNormEps);
   field("qk_norm_offset", p.qkNormOffset);

@@ -437,6 +437,13 @@ K_EXPORT int KSYM(forward)(const attnc_forward_args *a) {
     return ATTNC_ERR_BUFFER_SIZE;
   if (!k_positions_ok(a->positions, a->batch, a->seq_len, ((int64_t)1) << 30))
     return ATTNC_ERR_ARGS;
+  /* A chunked mask counts its chunks from position 0, and key j of a
+   * forward is token j of the call: tokens at other positions without a
+   * cache to hold the earlier ones are refused. */
+  if (K_CHUNKED && a->positions && !a->k_cache && !(K_FEATURES & ATTNC_FEATURE_CUDA))
+    for (int64_t b = 0; b < a->batch; ++b)
+      if (a->positions[b] != 0)
+        return ATTNC_ERR_ARGS;
   int64_t kv_seq = a->seq_len;
   if (K_FEATURES & ATTNC_FEATURE_CROSS) {
     if (!a->x_kv)

@@ -77,6 +77,7 @@ void emitDefines(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const att
      << "#define K_D_MODEL " << desc.block.dModel << "\n"
      << "#define K_OUT_DIM " << outDim << "\n"
      << "#define K_HEADS " << desc.block.heads << "\n"
+     << "#define K_CHUNKED " << (desc.block.mask == ATTNC_MASK_CHUNKED ? 1 : 0) << "\n"
      << "#define K_NUM_WEIGHTS " << plan.storage.size() << "\n"
      << "#define K_PACKED_BYTES " << plan.packedBytes() << "\n"
      << "#define K_MAX_SEQ_LEN " << desc.maxSeqLen << "\n"
@@ -207,6 +208,8 @@ void emitMetadata(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const at
       {"qk_norm_eps", hexf(params.qkNorm ? params.qkNormEps : 0.0)},
       {"qk_norm_offset", hexf(params.qkNormOffset)},
       {"clip_qkv", hexf(params.clipQkv)},
+      {"temperature_floor_scale", std::to_string(params.temperatureFloorScale)},
+      {"temperature_attn_scale", hexf(params.temperatureAttnScale)},
   };
   os << "static const attnc_kernel_info k_info = {\n";
   for (const char *field : kInfoFields) {

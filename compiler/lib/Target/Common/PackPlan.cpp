@@ -35,7 +35,8 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   if (p.qkNorm != ATTNC_QK_NORM_NONE)
     p.qkNorm |= (s.qkNormLayer ? ATTNC_QK_NORM_LAYER : 0u) |
                 (s.qkNormPerHead ? ATTNC_QK_NORM_PER_HEAD : 0u) |
-                (s.qkNormBias ? ATTNC_QK_NORM_BIAS : 0u);
+                (s.qkNormBias ? ATTNC_QK_NORM_BIAS : 0u) |
+                (s.qkNormNoWeight ? ATTNC_QK_NORM_NO_WEIGHT : 0u);
   p.qkNormEps = s.qkNormEps;
   p.sinks = s.sinks;
   p.t5Buckets = s.t5Buckets;
@@ -43,6 +44,10 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.t5Bidirectional = s.t5Bidirectional;
   p.qkNormOffset = s.qkNormOffset;
   p.clipQkv = s.clipQkv.value_or(0.0);
+  if (s.temperature) {
+    p.temperatureFloorScale = s.temperature->floorScale;
+    p.temperatureAttnScale = s.temperature->attnScale;
+  }
   p.alibiSlopes = alibiSlopes(s);
   p.alibiBeforeScale = s.alibiBeforeScale;
   if (s.hasRope()) {
@@ -85,6 +90,7 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   case MaskKind::Padding: p.mask = ATTNC_MASK_PADDING; break;
   case MaskKind::CausalPadding: p.mask = ATTNC_MASK_CAUSAL_PADDING; break;
   case MaskKind::SlidingWindow: p.mask = ATTNC_MASK_SLIDING_WINDOW; break;
+  case MaskKind::Chunked: p.mask = ATTNC_MASK_CHUNKED; break;
   }
   return p;
 }

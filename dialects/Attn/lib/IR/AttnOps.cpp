@@ -340,10 +340,13 @@ LogicalResult SdpaOp::verify() {
            << stringifyHeadLayout(getLayout());
   MaskKind m = getMask();
   bool hasWindow = getWindow().has_value();
-  if (m == MaskKind::sliding_window && (!hasWindow || *getWindow() < 1))
-    return emitOpError("mask sliding_window needs a positive window attribute");
-  if (m != MaskKind::sliding_window && hasWindow)
-    return emitOpError("window is only valid with mask sliding_window");
+  bool windowed = m == MaskKind::sliding_window || m == MaskKind::chunked;
+  if (windowed && (!hasWindow || *getWindow() < 1))
+    return emitOpError("mask ") << stringifyMaskKind(m)
+                                << " needs a positive window attribute (the "
+                                << (m == MaskKind::chunked ? "chunk size)" : "window)");
+  if (!windowed && hasWindow)
+    return emitOpError("window is only valid with mask sliding_window or chunked");
   bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
   if (padding && !getKvLens())
     return emitOpError("mask ") << stringifyMaskKind(m)
@@ -383,8 +386,8 @@ LogicalResult ProbsOp::verify() {
     return emitOpError("result ") << o << " must be [B, Hq, Tq, Tkv] for query "
                                   << q << " and key " << k;
   MaskKind m = getMask();
-  if ((m == MaskKind::sliding_window) != getWindow().has_value())
-    return emitOpError("a window goes with mask sliding_window, and only with it");
+  if ((m == MaskKind::sliding_window || m == MaskKind::chunked) != getWindow().has_value())
+    return emitOpError("a window goes with mask sliding_window or chunked, and only with them");
   bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
   if ((padding && !getKvLens()) || (!padding && getQLens()))
     return emitOpError("padding masks need kv_lens; q_lens goes with them only");
@@ -458,7 +461,27 @@ LogicalResult RopeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// RmsNormOp
+// TemperatureOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TemperatureOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [B, H, T, D], found ") << in;
+  double a = getAttnScale().convertToDouble();
+  if (!std::isfinite(a) || a < 0)
+    return emitOpError("attn_scale must be non-negative and finite, found ") << a;
+  if (Value p = getPositions()) {
+    auto pt = cast<RankedTensorType>(p.getType());
+    if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&
+                              pt.getDimSize(0) != in.getDimSize(0)))
+      return emitOpError("positions ") << pt << " must be [batch] for input " << in;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ClipOp, RmsNormOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult ClipOp::verify() {
@@ -473,9 +496,17 @@ LogicalResult ClipOp::verify() {
 
 LogicalResult RmsNormOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
-  auto w = cast<RankedTensorType>(getWeight().getType());
   if (in.getRank() != 4 || in.isDynamicDim(3))
     return emitOpError("input must be [B, H, T, D] with a static D, found ") << in;
+  if (!getWeight()) {
+    if (getBias() || getPerHeadWeight())
+      return emitOpError("a bias or per_head_weight needs a weight");
+    double eps = getEps().convertToDouble();
+    if (!std::isfinite(eps) || eps <= 0)
+      return emitOpError("eps must be positive and finite, found ") << eps;
+    return success();
+  }
+  auto w = cast<RankedTensorType>(getWeight().getType());
   if (w.getRank() != 1 || w.isDynamicDim(0))
     return emitOpError("weight must be a static vector, found ") << w;
   int64_t want = in.getDimSize(3);

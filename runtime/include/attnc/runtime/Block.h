@@ -45,7 +45,9 @@ struct BlockParams {
   int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
   uint32_t mask = ATTNC_MASK_NONE;
   bool topLeft = false;
-  int64_t window = 0; ///< sliding-window size (ATTNC_MASK_SLIDING_WINDOW)
+  /// Sliding-window size (ATTNC_MASK_SLIDING_WINDOW) or chunk size
+  /// (ATTNC_MASK_CHUNKED).
+  int64_t window = 0;
   uint32_t biasMask = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   bool outProj = true;
   /// Projection 'q', 'k', 'v' or 'o' carries a bias.
@@ -64,6 +66,11 @@ struct BlockParams {
   bool alibiBeforeScale = false;
   /// clip_qkv (abi.h; 0: none): projected q, k, v clamped to [-c, c].
   double clipQkv = 0;
+  /// Llama 4's temperature tuning (abi.h temperature_*; floor scale 0:
+  /// none): query row at position p times temperatureAt(p).
+  int64_t temperatureFloorScale = 0;
+  double temperatureAttnScale = 0;
+  double temperatureAt(int64_t pos) const;
   /// QK-norm (ATTNC_QK_NORM_*; naive::rmsNorm).
   uint32_t qkNorm = ATTNC_QK_NORM_NONE;
   /// Attention sinks (abi.h `sinks`): the weights table's "sinks" [heads].

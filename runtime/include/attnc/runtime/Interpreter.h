@@ -65,6 +65,7 @@ struct NormParams {
   bool acrossHeads = false; ///< over all H*D values of a token (OLMo 2)
   bool center = false;      ///< LayerNorm: x - mean(x) in place of x
   bool perHead = false;     ///< w (and bias) [H*D]: head h reads [h*D, (h+1)*D)
+  bool noWeight = false;    ///< w is not read: 1 (Llama 4's L2 norm)
 };
 
 /// A block's NormParams (BlockParams::qkNorm and its eps and offset).

@@ -1,6 +1,6 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * ABI version 5. Every kernel library (shared object or static archive)
+ * ABI version 6. Every kernel library (shared object or static archive)
  * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
@@ -53,6 +53,11 @@
  * Version 5 (over 4): dynamic-NTK rotary embeddings, whose frequencies
  * follow each call's sequence length (rope_dynamic_factor,
  * rope_dynamic_from).
+ *
+ * Version 6 (over 5): Llama 4's attention: the chunked mask
+ * (ATTNC_MASK_CHUNKED, the chunk size in `window`), QK-norm without a
+ * weight (ATTNC_QK_NORM_NO_WEIGHT) and the temperature tuning of the
+ * queries (temperature_floor_scale, temperature_attn_scale).
  * A runtime of another version refuses the library as an ABI mismatch,
  * never by computing something else.
  *
@@ -68,7 +73,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 5u
+#define ATTNC_ABI_VERSION 6u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0
@@ -101,6 +106,8 @@ extern "C" {
 #define ATTNC_MASK_PADDING 2u
 #define ATTNC_MASK_CAUSAL_PADDING 3u
 #define ATTNC_MASK_SLIDING_WINDOW 4u
+#define ATTNC_MASK_CHUNKED 5u /* causal, and only keys of the query's chunk:
+                                 floor(j / window) == floor(i' / window) */
 
 /* attnc_kernel_info.weight_layout */
 #define ATTNC_LAYOUT_GPT2_CONV1D 0u
@@ -130,7 +137,9 @@ extern "C" {
 #define ATTNC_QK_NORM_LAYER 0x10u    /* LayerNorm: the mean subtracted first (Phi, StableLM, Cohere) */
 #define ATTNC_QK_NORM_PER_HEAD 0x20u /* weight (and bias) [heads, head_dim]: one per head (StableLM, Cohere) */
 #define ATTNC_QK_NORM_BIAS 0x40u     /* + bias after the weight (Phi's LayerNorm) */
-#define ATTNC_QK_NORM_FLAGS 0x70u
+#define ATTNC_QK_NORM_NO_WEIGHT 0x80u /* no weight tensors: the factor is 1
+                                         (+ qk_norm_offset; Llama 4's L2 norm) */
+#define ATTNC_QK_NORM_FLAGS 0xf0u
 
 /* attnc_kernel_info.rope_style: how a head's rotated dimensions pair up. */
 #define ATTNC_ROPE_NONE 0u

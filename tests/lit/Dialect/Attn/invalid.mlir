@@ -293,3 +293,12 @@ func.func @sdpa_q_lens_without_padding(%q: tensor<1x4x3x8xf32>, %l: tensor<1xi32
       : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return
 }
+
+// -----
+
+func.func @sdpa_chunk(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{mask chunked needs a positive window attribute (the chunk size)}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask chunked>, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}

@@ -45,3 +45,13 @@ func.func @bias(%q: tensor<?x2x?x8xf32>, %w: tensor<8xf32>, %b: tensor<16xf32>) 
   %0 = attn.rms_norm %q, %w, %b {eps = 1.0e-6 : f64} : tensor<?x2x?x8xf32>, tensor<8xf32>, tensor<16xf32>
   return
 }
+
+// -----
+
+func.func @bias_without_weight(%q: tensor<2x2x?x8xf32>, %b: tensor<8xf32>) -> tensor<2x2x?x8xf32> {
+  // A lone second operand is the weight: a bias needs one before it, so
+  // per_head_weight without a weight is what is left to refuse.
+  // expected-error @+1 {{a bias or per_head_weight needs a weight}}
+  %r = attn.rms_norm %q {eps = 1.0e-5 : f64, per_head_weight = true} : tensor<2x2x?x8xf32>
+  return %r : tensor<2x2x?x8xf32>
+}

@@ -39,3 +39,17 @@ func.func @layer(%q: tensor<2x2x?x8xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>
   %r = attn.rms_norm %q, %w, %b {eps = 1.0e-5 : f64, center = true, per_head_weight = true} : tensor<2x2x?x8xf32>, tensor<16xf32>, tensor<16xf32>
   return %r : tensor<2x2x?x8xf32>
 }
+
+// No weight (Llama 4's L2 norm): the normalised value itself, no weight
+// load and no multiply by one.
+// RT-LABEL: func.func @no_weight
+// RT: attn.rms_norm %{{.*}} {eps = 1.000000e-05 : f64} : tensor<2x2x?x8xf32>
+// LOW-LABEL: func.func @no_weight__avx2
+// LOW: scf.forall
+// LOW: math.sqrt %{{.*}} : f32
+// LOW: %[[N:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// LOW-NEXT: memref.store %[[N]], %arg0
+func.func @no_weight(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
+  %r = attn.rms_norm %q {eps = 1.0e-5 : f64} : tensor<2x2x?x8xf32>
+  return %r : tensor<2x2x?x8xf32>
+}

@@ -36,10 +36,12 @@ HEADER = {"format": {STR}, "format_version": {INT}, "kind": {STR}}
 INFO = dict(HEADER, **{
     "library": {STR}, "name": {STR}, "abi_version": {INT}, "spec_hash": {STR},
     "d_model": {INT}, "heads": {INT}, "kv_heads": {INT}, "head_dim": {INT}, "out_dim": {INT},
-    "mask": {STR}, "causal_align": {STR, NULL}, "window": {INT, NULL}, "bias": {ARR},
+    "mask": {STR}, "causal_align": {STR, NULL}, "window": {INT, NULL}, "chunk": {INT, NULL},
+    "bias": {ARR},
     "out_proj": {BOOL}, "scale": {NUM, INT}, "dtype": {STR}, "weight_dtype": {STR},
     "tensor_parallel": {OBJ}, "weight_layout": {STR},
     "softcap": {NUM, INT, NULL}, "clip_qkv": {NUM, INT, NULL}, "alibi": {OBJ, NULL},
+    "temperature_tuning": {OBJ, NULL},
     "t5_bias": {OBJ, NULL}, "qk_norm": {OBJ, NULL}, "sinks": {BOOL},
     "rope": {OBJ, NULL}, "isa": {STR},
     "code_paths": {ARR}, "selected_isa": {STR, NULL}, "selected_isa_why_none": {STR, NULL},

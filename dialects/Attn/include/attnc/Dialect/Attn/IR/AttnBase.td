@@ -73,14 +73,15 @@ def Attn_Dialect : Dialect {
 
 /// The additive mask of attn.sdpa (and attn.probs). Every kind lowers on
 /// every target: the kernels take each query block's key range from it
-/// (causal diagonal, window, padding lengths) and mask only boundary
+/// (causal diagonal, window or chunk, padding lengths) and mask only boundary
 /// blocks element by element.
 def Attn_MaskKind : I32EnumAttr<"MaskKind", "additive attention mask", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"causal", 1>,
     I32EnumAttrCase<"padding", 2>,
     I32EnumAttrCase<"causal_padding", 3>,
-    I32EnumAttrCase<"sliding_window", 4>]> {
+    I32EnumAttrCase<"sliding_window", 4>,
+    I32EnumAttrCase<"chunked", 5>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::attnc::attn";
 }

@@ -39,7 +39,7 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure, AttrSizedOperandSegments]> {
           -> tensor<?x?x768xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$weight,
                        Optional<AnyRankedTensor>:$bias,
                        Optional<RankedTensorOf<[I32, I64]>>:$row_lens);
   let results = (outs AnyRankedTensor:$result);
@@ -133,7 +133,10 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     MQA). Tq and Tkv may differ (cross-attention, decode against a cache).
     `mask` selects the additive mask: `causal` masks key j for query i
     unless j <= i + Tkv - Tq (`bottom_right`) or j <= i (`top_left`);
-    `sliding_window` also masks j < i + Tkv - Tq - window + 1; `padding`
+    `sliding_window` also masks j < i + Tkv - Tq - window + 1; `chunked`
+    (Llama 4's attention_chunk_size, `window` holding the chunk size C)
+    also masks keys of another chunk than the query's position p =
+    i + Tkv - Tq: j < floor(p / C) * C; `padding`
     masks keys at or beyond `kv_lens[b]` (an optional [B] i32 or i64
     operand; it may also come with the other masks, where it gives the
     filled rows of a KV cache: `attn.cache_append`'s `lens`). The optional `q_lens` ([B]) gives the valid query rows:
@@ -361,6 +364,39 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Attn_TemperatureOp : Attn_Op<"temperature", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Llama 4's attention temperature tuning: query rows scaled by their position";
+  let description = [{
+    `input` is [B, H, T, D] (the queries after the head split). Row t of
+    sequence b is at position `p = positions[b] + t` (`positions` is an
+    optional [B] i32 or i64 operand; without it p = t), and every element
+    of it is multiplied by
+
+        1 + attn_scale * ln(floor((p + 1) / floor_scale) + 1)
+
+    (Hugging Face's Llama4TextAttention on its layers without RoPE, after
+    arXiv 2501.19399): 1 for p < floor_scale - 1, then growing with the
+    log of the position, which sharpens the softmax over long contexts.
+    On the decode path the new token's row at its cache position.
+
+    Example (Llama 4: floor_scale 8192, attn_scale 0.1):
+    ```mlir
+    %qt = attn.temperature %q at(%pos : tensor<?xi32>)
+        {floor_scale = 8192 : i64, attn_scale = 1.000000e-01 : f64}
+        : tensor<?x40x?x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       Optional<RankedTensorOf<[I32, I64]>>:$positions,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$floor_scale,
+                       F64Attr:$attn_scale);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input (`at` `(` $positions^ `:` type($positions) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_ClipOp : Attn_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "clip_qkv: each projected query, key and value clamped to [-limit, limit]";
   let description = [{
@@ -382,7 +418,8 @@ def Attn_ClipOp : Attn_Op<"clip", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>,
+                                          AttrSizedOperandSegments]> {
   let summary = "QK-norm: RMSNorm (or LayerNorm) of each head (or all heads) of a token";
   let description = [{
     `input` is [B, H, T, D] (queries or keys after the head split). For each
@@ -396,8 +433,12 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
     1, Phi's LayerNorm), [H*D] with `per_head_weight` (one per head:
     StableLM, Cohere; head h reads elements h*D..h*D+D-1), or [H*D] with
     `across_heads` (OLMo 2's norm over the whole projection, element h*D +
-    d for head h). The optional `bias` (Phi's LayerNorm) has the weight's
-    shape. Applied before the rotary embedding.
+    d for head h). Without `weight` the factor is 1 (Llama 4's
+    Llama4TextL2Norm: `x * rsqrt(mean(x^2) + eps)`; HF applies it after
+    the rotary embedding, which keeps each head's sum of squares, so
+    before it is the same). The optional `bias` (Phi's LayerNorm) has the
+    weight's shape and needs a weight. Applied before the rotary
+    embedding.
 
     Example:
     ```mlir
@@ -407,7 +448,7 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
         : tensor<?x8x?x64xf32>, tensor<64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$weight,
                        Optional<AnyRankedTensor>:$bias,
                        F64Attr:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
@@ -416,8 +457,8 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
                        DefaultValuedAttr<BoolAttr, "false">:$per_head_weight);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
-    (`,` type($bias)^)?
+    $input (`,` $weight^)? (`,` $bias^)? attr-dict `:` type($input)
+    (`,` type($weight)^)? (`,` type($bias)^)?
   }];
   let hasVerifier = 1;
 }
