@@ -536,7 +536,12 @@ struct Loader {
                               cfg.find("\"sliding_window\":null") == std::string::npos &&
                               info.mask != ATTNC_MASK_SLIDING_WINDOW) ||
                              ((modelType("smollm3") || modelType("llama4_text")) &&
-                              smolNopeLayer(cfg));
+                              smolNopeLayer(cfg)) ||
+                             // Mllama: its cross-attention layers and vision
+                             // encoder have no position encoding.
+                             (modelType("mllama") &&
+                              (prefix.find(".cross_attn") != std::string::npos ||
+                               prefix.find("vision_model.") != std::string::npos));
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",

@@ -9,8 +9,13 @@ DIR --module PATH --emit-spec, attnc-run LIB --hf DIR --module PATH --x ...
 config's values read by this script, not by attnc; Llama 4's per-layer
 choices -- no_rope_layers, layer_types, use_qk_norm, attention_chunk_size,
 attn_temperature_tuning -- resolved here as Llama4TextConfig resolves
-them). Also --layer, --set and
-the errors for unknown and not-yet-supported model types.
+them; Jamba's, Phi-3.5-MoE's, Mllama's and RecurrentGemma's modules likewise
+from their config classes' keys and defaults, Mllama's cross_attn with its
+cross-attention states as --x-kv). Also the modules attnc --hf refuses
+(exit 2: a Jamba Mamba layer, Phi-MoE mscales that differ, Mllama's
+self_attn / cross_attn on the other kind of layer, a RecurrentGemma
+recurrent layer), --layer, --set and the errors for unknown and
+not-yet-supported model types.
 
 Usage: hf_import.py --work DIR (attnc, attnc-run on PATH).
 """
@@ -343,6 +348,177 @@ LLAMA4_BIAS = dict(model_type="llama4_text", hidden_size=64, num_attention_heads
                    num_key_value_heads=2, head_dim=16, num_hidden_layers=4,
                    rope_theta=500000.0, use_qk_norm=False, attention_bias=True,
                    attention_chunk_size=8, no_rope_layers=[], floor_scale=8, attn_scale=0.1)
+# Jamba, Phi-3.5-MoE, Mllama (Llama 3.2 Vision) and RecurrentGemma: the
+# reference cases derived from the config as HF's config classes read it
+# (their defaults for the keys a config leaves out), for the module asked.
+def _layer_of(module):
+    return int(re.search(r"\.layers\.(\d+)\.", module).group(1))
+
+
+def jamba_ref(cfg, module):
+    """JambaConfig / JambaAttention: attention on the layers i with
+    i % attn_layer_period == attn_layer_offset (8, 4 by default), Mamba on
+    the others; no position encoding, no biases, causal; num_key_value_heads
+    8 by default; head_dim hidden_size // num_attention_heads; causal even
+    with a numeric sliding_window (HF's eager/SDPA Jamba attention ignores
+    it: only its old flash-attention path read it)."""
+    i = _layer_of(module)
+    assert i % cfg.get("attn_layer_period", 8) == cfg.get("attn_layer_offset", 4), "Mamba layer"
+    d, H = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 32)
+    Hkv = cfg.get("num_key_value_heads", 8) or H
+    return dict(d=d, heads=H, kv_heads=Hkv, head_dim=d // H, bias=[], rope=None)
+
+
+def phimoe_ref(cfg, T):
+    """PhimoeConfig / PhimoeAttention (Llama's, attention_bias on all four
+    projections, False by default) / PhimoeRotaryEmbedding for a prompt of T
+    tokens: half-split RoPE over the head, rope_theta 1e6 by default,
+    longrope's short factors up to rope_scaling's
+    original_max_position_embeddings and long ones past it, cos and sin times
+    short_mscale (T <= original) or long_mscale in place of longrope's own
+    attention factor; a numeric sliding_window slides."""
+    d, H = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 32)
+    Hkv = cfg.get("num_key_value_heads", 8) or H
+    rope = dict(theta=cfg.get("rope_theta", 1e6))
+    rs = cfg.get("rope_scaling")
+    if rs:
+        assert rs.get("rope_type", rs.get("type")) == "longrope"
+        orig = rs["original_max_position_embeddings"]
+        rope["scaling"] = {"type": "longrope", "short_factor": rs["short_factor"],
+                           "long_factor": rs["long_factor"],
+                           "original_max_position_embeddings": orig,
+                           "max_position_embeddings": cfg.get("max_position_embeddings", 131072),
+                           "attention_factor": rs["long_mscale" if T > orig else "short_mscale"]}
+    ref = dict(d=d, heads=H, kv_heads=Hkv, head_dim=d // H, rope=rope,
+               bias=["q", "k", "v", "o"] if cfg.get("attention_bias", False) else [])
+    if cfg.get("sliding_window") is not None:
+        ref["window"] = cfg["sliding_window"]
+    return ref
+
+
+def mllama_ref(cfg, module):
+    """MllamaForConditionalGeneration: vision_model.{transformer,
+    global_transformer}.layers.N.self_attn is MllamaVisionAttention (MHA,
+    vision_config's hidden_size and attention_heads, no biases, no mask, no
+    rope); language_model.model.layers.N.self_attn (N not in
+    text_config's cross_attention_layers) Llama's attention (rope_theta
+    500000 by default, rope_scaling, GQA, causal);
+    language_model.model.layers.N.cross_attn (N in cross_attention_layers)
+    MllamaTextCrossAttention: q from x, k and v from the cross-attention
+    states, per-head RMSNorm of q and k with their weights (eps
+    rms_norm_eps, 1e-5 by default), no rope, no mask."""
+    if module.startswith("vision_model."):
+        vc = cfg.get("vision_config", {})
+        d, H = vc.get("hidden_size", 1280), vc.get("attention_heads", 16)
+        return dict(d=d, heads=H, kv_heads=H, head_dim=d // H, bias=[], rope=None, causal=False)
+    tc = cfg["text_config"]
+    d, H = tc.get("hidden_size", 4096), tc.get("num_attention_heads", 32)
+    Hkv = tc.get("num_key_value_heads", 8)
+    cross = _layer_of(module) in tc.get("cross_attention_layers", [3, 8, 13, 18, 23, 28, 33, 38])
+    assert module.endswith(".cross_attn" if cross else ".self_attn")
+    ref = dict(d=d, heads=H, kv_heads=Hkv, head_dim=d // H, bias=[])
+    if cross:
+        return dict(ref, rope=None, causal=False, cross=True, qk_norm="head",
+                    eps=tc.get("rms_norm_eps", 1e-5))
+    rope = dict(theta=tc.get("rope_theta", 500000.0))
+    rs = tc.get("rope_scaling")
+    if rs:
+        rope["scaling"] = {("type" if k == "rope_type" else k): v for k, v in rs.items()}
+    return dict(ref, rope=rope)
+
+
+def recurrent_gemma_ref(cfg, module):
+    """RecurrentGemmaConfig / RecurrentGemmaSdpaAttention: temporal_block of
+    the layers whose layers_block_type ((block_types * 100)[:num_hidden_layers],
+    block_types recurrent, recurrent, attention by default) is attention;
+    q/k/v biases with attention_bias, o_proj's always; num_key_value_heads
+    (num_attention_heads by default); head_dim hidden_size //
+    num_attention_heads; rotate_half on the first partial_rotary_factor
+    (0.5) of each head, frequencies over that width, rope_theta 10000;
+    scale head_dim^-0.5; causal within attention_window_size (2048) keys."""
+    n = cfg.get("num_hidden_layers", 26)
+    types = (list(cfg.get("block_types", ["recurrent", "recurrent", "attention"])) * 100)[:n]
+    assert types[_layer_of(module)] == "attention", "recurrent layer"
+    d, H = cfg.get("hidden_size", 2560), cfg.get("num_attention_heads", 10)
+    Hkv = cfg.get("num_key_value_heads") or H
+    dh = d // H
+    return dict(d=d, heads=H, kv_heads=Hkv, head_dim=dh,
+                bias=["q", "k", "v", "o"] if cfg.get("attention_bias", False) else ["o"],
+                rope=dict(theta=cfg.get("rope_theta", 10000.0),
+                          rotary_dim=int(cfg.get("partial_rotary_factor", 0.5) * dh)),
+                window=cfg.get("attention_window_size", 2048))
+
+
+# Jamba: attention on layers 1 and 5 (period 4, offset 1) of 8, GQA.
+JAMBA = dict(model_type="jamba", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+             num_hidden_layers=8, attn_layer_period=4, attn_layer_offset=1,
+             expert_layer_period=2, expert_layer_offset=1, num_experts=2, num_experts_per_tok=2,
+             intermediate_size=128, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2,
+             rms_norm_eps=1e-6, max_position_embeddings=256, sliding_window=None,
+             use_mamba_kernels=False)
+# The default period and offset (8, 4: layer 4 of 8 attends), the default 8
+# key-value heads (MHA with 8 heads), and a sliding_window of 8 < T that HF
+# ignores (plain causal attention, which attnc computes as well).
+JAMBA_SLIDING = dict(model_type="jamba", hidden_size=64, num_attention_heads=8,
+                     num_hidden_layers=8, intermediate_size=128, rms_norm_eps=1e-6,
+                     sliding_window=8, use_mamba_kernels=False)
+# Phi-3.5-MoE: longrope with equal mscales (1.2, not the formula's
+# sqrt(1 + ln 4 / ln 64) = 1.155), T = 37 <= original 64 (short factors),
+# all four biases, rope_theta 1e6 by default, a sliding_window of 16 < T.
+PHIMOE = dict(model_type="phimoe", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+              num_hidden_layers=2, intermediate_size=128, num_local_experts=2,
+              num_experts_per_tok=2, rms_norm_eps=1e-5, attention_bias=True,
+              max_position_embeddings=256, sliding_window=16,
+              rope_scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                            "long_factor": real_models.PHI3_LONG, "short_mscale": 1.2,
+                            "long_mscale": 1.2, "original_max_position_embeddings": 64})
+# T = 37 past original_max_position_embeddings 32: the long factors and
+# long_mscale (equal to short_mscale); rope_theta 10000 as the real model's
+# config has it; no biases, no window.
+PHIMOE_LONG = dict(model_type="phimoe", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                   max_position_embeddings=128,
+                   rope_scaling={"rope_type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                 "long_factor": real_models.PHI3_LONG, "short_mscale": 1.3,
+                                 "long_mscale": 1.3, "original_max_position_embeddings": 32})
+# PhimoeConfig's defaults: 8 key-value heads (of 16 here), no rope_scaling
+# (plain RoPE, theta 1e6), no biases, no window.
+PHIMOE_DEFAULTS = dict(model_type="phimoe", hidden_size=128, num_attention_heads=16,
+                       num_hidden_layers=1)
+# Mllama: text layers 1 and 3 cross-attend, 0 and 2 self-attend (llama3
+# scaling); a 2 + 2 layer vision encoder of another width.
+MLLAMA = dict(model_type="mllama", architectures=["MllamaForConditionalGeneration"],
+              text_config=dict(model_type="mllama_text_model", hidden_size=64,
+                               num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=4,
+                               intermediate_size=128, rope_theta=500000.0,
+                               rope_scaling=LLAMA_SCALING, max_position_embeddings=256,
+                               rms_norm_eps=1e-5, cross_attention_layers=[1, 3]),
+              vision_config=dict(model_type="mllama_vision_model", hidden_size=48,
+                                 attention_heads=4, num_hidden_layers=2, num_global_layers=2,
+                                 intermediate_size=96, image_size=56, patch_size=14,
+                                 intermediate_layers_indices=[1]))
+# MllamaTextConfig's defaults: cross_attention_layers [3, 8, 13, ...], 8
+# key-value heads (of 16 here), rms_norm_eps 1e-5.
+MLLAMA_DEFAULTS = dict(model_type="mllama",
+                       text_config=dict(model_type="mllama_text_model", hidden_size=128,
+                                        num_attention_heads=16, num_hidden_layers=5),
+                       vision_config=dict(model_type="mllama_vision_model", hidden_size=48,
+                                          attention_heads=4, num_hidden_layers=1,
+                                          num_global_layers=1))
+# RecurrentGemma: the default block_types (layer 5 of 6 attends), MQA, a
+# window of 64 >= T (HF's prefill mask is plain causal), partial rotary 0.5
+# and theta 10000 by default, only o_proj with a bias.
+RGEMMA = dict(model_type="recurrent_gemma", hidden_size=64, num_attention_heads=4,
+              num_key_value_heads=1, num_hidden_layers=6, intermediate_size=192, lru_width=64,
+              attention_window_size=64, conv1d_width=4, logits_soft_cap=30.0, rms_norm_eps=1e-6)
+# attention_bias (all four), block_types of its own (layer 2 attends), MHA
+# by default.
+RGEMMA_BIAS = dict(model_type="recurrent_gemma", hidden_size=48, num_attention_heads=3,
+                   num_hidden_layers=4, lru_width=48, attention_window_size=64,
+                   block_types=["attention", "recurrent"], attention_bias=True,
+                   rope_theta=20000.0)
+
+
 # Architectures whose attention is a variant of Llama's (model.layers.N.
 # self_attn) or another's under its own model_type, each with the config
 # keys that distinguish it.
@@ -676,6 +852,77 @@ VARIANT_CASES = [
                      vision_config=dict(model_type="llama4_vision_model", hidden_size=32,
                                         num_hidden_layers=1, num_attention_heads=2)),
          ref=LLAMA4_NOPE_REF, names=LLAMA_NAMES),
+    # Jamba (no position encoding, Mamba on most layers; see jamba_ref):
+    # layer 5 under period 4 / offset 1 (the other attention layer, 1, holds
+    # a decoy copy); layer 4 under the default period and offset, causal
+    # although the config has a sliding_window (as HF computes it).
+    dict(name="jamba", module="model.layers.5.self_attn", config=JAMBA,
+         ref=jamba_ref(JAMBA, "model.layers.5.self_attn"), names=LLAMA_NAMES,
+         decoys=["model.layers.1.self_attn"]),
+    dict(name="jamba_sliding", module="model.layers.4.self_attn", config=JAMBA_SLIDING,
+         ref=jamba_ref(JAMBA_SLIDING, "model.layers.4.self_attn"), names=LLAMA_NAMES),
+    # Phi-3.5-MoE (see PHIMOE, phimoe_ref): the mscale on cos and sin, the
+    # short and the long factors; the config's defaults.
+    dict(name="phimoe", module="model.layers.1.self_attn", config=PHIMOE,
+         ref=phimoe_ref(PHIMOE, 37), names=LLAMA_NAMES),
+    dict(name="phimoe_long", module="model.layers.0.self_attn", config=PHIMOE_LONG,
+         ref=phimoe_ref(PHIMOE_LONG, 37), names=LLAMA_NAMES),
+    dict(name="phimoe_defaults", module="model.layers.0.self_attn", config=PHIMOE_DEFAULTS,
+         ref=phimoe_ref(PHIMOE_DEFAULTS, 37), names=LLAMA_NAMES),
+    # Mllama (see MLLAMA, mllama_ref): a self-attention layer of the text
+    # model; a cross-attention layer (x_kv: 23 cross-attention states; the
+    # other cross layer holds a decoy copy, and the layer's gate tensors,
+    # cross_attn_attn_gate and cross_attn_mlp_gate, are beside its
+    # cross_attn); MllamaTextConfig's defaults (cross_attention_layers, 8
+    # key-value heads); the vision encoders' layers (the other encoder's layer
+    # of the same index holds a decoy copy).
+    dict(name="mllama", module="language_model.model.layers.2.self_attn", config=MLLAMA,
+         ref=mllama_ref(MLLAMA, "language_model.model.layers.2.self_attn"), names=LLAMA_NAMES),
+    dict(name="mllama_cross", module="language_model.model.layers.3.cross_attn", config=MLLAMA,
+         ref=mllama_ref(MLLAMA, "language_model.model.layers.3.cross_attn"), names=LLAMA_NAMES,
+         x_kv_len=23, decoys=["language_model.model.layers.1.cross_attn"],
+         extra={"language_model.model.layers.3.cross_attn_attn_gate": [0.5],
+                "language_model.model.layers.3.cross_attn_mlp_gate": [-0.25]}),
+    dict(name="mllama_defaults", module="language_model.model.layers.3.cross_attn",
+         config=MLLAMA_DEFAULTS,
+         ref=mllama_ref(MLLAMA_DEFAULTS, "language_model.model.layers.3.cross_attn"),
+         names=LLAMA_NAMES, x_kv_len=19),
+    dict(name="mllama_vision", module="vision_model.transformer.layers.1.self_attn",
+         config=MLLAMA, ref=mllama_ref(MLLAMA, "vision_model.transformer.layers.1.self_attn"),
+         names=LLAMA_NAMES, decoys=["vision_model.global_transformer.layers.1.self_attn"]),
+    dict(name="mllama_global", module="vision_model.global_transformer.layers.0.self_attn",
+         config=MLLAMA,
+         ref=mllama_ref(MLLAMA, "vision_model.global_transformer.layers.0.self_attn"),
+         names=LLAMA_NAMES, decoys=["vision_model.transformer.layers.0.self_attn"]),
+    # RecurrentGemma (see RGEMMA, recurrent_gemma_ref): partial rotary, MQA,
+    # o_proj's bias; attention_bias and block_types of its own.
+    dict(name="recurrent_gemma", module="model.layers.5.temporal_block", config=RGEMMA,
+         ref=recurrent_gemma_ref(RGEMMA, "model.layers.5.temporal_block"), names=LLAMA_NAMES,
+         decoys=["model.layers.2.temporal_block"]),
+    dict(name="recurrent_gemma_bias", module="model.layers.2.temporal_block", config=RGEMMA_BIAS,
+         ref=recurrent_gemma_ref(RGEMMA_BIAS, "model.layers.2.temporal_block"),
+         names=LLAMA_NAMES),
+]
+
+
+# Modules attnc --hf must refuse (exit 2), each with tensors of its own under
+# the module's names (the refusal comes from the config, not from missing
+# tensors): a Jamba Mamba layer's self_attn, Phi-MoE mscales that differ,
+# Mllama's self_attn on a cross-attention layer and cross_attn on a
+# self-attention layer, RecurrentGemma's temporal_block on a recurrent layer.
+# like: the passing case whose shapes the tensors take; expect: a word the
+# error must contain.
+ERROR_CASES = [
+    dict(name="jamba_mamba", module="model.layers.0.self_attn", config=JAMBA, like="jamba",
+         expect="Mamba"),
+    dict(name="phimoe_mscales", module="model.layers.1.self_attn", like="phimoe",
+         config=dict(PHIMOE, rope_scaling=dict(PHIMOE["rope_scaling"], long_mscale=1.3))),
+    dict(name="mllama_self_on_cross", module="language_model.model.layers.1.self_attn",
+         config=MLLAMA, like="mllama"),
+    dict(name="mllama_cross_on_self", module="language_model.model.layers.2.cross_attn",
+         config=MLLAMA, like="mllama_cross"),
+    dict(name="recurrent_gemma_recurrent", module="model.layers.0.temporal_block", config=RGEMMA,
+         like="recurrent_gemma"),
 ]
 
 
@@ -725,6 +972,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
     passed = failed = 0
+    compared = set()  # the cases whose y matched the reference
     for c in CASES + FUSED_CASES + NORM_CASES + VARIANT_CASES:
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
@@ -755,6 +1003,14 @@ def main():
                     decoy = re.sub(r"\.\d+\.", ".9.", c["module"], count=1)
                     assert decoy != c["module"]
                     tensors[f"{decoy}.{hf}.{kind}"] = (w[key] * 3 + 1).astype(np.float32)
+        # Decoy copies (other values) of all the module's tensors under other
+        # modules of the same shapes; tensors beside the module (gates).
+        for other in c.get("decoys", []):
+            for name in [n for n in tensors if n.startswith(c["module"] + ".")]:
+                tensors[other + name[len(c["module"]):]] = \
+                    (tensors[name] * 3 + 1).astype(np.float32)
+        for name, t in c.get("extra", {}).items():
+            tensors[name] = np.asarray(t, dtype=np.float32)
         save_safetensors(os.path.join(d, "model.safetensors"), tensors)
         lib = os.path.join(d, f"lib{c['name']}.so")
         try:
@@ -764,16 +1020,23 @@ def main():
             x = rng.standard_normal((2, T, ref["d"])).astype(np.float32)
             xp, yp = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")
             np.save(xp, x)
-            run(["attnc-run", lib, "--hf", d, "--module", c["module"], "--x", xp, "--out", yp])
+            x_kv, kv_arg = None, []
+            if c.get("x_kv_len"):  # cross-attention: the K/V input
+                x_kv = rng.standard_normal((2, c["x_kv_len"], ref["d"])).astype(np.float32)
+                kv_arg = ["--x-kv", os.path.join(d, "x_kv.npy")]
+                np.save(kv_arg[1], x_kv)
+            run(["attnc-run", lib, "--hf", d, "--module", c["module"], "--x", xp, "--out", yp]
+                + kv_arg)
         except RuntimeError as e:
             print(f"FAIL: {c['name']}: {e}")
             failed += 1
             continue
         y = np.load(yp).astype(np.float64)
-        want = real_models.reference(ref, w, x, rope=ref["rope"])
+        want = real_models.reference(ref, w, x, rope=ref["rope"], x_kv=x_kv)
         err = np.abs(y - want)
         if np.all(err <= ATOL + RTOL * np.abs(want)):
             passed += 1
+            compared.add(c["name"])
             print(f"PASS: {c['name']} --module {c['module']}: max err {err.max():.2e}")
         else:
             failed += 1
@@ -803,6 +1066,33 @@ def main():
                 ok, detail = False, f"{type(e).__name__}: {e}"
             passed, failed = passed + ok, failed + (not ok)
             print(f"{'PASS' if ok else 'FAIL'}: {c['name']} {what}: {detail}")
+    # The refusals: exit 2, an error (with the expected word) on stderr, where
+    # attnc compiled the like case's module of the same model type (else the
+    # refusal could be the model type's, not the module's).
+    like = {c["name"]: c for c in CASES + FUSED_CASES + NORM_CASES + VARIANT_CASES}
+    for c in ERROR_CASES:
+        d = os.path.join(a.work, c["name"])
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c["config"], f)
+        src = like[c["like"]]
+        w = real_models.weights_of(src["ref"], rng)
+        tensors = {}
+        for key, t in w.items():
+            p = key.split("_proj.")[0] if "_proj." in key else None
+            # (q_proj.weight under the checkpoint's name; q_norm.weight as is)
+            name = f"{src['names'][p]}{key[len(p) + 5:]}" if p else key
+            tensors[f"{c['module']}.{name}"] = t
+        save_safetensors(os.path.join(d, "model.safetensors"), tensors)
+        r = run(["attnc", "--hf", d, "--module", c["module"], "-o",
+                 os.path.join(d, f"lib{c['name']}.so")], ok=False)
+        err = [ln for ln in r.stderr.splitlines() if "error" in ln]
+        ok = (r.returncode == 2 and bool(err) and c["like"] in compared
+              and (c.get("expect") is None or c["expect"] in r.stderr))
+        passed, failed = passed + ok, failed + (not ok)
+        print(f"{'PASS' if ok else 'FAIL'}: {c['name']} --module {c['module']}: exit "
+              f"{r.returncode}: {err[0] if err else r.stderr.strip()}"
+              + ("" if c["like"] in compared else f" (but the {c['like']} case did not pass)"))
     print(f"hf_import: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

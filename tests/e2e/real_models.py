@@ -12,7 +12,8 @@ Gemma 2's soft-capping, MPT/OLMo's clip_qkv, QK-norm of Qwen3, Gemma 3 (1 + w) a
 the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
 function in float32 as torch computes it), Llama 4's chunked attention
 (attention_chunk_size), its weightless L2 QK-norm (after RoPE, as HF
-applies it) and the attention temperature tuning of its NoPE layers; the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+applies it) and the attention temperature tuning of its NoPE layers,
+cross-attention (Mllama's cross_attn: k and v from a second input x_kv); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
 linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -98,7 +99,7 @@ def inv_freq_of(r, theta, scaling, seq_len):
         ext = np.array(scaling["long_factor"] if seq_len > orig else scaling["short_factor"])
         inv = 1.0 / (ext * theta ** (i / r))
         s = maxp / orig
-        af = scaling.get("attention_factor")
+        af = scaling.get("attention_factor")  # (Phi-MoE: its short_mscale / long_mscale)
         if af is None:
             af = 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(orig))
         return inv, af
@@ -169,12 +170,17 @@ def t5_bucket(rel, bidirectional, num_buckets, max_distance):
     return buckets + np.where(small, rel, large)
 
 
-def reference(case, w, x, rope=None, bias=None, mods=True):
-    """The block as HF computes it, float64. bias: the projections with a bias."""
+def reference(case, w, x, rope=None, bias=None, mods=True, x_kv=None):
+    """The block as HF computes it, float64. bias: the projections with a bias.
+    x_kv: cross-attention (Mllama's cross_attn): k and v projected from x_kv
+    [B, T_kv, d], q from x (no rope there; the case says causal: False)."""
     H, Hkv, dh = case["heads"], case["kv_heads"], case["head_dim"]
     bias = case["bias"] if bias is None else bias
     x = x.astype(np.float64)
     B, T, _ = x.shape
+    xkv = x if x_kv is None else x_kv.astype(np.float64)
+    Tkv = xkv.shape[1]
+    assert x_kv is None or rope is None, "cross-attention without rope only"
 
     clip = case.get("clip_qkv") if mods else None
     qn = case.get("qk_norm") if mods else None
@@ -187,7 +193,7 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         if clip and p != "o" and not (after and p in "qk"):
             y = np.clip(y, -clip, clip)  # MPT / OLMo / DBRX: qkv.clamp_(min=-clip, max=clip)
         return y
-    q, k = proj("q", x), proj("k", x)
+    q, k = proj("q", x), proj("k", xkv)
 
     def rms(t, wn):  # HF RMSNorm over the last axis, times (offset + w)
         wn = wn.astype(np.float64) + case.get("norm_offset", 0.0)
@@ -203,7 +209,7 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
         if after:
             q, k = np.clip(q, -clip, clip), np.clip(k, -clip, clip)
     q = q.reshape(B, T, H, dh).transpose(0, 2, 1, 3)
-    k = k.reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    k = k.reshape(B, Tkv, Hkv, dh).transpose(0, 2, 1, 3)
     if qn == "head":  # Qwen3, Gemma 3: per head, after the split
         q, k = rms(q, w["q_norm.weight"]), rms(k, w["k_norm.weight"])
     if qn == "phi":  # Phi qk_layernorm: nn.LayerNorm(head_dim) with a bias, every head
@@ -215,7 +221,7 @@ def reference(case, w, x, rope=None, bias=None, mods=True):
     if qn == "cohere":  # CohereLayerNorm((heads, head_dim)) on [B, T, H, dh]: per head
         q = np.stack([layer(q[:, h], w["q_norm.weight"][h]) for h in range(H)], 1)
         k = np.stack([layer(k[:, h], w["k_norm.weight"][h]) for h in range(Hkv)], 1)
-    v = proj("v", x).reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3)
+    v = proj("v", xkv).reshape(B, Tkv, Hkv, dh).transpose(0, 2, 1, 3)
     q, k = apply_rope(q, rope, T), apply_rope(k, rope, T)
     if qn == "l2":  # Llama 4's Llama4TextL2Norm: per head, no weight, AFTER RoPE as HF
         # applies it (the rotation keeps each head's sum of squares)

@@ -329,7 +329,8 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "t5", "mt5", "qwen3_moe", "granite", "stablelm", "nemotron",
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
                               "cohere2", "exaone4", "smollm3", "olmo3", "ministral",
-                              "llama4_text"};
+                              "llama4_text", "phimoe", "jamba", "recurrent_gemma",
+                              "mllama_text_model"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -356,11 +357,7 @@ const std::pair<const char *, const char *> kNotYet[] = {
                     "decoupled rotary part)"},
     {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
                     "decoupled rotary part)"},
-    {"phimoe", "longrope with explicit short_mscale / long_mscale attention factors"},
-    {"mllama", "gated cross-attention layers to image features"},
-    {"jamba", "state-space (Mamba) layers between its attention layers"},
     {"mamba", "a state-space model (no attention)"},
-    {"recurrent_gemma", "recurrent (RG-LRU) blocks and local attention with partial RoPE"},
 };
 
 std::string knownList() {
@@ -459,6 +456,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     return false;
   };
   std::string wrapper; // the outer model_type of a text_config checkpoint
+  const YAML::Node outerRoot = YAML::Clone(c.root);
   if (textConfig && textConfig.IsMap() &&
       (mt == "gemma3" || !listed(mt) || !c.has("hidden_size"))) {
     const std::string outer = wrapper = mt;
@@ -481,6 +479,24 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                         c.file, outer, mt));
     }
   }
+  // Mllama's vision encoder (vision_model.transformer.layers.N.self_attn,
+  // vision_model.global_transformer.layers.N.self_attn): its own keys in
+  // vision_config.
+  const bool mllamaVision = wrapper == "mllama" && module.find("vision_model.") != std::string::npos;
+  if (mllamaVision) {
+    const YAML::Node vc = outerRoot["vision_config"];
+    if (!vc || !vc.IsMap())
+      throw ImportError{fmt::format("{}: error: vision_config: expected the vision encoder's "
+                                    "config for --module {}, found none", c.file, module)};
+    c.root = YAML::Clone(vc);
+    mt = "mllama_vision";
+    out.notes.erase(std::remove_if(out.notes.begin(), out.notes.end(),
+                                   [](const std::string &n) {
+                                     return n.find("text_config's model_type") !=
+                                            std::string::npos;
+                                   }),
+                    out.notes.end());
+  }
   for (const auto &[name, why] : kNotYet)
     if (mt == name)
       throw ImportError{fmt::format(
@@ -490,8 +506,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   for (const auto &[alias, same] : kAliases)
     if (mt == alias)
       mt = same;
-  if (std::find_if(std::begin(kKnown), std::end(kKnown),
-                   [&](const char *k) { return mt == k; }) == std::end(kKnown))
+  if (!mllamaVision && std::find_if(std::begin(kKnown), std::end(kKnown),
+                                    [&](const char *k) { return mt == k; }) == std::end(kKnown))
     throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
                                   "attnc knows; known: {}", c.file, namedType, knownList())};
 
@@ -525,8 +541,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       path = fmt::format("h.{}.attn", layerArg);
     else if (mt == "opt")
       path = fmt::format("model.decoder.layers.{}.self_attn", layerArg);
-    else if (mt == "phi3")
+    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba")
       path = fmt::format("model.layers.{}.self_attn", layerArg);
+    else if (mt == "recurrent_gemma")
+      path = fmt::format("model.layers.{}.temporal_block", layerArg);
     else if (mt == "gpt_neox")
       path = fmt::format("gpt_neox.layers.{}.attention", layerArg);
     else if (mt == "persimmon")
@@ -558,7 +576,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     throw ImportError{fmt::format("attnc: error: --module {}: expected a layer index "
                                   "in the path (e.g. model.layers.3.self_attn)", path)};
   if (nLayers >= 0 && layer >= nLayers &&
-      !(mt == "bart" || mt == "mbart" || mt == "whisper"))
+      !(mt == "bart" || mt == "mbart" || mt == "whisper" || mt == "mllama_vision"))
     throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
                                   "model's {} layers", path, layer, nLayers)};
 
@@ -786,6 +804,127 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                            : mt == "llama4_text" ? 500000.0
                                                                  : 10000.0),
                     partial, style, c.root["rope_scaling"]);
+  } else if (mt == "jamba") {
+    // Attention on layers i % attn_layer_period == attn_layer_offset, Mamba
+    // blocks on the others; no position encoding, no biases, GQA.
+    expectAfter({"self_attn"});
+    const int64_t period = c.integer("attn_layer_period", 8);
+    const int64_t offset = c.integer("attn_layer_offset", 4);
+    if (period <= 0 || offset < 0 || offset >= period)
+      c.bad("attn_layer_offset", fmt::format("expected 0 <= attn_layer_offset < "
+                                             "attn_layer_period ({}), found {}", period, offset));
+    if (layer % period != offset)
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: layer {} of this Jamba model is a Mamba (state-space) "
+          "layer, which has no attention (attn_layer_period {}, attn_layer_offset {}: the "
+          "attention layers are {}, {}, {}, ...)", path, layer, period, offset, offset,
+          offset + period, offset + 2 * period)};
+    // (sliding_window: only the old flash-attention path of HF's Jamba
+    // read it; its eager and SDPA attention, and today's modular one, are
+    // plainly causal, and the published checkpoints have it null.)
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: false\nmask: causal\n", d, h, c.integer("num_key_value_heads", 8),
+                     d / h);
+  } else if (mt == "phimoe") {
+    // Phi-3.5-MoE: separate projections (all four biased with
+    // attention_bias), half-split RoPE with longrope, whose attention
+    // factor is the config's short_mscale (sequences up to
+    // original_max_position_embeddings) or long_mscale (longer ones).
+    expectAfter({"self_attn"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t kv = c.integer("num_key_value_heads", 8), dh = d / h; // PhimoeConfig's 8
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: {}\n", d, h, kv, dh,
+                     c.boolean("attention_bias", false) ? "true" : "false");
+    const int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
+    y += window > 0 ? fmt::format("mask: sliding_window\nwindow: {}\n", window)
+                    : std::string("mask: causal\n");
+    YAML::Node scaling = YAML::Clone(c.root["rope_scaling"]);
+    if (scaling && scaling.IsMap() && (scaling["short_mscale"] || scaling["long_mscale"])) {
+      auto mscale = [&](const char *k) {
+        try {
+          return scaling[k] && !scaling[k].IsNull() ? scaling[k].as<double>() : 1.0;
+        } catch (const YAML::Exception &) {
+          c.bad(std::string("rope_scaling.") + k, "expected a number");
+        }
+      };
+      if (!scaling["short_mscale"] || !scaling["long_mscale"])
+        c.bad("rope_scaling", "expected both short_mscale and long_mscale (PhimoeConfig "
+                              "refuses one without the other)");
+      const double s = mscale("short_mscale"), l = mscale("long_mscale");
+      if (s != l)
+        c.bad("rope_scaling", fmt::format("short_mscale {} and long_mscale {} differ: the "
+                                          "rotation's factor would change with the sequence's "
+                                          "length, and attnc's rotary embedding has one factor",
+                                          num(s), num(l)));
+      scaling["attention_factor"] = num(s);
+    }
+    y += ropeYaml(c, dh, c.number("rope_theta", 1000000.0), 1.0, "half_split", scaling);
+  } else if (mt == "recurrent_gemma") {
+    // RecurrentGemma (Griffin): block_types cycled over the layers; an
+    // attention layer's temporal_block is local MQA attention over
+    // attention_window_size keys with half-split RoPE on the first
+    // partial_rotary_factor of each head; o_proj always has a bias.
+    expectAfter({"temporal_block"});
+    std::vector<std::string> types;
+    const YAML::Node &bt = c.root["block_types"];
+    if (bt && bt.IsSequence() && bt.size() > 0) {
+      for (const YAML::Node &t : bt)
+        types.push_back(t.as<std::string>());
+    } else {
+      types = {"recurrent", "recurrent", "attention"};
+    }
+    const std::string kind = types[size_t(layer) % types.size()];
+    if (kind != "attention")
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: layer {} of this RecurrentGemma model is a '{}' block "
+          "(block_types), which has no attention", path, layer, kind)};
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t dh = d / h;
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: {}\n", d, h, c.integer("num_key_value_heads", h), dh,
+                     c.boolean("attention_bias", false) ? "true" : "[o]");
+    y += fmt::format("mask: sliding_window\nwindow: {}\n",
+                     c.integer("attention_window_size", 2048));
+    y += ropeYaml(c, dh, c.number("rope_theta", 10000.0),
+                  c.number("partial_rotary_factor", 0.5), "half_split", YAML::Node());
+  } else if (mt == "mllama_text_model") {
+    // Llama 3.2 Vision's language model: Llama self-attention layers, and
+    // on cross_attention_layers MllamaTextCrossAttention: K and V from the
+    // vision states (x_kv), per-head RMS QK-norm with weights, no RoPE, no
+    // mask (its tanh gate is outside the attention module).
+    expectAfter({"self_attn", "cross_attn"});
+    bool crossLayer = false;
+    const YAML::Node &cl = c.root["cross_attention_layers"];
+    if (cl && cl.IsSequence())
+      for (const YAML::Node &i : cl)
+        crossLayer = crossLayer || i.as<int64_t>() == layer;
+    else // MllamaTextConfig's default
+      for (int64_t i : {3, 8, 13, 18, 23, 28, 33, 38})
+        crossLayer = crossLayer || i == layer;
+    const bool cross = m.after == "cross_attn";
+    if (cross != crossLayer)
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: layer {} is a {} layer (cross_attention_layers), whose "
+          "attention module is {}", path, layer, crossLayer ? "cross-attention" : "self-attention",
+          crossLayer ? "cross_attn" : "self_attn")};
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t kv = c.integer("num_key_value_heads", 8), dh = d / h; // MllamaTextConfig's 8
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: false\n", d, h, kv, dh);
+    if (cross)
+      y += fmt::format("mask: none\ncross_attention: true\nqk_norm:\n  width: head\n  eps: {}\n",
+                       num(c.number("rms_norm_eps", 1e-5)));
+    else
+      y += "mask: causal\n" + ropeYaml(c, dh, c.number("rope_theta", 500000.0), 1.0,
+                                        "half_split", c.root["rope_scaling"]);
+  } else if (mt == "mllama_vision") {
+    // MllamaVisionAttention: plain bidirectional MHA without biases.
+    expectAfter({"self_attn"});
+    const int64_t d = c.integer("hidden_size", 1280), h = c.integer("attention_heads", 16);
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: false\n",
+                     d, h);
   } else if (mt == "t5" || mt == "mt5") {
     // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),
     // decoder.block.N.layer.0.SelfAttention (causal buckets),
