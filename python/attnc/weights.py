@@ -67,7 +67,7 @@ def fused_rows(which, config, heads, kv_heads, head_dim):
     loader picks them (runtime/lib/Weights.cpp, docs/models.md): Falcon's
     grouped [kv_heads, G + 2, head_dim], per head [heads, 3, head_dim]
     (GPT-NeoX, Persimmon, BLOOM, Falcon, GPT-BigCode with kv_heads ==
-    heads) or [q | k | v] (Phi-3, MPT, Falcon and GPT-BigCode MQA). None
+    heads) or [q | k | v] (Phi-3, MPT, DBRX, Falcon and GPT-BigCode MQA). None
     when the model type has no known fused layout."""
     mt = config.get("model_type")
     text = config.get("text_config")  # a multimodal wrapper's language model
@@ -86,7 +86,7 @@ def fused_rows(which, config, heads, kv_heads, head_dim):
     if mt in ("gpt_neox", "persimmon", "bloom", "falcon", "gpt_bigcode") and hkv == h:
         return [r for head in range(h) for r in range(head * 3 * dh + part * dh,
                                                        head * 3 * dh + (part + 1) * dh)]
-    if mt in ("phi3", "mpt", "falcon", "gpt_bigcode"):
+    if mt in ("phi3", "mpt", "falcon", "gpt_bigcode", "dbrx"):
         start = 0 if part == 0 else h * dh + (part - 1) * hkv * dh
         return list(range(start, start + (h * dh if part == 0 else hkv * dh)))
     return None

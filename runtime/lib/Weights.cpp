@@ -234,7 +234,8 @@ struct Loader {
       layout = "per-head [heads, 3, head_dim]";
       for (int64_t head = 0; head < h; ++head)
         range(head * 3 * dh + part * dh, dh);
-    } else if (model("phi3") || model("mpt") || falcon || model("gpt_bigcode")) {
+    } else if (model("phi3") || model("mpt") || falcon || model("gpt_bigcode") ||
+               model("dbrx")) {
       layout = "[q | k | v]";
       range(part == 0 ? 0 : h * dh + (part - 1) * hkv * dh, part == 0 ? h * dh : hkv * dh);
     }
@@ -539,6 +540,14 @@ struct Loader {
                               smolNopeLayer(cfg)) ||
                              // Mllama: its cross-attention layers and vision
                              // encoder have no position encoding.
+                             // Granite 4.0-H without position_embedding_type
+                             // rope, and Jamba: no position encoding at all.
+                             (modelType("granitemoehybrid") &&
+                              cfg.find("\"position_embedding_type\": \"rope\"") ==
+                                  std::string::npos &&
+                              cfg.find("\"position_embedding_type\":\"rope\"") ==
+                                  std::string::npos) ||
+                             modelType("jamba") ||
                              (modelType("mllama") &&
                               (prefix.find(".cross_attn") != std::string::npos ||
                                prefix.find("vision_model.") != std::string::npos));

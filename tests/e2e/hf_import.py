@@ -9,12 +9,13 @@ DIR --module PATH --emit-spec, attnc-run LIB --hf DIR --module PATH --x ...
 config's values read by this script, not by attnc; Llama 4's per-layer
 choices -- no_rope_layers, layer_types, use_qk_norm, attention_chunk_size,
 attn_temperature_tuning -- resolved here as Llama4TextConfig resolves
-them; Jamba's, Phi-3.5-MoE's, Mllama's and RecurrentGemma's modules likewise
-from their config classes' keys and defaults, Mllama's cross_attn with its
-cross-attention states as --x-kv). Also the modules attnc --hf refuses
-(exit 2: a Jamba Mamba layer, Phi-MoE mscales that differ, Mllama's
-self_attn / cross_attn on the other kind of layer, a RecurrentGemma
-recurrent layer), --layer, --set and the errors for unknown and
+them; Jamba's, Phi-3.5-MoE's, Mllama's, RecurrentGemma's, Granite 4.0-H's,
+Bamba's, LFM2's and DBRX's modules likewise from their config classes' keys
+and defaults, Mllama's cross_attn with its cross-attention states as
+--x-kv). Also the modules attnc --hf refuses (exit 2: a Jamba, Granite 4.0-H
+or Bamba Mamba layer, Phi-MoE mscales that differ, Mllama's self_attn /
+cross_attn on the other kind of layer, a RecurrentGemma recurrent layer, an
+LFM2 conv layer), --layer, --set and the errors for unknown and
 not-yet-supported model types.
 
 Usage: hf_import.py --work DIR (attnc, attnc-run on PATH).
@@ -519,6 +520,153 @@ RGEMMA_BIAS = dict(model_type="recurrent_gemma", hidden_size=48, num_attention_h
                    rope_theta=20000.0)
 
 
+# Granite 4.0-H, Bamba, LFM2 and DBRX: the reference cases derived from the
+# config as their config classes read it (the defaults for the keys a config
+# leaves out), for the module asked.
+def granitemoehybrid_ref(cfg, module):
+    """GraniteMoeHybridConfig / GraniteMoeHybridAttention (Granite's): the
+    layers whose layers_block_type (layer_types, config.json's
+    layers_block_type an alias; all "mamba" without one) is "attention"; all
+    four biases with attention_bias (False by default); num_key_value_heads
+    num_attention_heads by default; head_dim hidden_size //
+    num_attention_heads; the scores times attention_multiplier (1.0 by
+    default), not head_dim^-0.5; half-split RoPE over the head (rope_theta
+    10000, rope_scaling) only with position_embedding_type "rope" (None by
+    default; Granite 4.0-H's "nope": no position encoding); causal."""
+    n = cfg.get("num_hidden_layers", 32)
+    types = cfg.get("layer_types", cfg.get("layers_block_type")) or ["mamba"] * n
+    assert types[_layer_of(module)] == "attention", "Mamba layer"
+    d, H = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 32)
+    Hkv = cfg.get("num_key_value_heads") or H
+    ref = dict(d=d, heads=H, kv_heads=Hkv, head_dim=d // H, rope=None,
+               scale=cfg.get("attention_multiplier", 1.0),
+               bias=["q", "k", "v", "o"] if cfg.get("attention_bias", False) else [])
+    if cfg.get("position_embedding_type") == "rope":
+        ref["rope"] = dict(theta=cfg.get("rope_theta", 10000.0))
+        rs = cfg.get("rope_scaling")
+        if rs:
+            ref["rope"]["scaling"] = {("type" if k == "rope_type" else k): v
+                                      for k, v in rs.items()}
+    return ref
+
+
+def bamba_ref(cfg, module):
+    """BambaConfig / BambaAttention (Llama's): the layers in
+    attn_layer_indices (none: all Mamba); no biases (attention_bias
+    hard-coded False); num_key_value_heads 8 by default (null: the query
+    heads); head_dim hidden_size // num_attention_heads; partial_rotary_factor
+    hard-coded 0.5: rotate_half on the first head_dim / 2 dims of each head,
+    frequencies over that width, rope_theta 10000; head_dim^-0.5; causal."""
+    assert _layer_of(module) in (cfg.get("attn_layer_indices") or []), "Mamba layer"
+    d, H = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 32)
+    Hkv = cfg.get("num_key_value_heads", 8) or H
+    dh = d // H
+    return dict(d=d, heads=H, kv_heads=Hkv, head_dim=dh, bias=[],
+                rope=dict(theta=cfg.get("rope_theta", 10000.0), rotary_dim=int(0.5 * dh)))
+
+
+def lfm2_ref(cfg, module):
+    """Lfm2Config / Lfm2Attention: the layers whose layer_types entry is
+    "full_attention"; without layer_types, those in full_attn_idxs, and
+    without either every layer; q_proj, k_proj, v_proj, out_proj without
+    biases; q_layernorm and k_layernorm, Lfm2RMSNorm(head_dim, eps norm_eps
+    1e-5) -- weight * x * rsqrt(mean(x^2) + eps) -- on each head BEFORE the
+    rotation; half-split RoPE over the head, rope_theta (Lfm2Config also
+    reads "theta") 1e6 by default; num_key_value_heads 8 by default; head_dim
+    hidden_size // num_attention_heads; head_dim^-0.5; causal."""
+    n = cfg.get("num_hidden_layers", 32)
+    types = cfg.get("layer_types")
+    if types is None:
+        idxs = cfg.get("full_attn_idxs")
+        idxs = list(range(n)) if idxs is None else idxs
+        types = ["full_attention" if i in idxs else "conv" for i in range(n)]
+    assert types[_layer_of(module)] == "full_attention", "conv layer"
+    d, H = cfg.get("hidden_size", 2560), cfg.get("num_attention_heads", 32)
+    return dict(d=d, heads=H, kv_heads=cfg.get("num_key_value_heads", 8), head_dim=d // H,
+                bias=[], qk_norm="head", eps=cfg.get("norm_eps", 1e-5),
+                rope=dict(theta=cfg.get("theta", cfg.get("rope_theta", 1000000.0))))
+
+
+def dbrx_ref(cfg, module):
+    """DbrxConfig / DbrxAttention (transformer.blocks.N.norm_attn_norm.attn):
+    d_model, n_heads; attn_config's kv_n_heads (1 by default), rope_theta
+    (10000) and clip_qkv (None): Wqkv's output [q | k | v] clamped to
+    [-clip_qkv, clip_qkv] before the split and RoPE; half-split RoPE over the
+    head; no biases; head_dim d_model // n_heads; head_dim^-0.5; causal."""
+    assert int(re.search(r"\.blocks\.(\d+)\.", module).group(1)) < cfg.get("n_layers", 24)
+    d, H = cfg.get("d_model", 2048), cfg.get("n_heads", 16)
+    ac = cfg.get("attn_config") or {}
+    ref = dict(d=d, heads=H, kv_heads=ac.get("kv_n_heads", 1), head_dim=d // H, bias=[],
+               rope=dict(theta=ac.get("rope_theta", 10000.0)))
+    if ac.get("clip_qkv") is not None:
+        ref["clip_qkv"] = ac["clip_qkv"]
+    return ref
+
+
+# Granite 4.0-H: Mamba on layers 0 and 2, attention on 1 and 3 (layer_types),
+# position_embedding_type "nope" (a rope_theta that is not used),
+# attention_multiplier 0.0078125 as the released configs; MHA by default (no
+# num_key_value_heads); no biases by default.
+GRANITE4H = dict(model_type="granitemoehybrid", hidden_size=64, num_attention_heads=4,
+                 num_hidden_layers=4, intermediate_size=128, shared_intermediate_size=128,
+                 num_local_experts=2, num_experts_per_tok=2, rms_norm_eps=1e-5,
+                 attention_multiplier=0.0078125, embedding_multiplier=12.0,
+                 residual_multiplier=0.22, logits_scaling=8.0, position_embedding_type="nope",
+                 rope_theta=10000.0, max_position_embeddings=256,
+                 layer_types=["mamba", "attention", "mamba", "attention"],
+                 mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=1,
+                 mamba_expand=2, mamba_d_conv=4, mamba_chunk_size=32)
+# position_embedding_type "rope" (theta 20000, linear scaling 2), GQA (2 of
+# 6 key-value heads), attention_bias (all four), the layers by the
+# layers_block_type spelling, attention_multiplier 1.0 by default.
+GRANITE4H_ROPE = dict(model_type="granitemoehybrid", hidden_size=48, num_attention_heads=6,
+                      num_key_value_heads=2, num_hidden_layers=3, intermediate_size=96,
+                      num_local_experts=0, position_embedding_type="rope", rope_theta=20000.0,
+                      rope_scaling={"rope_type": "linear", "factor": 2.0},
+                      attention_bias=True, layers_block_type=["attention", "mamba", "mamba"],
+                      mamba_n_heads=8, mamba_d_state=16)
+# Bamba: attention on layers 1 and 3 of 4 (attn_layer_indices); the default
+# 8 key-value heads (of 16) and rope_theta 10000; partial rotary 0.5 (8 of
+# head_dim 16).
+BAMBA = dict(model_type="bamba", hidden_size=256, num_attention_heads=16, num_hidden_layers=4,
+             intermediate_size=512, rms_norm_eps=1e-5, attn_layer_indices=[1, 3],
+             mamba_n_heads=16, mamba_d_head="auto", mamba_d_state=16, mamba_n_groups=1,
+             mamba_expand=2, mamba_d_conv=4, mamba_chunk_size=32, max_position_embeddings=256)
+# GQA 2 of 4 heads, rope_theta 50000, layer 0 attends.
+BAMBA_GQA = dict(model_type="bamba", hidden_size=64, num_attention_heads=4,
+                 num_key_value_heads=2, num_hidden_layers=2, attn_layer_indices=[0],
+                 rope_theta=50000.0, mamba_n_heads=8, mamba_d_state=16)
+# LFM2's attention: out_proj, and its QK-norms' tensors q_layernorm /
+# k_layernorm (weights_of's q_norm / k_norm).
+LFM2_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
+LFM2_NORMS = {"q_norm": "q_layernorm", "k_norm": "k_layernorm"}
+# LFM2: layer_types (layer 2 attends), GQA, rope_theta 10000, norm_eps 1e-6.
+LFM2 = dict(model_type="lfm2", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+            num_hidden_layers=4, norm_eps=1e-6, rope_theta=10000.0, conv_bias=False,
+            conv_L_cache=3, block_dim=64, block_ff_dim=128, block_multiple_of=32,
+            block_auto_adjust_ff_dim=True, max_position_embeddings=256,
+            layer_types=["conv", "conv", "full_attention", "conv"])
+# The first LFM2 checkpoints' full_attn_idxs (layers 1 and 3) without
+# layer_types; the defaults: 8 key-value heads (of 16), rope_theta 1e6,
+# norm_eps 1e-5.
+LFM2_IDXS = dict(model_type="lfm2", hidden_size=128, num_attention_heads=16,
+                 num_hidden_layers=4, full_attn_idxs=[1, 3], conv_L_cache=3)
+# Neither layer_types nor full_attn_idxs: Lfm2Config makes every layer
+# full attention.
+LFM2_ALL = dict(model_type="lfm2", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                num_hidden_layers=2, rope_theta=10000.0)
+# DBRX: GQA (2 of 4 kv heads), rope_theta 500000, clip_qkv 0.5 (the
+# projections are about N(0, 1): the clamp bites); block 1 of 3, block 2
+# holds a decoy copy, norm_1 / norm_2 beside the attention.
+DBRX = dict(model_type="dbrx", d_model=64, n_heads=4, n_layers=3, max_seq_len=256,
+            vocab_size=128, attn_config={"kv_n_heads": 2, "rope_theta": 500000.0,
+                                         "clip_qkv": 0.5, "attn_pdrop": 0.0},
+            ffn_config={"ffn_hidden_size": 128, "moe_num_experts": 2, "moe_top_k": 1})
+# attn_config's defaults: kv_n_heads 1 (MQA), rope_theta 10000, no clip.
+DBRX_NOCLIP = dict(model_type="dbrx", d_model=48, n_heads=3, n_layers=1, attn_config={},
+                   ffn_config={"ffn_hidden_size": 96, "moe_num_experts": 2})
+
+
 # Architectures whose attention is a variant of Llama's (model.layers.N.
 # self_attn) or another's under its own model_type, each with the config
 # keys that distinguish it.
@@ -902,6 +1050,47 @@ VARIANT_CASES = [
     dict(name="recurrent_gemma_bias", module="model.layers.2.temporal_block", config=RGEMMA_BIAS,
          ref=recurrent_gemma_ref(RGEMMA_BIAS, "model.layers.2.temporal_block"),
          names=LLAMA_NAMES),
+    # Granite 4.0-H (see GRANITE4H, granitemoehybrid_ref): a NoPE layer
+    # scaled by attention_multiplier 0.0078125 (the other attention layer,
+    # 1, holds a decoy copy); a rope layer with GQA, the four biases and the
+    # default multiplier 1.0.
+    dict(name="granitemoehybrid", module="model.layers.3.self_attn", config=GRANITE4H,
+         ref=granitemoehybrid_ref(GRANITE4H, "model.layers.3.self_attn"), names=LLAMA_NAMES,
+         decoys=["model.layers.1.self_attn"]),
+    dict(name="granitemoehybrid_rope", module="model.layers.0.self_attn", config=GRANITE4H_ROPE,
+         ref=granitemoehybrid_ref(GRANITE4H_ROPE, "model.layers.0.self_attn"),
+         names=LLAMA_NAMES),
+    # Bamba (see BAMBA, bamba_ref): rotate_half on half of each head, the
+    # default 8 key-value heads (layer 1 holds a decoy copy); GQA of its own.
+    dict(name="bamba", module="model.layers.3.self_attn", config=BAMBA,
+         ref=bamba_ref(BAMBA, "model.layers.3.self_attn"), names=LLAMA_NAMES,
+         decoys=["model.layers.1.self_attn"]),
+    dict(name="bamba_gqa", module="model.layers.0.self_attn", config=BAMBA_GQA,
+         ref=bamba_ref(BAMBA_GQA, "model.layers.0.self_attn"), names=LLAMA_NAMES),
+    # LFM2 (see LFM2, lfm2_ref): per-head RMS QK-norm (q_layernorm,
+    # k_layernorm) before RoPE, out_proj; the layers by layer_types, by
+    # full_attn_idxs (layer 1 holds a decoy copy, norms included), and by
+    # neither (all attention).
+    dict(name="lfm2", module="model.layers.2.self_attn", config=LFM2,
+         ref=lfm2_ref(LFM2, "model.layers.2.self_attn"), names=LFM2_NAMES, norms=LFM2_NORMS),
+    dict(name="lfm2_idxs", module="model.layers.3.self_attn", config=LFM2_IDXS,
+         ref=lfm2_ref(LFM2_IDXS, "model.layers.3.self_attn"), names=LFM2_NAMES,
+         norms=LFM2_NORMS, decoys=["model.layers.1.self_attn"]),
+    dict(name="lfm2_all_attention", module="model.layers.1.self_attn", config=LFM2_ALL,
+         ref=lfm2_ref(LFM2_ALL, "model.layers.1.self_attn"), names=LFM2_NAMES,
+         norms=LFM2_NORMS),
+    # DBRX (see DBRX, dbrx_ref): the fused Wqkv [q | k | v] (fuse(), layout
+    # qkv) clamped by clip_qkv, GQA; attn_config's defaults (MQA, theta
+    # 10000, no clip).
+    dict(name="dbrx", module="transformer.blocks.1.norm_attn_norm.attn", layout="qkv",
+         fused="Wqkv", o="out_proj", config=DBRX,
+         ref=dbrx_ref(DBRX, "transformer.blocks.1.norm_attn_norm.attn"),
+         decoys=["transformer.blocks.2.norm_attn_norm.attn"],
+         extra={"transformer.blocks.1.norm_attn_norm.norm_1.weight": np.ones(64),
+                "transformer.blocks.1.norm_attn_norm.norm_2.weight": np.ones(64)}),
+    dict(name="dbrx_noclip", module="transformer.blocks.0.norm_attn_norm.attn", layout="qkv",
+         fused="Wqkv", o="out_proj", config=DBRX_NOCLIP,
+         ref=dbrx_ref(DBRX_NOCLIP, "transformer.blocks.0.norm_attn_norm.attn")),
 ]
 
 
@@ -909,7 +1098,9 @@ VARIANT_CASES = [
 # the module's names (the refusal comes from the config, not from missing
 # tensors): a Jamba Mamba layer's self_attn, Phi-MoE mscales that differ,
 # Mllama's self_attn on a cross-attention layer and cross_attn on a
-# self-attention layer, RecurrentGemma's temporal_block on a recurrent layer.
+# self-attention layer, RecurrentGemma's temporal_block on a recurrent layer,
+# a self_attn on a Mamba layer of Granite 4.0-H (layer_types) and Bamba
+# (attn_layer_indices) and on an LFM2 conv layer (layer_types).
 # like: the passing case whose shapes the tensors take; expect: a word the
 # error must contain.
 ERROR_CASES = [
@@ -923,12 +1114,19 @@ ERROR_CASES = [
          config=MLLAMA, like="mllama_cross"),
     dict(name="recurrent_gemma_recurrent", module="model.layers.0.temporal_block", config=RGEMMA,
          like="recurrent_gemma"),
+    dict(name="granitemoehybrid_mamba", module="model.layers.2.self_attn", config=GRANITE4H,
+         like="granitemoehybrid", expect="mamba"),
+    dict(name="bamba_mamba", module="model.layers.0.self_attn", config=BAMBA, like="bamba",
+         expect="mamba"),
+    dict(name="lfm2_conv", module="model.layers.1.self_attn", config=LFM2, like="lfm2",
+         expect="conv"),
 ]
 
 
 # Checked through the Python package's pack as well (llama4_text: a
-# QK-norm without q_norm / k_norm tensors).
-PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text")
+# QK-norm without q_norm / k_norm tensors; lfm2: q_layernorm / k_layernorm
+# as an RMS norm's weights, out_proj).
+PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "lfm2")
 
 
 def fuse(c, w):
@@ -956,6 +1154,13 @@ def fuse(c, w):
         if f"o_proj.{kind}" in w:
             out[f"{c['module']}.{c['o']}.{kind}"] = w[f"o_proj.{kind}"]
     return out
+
+
+def norm_name(c, key):
+    """A QK-norm tensor of weights_of (q_norm.weight, ...) under the
+    checkpoint's name: the case's norms map (LFM2: q_layernorm), else as is."""
+    head, dot, rest = key.partition(".")
+    return c.get("norms", {}).get(head, head) + dot + rest
 
 
 def run(cmd, ok=True):
@@ -986,7 +1191,7 @@ def main():
         for kind in ("weight",):
             for key in w:  # q_norm.weight, q_layernorm.bias, q_layernorm.norms.0.weight, ...
                 if key.startswith(("q_norm", "k_norm", "q_layernorm", "k_layernorm")):
-                    tensors[f"{c['module']}.{key}"] = w[key]
+                    tensors[f"{c['module']}.{norm_name(c, key)}"] = w[key]
             if "sinks" in w:
                 tensors[f"{c['module']}.sinks"] = w["sinks"]
             if "relative_attention_bias.weight" in w:
@@ -1080,8 +1285,9 @@ def main():
         tensors = {}
         for key, t in w.items():
             p = key.split("_proj.")[0] if "_proj." in key else None
-            # (q_proj.weight under the checkpoint's name; q_norm.weight as is)
-            name = f"{src['names'][p]}{key[len(p) + 5:]}" if p else key
+            # (q_proj.weight under the checkpoint's name; q_norm.weight as is,
+            # or as the case's norms spell it)
+            name = f"{src['names'][p]}{key[len(p) + 5:]}" if p else norm_name(src, key)
             tensors[f"{c['module']}.{name}"] = t
         save_safetensors(os.path.join(d, "model.safetensors"), tensors)
         r = run(["attnc", "--hf", d, "--module", c["module"], "-o",

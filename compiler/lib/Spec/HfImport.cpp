@@ -330,7 +330,8 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "olmoe", "cohere", "helium", "glm", "gpt_neo", "persimmon",
                               "cohere2", "exaone4", "smollm3", "olmo3", "ministral",
                               "llama4_text", "phimoe", "jamba", "recurrent_gemma",
-                              "mllama_text_model"};
+                              "mllama_text_model", "granitemoehybrid", "bamba", "lfm2",
+                              "dbrx"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -541,8 +542,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       path = fmt::format("h.{}.attn", layerArg);
     else if (mt == "opt")
       path = fmt::format("model.decoder.layers.{}.self_attn", layerArg);
-    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba")
+    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba" || mt == "granitemoehybrid" ||
+             mt == "bamba" || mt == "lfm2")
       path = fmt::format("model.layers.{}.self_attn", layerArg);
+    else if (mt == "dbrx")
+      path = fmt::format("transformer.blocks.{}.norm_attn_norm.attn", layerArg);
     else if (mt == "recurrent_gemma")
       path = fmt::format("model.layers.{}.temporal_block", layerArg);
     else if (mt == "gpt_neox")
@@ -568,6 +572,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                         ? "n_layer"
                                     : mt == "mpt" || mt == "t5" || mt == "mt5" || mt == "gpt_neo"
                                         ? "num_layers"
+                                    : mt == "dbrx" ? "n_layers"
                                     : (mt == "bart" || mt == "mbart" || mt == "whisper")
                                         ? "encoder_layers"
                                         : "num_hidden_layers",
@@ -861,6 +866,100 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       scaling["attention_factor"] = num(s);
     }
     y += ropeYaml(c, dh, c.number("rope_theta", 1000000.0), 1.0, "half_split", scaling);
+  } else if (mt == "granitemoehybrid" || mt == "bamba" || mt == "lfm2") {
+    // Hybrids whose other layers are state-space (Mamba 2) or short
+    // convolution blocks: which layers attend, from the config.
+    expectAfter({"self_attn"});
+    std::string kind;
+    auto listed = [&](const char *key) {
+      const YAML::Node &types = c.root[key];
+      if (!types || !types.IsSequence() || types.size() == 0)
+        return false;
+      if (layer >= int64_t(types.size()))
+        c.bad(key, fmt::format("has {} entries, none for layer {}", types.size(), layer));
+      kind = types[size_t(layer)].as<std::string>();
+      return true;
+    };
+    auto indexed = [&](const char *key, const char *yes, const char *no) {
+      const YAML::Node &idx = c.root[key];
+      kind = no;
+      if (idx && idx.IsSequence())
+        for (const YAML::Node &i : idx)
+          if (i.as<int64_t>() == layer)
+            kind = yes;
+    };
+    const char *attention = "attention";
+    if (mt == "granitemoehybrid") { // layer_types (layers_block_type); none: all Mamba
+      if (!listed("layer_types") && !listed("layers_block_type"))
+        kind = "mamba";
+    } else if (mt == "bamba") { // attn_layer_indices; none: all Mamba
+      indexed("attn_layer_indices", "attention", "mamba");
+    } else { // lfm2: layer_types, else full_attn_idxs, else every layer
+      attention = "full_attention";
+      if (!listed("layer_types")) {
+        if (c.has("full_attn_idxs"))
+          indexed("full_attn_idxs", "full_attention", "conv");
+        else
+          kind = "full_attention";
+      }
+    }
+    if (kind != attention)
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: layer {} of this {} model is a '{}' layer ({}), which "
+          "has no attention", path, layer, mt, kind,
+          mt == "granitemoehybrid" ? "layer_types"
+          : mt == "bamba"          ? "attn_layer_indices"
+                                   : "layer_types / full_attn_idxs")};
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    // (BambaConfig and Lfm2Config default num_key_value_heads to 8,
+    // GraniteMoeHybridConfig to the query heads.)
+    const YAML::Node &kvNode = c.root["num_key_value_heads"];
+    const int64_t kv = kvNode && kvNode.IsNull() ? h // (null: the query heads)
+                       : c.integer("num_key_value_heads", mt == "granitemoehybrid" ? h : 8);
+    const int64_t dh = c.integer("head_dim", d / h);
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "mask: causal\n", d, h, kv, dh);
+    if (mt == "granitemoehybrid") {
+      // Scores scaled by attention_multiplier; RoPE only with
+      // position_embedding_type rope (Granite 4.0-H: nope).
+      y += fmt::format("bias: {}\nscale: {}\n",
+                       c.boolean("attention_bias", false) ? "true" : "false",
+                       num(c.number("attention_multiplier", 1.0)));
+      if (c.str("position_embedding_type") == "rope")
+        y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), 1.0, "half_split",
+                      c.root["rope_scaling"]);
+    } else if (mt == "bamba") {
+      // No biases, half-split RoPE on half of each head (both hard-coded
+      // in BambaConfig).
+      y += "bias: false\n";
+      y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), 0.5, "half_split",
+                    c.root["rope_scaling"]);
+    } else {
+      // LFM2: per-head RMS norms q_layernorm / k_layernorm (eps norm_eps)
+      // before RoPE over the whole head, out_proj as o, no biases.
+      y += fmt::format("bias: false\nqk_norm:\n  width: head\n  eps: {}\n",
+                       num(c.number("norm_eps", 1e-5)));
+      // (Lfm2Config reads `theta` before `rope_theta`.)
+      y += ropeYaml(c, dh, c.number("theta", c.number("rope_theta", 1000000.0)), 1.0,
+                    "half_split", c.root["rope_scaling"]);
+    }
+  } else if (mt == "dbrx") {
+    // DBRX: transformer.blocks.N.norm_attn_norm.attn, one Wqkv [q | k | v]
+    // (cut by the weights loader), out_proj, no biases; attn_config holds
+    // kv_n_heads, rope_theta and clip_qkv (the fused projection clamped
+    // before RoPE).
+    expectAfter({"norm_attn_norm.attn"});
+    const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
+    Config ac{c.root["attn_config"], c.file};
+    if (!ac.root || !ac.root.IsMap())
+      ac.root = YAML::Node(YAML::NodeType::Map);
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
+                     "bias: false\nmask: causal\n", d, h, ac.integer("kv_n_heads", 1), d / h);
+    if (ac.has("clip_qkv"))
+      y += fmt::format("clip_qkv: {}\n", num(ac.number("clip_qkv", 0)));
+    y += ropeYaml(c, d / h, ac.number("rope_theta", 10000.0), 1.0, "half_split", YAML::Node());
+    if (c.has("max_seq_len"))
+      y += fmt::format("max_seq_len: {}\n", c.integer("max_seq_len"));
   } else if (mt == "recurrent_gemma") {
     // RecurrentGemma (Griffin): block_types cycled over the layers; an
     // attention layer's temporal_block is local MQA attention over
