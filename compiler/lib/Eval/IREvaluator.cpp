@@ -254,6 +254,9 @@ private:
   bool clip(Operation &op, ClipOp cl);
   bool rmsNorm(Operation &op, RmsNormOp r);
   bool rope(Operation &op, RopeOp r);
+  /// The first position of each sequence of x [B, H, T, D] from an
+  /// optional positions operand (empty without one: every sequence at 0).
+  bool startsOf(Operation &op, Value positions, const Tensor &x, std::vector<int64_t> &start);
   bool temperature(Operation &op, TemperatureOp r);
   bool maskRows(Operation &op, MaskRowsOp m);
   bool scale(Operation &op, ScaleOp s);
@@ -712,19 +715,25 @@ bool Evaluator::rmsNorm(Operation &op, RmsNormOp r) {
   return true;
 }
 
-/// attn.rope with the op's frequency tables, from each sequence's start.
-bool Evaluator::rope(Operation &op, RopeOp r) {
-  const Tensor *x = tensorOf(r.getInput());
-  const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
-  if (!x || (r.getPositions() && !pos))
+bool Evaluator::startsOf(Operation &op, Value positions, const Tensor &x,
+                         std::vector<int64_t> &start) {
+  const Tensor *pos = positions ? tensorOf(positions) : nullptr;
+  if (positions && !pos)
     return false;
-  if (x->shape.size() != 4 ||
-      (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
-    return fail(op, "positions do not fit " + shapeStr(x->shape));
-  std::vector<int64_t> start;
+  if (x.shape.size() != 4 || (pos && (pos->shape.size() != 1 || pos->shape[0] != x.shape[0])))
+    return fail(op, "positions do not fit " + shapeStr(x.shape));
   if (pos)
     for (double p : pos->data)
       start.push_back(static_cast<int64_t>(p));
+  return true;
+}
+
+/// attn.rope with the op's frequency tables, from each sequence's start.
+bool Evaluator::rope(Operation &op, RopeOp r) {
+  const Tensor *x = tensorOf(r.getInput());
+  std::vector<int64_t> start;
+  if (!x || !startsOf(op, r.getPositions(), *x, start))
+    return false;
   attnrt::RopeParams rp;
   rp.style = r.getInterleaved() ? ATTNC_ROPE_INTERLEAVED : ATTNC_ROPE_HALF_SPLIT;
   rp.rotaryDim = r.getRotaryDim();
@@ -737,7 +746,7 @@ bool Evaluator::rope(Operation &op, RopeOp r) {
   rp.dynamicFrom = r.getDynamicFrom();
   Tensor y = *x;
   attnrt::naive::rope(y.data.data(), x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-                      rp, pos ? start.data() : nullptr);
+                      rp, start.empty() ? nullptr : start.data());
   t[r] = std::move(y);
   return true;
 }
@@ -746,12 +755,9 @@ bool Evaluator::rope(Operation &op, RopeOp r) {
 /// (attnrt::BlockParams::temperatureAt, the reference's formula).
 bool Evaluator::temperature(Operation &op, TemperatureOp r) {
   const Tensor *x = tensorOf(r.getInput());
-  const Tensor *pos = r.getPositions() ? tensorOf(r.getPositions()) : nullptr;
-  if (!x || (r.getPositions() && !pos))
+  std::vector<int64_t> start;
+  if (!x || !startsOf(op, r.getPositions(), *x, start))
     return false;
-  if (x->shape.size() != 4 ||
-      (pos && (pos->shape.size() != 1 || pos->shape[0] != x->shape[0])))
-    return fail(op, "positions do not fit " + shapeStr(x->shape));
   attnrt::BlockParams bp;
   bp.temperatureFloorScale = r.getFloorScale();
   bp.temperatureAttnScale = r.getAttnScale().convertToDouble();
@@ -760,8 +766,7 @@ bool Evaluator::temperature(Operation &op, TemperatureOp r) {
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t h = 0; h < nh; ++h)
       for (int64_t i = 0; i < tt; ++i) {
-        const double f =
-            bp.temperatureAt((pos ? static_cast<int64_t>(pos->data[b]) : 0) + i);
+        const double f = bp.temperatureAt((start.empty() ? 0 : start[size_t(b)]) + i);
         for (int64_t c = 0; c < dd; ++c)
           y.data[((b * nh + h) * tt + i) * dd + c] *= f;
       }

@@ -416,6 +416,18 @@ LogicalResult MaskRowsOp::verify() {
 // RopeOp
 //===----------------------------------------------------------------------===//
 
+/// attn.rope's and attn.temperature's optional positions: [batch] of the
+/// [B, H, T, D] input.
+static LogicalResult verifyPositions(Operation *op, Value positions, RankedTensorType in) {
+  if (!positions)
+    return success();
+  auto pt = cast<RankedTensorType>(positions.getType());
+  if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&
+                            pt.getDimSize(0) != in.getDimSize(0)))
+    return op->emitOpError("positions ") << pt << " must be [batch] for input " << in;
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   if (in.getRank() != 4 || in.isDynamicDim(3))
@@ -451,13 +463,7 @@ LogicalResult RopeOp::verify() {
            << getDynamicFrom() << ", rotary_dim " << r;
   if (df == 0 && getDynamicFrom() != 0)
     return emitOpError("dynamic_from needs a dynamic_factor");
-  if (Value p = getPositions()) {
-    auto pt = cast<RankedTensorType>(p.getType());
-    if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&
-                              pt.getDimSize(0) != in.getDimSize(0)))
-      return emitOpError("positions ") << pt << " must be [batch] for input " << in;
-  }
-  return success();
+  return verifyPositions(getOperation(), getPositions(), in);
 }
 
 //===----------------------------------------------------------------------===//
@@ -471,13 +477,7 @@ LogicalResult TemperatureOp::verify() {
   double a = getAttnScale().convertToDouble();
   if (!std::isfinite(a) || a < 0)
     return emitOpError("attn_scale must be non-negative and finite, found ") << a;
-  if (Value p = getPositions()) {
-    auto pt = cast<RankedTensorType>(p.getType());
-    if (pt.getRank() != 1 || (!pt.isDynamicDim(0) && !in.isDynamicDim(0) &&
-                              pt.getDimSize(0) != in.getDimSize(0)))
-      return emitOpError("positions ") << pt << " must be [batch] for input " << in;
-  }
-  return success();
+  return verifyPositions(getOperation(), getPositions(), in);
 }
 
 //===----------------------------------------------------------------------===//
