@@ -1091,6 +1091,15 @@ VARIANT_CASES = [
     dict(name="dbrx_noclip", module="transformer.blocks.0.norm_attn_norm.attn", layout="qkv",
          fused="Wqkv", o="out_proj", config=DBRX_NOCLIP,
          ref=dbrx_ref(DBRX_NOCLIP, "transformer.blocks.0.norm_attn_norm.attn")),
+    # GLM-4-0414 (glm4): GLM's attention (HF: Glm4Attention(GlmAttention)):
+    # interleaved RoPE on half the head, q/k/v biases (attention_bias).
+    dict(name="glm4", module="model.layers.1.self_attn",
+         config=dict(model_type="glm4", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     partial_rotary_factor=0.5, attention_bias=True, rope_theta=10000.0),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, style="interleaved", rotary_dim=8)),
+         names=LLAMA_NAMES),
 ]
 
 

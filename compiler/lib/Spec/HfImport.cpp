@@ -341,7 +341,7 @@ const std::pair<const char *, const char *> kAliases[] = {
     {"xlm-roberta", "roberta"}, {"camembert", "roberta"}, {"electra", "bert"},
     {"marian", "bart"},         {"m2m_100", "bart"},      {"pegasus", "bart"},
     {"blenderbot", "bart"},     {"blenderbot-small", "bart"}, {"plbart", "bart"},
-    {"granitemoe", "granite"},
+    {"granitemoe", "granite"},  {"glm4", "glm"}, // (HF: class Glm4Attention(GlmAttention))
     {"arcee", "llama"}, // Arcee AFM: Llama's attention (a ReLU^2 MLP)
     // T5's attention: UMT5 with a table in every block's self-attention (the
     // weights loader reads the module's own), Switch Transformers (MoE
