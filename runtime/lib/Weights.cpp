@@ -262,16 +262,19 @@ struct Loader {
     }
     if (layer < 0)
       return false;
+    // HF's default: every 4th layer (when no interval is given).
+    const bool byDefault =
+        cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
     size_t key = cfg.find("\"no_rope_layers\"");
     if (key == std::string::npos)
-      return cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
+      return byDefault;
     size_t open = cfg.find_first_not_of(" \t\r\n:", key + 16);
     if (open == std::string::npos || cfg[open] != '[')
       return false;
     // An empty list is the default (HF tests `if no_rope_layers`).
     size_t first = cfg.find_first_not_of(" \t\r\n", open + 1);
     if (first != std::string::npos && cfg[first] == ']')
-      return cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
+      return byDefault;
     int64_t i = 0;
     for (size_t at = open + 1; at < cfg.size() && cfg[at] != ']'; ++at) {
       char ch = cfg[at];

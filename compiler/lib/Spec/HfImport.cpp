@@ -871,7 +871,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // convolution blocks: which layers attend, from the config.
     expectAfter({"self_attn"});
     std::string kind;
-    auto listed = [&](const char *key) {
+    auto kindFromList = [&](const char *key) {
       const YAML::Node &types = c.root[key];
       if (!types || !types.IsSequence() || types.size() == 0)
         return false;
@@ -890,13 +890,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     };
     const char *attention = "attention";
     if (mt == "granitemoehybrid") { // layer_types (layers_block_type); none: all Mamba
-      if (!listed("layer_types") && !listed("layers_block_type"))
+      if (!kindFromList("layer_types") && !kindFromList("layers_block_type"))
         kind = "mamba";
     } else if (mt == "bamba") { // attn_layer_indices; none: all Mamba
       indexed("attn_layer_indices", "attention", "mamba");
     } else { // lfm2: layer_types, else full_attn_idxs, else every layer
       attention = "full_attention";
-      if (!listed("layer_types")) {
+      if (!kindFromList("layer_types")) {
         if (c.has("full_attn_idxs"))
           indexed("full_attn_idxs", "full_attention", "conv");
         else
