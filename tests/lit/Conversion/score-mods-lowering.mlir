@@ -15,14 +15,17 @@
 // CHECK: scf.forall
 // CHECK: memref.get_global @__attnc_alibi_slopes_
 // CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
-// CHECK: %[[MAX:.*]] = arith.constant dense<6.400000e+01> : vector<8xf32>
-// CHECK-NEXT: %[[K:.*]] = arith.constant dense<0.0666666701> : vector<8xf32>
-// CHECK-NEXT: %[[KS:.*]] = arith.mulf %{{.*}}, %[[K]] : vector<8xf32>
-// CHECK-NEXT: arith.minimumf %[[KS]], %[[MAX]] : vector<8xf32>
-// CHECK: vector.fma
-// CHECK: %[[E:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : vector<8xf32>
-// CHECK-NEXT: %[[DEN:.*]] = arith.addf %[[ONE]], %[[E]] : vector<8xf32>
+// The soft-cap: s clamped to [-126, 64] / k, then 1 + 2^(k s) with k s - n
+// and the last step in FMAs, then C - 2C / (1 + E).
+// CHECK: %[[LO:.*]] = arith.constant dense<-1.890000e+03> : vector<8xf32>
+// CHECK-NEXT: %[[HI:.*]] = arith.constant dense<9.600000e+02> : vector<8xf32>
+// CHECK-NEXT: %[[MN:.*]] = arith.minimumf %{{.*}}, %[[HI]] : vector<8xf32>
+// CHECK-NEXT: %[[SC:.*]] = arith.maximumf %[[MN]], %[[LO]] : vector<8xf32>
+// CHECK: %[[T:.*]] = vector.fma %[[SC]], %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: %[[NEGN:.*]] = arith.subf %{{.*}}, %[[T]] : vector<8xf32>
+// CHECK: vector.fma %[[SC]], %{{.*}}, %[[NEGN]] : vector<8xf32>
+// CHECK: %[[E:.*]] = arith.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT: %[[DEN:.*]] = vector.fma %{{.*}}, %[[E]], %{{.*}} : vector<8xf32>
 // CHECK-NEXT: %[[TWOC:.*]] = arith.constant dense<8.656170e+01> : vector<8xf32>
 // CHECK-NEXT: %[[Q:.*]] = arith.divf %[[TWOC]], %[[DEN]] : vector<8xf32>
 // CHECK-NEXT: %[[C:.*]] = arith.constant dense<43.2808495> : vector<8xf32>

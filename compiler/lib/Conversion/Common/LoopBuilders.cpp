@@ -59,6 +59,11 @@ Value attnc::convertFloat(ImplicitLocOpBuilder &c, Value v, Type to) {
   return arith::TruncFOp::create(c, t, v);
 }
 
+/// 2^r on [-0.5, 0.5]: exp2NonPositive's polynomial (and the soft-cap's).
+static const double kExp2Coef[] = {1.0, 0.6931471824645996, 0.24022646248340607,
+                                   0.05550328642129898, 0.009618489071726799,
+                                   0.0013399930903688073, 0.0001534581242594868};
+
 static Type elementOf(Value mem) { return cast<MemRefType>(mem.getType()).getElementType(); }
 
 Value attnc::loadF32(ImplicitLocOpBuilder &c, Value mem, ValueRange at) {
@@ -537,14 +542,30 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
   if (softcap && vt) {
     // cap * tanh(y), y = x / cap, x = s / unit, in scaled units: C - 2C /
     // (1 + E) with C = cap * unit and E = exp(2y) = 2^(k s), k s clamped to
-    // <= 64 (E stays finite; 2C / (1 + 2^64) is below C's rounding). Five
-    // vector operations besides the 2^x, no sign juggling: tanh's sign
-    // comes out of the subtraction. -inf (a hidden key) gives -C: the flash
-    // kernels apply this to computed scores only.
-    const double cap = *softcap, C = cap * unit;
-    Value ks = arith::MinimumFOp::create(
-        c, arith::MulFOp::create(c, s, cst(2.0 * 1.4426950408889634 / C)), cst(64.0));
-    Value den = arith::AddFOp::create(c, cst(1.0), exp2NonPositive(c, ks));
+    // [-126, 64] (E stays a finite normal; 2C / (1 + 2^64) is below C's
+    // rounding). The clamp is on s, so that k s - n comes out of one FMA
+    // and 1 + E out of another (exp2NonPositive's polynomial, inlined):
+    // 14 vector operations, the division among them, no sign juggling:
+    // tanh's sign comes out of the subtraction. -inf (a hidden key) gives
+    // -C: the flash kernels apply this to computed scores only.
+    const double cap = *softcap, C = cap * unit, k = 2.0 * 1.4426950408889634 / C;
+    auto ivt = VectorType::get(vt.getShape(), c.getI32Type());
+    auto icst = [&](int32_t v) -> Value {
+      return arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, v));
+    };
+    Value sc = arith::MaximumFOp::create(c, arith::MinimumFOp::create(c, s, cst(64.0 / k)),
+                                         cst(-126.0 / k));
+    // n = round(k s) by adding 1.5 * 2^23 (as exp2NonPositive), r = k s - n.
+    const double magic = 12582912.0;
+    Value t = vector::FMAOp::create(c, sc, cst(k), cst(magic));
+    Value negN = arith::SubFOp::create(c, cst(magic), t);
+    Value r = vector::FMAOp::create(c, sc, cst(k), negN);
+    Value p = cst(kExp2Coef[6]);
+    for (int i = 5; i >= 0; --i)
+      p = vector::FMAOp::create(c, p, r, cst(kExp2Coef[i]));
+    Value e = arith::ShLIOp::create(
+        c, arith::AddIOp::create(c, arith::BitcastOp::create(c, ivt, t), icst(127)), icst(23));
+    Value den = vector::FMAOp::create(c, p, arith::BitcastOp::create(c, vt, e), cst(1.0));
     s = arith::SubFOp::create(c, cst(C), arith::DivFOp::create(c, cst(2.0 * C), den));
   } else if (softcap) {
     // Scalar (the probs kernels and the CUDA threads): tanh(y) = sign(y)
@@ -852,9 +873,6 @@ Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
   auto isplat = [&](int32_t v) -> Value {
     return arith::ConstantOp::create(c, DenseElementsAttr::get(ivt, v));
   };
-  static const double coef[] = {1.0, 0.6931471824645996, 0.24022646248340607,
-                                0.05550328642129898, 0.009618489071726799,
-                                0.0013399930903688073, 0.0001534581242594868};
   // n = round(x) by adding 1.5 * 2^23 (exact IEEE arithmetic, no rounding
   // instruction: the SSE2 path has none); the sum's low mantissa bits are
   // then n itself, so 2^n's bits are (bits + 127) << 23.
@@ -863,9 +881,9 @@ Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
   Value t = arith::AddFOp::create(c, xc, splat(magic));
   Value n = arith::SubFOp::create(c, t, splat(magic));
   Value r = arith::SubFOp::create(c, xc, n);
-  Value p = splat(coef[6]);
+  Value p = splat(kExp2Coef[6]);
   for (int i = 5; i >= 0; --i)
-    p = vector::FMAOp::create(c, p, r, splat(coef[i]));
+    p = vector::FMAOp::create(c, p, r, splat(kExp2Coef[i]));
   Value e = arith::ShLIOp::create(
       c, arith::AddIOp::create(c, arith::BitcastOp::create(c, ivt, t), isplat(127)),
       isplat(23));
