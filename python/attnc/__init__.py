@@ -14,7 +14,7 @@
     y1 = k.decode(tok, packed, positions=[T, T], k_cache=kc, v_cache=vc)
 
 Pure Python: the kernel library is opened with ctypes, its
-attnc_kernel_info (ABI version 6) is mirrored in attnc._abi, and nothing
+attnc_kernel_info (ABI version 7) is mirrored in attnc._abi, and nothing
 is compiled. Before ctypes opens a kernel library, libattnrt (attnc's
 runtime library) checks it with the loader attnc-run uses
 (attnrt_check_library: a complete x86-64 ELF file, attnc_query, the ABI,
@@ -279,6 +279,9 @@ class Kernel:
             "t5_bias": None if i.t5_num_buckets <= 0 else {
                 "num_buckets": i.t5_num_buckets, "max_distance": i.t5_max_distance,
                 "bidirectional": bool(i.t5_bidirectional)},
+            "relative_key": None if i.rel_key_positions <= 0 else {
+                "max_position_embeddings": i.rel_key_positions,
+                "key_query": bool(i.rel_key_query)},
             "qk_norm": None if not i.qk_norm else {
                 "width": _abi.QK_NORMS.get(i.qk_norm & 0xF, i.qk_norm & 0xF),
                 "type": "layer" if i.qk_norm & 0x10 else "rms",

@@ -26,6 +26,7 @@ ALIASES = {
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
     "q_norm": ["q_layernorm"],  # Phi's, StableLM's QK LayerNorms
     "k_norm": ["k_layernorm"],
+    "distance_embedding": ["self.distance_embedding"],  # BERT's relative_key table
 }
 
 

@@ -26,7 +26,7 @@ const RoleRect *StorageLayout::find(const std::string &role) const {
 const std::vector<std::string> &roleNames() {
   static const std::vector<std::string> names = {"wq", "wk", "wv", "wo", "bq", "bk",
                                                  "bv", "bo", "nq", "nk", "ss", "rb",
-                                                 "nbq", "nbk"};
+                                                 "nbq", "nbk", "re"};
   return names;
 }
 
@@ -168,6 +168,9 @@ StorageLayout storageLayout(const BlockParams &p) {
     if (p.t5Buckets)
       L.matrix(L.tensor("relative_attention_bias.weight", {p.t5Buckets, p.blockHeads()}),
                "rb", p.t5Buckets, p.firstHead(), p.heads);
+    if (p.relKeyPositions) // one table every head shares, read transposed: [dh, 2P - 1]
+      L.weight(L.tensor("distance_embedding.weight", {2 * p.relKeyPositions - 1, dh}), "re",
+               true, 0, 0, dh, 2 * p.relKeyPositions - 1);
     break;
   }
   default:
@@ -422,6 +425,8 @@ BlockParams paramsFromInfo(const attnc_kernel_info &info) {
   p.t5Buckets = info.t5_num_buckets;
   p.t5MaxDistance = info.t5_max_distance;
   p.t5Bidirectional = info.t5_bidirectional != 0;
+  p.relKeyPositions = info.rel_key_positions;
+  p.relKeyQuery = info.rel_key_query != 0;
   p.qkNormEps = info.qk_norm_eps;
   p.qkNormOffset = info.qk_norm_offset;
   if (info.features & ATTNC_FEATURE_SCORE_MODS) {

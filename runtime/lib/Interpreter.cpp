@@ -102,6 +102,12 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
           T s = 0;
           for (int64_t c = 0; c < d; ++c)
             s += qh[i * d + c] * kh[j * d + c];
+          if (mods.relEmb) { // relative_key: + q.E[r] (+ k.E[r])
+            const int64_t r = mods.relColumn(i + rr.offset, j);
+            for (int64_t c = 0; c < d; ++c)
+              s += (qh[i * d + c] + (mods.relKeyQuery ? kh[j * d + c] : T(0))) *
+                   T(mods.relEmb[c * mods.relCols + r]);
+          }
           if (mods.any())
             s = T(mods.apply(double(s), scale, h, i + rr.offset, j));
           else
@@ -350,10 +356,11 @@ std::vector<int32_t> t5Buckets(const BlockParams &p) {
   return b;
 }
 
-/// A block's score modifiers, sinks and T5 table as the naive kernels take
-/// them (naive::ScoreMods points into the tables this owns).
+/// A block's score modifiers, sinks, T5 table and relative_key table as the
+/// naive kernels take them (naive::ScoreMods points into the tables this
+/// owns).
 struct BlockMods {
-  std::vector<double> sinks, relTable;
+  std::vector<double> sinks, relTable, relEmb;
   std::vector<int32_t> buckets;
   naive::ScoreMods mods;
   BlockMods(const BlockParams &p, const std::vector<const float *> &weights) {
@@ -369,6 +376,13 @@ struct BlockMods {
       mods.relBuckets = buckets.data();
       mods.relRange = p.t5MaxDistance;
       mods.hq = p.heads;
+    }
+    if (p.relKeyPositions)
+      relEmb = roleOf(storageLayout(p), weights, "re");
+    if (!relEmb.empty()) {
+      mods.relEmb = relEmb.data();
+      mods.relCols = 2 * p.relKeyPositions - 1;
+      mods.relKeyQuery = p.relKeyQuery;
     }
   }
   BlockMods(const BlockMods &) = delete;
@@ -1030,18 +1044,36 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           ++nVis;
           double s = 0, mag = 0, propQ = 0, propK = 0, second = 0;
           PartialSums ps;
+          // relative_key: q.E[r] (+ k.E[r]) rides on the dot product, so
+          // q's error multiplies k + E[r] (k's, q + E[r]) and the sum has
+          // two (three) products per element (E is a weight: exact).
+          const int64_t rc = mods.relEmb ? mods.relColumn(i + rr.offset, j) : 0;
+          const int terms = mods.relEmb ? (mods.relKeyQuery ? 3 : 2) : 1;
           for (int64_t c = 0; c < d; ++c) {
             const double qv = q[qo + size_t(i * d + c)], kv = k[ko + size_t(j * d + c)];
             const double qe = eq[qo + size_t(i * d + c)], ke = ek[ko + size_t(j * d + c)];
+            const double e = mods.relEmb ? mods.relEmb[c * mods.relCols + rc] : 0.0;
+            const double ek2 = mods.relKeyQuery ? e : 0.0;
             if (prob)
               ps.add(s, qv * kv);
             s += qv * kv;
-            mag += (std::fabs(qv) + qe) * (std::fabs(kv) + ke);
+            if (mods.relEmb) {
+              if (prob)
+                ps.add(s, qv * e);
+              s += qv * e;
+              if (mods.relKeyQuery) {
+                if (prob)
+                  ps.add(s, kv * e);
+                s += kv * e;
+              }
+            }
+            mag += (std::fabs(qv) + qe) * (std::fabs(kv) + ke + std::fabs(e)) +
+                   (std::fabs(kv) + ke) * std::fabs(ek2);
             // The errors of q_c and k_c (independent for different c, and
             // between q and k): first-order terms by the model, the
             // second-order one linearly.
-            model.add(propQ, eqp[size_t(c)] * std::fabs(kv));
-            model.add(propK, std::fabs(qv) * ke);
+            model.add(propQ, eqp[size_t(c)] * std::fabs(kv + e));
+            model.add(propK, std::fabs(qv + ek2) * ke);
             second += qe * ke;
           }
           const double dot = s;
@@ -1050,8 +1082,8 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           // than the worst case.
           const double round =
               prob ? std::min(ps.rounding(model.lambda, dot, 1),
-                              gammaN(d + 1) * mag)
-                   : model.g(d + 2) * mag;
+                              gammaN(terms * d + 1) * mag)
+                   : model.g(terms * d + 2) * mag;
           // Key-specific: k's error and the dot's rounding (independent
           // of other keys'), and linearly the second-order term and the
           // scale multiply's rounding (one rounding: u |s|).

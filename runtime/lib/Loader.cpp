@@ -354,6 +354,17 @@ std::string checkScoreFeatures(const attnc_kernel_info &info) {
   } else if (info.t5_max_distance != 0 || info.t5_bidirectional != 0) {
     return bad("t5_max_distance / t5_bidirectional are set without t5_num_buckets");
   }
+  if (info.rel_key_positions != 0) {
+    if (info.rel_key_positions < 1 ||
+        info.rel_key_positions > attnc::limits::kMaxRelKeyPositions || info.rel_key_query > 1)
+      return bad("rel_key_positions must be in [0, 2^16] and rel_key_query 0 or 1");
+    if (info.weight_layout != ATTNC_LAYOUT_SEPARATE)
+      return bad("relative_key needs the separate weight layout");
+    if (info.features & (ATTNC_FEATURE_DECODE | ATTNC_FEATURE_CROSS))
+      return bad("relative_key goes with neither decode nor cross-attention");
+  } else if (info.rel_key_query != 0) {
+    return bad("rel_key_query is set without rel_key_positions");
+  }
   if (info.sinks > 1)
     return bad("sinks must be 0 or 1, got " + std::to_string(info.sinks));
   if (info.sinks && info.weight_layout != ATTNC_LAYOUT_SEPARATE)

@@ -52,6 +52,8 @@ std::vector<std::string> spellings(const std::string &name) {
       // QK-norm: Phi's and StableLM's q_layernorm / k_layernorm
       {"q_norm", {"q_layernorm"}},
       {"k_norm", {"k_layernorm"}},
+      // BERT's relative_key table, under attention.self
+      {"distance_embedding", {"self.distance_embedding"}},
   };
   std::vector<std::string> r = {name};
   size_t dot = name.find('.');
@@ -500,7 +502,8 @@ struct Loader {
   /// A checkpoint that carries what the kernel does not compute must not
   /// run silently: the rotary embedding (rotary_emb.inv_freq tensors, RoPE
   /// keys in the directory's config.json), QK-norm weights, biases the
-  /// kernel does not add. Each is a note that starts with "warning:".
+  /// kernel does not add, BERT's relative_key table. Each is a note that
+  /// starts with "warning:".
   void warnMissingFeatures(const std::vector<TensorRef> &all,
                            const std::map<std::string, size_t> &under,
                            attnrt_weights &w) {
@@ -601,6 +604,11 @@ struct Loader {
         w.notes.push_back("warning: " + path + ": '" + all[i].name +
                           "' is a QK-norm weight, which this kernel does "
                           "not apply: its output is not the checkpoint's");
+      else if (endsWith(name, "distance_embedding.weight"))
+        w.notes.push_back("warning: " + path + ": '" + all[i].name +
+                          "' is BERT's relative_key table, but this kernel has no "
+                          "relative_key: its output is not the checkpoint's (add a "
+                          "relative_key: key to the spec)");
       else if (bias && name != "bias" && name != "attn.bias" &&
                name != "masked_bias")
         w.notes.push_back("warning: " + path + ": '" + all[i].name +

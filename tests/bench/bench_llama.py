@@ -234,7 +234,12 @@ def score_mods(a):
     (the variants interleaved in each round)."""
     base = "d_model: 768\nheads: 12\nmask: causal\nweights: separate\n"
     variants = {"plain": "", "alibi": "alibi: true\n", "softcap": "softcap: 30.0\n",
-                "t5_bias": "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n"}
+                "t5_bias": "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n",
+                # BERT's relative_key(_query): a second (third) dot product per
+                # score, not a modifier: no 10% target, reported for its cost.
+                "rel_key": "relative_key:\n  max_position_embeddings: 2048\n",
+                "rel_key_query": "relative_key:\n  max_position_embeddings: 2048\n"
+                                 "  key_query: true\n"}
     # Gemma 2's own shape (2B: d_model 2304, 8 heads of 256, 4 kv heads),
     # the model that soft-caps its attention logits (cap 50).
     gemma = "d_model: 2304\nheads: 8\nkv_heads: 4\nhead_dim: 256\nmask: causal\n" \

@@ -12,7 +12,9 @@ attn_temperature_tuning -- resolved here as Llama4TextConfig resolves
 them; Jamba's, Phi-3.5-MoE's, Mllama's, RecurrentGemma's, Granite 4.0-H's,
 Bamba's, LFM2's and DBRX's modules likewise from their config classes' keys
 and defaults, Mllama's cross_attn with its cross-attention states as
---x-kv). Also the modules attnc --hf refuses (exit 2: a Jamba, Granite 4.0-H
+--x-kv; BERT's and RoBERTa's position_embedding_type relative_key and
+relative_key_query with the layer's own attention.self.distance_embedding
+table). Also the modules attnc --hf refuses (exit 2: a Jamba, Granite 4.0-H
 or Bamba Mamba layer, Phi-MoE mscales that differ, Mllama's self_attn /
 cross_attn on the other kind of layer, a RecurrentGemma recurrent layer, an
 LFM2 conv layer), --layer, --set and the errors for unknown and
@@ -1100,6 +1102,26 @@ VARIANT_CASES = [
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
                   rope=dict(theta=10000.0, style="interleaved", rotary_dim=8)),
          names=LLAMA_NAMES),
+    # BERT / RoBERTa position_embedding_type relative_key and
+    # relative_key_query (BertSelfAttention: q . E, and k . E, before the
+    # scale; E from attention.self.distance_embedding.weight [2P - 1,
+    # head_dim], P = max_position_embeddings; every layer has its own table:
+    # the other layer holds a decoy copy). bert: T = P = 20 (the whole table);
+    # roberta: T = 17 < P = 24.
+    dict(name="bert_relative_key", module="bert.encoder.layer.1.attention",
+         config=dict(model_type="bert", hidden_size=32, num_attention_heads=4,
+                     num_hidden_layers=2, position_embedding_type="relative_key",
+                     max_position_embeddings=20),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False, relkey=(20, False)),
+         names=BERT_NAMES, T=20, decoys=["bert.encoder.layer.0.attention"]),
+    dict(name="roberta_relative_key_query", module="roberta.encoder.layer.0.attention",
+         config=dict(model_type="roberta", hidden_size=48, num_attention_heads=4,
+                     num_hidden_layers=2, position_embedding_type="relative_key_query",
+                     max_position_embeddings=24),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False, relkey=(24, True)),
+         names=BERT_NAMES, T=17, decoys=["roberta.encoder.layer.1.attention"]),
 ]
 
 
@@ -1203,6 +1225,9 @@ def main():
                     tensors[f"{c['module']}.{norm_name(c, key)}"] = w[key]
             if "sinks" in w:
                 tensors[f"{c['module']}.sinks"] = w["sinks"]
+            if "distance_embedding.weight" in w:  # BERT: the layer's attention.self table
+                tensors[f"{c['module']}.self.distance_embedding.weight"] = \
+                    w["distance_embedding.weight"]
             if "relative_attention_bias.weight" in w:
                 tensors[f"{c['table_owner']}.relative_attention_bias.weight"] = \
                     w["relative_attention_bias.weight"]
@@ -1230,7 +1255,7 @@ def main():
         try:
             run(["attnc", "--hf", d, "--module", c["module"], "-o", lib,
                  "--emit-spec", os.path.join(d, "spec.yaml")])
-            T = 45 if c["name"] == "phi3" else 37
+            T = c.get("T", 45 if c["name"] == "phi3" else 37)
             x = rng.standard_normal((2, T, ref["d"])).astype(np.float32)
             xp, yp = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")
             np.save(xp, x)

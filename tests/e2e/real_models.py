@@ -13,7 +13,10 @@ the whole projection), gpt-oss's sinks, T5's bucketed bias (the bucket
 function in float32 as torch computes it), Llama 4's chunked attention
 (attention_chunk_size), its weightless L2 QK-norm (after RoPE, as HF
 applies it) and the attention temperature tuning of its NoPE layers,
-cross-attention (Mllama's cross_attn: k and v from a second input x_kv); the reference computes its own inverse frequencies from rope_theta and rope_scaling (default,
+cross-attention (Mllama's cross_attn: k and v from a second input x_kv),
+BERT's relative_key / relative_key_query position embeddings (q . E and
+k . E added to q . k before the scale); the reference computes its own
+inverse frequencies from rope_theta and rope_scaling (default,
 linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
 head, repeats K/V heads for GQA and applies the causal mask.
@@ -21,8 +24,9 @@ head, repeats K/V heads for GQA and applies the causal mask.
 Every case also checks that the comparison can fail: the same reference
 without the rotary embedding (or without the q bias) must be far outside
 the tolerance, so a kernel that silently ignored the feature would FAIL;
-a chunked mask's chunks and Llama 4's L2 QK-norm are also dropped one at a
-time (everything else kept), each of which must fail too.
+a chunked mask's chunks, Llama 4's L2 QK-norm and relative_key_query's
+k . E term are also dropped one at a time (everything else kept), each of
+which must fail too.
 
 Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
 
@@ -170,6 +174,24 @@ def t5_bucket(rel, bidirectional, num_buckets, max_distance):
     return buckets + np.where(small, rel, large)
 
 
+def relative_key_scores(w, q, k, P, key_query):
+    """HF models/bert/modeling_bert.py BertSelfAttention, position_embedding_type
+    relative_key / relative_key_query (forward, no cache): distance_embedding =
+    nn.Embedding(2 * max_position_embeddings - 1, head_size), one table for
+    all heads; E = distance_embedding(l - r + P - 1) with l = arange(T_q)[:, None],
+    r = arange(T_kv)[None, :]; relative_key adds einsum("bhld,lrd->bhlr", q, E)
+    to the scores, relative_key_query also einsum("bhrd,lrd->bhlr", k, E).
+    q [B, H, T_q, dh], k [B, H, T_kv, dh] float64 -> [B, H, T_q, T_kv]."""
+    Tq, Tkv = q.shape[2], k.shape[2]
+    assert Tq <= P and Tkv <= P, "distances past max_position_embeddings - 1"
+    dist = np.arange(Tq)[:, None] - np.arange(Tkv)[None, :]
+    E = w["distance_embedding.weight"].astype(np.float64)[dist + P - 1]  # [T_q, T_kv, dh]
+    out = np.einsum("bhld,lrd->bhlr", q, E)
+    if key_query:
+        out = out + np.einsum("bhrd,lrd->bhlr", k, E)
+    return out
+
+
 def reference(case, w, x, rope=None, bias=None, mods=True, x_kv=None):
     """The block as HF computes it, float64. bias: the projections with a bias.
     x_kv: cross-attention (Mllama's cross_attn): k and v projected from x_kv
@@ -236,6 +258,9 @@ def reference(case, w, x, rope=None, bias=None, mods=True, x_kv=None):
     g = H // Hkv
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)  # HF repeat_kv
     dot = q @ k.transpose(0, 1, 3, 2)
+    if mods and case.get("relkey"):  # BERT relative_key(_query): before the 1/sqrt(dh)
+        P, key_query = case["relkey"]
+        dot = dot + relative_key_scores(w, q, k, P, key_query)
     scale = case.get("scale", 1 / math.sqrt(dh))
     s = dot * scale
     alibi = case.get("alibi") if mods else None
@@ -443,6 +468,19 @@ CASES = [
     # key tile), no rope scaling.
     dict(name="llama4_bias", d=48, heads=6, kv_heads=2, head_dim=8, bias=["q", "k", "v", "o"],
          T=[37], rope=dict(style="interleaved", theta=500000.0), chunk=8),
+    # BERT position_embedding_type "relative_key" (max_position_embeddings 16:
+    # distance_embedding [31, head_dim]; T = 16 reaches both ends of the
+    # table), all four biases, bidirectional (BertSelfAttention).
+    dict(name="bert_relkey", d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+         T=[1, 9, 16], rope=None, causal=False, relkey=(16, False)),
+    # "relative_key_query" (q . E and k . E), head_dim 12, P = 20.
+    dict(name="bert_relkeyq", d=48, heads=4, kv_heads=4, head_dim=12,
+         bias=["q", "k", "v", "o"], T=[1, 13, 20], rope=None, causal=False, relkey=(20, True)),
+    # relative_key_query under a causal mask (the term is independent of the
+    # mask), P = 72 larger than T; T = 37 crosses the CUDA 32-key tiles, T = 70
+    # the 64-query blocks.
+    dict(name="relkeyq_causal", d=32, heads=2, kv_heads=2, head_dim=16,
+         bias=["q", "k", "v", "o"], T=[37, 70], rope=None, relkey=(72, True)),
 ]
 
 
@@ -453,9 +491,16 @@ def spec_of(c):
         mask = f"sliding_window\nwindow: {c['window']}"
     if c.get("chunk"):
         mask = f"chunked\nchunk: {c['chunk']}"
+    rel = ""
+    if c.get("relkey"):  # BERT position_embedding_type relative_key(_query)
+        P, key_query = c["relkey"]
+        rel = f"relative_key:\n  max_position_embeddings: {P}\n"
+        if key_query:
+            rel += "  key_query: true\n"
     return (f"name: {c['name']}\nd_model: {c['d']}\nheads: {c['heads']}\n"
             f"kv_heads: {c['kv_heads']}\nhead_dim: {c['head_dim']}\nmask: {mask}\n"
-            f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]) + c.get("yaml", ""))
+            f"weights: separate\nbias: {bias}\n" + rope_yaml(c["rope"]) + c.get("yaml", "")
+            + rel)
 
 
 def weights_of(c, rng):
@@ -471,6 +516,9 @@ def weights_of(c, rng):
     if c.get("t5"):
         w["relative_attention_bias.weight"] = rng.standard_normal(
             (c["t5"][0], c["heads"])).astype(np.float32)
+    if c.get("relkey"):  # BERT distance_embedding.weight [2P - 1, head_dim], all heads
+        w["distance_embedding.weight"] = (0.5 * rng.standard_normal(
+            (2 * c["relkey"][0] - 1, c["head_dim"]))).astype(np.float32)
     if c.get("qk_norm") in ("phi", "stablelm", "cohere"):
         for p, n in (("q", c["heads"]), ("k", c["kv_heads"])):
             dh = c["head_dim"]
@@ -552,7 +600,8 @@ def main():
             ok = bool(np.all(err <= ATOL + RTOL * np.abs(ref)))
             # The same comparison must fail without the feature under test.
             scored = (c.get("alibi") or c.get("softcap") or c.get("qk_norm") or c.get("sinks")
-                      or c.get("t5") or c.get("clip_qkv") or c.get("temperature"))
+                      or c.get("t5") or c.get("clip_qkv") or c.get("temperature")
+                      or c.get("relkey"))
             sc = (c["rope"] or {}).get("scaling") or {}
             # dynamic NTK past max_position_embeddings: without its scaling
             unscaled = (sc.get("type") == "dynamic" and T > sc["max_position_embeddings"])
@@ -574,6 +623,9 @@ def main():
                 also.append(("the chunks", reference(dict(c, chunk=None), w, x, rope=c["rope"])))
             if c.get("qk_norm") == "l2" and T > 1:
                 also.append(("the L2 norm", reference(dict(c, qk_norm=None), w, x, rope=c["rope"])))
+            if c.get("relkey") and c["relkey"][1] and T > 1:  # relative_key_query's k . E
+                also.append(("the key term", reference(dict(c, relkey=(c["relkey"][0], False)),
+                                                       w, x, rope=c["rope"])))
             also_err = [(what, float(np.abs(y - r).max()),
                          bool(np.any(np.abs(y - r) > ATOL + RTOL * np.abs(r)))) for what, r in also]
             detects = detects and all(d for _, _, d in also_err)

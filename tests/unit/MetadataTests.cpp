@@ -89,7 +89,9 @@ static_assert(offsetof(attnc_kernel_info, qk_norm_eps) == 336, "");
 static_assert(offsetof(attnc_kernel_info, qk_norm_offset) == 344, "");
 static_assert(offsetof(attnc_kernel_info, temperature_floor_scale) == 352, "");
 static_assert(offsetof(attnc_kernel_info, temperature_attn_scale) == 360, "");
-static_assert(sizeof(attnc_kernel_info) == 368, "attnc_kernel_info layout");
+static_assert(offsetof(attnc_kernel_info, rel_key_positions) == 368, "");
+static_assert(offsetof(attnc_kernel_info, rel_key_query) == 376, "");
+static_assert(sizeof(attnc_kernel_info) == 384, "attnc_kernel_info layout");
 static_assert(offsetof(attnc_forward_args, struct_size) == 0, "");
 static_assert(offsetof(attnc_forward_args, reserved0) == 4, "");
 static_assert(offsetof(attnc_forward_args, packed) == 8, "");
@@ -221,8 +223,8 @@ struct InfoFixture {
 } // namespace
 
 TEST_CASE("metadata: the ABI record layout is pinned", "[metadata]") {
-  REQUIRE(ATTNC_ABI_VERSION == 6u);
-  REQUIRE(sizeof(attnc_kernel_info) == 368);
+  REQUIRE(ATTNC_ABI_VERSION == 7u);
+  REQUIRE(sizeof(attnc_kernel_info) == 384);
   REQUIRE(offsetof(attnc_kernel_info, weight_layout) == 108);
   REQUIRE(offsetof(attnc_kernel_info, target_cpu) == 184);
 }
@@ -245,12 +247,12 @@ TEST_CASE("metadata: a well-formed record is accepted", "[metadata]") {
 TEST_CASE("metadata: ABI version and struct size skew", "[metadata]") {
   InfoFixture f;
   f.info.abi_version = ATTNC_ABI_VERSION + 1;
-  CHECK(f.check() == "kernel ABI version 7, runtime speaks 6");
+  CHECK(f.check() == "kernel ABI version 8, runtime speaks 7");
   CHECK(validateInfo(f.info, ATTNC_ABI_VERSION + 1).empty());
   f.info.abi_version = ATTNC_ABI_VERSION;
   f.info.struct_size = sizeof(attnc_kernel_info) - 8;
   CHECK_THAT(f.check(),
-             Contains("struct_size is 360 bytes") && Contains("expects 368"));
+             Contains("struct_size is 376 bytes") && Contains("expects 384"));
 }
 
 TEST_CASE("metadata: kernel name must be a C identifier", "[metadata]") {

@@ -239,6 +239,34 @@ TEST_CASE("Llama 4: the chunked mask, the weightless QK-norm, temperature tuning
         specHash(specOf(kBase + "weights: separate\nqk_norm: {width: head}\n")));
 }
 
+TEST_CASE("BERT's relative_key: the table size, key_query, the limits", "[spec]") {
+  const std::string sep = kBase + "weights: separate\n";
+  Spec s = specOf(sep + "relative_key: {max_position_embeddings: 512}\n");
+  CHECK(s.relKeyPositions == 512);
+  CHECK(!s.relKeyQuery);
+  CHECK(s.maxSeqLen == 512); // the table's reach is the call's limit
+  s = specOf(sep + "max_seq_len: 128\nrelative_key: {max_position_embeddings: 512, "
+                   "key_query: true}\n");
+  CHECK(s.relKeyQuery);
+  CHECK(s.maxSeqLen == 128);
+  CHECK(errorOf(sep + "max_seq_len: 513\nrelative_key: {max_position_embeddings: 512}\n")
+            .find("max_seq_len: expected max_seq_len <= relative_key.max_position_embeddings "
+                  "(512), found 513") != std::string::npos);
+  CHECK(errorOf(sep + "relative_key: {key_query: true}\n")
+            .find("expected a 'max_position_embeddings' key") != std::string::npos);
+  CHECK(errorOf(kBase + "relative_key: {max_position_embeddings: 8}\n")
+            .find("expected weights: separate with relative_key") != std::string::npos);
+  CHECK(errorOf(sep + "relative_key: {max_position_embeddings: 0}\n")
+            .find("relative_key.max_position_embeddings") != std::string::npos);
+  CHECK(errorOf(sep + "relative_key: {max_position_embeddings: 8, query: true}\n")
+            .find("unknown key 'query'") != std::string::npos);
+  // Each changes the spec's hash.
+  CHECK(specHash(specOf(sep + "relative_key: {max_position_embeddings: 8}\n")) !=
+        specHash(specOf(sep + "relative_key: {max_position_embeddings: 8, key_query: true}\n")));
+  CHECK(specHash(specOf(sep + "relative_key: {max_position_embeddings: 8}\n")) !=
+        specHash(specOf(sep + "relative_key: {max_position_embeddings: 9}\n")));
+}
+
 //===----------------------------------------------------------------------===//
 // Hash, printing, enum names.
 //===----------------------------------------------------------------------===//
@@ -459,7 +487,7 @@ TEST_CASE("unknown key far from every known one", "[spec][error]") {
         "d_model, heads, kv_heads, head_dim, mask, causal_align, window, "
         "bias, out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, "
         "decode, cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, "
-        "tensor_parallel, chunk, temperature_tuning");
+        "tensor_parallel, chunk, temperature_tuning, relative_key");
   CHECK(errorOf(kBase + "x: 1\n").find("unknown key 'x': expected one of") !=
         std::string::npos);
 }
@@ -773,7 +801,7 @@ TEST_CASE("the first error in file order wins", "[spec][error]") {
         "heads, kv_heads, head_dim, mask, causal_align, window, bias, "
         "out_proj, scale, weights, max_seq_len, dtype, weight_dtype, outputs, decode, "
         "cross_attention, rope, alibi, softcap, qk_norm, clip_qkv, sinks, t5_bias, tensor_parallel, "
-        "chunk, temperature_tuning");
+        "chunk, temperature_tuning, relative_key");
 }
 
 TEST_CASE("found values are escaped and truncated", "[spec][error]") {

@@ -739,6 +739,14 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   } else {
     j.set("t5_bias", nullptr);
   }
+  if (ki.rel_key_positions > 0) {
+    JsonValue t = JsonValue::object();
+    t.set("max_position_embeddings", (long long)ki.rel_key_positions);
+    t.set("key_query", ki.rel_key_query != 0);
+    j.set("relative_key", t);
+  } else {
+    j.set("relative_key", nullptr);
+  }
   if (ki.qk_norm != ATTNC_QK_NORM_NONE) {
     JsonValue n = JsonValue::object();
     n.set("width", attnrt::nameOf("qk_norm", ki.qk_norm & ATTNC_QK_NORM_WIDTH_MASK));
@@ -859,6 +867,10 @@ void printInfo(const attnrt::Kernel &k) {
   if (ki.t5_num_buckets > 0)
     std::printf("t5_bias: %d buckets, max_distance %d, %s\n", ki.t5_num_buckets,
                 ki.t5_max_distance, ki.t5_bidirectional ? "bidirectional" : "causal");
+  if (ki.rel_key_positions > 0)
+    std::printf("relative_key: max_position_embeddings %lld, %s\n",
+                (long long)ki.rel_key_positions,
+                ki.rel_key_query ? "q.E and k.E (relative_key_query)" : "q.E (relative_key)");
   if (ki.qk_norm != ATTNC_QK_NORM_NONE)
     std::printf("qk_norm: %s over each %s, eps %.9g, weight offset %.9g%s%s\n",
                 (ki.qk_norm & ATTNC_QK_NORM_LAYER) ? "LayerNorm" : "RMSNorm",

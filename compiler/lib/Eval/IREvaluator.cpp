@@ -610,6 +610,16 @@ bool Evaluator::attention(Operation &op) {
     mods.relRange = int64_t(buckets->size() / 2);
     mods.hq = q->shape[1];
   }
+  Value embV = sdpa ? sdpa.getRelEmb() : pr.getRelEmb();
+  const Tensor *emb = embV ? tensorOf(embV) : nullptr;
+  if (embV && (!emb || emb->shape.size() != 2 || emb->shape[0] != q->shape[3] ||
+               emb->shape[1] % 2 != 1))
+    return emb ? fail(op, "rel_emb " + shapeStr(emb->shape) + " does not fit") : false;
+  if (emb) {
+    mods.relEmb = emb->data.data();
+    mods.relCols = emb->shape[1];
+    mods.relKeyQuery = sdpa ? sdpa.getRelKeyQuery() : pr.getRelKeyQuery();
+  }
   if (o.numel() > 0 && k->numel() > 0)
     attnrt::naive::sdpa(q->data.data(), k->data.data(), v->data.data(),
                         o.data.data(), nb, q->shape[1], k->shape[1], tq, tkv,

@@ -133,6 +133,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       argTypes.push_back(RankedTensorType::get({spec.t5Buckets, spec.heads}, wT));
       argNames.push_back("rb");
     }
+    if (spec.relKeyPositions) { // BERT's distance embedding, transposed: [head_dim, 2P - 1]
+      argTypes.push_back(RankedTensorType::get({dh, 2 * spec.relKeyPositions - 1}, wT));
+      argNames.push_back("re");
+    }
     Type xType = argTypes[0];
     auto rowsOf = [&](int64_t w) -> Type {
       auto t = cast<RankedTensorType>(xType);
@@ -166,6 +170,12 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
 
+    // The weight argument of role `name`, or null.
+    auto weightArg = [&](const char *name) -> Value {
+      auto it = llvm::find(argNames, std::string(name));
+      return it == argNames.end() ? Value()
+                                  : Value(entry->getArgument(unsigned(it - argNames.begin())));
+    };
     unsigned next = numInputs;
     auto nextArg = [&]() { return entry->getArgument(next++); };
     auto input = [&](const char *name) -> Value {
@@ -293,9 +303,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     auto sdpa = SdpaOp::create(
         b, locOf("mask", "sdpa"), headsOf(spec.heads), qh, keys, values, kvLens,
         /*q_lens=*/padding ? input("lengths") : Value(),
-        /*sinks=*/spec.sinks ? entry->getArgument(argNames.size() - 1 - (spec.t5Buckets ? 1 : 0))
-                             : Value(),
-        /*rel_bias=*/spec.t5Buckets ? entry->getArgument(argNames.size() - 1) : Value(),
+        /*sinks=*/weightArg("ss"), /*rel_bias=*/weightArg("rb"), /*rel_emb=*/weightArg("re"),
         MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
         CausalAlignAttr::get(&ctx, align),
         spec.mask == attnc::MaskKind::SlidingWindow || spec.mask == attnc::MaskKind::Chunked
@@ -308,18 +316,23 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         spec.t5Buckets ? b.getDenseI32ArrayAttr(attnc::t5BucketTable(
                              spec.t5Buckets, spec.t5MaxDistance, spec.t5Bidirectional))
                        : DenseI32ArrayAttr(),
+        b.getBoolAttr(spec.relKeyQuery),
         // bf16 activations: the dot products may be bf16 too (the
-        // AVX512-BF16 kernel's vdpbf16ps; docs/design.md "5a").
-        spec.dtype == attnc::DType::BF16 ? TypeAttr::get(b.getBF16Type()) : TypeAttr());
+        // AVX512-BF16 kernel's vdpbf16ps; docs/design.md "5a"), except with
+        // relative_key, whose distance terms the f32 dot products carry.
+        spec.dtype == attnc::DType::BF16 && !spec.relKeyPositions
+            ? TypeAttr::get(b.getBF16Type())
+            : TypeAttr());
     SmallVector<Value> results;
     if (wantProbs)
       results.push_back(ProbsOp::create(
           b, locOf("outputs", "probs"), resultTypes[1], qh, kh,
           sdpa.getKvLens(), sdpa.getQLens(), sdpa.getSinks(), sdpa.getRelBias(),
-          sdpa.getMaskAttr(),
+          sdpa.getRelEmb(), sdpa.getMaskAttr(),
           sdpa.getScaleAttr(), sdpa.getCausalAlignAttr(), sdpa.getWindowAttr(),
           sdpa.getSoftcapAttr(), sdpa.getAlibiSlopesAttr(),
-          sdpa.getAlibiBeforeScaleAttr(), sdpa.getRelBucketsAttr()));
+          sdpa.getAlibiBeforeScaleAttr(), sdpa.getRelBucketsAttr(),
+          sdpa.getRelKeyQueryAttr()));
     Value merged = MergeHeadsOp::create(b, locOf("heads", "merge_heads"), rowsOf(qw),
                                         sdpa.getResult());
     Value y = spec.outProj ? project(merged, d, "o_proj", qRows) : merged;

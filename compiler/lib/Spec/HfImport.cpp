@@ -1169,13 +1169,18 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                            layer, kinds[size_t(layer)]));
   } else if (mt == "bert" || mt == "roberta") {
     expectAfter({"attention"});
-    if (c.str("position_embedding_type") != "" && c.str("position_embedding_type") != "absolute")
-      throw ImportError{fmt::format("{}: error: position_embedding_type '{}' adds a "
-                                    "relative term to the scores, which this version "
-                                    "of attnc does not compile yet", c.file,
-                                    c.str("position_embedding_type"))};
     y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
                      c.integer("hidden_size"), c.integer("num_attention_heads"));
+    // relative_key(_query): distance_embedding [2P - 1, head_dim] (HF
+    // BertSelfAttention; P = max_position_embeddings, default 512).
+    const std::string pe = c.str("position_embedding_type");
+    if (pe == "relative_key" || pe == "relative_key_query")
+      y += fmt::format("relative_key:\n  max_position_embeddings: {}\n  key_query: {}\n",
+                       c.integer("max_position_embeddings", 512),
+                       pe == "relative_key_query" ? "true" : "false");
+    else if (pe != "" && pe != "absolute")
+      c.bad("position_embedding_type",
+            fmt::format("'{}' is not one of absolute, relative_key, relative_key_query", pe));
   } else if (mt == "opt") {
     expectAfter({"self_attn"});
     y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: {}\n",

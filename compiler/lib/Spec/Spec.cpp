@@ -156,6 +156,8 @@ std::string canonicalString(const Spec &s) {
   if (s.t5Buckets)
     out += fmt::format("t5_bias={} {} {}\n", s.t5Buckets, s.t5MaxDistance,
                        s.t5Bidirectional);
+  if (s.relKeyPositions)
+    out += fmt::format("relative_key={} {}\n", s.relKeyPositions, s.relKeyQuery);
   if (s.qkNorm != Spec::QkNorm::None)
     out += fmt::format("qk_norm={} eps={:a} offset={:a}{}{}{}\n",
                        s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",
@@ -260,6 +262,9 @@ std::string printSpec(const Spec &s) {
       out += fmt::format("t5_bias:\n  num_buckets: {}\n  max_distance: {}\n  "
                          "bidirectional: {}\n",
                          s.t5Buckets, s.t5MaxDistance, s.t5Bidirectional);
+    if (s.relKeyPositions)
+      out += fmt::format("relative_key:\n  max_position_embeddings: {}\n  key_query: {}\n",
+                         s.relKeyPositions, s.relKeyQuery);
     if (s.qkNorm != Spec::QkNorm::None) {
       out += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                          s.qkNorm == Spec::QkNorm::Head ? "head" : "projection",

@@ -77,6 +77,7 @@ constexpr SizeLimit kSizeLimits[] = {
     {"rope.scaling.max_position_embeddings", limits::kMaxPositions},
     {"t5_bias.num_buckets", limits::kMaxT5Buckets},
     {"t5_bias.max_distance", limits::kMaxT5Distance},
+    {"relative_key.max_position_embeddings", limits::kMaxRelKeyPositions},
     {"tensor_parallel.size", limits::kMaxHeads}};
 
 /// The largest accepted value of the size key `key`.
@@ -95,7 +96,7 @@ const char *const kKeys[] = {
     "mask",   "causal_align",   "window",      "bias",     "out_proj",
     "scale",  "weights",        "max_seq_len", "dtype",    "weight_dtype", "outputs",
     "decode", "cross_attention", "rope", "alibi", "softcap", "qk_norm", "clip_qkv", "sinks",
-    "t5_bias", "tensor_parallel", "chunk", "temperature_tuning"};
+    "t5_bias", "tensor_parallel", "chunk", "temperature_tuning", "relative_key"};
 
 /// The keys of the `rope` mapping and of its `scaling` mapping.
 const char *const kRopeKeys[] = {"style", "theta", "rotary_dim", "scaling"};
@@ -735,6 +736,20 @@ private:
              fmt::format("expected more than the exact range ({}), found {}",
                          spec.t5Buckets / (spec.t5Bidirectional ? 4 : 2),
                          spec.t5MaxDistance));
+    } else if (key == "relative_key") {
+      auto m = nestedMap("relative_key", v, {"max_position_embeddings", "key_query"});
+      bool hasP = false;
+      for (auto &[k, node] : m) {
+        if (k == "max_position_embeddings") {
+          spec.relKeyPositions = getSize("relative_key.max_position_embeddings", *node);
+          hasP = true;
+        } else {
+          spec.relKeyQuery = getBool("relative_key.key_query", *node);
+        }
+      }
+      if (!hasP)
+        fail("relative_key", "expected a 'max_position_embeddings' key (P: the "
+                             "distance_embedding table has 2P - 1 rows), found none");
     } else if (key == "out_proj") {
       spec.outProj = getBool(key, v);
     } else if (key == "scale") {
@@ -1187,6 +1202,24 @@ private:
                                   "relative_attention_bias table sits beside "
                                   "q_proj), found weights: {}",
                                   toString(s.weights)));
+    if (s.relKeyPositions && s.weights != WeightLayout::Separate)
+      fail("relative_key", fmt::format("expected weights: separate with relative_key (the "
+                                       "distance_embedding table sits beside q_proj), "
+                                       "found weights: {}",
+                                       toString(s.weights)));
+    if (s.relKeyPositions && s.decode)
+      fail("relative_key", "expected no relative_key with decode: true (BERT's relative "
+                           "positions are an encoder's; a cached decoder is not supported)");
+    if (s.relKeyPositions && s.crossAttention)
+      fail("relative_key", "expected no relative_key with cross_attention: true (the keys "
+                           "of another sequence have no distance to the queries)");
+    if (s.relKeyPositions && s.maxSeqLen > s.relKeyPositions)
+      fail("max_seq_len", fmt::format("expected max_seq_len <= relative_key."
+                                      "max_position_embeddings ({}), found {}",
+                                      s.relKeyPositions, s.maxSeqLen));
+    // BERT's table covers distances below P: longer calls are refused.
+    if (s.relKeyPositions && s.maxSeqLen == 0)
+      s.maxSeqLen = s.relKeyPositions;
     if (s.sinks && s.weights != WeightLayout::Separate)
       fail("sinks", fmt::format("expected weights: separate with sinks (the "
                                 "'sinks' tensor sits beside q_proj), found "

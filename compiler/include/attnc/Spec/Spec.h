@@ -128,6 +128,12 @@ struct Spec {
   /// of j - i.
   int64_t t5Buckets = 0, t5MaxDistance = 128;
   bool t5Bidirectional = true;
+  /// BERT's relative_key (0: none): max_position_embeddings P; the
+  /// distance embedding distance_embedding.weight [2P - 1, head_dim] E adds
+  /// q.E[i - j + P - 1] (relKeyQuery, relative_key_query: and k.E[...]) to
+  /// q.k before the scale.
+  int64_t relKeyPositions = 0;
+  bool relKeyQuery = false;
   std::optional<double> scale; ///< nullopt = auto (1/sqrt(headDim))
   WeightLayout weights = WeightLayout::Gpt2Conv1D;
   int64_t maxSeqLen = 0;  ///< 0 = unbounded

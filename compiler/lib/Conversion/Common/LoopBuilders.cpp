@@ -591,6 +591,46 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
   return s;
 }
 
+Value attnc::RelKey::column(ImplicitLocOpBuilder &c, Value qpos, Value j) const {
+  Value r = arith::AddIOp::create(c, arith::SubIOp::create(c, qpos, j),
+                                  arith::ConstantIndexOp::create(c, center()));
+  return arith::MinSIOp::create(
+      c, arith::MaxSIOp::create(c, r, arith::ConstantIndexOp::create(c, 0)),
+      arith::ConstantIndexOp::create(c, cols - 1));
+}
+
+Value attnc::RelKey::term(ImplicitLocOpBuilder &c, Value table, Value r, int64_t D, RowAt qAt,
+                          RowAt kAt, double kScale) const {
+  Value zero = arith::ConstantOp::create(c, c.getF32FloatAttr(0.0f));
+  scf::ForOp dot = attnc::loop(
+      c, arith::ConstantIndexOp::create(c, 0), arith::ConstantIndexOp::create(c, D),
+      ValueRange{zero}, [&](ImplicitLocOpBuilder &c1, Value d, ValueRange a) {
+        Value x = qAt(c1, d);
+        if (keyQuery)
+          x = math::FmaOp::create(
+              c1, kAt(c1, d),
+              arith::ConstantOp::create(c1, c1.getF32FloatAttr(static_cast<float>(kScale))), x);
+        Value e = attnc::loadF32(c1, table, ValueRange{d, r});
+        return SmallVector<Value>{math::FmaOp::create(c1, x, e, a[0]).getResult()};
+      });
+  return dot.getResult(0);
+}
+
+Value attnc::RelKey::scoreDot(ImplicitLocOpBuilder &c, int64_t D, RowAt qAt, RowAt kAt,
+                              Value table, Value qpos, Value j, double kScale) const {
+  Value zero = arith::ConstantOp::create(c, c.getF32FloatAttr(0.0f));
+  scf::ForOp dot = attnc::loop(
+      c, arith::ConstantIndexOp::create(c, 0), arith::ConstantIndexOp::create(c, D),
+      ValueRange{zero}, [&](ImplicitLocOpBuilder &c1, Value d, ValueRange a) {
+        return SmallVector<Value>{
+            math::FmaOp::create(c1, qAt(c1, d), kAt(c1, d), a[0]).getResult()};
+      });
+  Value s = dot.getResult(0);
+  if (!any())
+    return s;
+  return arith::AddFOp::create(c, s, term(c, table, column(c, qpos, j), D, qAt, kAt, kScale));
+}
+
 attnc::ScoreMods::Head attnc::ScoreMods::head(ImplicitLocOpBuilder &c, Value index,
                                               Value relTable, double unit) const {
   Head h;

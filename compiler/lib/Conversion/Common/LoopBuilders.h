@@ -231,6 +231,39 @@ struct ScoreMods {
                       mlir::Value j, mlir::Value qpos, double unit) const;
 };
 
+/// BERT's relative_key (attn.sdpa's and attn.probs' rel_emb and
+/// rel_key_query): the term q.E[r] (+ k.E[r]) that every kernel adds to
+/// q.k before the scale, r = i' - j + P - 1 clamped to the table. The
+/// operand is E transposed, ET [D, 2P - 1], so that consecutive queries'
+/// entries against one key are consecutive (the x86 kernel's vectors).
+struct RelKey {
+  int64_t cols = 0; ///< 2P - 1 (0: none)
+  bool keyQuery = false;
+  template <typename Op> static RelKey of(Op op) {
+    RelKey r;
+    if (mlir::Value e = op.getRelEmb())
+      r.cols = mlir::cast<mlir::ShapedType>(e.getType()).getDimSize(1);
+    r.keyQuery = op.getRelKeyQuery();
+    return r;
+  }
+  bool any() const { return cols > 0; }
+  /// P - 1: the column of distance 0.
+  int64_t center() const { return cols / 2; }
+  /// r for the query at key position qpos and key j (index values),
+  /// clamped to [0, 2P - 2].
+  mlir::Value column(mlir::ImplicitLocOpBuilder &c, mlir::Value qpos, mlir::Value j) const;
+  using RowAt = llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value)>;
+  /// sum_d (qAt(d) + kScale * kAt(d)) * ET[d][r] (f32; kAt only with
+  /// keyQuery): one score's term, a loop over the D elements.
+  mlir::Value term(mlir::ImplicitLocOpBuilder &c, mlir::Value table, mlir::Value r, int64_t D,
+                   RowAt qAt, RowAt kAt, double kScale) const;
+  /// One score's dot product for the kernels that take one score at a
+  /// time: sum_d qAt(d) kAt(d) (FMAs), plus term() for the query at key
+  /// position qpos and key j when any() (table: the rel_emb buffer).
+  mlir::Value scoreDot(mlir::ImplicitLocOpBuilder &c, int64_t D, RowAt qAt, RowAt kAt,
+                       mlir::Value table, mlir::Value qpos, mlir::Value j, double kScale) const;
+};
+
 /// exp(x) for a scalar f32 x <= 0, clamped at -87 where f32 exp is still
 /// normal (the result is then ~1e-38, not a denormal): the CUDA kernels'
 /// exponential and ScoreMods' scalar soft-cap. attnc-map-to-gpu makes it

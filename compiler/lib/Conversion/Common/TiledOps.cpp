@@ -79,14 +79,16 @@ struct SdpaModel : KernelModel<SdpaModel, SdpaOp> {
     return k.buildSdpa(ctx.builder(), s, ctx.buffer(s.getQuery()), ctx.buffer(s.getKey()),
                        ctx.buffer(s.getValue()), ctx.buffer(s.getResult()),
                        optional(ctx, s.getQLens()), optional(ctx, s.getKvLens()),
-                       optional(ctx, s.getSinks()), optional(ctx, s.getRelBias()));
+                       optional(ctx, s.getSinks()), optional(ctx, s.getRelBias()),
+                       optional(ctx, s.getRelEmb()));
   }
 };
 
 struct ProbsModel : KernelModel<ProbsModel, ProbsOp> {
   LogicalResult build(ProbsOp p, PhaseContext &ctx, TargetKernelsInterface k) const {
     return k.buildProbs(ctx.builder(), p, optional(ctx, p.getSinks()),
-                        optional(ctx, p.getRelBias()), ctx.buffer(p.getQuery()),
+                        optional(ctx, p.getRelBias()), optional(ctx, p.getRelEmb()),
+                        ctx.buffer(p.getQuery()),
                         ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
                         optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
   }

@@ -38,7 +38,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
                                         mlir::Value k, mlir::Value v,
                                         mlir::Value o, mlir::Value qLens,
                                         mlir::Value kvLens, mlir::Value sinks = {},
-                                        mlir::Value relBias = {});
+                                        mlir::Value relBias = {}, mlir::Value relEmb = {});
 
 /// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
 /// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
@@ -46,7 +46,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
 /// p buffer (the caller did not ask) gives no tasks.
 mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
                                attn::CpuTargetAttr target, attn::ProbsOp op,
-                               mlir::Value sinks, mlir::Value relBias,
+                               mlir::Value sinks, mlir::Value relBias, mlir::Value relEmb,
                                mlir::Value q, mlir::Value k, mlir::Value p,
                                mlir::Value qLens, mlir::Value kvLens);
 

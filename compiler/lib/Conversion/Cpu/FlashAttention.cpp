@@ -577,6 +577,9 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
   using attnc::loop;
   using attnc::validLength;
   auto idx = indexConst;
+  if (op.getRelEmb())
+    return op.emitOpError("attn-to-loops: the decode kernel has no relative_key "
+                          "(the front end refuses it with decode)");
   const DecodeKernel K(b, t, op, q, k, v);
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
@@ -714,6 +717,9 @@ struct QueryBlockKernel {
   bool bthd, bf16;
   double scale;
   attnc::ScoreMods mods;
+  attnc::RelKey rel;
+  /// relative_key: the columns of the table a key block reads (ETb).
+  int64_t relCols = 0;
   Type f32, bf16T;
   VectorType vt, ivt, bvt;
 
@@ -751,7 +757,8 @@ struct QueryBlockKernel {
 };
 
 QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q)
-    : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)) {
+    : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)),
+      rel(attnc::RelKey::of(op)) {
   auto qt = cast<MemRefType>(q.getType());
   f32 = b.getF32Type();
   D = qt.getDimSize(3);
@@ -781,8 +788,12 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
   scale = log2Scale(op);
   vt = VectorType::get({vl}, f32);
   ivt = VectorType::get({vl}, b.getI32Type());
-  bf16 = op.getDotType() && vl == 16 && D % 2 == 0 &&
+  // (relative_key's distance terms ride on the f32 dot products)
+  bf16 = op.getDotType() && vl == 16 && D % 2 == 0 && !rel.any() &&
          t.getFeatures().contains("+avx512bf16");
+  // A key block's queries and keys are at distances spanning MQ + NK + KR
+  // - 1 columns (keys past the block's count included), in vectors.
+  relCols = rel.any() ? (mq + nk + kr - 1 + vl - 1) / vl * vl : 0;
   bf16T = b.getBF16Type();
   bvt = VectorType::get({2 * vl}, bf16T);
 }
@@ -792,13 +803,14 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
 /// the phases of its key loop in the order they run (the file comment).
 struct QueryBlockTask {
   const QueryBlockKernel &K;
-  Value q, k, v, o, sinks, relBias;
+  Value q, k, v, o, sinks, relBias, relEmb;
   Value tq, tkv;
   Value bi, h, hk, i0, off, rows, zero;
   // QT: the scaled Q^T; ST: the block's scores, then P; O: the output
   // rows; aux: alpha (row 0) and 1/l (row 1) per query. bf16: QTp, Kb,
-  // Pp, Vp (QueryBlockKernel).
-  Value QT, ST, O, aux, QTp, Kb, Pp, Vp;
+  // Pp, Vp (QueryBlockKernel). ETb: relative_key's table columns of the
+  // key block's distances (stageRel).
+  Value QT, ST, O, aux, QTp, Kb, Pp, Vp, ETb;
   Value kvValid; // keys [0, kvValid) of the sequence
   Value diag0, lastKey, laneIdx, slopeV, relRow;
   attnc::KeyVisibility::Range keys;
@@ -816,6 +828,7 @@ struct QueryBlockTask {
 
 private:
   void stageKeysBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void stageRel(ImplicitLocOpBuilder &cb, Value j0) const;
   void scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg, int64_t s) const;
   void scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
   void maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
@@ -829,6 +842,8 @@ void QueryBlockTask::allocate(ImplicitLocOpBuilder &c) {
   ST = memref::AllocaOp::create(c, MemRefType::get({nk + kr, mq}, K.f32));
   O = memref::AllocaOp::create(c, MemRefType::get({mq, dp}, K.f32));
   aux = memref::AllocaOp::create(c, MemRefType::get({2, mq}, K.f32));
+  if (K.rel.any())
+    ETb = memref::AllocaOp::create(c, MemRefType::get({D, K.relCols}, K.f32));
   if (K.bf16) {
     QTp = memref::AllocaOp::create(c, MemRefType::get({D / 2, 2 * mq}, K.bf16T));
     Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, K.bf16T));
@@ -926,6 +941,46 @@ void QueryBlockTask::stageKeysBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt
   });
 }
 
+/// relative_key: ETb[d][x] = ET[d][r] for the block's distance columns r =
+/// rlo + x, rlo = i0 + off - (j0 + NK + KR - 1) + P - 1, so that query
+/// vector m's entries against key j0 + jg + jj are the contiguous
+/// ETb[d][m*VL - jg - jj + NK + KR - 1 ...]. Columns outside the table
+/// (rows or keys past the valid ones: their scores are never used) read its
+/// edge; whole vectors inside it are copied as vectors.
+void QueryBlockTask::stageRel(ImplicitLocOpBuilder &cb, Value j0) const {
+  using attnc::loop;
+  auto idx = indexConst;
+  const int64_t vl = K.vl, cols = K.rel.cols;
+  Value rlo = arith::AddIOp::create(
+      cb, arith::SubIOp::create(cb, arith::AddIOp::create(cb, i0, off), j0),
+      idx(cb, K.rel.center() - (K.nk + K.kr - 1)));
+  loop(cb, zero, idx(cb, K.relCols / vl), {}, [&](ImplicitLocOpBuilder &c1, Value ch, ValueRange) {
+    Value x0 = arith::MulIOp::create(c1, ch, idx(c1, vl));
+    Value rs = arith::AddIOp::create(c1, rlo, x0);
+    Value inside = arith::AndIOp::create(
+        c1, arith::CmpIOp::create(c1, arith::CmpIPredicate::sge, rs, zero),
+        arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, rs, idx(c1, cols - vl)));
+    auto ifOp = scf::IfOp::create(c1, inside, /*withElse=*/true);
+    ImplicitLocOpBuilder ct(c1.getLoc(), ifOp.getThenBodyBuilder());
+    loop(ct, zero, idx(ct, K.D), {}, [&](ImplicitLocOpBuilder &c2, Value d, ValueRange) {
+      vector::StoreOp::create(c2, attnc::loadVecF32(c2, K.vt, relEmb, ValueRange{d, rs}), ETb,
+                              ValueRange{d, x0});
+      return SmallVector<Value>{};
+    });
+    ImplicitLocOpBuilder ce(c1.getLoc(), ifOp.getElseBodyBuilder());
+    loop(ce, zero, idx(ce, K.D), {}, [&](ImplicitLocOpBuilder &c2, Value d, ValueRange) {
+      for (int64_t l = 0; l < vl; ++l) {
+        Value r = arith::MinSIOp::create(
+            c2, arith::MaxSIOp::create(c2, K.add(c2, rs, l), zero), idx(c2, cols - 1));
+        memref::StoreOp::create(c2, attnc::loadF32(c2, relEmb, ValueRange{d, r}), ETb,
+                                ValueRange{d, K.add(c2, x0, l)});
+      }
+      return SmallVector<Value>{};
+    });
+    return SmallVector<Value>{};
+  });
+}
+
 /// Scores of KR keys at j0 + jg (rows past kEnd are clamped reads and are
 /// never used), for query vectors [s, MV): under a causal mask the first s
 /// vectors' rows see none of the group's keys (the diagonal block), so
@@ -966,8 +1021,21 @@ void QueryBlockTask::scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg,
         for (int64_t jj = 0; jj < kr; ++jj) {
           Value kb = vector::BroadcastOp::create(
               c2, K.vt, attnc::loadF32(c2, k, ValueRange{bi, hk, keyRow[jj], d}));
-          for (int64_t m = 0; m < nv; ++m)
-            next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], a[jj * nv + m]);
+          for (int64_t m = 0; m < nv; ++m) {
+            next[jj * nv + m] = vector::FMAOp::create(c2, kb, qv[m], next[jj * nv + m]);
+            if (!K.rel.any())
+              continue;
+            // relative_key: + (q' + scale' k) . E[r] (q' = scale' q is QT;
+            // scale' = scale * log2 e), E's columns from ETb.
+            Value e = vector::LoadOp::create(
+                c2, K.vt, ETb, ValueRange{d, arith::SubIOp::create(
+                                                 c2, idx(c2, (m + s) * vl - jj + K.nk + K.kr - 1),
+                                                 jg)});
+            Value t = K.rel.keyQuery ? vector::FMAOp::create(c2, kb, K.splat(c2, K.scale), qv[m])
+                                             .getResult()
+                                     : qv[m];
+            next[jj * nv + m] = vector::FMAOp::create(c2, t, e, next[jj * nv + m]);
+          }
         }
         return next;
       });
@@ -1179,6 +1247,8 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   Value cnt = arith::MinUIOp::create(cb, idx(cb, K.nk), arith::SubIOp::create(cb, keys.end, j0));
   if (K.bf16)
     stageKeysBf16(cb, j0, cnt);
+  if (K.rel.any())
+    stageRel(cb, j0);
   scores(cb, j0, cnt);
   if (K.vis.causal)
     maskBoundary(cb, j0, cnt);
@@ -1265,7 +1335,7 @@ void QueryBlockTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,
                                      Value q, Value k, Value v, Value o, Value qLens,
                                      Value kvLens, Value sinks, Value relBias,
-                                     TaskEmitter emit) {
+                                     Value relEmb, TaskEmitter emit) {
   auto idx = indexConst;
   const QueryBlockKernel K(b, t, op, q);
   const int64_t mq = K.mq;
@@ -1279,7 +1349,7 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, S
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
   emit(tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
-    QueryBlockTask at{K, q, k, v, o, sinks, relBias};
+    QueryBlockTask at{K, q, k, v, o, sinks, relBias, relEmb};
     at.tq = tq;
     at.tkv = tkv;
     at.bi = arith::DivUIOp::create(ct, task, perBatch);
@@ -1323,7 +1393,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
                                          CpuTargetAttr t, SdpaOp op, Value q,
                                          Value k, Value v, Value o,
                                          Value qLens, Value kvLens, Value sinks,
-                                         Value relBias) {
+                                         Value relBias, Value relEmb) {
   auto qt = cast<MemRefType>(q.getType());
   int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D) ||
@@ -1346,7 +1416,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
         b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias,
         [&](Value stepTasks, TaskBody stepBody) {
           buildQueryBlockAttention(
-              b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias,
+              b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, relEmb,
               [&](Value chunkTasks, TaskBody chunkBody) {
                 Value tasks = arith::SelectOp::create(b, step, stepTasks, chunkTasks);
                 attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
@@ -1359,7 +1429,8 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
               });
         });
   }
-  buildQueryBlockAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, plain);
+  buildQueryBlockAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, relEmb,
+                           plain);
   return success();
 }
 
@@ -1368,7 +1439,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 // flash kernel walks), max of the scores, sum of their exponentials, then
 // the normalised weights; everything else in the row is zero.
 LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp op, Value sinks,
-                                Value relBias,
+                                Value relBias, Value relEmb,
                                 Value q, Value k, Value p, Value qLens,
                                 Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
@@ -1390,6 +1461,7 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp 
                                         arith::MulIOp::create(b, nb, hq));
   double scale = op.getScale().convertToDouble();
   const attnc::ScoreMods mods = attnc::ScoreMods::of(op);
+  const attnc::RelKey rel = attnc::RelKey::of(op);
 
   taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
     Value bi = arith::DivUIOp::create(c, task, hq);
@@ -1412,14 +1484,17 @@ LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp 
       jHi = arith::SelectOp::create(
           c1, arith::CmpIOp::create(c1, arith::CmpIPredicate::slt, i, qv), jHi, jLo);
       auto score = [&](ImplicitLocOpBuilder &c2, Value j) -> Value {
-        scf::ForOp dot = loop(c2, zero, idx(c2, D), ValueRange{fc(c2, 0.0)},
-            [&](ImplicitLocOpBuilder &c3, Value d, ValueRange a) {
-              Value x = memref::LoadOp::create(c3, q, ValueRange{bi, h, i, d});
-              Value y = attnc::loadF32(c3, k, ValueRange{bi, hk, j, d});
-              return SmallVector<Value>{arith::AddFOp::create(
-                  c3, a[0], arith::MulFOp::create(c3, x, y))};
-            });
-        Value sc = arith::MulFOp::create(c2, dot.getResult(0), fc(c2, scale));
+        // q.k (+ relative_key's q.E[r] (+ k.E[r])), then the scale.
+        Value s = rel.scoreDot(
+            c2, D,
+            [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+              return attnc::loadF32(c3, q, ValueRange{bi, h, i, d});
+            },
+            [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+              return attnc::loadF32(c3, k, ValueRange{bi, hk, j, d});
+            },
+            relEmb, diag, j, 1.0);
+        Value sc = arith::MulFOp::create(c2, s, fc(c2, scale));
         return mods.any() ? mods.applyAt(c2, sc, head, j, diag, 1.0) : sc;
       };
       scf::ForOp mx = loop(c1, jLo, jHi, ValueRange{fc(c1, -std::numeric_limits<double>::infinity())},

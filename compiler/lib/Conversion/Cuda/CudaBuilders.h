@@ -34,7 +34,8 @@ mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       mlir::Value q, mlir::Value k,
                                       mlir::Value v, mlir::Value o,
                                       mlir::Value qLens, mlir::Value kvLens,
-                                      mlir::Value sinks = {}, mlir::Value relBias = {});
+                                      mlir::Value sinks = {}, mlir::Value relBias = {},
+                                      mlir::Value relEmb = {});
 
 /// The CUDA target's attn.probs: p [B, Hq, Tq, Tkv] as buildProbs defines
 /// it, one block per (batch, head, query row) whose threads stride over the
@@ -42,7 +43,7 @@ mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
 /// with block-wide max and sum through shared memory.
 mlir::LogicalResult buildGpuProbs(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
                                   attn::ProbsOp op, mlir::Value sinks, mlir::Value relBias,
-                                  mlir::Value q, mlir::Value k, mlir::Value p,
+                                  mlir::Value relEmb, mlir::Value q, mlir::Value k, mlir::Value p,
                                   mlir::Value qLens, mlir::Value kvLens);
 
 /// The CUDA target's attn.rope in place on x [B, H, T, D]: one block per

@@ -31,14 +31,15 @@ struct CudaKernels
   }
   LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op, Value q,
                           Value k, Value v, Value o, Value qLens, Value kvLens,
-                          Value sinks, Value relBias) const {
+                          Value sinks, Value relBias, Value relEmb) const {
     return attnc::buildGpuAttention(b, target(attr), op, q, k, v, o, qLens, kvLens, sinks,
-                                    relBias);
+                                    relBias, relEmb);
   }
   LogicalResult buildProbs(Attribute attr, ImplicitLocOpBuilder &b, ProbsOp op, Value sinks,
-                           Value relBias, Value q, Value k, Value p, Value qLens,
-                           Value kvLens) const {
-    return attnc::buildGpuProbs(b, target(attr), op, sinks, relBias, q, k, p, qLens, kvLens);
+                           Value relBias, Value relEmb, Value q, Value k, Value p,
+                           Value qLens, Value kvLens) const {
+    return attnc::buildGpuProbs(b, target(attr), op, sinks, relBias, relEmb, q, k, p, qLens,
+                                kvLens);
   }
   LogicalResult buildCacheAppend(Attribute attr, ImplicitLocOpBuilder &b, Value k, Value v,
                                  Value kc, Value vc, Value lens, Value positions) const {

@@ -246,17 +246,20 @@ struct GpuSdpa {
   bool bthd = false;
   double scale = 1;
   attnc::ScoreMods mods;
-  Value q, k, v, o, sinks, relBias;
+  attnc::RelKey rel;
+  Value q, k, v, o, sinks, relBias, relEmb;
 
   static GpuSdpa of(SdpaOp op, Value q, Value k, Value v, Value o, Value sinks,
-                    Value relBias) {
+                    Value relBias, Value relEmb) {
     GpuSdpa a;
     a.D = cast<MemRefType>(q.getType()).getDimSize(3);
     a.vis = attnc::KeyVisibility::of(op);
     a.bthd = op.getLayout() == HeadLayout::bthd;
     a.scale = op.getScale().convertToDouble();
     a.mods = attnc::ScoreMods::of(op);
+    a.rel = attnc::RelKey::of(op);
     a.q = q, a.k = k, a.v = v, a.o = o, a.sinks = sinks, a.relBias = relBias;
+    a.relEmb = relEmb;
     return a;
   }
   /// The score s of key j for the query at key position qpos (index
@@ -509,6 +512,18 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
     for (int64_t d = 0; d < a.D; ++d)
       s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, indexConst(ci, d)}), s);
     Value j = arith::AddIOp::create(ci, j0, jj);
+    if (a.rel.any()) // relative_key: + (q' + scale k) . E[r], q' = scale q (qr)
+      s = arith::AddFOp::create(
+          ci, s,
+          a.rel.term(
+              ci, a.relEmb, a.rel.column(ci, diag, j), a.D,
+              [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+                return memref::LoadOp::create(c3, qr, ValueRange{tid, d});
+              },
+              [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+                return memref::LoadOp::create(c3, ks, ValueRange{jj, d});
+              },
+              a.scale));
     s = a.modified(ci, s, mh, j, diag);
     Value vis = lt(ci, jj, cnt);
     if (a.vis.causal)
@@ -586,12 +601,12 @@ void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
 LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t,
                                        SdpaOp op, Value q, Value k, Value v,
                                        Value o, Value qLens, Value kvLens,
-                                       Value sinks, Value relBias) {
+                                       Value sinks, Value relBias, Value relEmb) {
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
-  const GpuSdpa a = GpuSdpa::of(op, q, k, v, o, sinks, relBias);
+  const GpuSdpa a = GpuSdpa::of(op, q, k, v, o, sinks, relBias, relEmb);
   {
     // Decode (one query, no query lengths): the key-split kernel when its
     // NT partial rows fit the shared memory. The decode entry's queries
@@ -602,6 +617,9 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
         qt.getDimSize(2) == 1 ||
         (ShapedType::isDynamic(qt.getDimSize(2)) && op.getKey().getDefiningOp<CacheAppendOp>());
     if (oneQuery && !qLens && NT * (D + 2) * 4 <= t.getSharedBytes()) {
+      if (relEmb)
+        return op.emitOpError("the CUDA decode kernel has no relative_key (the front end "
+                              "refuses it with decode)");
       buildGpuDecodeAttention(b, NT, a, kvLens);
       return success();
     }
@@ -790,7 +808,8 @@ struct GpuProbsTask {
   int64_t NT, D;
   double scale;
   const attnc::ScoreMods &mods;
-  Value q, k, p, sinks;
+  attnc::RelKey rel;
+  Value q, k, p, sinks, relEmb;
   Value bi, h, hk, i, diag, jLo, jHi, tkv, qs, pm, pl;
   attnc::ScoreMods::Head mh;
 
@@ -817,13 +836,17 @@ private:
 };
 
 Value GpuProbsTask::score(ImplicitLocOpBuilder &c, Value j) const {
-  scf::ForOp dot = loop(c, indexConst(c, 0), indexConst(c, D), ValueRange{f32Const(c, 0.0)},
-                        [&](ImplicitLocOpBuilder &ci, Value d, ValueRange a) {
-    Value x = memref::LoadOp::create(ci, qs, ValueRange{d});
-    Value y = attnc::loadF32(ci, k, ValueRange{bi, hk, j, d});
-    return SmallVector<Value>{math::FmaOp::create(ci, x, y, a[0]).getResult()};
-  });
-  Value s = arith::MulFOp::create(c, dot.getResult(0), f32Const(c, scale));
+  // q.k (+ relative_key's q.E[r] (+ k.E[r])), then the scale.
+  Value s = rel.scoreDot(
+      c, D,
+      [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+        return memref::LoadOp::create(c3, qs, ValueRange{d});
+      },
+      [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
+        return attnc::loadF32(c3, k, ValueRange{bi, hk, j, d});
+      },
+      relEmb, diag, j, 1.0);
+  s = arith::MulFOp::create(c, s, f32Const(c, scale));
   return mods.any() ? mods.applyAt(c, s, mh, j, diag, /*unit=*/1.0) : s;
 }
 
@@ -923,8 +946,8 @@ void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
 } // namespace
 
 LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, CudaTargetAttr t, ProbsOp op,
-                                   Value sinks, Value relBias, Value q, Value k, Value p,
-                                   Value qLens, Value kvLens) {
+                                   Value sinks, Value relBias, Value relEmb, Value q, Value k,
+                                   Value p, Value qLens, Value kvLens) {
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
@@ -942,7 +965,8 @@ LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, CudaTargetAttr t, Pr
   Value tasks = arith::SelectOp::create(b, none, indexConst(b, 0),
                                         arith::MulIOp::create(b, nb, perBatch));
   scf::ForallOp phase = taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
-    GpuProbsTask pt{NT, D, op.getScale().convertToDouble(), mods, q, k, p, sinks};
+    GpuProbsTask pt{NT, D, op.getScale().convertToDouble(), mods, attnc::RelKey::of(op),
+                    q, k, p, sinks, relEmb};
     pt.tkv = tkv;
     pt.bi = arith::DivUIOp::create(c, task, perBatch);
     Value rest = arith::RemUIOp::create(c, task, perBatch);

@@ -59,6 +59,8 @@ template <typename Desc, typename Fn> void eachField(Desc &d, Fn &&field) {
   field("t5_buckets", p.t5Buckets);
   field("t5_max_distance", p.t5MaxDistance);
   field("t5_bidirectional", p.t5Bidirectional);
+  field("rel_key_positions", p.relKeyPositions);
+  field("rel_key_query", p.relKeyQuery);
   field("scale", p.scale);
   field("layout", p.layout);
   field("cross", p.cross);

@@ -210,6 +210,8 @@ void emitMetadata(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const at
       {"clip_qkv", hexf(params.clipQkv)},
       {"temperature_floor_scale", std::to_string(params.temperatureFloorScale)},
       {"temperature_attn_scale", hexf(params.temperatureAttnScale)},
+      {"rel_key_positions", std::to_string(params.relKeyPositions)},
+      {"rel_key_query", u(params.relKeyPositions && params.relKeyQuery ? 1 : 0)},
   };
   os << "static const attnc_kernel_info k_info = {\n";
   for (const char *field : kInfoFields) {

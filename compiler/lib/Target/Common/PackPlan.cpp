@@ -42,6 +42,8 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   p.t5Buckets = s.t5Buckets;
   p.t5MaxDistance = s.t5MaxDistance;
   p.t5Bidirectional = s.t5Bidirectional;
+  p.relKeyPositions = s.relKeyPositions;
+  p.relKeyQuery = s.relKeyQuery;
   p.qkNormOffset = s.qkNormOffset;
   p.clipQkv = s.clipQkv.value_or(0.0);
   if (s.temperature) {
@@ -151,7 +153,7 @@ FailureOr<attnc::WeightStorage> attnc::readWeightStorage(ModuleOp module) {
       if (!known || !rect || rect.size() != 4)
         return module.emitError("attn.weight_storage: entry ")
                << i << ": role '" << role
-               << "' is not one of wq wk wv wo bq bk bv bo nq nk nbq nbk ss rb with [rowOff, "
+               << "' is not one of wq wk wv wo bq bk bv bo nq nk nbq nbk ss rb re with [rowOff, "
                   "colOff, rows, cols]";
       RoleSource src;
       src.role = role.str();

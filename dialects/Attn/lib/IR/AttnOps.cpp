@@ -291,6 +291,16 @@ static LogicalResult verifyScoreMods(Op op, int64_t hq) {
   } else if (op.getRelBuckets()) {
     return op.emitOpError("rel_buckets needs a rel_bias table");
   }
+  if (Value re = op.getRelEmb()) {
+    auto et = cast<RankedTensorType>(re.getType());
+    auto qt = cast<RankedTensorType>(op.getQuery().getType());
+    if (et.getRank() != 2 || et.isDynamicDim(1) || et.getDimSize(1) % 2 != 1 ||
+        !compatible(et.getDimSize(0), qt.getDimSize(3)))
+      return op.emitOpError("rel_emb ") << et << " must be [head_dim, 2P - 1] with head_dim "
+                                        << dimStr(qt.getDimSize(3));
+  } else if (op.getRelKeyQuery()) {
+    return op.emitOpError("rel_key_query needs a rel_emb table");
+  }
   if (Value sk = op.getSinks()) {
     auto st = cast<RankedTensorType>(sk.getType());
     if (st.getRank() != 1 || (!ShapedType::isDynamic(hq) && !st.isDynamicDim(0) &&

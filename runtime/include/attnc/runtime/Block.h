@@ -78,6 +78,11 @@ struct BlockParams {
   /// T5's relative bias (abi.h t5_*): "relative_attention_bias.weight".
   int64_t t5Buckets = 0, t5MaxDistance = 0;
   bool t5Bidirectional = false;
+  /// BERT's relative_key (abi.h rel_key_*; 0: none): max_position_embeddings
+  /// P of "distance_embedding.weight" [2P - 1, head_dim]; relKeyQuery: the
+  /// k.E term too (relative_key_query).
+  int64_t relKeyPositions = 0;
+  bool relKeyQuery = false;
   double qkNormEps = 0, qkNormOffset = 0;
   double scale = 0;   ///< 0 = 1/sqrt(headDim)
   uint32_t layout = ATTNC_LAYOUT_GPT2_CONV1D;

@@ -98,6 +98,18 @@ struct ScoreMods {
   const double *relBias = nullptr;
   const int32_t *relBuckets = nullptr;
   int64_t relRange = 0, hq = 0;
+  /// BERT's relative_key: relEmb [d, relCols] (E transposed, relCols = 2P
+  /// - 1); the score's dot q.k gains q.E[r] (and k.E[r] with
+  /// relKeyQuery), r = qpos - j + P - 1 clamped to the table, before the
+  /// scale (not a modifier of the scaled score: any() does not count it).
+  const double *relEmb = nullptr;
+  int64_t relCols = 0;
+  bool relKeyQuery = false;
+  /// The column r of E for the query at key position qpos and key j.
+  int64_t relColumn(int64_t qpos, int64_t j) const {
+    int64_t r = qpos - j + relCols / 2;
+    return r < 0 ? 0 : r >= relCols ? relCols - 1 : r;
+  }
   bool any() const { return softcap > 0 || slopes || relBias; }
   /// The score of query head h for q.k = dot, key j, query at key position
   /// qpos, with the softmax scale.

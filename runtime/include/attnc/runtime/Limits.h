@@ -27,6 +27,8 @@ constexpr int64_t kMaxRotaryDim = int64_t(1) << 10;
 constexpr int64_t kMaxPositions = int64_t(1) << 24; ///< rope scaling lengths
 constexpr int64_t kMaxT5Buckets = int64_t(1) << 10;
 constexpr int64_t kMaxT5Distance = int64_t(1) << 16;
+/// BERT relative_key's max_position_embeddings (its table has 2P - 1 rows).
+constexpr int64_t kMaxRelKeyPositions = int64_t(1) << 16;
 /// (heads + 2 kv_heads) * head_dim * d_model (+ the output projection) is
 /// below this: packed weights stay under 8 GiB of float32.
 constexpr int64_t kMaxWeightElements = int64_t(1) << 31;

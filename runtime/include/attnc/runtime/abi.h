@@ -58,6 +58,10 @@
  * (ATTNC_MASK_CHUNKED, the chunk size in `window`), QK-norm without a
  * weight (ATTNC_QK_NORM_NO_WEIGHT) and the temperature tuning of the
  * queries (temperature_floor_scale, temperature_attn_scale).
+ *
+ * Version 7 (over 6): BERT's relative_key and relative_key_query
+ * (rel_key_positions, rel_key_query; the storage tensor
+ * distance_embedding.weight).
  * A runtime of another version refuses the library as an ABI mismatch,
  * never by computing something else.
  *
@@ -73,7 +77,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_ABI_VERSION 6u
+#define ATTNC_ABI_VERSION 7u
 
 /* Return codes of NAME_pack / NAME_forward. */
 #define ATTNC_OK 0

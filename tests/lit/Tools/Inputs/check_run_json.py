@@ -43,6 +43,7 @@ INFO = dict(HEADER, **{
     "softcap": {NUM, INT, NULL}, "clip_qkv": {NUM, INT, NULL}, "alibi": {OBJ, NULL},
     "temperature_tuning": {OBJ, NULL},
     "t5_bias": {OBJ, NULL}, "qk_norm": {OBJ, NULL}, "sinks": {BOOL},
+    "relative_key": {OBJ, NULL},
     "rope": {OBJ, NULL}, "isa": {STR},
     "code_paths": {ARR}, "selected_isa": {STR, NULL}, "selected_isa_why_none": {STR, NULL},
     "features": {ARR}, "checksum": {BOOL}, "target_triple": {STR}, "target_cpu": {STR},
@@ -155,6 +156,9 @@ def main():
                 problems.append(f"info.weights[{i}].shape: not integers")
         if isinstance(j.get("alibi"), dict):
             check(j["alibi"], {"slopes": {ARR}, "before_scale": {BOOL}}, "info.alibi")
+        if isinstance(j.get("relative_key"), dict):
+            check(j["relative_key"], {"max_position_embeddings": {INT}, "key_query": {BOOL}},
+                  "info.relative_key")
         if isinstance(j.get("t5_bias"), dict):
             check(j["t5_bias"], {"num_buckets": {INT}, "max_distance": {INT},
                                  "bidirectional": {BOOL}}, "info.t5_bias")

@@ -164,7 +164,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     then sum to less than 1. The optional `rel_bias` ([buckets, Hq], T5)
     with `rel_buckets` (2R+1 buckets of rel = j - i' for rel in [-R, R],
     the edge buckets beyond) adds `rel_bias[bucket(j - i'), h]` to the score
-    after the scale.
+    after the scale. The optional `rel_emb` ([D, 2P - 1]: BERT's
+    `relative_key` distance embedding E [2P - 1, D] transposed, shared by
+    the heads) adds `q.E[r]` (and with `rel_key_query` also `k.E[r]`), r =
+    i' - j + P - 1 clamped to [0, 2P - 2], to q.k before the scale: `s =
+    scale * (q.k + q.E[r] (+ k.E[r]))` (BERT's positions never leave the
+    table: a spec's max_seq_len is at most P).
 
     `dot_type` (optional, bf16 only) allows a kernel to round the scaled
     Q, K, the softmax numerators P and V to bf16 for the two dot products
@@ -186,6 +191,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
                        Optional<RankedTensorOf<[F32, BF16, F16]>>:$sinks,
                        Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_bias,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_emb,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -197,6 +203,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                        DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale,
                        OptionalAttr<DenseI32ArrayAttr>:$rel_buckets,
+                       DefaultValuedAttr<BoolAttr, "false">:$rel_key_query,
                        OptionalAttr<TypeAttrOf<BF16>>:$dot_type);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
@@ -204,6 +211,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`rel_bias` `(` $rel_bias^ `:` type($rel_bias) `)`)?
+    (`rel_emb` `(` $rel_emb^ `:` type($rel_emb) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -232,6 +240,7 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
                        Optional<RankedTensorOf<[I32, I64]>>:$q_lens,
                        Optional<RankedTensorOf<[F32, BF16, F16]>>:$sinks,
                        Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_bias,
+                       Optional<RankedTensorOf<[F32, BF16, F16]>>:$rel_emb,
                        Attn_MaskAttr:$mask,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_CausalAlignAttr,
@@ -240,13 +249,15 @@ def Attn_ProbsOp : Attn_Op<"probs", [Pure, AttrSizedOperandSegments]> {
                        OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseF64ArrayAttr>:$alibi_slopes,
                        DefaultValuedAttr<BoolAttr, "false">:$alibi_before_scale,
-                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets);
+                       OptionalAttr<DenseI32ArrayAttr>:$rel_buckets,
+                       DefaultValuedAttr<BoolAttr, "false">:$rel_key_query);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key (`kv_lens` `(` $kv_lens^ `:` type($kv_lens) `)`)?
     (`q_lens` `(` $q_lens^ `:` type($q_lens) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`rel_bias` `(` $rel_bias^ `:` type($rel_bias) `)`)?
+    (`rel_emb` `(` $rel_emb^ `:` type($rel_emb) `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($result)
   }];
   let hasVerifier = 1;
