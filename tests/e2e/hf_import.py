@@ -1157,7 +1157,9 @@ ERROR_CASES = [
 # Checked through the Python package's pack as well (llama4_text: a
 # QK-norm without q_norm / k_norm tensors; lfm2: q_layernorm / k_layernorm
 # as an RMS norm's weights, out_proj).
-PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "lfm2")
+PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "lfm2",
+           # BERT's self.distance_embedding.weight through the package's aliases
+           "bert_relative_key", "roberta_relative_key_query")
 
 
 def fuse(c, w):
