@@ -43,11 +43,13 @@ namespace {
 /// attnc's own names.
 std::vector<std::string> spellings(const std::string &name) {
   static const std::map<std::string, std::vector<std::string>> aliases = {
-      {"q_proj", {"self.query", "q"}}, // BERT, T5
-      {"k_proj", {"self.key", "k"}},
-      {"v_proj", {"self.value", "v"}},
-      // BERT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode
-      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o"}},
+      // BERT, T5, ViT (attention.query), DistilBERT (q_lin)
+      {"q_proj", {"self.query", "q", "attention.query", "q_lin"}},
+      {"k_proj", {"self.key", "k", "attention.key", "k_lin"}},
+      {"v_proj", {"self.value", "v", "attention.value", "v_lin"}},
+      // BERT/ViT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode,
+      // DistilBERT
+      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
       // QK-norm: Phi's and StableLM's q_layernorm / k_layernorm
       {"q_norm", {"q_layernorm"}},

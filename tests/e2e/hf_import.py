@@ -303,6 +303,8 @@ NORM_CASES = [
 LLAMA_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
 BART_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
 BERT_NAMES = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
+VIT_NAMES = {"q": "attention.query", "k": "attention.key", "v": "attention.value",
+             "o": "output.dense"}
 GEMMA3_V5 = dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
                  num_key_value_heads=1, head_dim=16, num_hidden_layers=6,
                  query_pre_attn_scalar=32, rms_norm_eps=1e-6, sliding_window=512,
@@ -1122,6 +1124,28 @@ VARIANT_CASES = [
          ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
                   rope=None, causal=False, relkey=(24, True)),
          names=BERT_NAMES, T=17, decoys=["roberta.encoder.layer.1.attention"]),
+    # DistilBERT (MultiHeadSelfAttention: q_lin, k_lin, v_lin, out_lin, all
+    # biased; config dim / n_heads / n_layers) and the ViT family
+    # (ViTSelfAttention under attention.attention.{query,key,value}, its
+    # ViTSelfOutput.dense under attention.output; qkv_bias, default true):
+    # bidirectional, 1/sqrt(head_dim).
+    dict(name="distilbert", module="distilbert.transformer.layer.1.attention",
+         config=dict(model_type="distilbert", dim=32, n_heads=4, n_layers=2),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names={"q": "q_lin", "k": "k_lin", "v": "v_lin", "o": "out_lin"},
+         decoys=["distilbert.transformer.layer.0.attention"]),
+    dict(name="vit", module="vit.encoder.layer.0.attention",
+         config=dict(model_type="vit", hidden_size=48, num_attention_heads=4,
+                     num_hidden_layers=2, qkv_bias=False),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["o"], rope=None, causal=False),
+         names=VIT_NAMES, decoys=["vit.encoder.layer.1.attention"]),
+    dict(name="dinov2", module="dinov2.encoder.layer.1.attention",
+         config=dict(model_type="dinov2", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=2),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=VIT_NAMES),
 ]
 
 
@@ -1159,7 +1183,9 @@ ERROR_CASES = [
 # as an RMS norm's weights, out_proj).
 PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "lfm2",
            # BERT's self.distance_embedding.weight through the package's aliases
-           "bert_relative_key", "roberta_relative_key_query")
+           "bert_relative_key", "roberta_relative_key_query",
+           # ViT's attention.attention.query, DistilBERT's q_lin
+           "vit", "distilbert")
 
 
 def fuse(c, w):

@@ -331,7 +331,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "cohere2", "exaone4", "smollm3", "olmo3", "ministral",
                               "llama4_text", "phimoe", "jamba", "recurrent_gemma",
                               "mllama_text_model", "granitemoehybrid", "bamba", "lfm2",
-                              "dbrx"};
+                              "dbrx", "distilbert", "vit", "deit", "dinov2"};
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -572,7 +572,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                         ? "n_layer"
                                     : mt == "mpt" || mt == "t5" || mt == "mt5" || mt == "gpt_neo"
                                         ? "num_layers"
-                                    : mt == "dbrx" ? "n_layers"
+                                    : mt == "dbrx" || mt == "distilbert" ? "n_layers"
                                     : (mt == "bart" || mt == "mbart" || mt == "whisper")
                                         ? "encoder_layers"
                                         : "num_hidden_layers",
@@ -1181,6 +1181,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     else if (pe != "" && pe != "absolute")
       c.bad("position_embedding_type",
             fmt::format("'{}' is not one of absolute, relative_key, relative_key_query", pe));
+  } else if (mt == "distilbert") {
+    // MultiHeadSelfAttention: q_lin, k_lin, v_lin, out_lin, all with a
+    // bias; the output is out_lin's (sa_layer_norm and the residual
+    // follow it in TransformerBlock).
+    expectAfter({"attention"});
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
+                     c.integer("dim"), c.integer("n_heads"));
+  } else if (mt == "vit" || mt == "deit" || mt == "dinov2") {
+    // ViTAttention: attention.{query,key,value} (bias by qkv_bias) and
+    // output.dense (always a bias); bidirectional over the patches.
+    expectAfter({"attention"});
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: {}\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"),
+                     c.boolean("qkv_bias", true) ? "true" : "[o]");
   } else if (mt == "opt") {
     expectAfter({"self_attn"});
     y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: {}\n",
