@@ -599,36 +599,30 @@ Value attnc::RelKey::column(ImplicitLocOpBuilder &c, Value qpos, Value j) const 
       arith::ConstantIndexOp::create(c, cols - 1));
 }
 
-Value attnc::RelKey::term(ImplicitLocOpBuilder &c, Value table, Value r, int64_t D, RowAt qAt,
-                          RowAt kAt, double kScale) const {
-  Value zero = arith::ConstantOp::create(c, c.getF32FloatAttr(0.0f));
-  scf::ForOp dot = attnc::loop(
-      c, arith::ConstantIndexOp::create(c, 0), arith::ConstantIndexOp::create(c, D),
-      ValueRange{zero}, [&](ImplicitLocOpBuilder &c1, Value d, ValueRange a) {
-        Value x = qAt(c1, d);
-        if (keyQuery)
-          x = math::FmaOp::create(
-              c1, kAt(c1, d),
-              arith::ConstantOp::create(c1, c1.getF32FloatAttr(static_cast<float>(kScale))), x);
-        Value e = attnc::loadF32(c1, table, ValueRange{d, r});
-        return SmallVector<Value>{math::FmaOp::create(c1, x, e, a[0]).getResult()};
-      });
-  return dot.getResult(0);
+Value attnc::RelKey::fold(ImplicitLocOpBuilder &c, Value acc, Value q, Value k, Value table,
+                          Value d, Value r, double kScale) const {
+  Value x = keyQuery ? math::FmaOp::create(
+                           c, k,
+                           arith::ConstantOp::create(
+                               c, c.getF32FloatAttr(static_cast<float>(kScale))),
+                           q)
+                           .getResult()
+                     : q;
+  return math::FmaOp::create(c, x, attnc::loadF32(c, table, ValueRange{d, r}), acc);
 }
 
 Value attnc::RelKey::scoreDot(ImplicitLocOpBuilder &c, int64_t D, RowAt qAt, RowAt kAt,
                               Value table, Value qpos, Value j, double kScale) const {
   Value zero = arith::ConstantOp::create(c, c.getF32FloatAttr(0.0f));
+  Value r = any() ? column(c, qpos, j) : Value();
   scf::ForOp dot = attnc::loop(
       c, arith::ConstantIndexOp::create(c, 0), arith::ConstantIndexOp::create(c, D),
       ValueRange{zero}, [&](ImplicitLocOpBuilder &c1, Value d, ValueRange a) {
-        return SmallVector<Value>{
-            math::FmaOp::create(c1, qAt(c1, d), kAt(c1, d), a[0]).getResult()};
+        Value q = qAt(c1, d), k = kAt(c1, d);
+        Value acc = math::FmaOp::create(c1, q, k, a[0]);
+        return SmallVector<Value>{any() ? fold(c1, acc, q, k, table, d, r, kScale) : acc};
       });
-  Value s = dot.getResult(0);
-  if (!any())
-    return s;
-  return arith::AddFOp::create(c, s, term(c, table, column(c, qpos, j), D, qAt, kAt, kScale));
+  return dot.getResult(0);
 }
 
 attnc::ScoreMods::Head attnc::ScoreMods::head(ImplicitLocOpBuilder &c, Value index,

@@ -253,13 +253,13 @@ struct RelKey {
   /// clamped to [0, 2P - 2].
   mlir::Value column(mlir::ImplicitLocOpBuilder &c, mlir::Value qpos, mlir::Value j) const;
   using RowAt = llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value)>;
-  /// sum_d (qAt(d) + kScale * kAt(d)) * ET[d][r] (f32; kAt only with
-  /// keyQuery): one score's term, a loop over the D elements.
-  mlir::Value term(mlir::ImplicitLocOpBuilder &c, mlir::Value table, mlir::Value r, int64_t D,
-                   RowAt qAt, RowAt kAt, double kScale) const;
+  /// acc + (q + kScale * k) * ET[d][r] (k only with keyQuery): element d
+  /// of one score's term, folded into the loop of its q.k.
+  mlir::Value fold(mlir::ImplicitLocOpBuilder &c, mlir::Value acc, mlir::Value q, mlir::Value k,
+                   mlir::Value table, mlir::Value d, mlir::Value r, double kScale) const;
   /// One score's dot product for the kernels that take one score at a
-  /// time: sum_d qAt(d) kAt(d) (FMAs), plus term() for the query at key
-  /// position qpos and key j when any() (table: the rel_emb buffer).
+  /// time: sum_d qAt(d) kAt(d), with fold() for the query at key position
+  /// qpos and key j when any() (table: the rel_emb buffer), in one loop.
   mlir::Value scoreDot(mlir::ImplicitLocOpBuilder &c, int64_t D, RowAt qAt, RowAt kAt,
                        mlir::Value table, mlir::Value qpos, mlir::Value j, double kScale) const;
 };

@@ -508,22 +508,18 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
   ArrayRef<Value> qv = w.q;
   scf::ForOp sl = loop(r, indexConst(r, 0), indexConst(r, NK), ValueRange{f32Const(r, negInf)},
                        [&](ImplicitLocOpBuilder &ci, Value jj, ValueRange st) {
-    Value s = f32Const(ci, 0.0);
-    for (int64_t d = 0; d < a.D; ++d)
-      s = math::FmaOp::create(ci, qv[d], memref::LoadOp::create(ci, ks, ValueRange{jj, indexConst(ci, d)}), s);
     Value j = arith::AddIOp::create(ci, j0, jj);
-    if (a.rel.any()) // relative_key: + (q' + scale k) . E[r], q' = scale q (qr)
-      s = arith::AddFOp::create(
-          ci, s,
-          a.rel.term(
-              ci, a.relEmb, a.rel.column(ci, diag, j), a.D,
-              [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
-                return memref::LoadOp::create(c3, qr, ValueRange{tid, d});
-              },
-              [&](ImplicitLocOpBuilder &c3, Value d) -> Value {
-                return memref::LoadOp::create(c3, ks, ValueRange{jj, d});
-              },
-              a.scale));
+    // q'.k and relative_key's (q' + scale k) . E[r] (q' = scale q) in one
+    // pass over the row.
+    Value col = a.rel.any() ? a.rel.column(ci, diag, j) : Value();
+    Value s = f32Const(ci, 0.0);
+    for (int64_t d = 0; d < a.D; ++d) {
+      Value di = indexConst(ci, d);
+      Value kd = memref::LoadOp::create(ci, ks, ValueRange{jj, di});
+      s = math::FmaOp::create(ci, qv[d], kd, s);
+      if (a.rel.any())
+        s = a.rel.fold(ci, s, qv[d], kd, a.relEmb, di, col, a.scale);
+    }
     s = a.modified(ci, s, mh, j, diag);
     Value vis = lt(ci, jj, cnt);
     if (a.vis.causal)
