@@ -539,15 +539,36 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     Value sl = vt ? vector::BroadcastOp::create(c, vt, slopeV).getResult() : slopeV;
     s = arith::AddFOp::create(c, s, arith::MulFOp::create(c, sl, delta));
   }
-  if (softcap && vt) {
-    // cap * tanh(y), y = x / cap, x = s / unit, in scaled units: C - 2C /
-    // (1 + E) with C = cap * unit and E = exp(2y) = 2^(k s), k s clamped to
-    // [-126, 64] (E stays a finite normal; 2C / (1 + 2^64) is below C's
-    // rounding). The clamp is on s, so that k s - n comes out of one FMA
-    // and 1 + E out of another (exp2NonPositive's polynomial, inlined):
-    // 14 vector operations, the division among them, no sign juggling:
-    // tanh's sign comes out of the subtraction. -inf (a hidden key) gives
-    // -C: the flash kernels apply this to computed scores only.
+  if (softcap && vt && avx512 && vt.getNumElements() == 16 && vt.getElementType().isF32()) {
+    // AVX-512: cap * tanh(y), y = x / cap, x = s / unit, in scaled units:
+    // C - 2C / (1 + E) with C = cap * unit and E = exp(2y) = 2^(k s) =
+    // 2^r * 2^n, n = round(k s), r = k s - n in [-1/2, 1/2] (the softmax's
+    // degree-6 polynomial), 2^n applied by vscalefps, which saturates to
+    // inf or 0 by itself: no clamps, no exponent bits. E = inf gives C, E
+    // = 0 gives -C: tanh's sign comes out of the subtraction. 13 vector
+    // operations per 16 scores, the division among them. -inf (a hidden
+    // key) would give NaN: the flash kernels apply this to computed scores
+    // only.
+    const double cap = *softcap, C = cap * unit, k = 2.0 * 1.4426950408889634 / C;
+    Value ks = arith::MulFOp::create(c, s, cst(k));
+    Value n = math::RoundEvenOp::create(c, ks);
+    Value r = arith::SubFOp::create(c, ks, n);
+    Value p = cst(kExp2Coef[6]);
+    for (int i = 5; i >= 0; --i)
+      p = vector::FMAOp::create(c, p, r, cst(kExp2Coef[i]));
+    // (the op's operands go to llvm.x86.avx512.mask.scalef.ps.512 in order:
+    // value, exponent, pass-through, mask, rounding)
+    Value e = x86vector::MaskScaleFOp::create(
+        c, vt, p, n, p, arith::ConstantOp::create(c, c.getI16IntegerAttr(-1)),
+        arith::ConstantOp::create(c, c.getI32IntegerAttr(4 /*current direction*/)));
+    Value den = arith::AddFOp::create(c, e, cst(1.0));
+    s = arith::SubFOp::create(c, cst(C), arith::DivFOp::create(c, cst(2.0 * C), den));
+  } else if (softcap && vt) {
+    // AVX2 (8 lanes, no vscalefps): the same, with 2^n built from n's bits, so k s is
+    // clamped to [-126, 64] first (E stays a finite normal; 2C / (1 + 2^64)
+    // is below C's rounding). The clamp is on s, so that k s - n comes out
+    // of one FMA and 1 + E out of another (exp2NonPositive's polynomial,
+    // inlined): 16 vector operations.
     const double cap = *softcap, C = cap * unit, k = 2.0 * 1.4426950408889634 / C;
     auto ivt = VectorType::get(vt.getShape(), c.getI32Type());
     auto icst = [&](int32_t v) -> Value {

@@ -178,6 +178,10 @@ struct ScoreMods {
   /// T5: the bucket of rel = j - i' for rel in [-relRange, relRange].
   std::vector<int32_t> relBuckets;
   int64_t relRange = 0;
+  /// The vector form may use AVX-512 instructions (vscalefps): set by the
+  /// x86 kernels of 16-lane code paths (x86-avx512, x86-avx512-bf16, a host
+  /// with AVX-512), whose vectors are then vector<16xf32>.
+  bool avx512 = false;
   bool any() const { return softcap.has_value() || !slopes.empty() || !relBuckets.empty(); }
   template <typename Op> static ScoreMods of(Op op) {
     ScoreMods m;

@@ -141,6 +141,7 @@ DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, 
   f32 = b.getF32Type();
   D = qt.getDimSize(3);
   vl = t.getVectorWidth();
+  mods.avx512 = vl == 16 && t.getRegisters() == 32;
   nk = t.getAttnNk();
   dv = (D + vl - 1) / vl;
   dTail = D - (dv - 1) * vl;
@@ -763,6 +764,7 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
   f32 = b.getF32Type();
   D = qt.getDimSize(3);
   vl = t.getVectorWidth();
+  mods.avx512 = vl == 16 && t.getRegisters() == 32; // (the ISA table's AVX-512 rows)
   mq = t.getAttnMq();
   kr = t.getAttnKr();
   nk = t.getAttnNk();
