@@ -525,6 +525,15 @@ Value attnc::ScoreMods::relBiasRow(ImplicitLocOpBuilder &c, Value table, Value h
   return row;
 }
 
+/// p * 2^n (vector<16xf32>, n integral) by vscalefps. The op's operands
+/// go to llvm.x86.avx512.mask.scalef.ps.512 in order: value, exponent,
+/// pass-through, mask, rounding (4: the current direction).
+static Value scaleByPow2(ImplicitLocOpBuilder &c, Value p, Value n) {
+  return x86vector::MaskScaleFOp::create(
+      c, p.getType(), p, n, p, arith::ConstantOp::create(c, c.getI16IntegerAttr(-1)),
+      arith::ConstantOp::create(c, c.getI32IntegerAttr(4)));
+}
+
 Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
                               Value delta, double unit) const {
   Type ty = s.getType();
@@ -556,11 +565,7 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     Value p = cst(kExp2Coef[6]);
     for (int i = 5; i >= 0; --i)
       p = vector::FMAOp::create(c, p, r, cst(kExp2Coef[i]));
-    // (the op's operands go to llvm.x86.avx512.mask.scalef.ps.512 in order:
-    // value, exponent, pass-through, mask, rounding)
-    Value e = x86vector::MaskScaleFOp::create(
-        c, vt, p, n, p, arith::ConstantOp::create(c, c.getI16IntegerAttr(-1)),
-        arith::ConstantOp::create(c, c.getI32IntegerAttr(4 /*current direction*/)));
+    Value e = scaleByPow2(c, p, n);
     Value den = arith::AddFOp::create(c, e, cst(1.0));
     s = arith::SubFOp::create(c, cst(C), arith::DivFOp::create(c, cst(2.0 * C), den));
   } else if (softcap && vt) {
@@ -915,10 +920,13 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, V
 /// and rows that see no key at all are zeroed at the end), and 2^r with
 /// r = x - round(x) in [-1/2, 1/2] is a degree-6 polynomial (a minimax fit
 /// of relative error 2e-9; at most 1 ulp in float32 Horner form, checked
-/// over 2e5 points). About 14 vector ops where math.exp's general
-/// expansion (any x: its own range clamps and overflow selects) took 25.
+/// over 2e5 points). 13 vector ops where math.exp's general expansion (any
+/// x: its own range clamps and overflow selects) took 25; 10 on AVX-512,
+/// where n = roundeven(x) and p * 2^n is one vscalefps (the same values:
+/// x - n is exact either way, and p * 2^n is one correctly rounded
+/// scaling, by a multiplication or by vscalefps).
 /// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
-Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
+Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x, bool avx512) {
   auto vt = cast<VectorType>(x.getType());
   auto ivt = VectorType::get(vt.getShape(), c.getI32Type());
   auto splat = [&](double v) -> Value {
@@ -933,6 +941,14 @@ Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x) {
   // then n itself, so 2^n's bits are (bits + 127) << 23.
   const double magic = 12582912.0;
   Value xc = arith::MaximumFOp::create(c, x, splat(-126.0));
+  if (avx512 && vt.getNumElements() == 16 && vt.getElementType().isF32()) {
+    Value n = math::RoundEvenOp::create(c, xc);
+    Value r = arith::SubFOp::create(c, xc, n);
+    Value p = splat(kExp2Coef[6]);
+    for (int i = 5; i >= 0; --i)
+      p = vector::FMAOp::create(c, p, r, splat(kExp2Coef[i]));
+    return scaleByPow2(c, p, n);
+  }
   Value t = arith::AddFOp::create(c, xc, splat(magic));
   Value n = arith::SubFOp::create(c, t, splat(magic));
   Value r = arith::SubFOp::create(c, xc, n);

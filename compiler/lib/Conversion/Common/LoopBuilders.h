@@ -312,9 +312,9 @@ struct RopeAngles {
 };
 
 /// 2^x for a vector of x <= 0 (-inf included): the flash kernels' exp.
-/// (Also exact enough for 0 < x < 127, 2^x then a normal float: the
-/// soft-capping's tanh uses it up to x = 64.)
-mlir::Value exp2NonPositive(mlir::ImplicitLocOpBuilder &c, mlir::Value x);
+/// `avx512` (a vector<16xf32> on an AVX-512 code path): 2^n applied by
+/// vscalefps instead of built from n's bits, with the same result.
+mlir::Value exp2NonPositive(mlir::ImplicitLocOpBuilder &c, mlir::Value x, bool avx512 = false);
 
 /// attn.rope in place on x [B, H, T, D] (a strided view; unit innermost
 /// stride): tasks (batch, block of rows); per row, each pair's cos and sin

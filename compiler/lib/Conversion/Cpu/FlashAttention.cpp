@@ -103,6 +103,7 @@ struct DecodeKernel {
   /// a multiple of 32): Q·K and P·V on vdpbf16ps straight from the cache
   /// rows (DecodeTask::scores, keyBlock).
   bool bf16 = false;
+  bool avx512 = false; // 16 lanes of an AVX-512 code path (vscalefps)
   attnc::KeyVisibility vis;
   bool bthd;
   double scale;
@@ -141,7 +142,8 @@ DecodeKernel::DecodeKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, 
   f32 = b.getF32Type();
   D = qt.getDimSize(3);
   vl = t.getVectorWidth();
-  mods.avx512 = vl == 16 && t.getRegisters() == 32;
+  // (the ISA table's AVX-512 rows and an AVX-512 host: 16 lanes, 32 registers)
+  avx512 = mods.avx512 = vl == 16 && t.getRegisters() == 32;
   nk = t.getAttnNk();
   dv = (D + vl - 1) / vl;
   dTail = D - (dv - 1) * vl;
@@ -411,7 +413,7 @@ Value DecodeTask::statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, Val
   Value mNew = vector::BroadcastOp::create(
       cb, K.vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
                                             mx.getResult(0)));
-  Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew));
+  Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew), K.avx512);
   scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{K.splat(cb, 0.0)},
       [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
         Value n = arith::SubIOp::create(c1, cnt, jj);
@@ -421,7 +423,8 @@ Value DecodeTask::statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, Val
             c1, K.vt, S, ValueRange{gi, jj}, msk,
             K.splat(c1, -std::numeric_limits<double>::infinity()));
         Value p = arith::SelectOp::create(
-            c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew)), K.splat(c1, 0.0));
+            c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew), K.avx512),
+            K.splat(c1, 0.0));
         vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
         return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
       });
@@ -716,6 +719,7 @@ struct QueryBlockKernel {
   int64_t rr = 1, dc = 1;
   attnc::KeyVisibility vis;
   bool bthd, bf16;
+  bool avx512 = false; // 16 lanes of an AVX-512 code path (vscalefps)
   double scale;
   attnc::ScoreMods mods;
   attnc::RelKey rel;
@@ -764,7 +768,7 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
   f32 = b.getF32Type();
   D = qt.getDimSize(3);
   vl = t.getVectorWidth();
-  mods.avx512 = vl == 16 && t.getRegisters() == 32; // (the ISA table's AVX-512 rows)
+  avx512 = mods.avx512 = vl == 16 && t.getRegisters() == 32; // (as DecodeKernel's)
   mq = t.getAttnMq();
   kr = t.getAttnKr();
   nk = t.getAttnNk();
@@ -1269,7 +1273,8 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   for (int64_t m = 0; m < mv; ++m) {
     Value none = arith::CmpFOp::create(cb, arith::CmpFPredicate::OEQ, mNew[m], negInf);
     mSafe.push_back(arith::SelectOp::create(cb, none, K.splat(cb, 0.0), mNew[m]));
-    alpha.push_back(exp2NonPositive(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m])));
+    alpha.push_back(
+        exp2NonPositive(cb, arith::SubFOp::create(cb, mOld[m], mSafe[m]), K.avx512));
     vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
   }
   SmallVector<Value> zeros(mv, K.splat(cb, 0.0));
@@ -1277,7 +1282,7 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
     SmallVector<Value> next;
     for (int64_t m = 0; m < mv; ++m) {
       Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)});
-      Value p = exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]));
+      Value p = exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]), K.avx512);
       vector::StoreOp::create(c1, p, ST, ValueRange{jj, idx(c1, m * vl)});
       next.push_back(arith::AddFOp::create(c1, a[m], p));
     }
