@@ -27,6 +27,8 @@
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
 #include "attnc/Dialect/Attn/IR/AttnKernelsInterface.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace attnc::attn;
 
@@ -74,23 +76,32 @@ struct LinearModel : KernelModel<LinearModel, LinearOp> {
   }
 };
 
+/// The buffers of attn.sdpa or attn.probs (the two share their operands
+/// but v): the one place an operand of theirs reaches the kernels.
+template <typename Op> AttentionBuffers attentionBuffers(Op op, PhaseContext &ctx) {
+  AttentionBuffers a;
+  a.q = ctx.buffer(op.getQuery());
+  a.k = ctx.buffer(op.getKey());
+  if constexpr (std::is_same_v<Op, SdpaOp>)
+    a.v = ctx.buffer(op.getValue());
+  a.o = ctx.buffer(op.getResult());
+  a.qLens = optional(ctx, op.getQLens());
+  a.kvLens = optional(ctx, op.getKvLens());
+  a.sinks = optional(ctx, op.getSinks());
+  a.relBias = optional(ctx, op.getRelBias());
+  a.relEmb = optional(ctx, op.getRelEmb());
+  return a;
+}
+
 struct SdpaModel : KernelModel<SdpaModel, SdpaOp> {
   LogicalResult build(SdpaOp s, PhaseContext &ctx, TargetKernelsInterface k) const {
-    return k.buildSdpa(ctx.builder(), s, ctx.buffer(s.getQuery()), ctx.buffer(s.getKey()),
-                       ctx.buffer(s.getValue()), ctx.buffer(s.getResult()),
-                       optional(ctx, s.getQLens()), optional(ctx, s.getKvLens()),
-                       optional(ctx, s.getSinks()), optional(ctx, s.getRelBias()),
-                       optional(ctx, s.getRelEmb()));
+    return k.buildSdpa(ctx.builder(), s, attentionBuffers(s, ctx));
   }
 };
 
 struct ProbsModel : KernelModel<ProbsModel, ProbsOp> {
   LogicalResult build(ProbsOp p, PhaseContext &ctx, TargetKernelsInterface k) const {
-    return k.buildProbs(ctx.builder(), p, optional(ctx, p.getSinks()),
-                        optional(ctx, p.getRelBias()), optional(ctx, p.getRelEmb()),
-                        ctx.buffer(p.getQuery()),
-                        ctx.buffer(p.getKey()), ctx.buffer(p.getResult()),
-                        optional(ctx, p.getQLens()), optional(ctx, p.getKvLens()));
+    return k.buildProbs(ctx.builder(), p, attentionBuffers(p, ctx));
   }
 };
 

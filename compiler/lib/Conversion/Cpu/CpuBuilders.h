@@ -9,6 +9,7 @@
 #define ATTNC_CONVERSION_CPU_CPUBUILDERS_H
 
 #include "Common/LoopBuilders.h"
+#include "attnc/Dialect/Attn/IR/AttnKernelsInterface.h"
 
 namespace attnc {
 
@@ -31,14 +32,11 @@ void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::CpuTargetAttr target,
 /// mask leaves visible with an online softmax, and masks element-wise only
 /// the blocks that straddle the mask's boundary. qLens/kvLens (memref<?xi32>
 /// or null): valid lengths per sequence; query blocks past qLens[b] are
-/// skipped and keys past kvLens[b] never read.
+/// skipped and keys past kvLens[b] never read. The buffers (q, k, v, o and
+/// the optional ones) come as one AttentionBuffers.
 mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
-                                        attn::CpuTargetAttr target,
-                                        attn::SdpaOp op, mlir::Value q,
-                                        mlir::Value k, mlir::Value v,
-                                        mlir::Value o, mlir::Value qLens,
-                                        mlir::Value kvLens, mlir::Value sinks = {},
-                                        mlir::Value relBias = {}, mlir::Value relEmb = {});
+                                        attn::CpuTargetAttr target, attn::SdpaOp op,
+                                        const attn::AttentionBuffers &bufs);
 
 /// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
 /// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
@@ -46,9 +44,7 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
 /// p buffer (the caller did not ask) gives no tasks.
 mlir::LogicalResult buildProbs(mlir::ImplicitLocOpBuilder &b,
                                attn::CpuTargetAttr target, attn::ProbsOp op,
-                               mlir::Value sinks, mlir::Value relBias, mlir::Value relEmb,
-                               mlir::Value q, mlir::Value k, mlir::Value p,
-                               mlir::Value qLens, mlir::Value kvLens);
+                               const attn::AttentionBuffers &bufs);
 
 } // namespace attnc
 

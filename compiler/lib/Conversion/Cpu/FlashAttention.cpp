@@ -234,10 +234,9 @@ static Value treeLevel(ImplicitLocOpBuilder &c, Value a, Value b, int64_t d, int
 /// One group of gw query heads [h0, h0 + gw) of sequence bi (kv head hk),
 /// their one query row each, whose visible keys end at kEnd, at key
 /// position off. The state per head: m (splat), l (splat), O (dv vectors).
-struct DecodeTask {
+struct DecodeTask : AttentionBuffers {
   const DecodeKernel &K;
   int64_t gw; // heads in this group
-  Value q, k, v, o, sinks, relBias;
   Value bi, h0, hk, zero, off, kEnd;
   Value S;  // [>= gw, NK]: the block's scores, then P
   Value Kf; // [VL, dv * VL] f32: VL key rows widened (K.stageK)
@@ -574,10 +573,9 @@ void DecodeTask::write(ImplicitLocOpBuilder &c, ValueRange st) const {
 /// in the [B, Hkv, L, D] layout (a key block stays in cache across the
 /// task's groups).
 static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t,
-                                          SdpaOp op, Value q, Value k, Value v,
-                                          Value o, Value qLens, Value kvLens,
-                                          Value sinks, Value relBias,
+                                          SdpaOp op, const AttentionBuffers &bufs,
                                           TaskEmitter emit) {
+  Value q = bufs.q, k = bufs.k, v = bufs.v, qLens = bufs.qLens, kvLens = bufs.kvLens;
   using attnc::loop;
   using attnc::validLength;
   auto idx = indexConst;
@@ -618,7 +616,7 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
     Value Pb = K.bf16 ? memref::AllocaOp::create(c, MemRefType::get({K.gq, K.nk}, K.bf16T)).getResult()
                       : Value();
     auto groupAt = [&](int64_t gw, Value h0) {
-      DecodeTask dt{K, gw, q, k, v, o, sinks, relBias};
+      DecodeTask dt{bufs, K, gw};
       dt.bi = bi;
       dt.h0 = h0;
       dt.hk = hk;
@@ -807,9 +805,8 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
 /// One task of the query-block kernel: queries [i0, i0 + rows) of head h
 /// of sequence bi (kv head hk), their buffers on the task's stack, and
 /// the phases of its key loop in the order they run (the file comment).
-struct QueryBlockTask {
+struct QueryBlockTask : AttentionBuffers {
   const QueryBlockKernel &K;
-  Value q, k, v, o, sinks, relBias, relEmb;
   Value tq, tkv;
   Value bi, h, hk, i0, off, rows, zero;
   // QT: the scaled Q^T; ST: the block's scores, then P; O: the output
@@ -1340,9 +1337,8 @@ void QueryBlockTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 /// The query-block kernel (the file comment): tasks of (batch, head, MQ
 /// queries).
 static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,
-                                     Value q, Value k, Value v, Value o, Value qLens,
-                                     Value kvLens, Value sinks, Value relBias,
-                                     Value relEmb, TaskEmitter emit) {
+                                     const AttentionBuffers &bufs, TaskEmitter emit) {
+  Value q = bufs.q, k = bufs.k, qLens = bufs.qLens, kvLens = bufs.kvLens;
   auto idx = indexConst;
   const QueryBlockKernel K(b, t, op, q);
   const int64_t mq = K.mq;
@@ -1356,7 +1352,7 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, S
   Value tasks = arith::MulIOp::create(b, nb, perBatch);
 
   emit(tasks, [&](ImplicitLocOpBuilder &ct, Value task) {
-    QueryBlockTask at{K, q, k, v, o, sinks, relBias, relEmb};
+    QueryBlockTask at{bufs, K};
     at.tq = tq;
     at.tkv = tkv;
     at.bi = arith::DivUIOp::create(ct, task, perBatch);
@@ -1396,11 +1392,9 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, S
   });
 }
 
-LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
-                                         CpuTargetAttr t, SdpaOp op, Value q,
-                                         Value k, Value v, Value o,
-                                         Value qLens, Value kvLens, Value sinks,
-                                         Value relBias, Value relEmb) {
+LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,
+                                         const AttentionBuffers &bufs) {
+  Value q = bufs.q, k = bufs.k, v = bufs.v, o = bufs.o;
   auto qt = cast<MemRefType>(q.getType());
   int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D) ||
@@ -1410,7 +1404,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
   auto plain = [&](Value tasks, TaskBody body) { attnc::taskLoop(b, tasks, body); };
   // One query per (batch, head): the decode kernel.
   if (qt.getDimSize(2) == 1)
-    return buildDecodeAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, plain);
+    return buildDecodeAttention(b, t, op, bufs, plain);
   // Queries against a KV cache (the decode entry), their count known per
   // call: a step of generation (one query) takes the decode kernel, a
   // chunk of a chunked prefill the query-block kernel. Both are built; one
@@ -1420,10 +1414,10 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
     Value step = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                        memref::DimOp::create(b, q, 2), indexConst(b, 1));
     return buildDecodeAttention(
-        b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias,
+        b, t, op, bufs,
         [&](Value stepTasks, TaskBody stepBody) {
           buildQueryBlockAttention(
-              b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, relEmb,
+              b, t, op, bufs,
               [&](Value chunkTasks, TaskBody chunkBody) {
                 Value tasks = arith::SelectOp::create(b, step, stepTasks, chunkTasks);
                 attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
@@ -1436,8 +1430,7 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
               });
         });
   }
-  buildQueryBlockAttention(b, t, op, q, k, v, o, qLens, kvLens, sinks, relBias, relEmb,
-                           plain);
+  buildQueryBlockAttention(b, t, op, bufs, plain);
   return success();
 }
 
@@ -1445,10 +1438,10 @@ LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b,
 // anyway). Row i of head h: visible keys [jLo, jHi) (the same range the
 // flash kernel walks), max of the scores, sum of their exponentials, then
 // the normalised weights; everything else in the row is zero.
-LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp op, Value sinks,
-                                Value relBias, Value relEmb,
-                                Value q, Value k, Value p, Value qLens,
-                                Value kvLens) {
+LogicalResult attnc::buildProbs(ImplicitLocOpBuilder &b, CpuTargetAttr, ProbsOp op,
+                                const AttentionBuffers &bufs) {
+  Value q = bufs.q, k = bufs.k, p = bufs.o, qLens = bufs.qLens, kvLens = bufs.kvLens;
+  Value sinks = bufs.sinks, relBias = bufs.relBias, relEmb = bufs.relEmb;
   auto qt = cast<MemRefType>(q.getType());
   int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))

@@ -9,6 +9,7 @@
 #define ATTNC_CONVERSION_CUDA_CUDABUILDERS_H
 
 #include "Common/LoopBuilders.h"
+#include "attnc/Dialect/Attn/IR/AttnKernelsInterface.h"
 
 namespace attnc {
 
@@ -31,20 +32,14 @@ void buildGpuGemm(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
 /// kernels apply them.
 mlir::LogicalResult buildGpuAttention(mlir::ImplicitLocOpBuilder &b,
                                       attn::CudaTargetAttr target, attn::SdpaOp op,
-                                      mlir::Value q, mlir::Value k,
-                                      mlir::Value v, mlir::Value o,
-                                      mlir::Value qLens, mlir::Value kvLens,
-                                      mlir::Value sinks = {}, mlir::Value relBias = {},
-                                      mlir::Value relEmb = {});
+                                      const attn::AttentionBuffers &bufs);
 
 /// The CUDA target's attn.probs: p [B, Hq, Tq, Tkv] as buildProbs defines
 /// it, one block per (batch, head, query row) whose threads stride over the
 /// row's keys; three passes over the visible keys (max, exponentials, scale)
 /// with block-wide max and sum through shared memory.
 mlir::LogicalResult buildGpuProbs(mlir::ImplicitLocOpBuilder &b, attn::CudaTargetAttr target,
-                                  attn::ProbsOp op, mlir::Value sinks, mlir::Value relBias,
-                                  mlir::Value relEmb, mlir::Value q, mlir::Value k, mlir::Value p,
-                                  mlir::Value qLens, mlir::Value kvLens);
+                                  attn::ProbsOp op, const attn::AttentionBuffers &bufs);
 
 /// The CUDA target's attn.rope in place on x [B, H, T, D]: one block per
 /// (sequence, block of rows), one thread per (row, pair) computing the

@@ -29,17 +29,13 @@ struct CudaKernels
     attnc::buildGpuGemm(b, target(attr), x, wp, bias, y, n);
     return success();
   }
-  LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op, Value q,
-                          Value k, Value v, Value o, Value qLens, Value kvLens,
-                          Value sinks, Value relBias, Value relEmb) const {
-    return attnc::buildGpuAttention(b, target(attr), op, q, k, v, o, qLens, kvLens, sinks,
-                                    relBias, relEmb);
+  LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op,
+                          const AttentionBuffers &bufs) const {
+    return attnc::buildGpuAttention(b, target(attr), op, bufs);
   }
-  LogicalResult buildProbs(Attribute attr, ImplicitLocOpBuilder &b, ProbsOp op, Value sinks,
-                           Value relBias, Value relEmb, Value q, Value k, Value p,
-                           Value qLens, Value kvLens) const {
-    return attnc::buildGpuProbs(b, target(attr), op, sinks, relBias, relEmb, q, k, p, qLens,
-                                kvLens);
+  LogicalResult buildProbs(Attribute attr, ImplicitLocOpBuilder &b, ProbsOp op,
+                           const AttentionBuffers &bufs) const {
+    return attnc::buildGpuProbs(b, target(attr), op, bufs);
   }
   LogicalResult buildCacheAppend(Attribute attr, ImplicitLocOpBuilder &b, Value k, Value v,
                                  Value kc, Value vc, Value lens, Value positions) const {

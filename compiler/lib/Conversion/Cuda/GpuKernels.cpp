@@ -240,26 +240,23 @@ namespace {
 /// visibility, layout, scale and score modifiers (in natural-log units:
 /// the CUDA kernels scale q by `scale` only, so ScoreMods' unit is 1),
 /// the operands and the optional sinks [Hq] and T5 table [buckets, Hq].
-struct GpuSdpa {
+struct GpuSdpa : AttentionBuffers {
   int64_t D = 0;
   attnc::KeyVisibility vis;
   bool bthd = false;
   double scale = 1;
   attnc::ScoreMods mods;
   attnc::RelKey rel;
-  Value q, k, v, o, sinks, relBias, relEmb;
 
-  static GpuSdpa of(SdpaOp op, Value q, Value k, Value v, Value o, Value sinks,
-                    Value relBias, Value relEmb) {
+  static GpuSdpa of(SdpaOp op, const AttentionBuffers &bufs) {
     GpuSdpa a;
-    a.D = cast<MemRefType>(q.getType()).getDimSize(3);
+    static_cast<AttentionBuffers &>(a) = bufs;
+    a.D = cast<MemRefType>(bufs.q.getType()).getDimSize(3);
     a.vis = attnc::KeyVisibility::of(op);
     a.bthd = op.getLayout() == HeadLayout::bthd;
     a.scale = op.getScale().convertToDouble();
     a.mods = attnc::ScoreMods::of(op);
     a.rel = attnc::RelKey::of(op);
-    a.q = q, a.k = k, a.v = v, a.o = o, a.sinks = sinks, a.relBias = relBias;
-    a.relEmb = relEmb;
     return a;
   }
   /// The score s of key j for the query at key position qpos (index
@@ -595,14 +592,13 @@ void GpuAttentionTask::write(ImplicitLocOpBuilder &c) const {
 } // namespace
 
 LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t,
-                                       SdpaOp op, Value q, Value k, Value v,
-                                       Value o, Value qLens, Value kvLens,
-                                       Value sinks, Value relBias, Value relEmb) {
+                                       SdpaOp op, const AttentionBuffers &bufs) {
+  Value q = bufs.q, k = bufs.k, qLens = bufs.qLens, kvLens = bufs.kvLens;
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
     return op.emitOpError("the CUDA target needs f32 operands with a static head_dim");
-  const GpuSdpa a = GpuSdpa::of(op, q, k, v, o, sinks, relBias, relEmb);
+  const GpuSdpa a = GpuSdpa::of(op, bufs);
   {
     // Decode (one query, no query lengths): the key-split kernel when its
     // NT partial rows fit the shared memory. The decode entry's queries
@@ -613,7 +609,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
         qt.getDimSize(2) == 1 ||
         (ShapedType::isDynamic(qt.getDimSize(2)) && op.getKey().getDefiningOp<CacheAppendOp>());
     if (oneQuery && !qLens && NT * (D + 2) * 4 <= t.getSharedBytes()) {
-      if (relEmb)
+      if (bufs.relEmb)
         return op.emitOpError("the CUDA decode kernel has no relative_key (the front end "
                               "refuses it with decode)");
       buildGpuDecodeAttention(b, NT, a, kvLens);
@@ -672,7 +668,7 @@ LogicalResult attnc::buildGpuAttention(ImplicitLocOpBuilder &b, CudaTargetAttr t
     at.accB = privateBuffer(c, MQ, {D});
     at.stat = privateBuffer(c, MQ, {2});
     at.sc = privateBuffer(c, MQ, {NK});
-    at.mh = a.mods.head(c, at.h, relBias, /*unit=*/1.0);
+    at.mh = a.mods.head(c, at.h, a.relBias, /*unit=*/1.0);
     at.init(c);
     loop(c, keys.start, keys.end, indexConst(c, NK), {},
          [&](ImplicitLocOpBuilder &cj, Value j0, ValueRange) {
@@ -942,8 +938,9 @@ void GpuProbsTask::scalePass(ImplicitLocOpBuilder &c) const {
 } // namespace
 
 LogicalResult attnc::buildGpuProbs(ImplicitLocOpBuilder &b, CudaTargetAttr t, ProbsOp op,
-                                   Value sinks, Value relBias, Value relEmb, Value q, Value k,
-                                   Value p, Value qLens, Value kvLens) {
+                                   const AttentionBuffers &bufs) {
+  Value q = bufs.q, k = bufs.k, p = bufs.o, qLens = bufs.qLens, kvLens = bufs.kvLens;
+  Value sinks = bufs.sinks, relBias = bufs.relBias, relEmb = bufs.relEmb;
   auto qt = cast<MemRefType>(q.getType());
   const int64_t D = qt.getDimSize(3);
   if (!qt.getElementType().isF32() || ShapedType::isDynamic(D))
