@@ -869,6 +869,36 @@ VARIANT_CASES = [
                   norm_offset=1.0, scale=1 / math.sqrt(32),
                   rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
          names=LLAMA_NAMES),
+    # Published multimodal configs whose text_config names only a few keys
+    # and relies on the configuration class's defaults (HF reads the rest
+    # from LlamaConfig / Gemma2Config / Gemma3TextConfig): llava-1.5's
+    # (32 heads, rope_theta 10000), PaliGemma 2's (8 heads of 256, 4 kv,
+    # query_pre_attn_scalar 256, soft-cap 50), gemma-3-4b-it's (8 heads of
+    # 256, 4 kv, query_pre_attn_scalar 256, rope_theta 1e6 on global layers).
+    dict(name="llava_sparse", module="language_model.model.layers.1.self_attn",
+         config=dict(model_type="llava", torch_dtype="float32",
+                     text_config=dict(model_type="llama", hidden_size=256,
+                                      num_hidden_layers=2, rms_norm_eps=1e-5,
+                                      max_position_embeddings=4096, vocab_size=32064)),
+         ref=dict(d=256, heads=32, kv_heads=32, head_dim=8, bias=[], rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
+    dict(name="paligemma2_sparse", module="language_model.model.layers.1.self_attn",
+         config=dict(model_type="paligemma", torch_dtype="float32",
+                     text_config=dict(model_type="gemma2", hidden_size=64,
+                                      num_hidden_layers=2, vocab_size=1000)),
+         # layer 1 is odd: global attention
+         ref=dict(d=64, heads=8, kv_heads=4, head_dim=256, bias=[], rope=dict(),
+                  softcap=50.0, scale=1 / 16),
+         names=LLAMA_NAMES),
+    dict(name="gemma3_mm_sparse", module="language_model.model.layers.5.self_attn",
+         config=dict(model_type="gemma3",
+                     text_config=dict(model_type="gemma3_text", hidden_size=64,
+                                      num_hidden_layers=6, sliding_window=512,
+                                      rope_scaling={"rope_type": "linear", "factor": 8.0})),
+         ref=dict(d=64, heads=8, kv_heads=4, head_dim=256, bias=[], qk_norm="head", eps=1e-6,
+                  norm_offset=1.0, scale=1 / 16,
+                  rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
+         names=LLAMA_NAMES),
     # Qwen2-VL / Qwen2.5-VL's language model: Qwen2's attention, M-RoPE
     # whose three positions are equal for text tokens (plain RoPE); the
     # config at the top level (older) or in text_config (transformers v5).

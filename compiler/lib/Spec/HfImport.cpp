@@ -27,7 +27,17 @@ struct ImportError {
   std::string message;
 };
 
-/// config.json, with typed look-ups that name the key on a bad value.
+/// ":LINE:COL" of a value in config.json (yaml-cpp's marks are 0-based),
+/// or "" where its position is not known: an absent key, or a node built
+/// by YAML::Clone (marked 0:0, where only the document itself starts).
+std::string locationOf(const YAML::Node &n) {
+  if (!n || n.Mark().is_null() || (n.Mark().line == 0 && n.Mark().column == 0))
+    return "";
+  return fmt::format(":{}:{}", n.Mark().line + 1, n.Mark().column + 1);
+}
+
+/// config.json, with typed look-ups that name the key (and where its value
+/// is) on a bad value.
 struct Config {
   YAML::Node root;
   std::string file;
@@ -36,7 +46,7 @@ struct Config {
     return root[k] && !root[k].IsNull();
   }
   [[noreturn]] void bad(const std::string &k, const std::string &what) const {
-    throw ImportError{fmt::format("{}: error: {}: {}", file, k, what)};
+    throw ImportError{fmt::format("{}{}: error: {}: {}", file, locationOf(root[k]), k, what)};
   }
   int64_t integer(const std::string &k) const {
     if (!has(k))
@@ -361,6 +371,72 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"mamba", "a state-space model (no attention)"},
 };
 
+/// What the architectures' configuration classes in Hugging Face
+/// transformers set where config.json leaves a key out (the attention's
+/// keys, for the classes whose published configs do leave them out:
+/// LLaVA's and LLaVA-NeXT's text_config name only a few Llama / Mistral
+/// keys, Gemma 3's multimodal checkpoints only a few Gemma3TextConfig
+/// ones, PaliGemma 2's Gemma2Config ones). A key absent from the file
+/// reads as this value, as the class's __init__ would give it; a key
+/// present as null keeps its null (HF's None). Defaults that are None in
+/// HF are not listed.
+struct ConfigDefault {
+  const char *modelType, *className;
+  std::initializer_list<std::pair<const char *, const char *>> keys;
+};
+const ConfigDefault kConfigDefaults[] = {
+    {"llama", "LlamaConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_hidden_layers", "32"},
+      {"rope_theta", "10000.0"}}},
+    {"mistral", "MistralConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "8"},
+      {"num_hidden_layers", "32"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"}}},
+    {"mixtral", "MixtralConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "8"},
+      {"num_hidden_layers", "32"}, {"rope_theta", "1000000.0"}}},
+    {"qwen2", "Qwen2Config",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "32"},
+      {"num_hidden_layers", "32"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"},
+      {"max_window_layers", "28"}}},
+    {"gemma", "GemmaConfig",
+     {{"hidden_size", "3072"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "16"},
+      {"head_dim", "256"}, {"num_hidden_layers", "28"}, {"rope_theta", "10000.0"}}},
+    {"gemma2", "Gemma2Config",
+     {{"hidden_size", "2304"}, {"num_attention_heads", "8"}, {"num_key_value_heads", "4"},
+      {"head_dim", "256"}, {"num_hidden_layers", "26"}, {"rope_theta", "10000.0"},
+      {"query_pre_attn_scalar", "256"}, {"sliding_window", "4096"},
+      {"attn_logit_softcapping", "50.0"}}},
+    {"gemma3_text", "Gemma3TextConfig",
+     {{"hidden_size", "2304"}, {"num_attention_heads", "8"}, {"num_key_value_heads", "4"},
+      {"head_dim", "256"}, {"num_hidden_layers", "26"}, {"rope_theta", "1000000.0"},
+      {"rope_local_base_freq", "10000.0"}, {"query_pre_attn_scalar", "256"},
+      {"sliding_window", "4096"}, {"sliding_window_pattern", "6"}}},
+};
+
+/// Fills the keys config.json leaves out with the configuration class's
+/// defaults (kConfigDefaults), with one note naming them.
+void applyConfigDefaults(Config &c, const std::string &modelType,
+                         std::vector<std::string> &notes) {
+  const std::string type = modelType == "gemma3" ? "gemma3_text" : modelType;
+  for (const ConfigDefault &d : kConfigDefaults) {
+    if (type != d.modelType)
+      continue;
+    std::string filled;
+    // (transformers v5 keeps the rope keys in rope_parameters, which
+    // flattenRopeParameters reads later: those stay unset here)
+    const bool v5Rope = bool(c.root["rope_parameters"]);
+    for (const auto &[key, value] : d.keys)
+      if (!c.root[key] && !(v5Rope && std::string(key).rfind("rope_", 0) == 0)) {
+        c.root[key] = value;
+        filled += fmt::format("{}{} {}", filled.empty() ? "" : ", ", key, value);
+      }
+    if (!filled.empty())
+      notes.push_back(fmt::format("note: {}: not in the file, {}'s defaults (as Hugging Face "
+                                  "reads the config): {}",
+                                  c.file, d.className, filled));
+  }
+}
+
 std::string knownList() {
   std::string s;
   for (const char *k : kKnown)
@@ -461,7 +537,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   if (textConfig && textConfig.IsMap() &&
       (mt == "gemma3" || !listed(mt) || !c.has("hidden_size"))) {
     const std::string outer = wrapper = mt;
-    YAML::Node text = YAML::Clone(textConfig);
+    YAML::Node text = textConfig; // (not a clone: its values keep their positions)
     for (const char *key : {"torch_dtype", "dtype"})
       if ((!text[key] || text[key].IsNull()) && c.has(key))
         text[key] = c.root[key];
@@ -501,16 +577,19 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   for (const auto &[name, why] : kNotYet)
     if (mt == name)
       throw ImportError{fmt::format(
-          "{}: error: model_type '{}' needs {}, which this version of attnc does "
-          "not compile yet (docs/models.md)", c.file, mt, why)};
+          "{}{}: error: model_type '{}' needs {}, which this version of attnc does "
+          "not compile yet (docs/models.md)", c.file, locationOf(c.root["model_type"]), mt, why)};
   const std::string namedType = mt; // the kernel's name keeps the checkpoint's
   for (const auto &[alias, same] : kAliases)
     if (mt == alias)
       mt = same;
   if (!mllamaVision && std::find_if(std::begin(kKnown), std::end(kKnown),
                                     [&](const char *k) { return mt == k; }) == std::end(kKnown))
-    throw ImportError{fmt::format("{}: error: model_type '{}' is not an architecture "
-                                  "attnc knows; known: {}", c.file, namedType, knownList())};
+    throw ImportError{fmt::format("{}{}: error: model_type '{}' is not an architecture "
+                                  "attnc knows; known: {}", c.file, locationOf(c.root["model_type"]),
+                                  namedType, knownList())};
+
+  applyConfigDefaults(c, mt, out.notes);
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
@@ -1110,9 +1189,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("clip_qkv: {}\n", ac["clip_qkv"].as<std::string>());
     if (has("softmax_scale"))
       y += fmt::format("scale: {}\n", ac["softmax_scale"].as<std::string>());
-    if (!has("alibi") || ac["alibi"].as<bool>())
-      y += fmt::format("alibi:\n  bias_max: {}\n",
-                       has("alibi_bias_max") ? ac["alibi_bias_max"].as<std::string>() : "8");
+    if (!has("alibi") || ac["alibi"].as<bool>()) {
+      const std::string biasMax =
+          has("alibi_bias_max") ? ac["alibi_bias_max"].as<std::string>() : "8";
+      y += fmt::format("alibi:\n  bias_max: {}\n", biasMax);
+      if (biasMax != "8")
+        out.notes.push_back(fmt::format(
+            "note: {}: attn_config.alibi_bias_max {}: the kernel's slopes use it, as "
+            "MosaicML's own MPT code does; Hugging Face transformers' MptModel builds its "
+            "ALiBi with 8 whatever the config says (every published MPT config has 8)",
+            c.file, biasMax));
+    }
   } else if (mt == "gpt_bigcode") {
     expectAfter({"attn"});
     const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
