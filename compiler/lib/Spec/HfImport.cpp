@@ -589,7 +589,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                   "attnc knows; known: {}", c.file, locationOf(c.root["model_type"]),
                                   namedType, knownList())};
 
-  applyConfigDefaults(c, mt, out.notes);
+  // (by the checkpoint's own model_type: an alias's class may differ, as
+  // Qwen2VLConfig's defaults do from Qwen2Config's)
+  applyConfigDefaults(c, namedType, out.notes);
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
@@ -1193,7 +1195,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       const std::string biasMax =
           has("alibi_bias_max") ? ac["alibi_bias_max"].as<std::string>() : "8";
       y += fmt::format("alibi:\n  bias_max: {}\n", biasMax);
-      if (biasMax != "8")
+      double bm = 8.0;
+      if (has("alibi_bias_max") && YAML::convert<double>::decode(ac["alibi_bias_max"], bm) &&
+          bm != 8.0)
         out.notes.push_back(fmt::format(
             "note: {}: attn_config.alibi_bias_max {}: the kernel's slopes use it, as "
             "MosaicML's own MPT code does; Hugging Face transformers' MptModel builds its "
