@@ -471,6 +471,17 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
       // spec's `padding` is bidirectional) but rarely what is meant.
       if (skipping && key == "mask") {
         const std::string was = l.substr(key.size() + 1);
+        // The window (chunk) the layer attends within comes with its own
+        // key; no other mask keeps it, and none adds padding lengths to it.
+        for (const char *kept : {"sliding_window", "chunked"})
+          if (was.find(kept) != std::string::npos && value.find(kept) == std::string::npos)
+            throw ImportError{fmt::format(
+                "attnc: error: --set {}: this layer attends within a {} (mask:{}), and attnc "
+                "has no mask that keeps it {} (docs/spec.md, mask): without padding lengths, "
+                "batch sequences of one length, or one sequence per call",
+                s, std::string(kept) == "chunked" ? "chunk" : "sliding window", was,
+                value.find("padding") != std::string::npos ? "with padding lengths"
+                                                           : "as mask " + value)};
         auto causal = [](const std::string &m) {
           return m.find("causal") != std::string::npos ||
                  m.find("sliding_window") != std::string::npos;
