@@ -534,6 +534,26 @@ static Value scaleByPow2(ImplicitLocOpBuilder &c, Value p, Value n) {
       arith::ConstantOp::create(c, c.getI32IntegerAttr(4)));
 }
 
+/// 2^r for a vector r in [-1/2, 1/2]: kExp2Coef's polynomial in Horner form.
+static Value exp2Poly(ImplicitLocOpBuilder &c, Value r) {
+  auto vt = cast<VectorType>(r.getType());
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getF32FloatAttr(static_cast<float>(v))));
+  };
+  Value p = splat(kExp2Coef[6]);
+  for (int i = 5; i >= 0; --i)
+    p = vector::FMAOp::create(c, p, r, splat(kExp2Coef[i]));
+  return p;
+}
+
+/// 2^x on AVX-512 (vector<16xf32>): n = roundeven(x), 2^(x - n) by
+/// exp2Poly, times 2^n by vscalefps, which saturates to inf or 0 by itself.
+static Value exp2Scalef(ImplicitLocOpBuilder &c, Value x) {
+  Value n = math::RoundEvenOp::create(c, x);
+  return scaleByPow2(c, exp2Poly(c, arith::SubFOp::create(c, x, n)), n);
+}
+
 Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
                               Value delta, double unit) const {
   Type ty = s.getType();
@@ -559,13 +579,7 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     // key) would give NaN: the flash kernels apply this to computed scores
     // only.
     const double cap = *softcap, C = cap * unit, k = 2.0 * 1.4426950408889634 / C;
-    Value ks = arith::MulFOp::create(c, s, cst(k));
-    Value n = math::RoundEvenOp::create(c, ks);
-    Value r = arith::SubFOp::create(c, ks, n);
-    Value p = cst(kExp2Coef[6]);
-    for (int i = 5; i >= 0; --i)
-      p = vector::FMAOp::create(c, p, r, cst(kExp2Coef[i]));
-    Value e = scaleByPow2(c, p, n);
+    Value e = exp2Scalef(c, arith::MulFOp::create(c, s, cst(k)));
     Value den = arith::AddFOp::create(c, e, cst(1.0));
     s = arith::SubFOp::create(c, cst(C), arith::DivFOp::create(c, cst(2.0 * C), den));
   } else if (softcap && vt) {
@@ -585,10 +599,7 @@ Value attnc::ScoreMods::apply(ImplicitLocOpBuilder &c, Value s, Value slopeV,
     const double magic = 12582912.0;
     Value t = vector::FMAOp::create(c, sc, cst(k), cst(magic));
     Value negN = arith::SubFOp::create(c, cst(magic), t);
-    Value r = vector::FMAOp::create(c, sc, cst(k), negN);
-    Value p = cst(kExp2Coef[6]);
-    for (int i = 5; i >= 0; --i)
-      p = vector::FMAOp::create(c, p, r, cst(kExp2Coef[i]));
+    Value p = exp2Poly(c, vector::FMAOp::create(c, sc, cst(k), negN));
     Value e = arith::ShLIOp::create(
         c, arith::AddIOp::create(c, arith::BitcastOp::create(c, ivt, t), icst(127)), icst(23));
     Value den = vector::FMAOp::create(c, p, arith::BitcastOp::create(c, vt, e), cst(1.0));
@@ -941,20 +952,11 @@ Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x, bool avx512) {
   // then n itself, so 2^n's bits are (bits + 127) << 23.
   const double magic = 12582912.0;
   Value xc = arith::MaximumFOp::create(c, x, splat(-126.0));
-  if (avx512 && vt.getNumElements() == 16 && vt.getElementType().isF32()) {
-    Value n = math::RoundEvenOp::create(c, xc);
-    Value r = arith::SubFOp::create(c, xc, n);
-    Value p = splat(kExp2Coef[6]);
-    for (int i = 5; i >= 0; --i)
-      p = vector::FMAOp::create(c, p, r, splat(kExp2Coef[i]));
-    return scaleByPow2(c, p, n);
-  }
+  if (avx512 && vt.getNumElements() == 16 && vt.getElementType().isF32())
+    return exp2Scalef(c, xc);
   Value t = arith::AddFOp::create(c, xc, splat(magic));
   Value n = arith::SubFOp::create(c, t, splat(magic));
-  Value r = arith::SubFOp::create(c, xc, n);
-  Value p = splat(kExp2Coef[6]);
-  for (int i = 5; i >= 0; --i)
-    p = vector::FMAOp::create(c, p, r, splat(kExp2Coef[i]));
+  Value p = exp2Poly(c, arith::SubFOp::create(c, xc, n));
   Value e = arith::ShLIOp::create(
       c, arith::AddIOp::create(c, arith::BitcastOp::create(c, ivt, t), isplat(127)),
       isplat(23));
