@@ -360,11 +360,9 @@ class Kernel:
     def __repr__(self):
         i = self.info
         mask = i["mask"]
-        if mask == "sliding_window":
+        if mask.startswith(("sliding_window", "chunked")):
             mask += f" {i['window']}"
-        if mask == "chunked":
-            mask += f" {i['window']}"
-        if i["mask"] in ("causal", "causal+padding", "sliding_window", "chunked"):
+        if i["mask"] not in ("none", "padding"):
             mask += f" ({i['causal_align']})"
         feats = ", ".join(i["features"]) or "none"
         return (f"<attnc.Kernel {self.name}: d_model {i['d_model']}, heads {i['heads']}, "

@@ -254,7 +254,7 @@ std::string checkVariantInputs(const BlockParams &p, int64_t batch,
     if (in.positions && (in.positions[b] < 0 || in.positions[b] > maxPosition - seqLen))
       return "positions[" + std::to_string(b) + "] is " + std::to_string(in.positions[b]) +
              ", expected 0.." + std::to_string(maxPosition - seqLen) + " (2^30 - seq_len)";
-    if (in.positions && in.positions[b] != 0 && p.mask == ATTNC_MASK_CHUNKED && !p.kvCache)
+    if (in.positions && in.positions[b] != 0 && attnc_mask_chunked(p.mask) && !p.kvCache)
       return "positions[" + std::to_string(b) + "] is " + std::to_string(in.positions[b]) +
              ": a chunked mask counts its chunks from position 0, and a forward without "
              "a KV cache has no earlier tokens (start at 0, or use the decode entry)";

@@ -45,10 +45,7 @@ void linearT(const T *x, const T *w, const T *b, T *y, int64_t m, int64_t k,
 }
 
 /// The causal/window parts of the mask (docs: naive::sdpa).
-inline bool isCausal(uint32_t mask) {
-  return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
-         mask == ATTNC_MASK_SLIDING_WINDOW || mask == ATTNC_MASK_CHUNKED;
-}
+inline bool isCausal(uint32_t mask) { return attnc_mask_causal(mask); }
 
 /// Sequence b's valid queries and keys, and where query i sits among the
 /// keys (i + offset): bottom-right alignment lines the last valid query up
@@ -74,8 +71,8 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
   assert(hkv > 0 && hq % hkv == 0 && "query heads must be a multiple of kv");
   const int64_t group = hq / hkv;
   const bool causal = isCausal(mask);
-  const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
-  const bool chunked = mask == ATTNC_MASK_CHUNKED && window > 0;
+  const bool windowed = attnc_mask_sliding(mask) && window > 0;
+  const bool chunked = attnc_mask_chunked(mask) && window > 0;
   std::vector<T> scores(static_cast<size_t>(tkv));
   std::vector<char> visible(static_cast<size_t>(tkv));
 
@@ -984,8 +981,8 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                double *eoMag = nullptr) {
   const int64_t group = hq / hkv;
   const bool causal = naive::isCausal(mask);
-  const bool windowed = mask == ATTNC_MASK_SLIDING_WINDOW && window > 0;
-  const bool chunked = mask == ATTNC_MASK_CHUNKED && window > 0;
+  const bool windowed = attnc_mask_sliding(mask) && window > 0;
+  const bool chunked = attnc_mask_chunked(mask) && window > 0;
   const bool prob = !model.rigorous;
   const double inf = std::numeric_limits<double>::infinity();
   // Softcap multiplies q's error by a slope that differs from key to key:

@@ -290,7 +290,7 @@ std::string checkSizes(const attnc_kernel_info &info) {
       kvW > kMaxDim)
     return bad("heads * head_dim is implausibly large (" +
                num(info.heads) + " * " + num(info.head_dim) + ")");
-  if (info.mask > ATTNC_MASK_CHUNKED)
+  if (info.mask > ATTNC_MASK_LAST)
     return bad("unknown mask value " + std::to_string(info.mask));
   if (info.causal_align > 1)
     return bad("unknown causal_align value " +
@@ -300,14 +300,13 @@ std::string checkSizes(const attnc_kernel_info &info) {
     return bad("window must be non-negative, got " + num(info.window));
   if (info.window > attnc::limits::kMaxWindow)
     return bad("window is " + num(info.window) + ", more than a spec allows (2^24)");
-  if (info.mask == ATTNC_MASK_SLIDING_WINDOW && info.window <= 0)
+  if (attnc_mask_sliding(info.mask) && info.window <= 0)
     return bad("sliding_window mask needs a positive window, got " +
                num(info.window));
-  if (info.mask == ATTNC_MASK_CHUNKED && info.window <= 0)
+  if (attnc_mask_chunked(info.mask) && info.window <= 0)
     return bad("chunked mask needs a positive chunk size (window), got " +
                num(info.window));
-  if (info.mask != ATTNC_MASK_SLIDING_WINDOW && info.mask != ATTNC_MASK_CHUNKED &&
-      info.window != 0)
+  if (!attnc_mask_sliding(info.mask) && !attnc_mask_chunked(info.mask) && info.window != 0)
     return bad("window is " + num(info.window) +
                " but the mask is not sliding_window or chunked");
   const uint32_t allBiases = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
@@ -452,8 +451,7 @@ std::string checkOutputAndKinds(const attnc_kernel_info &info) {
                        : std::string("features declares cuda, but isa ") +
                              isaName(info.isa) +
                              " is a CPU instruction set");
-  const bool paddingMask = info.mask == ATTNC_MASK_PADDING ||
-                           info.mask == ATTNC_MASK_CAUSAL_PADDING;
+  const bool paddingMask = attnc_mask_lengths(info.mask);
   if (paddingMask != ((info.features & ATTNC_FEATURE_LENGTHS) != 0))
     return bad(paddingMask
                    ? "a padding mask needs the lengths feature, which "

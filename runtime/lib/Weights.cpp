@@ -543,7 +543,7 @@ struct Loader {
                               cfg.find("\"sliding_window\"") != std::string::npos &&
                               cfg.find("\"sliding_window\": null") == std::string::npos &&
                               cfg.find("\"sliding_window\":null") == std::string::npos &&
-                              info.mask != ATTNC_MASK_SLIDING_WINDOW) ||
+                              !attnc_mask_sliding(info.mask)) ||
                              ((modelType("smollm3") || modelType("llama4_text")) &&
                               smolNopeLayer(cfg)) ||
                              // Mllama: its cross-attention layers and vision

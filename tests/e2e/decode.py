@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """KV-cache decode end to end: compile specs with decode: true (causal,
-causal+padding, sliding windows of 1, 5 and 130, GQA/MQA, head_dim not a
-multiple of the vector width, no output projection, top-left alignment)
+causal+padding, sliding windows of 1, 5 and 130, a window and a chunk with
+padding lengths, GQA/MQA, head_dim not a multiple of the vector width, no
+output projection, top-left alignment)
 and check, on both code paths (AVX-512 and AVX2, via ATTNC_ISA):
   - `attnc-run --decode-steps K --check`: prefill T-K tokens, decode K
     tokens one at a time, all T rows against the interpreter's forward over
@@ -30,6 +31,9 @@ SPECS = [
     ("dec_win5_gqa", "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\n"
                      "mask: sliding_window\nwindow: 5\nweights: separate\n"),
     ("dec_win130", "d_model: 48\nheads: 3\nmask: sliding_window\nwindow: 130\n"),
+    ("dec_winpad5_gqa", "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\n"
+                        "mask: sliding_window+padding\nwindow: 5\nweights: separate\n"),
+    ("dec_chunkpad6", "d_model: 48\nheads: 3\nmask: chunked+padding\nchunk: 6\n"),
     ("dec_noproj_tl", "d_model: 40\nheads: 2\nhead_dim: 20\nmask: causal\n"
                       "causal_align: top_left\nout_proj: false\n"),
 ]

@@ -15,7 +15,10 @@ function in float32 as torch computes it), Llama 4's chunked attention
 applies it) and the attention temperature tuning of its NoPE layers,
 cross-attention (Mllama's cross_attn: k and v from a second input x_kv),
 BERT's relative_key / relative_key_query position embeddings (q . E and
-k . E added to q . k before the scale); the reference computes its own
+k . E added to q . k before the scale), and batches with right padding
+(per-sequence valid lengths, `--lengths`) under a sliding window (Mistral,
+Gemma 2) or Llama 4's chunks: each sequence's valid prefix computed alone,
+the rows past it zero; the reference computes its own
 inverse frequencies from rope_theta and rope_scaling (default,
 linear, dynamic NTK, llama3, yarn, longrope), rotates with rotate_half (half-split) or
 rotate_every_two (GPT-J, interleaved) on the first rotary_dim dims of each
@@ -24,9 +27,9 @@ head, repeats K/V heads for GQA and applies the causal mask.
 Every case also checks that the comparison can fail: the same reference
 without the rotary embedding (or without the q bias) must be far outside
 the tolerance, so a kernel that silently ignored the feature would FAIL;
-a chunked mask's chunks, Llama 4's L2 QK-norm and relative_key_query's
-k . E term are also dropped one at a time (everything else kept), each of
-which must fail too.
+a chunked mask's chunks, a padded batch's window, Llama 4's L2 QK-norm
+and relative_key_query's k . E term are also dropped one at a time
+(everything else kept), each of which must fail too.
 
 Tolerance per element: |y_attnc - y_ref| <= 1e-4 + 1e-4 * |y_ref|.
 
@@ -302,6 +305,19 @@ def reference(case, w, x, rope=None, bias=None, mods=True, x_kv=None):
     return proj("o", o)
 
 
+def reference_padded(case, w, x, lengths, **kw):
+    """reference() per sequence over its valid prefix x[b, :lengths[b]]
+    (right padding: positions 0 .. n-1, keys past n never seen), the rows
+    past it zero, as attnc writes them. lengths None: reference()."""
+    if lengths is None:
+        return reference(case, w, x, **kw)
+    out = np.zeros((x.shape[0], x.shape[1], case["d"]))
+    for b, n in enumerate(lengths):
+        if n:
+            out[b, :n] = reference(case, w, x[b:b + 1, :n], **kw)[0]
+    return out
+
+
 # -------------------------------------------------------------------- cases
 def rope_yaml(rope):
     if rope is None:
@@ -481,16 +497,36 @@ CASES = [
     # the 64-query blocks.
     dict(name="relkeyq_causal", d=32, heads=2, kv_heads=2, head_dim=16,
          bias=["q", "k", "v", "o"], T=[37, 70], rope=None, relkey=(72, True)),
+    # Batches with right padding (mask sliding_window+padding / chunked+padding,
+    # lengths per sequence: the full T, about 2/3 of it, 1, and 0 with T = 100)
+    # Mistral: a window of 6, GQA, rope theta 1e6.
+    dict(name="mistral_pad", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[37, 100],
+         rope=dict(theta=1000000.0), window=6, padding=True),
+    # Gemma 2's local layers: the window with soft-capping and its scalar.
+    dict(name="gemma2_pad", d=64, heads=4, kv_heads=2, head_dim=32, bias=[], T=[50],
+         rope=dict(), window=9, softcap=2.0, scale=1 / math.sqrt(24), padding=True,
+         yaml="softcap: 2.0\nscale: 0.2041241452319315\n"),
+    # Llama 4's RoPE layers: chunks of 16 with padding lengths.
+    dict(name="llama4_pad", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[70],
+         rope=dict(style="interleaved", theta=500000.0), chunk=16, padding=True),
 ]
+
+
+def lengths_of(c, T):
+    """Valid lengths of a padded case's batch (None: no padding)."""
+    if not c.get("padding"):
+        return None
+    return [T, max(1, 2 * T // 3), 1] + ([0] if T >= 100 else [])
 
 
 def spec_of(c):
     bias = "[" + ", ".join(c["bias"]) + "]"
     mask = "causal" if c.get("causal", True) else "none"
+    pad = "+padding" if c.get("padding") else ""
     if c.get("window"):
-        mask = f"sliding_window\nwindow: {c['window']}"
+        mask = f"sliding_window{pad}\nwindow: {c['window']}"
     if c.get("chunk"):
-        mask = f"chunked\nchunk: {c['chunk']}"
+        mask = f"chunked{pad}\nchunk: {c['chunk']}"
     rel = ""
     if c.get("relkey"):  # BERT position_embedding_type relative_key(_query)
         P, key_query = c["relkey"]
@@ -580,15 +616,17 @@ def main():
             failed += 1
             continue
         for T in c["T"]:
-            x = rng.standard_normal((2, T, c["d"])).astype(np.float32)
+            lens = lengths_of(c, T)
+            x = rng.standard_normal((len(lens) if lens else 2, T, c["d"])).astype(np.float32)
             xp, yp = os.path.join(d, f"x{T}.npy"), os.path.join(d, f"y{T}.npy")
             np.save(xp, x)
-            label = f"{c['name']} T={T}"
-            ref = reference(c, w, x, rope=c["rope"])
+            label = f"{c['name']} T={T}" + (f" lengths={lens}" if lens else "")
+            lens_arg = ["--lengths", ",".join(map(str, lens))] if lens else []
+            ref = reference_padded(c, w, x, lens, rope=c["rope"])
             if rec is None:
                 try:
                     run(["attnc-run", lib, "--weights", os.path.join(d, "w"), "--x", xp,
-                         "--out", yp])
+                         "--out", yp] + lens_arg)
                 except RuntimeError as e:
                     print(f"FAIL: {label}: {e}")
                     failed += 1
@@ -605,11 +643,11 @@ def main():
             sc = (c["rope"] or {}).get("scaling") or {}
             # dynamic NTK past max_position_embeddings: without its scaling
             unscaled = (sc.get("type") == "dynamic" and T > sc["max_position_embeddings"])
-            wrong = (reference(c, w, x, mods=False) if scored
-                     else reference(c, w, x, rope={k: v for k, v in c["rope"].items()
+            wrong = (reference_padded(c, w, x, lens, mods=False) if scored
+                     else reference_padded(c, w, x, lens, rope={k: v for k, v in c["rope"].items()
                                                    if k != "scaling"}) if unscaled
-                     else reference(c, w, x, rope=None) if c["rope"] is not None
-                     else reference(c, w, x, bias=[b for b in c["bias"] if b != "q"]))
+                     else reference_padded(c, w, x, lens, rope=None) if c["rope"] is not None
+                     else reference_padded(c, w, x, lens, bias=[b for b in c["bias"] if b != "q"]))
             werr = np.abs(y - wrong)
             # (one token sits at position 0, where the rotation is the
             # identity and ALiBi's bias is 0)
@@ -620,12 +658,17 @@ def main():
             # Llama 4's L2 QK-norm.
             also = []
             if c.get("chunk") and T > c["chunk"]:
-                also.append(("the chunks", reference(dict(c, chunk=None), w, x, rope=c["rope"])))
+                also.append(("the chunks", reference_padded(dict(c, chunk=None), w, x, lens,
+                                                            rope=c["rope"])))
+            if c.get("padding") and c.get("window") and T > c["window"]:
+                also.append(("the window", reference_padded(dict(c, window=None), w, x, lens,
+                                                            rope=c["rope"])))
             if c.get("qk_norm") == "l2" and T > 1:
-                also.append(("the L2 norm", reference(dict(c, qk_norm=None), w, x, rope=c["rope"])))
+                also.append(("the L2 norm", reference_padded(dict(c, qk_norm=None), w, x, lens,
+                                                             rope=c["rope"])))
             if c.get("relkey") and c["relkey"][1] and T > 1:  # relative_key_query's k . E
-                also.append(("the key term", reference(dict(c, relkey=(c["relkey"][0], False)),
-                                                       w, x, rope=c["rope"])))
+                also.append(("the key term", reference_padded(
+                    dict(c, relkey=(c["relkey"][0], False)), w, x, lens, rope=c["rope"])))
             also_err = [(what, float(np.abs(y - r).max()),
                          bool(np.any(np.abs(y - r) > ATOL + RTOL * np.abs(r)))) for what, r in also]
             detects = detects and all(d for _, _, d in also_err)
@@ -635,7 +678,7 @@ def main():
                 np.save(rp, ref)
                 np.save(wp, wrong)
                 rec.add(f"real_models {label}",
-                        [lib, "--weights", os.path.join(d, "w"), "--x", xp, "--out", yp],
+                        [lib, "--weights", os.path.join(d, "w"), "--x", xp, "--out", yp] + lens_arg,
                         kind="compare", out=yp, ref=rp, wrong=wp, atol=ATOL, rtol=RTOL,
                         trivial=bool(trivial))
                 print(f"RECORDED: {label}")

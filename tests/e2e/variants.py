@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Attention variants end to end: compile specs with padding, causal+padding,
-sliding-window and cross-attention masks (both causal alignments), with and
+sliding-window (also with padding lengths), chunked with padding lengths
+and cross-attention masks (both causal alignments), with and
 without the attention-weights output, and check every compiled kernel with
 `attnc-run --check` (y, and probs when the kernel has them) against the
 double-precision interpreter, on both code paths (AVX-512 and AVX2, via
@@ -32,6 +33,13 @@ SPECS = [
                  "mask: sliding_window\nwindow: 5\nweights: separate\n", False),
     ("win130_probs", "d_model: 48\nheads: 3\nmask: sliding_window\nwindow: 130\n"
                      "outputs: [y, probs]\n", False),
+    ("winpad5_gqa_probs", "d_model: 64\nheads: 4\nkv_heads: 2\nhead_dim: 16\n"
+                          "mask: sliding_window+padding\nwindow: 5\nweights: separate\n"
+                          "outputs: [y, probs]\n", False),
+    ("winpad130_tl", "d_model: 48\nheads: 3\nmask: sliding_window+padding\nwindow: 130\n"
+                     "causal_align: top_left\n", False),
+    ("chunkpad16_probs", "d_model: 32\nheads: 2\nmask: chunked+padding\nchunk: 16\n"
+                         "outputs: [y, probs]\n", False),
     ("cross_none", "d_model: 64\nheads: 4\nmask: none\ncross_attention: true\n"
                    "weights: separate\n", True),
     ("cross_pad", "d_model: 36\nheads: 3\nmask: padding\ncross_attention: true\n"
@@ -43,6 +51,8 @@ SPECS = [
                    "mask: causal+padding\ncross_attention: true\nout_proj: false\n"
                    "weights: separate\n", True),
     ("cross_window", "d_model: 32\nheads: 2\nmask: sliding_window\nwindow: 4\n"
+                     "cross_attention: true\n", True),
+    ("cross_winpad", "d_model: 32\nheads: 2\nmask: sliding_window+padding\nwindow: 4\n"
                      "cross_attention: true\n", True),
 ]
 RUNS = [(1, 1), (7, 2), (97, 3), (300, 2)]  # (seq_len, batch)

@@ -4,14 +4,15 @@ reference and against attnc's own forward.
 
 Opens kernels compiled with `decode: true` (the .test compiles them):
 GPT-2-like (causal, gpt2_conv1d, biases), Llama-like GQA (kv_heads <
-heads, separate weights, no bias), a sliding window of 5 and
-causal+padding; and one kernel without decode. For each case (batch 1..3,
+heads, separate weights, no bias), a sliding window of 5,
+causal+padding and a window of 4 with padding lengths
+(sliding_window+padding); and one kernel without decode. For each case (batch 1..3,
 prompt lengths per sequence mixed, 0 and 1 included, several steps):
 
   * prefill: each sequence's prompt goes through forward (batch 1) with
     k_cache=/v_cache= its own slice kc[b:b+1] of the [B, kv_heads, L,
-    head_dim] caches (contiguous in that layout); for the padding kernel,
-    one batched forward with lengths= instead;
+    head_dim] caches (contiguous in that layout); for the padding
+    kernels, one batched forward with lengths= instead;
   * decode: `steps` batched decode() calls, sequence b's token at position
     n_b + s (positions mixed across the batch); the chunked-prefill cases
     pass `chunk` tokens per sequence per call (the last call shorter),
@@ -43,7 +44,7 @@ the first decoded token's input in the whole-sequence forward by 1e-3
 FAIL.
 
 Usage: decode_torch.py --gpt2 LIB --gqa LIB --window LIB --padding LIB
---plain LIB [--sabotage MODE]. One PASS/FAIL line per check, then
+--winpad LIB --plain LIB [--sabotage MODE]. One PASS/FAIL line per check, then
 'decode vs torch: N passed, M failed' and the max errors; exit 1 on a
 failure. 'SKIP: ...' and exit 0 without torch.
 """
@@ -83,6 +84,8 @@ CASES = [
     ("window", [6, 0, 3], 7, "torch", "exact"),
     ("padding", [0, 1, 7], 6, "np", "exact"),
     ("padding", [4, 9], 5, "threads", "max"),
+    ("winpad", [0, 1, 9], 7, "np", "exact"),
+    ("winpad", [12, 3], 6, "threads", "max"),
     # chunked prefill: decode() calls of `chunk` new tokens per sequence
     # (the last chunk shorter), the first from position 0 where a prompt
     # is empty
@@ -92,6 +95,7 @@ CASES = [
     ("window", [1, 8], 9, "np", "exact", 7),
     ("window", [0, 3], 10, "threads", "max", 2),
     ("padding", [0, 1, 7], 5, "np", "exact", 5),
+    ("winpad", [2, 10], 8, "np", "exact", 3),
 ]
 
 
@@ -103,7 +107,7 @@ class Ref:
         i = k.info
         self.h, self.hkv, self.dh = i["heads"], i["kv_heads"], i["head_dim"]
         self.scale = i["scale"]
-        self.window = i["window"] if i["mask"] == "sliding_window" else 0
+        self.window = i["window"] if i["mask"].startswith("sliding_window") else 0
         self.layout = i["weight_layout"]
         self.w = {n: torch.from_numpy(np.asarray(a, np.float64)) for n, a in weights.items()}
 
@@ -207,7 +211,7 @@ def run_case(k, packed, ref, case, sabotage, rng, stats):
 
     # prefill
     y_pre = [None] * b
-    if kname == "padding" and max(lens) > 0:
+    if kname in ("padding", "winpad") and max(lens) > 0:
         n_max = max(lens)
         xp = np.zeros((b, n_max, d), np.float32)
         for s, n in enumerate(lens):
@@ -391,7 +395,7 @@ def bad_calls(k, kg, kp, packs, ok):
 
 def main():
     ap = argparse.ArgumentParser()
-    for key in ("gpt2", "gqa", "window", "padding", "plain"):
+    for key in ("gpt2", "gqa", "window", "padding", "winpad", "plain"):
         ap.add_argument("--" + key, required=True, metavar="LIB")
     ap.add_argument("--sabotage", choices=["ref", "forward", "pos", "accept"])
     args = ap.parse_args()
@@ -411,6 +415,8 @@ def main():
               "gqa": ({"decode"}, "features [decode]"),
               "window": ({"decode"}, "features [decode]"),
               "padding": ({"lengths", "decode"}, "features [lengths, decode]"),
+              "winpad": ({"lengths", "decode"},
+                         "mask sliding_window+padding 4 (bottom_right), features [lengths, decode]"),
               "plain": (set(), "features [none]")}
     kernels, packs, refs = {}, {}, {}
     for key, (feats, piece) in expect.items():

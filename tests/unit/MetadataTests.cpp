@@ -393,8 +393,14 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   f.info.mask = ATTNC_MASK_CHUNKED;
   f.info.window = 0;
   CHECK(f.check() == "chunked mask needs a positive chunk size (window), got 0");
-  f.info.mask = 6;
-  CHECK(f.check() == "unknown mask value 6");
+  f.info.mask = ATTNC_MASK_SLIDING_WINDOW_PADDING;
+  CHECK(f.check() == "sliding_window mask needs a positive window, got 0");
+  f.info.mask = ATTNC_MASK_CHUNKED_PADDING;
+  f.info.window = 4;
+  CHECK(f.check() == "a padding mask needs the lengths feature, which features does not declare");
+  f.info.window = 0;
+  f.info.mask = ATTNC_MASK_LAST + 1;
+  CHECK(f.check() == "unknown mask value 8");
   f.info.mask = ATTNC_MASK_CAUSAL;
   f.info.temperature_floor_scale = -1;
   CHECK(f.check().find("temperature_floor_scale must be in [0, 2^24]") != std::string::npos);
@@ -679,7 +685,7 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"scale=-1", "scale -1 is outside [FLT_MIN, 1e6]"},
       {"scale=3.4e39", "scale 3.4e+39 is outside [FLT_MIN, 1e6]"},
       {"scale=1e300", "scale 1e+300 is outside [FLT_MIN, 1e6]"},
-      {"mask=7", "unknown mask value 7"},
+      {"mask=8", "unknown mask value 8"},
       {"mask=2", "padding mask needs the lengths feature"},
       {"isa=9", "unknown isa value 9"},
       {"dtype=5", "unknown dtype value 5"},

@@ -167,6 +167,18 @@ TEST_CASE("the variants parse and are lowered", "[spec]") {
   s = specOf(kBase + "cross_attention: true\n");
   CHECK(s.crossAttention);
   CHECK(unsupportedFeature(s).empty());
+  // A window or chunk with padding lengths: both parts.
+  s = specOf(kBase + "mask: sliding_window+padding\nwindow: 4096\n");
+  CHECK(s.mask == MaskKind::SlidingWindowPadding);
+  CHECK(s.window == 4096);
+  CHECK((s.paddingMask() && s.slidingMask() && s.causalMask() && !s.chunkedMask()));
+  CHECK(std::string(toString(s.mask)) == "sliding_window+padding");
+  CHECK(unsupportedFeature(s).empty());
+  s = specOf(kBase + "mask: chunked+padding\nchunk: 8192\n");
+  CHECK(s.mask == MaskKind::ChunkedPadding);
+  CHECK((s.paddingMask() && s.chunkedMask() && s.causalMask() && !s.slidingMask()));
+  CHECK(std::string(toString(s.mask)) == "chunked+padding");
+  CHECK(specHash(s) != specHash(specOf(kBase + "mask: chunked\nchunk: 8192\n")));
 }
 
 TEST_CASE("features this version cannot lower parse and are reported",
@@ -191,6 +203,8 @@ TEST_CASE("decode is accepted with every causal mask", "[spec]") {
   CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 8\ndecode: true\n")
             .empty());
   CHECK(errorOf(kBase + "mask: chunked\nchunk: 8192\ndecode: true\n").empty());
+  CHECK(errorOf(kBase + "mask: sliding_window+padding\nwindow: 8\ndecode: true\n").empty());
+  CHECK(errorOf(kBase + "mask: chunked+padding\nchunk: 8\ndecode: true\n").empty());
 }
 
 TEST_CASE("Llama 4: the chunked mask, the weightless QK-norm, temperature tuning",
@@ -203,7 +217,8 @@ TEST_CASE("Llama 4: the chunked mask, the weightless QK-norm, temperature tuning
         "t.yaml:4:7: error: mask: expected a 'chunk' key (the chunk size, Llama 4's "
         "attention_chunk_size) with mask: chunked, found none");
   CHECK(errorOf(kBase + "mask: causal\nchunk: 8\n") ==
-        "t.yaml:5:8: error: chunk: expected no chunk unless mask: chunked, found mask: causal");
+        "t.yaml:5:8: error: chunk: expected no chunk unless mask: chunked (or chunked+padding), "
+        "found mask: causal");
   CHECK(errorOf(kBase + "mask: chunked\nwindow: 8\n").find("expected a 'chunk' key") !=
         std::string::npos);
   CHECK(errorOf(kBase + "mask: chunked\nchunk: 0\n").find("expected a positive integer") !=
@@ -693,13 +708,26 @@ TEST_CASE("window only with sliding_window, and required with it",
           "[spec][error]") {
   CHECK(errorOf(kBase + "mask: causal\nwindow: 256\n") ==
         "t.yaml:5:9: error: window: expected no window unless mask: "
-        "sliding_window, found mask: causal");
+        "sliding_window (or sliding_window+padding), found mask: causal");
   CHECK(errorOf(kBase + "window: 256\n") ==
         "t.yaml:4:9: error: window: expected no window unless mask: "
-        "sliding_window, found mask: none");
+        "sliding_window (or sliding_window+padding), found mask: none");
+  CHECK(errorOf(kBase + "mask: causal+padding\nwindow: 256\n") ==
+        "t.yaml:5:9: error: window: expected no window unless mask: "
+        "sliding_window (or sliding_window+padding), found mask: causal+padding");
   CHECK(errorOf(kBase + "mask: sliding_window\n") ==
         "t.yaml:4:7: error: mask: expected a 'window' key with mask: "
         "sliding_window, found none");
+  CHECK(errorOf(kBase + "mask: sliding_window+padding\n") ==
+        "t.yaml:4:7: error: mask: expected a 'window' key with mask: "
+        "sliding_window+padding, found none");
+  CHECK(errorOf(kBase + "mask: sliding_window+padding\nchunk: 8\n")
+            .find("expected no chunk unless mask: chunked") != std::string::npos);
+  CHECK(errorOf(kBase + "mask: chunked+padding\nwindow: 8\n")
+            .find("expected a 'chunk' key (the chunk size, Llama 4's attention_chunk_size) "
+                  "with mask: chunked+padding") != std::string::npos);
+  CHECK(errorOf(kBase + "mask: chunked+padding\nchunk: 8\nwindow: 8\n")
+            .find("expected no window unless mask: sliding_window") != std::string::npos);
   CHECK(errorOf(kBase + "mask: sliding_window\nwindow: -3\n") ==
         "t.yaml:5:9: error: window: expected a positive integer, found '-3'");
 }
@@ -707,11 +735,13 @@ TEST_CASE("window only with sliding_window, and required with it",
 TEST_CASE("decode only with a causal mask", "[spec][error]") {
   CHECK(errorOf(kBase + "decode: true\n") ==
         "t.yaml:4:9: error: decode: expected a causal mask (causal, "
-        "causal+padding, sliding_window or chunked) with decode: true, found mask: "
+        "causal+padding, sliding_window, chunked or their +padding forms) with "
+        "decode: true, found mask: "
         "none");
   CHECK(errorOf(kBase + "mask: padding\ndecode: true\n") ==
         "t.yaml:5:9: error: decode: expected a causal mask (causal, "
-        "causal+padding, sliding_window or chunked) with decode: true, found mask: "
+        "causal+padding, sliding_window, chunked or their +padding forms) with "
+        "decode: true, found mask: "
         "padding");
 }
 
@@ -781,7 +811,7 @@ TEST_CASE("outputs", "[spec][error]") {
 TEST_CASE("enumerations", "[spec][error]") {
   CHECK(errorOf(kBase + "mask: casual\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, chunked, found 'casual'");
+        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, found 'casual'");
   CHECK(errorOf(kBase + "weights: huggingface\n") ==
         "t.yaml:4:10: error: weights: expected one of gpt2_conv1d, "
         "torch_in_proj, separate, found 'huggingface'");
@@ -790,7 +820,7 @@ TEST_CASE("enumerations", "[spec][error]") {
         "top_left, found 'bottom_left'");
   CHECK(errorOf(kBase + "mask: [causal]\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, chunked, found a sequence");
+        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, found a sequence");
 }
 
 TEST_CASE("the first error in file order wins", "[spec][error]") {

@@ -554,12 +554,11 @@ struct KeyRange {
   void of(int64_t i, int64_t &lo, int64_t &hi) const {
     lo = 0;
     hi = i < qv ? kv : 0;
-    if (ki.mask == ATTNC_MASK_CAUSAL || ki.mask == ATTNC_MASK_CAUSAL_PADDING ||
-        ki.mask == ATTNC_MASK_SLIDING_WINDOW || ki.mask == ATTNC_MASK_CHUNKED)
+    if (attnc_mask_causal(ki.mask))
       hi = std::min(hi, i + off + 1);
-    if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+    if (attnc_mask_sliding(ki.mask))
       lo = std::max(lo, i + off - ki.window + 1);
-    if (ki.mask == ATTNC_MASK_CHUNKED && i + off >= 0)
+    if (attnc_mask_chunked(ki.mask) && i + off >= 0)
       lo = std::max(lo, (i + off) / ki.window * ki.window);
   }
 };
@@ -673,10 +672,7 @@ JsonValue biasList(uint32_t flags) {
   return a;
 }
 
-bool hasCausalAlign(uint32_t mask) {
-  return mask == ATTNC_MASK_CAUSAL || mask == ATTNC_MASK_CAUSAL_PADDING ||
-         mask == ATTNC_MASK_SLIDING_WINDOW || mask == ATTNC_MASK_CHUNKED;
-}
+bool hasCausalAlign(uint32_t mask) { return attnc_mask_causal(mask) != 0; }
 
 /// --info --json: the metadata (docs/json.md, kind "info").
 JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
@@ -697,9 +693,8 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   j.set("causal_align", hasCausalAlign(ki.mask)
                             ? JsonValue(ki.causal_align ? "top_left" : "bottom_right")
                             : JsonValue());
-  j.set("window", ki.mask == ATTNC_MASK_SLIDING_WINDOW ? JsonValue((long long)ki.window)
-                                                       : JsonValue());
-  j.set("chunk", ki.mask == ATTNC_MASK_CHUNKED ? JsonValue((long long)ki.window) : JsonValue());
+  j.set("window", attnc_mask_sliding(ki.mask) ? JsonValue((long long)ki.window) : JsonValue());
+  j.set("chunk", attnc_mask_chunked(ki.mask) ? JsonValue((long long)ki.window) : JsonValue());
   j.set("bias", biasList(ki.bias_flags));
   j.set("out_proj", ki.out_proj != 0);
   j.set("scale", ki.scale);
@@ -831,9 +826,9 @@ void printInfo(const attnrt::Kernel &k) {
   if (hasCausalAlign(ki.mask))
     std::printf("causal_align: %s\n",
                 ki.causal_align ? "top_left" : "bottom_right");
-  if (ki.mask == ATTNC_MASK_SLIDING_WINDOW)
+  if (attnc_mask_sliding(ki.mask))
     std::printf("window: %lld\n", (long long)ki.window);
-  if (ki.mask == ATTNC_MASK_CHUNKED)
+  if (attnc_mask_chunked(ki.mask))
     std::printf("chunk: %lld\n", (long long)ki.window);
   std::string bias = ki.bias_flags == 0 ? "false" : "";
   if (ki.bias_flags == (ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O) ||
@@ -1238,9 +1233,17 @@ int parseArgs(int argc, char **argv, Options &o) {
 int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
   const uint32_t f = ki.features;
   auto lacks = [&](const char *opt, const char *feature) {
-    return usageError(std::string(opt) + ": the kernel " + ki.name +
-                      " has no " + feature + " feature (features: " +
-                      featureNames(f) + ", mask: " + maskName(ki.mask) + ")");
+    std::string hint;
+    if (std::string(feature) == "lengths") // the mask that adds them
+      hint = std::string("; a spec with mask: ") +
+             (ki.mask == ATTNC_MASK_NONE          ? "padding"
+              : attnc_mask_sliding(ki.mask)       ? "sliding_window+padding"
+              : attnc_mask_chunked(ki.mask)       ? "chunked+padding"
+                                                  : "causal+padding") +
+             " takes them";
+    return usageError(std::string(opt) + ": the kernel " + ki.name + " has no " + feature +
+                      " feature (features: " + featureNames(f) +
+                      ", mask: " + maskName(ki.mask) + ")" + hint);
   };
   if (!o.lengthsArg.empty() && !(f & ATTNC_FEATURE_LENGTHS))
     return lacks("--lengths", "lengths");
@@ -2357,7 +2360,7 @@ int Run::benchDecode() {
   std::sort(ms.begin(), ms.end());
   // A sliding window reads only the last `window` rows of the cache.
   const int64_t rowsRead =
-      ki.mask == ATTNC_MASK_SLIDING_WINDOW ? std::min(ki.window, seq) : seq;
+      attnc_mask_sliding(ki.mask) ? std::min(ki.window, seq) : seq;
   double bytes = double(ki.packed_bytes) +
                  double(attnrt::dtypeBytes(ki.dtype)) * 2.0 * double(batch * ki.kv_heads * rowsRead * ki.head_dim);
   const std::string where =

@@ -132,8 +132,10 @@ static uint32_t interpreterMask(attnc::attn::MaskKind m) {
   case attnc::attn::MaskKind::causal_padding:
     return ATTNC_MASK_CAUSAL;
   case attnc::attn::MaskKind::sliding_window:
+  case attnc::attn::MaskKind::sliding_window_padding:
     return ATTNC_MASK_SLIDING_WINDOW;
   case attnc::attn::MaskKind::chunked:
+  case attnc::attn::MaskKind::chunked_padding:
     return ATTNC_MASK_CHUNKED;
   }
   return ATTNC_MASK_NONE;

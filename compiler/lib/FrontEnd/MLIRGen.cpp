@@ -287,11 +287,15 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
     case attnc::MaskKind::CausalPadding: mask = attn::MaskKind::causal_padding; break;
     case attnc::MaskKind::SlidingWindow: mask = attn::MaskKind::sliding_window; break;
     case attnc::MaskKind::Chunked: mask = attn::MaskKind::chunked; break;
+    case attnc::MaskKind::SlidingWindowPadding:
+      mask = attn::MaskKind::sliding_window_padding;
+      break;
+    case attnc::MaskKind::ChunkedPadding: mask = attn::MaskKind::chunked_padding; break;
     }
     // A decode step attends over the cache's filled rows: the new token is
     // the last of them (bottom-right alignment), padding is the positions.
-    if (decodeEntry && mask == attn::MaskKind::causal_padding)
-      mask = attn::MaskKind::causal;
+    if (decodeEntry)
+      mask = attn::maskWithoutLengths(mask);
     Value keys = decodeEntry ? cacheResults[0] : kh;
     Value values = decodeEntry ? cacheResults[1] : vh;
     Value kvLens = decodeEntry ? cacheLens
@@ -306,7 +310,7 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
         /*sinks=*/weightArg("ss"), /*rel_bias=*/weightArg("rb"), /*rel_emb=*/weightArg("re"),
         MaskKindAttr::get(&ctx, mask), b.getF64FloatAttr(spec.effectiveScale()),
         CausalAlignAttr::get(&ctx, align),
-        spec.mask == attnc::MaskKind::SlidingWindow || spec.mask == attnc::MaskKind::Chunked
+        spec.slidingMask() || spec.chunkedMask()
             ? b.getI64IntegerAttr(spec.window)
             : IntegerAttr(),
         HeadLayoutAttr::get(&ctx, attn::HeadLayout::bhtd),

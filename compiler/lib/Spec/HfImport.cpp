@@ -451,6 +451,7 @@ std::string knownList() {
 /// the key is appended.
 std::string applySets(std::string yaml, const std::vector<std::string> &sets,
                       std::vector<std::string> &notes) {
+  const std::string derived = yaml;
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -472,19 +473,21 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
       if (skipping && key == "mask") {
         const std::string was = l.substr(key.size() + 1);
         // The window (chunk) the layer attends within comes with its own
-        // key; no other mask keeps it, and none adds padding lengths to it.
+        // key, which only the masks of its kind keep.
         for (const char *kept : {"sliding_window", "chunked"})
           if (was.find(kept) != std::string::npos && value.find(kept) == std::string::npos)
             throw ImportError{fmt::format(
-                "attnc: error: --set {}: this layer attends within a {} (mask:{}), and attnc "
-                "has no mask that keeps it {} (docs/spec.md, mask): without padding lengths, "
-                "batch sequences of one length, or one sequence per call",
-                s, std::string(kept) == "chunked" ? "chunk" : "sliding window", was,
-                value.find("padding") != std::string::npos ? "with padding lengths"
-                                                           : "as mask " + value)};
+                "attnc: error: --set {}: this layer attends within a {} (mask:{}), which "
+                "mask {} would drop; {}",
+                s, std::string(kept) == "chunked" ? "chunk" : "sliding window", was, value,
+                value.find("padding") != std::string::npos
+                    ? fmt::format("--set mask={}+padding keeps it and adds padding lengths",
+                                  kept)
+                    : fmt::format("mask {} or {}+padding keeps it", kept, kept))};
         auto causal = [](const std::string &m) {
           return m.find("causal") != std::string::npos ||
-                 m.find("sliding_window") != std::string::npos;
+                 m.find("sliding_window") != std::string::npos ||
+                 m.find("chunked") != std::string::npos;
         };
         if (causal(was) && !causal(value))
           notes.push_back(fmt::format(
@@ -500,6 +503,30 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
     for (const std::string &l : out)
       yaml += l + "\n";
     yaml += key + ": " + value + "\n";
+  }
+  auto maskOf = [](const std::string &y) {
+    size_t at = y.rfind("mask:", 0) == 0 ? 0 : y.find("\nmask:");
+    if (at == std::string::npos)
+      return std::string(" none");
+    at += y[at] == '\n' ? 6 : 5;
+    return y.substr(at, y.find('\n', at) - at);
+  };
+  // A window (chunk) mask set on a layer that attends to every earlier key
+  // needs its size from another --set; say which mask was meant.
+  auto topKey = [&](const std::string &k) {
+    return yaml.rfind(k + ":", 0) == 0 || yaml.find("\n" + k + ":") != std::string::npos;
+  };
+  for (const char *kind : {"sliding_window", "chunked"}) {
+    const std::string sizeKey = std::string(kind) == "chunked" ? "chunk" : "window";
+    for (const std::string &s : sets)
+      if (s.rfind("mask=", 0) == 0 && s.find(kind) != std::string::npos && !topKey(sizeKey))
+        throw ImportError{fmt::format(
+            "attnc: error: --set {}: this layer has no {} of its own (mask:{}): "
+            "--set mask={} adds padding lengths to its mask, or --set {}=N gives it a {} "
+            "as well",
+            s, sizeKey, maskOf(derived),
+            maskOf(derived).find("causal") != std::string::npos ? "causal+padding" : "padding",
+            sizeKey, sizeKey)};
   }
   return yaml;
 }

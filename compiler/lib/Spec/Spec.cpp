@@ -31,6 +31,10 @@ const char *toString(MaskKind m) {
     return "sliding_window";
   case MaskKind::Chunked:
     return "chunked";
+  case MaskKind::SlidingWindowPadding:
+    return "sliding_window+padding";
+  case MaskKind::ChunkedPadding:
+    return "chunked+padding";
   }
   return "?";
 }
@@ -221,9 +225,9 @@ std::string printSpec(const Spec &s) {
     out += fmt::format("head_dim: {}\n", s.headDim);
     out += fmt::format("mask: {}\n", toString(s.mask));
     out += fmt::format("causal_align: {}\n", toString(s.causalAlign));
-    if (s.mask == MaskKind::SlidingWindow)
+    if (s.slidingMask())
       out += fmt::format("window: {}\n", s.window);
-    if (s.mask == MaskKind::Chunked)
+    if (s.chunkedMask())
       out += fmt::format("chunk: {}\n", s.window);
     out += s.biasMask == kAllBiases || s.biasMask == 0
                ? fmt::format("bias: {}\n", biasString(s.biasMask))

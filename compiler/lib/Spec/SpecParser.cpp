@@ -678,7 +678,8 @@ private:
     } else if (key == "mask") {
       spec.mask = static_cast<MaskKind>(getEnum(
           key, v,
-          {"none", "causal", "padding", "causal+padding", "sliding_window", "chunked"}));
+          {"none", "causal", "padding", "causal+padding", "sliding_window", "chunked",
+           "sliding_window+padding", "chunked+padding"}));
     } else if (key == "causal_align") {
       spec.causalAlign = static_cast<CausalAlign>(
           getEnum(key, v, {"bottom_right", "top_left"}));
@@ -1264,27 +1265,27 @@ private:
         }
       }
     }
-    if (hasChunk && s.mask != MaskKind::Chunked)
-      fail("chunk", fmt::format("expected no chunk unless mask: chunked, found mask: {}",
+    if (hasChunk && !s.chunkedMask())
+      fail("chunk", fmt::format("expected no chunk unless mask: chunked (or chunked+padding), "
+                                "found mask: {}",
                                 toString(s.mask)));
-    if (!hasChunk && s.mask == MaskKind::Chunked)
-      fail("mask", "expected a 'chunk' key (the chunk size, Llama 4's "
-                   "attention_chunk_size) with mask: chunked, found none");
+    if (!hasChunk && s.chunkedMask())
+      fail("mask", fmt::format("expected a 'chunk' key (the chunk size, Llama 4's "
+                               "attention_chunk_size) with mask: {}, found none",
+                               toString(s.mask)));
     if (s.temperature && s.crossAttention)
       fail("temperature_tuning", "expected no temperature_tuning with cross_attention: "
                                  "true (it scales queries by their positions among the keys)");
-    if (hasWindow && s.mask != MaskKind::SlidingWindow)
-      fail("window", fmt::format("expected no window unless mask: "
-                                 "sliding_window, found mask: {}",
+    if (hasWindow && !s.slidingMask())
+      fail("window", fmt::format("expected no window unless mask: sliding_window (or "
+                                 "sliding_window+padding), found mask: {}",
                                  toString(s.mask)));
-    if (!hasWindow && s.mask == MaskKind::SlidingWindow)
-      fail("mask", "expected a 'window' key with mask: sliding_window, "
-                   "found none");
-    if (s.decode && s.mask != MaskKind::Causal &&
-        s.mask != MaskKind::CausalPadding && s.mask != MaskKind::SlidingWindow &&
-        s.mask != MaskKind::Chunked)
-      fail("decode", fmt::format("expected a causal mask (causal, "
-                                 "causal+padding, sliding_window or chunked) with "
+    if (!hasWindow && s.slidingMask())
+      fail("mask", fmt::format("expected a 'window' key with mask: {}, found none",
+                               toString(s.mask)));
+    if (s.decode && !s.causalMask())
+      fail("decode", fmt::format("expected a causal mask (causal, causal+padding, "
+                                 "sliding_window, chunked or their +padding forms) with "
                                  "decode: true, found mask: {}",
                                  toString(s.mask)));
     // Weight elements of the Q/K/V projections and W_O:

@@ -22,7 +22,17 @@ struct SrcPos {
   int col = 0;
 };
 
-enum class MaskKind { None, Causal, Padding, CausalPadding, SlidingWindow, Chunked };
+/// The `*Padding` kinds are their base kind with per-sequence valid lengths.
+enum class MaskKind {
+  None,
+  Causal,
+  Padding,
+  CausalPadding,
+  SlidingWindow,
+  Chunked,
+  SlidingWindowPadding,
+  ChunkedPadding
+};
 enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
 /// Element types: float32, bfloat16 (float32's top half, rounded to
 /// nearest even), IEEE binary16.
@@ -89,7 +99,7 @@ struct Spec {
   int64_t headDim = 0;    ///< defaults to dModel / heads
   MaskKind mask = MaskKind::None;
   CausalAlign causalAlign = CausalAlign::BottomRight;
-  int64_t window = 0;     ///< SlidingWindow: the window; Chunked: the chunk
+  int64_t window = 0;     ///< sliding windows: the window; chunked: the chunk
   unsigned biasMask = kAllBiases; ///< BiasBit per projection with a bias
   bool outProj = true;
   RopeSpec rope;                  ///< style None: no rotary embedding
@@ -179,8 +189,19 @@ struct Spec {
   int64_t kvWidth() const { return kvHeads * headDim; }
   /// A padding mask: the kernel takes per-sequence valid lengths.
   bool paddingMask() const {
-    return mask == MaskKind::Padding || mask == MaskKind::CausalPadding;
+    return mask == MaskKind::Padding || mask == MaskKind::CausalPadding ||
+           mask == MaskKind::SlidingWindowPadding || mask == MaskKind::ChunkedPadding;
   }
+  /// A sliding window (`window`), with or without padding lengths.
+  bool slidingMask() const {
+    return mask == MaskKind::SlidingWindow || mask == MaskKind::SlidingWindowPadding;
+  }
+  /// Chunks of `window` positions, with or without padding lengths.
+  bool chunkedMask() const {
+    return mask == MaskKind::Chunked || mask == MaskKind::ChunkedPadding;
+  }
+  /// No query sees a later key (every mask but none and padding).
+  bool causalMask() const { return mask != MaskKind::None && mask != MaskKind::Padding; }
   /// `outputs` asks for the attention weights too.
   bool wantsProbs() const {
     for (const std::string &o : outputs)

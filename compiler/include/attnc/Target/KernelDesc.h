@@ -32,7 +32,7 @@ struct KernelDesc {
   bool wantsProbs() const { return block.wantProbs; }
   bool hasRope() const { return block.rope.style != ATTNC_ROPE_NONE; }
   bool paddingMask() const {
-    return block.mask == ATTNC_MASK_PADDING || block.mask == ATTNC_MASK_CAUSAL_PADDING;
+    return attnc_mask_lengths(block.mask) != 0;
   }
   bool scoreMods() const { return !block.alibiSlopes.empty() || block.softcap > 0; }
   /// Columns of y: d_model with W_O, else the concatenated heads.

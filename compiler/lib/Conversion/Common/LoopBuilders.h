@@ -133,10 +133,9 @@ struct KeyVisibility {
   template <typename Op> static KeyVisibility of(Op op) {
     KeyVisibility v;
     attn::MaskKind m = op.getMask();
-    v.causal = m == attn::MaskKind::causal || m == attn::MaskKind::causal_padding ||
-               m == attn::MaskKind::sliding_window || m == attn::MaskKind::chunked;
-    v.windowed = m == attn::MaskKind::sliding_window;
-    v.chunked = m == attn::MaskKind::chunked;
+    v.causal = attn::maskIsCausal(m);
+    v.windowed = attn::maskIsSliding(m);
+    v.chunked = attn::maskIsChunked(m);
     v.window = v.windowed || v.chunked ? *op.getWindow() : 0;
     v.topLeft = op.getCausalAlign() == attn::CausalAlign::top_left;
     return v;

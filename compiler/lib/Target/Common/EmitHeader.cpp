@@ -49,11 +49,11 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
      << llvm::format_hex_no_prefix(desc.specHash, 16) << "ull\n";
   bool padding = desc.paddingMask(), probs = desc.wantsProbs();
   os << "/* mask: " << attnrt::nameOf("mask", desc.block.mask);
-  if (desc.block.mask == ATTNC_MASK_SLIDING_WINDOW)
+  if (attnc_mask_sliding(desc.block.mask))
     os << " (window " << desc.block.window << ")";
-  if (desc.block.mask == ATTNC_MASK_CHUNKED)
+  if (attnc_mask_chunked(desc.block.mask))
     os << " (chunk " << desc.block.window << ")";
-  if (desc.block.mask != ATTNC_MASK_NONE && desc.block.mask != ATTNC_MASK_PADDING)
+  if (attnc_mask_causal(desc.block.mask))
     os << ", causal_align: " << (desc.block.topLeft ? "top_left" : "bottom_right");
   os << ", weights: " << attnrt::nameOf("layout", desc.block.layout) << ", scale: "
      << llvm::format("%.9g", desc.block.scale) << ", target: "
@@ -147,7 +147,7 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
           " * [positions[b], positions[b] + seq_len) of the caches (layout as above,\n"
           " * filled by " << n << "_forward and earlier calls), the query of new\n"
           " * token t attends over rows [0, positions[b] + t]"
-       << (desc.block.mask == ATTNC_MASK_SLIDING_WINDOW
+       << (attnc_mask_sliding(desc.block.mask)
                ? " (the last\n * " + std::to_string(desc.block.window) + " of them)"
                : "")
        << ", and args->y\n * [batch, seq_len, " << N << "_OUT_DIM] receives the block's output. Q is\n"

@@ -77,7 +77,7 @@ void emitDefines(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const att
      << "#define K_D_MODEL " << desc.block.dModel << "\n"
      << "#define K_OUT_DIM " << outDim << "\n"
      << "#define K_HEADS " << desc.block.heads << "\n"
-     << "#define K_CHUNKED " << (desc.block.mask == ATTNC_MASK_CHUNKED ? 1 : 0) << "\n"
+     << "#define K_CHUNKED " << (attnc_mask_chunked(desc.block.mask) ? 1 : 0) << "\n"
      << "#define K_NUM_WEIGHTS " << plan.storage.size() << "\n"
      << "#define K_PACKED_BYTES " << plan.packedBytes() << "\n"
      << "#define K_MAX_SEQ_LEN " << desc.maxSeqLen << "\n"

@@ -93,6 +93,8 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   case MaskKind::CausalPadding: p.mask = ATTNC_MASK_CAUSAL_PADDING; break;
   case MaskKind::SlidingWindow: p.mask = ATTNC_MASK_SLIDING_WINDOW; break;
   case MaskKind::Chunked: p.mask = ATTNC_MASK_CHUNKED; break;
+  case MaskKind::SlidingWindowPadding: p.mask = ATTNC_MASK_SLIDING_WINDOW_PADDING; break;
+  case MaskKind::ChunkedPadding: p.mask = ATTNC_MASK_CHUNKED_PADDING; break;
   }
   return p;
 }

@@ -350,14 +350,14 @@ LogicalResult SdpaOp::verify() {
            << stringifyHeadLayout(getLayout());
   MaskKind m = getMask();
   bool hasWindow = getWindow().has_value();
-  bool windowed = m == MaskKind::sliding_window || m == MaskKind::chunked;
+  bool windowed = maskIsSliding(m) || maskIsChunked(m);
   if (windowed && (!hasWindow || *getWindow() < 1))
     return emitOpError("mask ") << stringifyMaskKind(m)
                                 << " needs a positive window attribute (the "
-                                << (m == MaskKind::chunked ? "chunk size)" : "window)");
+                                << (maskIsChunked(m) ? "chunk size)" : "window)");
   if (!windowed && hasWindow)
-    return emitOpError("window is only valid with mask sliding_window or chunked");
-  bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
+    return emitOpError("window is only valid with a sliding_window or chunked mask");
+  bool padding = maskHasLengths(m);
   if (padding && !getKvLens())
     return emitOpError("mask ") << stringifyMaskKind(m)
                                 << " needs a kv_lens operand";
@@ -396,9 +396,9 @@ LogicalResult ProbsOp::verify() {
     return emitOpError("result ") << o << " must be [B, Hq, Tq, Tkv] for query "
                                   << q << " and key " << k;
   MaskKind m = getMask();
-  if ((m == MaskKind::sliding_window || m == MaskKind::chunked) != getWindow().has_value())
-    return emitOpError("a window goes with mask sliding_window or chunked, and only with them");
-  bool padding = m == MaskKind::padding || m == MaskKind::causal_padding;
+  if ((maskIsSliding(m) || maskIsChunked(m)) != getWindow().has_value())
+    return emitOpError("a window goes with a sliding_window or chunked mask, and only with them");
+  bool padding = maskHasLengths(m);
   if ((padding && !getKvLens()) || (!padding && getQLens()))
     return emitOpError("padding masks need kv_lens; q_lens goes with them only");
   if (!(getScale().convertToDouble() > 0))

@@ -1,6 +1,6 @@
 /*===- abi.h - The C ABI of an attnc-generated kernel library ---*- C -*-===*
  *
- * ABI version 6. Every kernel library (shared object or static archive)
+ * ABI version 7. Every kernel library (shared object or static archive)
  * that attnc produces for a spec named NAME exports:
  *
  *   const attnc_kernel_info *NAME_query(uint32_t max_abi_version);
@@ -112,6 +112,31 @@ extern "C" {
 #define ATTNC_MASK_SLIDING_WINDOW 4u
 #define ATTNC_MASK_CHUNKED 5u /* causal, and only keys of the query's chunk:
                                  floor(j / window) == floor(i' / window) */
+/* A window or chunk with each sequence's valid lengths (right padding), as
+ * causal+padding adds them to causal. Added within version 7: a runtime
+ * that predates them refuses the library (unknown mask value). */
+#define ATTNC_MASK_SLIDING_WINDOW_PADDING 6u
+#define ATTNC_MASK_CHUNKED_PADDING 7u
+#define ATTNC_MASK_LAST ATTNC_MASK_CHUNKED_PADDING
+
+/* The parts of a mask value, which everything that reads one asks: */
+/* a query sees no later key (every mask but none and padding) */
+static inline int attnc_mask_causal(uint32_t m) {
+  return m != ATTNC_MASK_NONE && m != ATTNC_MASK_PADDING && m <= ATTNC_MASK_LAST;
+}
+/* forward takes lengths (and kv_lengths): ATTNC_FEATURE_LENGTHS */
+static inline int attnc_mask_lengths(uint32_t m) {
+  return m == ATTNC_MASK_PADDING || m == ATTNC_MASK_CAUSAL_PADDING ||
+         m == ATTNC_MASK_SLIDING_WINDOW_PADDING || m == ATTNC_MASK_CHUNKED_PADDING;
+}
+/* keys older than the last `window` are hidden */
+static inline int attnc_mask_sliding(uint32_t m) {
+  return m == ATTNC_MASK_SLIDING_WINDOW || m == ATTNC_MASK_SLIDING_WINDOW_PADDING;
+}
+/* keys of earlier chunks (of `window` positions) are hidden */
+static inline int attnc_mask_chunked(uint32_t m) {
+  return m == ATTNC_MASK_CHUNKED || m == ATTNC_MASK_CHUNKED_PADDING;
+}
 
 /* attnc_kernel_info.weight_layout */
 #define ATTNC_LAYOUT_GPT2_CONV1D 0u

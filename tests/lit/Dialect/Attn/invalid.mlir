@@ -111,8 +111,26 @@ func.func @sdpa_window(%q: tensor<1x4x3x8xf32>) {
 // -----
 
 func.func @sdpa_window_nomask(%q: tensor<1x4x3x8xf32>) {
-  // expected-error @+1 {{window is only valid with mask sliding_window}}
+  // expected-error @+1 {{window is only valid with a sliding_window or chunked mask}}
   %0 = attn.sdpa %q, %q, %q {mask = #attn<mask causal>, window = 4, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_window_padding(%q: tensor<1x4x3x8xf32>) {
+  // expected-error @+1 {{mask sliding_window_padding needs a kv_lens operand}}
+  %0 = attn.sdpa %q, %q, %q {mask = #attn<mask sliding_window_padding>, window = 4, scale = 1.0 : f64}
+      : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_chunk_padding(%q: tensor<1x4x3x8xf32>, %l: tensor<1xi32>) {
+  // expected-error @+1 {{mask chunked_padding needs a positive window attribute (the chunk size)}}
+  %0 = attn.sdpa %q, %q, %q kv_lens(%l : tensor<1xi32>) {mask = #attn<mask chunked_padding>, scale = 1.0 : f64}
       : tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
   return
 }

@@ -37,6 +37,14 @@ func.func @all_ops(%x: tensor<?x?x64xf32>, %w: tensor<64x192xf32>, %b: tensor<19
   // CHECK: {mask = #attn<mask sliding_window>, scale = 1.000000e+00 : f64, window = 8 : i64}
   %o3 = attn.sdpa %qs, %vh, %vh {mask = #attn<mask sliding_window>, window = 8, scale = 1.0 : f64}
       : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  // CHECK: attn.sdpa {{.*}} kv_lens(%{{.*}} : tensor<?xi64>) q_lens(%{{.*}} : tensor<?xi64>) {mask = #attn<mask sliding_window_padding>, scale = 1.000000e+00 : f64, window = 8 : i64}
+  %o4 = attn.sdpa %qs, %vh, %vh kv_lens(%lens : tensor<?xi64>) q_lens(%lens : tensor<?xi64>)
+      {mask = #attn<mask sliding_window_padding>, window = 8, scale = 1.0 : f64}
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  // CHECK: {mask = #attn<mask chunked_padding>, scale = 1.000000e+00 : f64, window = 16 : i64}
+  %o5 = attn.sdpa %qs, %vh, %vh kv_lens(%lens : tensor<?xi64>)
+      {mask = #attn<mask chunked_padding>, window = 16, scale = 1.0 : f64}
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
   // CHECK: attn.merge_heads %{{.*}} : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
   %m = attn.merge_heads %o : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
   return %m : tensor<?x?x64xf32>

@@ -81,7 +81,9 @@ def Attn_MaskKind : I32EnumAttr<"MaskKind", "additive attention mask", [
     I32EnumAttrCase<"padding", 2>,
     I32EnumAttrCase<"causal_padding", 3>,
     I32EnumAttrCase<"sliding_window", 4>,
-    I32EnumAttrCase<"chunked", 5>]> {
+    I32EnumAttrCase<"chunked", 5>,
+    I32EnumAttrCase<"sliding_window_padding", 6>,
+    I32EnumAttrCase<"chunked_padding", 7>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::attnc::attn";
 }

@@ -14,6 +14,33 @@
 
 #include "attnc/Dialect/Attn/IR/AttnEnums.h.inc"
 
+namespace attnc::attn {
+/// The parts of a mask kind, which every reader of one asks (the verifiers,
+/// KeyVisibility, the evaluator): the `*_padding` kinds are their base kind
+/// with the valid lengths (q_lens, kv_lens).
+inline bool maskHasLengths(MaskKind m) {
+  return m == MaskKind::padding || m == MaskKind::causal_padding ||
+         m == MaskKind::sliding_window_padding || m == MaskKind::chunked_padding;
+}
+inline bool maskIsSliding(MaskKind m) {
+  return m == MaskKind::sliding_window || m == MaskKind::sliding_window_padding;
+}
+inline bool maskIsChunked(MaskKind m) {
+  return m == MaskKind::chunked || m == MaskKind::chunked_padding;
+}
+inline bool maskIsCausal(MaskKind m) { return m != MaskKind::none && m != MaskKind::padding; }
+/// The kind without its lengths (causal_padding -> causal, ...).
+inline MaskKind maskWithoutLengths(MaskKind m) {
+  switch (m) {
+  case MaskKind::padding: return MaskKind::none;
+  case MaskKind::causal_padding: return MaskKind::causal;
+  case MaskKind::sliding_window_padding: return MaskKind::sliding_window;
+  case MaskKind::chunked_padding: return MaskKind::chunked;
+  default: return m;
+  }
+}
+} // namespace attnc::attn
+
 // The target attribute interface, then the attribute classes (which
 // implement it), then the dialect: the dialect's discardable-attribute helpers
 // (AttnBase.td, discardableAttrs) name two of them.

@@ -139,7 +139,9 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     i + Tkv - Tq: j < floor(p / C) * C; `padding`
     masks keys at or beyond `kv_lens[b]` (an optional [B] i32 or i64
     operand; it may also come with the other masks, where it gives the
-    filled rows of a KV cache: `attn.cache_append`'s `lens`). The optional `q_lens` ([B]) gives the valid query rows:
+    filled rows of a KV cache: `attn.cache_append`'s `lens`), and
+    `causal_padding`, `sliding_window_padding` and `chunked_padding` are
+    causal, sliding_window and chunked with those lengths. The optional `q_lens` ([B]) gives the valid query rows:
     rows at or beyond it are padding (their values are unspecified; mask
     them with `attn.mask_rows`), and with both operands the bottom-right
     alignment uses the valid lengths (j <= i + kv_lens[b] - q_lens[b], as
