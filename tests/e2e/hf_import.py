@@ -899,6 +899,24 @@ VARIANT_CASES = [
                   norm_offset=1.0, scale=1 / 16,
                   rope=dict(theta=1000000.0, scaling={"type": "linear", "factor": 8.0})),
          names=LLAMA_NAMES),
+    # Llama 4 with a text_config as sparse as transformers writes it (its
+    # difference from Llama4TextConfig): 40 heads of 128 on 8 kv heads,
+    # rope_theta 500000, chunks of 8192 and the L2 QK-norm by default.
+    dict(name="llama4_sparse", module="language_model.model.layers.0.self_attn",
+         config=dict(model_type="llama4",
+                     text_config=dict(model_type="llama4_text", hidden_size=80,
+                                      num_hidden_layers=4, rms_norm_eps=1e-5)),
+         ref=dict(d=80, heads=40, kv_heads=8, head_dim=128, bias=[], qk_norm="l2", eps=1e-5,
+                  rope=dict(style="interleaved", theta=500000.0)),
+         names=LLAMA_NAMES),
+    # Qwen3 with only its width given (as a VLM's sparse text_config would):
+    # 32 heads of 128 on 32 kv heads, rope_theta 10000, per-head QK-norm.
+    dict(name="qwen3_sparse", module="model.layers.1.self_attn",
+         config=dict(model_type="qwen3", hidden_size=64, num_hidden_layers=2,
+                     rms_norm_eps=1e-6),
+         ref=dict(d=64, heads=32, kv_heads=32, head_dim=128, bias=[], qk_norm="head", eps=1e-6,
+                  rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
     # Qwen2-VL / Qwen2.5-VL's language model: Qwen2's attention, M-RoPE
     # whose three positions are equal for text tokens (plain RoPE); the
     # config at the top level (older) or in text_config (transformers v5).

@@ -376,7 +376,10 @@ const std::pair<const char *, const char *> kNotYet[] = {
 /// keys, for the classes whose published configs do leave them out:
 /// LLaVA's and LLaVA-NeXT's text_config name only a few Llama / Mistral
 /// keys, Gemma 3's multimodal checkpoints only a few Gemma3TextConfig
-/// ones, PaliGemma 2's Gemma2Config ones). A key absent from the file
+/// ones, PaliGemma 2's Gemma2Config ones; transformers writes a nested
+/// text_config as its difference from the class's defaults). Values that
+/// changed between transformers versions are left out (CohereConfig's
+/// rope_theta: 10000 in v4, 500000 in v5). A key absent from the file
 /// reads as this value, as the class's __init__ would give it; a key
 /// present as null keeps its null (HF's None). Defaults that are None in
 /// HF are not listed.
@@ -411,6 +414,29 @@ const ConfigDefault kConfigDefaults[] = {
       {"head_dim", "256"}, {"num_hidden_layers", "26"}, {"rope_theta", "1000000.0"},
       {"rope_local_base_freq", "10000.0"}, {"query_pre_attn_scalar", "256"},
       {"sliding_window", "4096"}, {"sliding_window_pattern", "6"}}},
+    // Text models of multimodal checkpoints (Llama 4, Llama 3.2 Vision, Aya
+    // Vision, Qwen3-based VLMs) and their siblings; head_dim where the
+    // class has the field (Qwen3MoeConfig has none: d / h).
+    {"llama4_text", "Llama4TextConfig",
+     {{"hidden_size", "5120"}, {"num_attention_heads", "40"}, {"num_key_value_heads", "8"},
+      {"head_dim", "128"}, {"num_hidden_layers", "48"}, {"rope_theta", "500000.0"},
+      {"attention_chunk_size", "8192"}}},
+    {"mllama_text_model", "MllamaTextConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "8"},
+      {"num_hidden_layers", "40"}, {"rope_theta", "500000.0"}}},
+    {"cohere2", "Cohere2Config",
+     {{"hidden_size", "8192"}, {"num_attention_heads", "64"}, {"num_hidden_layers", "40"},
+      {"rope_theta", "10000.0"}, {"sliding_window", "4096"}, {"sliding_window_pattern", "4"}}},
+    {"qwen3", "Qwen3Config",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "32"},
+      {"head_dim", "128"}, {"num_hidden_layers", "32"}, {"rope_theta", "10000.0"},
+      {"sliding_window", "4096"}, {"max_window_layers", "28"}}},
+    {"qwen3_moe", "Qwen3MoeConfig",
+     {{"hidden_size", "2048"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "4"},
+      {"num_hidden_layers", "24"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"}}},
+    {"smollm3", "SmolLM3Config",
+     {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
+      {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
 };
 
 /// Fills the keys config.json leaves out with the configuration class's
