@@ -359,7 +359,7 @@ class Kernel:
 
     def __repr__(self):
         i = self.info
-        mask = i["mask"]
+        mask = str(i["mask"])
         if mask.startswith(("sliding_window", "chunked")):
             mask += f" {i['window']}"
         if i["mask"] not in ("none", "padding"):

@@ -247,9 +247,7 @@ struct attn_ctx {
 static void attn_task(void *ctx, int64_t begin, int64_t end) {
   const struct attn_ctx *x = (const struct attn_ctx *)ctx;
   const uint32_t mask = g_info.mask;
-  const int causal = mask == ATTNC_MASK_CAUSAL ||
-                     mask == ATTNC_MASK_CAUSAL_PADDING ||
-                     mask == ATTNC_MASK_SLIDING_WINDOW;
+  const int causal = attnc_mask_causal(mask);
   const int top_left = (g_info.causal_align == 1) != g_wrong_align;
   int64_t bh, t, j, c;
   for (bh = begin; bh < end; ++bh) {
@@ -267,8 +265,10 @@ static void attn_task(void *ctx, int64_t begin, int64_t end) {
       int64_t lo = 0, hi = t < qv ? kvv : 0; /* visible keys: [lo, hi) */
       if (causal && hi > t + off + 1)
         hi = t + off + 1;
-      if (mask == ATTNC_MASK_SLIDING_WINDOW && lo < t + off - g_info.window + 1)
+      if (attnc_mask_sliding(mask) && lo < t + off - g_info.window + 1)
         lo = t + off - g_info.window + 1;
+      if (attnc_mask_chunked(mask) && t + off >= 0 && lo < (t + off) / g_info.window * g_info.window)
+        lo = (t + off) / g_info.window * g_info.window;
       if (g_drop_key && hi - lo > 1)
         ++lo;
       for (c = 0; c < HD; ++c)
@@ -570,9 +570,10 @@ int fake_attn_decode(const attnc_decode_args *a) {
     const int64_t pos = a->positions[b];
     /* visible keys [lo, hi): the causal mask's bottom-right alignment */
     int64_t lo = 0, hi = g_decode_skip_self && pos > 0 ? pos : pos + 1;
-    if (g_info.mask == ATTNC_MASK_SLIDING_WINDOW &&
-        lo < pos - g_info.window + 1)
+    if (attnc_mask_sliding(g_info.mask) && lo < pos - g_info.window + 1)
       lo = pos - g_info.window + 1;
+    if (attnc_mask_chunked(g_info.mask) && lo < pos / g_info.window * g_info.window)
+      lo = pos / g_info.window * g_info.window;
     for (h = 0; h < H; ++h) {
       float *kc = (float *)a->k_cache + (b * H + h) * a->cache_len * HD;
       float *vc = (float *)a->v_cache + (b * H + h) * a->cache_len * HD;

@@ -121,24 +121,22 @@ bool permute4(const Tensor &src, std::array<int, 4> perm, Tensor &out,
 }
 } // namespace
 
-/// The interpreter's mask code for an attn mask; padding is given to it as
-/// valid lengths, so padding masks become none / causal.
+/// The interpreter's mask code for an attn mask: the same numbers, with
+/// the lengths given to it as valid lengths, so a padding kind reads as
+/// its base kind (padding -> none, causal_padding -> causal, ...).
 static uint32_t interpreterMask(attnc::attn::MaskKind m) {
-  switch (m) {
-  case attnc::attn::MaskKind::none:
-  case attnc::attn::MaskKind::padding:
-    return ATTNC_MASK_NONE;
-  case attnc::attn::MaskKind::causal:
-  case attnc::attn::MaskKind::causal_padding:
-    return ATTNC_MASK_CAUSAL;
-  case attnc::attn::MaskKind::sliding_window:
-  case attnc::attn::MaskKind::sliding_window_padding:
-    return ATTNC_MASK_SLIDING_WINDOW;
-  case attnc::attn::MaskKind::chunked:
-  case attnc::attn::MaskKind::chunked_padding:
-    return ATTNC_MASK_CHUNKED;
-  }
-  return ATTNC_MASK_NONE;
+  using attnc::attn::MaskKind;
+  static_assert(uint32_t(MaskKind::none) == ATTNC_MASK_NONE &&
+                    uint32_t(MaskKind::causal) == ATTNC_MASK_CAUSAL &&
+                    uint32_t(MaskKind::padding) == ATTNC_MASK_PADDING &&
+                    uint32_t(MaskKind::causal_padding) == ATTNC_MASK_CAUSAL_PADDING &&
+                    uint32_t(MaskKind::sliding_window) == ATTNC_MASK_SLIDING_WINDOW &&
+                    uint32_t(MaskKind::chunked) == ATTNC_MASK_CHUNKED &&
+                    uint32_t(MaskKind::sliding_window_padding) ==
+                        ATTNC_MASK_SLIDING_WINDOW_PADDING &&
+                    uint32_t(MaskKind::chunked_padding) == ATTNC_MASK_CHUNKED_PADDING,
+                "attn's mask kinds are numbered as the ABI's");
+  return static_cast<uint32_t>(attnc::attn::maskWithoutLengths(m));
 }
 
 bool attnc::randomInputs(const Spec &spec, int64_t batch, int64_t seq,
@@ -584,7 +582,7 @@ bool Evaluator::attention(Operation &op) {
   if (!allocate(o, q->shape, error) ||
       (pr && !allocate(probs, {nb, q->shape[1], tq, tkv}, error)))
     return false;
-  std::optional<int64_t> window = sdpa ? sdpa.getWindow() : pr.getWindow();
+  const int64_t window = (sdpa ? sdpa.getWindow() : pr.getWindow()).value_or(0);
   // The score modifiers, as the reference applies them.
   std::optional<llvm::APFloat> cap = sdpa ? sdpa.getSoftcap() : pr.getSoftcap();
   std::optional<ArrayRef<double>> slopes =
@@ -630,7 +628,7 @@ bool Evaluator::attention(Operation &op) {
                         interpreterMask(sdpa ? sdpa.getMask() : pr.getMask()),
                         (sdpa ? sdpa.getCausalAlign() : pr.getCausalAlign()) ==
                             CausalAlign::top_left,
-                        window.value_or(0), qv.data(), kv.data(),
+                        window, qv.data(), kv.data(),
                         pr ? probs.data.data() : nullptr, mods);
   if (pr) {
     t[pr] = std::move(probs);

@@ -478,6 +478,13 @@ std::string knownList() {
 std::string applySets(std::string yaml, const std::vector<std::string> &sets,
                       std::vector<std::string> &notes) {
   const std::string derived = yaml;
+  auto maskOf = [](const std::string &y) {
+    size_t at = y.rfind("mask:", 0) == 0 ? 0 : y.find("\nmask:");
+    if (at == std::string::npos)
+      return std::string(" none");
+    at += y[at] == '\n' ? 6 : 5;
+    return y.substr(at, y.find('\n', at) - at);
+  };
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -497,7 +504,8 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
       // A mask without causality over a decoder's causal one is legal (the
       // spec's `padding` is bidirectional) but rarely what is meant.
       if (skipping && key == "mask") {
-        const std::string was = l.substr(key.size() + 1);
+        // (against the checkpoint's mask: an earlier --set mask does not count)
+        const std::string was = maskOf(derived);
         // The window (chunk) the layer attends within comes with its own
         // key, which only the masks of its kind keep.
         for (const char *kept : {"sliding_window", "chunked"})
@@ -530,29 +538,27 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
       yaml += l + "\n";
     yaml += key + ": " + value + "\n";
   }
-  auto maskOf = [](const std::string &y) {
-    size_t at = y.rfind("mask:", 0) == 0 ? 0 : y.find("\nmask:");
-    if (at == std::string::npos)
-      return std::string(" none");
-    at += y[at] == '\n' ? 6 : 5;
-    return y.substr(at, y.find('\n', at) - at);
-  };
   // A window (chunk) mask set on a layer that attends to every earlier key
   // needs its size from another --set; say which mask was meant.
   auto topKey = [&](const std::string &k) {
     return yaml.rfind(k + ":", 0) == 0 || yaml.find("\n" + k + ":") != std::string::npos;
   };
+  const std::string finalMask = maskOf(yaml);
   for (const char *kind : {"sliding_window", "chunked"}) {
     const std::string sizeKey = std::string(kind) == "chunked" ? "chunk" : "window";
-    for (const std::string &s : sets)
-      if (s.rfind("mask=", 0) == 0 && s.find(kind) != std::string::npos && !topKey(sizeKey))
-        throw ImportError{fmt::format(
-            "attnc: error: --set {}: this layer has no {} of its own (mask:{}): "
-            "--set mask={} adds padding lengths to its mask, or --set {}=N gives it a {} "
-            "as well",
-            s, sizeKey, maskOf(derived),
-            maskOf(derived).find("causal") != std::string::npos ? "causal+padding" : "padding",
-            sizeKey, sizeKey)};
+    if (finalMask.find(kind) != std::string::npos && !topKey(sizeKey)) {
+      const std::string was = maskOf(derived);
+      const bool padding = finalMask.find("padding") != std::string::npos;
+      throw ImportError{fmt::format(
+          "attnc: error: --set mask={}: this layer has no {} of its own (mask:{}): {}--set "
+          "{}=N gives it a {}",
+          finalMask.substr(1), sizeKey, was,
+          padding ? fmt::format("--set mask={} adds padding lengths to its mask, or ",
+                                was.find("causal") != std::string::npos ? "causal+padding"
+                                                                        : "padding")
+                  : "",
+          sizeKey, sizeKey)};
+    }
   }
   return yaml;
 }
@@ -750,11 +756,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     expectAfter({"self_attn"});
     const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
     const int64_t kv = c.integer("num_key_value_heads", h);
-    // (Llama4TextConfig's head_dim defaults to 128; null: d / h.)
+    // (an absent head_dim as the class gives it: kConfigDefaults; null: d / h)
     const YAML::Node &hd = c.root["head_dim"];
-    const int64_t dh = mt == "llama4_text" && !hd ? 128
-                       : hd && hd.IsNull()         ? d / h
-                                                   : c.integer("head_dim", d / h);
+    const int64_t dh = hd && hd.IsNull() ? d / h : c.integer("head_dim", d / h);
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
     y += "weights: separate\n";
     // Biases: Qwen2 q/k/v only; StableLM q/k/v with use_qkv_bias; Helium

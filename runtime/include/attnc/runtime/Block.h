@@ -45,8 +45,8 @@ struct BlockParams {
   int64_t dModel = 0, heads = 0, kvHeads = 0, headDim = 0;
   uint32_t mask = ATTNC_MASK_NONE;
   bool topLeft = false;
-  /// Sliding-window size (ATTNC_MASK_SLIDING_WINDOW) or chunk size
-  /// (ATTNC_MASK_CHUNKED).
+  /// Sliding-window size (attnc_mask_sliding) or chunk size
+  /// (attnc_mask_chunked).
   int64_t window = 0;
   uint32_t biasMask = ATTNC_BIAS_Q | ATTNC_BIAS_K | ATTNC_BIAS_V | ATTNC_BIAS_O;
   bool outProj = true;

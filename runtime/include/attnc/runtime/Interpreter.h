@@ -43,8 +43,11 @@ void linear(const double *x, const double *w, const double *b, double *y,
 ///  * ATTNC_MASK_NONE, _PADDING: nothing more;
 ///  * _CAUSAL, _CAUSAL_PADDING: j <= i + off_b, off_b = kvValid[b] -
 ///    qValid[b] (bottom-right alignment) or 0 when topLeft;
-///  * _SLIDING_WINDOW: causal, and j > i + off_b - window (the `window`
-///    most recent keys; window <= 0: no restriction).
+///  * _SLIDING_WINDOW(_PADDING): causal, and j > i + off_b - window (the
+///    `window` most recent keys; window <= 0: no restriction);
+///  * _CHUNKED(_PADDING): causal, and j >= floor((i + off_b) / window) *
+///    window (the query's own chunk).
+/// (The _PADDING forms differ only in that forward takes the lengths.)
 /// Query rows i >= qValid[b], and rows that see no key, are zero (and so
 /// are their probs rows). `probs`, when not null, receives the softmax
 /// weights [B, Hq, Tq, Tkv], 0 for masked keys.

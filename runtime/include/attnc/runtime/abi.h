@@ -61,7 +61,9 @@
  *
  * Version 7 (over 6): BERT's relative_key and relative_key_query
  * (rel_key_positions, rel_key_query; the storage tensor
- * distance_embedding.weight).
+ * distance_embedding.weight); within it, the masks
+ * ATTNC_MASK_SLIDING_WINDOW_PADDING and ATTNC_MASK_CHUNKED_PADDING (a
+ * runtime that predates them refuses them as an unknown mask).
  * A runtime of another version refuses the library as an ABI mismatch,
  * never by computing something else.
  *
@@ -119,22 +121,29 @@ extern "C" {
 #define ATTNC_MASK_CHUNKED_PADDING 7u
 #define ATTNC_MASK_LAST ATTNC_MASK_CHUNKED_PADDING
 
-/* The parts of a mask value, which everything that reads one asks: */
+/* The parts of a mask value, which everything that reads one asks (marked
+ * unused: a program that includes this header need not call them, and
+ * the generated NAME.h carries this text as its own). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTNC_MAYBE_UNUSED __attribute__((unused))
+#else
+#define ATTNC_MAYBE_UNUSED
+#endif
 /* a query sees no later key (every mask but none and padding) */
-static inline int attnc_mask_causal(uint32_t m) {
+ATTNC_MAYBE_UNUSED static inline int attnc_mask_causal(uint32_t m) {
   return m != ATTNC_MASK_NONE && m != ATTNC_MASK_PADDING && m <= ATTNC_MASK_LAST;
 }
 /* forward takes lengths (and kv_lengths): ATTNC_FEATURE_LENGTHS */
-static inline int attnc_mask_lengths(uint32_t m) {
+ATTNC_MAYBE_UNUSED static inline int attnc_mask_lengths(uint32_t m) {
   return m == ATTNC_MASK_PADDING || m == ATTNC_MASK_CAUSAL_PADDING ||
          m == ATTNC_MASK_SLIDING_WINDOW_PADDING || m == ATTNC_MASK_CHUNKED_PADDING;
 }
 /* keys older than the last `window` are hidden */
-static inline int attnc_mask_sliding(uint32_t m) {
+ATTNC_MAYBE_UNUSED static inline int attnc_mask_sliding(uint32_t m) {
   return m == ATTNC_MASK_SLIDING_WINDOW || m == ATTNC_MASK_SLIDING_WINDOW_PADDING;
 }
 /* keys of earlier chunks (of `window` positions) are hidden */
-static inline int attnc_mask_chunked(uint32_t m) {
+ATTNC_MAYBE_UNUSED static inline int attnc_mask_chunked(uint32_t m) {
   return m == ATTNC_MASK_CHUNKED || m == ATTNC_MASK_CHUNKED_PADDING;
 }
 
