@@ -10,7 +10,8 @@ PyTorch reference computed from the same float32 weights and inputs:
     the probs output: torch.nn.MultiheadAttention(batch_first=True) with
     key_padding_mask (True = padded key) and attn_mask, the masks built
     from the lengths the way a torch user builds them;
-  * sliding windows (separate Llama/Mistral weights, GQA) and causal
+  * sliding windows (separate Llama/Mistral weights, GQA), with padding
+    lengths too, Llama 4's chunks with padding lengths and causal
     cross-attention in both alignments: a hand-written float64 attention
     with an explicit boolean mask matrix (query i sees key j iff
     mask[i, j]); it is itself checked against nn.MultiheadAttention first.
@@ -77,6 +78,14 @@ SPECS = {
     "cross_causal_tl": dict(ref="hand", yaml="d_model: 64\nheads: 4\nkv_heads: 2\n"
                             "head_dim: 12\nmask: causal\ncausal_align: top_left\n"
                             "cross_attention: true\nweights: separate\nbias: true\n"),
+    # a window or Llama 4's chunks with padding lengths: the window and the
+    # chunks count positions of each sequence's valid prefix
+    "winpad5": dict(ref="hand", yaml="d_model: 64\nheads: 4\nkv_heads: 2\n"
+                    "mask: sliding_window+padding\nwindow: 5\nweights: separate\n"
+                    "bias: false\n"),
+    "chunkpad4": dict(ref="hand", yaml="d_model: 48\nheads: 4\nkv_heads: 1\n"
+                      "mask: chunked+padding\nchunk: 4\nweights: separate\n"
+                      "bias: true\noutputs: [y, probs]\n"),
     # causal+padding cross-attention: the diagonal moves with the valid
     # lengths (off = kv_len - q_len); q_len > kv_len leaves rows with no key
     "cross_cpad_br": dict(ref="hand", yaml="d_model: 48\nheads: 4\nkv_heads: 1\n"
@@ -92,7 +101,7 @@ def parse_spec(yaml):
     return dict(d=d, h=h, hkv=int(kv.get("kv_heads", h)),
                 dh=int(kv.get("head_dim", d // h)), mask=kv.get("mask", "none"),
                 align=kv.get("causal_align", "bottom_right"),
-                window=int(kv.get("window", 0)),
+                window=int(kv.get("window", kv.get("chunk", 0))),
                 bias=kv.get("bias", "true") == "true",
                 cross=kv.get("cross_attention", "false") == "true",
                 probs="probs" in kv.get("outputs", ""),
@@ -128,6 +137,10 @@ def runs():
     for name in ("cross_causal_br", "cross_causal_tl"):
         out.append((name, 5, 9, None, None))
         out.append((name, 7, 97, None, None))
+    for t in (7, 97):
+        out.append(("winpad5", t, t, [t, t // 2, 1], None))
+        out.append(("chunkpad4", t, t, [0, t, max(t - 2, 1)], None))
+    out.append(("winpad5", 300, 300, [300, 0, 133], None))
     out.append(("cross_cpad_br", 5, 9, [5, 3, 2], [9, 4, 1]))
     out.append(("cross_cpad_br", 7, 13, [7, 0, 4], [13, 13, 2]))
     return out
@@ -142,10 +155,12 @@ def allowed_matrix(s, tq, tkv, qlen, kvlen):
         for i in range(qlen[b]):
             for j in range(kvlen[b]):
                 ok = True
-                if s["mask"] in ("causal", "causal+padding", "sliding_window"):
+                if s["mask"] not in ("none", "padding"):
                     ok = j <= i + off
-                if s["mask"] == "sliding_window":
+                if s["mask"].startswith("sliding_window"):
                     ok = ok and j > i + off - s["window"]
+                if s["mask"].startswith("chunked"):
+                    ok = ok and j // s["window"] == (i + off) // s["window"]
                 a[b, i, j] = ok
     return a
 

@@ -207,6 +207,35 @@ TEST_CASE("decode is accepted with every causal mask", "[spec]") {
   CHECK(errorOf(kBase + "mask: chunked+padding\nchunk: 8\ndecode: true\n").empty());
 }
 
+TEST_CASE("mask kinds: names, parts, and the kind with lengths", "[spec]") {
+  int kinds = 0;
+  for (int k = 0; k <= int(kLastMaskKind); ++k, ++kinds) {
+    const MaskKind m = MaskKind(k);
+    INFO(toString(m));
+    REQUIRE(maskKindNamed(toString(m)) == m);
+    // the spec parser takes every name, and the parts are the Spec's
+    const Spec s = specOf(kBase + "mask: " + toString(m) + "\n" +
+                          (maskIsSliding(m)   ? "window: 4\n"
+                           : maskIsChunked(m) ? "chunk: 4\n"
+                                              : ""));
+    CHECK(s.mask == m);
+    CHECK(s.paddingMask() == maskHasLengths(m));
+    // adding lengths keeps the rest of the mask
+    const MaskKind l = maskWithLengths(m);
+    CHECK(maskHasLengths(l));
+    CHECK(maskIsCausal(l) == maskIsCausal(m));
+    CHECK(maskIsSliding(l) == maskIsSliding(m));
+    CHECK(maskIsChunked(l) == maskIsChunked(m));
+    CHECK((l == m) == maskHasLengths(m));
+  }
+  CHECK(kinds == 8);
+  CHECK(maskWithLengths(MaskKind::Causal) == MaskKind::CausalPadding);
+  CHECK(maskWithLengths(MaskKind::None) == MaskKind::Padding);
+  CHECK(!maskKindNamed("causal + padding"));
+  CHECK(!maskKindNamed("Causal"));
+  CHECK(!maskKindNamed(""));
+}
+
 TEST_CASE("Llama 4: the chunked mask, the weightless QK-norm, temperature tuning",
           "[spec]") {
   Spec s = specOf(kBase + "mask: chunked\nchunk: 8192\n");

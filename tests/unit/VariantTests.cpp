@@ -232,9 +232,11 @@ TEST_CASE("variants: probs rows sum to 1 on valid rows, 0 elsewhere",
           "[interp][variants]") {
   const int64_t b = 3, tq = 6, tkv = 9;
   for (uint32_t mask : {ATTNC_MASK_PADDING, ATTNC_MASK_CAUSAL_PADDING,
-                        ATTNC_MASK_SLIDING_WINDOW})
+                        ATTNC_MASK_SLIDING_WINDOW, ATTNC_MASK_SLIDING_WINDOW_PADDING,
+                        ATTNC_MASK_CHUNKED_PADDING})
     for (bool topLeft : {false, true}) {
-      BlockParams p = block(mask, topLeft, mask == ATTNC_MASK_SLIDING_WINDOW ? 3 : 0);
+      const bool sized = attnc_mask_sliding(mask) || attnc_mask_chunked(mask);
+      BlockParams p = block(mask, topLeft, sized ? 3 : 0);
       p.cross = true;
       p.wantProbs = true;
       Data d = weightsFor(p, 11);
@@ -260,8 +262,9 @@ TEST_CASE("variants: probs rows sum to 1 on valid rows, 0 elsewhere",
               double w = probs[size_t(((s * 4 + h) * tq + i) * tkv + j)];
               bool visible = i < lengths[s] && j < kvLengths[s] &&
                              (mask == ATTNC_MASK_PADDING || j <= i + off) &&
-                             (mask != ATTNC_MASK_SLIDING_WINDOW ||
-                              j > i + off - 3);
+                             (!attnc_mask_sliding(mask) || j > i + off - 3) &&
+                             (!attnc_mask_chunked(mask) ||
+                              (i + off >= 0 && j / 3 == (i + off) / 3));
               anyKey |= visible;
               INFO("mask " << mask << " topLeft " << topLeft << " b " << s
                            << " h " << h << " i " << i << " j " << j);
@@ -293,13 +296,20 @@ TEST_CASE("variants: padding equals running each truncated sequence alone",
           "[interp][variants]") {
   // Self-attention: lengths L_b give, on rows < L_b, what the block gives
   // on the first L_b tokens alone (padding: like no mask; causal+padding:
-  // like causal), and zero rows past L_b.
+  // like causal; a window or chunks of 2 with lengths: like the window or
+  // chunks alone), and zero rows past L_b.
   const int64_t b = 3, t = 7;
   for (auto masks : {std::pair<uint32_t, uint32_t>{ATTNC_MASK_PADDING,
                                                    ATTNC_MASK_NONE},
-                     {ATTNC_MASK_CAUSAL_PADDING, ATTNC_MASK_CAUSAL}})
+                     {ATTNC_MASK_CAUSAL_PADDING, ATTNC_MASK_CAUSAL},
+                     {ATTNC_MASK_SLIDING_WINDOW_PADDING, ATTNC_MASK_SLIDING_WINDOW},
+                     {ATTNC_MASK_CHUNKED_PADDING, ATTNC_MASK_CHUNKED}})
     for (bool topLeft : {false, true}) {
-      BlockParams p = block(masks.first, topLeft), alone = block(masks.second, topLeft);
+      const int64_t window = attnc_mask_sliding(masks.first) || attnc_mask_chunked(masks.first)
+                                 ? 2
+                                 : 0;
+      BlockParams p = block(masks.first, topLeft, window),
+                  alone = block(masks.second, topLeft, window);
       Data d = weightsFor(p, 21);
       std::mt19937_64 rng(22);
       std::vector<float> x = randomNormal(b * t * 8, rng);

@@ -1236,10 +1236,10 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
     std::string hint;
     if (std::string(feature) == "lengths") // the mask that adds them
       hint = std::string("; a spec with mask: ") +
-             (ki.mask == ATTNC_MASK_NONE          ? "padding"
-              : attnc_mask_sliding(ki.mask)       ? "sliding_window+padding"
-              : attnc_mask_chunked(ki.mask)       ? "chunked+padding"
-                                                  : "causal+padding") +
+             maskName(ki.mask == ATTNC_MASK_NONE      ? ATTNC_MASK_PADDING
+                      : attnc_mask_sliding(ki.mask) ? ATTNC_MASK_SLIDING_WINDOW_PADDING
+                      : attnc_mask_chunked(ki.mask) ? ATTNC_MASK_CHUNKED_PADDING
+                                                    : ATTNC_MASK_CAUSAL_PADDING) +
              " takes them";
     return usageError(std::string(opt) + ": the kernel " + ki.name + " has no " + feature +
                       " feature (features: " + featureNames(f) +

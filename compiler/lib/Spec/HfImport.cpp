@@ -472,19 +472,32 @@ std::string knownList() {
   return s;
 }
 
+/// The value of a top-level key of a derived YAML (the text after "key:"
+/// on its line, leading blanks dropped), if the key is there.
+std::optional<std::string> topLevelValue(const std::string &yaml, const std::string &key) {
+  size_t at = yaml.rfind(key + ":", 0) == 0 ? 0 : yaml.find("\n" + key + ":");
+  if (at == std::string::npos)
+    return std::nullopt;
+  at += (yaml[at] == '\n' ? 1 : 0) + key.size() + 1;
+  std::string v = yaml.substr(at, yaml.find('\n', at) - at);
+  v.erase(0, v.find_first_not_of(' '));
+  return v;
+}
+
+/// The mask a derived YAML spells (none without the key); nullopt for a
+/// name the spec does not know (its parser reports it, located).
+std::optional<MaskKind> maskOf(const std::string &yaml) {
+  const std::optional<std::string> m = topLevelValue(yaml, "mask");
+  return m ? maskKindNamed(*m) : MaskKind::None;
+}
+
 /// Applies `--set KEY=VALUE` to top-level keys of the derived YAML: the
 /// key's block (its line and any indented lines after it) is replaced, or
 /// the key is appended.
 std::string applySets(std::string yaml, const std::vector<std::string> &sets,
                       std::vector<std::string> &notes) {
-  const std::string derived = yaml;
-  auto maskOf = [](const std::string &y) {
-    size_t at = y.rfind("mask:", 0) == 0 ? 0 : y.find("\nmask:");
-    if (at == std::string::npos)
-      return std::string(" none");
-    at += y[at] == '\n' ? 6 : 5;
-    return y.substr(at, y.find('\n', at) - at);
-  };
+  // (the checkpoint's mask: an earlier --set mask does not count)
+  const std::optional<MaskKind> was = maskOf(yaml);
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -492,44 +505,41 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
     std::string key = s.substr(0, eq), value = s.substr(eq + 1);
     if (key.find_first_of(" :.\n") != std::string::npos)
       throw ImportError{fmt::format("--set {}: expected a top-level spec key", s)};
-    std::vector<std::string> lines, out;
+    // A mask without causality over a decoder's causal one is legal (the
+    // spec's `padding` is bidirectional) but rarely what is meant.
+    const std::optional<MaskKind> set = key == "mask" ? maskKindNamed(value) : std::nullopt;
+    if (set && was) {
+      // The window (chunk) the layer attends within comes with its own
+      // key, which only the masks of its kind keep.
+      for (auto [kind, what] : {std::pair{MaskKind::SlidingWindow, "sliding window"},
+                                std::pair{MaskKind::Chunked, "chunk"}}) {
+        const bool sliding = kind == MaskKind::SlidingWindow;
+        auto ofKind = [&](MaskKind m) { return sliding ? maskIsSliding(m) : maskIsChunked(m); };
+        if (ofKind(*was) && !ofKind(*set))
+          throw ImportError{fmt::format(
+              "attnc: error: --set {}: this layer attends within a {} (mask: {}), which "
+              "mask {} would drop; {}",
+              s, what, toString(*was), value,
+              maskHasLengths(*set)
+                  ? fmt::format("--set mask={} keeps it and adds padding lengths",
+                                toString(maskWithLengths(kind)))
+                  : fmt::format("mask {} or {} keeps it", toString(kind),
+                                toString(maskWithLengths(kind))))};
+      }
+      if (maskIsCausal(*was) && !maskIsCausal(*set))
+        notes.push_back(fmt::format(
+            "note: --set {}: the checkpoint's attention is causal (mask: {}); "
+            "mask {} lets every query see later keys ({} keeps "
+            "causality and adds padding lengths)",
+            s, toString(*was), value, toString(maskWithLengths(*was))));
+    }
+    std::vector<std::string> out;
     std::stringstream ss(yaml);
-    for (std::string l; std::getline(ss, l);)
-      lines.push_back(l);
     bool skipping = false;
-    for (const std::string &l : lines) {
+    for (std::string l; std::getline(ss, l);) {
       if (skipping && !l.empty() && l[0] == ' ')
         continue;
       skipping = l.rfind(key + ":", 0) == 0;
-      // A mask without causality over a decoder's causal one is legal (the
-      // spec's `padding` is bidirectional) but rarely what is meant.
-      if (skipping && key == "mask") {
-        // (against the checkpoint's mask: an earlier --set mask does not count)
-        const std::string was = maskOf(derived);
-        // The window (chunk) the layer attends within comes with its own
-        // key, which only the masks of its kind keep.
-        for (const char *kept : {"sliding_window", "chunked"})
-          if (was.find(kept) != std::string::npos && value.find(kept) == std::string::npos)
-            throw ImportError{fmt::format(
-                "attnc: error: --set {}: this layer attends within a {} (mask:{}), which "
-                "mask {} would drop; {}",
-                s, std::string(kept) == "chunked" ? "chunk" : "sliding window", was, value,
-                value.find("padding") != std::string::npos
-                    ? fmt::format("--set mask={}+padding keeps it and adds padding lengths",
-                                  kept)
-                    : fmt::format("mask {} or {}+padding keeps it", kept, kept))};
-        auto causal = [](const std::string &m) {
-          return m.find("causal") != std::string::npos ||
-                 m.find("sliding_window") != std::string::npos ||
-                 m.find("chunked") != std::string::npos;
-        };
-        if (causal(was) && !causal(value))
-          notes.push_back(fmt::format(
-              "note: --set {}: the checkpoint's attention is causal (mask:{}); "
-              "mask {} lets every query see later keys (causal+padding keeps "
-              "causality and adds padding lengths)",
-              s, was, value));
-      }
       if (!skipping)
         out.push_back(l);
     }
@@ -540,25 +550,22 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
   }
   // A window (chunk) mask set on a layer that attends to every earlier key
   // needs its size from another --set; say which mask was meant.
-  auto topKey = [&](const std::string &k) {
-    return yaml.rfind(k + ":", 0) == 0 || yaml.find("\n" + k + ":") != std::string::npos;
-  };
-  const std::string finalMask = maskOf(yaml);
-  for (const char *kind : {"sliding_window", "chunked"}) {
-    const std::string sizeKey = std::string(kind) == "chunked" ? "chunk" : "window";
-    if (finalMask.find(kind) != std::string::npos && !topKey(sizeKey)) {
-      const std::string was = maskOf(derived);
-      const bool padding = finalMask.find("padding") != std::string::npos;
+  const std::optional<MaskKind> finalMask = maskOf(yaml);
+  if (!finalMask || !was)
+    return yaml;
+  for (const char *sizeKey : {"window", "chunk"}) {
+    const bool sliding = std::string(sizeKey) == "window";
+    if ((sliding ? maskIsSliding(*finalMask) : maskIsChunked(*finalMask)) &&
+        !topLevelValue(yaml, sizeKey))
       throw ImportError{fmt::format(
-          "attnc: error: --set mask={}: this layer has no {} of its own (mask:{}): {}--set "
+          "attnc: error: --set mask={}: this layer has no {} of its own (mask: {}): {}--set "
           "{}=N gives it a {}",
-          finalMask.substr(1), sizeKey, was,
-          padding ? fmt::format("--set mask={} adds padding lengths to its mask, or ",
-                                was.find("causal") != std::string::npos ? "causal+padding"
-                                                                        : "padding")
-                  : "",
+          toString(*finalMask), sizeKey, toString(*was),
+          maskHasLengths(*finalMask)
+              ? fmt::format("--set mask={} adds padding lengths to its mask, or ",
+                            toString(maskWithLengths(*was)))
+              : "",
           sizeKey, sizeKey)};
-    }
   }
   return yaml;
 }
@@ -860,7 +867,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       if (mt == global)
         slides = false;
     if (chunked)
-      y += fmt::format("mask: chunked\nchunk: {}\n", c.integer("attention_chunk_size", 8192));
+      y += fmt::format("mask: chunked\nchunk: {}\n", c.integer("attention_chunk_size"));
     else if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
     else

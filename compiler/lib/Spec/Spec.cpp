@@ -39,6 +39,43 @@ const char *toString(MaskKind m) {
   return "?";
 }
 
+std::optional<MaskKind> maskKindNamed(const std::string &name) {
+  for (int k = 0; k <= int(kLastMaskKind); ++k)
+    if (name == toString(MaskKind(k)))
+      return MaskKind(k);
+  return std::nullopt;
+}
+
+bool maskHasLengths(MaskKind m) {
+  return m == MaskKind::Padding || m == MaskKind::CausalPadding ||
+         m == MaskKind::SlidingWindowPadding || m == MaskKind::ChunkedPadding;
+}
+
+bool maskIsSliding(MaskKind m) {
+  return m == MaskKind::SlidingWindow || m == MaskKind::SlidingWindowPadding;
+}
+
+bool maskIsChunked(MaskKind m) {
+  return m == MaskKind::Chunked || m == MaskKind::ChunkedPadding;
+}
+
+bool maskIsCausal(MaskKind m) { return m != MaskKind::None && m != MaskKind::Padding; }
+
+MaskKind maskWithLengths(MaskKind m) {
+  switch (m) {
+  case MaskKind::None:
+    return MaskKind::Padding;
+  case MaskKind::Causal:
+    return MaskKind::CausalPadding;
+  case MaskKind::SlidingWindow:
+    return MaskKind::SlidingWindowPadding;
+  case MaskKind::Chunked:
+    return MaskKind::ChunkedPadding;
+  default:
+    return m;
+  }
+}
+
 const char *toString(WeightLayout w) {
   switch (w) {
   case WeightLayout::Gpt2Conv1D:

@@ -676,10 +676,10 @@ private:
       spec.headDim = getSize(key, v);
       hasHeadDim = true;
     } else if (key == "mask") {
-      spec.mask = static_cast<MaskKind>(getEnum(
-          key, v,
-          {"none", "causal", "padding", "causal+padding", "sliding_window", "chunked",
-           "sliding_window+padding", "chunked+padding"}));
+      std::vector<const char *> names;
+      for (int k = 0; k <= int(kLastMaskKind); ++k)
+        names.push_back(toString(MaskKind(k)));
+      spec.mask = static_cast<MaskKind>(getEnum(key, v, names));
     } else if (key == "causal_align") {
       spec.causalAlign = static_cast<CausalAlign>(
           getEnum(key, v, {"bottom_right", "top_left"}));

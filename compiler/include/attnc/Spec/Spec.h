@@ -33,6 +33,7 @@ enum class MaskKind {
   SlidingWindowPadding,
   ChunkedPadding
 };
+constexpr MaskKind kLastMaskKind = MaskKind::ChunkedPadding; ///< (for loops over the kinds)
 enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
 /// Element types: float32, bfloat16 (float32's top half, rounded to
 /// nearest even), IEEE binary16.
@@ -40,6 +41,15 @@ enum class DType { F32, BF16, F16 };
 enum class CausalAlign { BottomRight, TopLeft };
 
 const char *toString(MaskKind m);      ///< "none", "causal", ...
+/// The mask kind a spec spells `name` ("causal+padding", ...), if any.
+std::optional<MaskKind> maskKindNamed(const std::string &name);
+/// What a mask kind is made of (Spec::paddingMask etc. ask these).
+bool maskHasLengths(MaskKind m); ///< takes per-sequence valid lengths
+bool maskIsSliding(MaskKind m);  ///< a sliding window (`window`)
+bool maskIsChunked(MaskKind m);  ///< chunks of `chunk` positions
+bool maskIsCausal(MaskKind m);   ///< no query sees a later key
+/// m with per-sequence valid lengths added (causal -> causal+padding).
+MaskKind maskWithLengths(MaskKind m);
 const char *toString(WeightLayout w);  ///< "gpt2_conv1d", ...
 const char *toString(DType d);         ///< "f32", "bf16", "f16"
 const char *toString(CausalAlign a);   ///< "bottom_right", "top_left"
@@ -188,20 +198,13 @@ struct Spec {
   int64_t qWidth() const { return heads * headDim; }
   int64_t kvWidth() const { return kvHeads * headDim; }
   /// A padding mask: the kernel takes per-sequence valid lengths.
-  bool paddingMask() const {
-    return mask == MaskKind::Padding || mask == MaskKind::CausalPadding ||
-           mask == MaskKind::SlidingWindowPadding || mask == MaskKind::ChunkedPadding;
-  }
+  bool paddingMask() const { return maskHasLengths(mask); }
   /// A sliding window (`window`), with or without padding lengths.
-  bool slidingMask() const {
-    return mask == MaskKind::SlidingWindow || mask == MaskKind::SlidingWindowPadding;
-  }
+  bool slidingMask() const { return maskIsSliding(mask); }
   /// Chunks of `window` positions, with or without padding lengths.
-  bool chunkedMask() const {
-    return mask == MaskKind::Chunked || mask == MaskKind::ChunkedPadding;
-  }
+  bool chunkedMask() const { return maskIsChunked(mask); }
   /// No query sees a later key (every mask but none and padding).
-  bool causalMask() const { return mask != MaskKind::None && mask != MaskKind::Padding; }
+  bool causalMask() const { return maskIsCausal(mask); }
   /// `outputs` asks for the attention weights too.
   bool wantsProbs() const {
     for (const std::string &o : outputs)
