@@ -16,6 +16,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -49,7 +50,8 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 /// The spec of `attnc --hf DIR --module PATH [--layer N] [--set K=V]...`:
 /// derived from the checkpoint's config.json, written to `emitSpec` when
 /// not empty, then parsed and checked like any spec (messages point into
-/// the derived YAML, named after `emitSpec` or "DIR/config.json[PATH]").
+/// the derived YAML, named after `emitSpec` or "<derived spec of
+/// DIR/config.json, PATH>").
 ///
 /// A bf16/f16 checkpoint's weights pack as such (weight_dtype from its
 /// torch_dtype), on every target.
@@ -74,12 +76,23 @@ inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string 
       return std::nullopt;
     }
   }
+  // Without --emit-spec the lines are those of the derived YAML, printed
+  // numbered after the error (not config.json's lines).
   std::string name = !emitSpec.empty()
                          ? emitSpec
-                         : dir + "/config.json[" + hf.weightsPrefix.substr(
-                                                       0, hf.weightsPrefix.size() - 1) + "]";
+                         : "<derived spec of " + dir + "/config.json, " +
+                               hf.weightsPrefix.substr(0, hf.weightsPrefix.size() - 1) + ">";
+  std::string numbered;
+  int line = 0;
+  for (size_t at = 0; at < hf.yaml.size();) {
+    size_t end = hf.yaml.find('\n', at);
+    if (end == std::string::npos)
+      end = hf.yaml.size();
+    numbered += llvm::formatv("{0,4} | ", ++line).str() + hf.yaml.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
   return checkedSpec(parseSpecString(hf.yaml, name),
-                     emitSpec.empty() ? "attnc: note: the derived spec was:\n" + hf.yaml : "");
+                     emitSpec.empty() ? "attnc: note: the derived spec was:\n" + numbered : "");
 }
 
 /// Prints MLIR diagnostics as `FILE:LINE:COL: error: message`, using the

@@ -526,6 +526,11 @@ struct Loader {
       w.notes.push_back(configPath() + ": M-RoPE (mrope_section): the kernel rotates each "
                         "token by one position, as the model rotates text tokens; image "
                         "and video tokens' three positions are not what it computes");
+    if (modelType("bloom") && endsWith(path, "self_attention"))
+      w.notes.push_back(path + ": BloomAttention returns dense(attention) + the residual "
+                        "(the block's input after its LayerNorm, with "
+                        "apply_residual_connection_post_layernorm, else before it); the "
+                        "kernel's output is dense's: add the residual yourself");
     if (!rope) {
       for (const TensorRef &r : all)
         if (endsWith(r.name, "rotary_emb.inv_freq")) {
@@ -559,11 +564,18 @@ struct Loader {
                              (modelType("mllama") &&
                               (prefix.find(".cross_attn") != std::string::npos ||
                                prefix.find("vision_model.") != std::string::npos));
+      // Falcon with alibi (Falcon-RW) has no rotary embedding, whatever
+      // rope_theta FalconConfig saved.
+      const bool alibiFalcon = modelType("falcon") &&
+                               (cfg.find("\"alibi\": true") != std::string::npos ||
+                                cfg.find("\"alibi\":true") != std::string::npos);
       for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
                               "\"rotary_dim\"", "\"rotary_pct\"",
                               "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
                               "\"rope_parameters\""})
-        if (nopeLayer && cfg.find(key) != std::string::npos) {
+        if (alibiFalcon) {
+          break;
+        } else if (nopeLayer && cfg.find(key) != std::string::npos) {
           w.notes.push_back(configPath() + ": " + (!prefix.empty() && prefix.back() == '.'
                                                    ? prefix.substr(0, prefix.size() - 1)
                                                    : prefix) +

@@ -153,9 +153,13 @@ FUSED_CASES = [
     dict(name="falcon_rw", module="transformer.h.0.self_attention", layout="per_head",
          fused="query_key_value", o="dense",
          config=dict(model_type="falcon", hidden_size=64, num_attention_heads=4,
-                     num_hidden_layers=1, multi_query=False, alibi=True, bias=True),
+                     num_hidden_layers=1, multi_query=False, alibi=True, bias=True,
+                     rope_theta=10000.0),
          ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
-                  rope=None, alibi="falcon")),
+                  rope=None, alibi="falcon"),
+         # FalconConfig saves rope_theta even with alibi, which has no
+         # rotation: no warning about a missing rope
+         quiet=True),
     # Phi-3: qkv_proj [q | k | v], GQA, longrope (the long factors past 32).
     dict(name="phi3", module="model.layers.0.self_attn", layout="qkv", fused="qkv_proj",
          o="o_proj",
@@ -189,6 +193,27 @@ FUSED_CASES = [
          o="c_proj",
          config=dict(model_type="gpt_bigcode", n_embd=64, n_head=4, n_layer=1, multi_query=True),
          ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=["q", "k", "v", "o"], rope=None)),
+    # scale_attn_weights false: GPTBigCodeAttention's scores unscaled.
+    dict(name="gpt_bigcode_noscale", module="transformer.h.0.attn", layout="qkv",
+         fused="c_attn", o="c_proj",
+         config=dict(model_type="gpt_bigcode", n_embd=64, n_head=4, n_layer=1,
+                     multi_query=True, scale_attn_weights=False),
+         ref=dict(d=64, heads=4, kv_heads=1, head_dim=16, bias=["q", "k", "v", "o"], rope=None,
+                  scale=1.0)),
+    # Phi-3's legacy rope_scaling type "yarn": Phi3Config reads it as
+    # longrope (the factor lists), not YaRN.
+    dict(name="phi3_yarn_name", module="model.layers.0.self_attn", layout="qkv",
+         fused="qkv_proj", o="o_proj", T=45,
+         config=dict(model_type="phi3", hidden_size=48, num_attention_heads=3,
+                     num_key_value_heads=3, num_hidden_layers=1, rope_theta=10000.0,
+                     max_position_embeddings=128, original_max_position_embeddings=32,
+                     rope_scaling={"type": "yarn", "short_factor": real_models.PHI3_SHORT,
+                                   "long_factor": real_models.PHI3_LONG}),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[],
+                  rope=dict(scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                     "long_factor": real_models.PHI3_LONG,
+                                     "original_max_position_embeddings": 32,
+                                     "max_position_embeddings": 128}))),
 ]
 
 
@@ -713,6 +738,15 @@ VARIANT_CASES = [
                      rope_theta=10000.0),
          ref=dict(d=48, heads=4, kv_heads=2, head_dim=16, bias=[],
                   rope=dict(theta=10000.0, rotary_dim=8)),
+         names=LLAMA_NAMES),
+    # Nemotron with rope_scaling: current transformers applies it.
+    dict(name="nemotron_linear", module="model.layers.0.self_attn",
+         config=dict(model_type="nemotron", hidden_size=48, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1,
+                     rope_theta=10000.0, rope_scaling={"type": "linear", "factor": 4.0}),
+         ref=dict(d=48, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=10000.0, rotary_dim=8,
+                            scaling={"type": "linear", "factor": 4.0})),
          names=LLAMA_NAMES),
     # OLMoE: RMSNorm over the whole q and k projections (as OLMo 2), biases.
     dict(name="olmoe", module="model.layers.0.self_attn",
@@ -1340,8 +1374,10 @@ def main():
                 x_kv = rng.standard_normal((2, c["x_kv_len"], ref["d"])).astype(np.float32)
                 kv_arg = ["--x-kv", os.path.join(d, "x_kv.npy")]
                 np.save(kv_arg[1], x_kv)
-            run(["attnc-run", lib, "--hf", d, "--module", c["module"], "--x", xp, "--out", yp]
-                + kv_arg)
+            r = run(["attnc-run", lib, "--hf", d, "--module", c["module"], "--x", xp,
+                     "--out", yp] + kv_arg)
+            if c.get("quiet") and "warning" in r.stderr:
+                raise RuntimeError(f"a warning where none is due: {r.stderr.strip()}")
         except RuntimeError as e:
             print(f"FAIL: {c['name']}: {e}")
             failed += 1

@@ -975,9 +975,19 @@ int checkOutputsAreNotInputs(const Options &o) {
   struct stat st;
   if (!o.wDir.empty() && ::stat(o.wDir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     if (DIR *d = ::opendir(o.wDir.c_str())) {
-      while (dirent *e = ::readdir(d))
-        if (e->d_name[0] != '.')
-          ins.push_back({"a file of --weights", o.wDir + "/" + e->d_name});
+      while (dirent *e = ::readdir(d)) {
+        // --hf DIR reads the checkpoint's config.json and tensor files:
+        // an .npy written beside them (this run's --out) is no input.
+        const std::string n = e->d_name;
+        auto ends = [&](const char *suf) {
+          return n.size() >= std::strlen(suf) &&
+                 n.compare(n.size() - std::strlen(suf), std::strlen(suf), suf) == 0;
+        };
+        if (n[0] != '.' &&
+            (o.hfDir.empty() || n == "config.json" || ends(".safetensors") || ends(".npz")))
+          ins.push_back({o.hfDir.empty() ? "a file of --weights" : "a file of --hf",
+                         o.wDir + "/" + n});
+      }
       ::closedir(d);
     }
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -956,8 +956,6 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
       y += ropeYaml(c, dh, c.number("rope_local_base_freq", 10000.0), partial, style,
                     YAML::Node());
-    else if (mt == "nemotron") // its rotary embedding ignores rope_scaling
-      y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), partial, style, YAML::Node());
     else if (!nope) // (a NoPE layer's spec has no rope: key)
       y += ropeYaml(c, dh,
                     c.number("rope_theta", mt == "helium"        ? 100000.0
@@ -965,6 +963,14 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                            : mt == "llama4_text" ? 500000.0
                                                                  : 10000.0),
                     partial, style, c.root["rope_scaling"]);
+    // Nemotron's rotary embedding ignored rope_scaling in the transformers
+    // releases that hard-coded its rope_type "default"; later ones read it
+    // from the config, as attnc does. Every published config has none.
+    if (mt == "nemotron" && c.has("rope_scaling"))
+      out.notes.push_back(fmt::format(
+          "note: {}: Nemotron's rope_scaling applies (as current transformers reads it; "
+          "releases whose NemotronRotaryEmbedding used the default rotation ignore it)",
+          c.file));
   } else if (mt == "jamba") {
     // Attention on layers i % attn_layer_period == attn_layer_offset, Mamba
     // blocks on the others; no position encoding, no biases, GQA.
@@ -1213,8 +1219,25 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     int64_t window = c.has("sliding_window") ? c.integer("sliding_window") : 0;
     y += window > 0 ? fmt::format("mask: sliding_window\nwindow: {}\n", window)
                     : std::string("mask: causal\n");
+    // Phi3Config rewrites the legacy rope_scaling types "su" and "yarn" to
+    // "longrope" (short and long factor lists, never YaRN's ramp).
+    YAML::Node scaling = c.root["rope_scaling"];
+    if (scaling && scaling.IsMap() && scaling["type"] && scaling["type"].IsScalar() &&
+        (scaling["type"].as<std::string>() == "su" ||
+         scaling["type"].as<std::string>() == "yarn")) {
+      const std::string was = scaling["type"].as<std::string>();
+      scaling = YAML::Clone(scaling);
+      scaling["type"] = "longrope";
+      if (scaling["rope_type"])
+        scaling["rope_type"] = "longrope";
+      if (was == "yarn")
+        out.notes.push_back(fmt::format(
+            "note: {}: rope_scaling type yarn is Phi-3's legacy name of longrope (as "
+            "Phi3Config reads it): the short and long factors apply",
+            c.file));
+    }
     y += ropeYaml(c, dh, c.number("rope_theta", 10000.0), c.number("partial_rotary_factor", 1.0),
-                  "half_split", c.root["rope_scaling"]);
+                  "half_split", scaling);
   } else if (mt == "gpt_neox") {
     // Fused per-head query_key_value, biases, partial rotary (rotary_pct).
     expectAfter({"attention"});
@@ -1284,6 +1307,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nmask: causal\nweights: separate\n"
                      "bias: true\n", d, h, c.boolean("multi_query", true) ? 1 : h);
+    // GPTBigCodeAttention scales by 1/sqrt(head_dim) only with
+    // scale_attn_weights (true by default).
+    if (!c.boolean("scale_attn_weights", true))
+      y += "scale: 1\n";
   } else if (mt == "gptj") {
     expectAfter({"attn"});
     const int64_t d = c.integer("n_embd"), h = c.integer("n_head");
