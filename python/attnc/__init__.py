@@ -57,8 +57,14 @@ def _isa_env_note(rc):
     """ATTNC_ERR_ISA because of a value of ATTNC_ISA the kernel does not
     know (it selects no code path then): say so, as attnc-run does."""
     env = os.environ.get("ATTNC_ISA", "")
-    if rc != 5 or not env or env.lower() in _ISA_NAMES:  # 5: ATTNC_ERR_ISA
+    if rc != 5 or not env:  # 5: ATTNC_ERR_ISA
         return ""
+    if env.lower() in _ISA_NAMES:
+        return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
+                "this CPU cannot run (a library compiled for the default target has "
+                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with bf16 weights; "
+                "Kernel.info['isa'] says which it was compiled for; unset ATTNC_ISA to "
+                "let the library choose)")
     return (f": ATTNC_ISA={env!r} is not one of x86-avx512-bf16, x86-avx512, x86-avx2, "
             "x86-64 (or avx512bf16, avx512, avx2; case-insensitive; unset it to let the "
             "library choose)")
@@ -140,13 +146,24 @@ def _is_tensor(a):
     return hasattr(a, "detach") and hasattr(a, "data_ptr")
 
 
-def _to_storage(a, dtype):
+def _to_storage(a, dtype, what="x"):
     """A C-contiguous float32 array as the kernel's storage type: itself
     (f32), float16, or bfloat16 bit patterns (uint16, round to nearest
-    even; NaN stays NaN)."""
+    even; NaN stays NaN). A finite value past float16's range (65504) is
+    an ArgumentError naming `what` (it would go in as inf; libattnrt's
+    weights loader and attnc-run refuse it too)."""
     if dtype == _abi.DTYPE_F16:
-        with np.errstate(over="ignore"):  # past 65504: inf, as the C side
-            return np.ascontiguousarray(a.astype(np.float16))
+        with np.errstate(invalid="ignore"):
+            big = np.abs(a) >= 65520.0  # (what rounds to 65504 fits)
+        if big.any():
+            big &= np.isfinite(a)
+            if big.any():
+                at = np.unravel_index(int(np.argmax(big)), a.shape)
+                raise ArgumentError(f"{what}: element {tuple(int(i) for i in at)} "
+                                    f"({float(a[at]):g}) is out of float16 range (largest "
+                                    "finite 65504), and the kernel's dtype is f16",
+                                    _abi.ERR_ARGS)
+        return np.ascontiguousarray(a.astype(np.float16))
     if dtype == _abi.DTYPE_BF16:
         u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
         r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -395,7 +412,8 @@ class Kernel:
                                  f"got {a.shape}")
             # A bf16/f16 kernel packs its weight_dtype: rounded here (RNE,
             # as libattnrt's packFloat), bf16 as its 16-bit patterns.
-            arrays.append(_to_storage(a, self._info.weight_dtype))
+            arrays.append(_to_storage(a, self._info.weight_dtype,
+                                      f"{self.name}: weight '{wname}'"))
         ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
         packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
@@ -840,7 +858,7 @@ class Kernel:
             ys = np.empty(y_arr.shape, dtype=np.uint16)
             args.y = _fptr(ys)
             if cross:
-                kvs = _to_storage(x_kv, dt)
+                kvs = _to_storage(x_kv, dt, "x_kv")
                 args.x_kv = _fptr(kvs)
             if probs is not None:
                 ps = np.empty(probs.shape, dtype=np.uint16)

@@ -125,8 +125,10 @@ def _emit(d, indent=""):
         if not isinstance(k, str):
             raise TypeError(f"spec key {k!r} is not a string")
         if isinstance(v, dict):
-            lines.append(f"{indent}{k}:")
-            lines.extend(_emit(v, indent + "  "))
+            inner = _emit(v, indent + "  ")
+            # an empty mapping (rope={}: every default) stays a mapping
+            lines.append(f"{indent}{k}:" if inner else f"{indent}{k}: {{}}")
+            lines.extend(inner)
         elif isinstance(v, (list, tuple)):
             lines.append(f"{indent}{k}: [{', '.join(_scalar(x) for x in v)}]")
         elif v is None:

@@ -1545,11 +1545,11 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
   Projections w = unpack(p, weights);
   // Progress: the projections (rows * d * qW + kvRows * d * 2 kvW), the
   // attention (batch * heads * T * T_kv * dh) and the output projection
-  // (rows * qW * d).
+  // (rows * qW * d); the attention twice when the probs' bound is apart.
   const double total = double(rows) * d * double(qW) +
                        double(kvRows) * d * double(2 * kvW) +
-                       double(batch) * p.heads * double(seqLen) * kvSeq *
-                           p.headDim +
+                       double(batch) * p.heads * double(seqLen) * kvSeq * p.headDim *
+                           (options.bf16Dots && p.wantProbs ? 2 : 1) +
                        (p.outProj ? double(rows) * qW * d : 0.0);
   double done = 0;
   std::function<void(double)> report = [&](double work) {
@@ -1645,6 +1645,12 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
   // u|q|, u|k|, u|v| more on their elements (K and V once: a bf16 cache's
   // are already rounded), and P's rounding below.
   const bool bf16Attn = options.bf16Dots;
+  // attn.probs has no dot_type: the attention weights a probs kernel
+  // writes come from float32 dot products on every path, so their bound
+  // leaves the bf16 dot products out (computed apart below).
+  const bool probsApart = bf16Attn && p.wantProbs;
+  const std::vector<double> eqhF = probsApart ? eqh : std::vector<double>(),
+                            ekhF = probsApart ? ekh : std::vector<double>();
   if (bf16Attn) {
     for (size_t i = 0; i < qh.size(); ++i)
       eqh[i] += uA * std::fabs(qh[i]) + absA;
@@ -1670,11 +1676,19 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
   sdpaBound(model, qh.data(), eqh.data(), kh.data(), ekh.data(), vh.data(),
             evh.data(), oh.data(), eoh.data(), batch, p.heads, p.kvHeads,
             seqLen, kvSeq, p.headDim, scale, p.mask, p.topLeft, p.window,
-            run.q(), run.kv(), p.wantProbs ? r.probs.data() : nullptr,
-            p.wantProbs ? r.probsBound.data() : nullptr,
+            run.q(), run.kv(), p.wantProbs && !probsApart ? r.probs.data() : nullptr,
+            p.wantProbs && !probsApart ? r.probsBound.data() : nullptr,
             [&](int64_t n) { report(double(n) * perRow); }, mods,
             p.outProj ? exact.data() : nullptr,
             p.outProj ? eohMag.data() : nullptr);
+  if (probsApart) {
+    std::vector<double> o2(qh.size()), eo2(qh.size());
+    sdpaBound(model, qh.data(), eqhF.data(), kh.data(), ekhF.data(), vh.data(),
+              evh.data(), o2.data(), eo2.data(), batch, p.heads, p.kvHeads, seqLen, kvSeq,
+              p.headDim, scale, p.mask, p.topLeft, p.window, run.q(), run.kv(),
+              r.probs.data(), r.probsBound.data(),
+              [&](int64_t n) { report(double(n) * perRow); }, mods, nullptr, nullptr);
+  }
   if (bf16Attn) {
     // o = sum_j bf16(p_j) v_j / l with l the sum of the unrounded p_j:
     // |delta o_c| <= u sum_j p_j |v_jc| / l <= u max_j |v_jc| (over the

@@ -16,6 +16,7 @@
 #include "attnc/runtime/Block.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sys/stat.h>
@@ -491,6 +492,18 @@ struct Loader {
         w.data.push_back(b.data());
         continue;
       }
+      // float16's largest finite value is 65504: a larger one would be
+      // packed as inf (as a float64 one out of float32's range, refused).
+      if (info.weight_dtype == ATTNC_DTYPE_F16)
+        for (size_t e = 0; e < b.size(); ++e)
+          if (std::isfinite(b[e]) && std::fabs(b[e]) >= 65520.0f) {
+            char value[32];
+            std::snprintf(value, sizeof value, "%g", double(b[e]));
+            return error(ATTNRT_WEIGHTS_ERR_DTYPE,
+                         path + ": '" + w.sources[t] + "': element " + std::to_string(e) + " (" + value +
+                             ") is out of float16 range (largest finite 65504), and the "
+                             "kernel's weight_dtype is f16");
+          }
       std::vector<uint16_t> n(b.size());
       attnrt::fromFloat(info.weight_dtype, b.data(), n.data(), int64_t(b.size()));
       w.narrow.push_back(std::move(n));

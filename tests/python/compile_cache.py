@@ -129,6 +129,12 @@ def main():
         check(e.returncode == 2 and "heads: 3 does not divide d_model 16" in msg
               and sorted(os.listdir(cache)) == before,
               f"invalid spec: CompileError (exit {e.returncode}), nothing cached: {msg}")
+    # An empty mapping is the key with every default (rope: {}), not a
+    # key without a value.
+    kr = attnc.compile(dict(spec, name="cc_rope", rope={}), cache_dir=cache)
+    rope = kr.info["rope"]
+    check(rope is not None and rope["style"] == "half_split",
+          f"rope={{}}: a kernel with the default rotation (style {rope and rope['style']})")
     os.environ["ATTNC_BIN"] = os.path.join(a.work, "no-such-attnc")
     try:
         attnc.compile(spec, cache_dir=os.path.join(a.work, "cache2"))

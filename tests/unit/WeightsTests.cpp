@@ -415,6 +415,25 @@ TEST_CASE("weights: bf16, f16 and f64 are converted with a note", "[weights]") {
   CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DTYPE);
   CHECK_THAT(r.err, Contains("big.safetensors: tensor 'in_proj_weight'") &&
                         Contains("out of float32 range"));
+
+  // An f16 kernel's weights hold at most 65504: 65519 rounds to it, 65520
+  // would be inf (an error naming the element); inf itself stays inf.
+  std::get<1>(ts[0]) = "F32";
+  big.values[5] = 65519.0f;
+  std::get<2>(ts[0]) = big;
+  writeFile(dir / "f16.safetensors", safetensors(ts));
+  info.info.weight_dtype = ATTNC_DTYPE_F16;
+  r = open(dir / "f16.safetensors", "", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_OK);
+  big.values[5] = -65520.0f;
+  std::get<2>(ts[0]) = big;
+  writeFile(dir / "f16.safetensors", safetensors(ts));
+  r = open(dir / "f16.safetensors", "", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DTYPE);
+  CHECK_THAT(r.err, Contains("'in_proj_weight': element 5 (-65520) is out of float16 range"));
+  info.info.weight_dtype = ATTNC_DTYPE_BF16; // bf16 has float32's range
+  r = open(dir / "f16.safetensors", "", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_OK);
 }
 
 TEST_CASE("weights: .npz (stored and deflate) with BERT names", "[weights]") {

@@ -1380,6 +1380,22 @@ private:
   int decodeStep(int64_t pos, int64_t n);
   int deviceForward();
 
+  /// An f16 kernel's input from a file: a finite value past float16's
+  /// range would go in as inf (an error naming it; bf16 has float32's range).
+  bool fitsDtype(const std::string &path, const std::vector<float> &v) {
+    if (info().dtype != ATTNC_DTYPE_F16)
+      return true;
+    for (size_t e = 0; e < v.size(); ++e)
+      if (std::isfinite(v[e]) && std::fabs(v[e]) >= 65520.0f) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(v[e]));
+        error(path + ": element " + std::to_string(e) + " (" + value +
+              ") is out of float16 range (largest finite 65504), and the kernel's dtype is f16");
+        return false;
+      }
+    return true;
+  }
+
   /// A bf16/f16 kernel (dtype) reads and writes its activations in that
   /// type: the float values here go in rounded to it (RNE) and come back
   /// widened.
@@ -1609,6 +1625,8 @@ int Run::readInputs() {
       return kExitInput;
     }
     noteConverted(o.xPath, arr);
+    if (!fitsDtype(o.xPath, arr.data))
+      return kExitInput;
     batch = arr.shape[0];
     seq = arr.shape[1];
     x = std::move(arr.data);
@@ -1639,6 +1657,8 @@ int Run::readInputs() {
       return kExitInput;
     }
     noteConverted(o.xKvPath, arr);
+    if (!fitsDtype(o.xKvPath, arr.data))
+      return kExitInput;
     kvSeq = arr.shape[1];
     xKv = std::move(arr.data);
   }
