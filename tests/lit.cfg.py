@@ -84,7 +84,10 @@ else:
 
 try:
     with open("/proc/cpuinfo") as f:
-        if " avx512f" in f.read():
+        _cpuinfo = f.read()
+        if " avx512f" in _cpuinfo:
             config.available_features.add("avx512")
+        if " avx512_bf16" in _cpuinfo:
+            config.available_features.add("avx512bf16")
 except OSError:
     pass

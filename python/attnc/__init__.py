@@ -62,7 +62,8 @@ def _isa_env_note(rc):
     if env.lower() in _ISA_NAMES:
         return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
                 "this CPU cannot run (a library compiled for the default target has "
-                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with bf16 weights; "
+                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with bf16 weights or "
+                "dtype bf16; "
                 "Kernel.info['isa'] says which it was compiled for; unset ATTNC_ISA to "
                 "let the library choose)")
     return (f": ATTNC_ISA={env!r} is not one of x86-avx512-bf16, x86-avx512, x86-avx2, "
@@ -153,17 +154,19 @@ def _to_storage(a, dtype, what="x"):
     an ArgumentError naming `what` (it would go in as inf; libattnrt's
     weights loader and attnc-run refuse it too)."""
     if dtype == _abi.DTYPE_F16:
-        with np.errstate(invalid="ignore"):
-            big = np.abs(a) >= 65520.0  # (what rounds to 65504 fits)
-        if big.any():
-            big &= np.isfinite(a)
+        with np.errstate(over="ignore"):
+            h = np.ascontiguousarray(a.astype(np.float16))
+        # (cast first: an inf in the result, where a is finite, is the
+        # overflow; 65504 and what rounds to it fit)
+        if ((h.view(np.uint16) & 0x7FFF) == 0x7C00).any():
+            big = np.isinf(h) & np.isfinite(a)
             if big.any():
                 at = np.unravel_index(int(np.argmax(big)), a.shape)
                 raise ArgumentError(f"{what}: element {tuple(int(i) for i in at)} "
                                     f"({float(a[at]):g}) is out of float16 range (largest "
                                     "finite 65504), and the kernel's dtype is f16",
                                     _abi.ERR_ARGS)
-        return np.ascontiguousarray(a.astype(np.float16))
+        return h
     if dtype == _abi.DTYPE_BF16:
         u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
         r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)

@@ -500,7 +500,8 @@ struct Loader {
             char value[32];
             std::snprintf(value, sizeof value, "%g", double(b[e]));
             return error(ATTNRT_WEIGHTS_ERR_DTYPE,
-                         path + ": '" + w.sources[t] + "': element " + std::to_string(e) + " (" + value +
+                         path + ": the kernel's '" + info.weights[t].name + "' (from '" +
+                             w.sources[t] + "'): element " + std::to_string(e) + " (" + value +
                              ") is out of float16 range (largest finite 65504), and the "
                              "kernel's weight_dtype is f16");
           }
@@ -539,8 +540,9 @@ struct Loader {
       w.notes.push_back(configPath() + ": M-RoPE (mrope_section): the kernel rotates each "
                         "token by one position, as the model rotates text tokens; image "
                         "and video tokens' three positions are not what it computes");
-    if (modelType("bloom") && endsWith(path, "self_attention"))
-      w.notes.push_back(path + ": BloomAttention returns dense(attention) + the residual "
+    if (modelType("bloom") && endsWith(prefix, "self_attention."))
+      w.notes.push_back(path + ": " + prefix.substr(0, prefix.size() - 1) +
+                        ": BloomAttention returns dense(attention) + the residual "
                         "(the block's input after its LayerNorm, with "
                         "apply_residual_connection_post_layernorm, else before it); the "
                         "kernel's output is dense's: add the residual yourself");

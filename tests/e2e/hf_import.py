@@ -135,7 +135,9 @@ FUSED_CASES = [
          fused="query_key_value", o="dense",
          config=dict(model_type="bloom", hidden_size=60, n_head=5, n_layer=2),
          ref=dict(d=60, heads=5, kv_heads=5, head_dim=12, bias=["q", "k", "v", "o"],
-                  rope=None, alibi="bloom")),
+                  rope=None, alibi="bloom"),
+         # BloomAttention adds the residual itself; the kernel does not
+         note="BloomAttention returns dense(attention) + the residual"),
     # Falcon-7B: multi-query [q | k | v], rope, no biases.
     dict(name="falcon7b", module="transformer.h.0.self_attention", layout="qkv",
          fused="query_key_value", o="dense",
@@ -1378,6 +1380,8 @@ def main():
                      "--out", yp] + kv_arg)
             if c.get("quiet") and "warning" in r.stderr:
                 raise RuntimeError(f"a warning where none is due: {r.stderr.strip()}")
+            if c.get("note") and c["note"] not in r.stderr:
+                raise RuntimeError(f"no note '{c['note']}' from attnc-run: {r.stderr.strip()}")
         except RuntimeError as e:
             print(f"FAIL: {c['name']}: {e}")
             failed += 1

@@ -430,7 +430,7 @@ TEST_CASE("weights: bf16, f16 and f64 are converted with a note", "[weights]") {
   writeFile(dir / "f16.safetensors", safetensors(ts));
   r = open(dir / "f16.safetensors", "", info);
   CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DTYPE);
-  CHECK_THAT(r.err, Contains("'in_proj_weight': element 5 (-65520) is out of float16 range"));
+  CHECK_THAT(r.err, Contains("the kernel's 'in_proj_weight' (from 'in_proj_weight'): element 5 (-65520) is out of float16 range"));
   info.info.weight_dtype = ATTNC_DTYPE_BF16; // bf16 has float32's range
   r = open(dir / "f16.safetensors", "", info);
   CHECK(r.rc == ATTNRT_WEIGHTS_OK);

@@ -1834,6 +1834,12 @@ int Run::makeData() {
     for (float &f : xKv)
       f *= static_cast<float>(o.xScale);
   }
+  char scaleText[32];
+  std::snprintf(scaleText, sizeof scaleText, "%g", o.xScale);
+  if ((o.xPath.empty() && !fitsDtype(std::string("random x (--x-scale ") + scaleText + ")", x)) ||
+      (cross && o.xKvPath.empty() &&
+       !fitsDtype(std::string("random x_kv (--x-scale ") + scaleText + ")", xKv)))
+    return kExitInput;
   if (o.lengthsRandom)
     makeLengths("--lengths", {}, true, batch, seq, "seq_len", rng, lengths);
   if (o.kvLengthsRandom)

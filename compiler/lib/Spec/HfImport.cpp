@@ -472,16 +472,26 @@ std::string knownList() {
   return s;
 }
 
-/// The value of a top-level key of a derived YAML (the text after "key:"
-/// on its line, leading blanks dropped), if the key is there.
+/// A scalar as the spec parser reads it (YAML: quotes and blanks
+/// dropped); the text itself where it is not one.
+std::string scalarOf(const std::string &text) {
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (n.IsScalar())
+      return n.as<std::string>();
+  } catch (const YAML::Exception &) {
+  }
+  return text;
+}
+
+/// The value of a top-level key of a derived YAML (the scalar after
+/// "key:" on its line), if the key is there.
 std::optional<std::string> topLevelValue(const std::string &yaml, const std::string &key) {
   size_t at = yaml.rfind(key + ":", 0) == 0 ? 0 : yaml.find("\n" + key + ":");
   if (at == std::string::npos)
     return std::nullopt;
   at += (yaml[at] == '\n' ? 1 : 0) + key.size() + 1;
-  std::string v = yaml.substr(at, yaml.find('\n', at) - at);
-  v.erase(0, v.find_first_not_of(' '));
-  return v;
+  return scalarOf(yaml.substr(at, yaml.find('\n', at) - at));
 }
 
 /// The mask a derived YAML spells (none without the key); nullopt for a
@@ -507,7 +517,8 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
       throw ImportError{fmt::format("--set {}: expected a top-level spec key", s)};
     // A mask without causality over a decoder's causal one is legal (the
     // spec's `padding` is bidirectional) but rarely what is meant.
-    const std::optional<MaskKind> set = key == "mask" ? maskKindNamed(value) : std::nullopt;
+    const std::optional<MaskKind> set =
+        key == "mask" ? maskKindNamed(scalarOf(value)) : std::nullopt;
     if (set && was) {
       // The window (chunk) the layer attends within comes with its own
       // key, which only the masks of its kind keep.
