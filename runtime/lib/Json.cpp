@@ -273,6 +273,7 @@ private:
     }
     if (c == 't' || c == 'f') {
       v.type = Json::Bool;
+      v.num = c == 't' ? 1 : 0;
       return lit(c == 't' ? "true" : "false");
     }
     if (c == 'n')

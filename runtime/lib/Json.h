@@ -22,7 +22,7 @@ namespace tensorfile {
 struct Json {
   enum Type { Null, Bool, Number, String, Array, Object } type = Null;
   std::string str;
-  double num = 0;
+  double num = 0; // Number; Bool: 1 for true, 0 for false
   bool isInt = false;
   int64_t intValue = 0;
   std::vector<Json> items;                          // Array

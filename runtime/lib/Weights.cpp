@@ -11,6 +11,7 @@
 
 #include "attnc/runtime/weights.h"
 
+#include "Json.h"
 #include "TensorFile.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/Block.h"
@@ -211,8 +212,6 @@ struct Loader {
   /// MQA) or Falcon-40B's groups [Hkv, G + 2, dh]. Empty when unknown.
   std::vector<int64_t> fusedRows(char which, std::string &layout) {
     const int64_t h = info.heads, hkv = info.kv_heads, dh = info.head_dim;
-    const std::string &config = configJson();
-    auto has = [&](const char *k) { return config.find(k) != std::string::npos; };
     auto model = [&](const char *m) { return modelType(m); };
     std::vector<int64_t> rows;
     auto range = [&](int64_t from, int64_t n) {
@@ -221,8 +220,7 @@ struct Loader {
     };
     const int64_t part = which == 'q' ? 0 : which == 'k' ? 1 : 2;
     const bool falcon = model("falcon");
-    const bool newArch = falcon && (has("\"new_decoder_architecture\": true") ||
-                                    has("\"new_decoder_architecture\":true"));
+    const bool newArch = falcon && configTrue("new_decoder_architecture");
     if (newArch) { // [Hkv, G + 2, dh]: G query heads, then k, then v
       layout = "Falcon's grouped [kv_heads, G + 2, head_dim]";
       const int64_t g = h / hkv;
@@ -248,9 +246,11 @@ struct Loader {
   }
 
   /// Whether the module (its layer index: the prefix's first all-digit
-  /// component) is one of SmolLM3's NoPE layers: no_rope_layers[layer] is
-  /// 0, or, without the list, (layer + 1) % 4 == 0 (HF's default interval).
-  bool smolNopeLayer(const std::string &cfg) {
+  /// component) is one of SmolLM3's (Llama 4's) NoPE layers:
+  /// no_rope_layers[layer] is 0, or, without the list (or with an empty
+  /// one: HF tests `if no_rope_layers`), (layer + 1) % no_rope_layer_interval
+  /// is 0 (4 by default), as the compiler's import reads it.
+  bool smolNopeLayer() {
     int64_t layer = -1;
     for (size_t at = 0; at < prefix.size();) {
       size_t dot = prefix.find('.', at);
@@ -267,37 +267,29 @@ struct Loader {
     }
     if (layer < 0)
       return false;
-    // HF's default: every 4th layer (when no interval is given).
-    const bool byDefault =
-        cfg.find("\"no_rope_layer_interval\"") == std::string::npos && (layer + 1) % 4 == 0;
-    size_t key = cfg.find("\"no_rope_layers\"");
-    if (key == std::string::npos)
-      return byDefault;
-    size_t open = cfg.find_first_not_of(" \t\r\n:", key + 16);
-    if (open == std::string::npos || cfg[open] != '[')
-      return false;
-    // An empty list is the default (HF tests `if no_rope_layers`).
-    size_t first = cfg.find_first_not_of(" \t\r\n", open + 1);
-    if (first != std::string::npos && cfg[first] == ']')
-      return byDefault;
-    int64_t i = 0;
-    for (size_t at = open + 1; at < cfg.size() && cfg[at] != ']'; ++at) {
-      char ch = cfg[at];
-      if (ch == '0' || ch == '1') {
-        if (i++ == layer)
-          return ch == '0';
-      } else if (ch != ',' && ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') {
+    const Json *list = configKey("no_rope_layers");
+    if (list && list->type == Json::Array && !list->items.empty()) {
+      if (layer >= int64_t(list->items.size()))
         return false;
-      }
+      const Json &v = list->items[size_t(layer)];
+      return v.type == Json::Number && v.num == 0;
     }
-    return false;
+    const Json *every = configKey("no_rope_layer_interval");
+    const int64_t n = every && every->type == Json::Number && every->isInt &&
+                              every->intValue > 0
+                          ? every->intValue
+                          : 4;
+    return (layer + 1) % n == 0;
   }
 
-  /// Whether the directory's config.json names model_type `m`.
+  /// Whether the directory's config.json names model_type `m` (at its
+  /// top level or in its text_config).
   bool modelType(const char *m) {
-    const std::string &config = configJson();
-    return config.find(std::string("\"model_type\": \"") + m + "\"") != std::string::npos ||
-           config.find(std::string("\"model_type\":\"") + m + "\"") != std::string::npos;
+    for (const Json *obj : {&configTree(), configField(configTree(), "text_config")})
+      if (const Json *t = obj ? configField(*obj, "model_type") : nullptr)
+        if (t->type == Json::String && t->str == m)
+          return true;
+    return false;
   }
 
   /// A `separate` kernel's q/k/v_proj weight or bias cut out of the
@@ -536,7 +528,7 @@ struct Loader {
           plus = src.size();
         used.insert(src.substr(at, plus - at));
       }
-    if (rope && configJson().find("\"mrope_section\"") != std::string::npos)
+    if (rope && configHasAnywhere("mrope_section"))
       w.notes.push_back(configPath() + ": M-RoPE (mrope_section): the kernel rotates each "
                         "token by one position, as the model rotates text tokens; image "
                         "and video tokens' three positions are not what it computes");
@@ -555,42 +547,34 @@ struct Loader {
                             "checkpoint's (add a rope: key to the spec)");
           break;
         }
-      const std::string &cfg = configJson();
       // The global layers of a hybrid Cohere 2 / EXAONE 4 (a sliding_window
       // in the config, a kernel without one) and SmolLM3's NoPE layers
       // have no position encoding.
+      const Json *pet = configKey("position_embedding_type");
       const bool nopeLayer = ((modelType("cohere2") || modelType("exaone4")) &&
-                              cfg.find("\"sliding_window\"") != std::string::npos &&
-                              cfg.find("\"sliding_window\": null") == std::string::npos &&
-                              cfg.find("\"sliding_window\":null") == std::string::npos &&
-                              !attnc_mask_sliding(info.mask)) ||
+                              configKey("sliding_window") && !attnc_mask_sliding(info.mask)) ||
                              ((modelType("smollm3") || modelType("llama4_text")) &&
-                              smolNopeLayer(cfg)) ||
+                              smolNopeLayer()) ||
                              // Mllama: its cross-attention layers and vision
                              // encoder have no position encoding.
                              // Granite 4.0-H without position_embedding_type
                              // rope, and Jamba: no position encoding at all.
                              (modelType("granitemoehybrid") &&
-                              cfg.find("\"position_embedding_type\": \"rope\"") ==
-                                  std::string::npos &&
-                              cfg.find("\"position_embedding_type\":\"rope\"") ==
-                                  std::string::npos) ||
+                              !(pet && pet->type == Json::String &&
+                                pet->str == "rope")) ||
                              modelType("jamba") ||
                              (modelType("mllama") &&
                               (prefix.find(".cross_attn") != std::string::npos ||
                                prefix.find("vision_model.") != std::string::npos));
       // Falcon with alibi (Falcon-RW) has no rotary embedding, whatever
       // rope_theta FalconConfig saved.
-      const bool alibiFalcon = modelType("falcon") &&
-                               (cfg.find("\"alibi\": true") != std::string::npos ||
-                                cfg.find("\"alibi\":true") != std::string::npos);
-      for (const char *key : {"\"rope_theta\"", "\"rope_scaling\"",
-                              "\"rotary_dim\"", "\"rotary_pct\"",
-                              "\"partial_rotary_factor\"", "\"rotary_emb_base\"",
-                              "\"rope_parameters\""})
+      const bool alibiFalcon = modelType("falcon") && configTrue("alibi");
+      for (const char *name : {"rope_theta", "rope_scaling", "rotary_dim", "rotary_pct",
+                               "partial_rotary_factor", "rotary_emb_base", "rope_parameters"}) {
+        const std::string key = std::string("\"") + name + "\"";
         if (alibiFalcon) {
           break;
-        } else if (nopeLayer && cfg.find(key) != std::string::npos) {
+        } else if (nopeLayer && configHasAnywhere(name)) {
           w.notes.push_back(configPath() + ": " + (!prefix.empty() && prefix.back() == '.'
                                                    ? prefix.substr(0, prefix.size() - 1)
                                                    : prefix) +
@@ -598,13 +582,14 @@ struct Loader {
                             "without position encoding (NoPE), as this kernel; its " + key +
                             " is for the other layers");
           break;
-        } else if (cfg.find(key) != std::string::npos) {
+        } else if (configHasAnywhere(name)) {
           w.notes.push_back("warning: " + configPath() + " has " + key +
                             " (a rotary embedding), but this kernel has no "
                             "rope: its output is not the checkpoint's (add "
                             "a rope: key to the spec)");
           break;
         }
+      }
     }
     std::set<std::string> layerNorms; // noted once per norm (weight + bias)
     for (const auto &[name, i] : under) {
@@ -656,19 +641,62 @@ struct Loader {
     return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) +
            "/config.json";
   }
-  /// config.json's text, read once per load ("" when there is none).
-  const std::string &configJson() {
+  /// config.json parsed once per load: its top-level object, or null when
+  /// there is none. A config.json that is missing, not a regular file (a
+  /// FIFO cannot hang the load), over 4 MiB or not JSON is treated as
+  /// absent (the compiler's import reports a malformed one).
+  const Json &configTree() {
     if (configRead)
       return config;
     configRead = true;
-    // A config.json that is missing, not a regular file (a FIFO cannot
-    // hang the load) or over 4 MiB is treated as absent.
-    std::string why;
-    if (!attnrt::readRegularFile(configPath(), uint64_t(1) << 22, config, why))
-      config.clear();
+    std::string text, why;
+    JsonLimits limits;
+    limits.maxBytes = uint64_t(64) << 20;
+    if (!attnrt::readRegularFile(configPath(), uint64_t(1) << 22, text, why) ||
+        !parseJson(text, config, why, limits) ||
+        config.type != Json::Object)
+      config = Json();
     return config;
   }
-  std::string config;
+  /// Field `k` of an object (the last one, as Python's json reads
+  /// duplicates), or nullptr where it is absent or null.
+  static const Json *configField(const Json &obj, const std::string &k) {
+    const Json *found = nullptr;
+    if (obj.type == Json::Object)
+      for (const auto &[name, value] : obj.fields)
+        if (name == k)
+          found = &value;
+    return found && found->type != Json::Null ? found : nullptr;
+  }
+  /// A key of config.json: the top level's, else its text_config's (the
+  /// language model of a multimodal config); nullptr when absent or null.
+  const Json *configKey(const std::string &k) {
+    if (const Json *v = configField(configTree(), k))
+      return v;
+    const Json *text = configField(configTree(), "text_config");
+    return text ? configField(*text, k) : nullptr;
+  }
+  /// config.json's key `k` is the JSON value true.
+  bool configTrue(const std::string &k) {
+    const Json *v = configKey(k);
+    return v && v->type == Json::Bool && v->num != 0;
+  }
+  /// Some object of config.json, at any depth, has a non-null `k`.
+  bool configHasAnywhere(const std::string &k) {
+    std::function<bool(const Json &)> walk = [&](const Json &j) {
+      if (configField(j, k))
+        return true;
+      for (const auto &f : j.fields)
+        if (walk(f.second))
+          return true;
+      for (const auto &item : j.items)
+        if (walk(item))
+          return true;
+      return false;
+    };
+    return walk(configTree());
+  }
+  Json config;
   bool configRead = false;
 };
 
