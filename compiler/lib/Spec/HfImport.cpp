@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace attnc {
@@ -599,6 +601,26 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   }
   if (!c.root.IsMap())
     throw ImportError{fmt::format("{}: error: expected a JSON object", c.file)};
+  // A key twice in one object: YAML reads the first, Python's json (and
+  // so transformers) the last; neither is safe to guess.
+  std::function<void(const YAML::Node &)> noDuplicates = [&](const YAML::Node &n) {
+    if (n.IsMap()) {
+      std::set<std::string> seen;
+      for (const auto &kv : n) {
+        const std::string k = kv.first.Scalar();
+        if (!seen.insert(k).second)
+          throw ImportError{fmt::format(
+              "{}{}: error: key '{}' appears twice in one object (Python's json, and so "
+              "transformers, reads the last one; remove one)",
+              c.file, locationOf(kv.first), k)};
+        noDuplicates(kv.second);
+      }
+    } else if (n.IsSequence()) {
+      for (const auto &item : n)
+        noDuplicates(item);
+    }
+  };
+  noDuplicates(c.root);
   std::string mt = c.str("model_type");
   if (mt.empty())
     throw ImportError{fmt::format("{}: error: model_type: expected the architecture's "
