@@ -968,7 +968,8 @@ class Kernel:
         if bad.size:
             b = int(bad[0])
             self._refuse(f"positions[{b}] is {int(pos[b])}, expected 0..{cache_len - seq} "
-                         f"(cache_len {cache_len} rows, {seq} new tokens)")
+                         f"(cache_len {cache_len} rows, {seq} new "
+                         f"token{'' if seq == 1 else 's'})")
         pos = np.ascontiguousarray(pos, dtype=np.int32)
         packed = self._packed(packed)
         shape = (batch, info.out_dim) if squeeze else (batch, seq, info.out_dim)

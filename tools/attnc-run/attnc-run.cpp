@@ -175,7 +175,7 @@ const char *kUsage =
     "                     prefill). With --bench N: N calls of the last\n"
     "                     decode step (position T-1), with the bytes it reads\n"
     "                     (weights + cache) and their rate\n"
-    "  --decode-chunk C   with --decode-steps: C new tokens per NAME_decode call\n"
+    "  --decode-chunk C   with --decode-steps: C (at most K) new tokens per NAME_decode call\n"
     "                     (chunked prefill; the last call takes the rest),\n"
     "                     default 1. x86 kernels; a CUDA kernel takes one\n"
     "                     token per call\n"
@@ -429,9 +429,11 @@ JsonValue compareJson(const attnrt::CompareResult &c, const float *y,
   j.set("atol", atol);
   j.set("rtol", rtol);
   j.set("bound", boundModel ? JsonValue(boundModel) : JsonValue());
-  j.set("max_abs_err", c.maxAbs);
-  j.set("max_rel_err", c.maxRel);
-  j.set("mean_abs_err", c.meanAbs);
+  // (statistics over no element, every one non-finite on a side: null)
+  const bool anyFinite = c.checked + c.unbounded > 0;
+  j.set("max_abs_err", anyFinite ? JsonValue(c.maxAbs) : JsonValue());
+  j.set("max_rel_err", anyFinite ? JsonValue(c.maxRel) : JsonValue());
+  j.set("mean_abs_err", anyFinite ? JsonValue(c.meanAbs) : JsonValue());
   j.set("max_bound", boundModel && c.checked ? JsonValue(c.maxBound) : JsonValue());
   j.set("non_finite", (long long)(c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth));
   j.set("non_finite_output_only", (long long)c.nonFinite);
@@ -482,10 +484,13 @@ bool report(const char *against, const attnrt::CompareResult &c,
   }
   const int64_t nonFinite =
       c.nonFinite + c.finiteVsNonFiniteRef + c.nonFiniteBoth;
-  std::printf("check %svs %s: max_abs_err %.3e, max_rel_err %.3e, "
-              "mean_abs_err %.3e, non-finite %lld",
-              what, against, c.maxAbs, c.maxRel, c.meanAbs,
-              (long long)nonFinite);
+  if (c.checked + c.unbounded > 0)
+    std::printf("check %svs %s: max_abs_err %.3e, max_rel_err %.3e, "
+                "mean_abs_err %.3e, non-finite %lld",
+                what, against, c.maxAbs, c.maxRel, c.meanAbs, (long long)nonFinite);
+  else // no element finite in both: no error statistics
+    std::printf("check %svs %s: no element finite in both, non-finite %lld", what, against,
+                (long long)nonFinite);
   if (nonFinite)
     std::printf(" (in y only %lld, in the reference only %lld, in both %lld)",
                 (long long)c.nonFinite, (long long)c.finiteVsNonFiniteRef,
@@ -1204,6 +1209,11 @@ int parseArgs(int argc, char **argv, Options &o) {
     o.wPrefix = o.hfModule + ".";
   }
   // Options that would do nothing are refused, not ignored.
+  if (o.info)
+    for (const std::string &g : seen)
+      if (g != "--info" && g != "--json" && g != "--device" && g != "--testing-abi-version")
+        return usageError("--info prints the kernel's metadata and runs nothing: " + g +
+                          " would do nothing");
   if (!o.wPrefix.empty() && o.wDir.empty())
     return usageError("--weights-prefix selects names in --weights, which is not "
                       "given (random weights have no names to select)");
@@ -1277,6 +1287,10 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
                       "and has no attention weights (no --probs/--heatmap)");
   if (o.decodeChunkGiven && o.decodeSteps == 0)
     return usageError("--decode-chunk needs --decode-steps");
+  if (o.decodeChunk > o.decodeSteps && o.decodeSteps > 0)
+    return usageError("--decode-chunk " + std::to_string(o.decodeChunk) +
+                      " is more than --decode-steps " + std::to_string(o.decodeSteps) +
+                      " (the tokens decoded in all)");
   if (o.decodeChunk > 1 && (ki.features & ATTNC_FEATURE_CUDA))
     return usageError("--decode-chunk " + std::to_string(o.decodeChunk) +
                       ": a CUDA kernel's NAME_decode takes one token per "
