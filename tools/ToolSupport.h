@@ -213,6 +213,13 @@ inline std::optional<CompileOptions> compileOptions(const char *tool) {
   }
   opts.fuseQKV = !noFuse;
   opts.headsAsViews = !noViews;
+  // The CUDA kernels read the heads as views of the projections: the
+  // copies' ops have no CUDA kernels.
+  if (noViews && isCuda(opts.isa)) {
+    llvm::errs() << tool << ": error: --no-heads-as-views is not supported with --target "
+                 << target << " (the CUDA kernels read the heads as views)\n";
+    return std::nullopt;
+  }
   if (gpuOnHostOpt) {
     if (!isCuda(opts.isa)) {
       llvm::errs() << tool << ": error: --testing-gpu-on-host needs --target cuda-sm90 or cuda-sm80\n";
