@@ -103,6 +103,12 @@ CASES = [
 ]
 
 
+# The reference of the Phi-3 cases: longrope, its long factors past 32.
+PHI3_REF = dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[],
+                rope=dict(scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                   "long_factor": real_models.PHI3_LONG,
+                                   "original_max_position_embeddings": 32,
+                                   "max_position_embeddings": 128}))
 FUSED_CASES = [
     # Persimmon: per-head [H, 3, dh] query_key_value, `dense`, partial rotary
     # 0.5, theta 25000, qk_layernorm (default on): LayerNorm(head_dim) with
@@ -171,11 +177,7 @@ FUSED_CASES = [
                      original_max_position_embeddings=32,
                      rope_scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
                                    "long_factor": real_models.PHI3_LONG}),
-         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[],
-                  rope=dict(scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
-                                     "long_factor": real_models.PHI3_LONG,
-                                     "original_max_position_embeddings": 32,
-                                     "max_position_embeddings": 128}))),
+         ref=PHI3_REF),
     # MPT: Wqkv [q | k | v], ALiBi with alibi_bias_max, no biases.
     dict(name="mpt", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",
          o="out_proj",
@@ -211,11 +213,7 @@ FUSED_CASES = [
                      max_position_embeddings=128, original_max_position_embeddings=32,
                      rope_scaling={"type": "yarn", "short_factor": real_models.PHI3_SHORT,
                                    "long_factor": real_models.PHI3_LONG}),
-         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=[],
-                  rope=dict(scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
-                                     "long_factor": real_models.PHI3_LONG,
-                                     "original_max_position_embeddings": 32,
-                                     "max_position_embeddings": 128}))),
+         ref=PHI3_REF),
 ]
 
 
