@@ -106,6 +106,14 @@ int main(int argc, char **argv) {
               "--list-stages)\n";
     return 2;
   }
+  // Options of --check without it would do nothing: refused, not ignored.
+  for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+           &checkTol, &seqLen, &batch, &seed})
+    if (o->getNumOccurrences() && !check) {
+      errs() << "attnc-dump: error: --" << o->ArgStr
+             << " applies to --check, which is not given\n";
+      return 2;
+    }
   if (!(checkTol >= 0) || !std::isfinite(checkTol)) {
     errs() << "attnc-dump: error: --check-tol " << checkTol
            << ": expected a finite tolerance >= 0\n";
