@@ -357,6 +357,15 @@ void fromFloat(uint32_t dtype, const float *src, void *dst, int64_t n) {
     d[i] = dtype == ATTNC_DTYPE_BF16 ? floatToBf16(src[i]) : floatToF16(src[i]);
 }
 
+int64_t firstOutOfRange(uint32_t dtype, const float *src, int64_t n) {
+  if (dtype != ATTNC_DTYPE_F16)
+    return -1;
+  for (int64_t i = 0; i < n; ++i) // (65504 and what rounds to it fit)
+    if (std::isfinite(src[i]) && std::fabs(src[i]) >= 65520.0f)
+      return i;
+  return -1;
+}
+
 void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n) {
   if (dtype == ATTNC_DTYPE_F32) {
     std::memcpy(dst, src, static_cast<size_t>(n) * 4);

@@ -486,17 +486,16 @@ struct Loader {
       }
       // float16's largest finite value is 65504: a larger one would be
       // packed as inf (as a float64 one out of float32's range, refused).
-      if (info.weight_dtype == ATTNC_DTYPE_F16)
-        for (size_t e = 0; e < b.size(); ++e)
-          if (std::isfinite(b[e]) && std::fabs(b[e]) >= 65520.0f) {
-            char value[32];
-            std::snprintf(value, sizeof value, "%g", double(b[e]));
-            return error(ATTNRT_WEIGHTS_ERR_DTYPE,
-                         path + ": the kernel's '" + info.weights[t].name + "' (from '" +
-                             w.sources[t] + "'): element " + std::to_string(e) + " (" + value +
-                             ") is out of float16 range (largest finite 65504), and the "
-                             "kernel's weight_dtype is f16");
-          }
+      if (int64_t e = attnrt::firstOutOfRange(info.weight_dtype, b.data(), int64_t(b.size()));
+          e >= 0) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(b[size_t(e)]));
+        return error(ATTNRT_WEIGHTS_ERR_DTYPE,
+                     path + ": the kernel's '" + info.weights[t].name + "' (from '" +
+                         w.sources[t] + "'): element " + std::to_string(e) + " (" + value +
+                         ") is out of float16 range (largest finite 65504), and the "
+                         "kernel's weight_dtype is f16");
+      }
       std::vector<uint16_t> n(b.size());
       attnrt::fromFloat(info.weight_dtype, b.data(), n.data(), int64_t(b.size()));
       w.narrow.push_back(std::move(n));

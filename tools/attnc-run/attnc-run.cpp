@@ -1397,17 +1397,14 @@ private:
   /// An f16 kernel's input from a file: a finite value past float16's
   /// range would go in as inf (an error naming it; bf16 has float32's range).
   bool fitsDtype(const std::string &path, const std::vector<float> &v) {
-    if (info().dtype != ATTNC_DTYPE_F16)
+    const int64_t e = attnrt::firstOutOfRange(info().dtype, v.data(), int64_t(v.size()));
+    if (e < 0)
       return true;
-    for (size_t e = 0; e < v.size(); ++e)
-      if (std::isfinite(v[e]) && std::fabs(v[e]) >= 65520.0f) {
-        char value[32];
-        std::snprintf(value, sizeof value, "%g", double(v[e]));
-        error(path + ": element " + std::to_string(e) + " (" + value +
-              ") is out of float16 range (largest finite 65504), and the kernel's dtype is f16");
-        return false;
-      }
-    return true;
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", double(v[size_t(e)]));
+    error(path + ": element " + std::to_string(e) + " (" + value +
+          ") is out of float16 range (largest finite 65504), and the kernel's dtype is f16");
+    return false;
   }
 
   /// A bf16/f16 kernel (dtype) reads and writes its activations in that

@@ -503,6 +503,18 @@ std::optional<MaskKind> maskOf(const std::string &yaml) {
   return m ? maskKindNamed(*m) : MaskKind::None;
 }
 
+/// The masks that attend within a window of their own size key (a sliding
+/// window, Llama 4's chunks): what --set may not drop or leave unsized.
+struct WindowedMask {
+  MaskKind kind;
+  const char *what;    ///< "sliding window"
+  const char *sizeKey; ///< the spec key of its size
+  bool (*is)(MaskKind);
+};
+const WindowedMask kWindowedMasks[] = {
+    {MaskKind::SlidingWindow, "sliding window", "window", maskIsSliding},
+    {MaskKind::Chunked, "chunk", "chunk", maskIsChunked}};
+
 /// Applies `--set KEY=VALUE` to top-level keys of the derived YAML: the
 /// key's block (its line and any indented lines after it) is replaced, or
 /// the key is appended.
@@ -524,21 +536,17 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
     if (set && was) {
       // The window (chunk) the layer attends within comes with its own
       // key, which only the masks of its kind keep.
-      for (auto [kind, what] : {std::pair{MaskKind::SlidingWindow, "sliding window"},
-                                std::pair{MaskKind::Chunked, "chunk"}}) {
-        const bool sliding = kind == MaskKind::SlidingWindow;
-        auto ofKind = [&](MaskKind m) { return sliding ? maskIsSliding(m) : maskIsChunked(m); };
-        if (ofKind(*was) && !ofKind(*set))
+      for (const WindowedMask &w : kWindowedMasks)
+        if (w.is(*was) && !w.is(*set))
           throw ImportError{fmt::format(
               "attnc: error: --set {}: this layer attends within a {} (mask: {}), which "
               "mask {} would drop; {}",
-              s, what, toString(*was), value,
+              s, w.what, toString(*was), value,
               maskHasLengths(*set)
                   ? fmt::format("--set mask={} keeps it and adds padding lengths",
-                                toString(maskWithLengths(kind)))
-                  : fmt::format("mask {} or {} keeps it", toString(kind),
-                                toString(maskWithLengths(kind))))};
-      }
+                                toString(maskWithLengths(w.kind)))
+                  : fmt::format("mask {} or {} keeps it", toString(w.kind),
+                                toString(maskWithLengths(w.kind))))};
       if (maskIsCausal(*was) && !maskIsCausal(*set))
         notes.push_back(fmt::format(
             "note: --set {}: the checkpoint's attention is causal (mask: {}); "
@@ -566,20 +574,17 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
   const std::optional<MaskKind> finalMask = maskOf(yaml);
   if (!finalMask || !was)
     return yaml;
-  for (const char *sizeKey : {"window", "chunk"}) {
-    const bool sliding = std::string(sizeKey) == "window";
-    if ((sliding ? maskIsSliding(*finalMask) : maskIsChunked(*finalMask)) &&
-        !topLevelValue(yaml, sizeKey))
+  for (const WindowedMask &w : kWindowedMasks)
+    if (w.is(*finalMask) && !topLevelValue(yaml, w.sizeKey))
       throw ImportError{fmt::format(
           "attnc: error: --set mask={}: this layer has no {} of its own (mask: {}): {}--set "
           "{}=N gives it a {}",
-          toString(*finalMask), sizeKey, toString(*was),
+          toString(*finalMask), w.sizeKey, toString(*was),
           maskHasLengths(*finalMask)
               ? fmt::format("--set mask={} adds padding lengths to its mask, or ",
                             toString(maskWithLengths(*was)))
               : "",
-          sizeKey, sizeKey)};
-  }
+          w.sizeKey, w.sizeKey)};
   return yaml;
 }
 

@@ -219,6 +219,9 @@ void fromFloat(uint32_t dtype, const float *src, void *dst, int64_t n);
 void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n);
 /// `v` after a round trip through `dtype`.
 float roundTo(uint32_t dtype, float v);
+/// The first finite element of src that `dtype` cannot hold (f16: |v| >=
+/// 65520, which rounds to inf; none for f32 and bf16), or -1.
+int64_t firstOutOfRange(uint32_t dtype, const float *src, int64_t n);
 uint16_t floatToBf16(float v);
 float bf16ToFloat(uint16_t h);
 uint16_t floatToF16(float v);
