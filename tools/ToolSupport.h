@@ -134,6 +134,27 @@ inline void registerMLIROptions() {
   mlir::registerDefaultTimingManagerCLOptions();
 }
 
+/// The command line, parsed; an option that takes one value given more
+/// than once (`-o a.so -o b.so`: LLVM's parser keeps the last) is bad
+/// usage as well, as attnc-run has it. False: say why on errs(), exit 2.
+inline bool parseCommandLine(int argc, char **argv, const char *tool,
+                             llvm::StringRef overview) {
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &llvm::errs()))
+    return false;
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::cl::Option *o = entry.second;
+    if (o->getNumOccurrences() > 1 && !o->isPositional() &&
+        o->getNumOccurrencesFlag() != llvm::cl::ZeroOrMore &&
+        o->getNumOccurrencesFlag() != llvm::cl::OneOrMore &&
+        o->ArgStr == entry.first) {
+      llvm::errs() << tool << ": error: " << (o->ArgStr.size() == 1 ? "-" : "--") << o->ArgStr
+                   << " is given more than once (see --help)\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 /// `--version` prints attnc's version (and the MLIR/LLVM it was built with).
 inline void setVersionPrinter() {
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {

@@ -82,10 +82,10 @@ int main(int argc, char **argv) {
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   // A parse error (unknown option, missing value) is bad usage: exit 2.
-  if (!cl::ParseCommandLineOptions(argc, argv,
+  if (!attnc::tools::parseCommandLine(argc, argv, "attnc-dump",
       "attnc-dump: print the IR of an attention spec at each pipeline stage\n\n"
       "  attnc-dump SPEC.yaml [--stage NAME|all] [--check] [--list-stages]\n"
-      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n", &errs()))
+      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n"))
     return 2;
   if (listStages) {
     for (const auto &s : attnc::stageList())

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   // A parse error (unknown option, missing value) is bad usage: exit 2.
-  if (!cl::ParseCommandLineOptions(argc, argv,
+  if (!attnc::tools::parseCommandLine(argc, argv, "attnc-translate",
       "attnc-translate: build a kernel library from attn IR\n\n"
       "  attnc-dump --stage loops SPEC.yaml | attnc-translate - --emit-library -o libNAME.so\n"
       "  attnc-translate IN.mlir --from targeted --emit-library -o libNAME.so --header NAME.h\n\n"
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
       "attnc-opt with the stage pipelines); it carries the block description\n"
       "(attn.block) the front end wrote, and nothing else is read.\n\n"
       "Exit codes: 0 ok; 2 bad usage or unparsable IR; 1 other failure. A\n"
-      "failed run leaves every output as it was.\n", &errs()))
+      "failed run leaves every output as it was.\n"))
     return 2;
   if (!emitLibrary) {
     errs() << "attnc-translate: error: expected --emit-library (the one "

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
   // A parse error (unknown option, missing value) is bad usage: exit 2.
-  if (!cl::ParseCommandLineOptions(argc, argv,
+  if (!attnc::tools::parseCommandLine(argc, argv, "attnc",
       "attnc: compile an attention-block spec (YAML) into a kernel library\n\n"
       "  attnc SPEC.yaml -o libNAME.so [--header NAME.h] [--target T]\n"
       "  attnc SPEC.yaml -o libNAME.a  (static archive: only NAME_* symbols)\n"
@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
       "usage (also: an output that is the spec, a file of --hf DIR or another\n"
       "output); 1 other failure. A failed run leaves every output as it was.\n"
-      "The spec (and config.json) must be a regular file: a FIFO is refused.\n", &errs()))
+      "The spec (and config.json) must be a regular file: a FIFO is refused.\n"))
     return 2;
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc");
