@@ -803,6 +803,8 @@ private:
             fmt::format("expected each projection once, found '{}' again",
                         e.value))};
       mask |= bit;
+      if (bit == BiasO)
+        spec.valuePos["bias[o]"] = toPos(e.mark);
     }
     spec.biasMask = mask;
   }
@@ -1196,8 +1198,15 @@ private:
                                  "weights: separate)",
                                  toString(s.weights)));
     }
-    if (!s.outProj && (s.biasMask & BiasO))
+    if (!s.outProj && (s.biasMask & BiasO)) {
+      // `bias: true` means every projection there is; a list that names o
+      // asks for a bias on a W_O the block does not apply.
+      if (s.valuePos.count("bias[o]"))
+        throw SpecError{locatedMsg(file, s.valuePosOf("bias[o]"), "bias",
+                                   "expected no o with out_proj: false (there is no W_O "
+                                   "to add it after), found o")};
       s.biasMask &= ~unsigned(BiasO); // no W_O, so no o bias either
+    }
     if (s.t5Buckets && s.weights != WeightLayout::Separate)
       fail("t5_bias", fmt::format("expected weights: separate with t5_bias (the "
                                   "relative_attention_bias table sits beside "
