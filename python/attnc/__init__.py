@@ -40,10 +40,12 @@ buffer of the call). See docs/embedding.md.
 """
 import ctypes as C
 import os
+import warnings
 
 import numpy as np
 
 from . import _abi, _runtime
+from . import weights as _weights
 from ._abi import ABI_VERSION
 from .weights import load_safetensors, save_safetensors, map_names, to_numpy
 from ._compile import compile, from_hf, CompileError, attnc_binary, compiler_version  # noqa: A004
@@ -71,7 +73,7 @@ def _isa_env_note(rc):
             "library choose)")
 
 
-__all__ = ["Kernel", "AttncError", "ArgumentError", "ABI_VERSION", "load_safetensors",
+__all__ = ["Kernel", "AttncError", "AttncWarning", "ArgumentError", "ABI_VERSION", "load_safetensors",
            "save_safetensors", "map_names", "libattnrt_path", "compile", "from_hf",
            "CompileError", "attnc_binary", "compiler_version"]
 __version__ = "0.1.0"
@@ -111,6 +113,12 @@ def libattnrt_path():
         return _runtime.library()[1]
     except _runtime.Unavailable as e:
         raise AttncError(str(e)) from None
+
+
+class AttncWarning(UserWarning):
+    """What a call could not check to be right: Kernel.pack given tensors
+    beside the kernel's that carry what it does not compute (a bias, QK-norm
+    weights, a rotary embedding table; docs/weights.md)."""
 
 
 class ArgumentError(AttncError, ValueError):
@@ -168,12 +176,7 @@ def _to_storage(a, dtype, what="x"):
                                     _abi.ERR_ARGS)
         return h
     if dtype == _abi.DTYPE_BF16:
-        u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-        r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-        nan = np.isnan(a)
-        if nan.any():
-            r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
-        return r
+        return _weights.bf16_bits(a)
     return a
 
 
@@ -387,7 +390,7 @@ class Kernel:
         feats = ", ".join(i["features"]) or "none"
         return (f"<attnc.Kernel {self.name}: d_model {i['d_model']}, heads {i['heads']}, "
                 f"kv_heads {i['kv_heads']}, head_dim {i['head_dim']}, mask {mask}, "
-                f"features [{feats}], "
+                f"features [{feats}], dtype {i['dtype']}, weight_dtype {i['weight_dtype']}, "
                 f"weights {i['weight_layout']} {list(i['weights'])}>")
 
     # -- pack -------------------------------------------------------------
@@ -400,7 +403,16 @@ class Kernel:
         tensors. Returns a uint8 array of packed_bytes bytes.
         """
         if hasattr(weights, "keys"):
-            weights = map_names(weights, self.weight_names, self._info.weight_layout, prefix)
+            used = set()
+            mapped = map_names(weights, self.weight_names, self._info.weight_layout, prefix,
+                               used=used)
+            # What the mapping carries beside the kernel's tensors, as
+            # libattnrt's loader reports it (docs/weights.md).
+            for msg in _weights.unused_warnings(weights, used, prefix,
+                                                rope=bool(self._info.features
+                                                          & _abi.FEATURE_ROPE)):
+                warnings.warn(f"{self.name}: {msg}", AttncWarning, stacklevel=2)
+            weights = mapped
         weights = list(weights)
         shapes = self.weight_shapes
         if len(weights) != len(shapes):

@@ -191,7 +191,8 @@ def _run(cmd, what, rename=None):
 def _cached(key, cache_dir, produce):
     """The cache entry directory for `key`, made by produce(tmpdir) when
     absent. Returns (dir, compiled_now)."""
-    cache_dir = os.path.abspath(os.fspath(cache_dir or default_cache_dir()))
+    # "~/.cache/attnc" (python.md's example) is the home's, not ./~
+    cache_dir = os.path.abspath(os.path.expanduser(os.fspath(cache_dir or default_cache_dir())))
     entry = os.path.join(cache_dir, key[:32])
     if os.path.isfile(os.path.join(entry, "done")):
         return entry, False

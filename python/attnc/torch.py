@@ -125,15 +125,38 @@ class _Runner:
             t = t.contiguous()
         return t
 
-    def _ints(self, t, what, b):
+    def _ints(self, t, what, b, limit, limit_name):
         if t.dim() != 1 or t.shape[0] != b:
             raise RuntimeError(f"attnc::forward: {what} must be [batch {b}], got "
                                f"{tuple(t.shape)}")
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+            raise RuntimeError(f"attnc::forward: {what} must be integers, got {t.dtype}")
+        bad = ((t < 0) | (t > limit)).nonzero()
+        if bad.numel():
+            i = int(bad[0, 0])
+            raise RuntimeError(f"attnc::forward: {what}[{i}] is {int(t[i])}, expected "
+                               f"0..{limit} ({limit_name})")
         if t.dtype is not torch.int32 or not t.is_contiguous() or not t.is_cpu:
-            if t.dtype.is_floating_point or t.dtype == torch.bool:
-                raise RuntimeError(f"attnc::forward: {what} must be integers, got {t.dtype}")
             t = t.to("cpu", torch.int32).contiguous()
         return t
+
+    def _empty(self, b, t, tkv, lengths, kv_lengths, need_weights):
+        """A call with no rows (batch or seq_len 0): nothing to compute
+        (the C entry points take batch and seq_len >= 1); the arguments
+        checked as for any call, an empty y (and probs) as torch gives."""
+        if need_weights and not self.probs:
+            raise RuntimeError(f"attnc::forward: need_weights, but {self.name} has no "
+                               "probs output (compile it with outputs: [y, probs])")
+        for v, what, limit, limit_name in ((lengths, "lengths", t, "seq_len"),
+                                           (kv_lengths, "kv_lengths", tkv, "kv_seq_len")):
+            if v is not None:
+                if not self.lengths:
+                    raise RuntimeError(f"attnc::forward: {self.name} takes no {what} (its "
+                                       "mask has no padding)")
+                self._ints(v, what, b, limit, limit_name)
+        y = torch.zeros((b, t, self.out_dim), dtype=torch.float32)
+        return y, (torch.zeros((b, self.heads, t, tkv), dtype=torch.float32)
+                   if need_weights else None)
 
     def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads):
         """(y, probs or None); every tensor stays alive until the call returns."""
@@ -162,6 +185,8 @@ class _Runner:
         elif x_kv is not None or kv_lengths is not None:
             raise RuntimeError(f"attnc::forward: {self.name} is a self-attention kernel: "
                                "x_kv and kv_lengths must be None")
+        if b == 0 or t == 0:
+            return self._empty(b, t, tkv, lengths, kv_lengths, need_weights)
         args, ref = self._args(b, t, tkv)
         if self.cross:
             args.x_kv = x_kv.data_ptr()
@@ -169,7 +194,7 @@ class _Runner:
                 if not self.lengths:
                     raise RuntimeError(f"attnc::forward: {self.name} takes no kv_lengths "
                                        "(its mask has no padding)")
-                kv_lengths = self._ints(kv_lengths, "kv_lengths", b)
+                kv_lengths = self._ints(kv_lengths, "kv_lengths", b, tkv, "kv_seq_len")
                 args.kv_lengths = C.cast(kv_lengths.data_ptr(), _I32P)
             else:
                 args.kv_lengths = None
@@ -177,16 +202,16 @@ class _Runner:
             if not self.lengths:
                 raise RuntimeError(f"attnc::forward: {self.name} takes no lengths (its mask "
                                    "has no padding)")
-            lengths = self._ints(lengths, "lengths", b)
+            lengths = self._ints(lengths, "lengths", b, t, "seq_len")
             args.lengths = C.cast(lengths.data_ptr(), _I32P)
         elif self.lengths:
             args.lengths = None
+        if need_weights and not self.probs:
+            raise RuntimeError(f"attnc::forward: need_weights, but {self.name} has no "
+                               "probs output (compile it with outputs: [y, probs])")
         y = torch.empty((b, t, self.out_dim), dtype=torch.float32)
         probs = None
         if need_weights:
-            if not self.probs:
-                raise RuntimeError(f"attnc::forward: need_weights, but {self.name} has no "
-                                   "probs output (compile it with outputs: [y, probs])")
             probs = torch.empty((b, self.heads, t, tkv), dtype=torch.float32)
             args.probs = probs.data_ptr()
             args.probs_elems = probs.numel()
@@ -248,11 +273,21 @@ _LIB.impl("forward", _forward_impl, "CPU")
 _LIB.impl("forward_with_weights", _forward_with_weights_impl, "CPU")
 
 
+def _on_cpu(**tensors):
+    """The operators have a CPU kernel only: a tensor elsewhere (CUDA,
+    meta) would meet the dispatcher's NotImplementedError; say so first."""
+    for what, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.device.type != "cpu":
+            raise RuntimeError(f"attnc::forward: {what} is on {t.device}: the kernels run "
+                               "on the CPU (move it with .cpu())")
+
+
 def forward(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
             need_weights=False, num_threads=1):
     """torch.ops.attnc.forward (y) or, with need_weights,
     torch.ops.attnc.forward_with_weights ((y, probs [batch, heads, seq_len,
     kv_seq_len])) of the kernel library at path `kernel`."""
+    _on_cpu(x=x, packed=packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths)
     op = torch.ops.attnc.forward_with_weights if need_weights else torch.ops.attnc.forward
     return op(x, packed, os.fspath(kernel), x_kv, lengths, kv_lengths, num_threads)
 
@@ -308,6 +343,7 @@ class AttnModule(torch.nn.Module):
         return _runner(self.kernel_path).kernel
 
     def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False):
+        _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths)
         if need_weights:
             return torch.ops.attnc.forward_with_weights(
                 x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads)
@@ -550,6 +586,10 @@ class MultiheadAttention(torch.nn.Module):
         kv_lengths = None
         if key_padding_mask is not None:
             kpm = key_padding_mask[None] if unbatched else key_padding_mask
+            if tuple(kpm.shape) != (b, lk):
+                # As torch's own check (F.multi_head_attention_forward).
+                raise RuntimeError(f"expecting key_padding_mask shape of {(b, lk)}, but got "
+                                   f"{tuple(key_padding_mask.shape)}")
             kv_lengths = _kpm_lengths(kpm, b, lk)
             if kv_lengths is None:
                 return self._unsupported("key_padding_mask pads other than on the right "

@@ -112,13 +112,16 @@ def split_fused(tensors, prefix, config, heads, kv_heads, head_dim):
     return out
 
 
-def map_names(tensors, names, layout=None, prefix=""):
+def map_names(tensors, names, layout=None, prefix="", used=None):
     """[tensors[...] for each kernel name], matched under `prefix`.
 
     Raises KeyError naming the missing tensor (and the prefixes under which
     it does exist), ValueError when two spellings of one tensor are there.
+    used: a set that gets the keys of `tensors` read.
     """
     under = {k[len(prefix):]: k for k in tensors.keys() if k.startswith(prefix)}
+    if used is not None:
+        tensors = _Recording(tensors, used)
     out = []
     for n in names:
         found = [under[s] for s in spellings(n) if s in under]
@@ -157,15 +160,90 @@ def map_names(tensors, names, layout=None, prefix=""):
     return out
 
 
+class _Recording:
+    """`tensors` that notes each key read (map_names' `used`)."""
+
+    def __init__(self, tensors, used):
+        self._t, self._used = tensors, used
+
+    def keys(self):
+        return self._t.keys()
+
+    def __getitem__(self, key):
+        self._used.add(key)
+        return self._t[key]
+
+
+def unused_warnings(tensors, used, prefix="", rope=False):
+    """Warnings for tensors beside the ones a kernel read (`used`, keys of
+    `tensors`) that carry what it does not compute, as libattnrt's loader
+    gives them (docs/weights.md "Missing-feature warnings"): a rotary
+    embedding table without rope, QK-norm weights, a LayerNorm after the
+    attention, BERT's relative_key table, a bias the kernel does not add.
+    Only the read tensors' siblings count (keys under `prefix` as deeply
+    nested as one of them), so that a whole state_dict's other layers do
+    not."""
+    if not used:
+        return []
+    depths = {k[len(prefix):].count(".") for k in used if k.startswith(prefix)}
+    out, norms = [], set()
+    for key in tensors.keys():
+        if key in used or not key.startswith(prefix):
+            continue
+        name = key[len(prefix):]
+        if name.count(".") not in depths:
+            continue
+        lower = name.lower()
+        qk_norm = lower.endswith(("q_norm.weight", "k_norm.weight", "q_layernorm.weight",
+                                  "k_layernorm.weight"))
+        if not rope and lower.endswith("rotary_emb.inv_freq"):
+            out.append(f"'{key}' is a rotary embedding table, but this kernel has no rope: "
+                       "its output is not the checkpoint's (add a rope: key to the spec)")
+        elif qk_norm:
+            out.append(f"'{key}' is a QK-norm weight, which this kernel does not apply: "
+                       "its output is not the checkpoint's")
+        elif "layernorm" in lower or "layer_norm" in lower:
+            module = key.rsplit(".", 1)[0]
+            if module not in norms:
+                norms.add(module)
+                out.append(f"'{module}' is a LayerNorm after the attention (as BERT's "
+                           "output.LayerNorm(dense(attention) + input)); the kernel's output "
+                           "is the output projection's: add the residual and apply that "
+                           "LayerNorm to it yourself")
+        elif lower.endswith("distance_embedding.weight"):
+            out.append(f"'{key}' is BERT's relative_key table, but this kernel has no "
+                       "relative_key: its output is not the checkpoint's (add a "
+                       "relative_key: key to the spec)")
+        elif (lower.endswith(".bias") and "norm" not in lower
+              and name not in ("attn.bias", "masked_bias")):
+            out.append(f"'{key}' is a bias this kernel does not add (spec bias: lists the "
+                       "projections that have one)")
+    return out
+
+
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64,
            "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
            "U8": np.uint8, "BOOL": np.bool_}
 
 
+def bf16_bits(a):
+    """float32 `a` rounded to bfloat16 (to nearest, ties to even, as torch's
+    .to(torch.bfloat16) and libattnrt's packFloat): its uint16 patterns.
+    A NaN stays a (quiet) NaN."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    return r
+
+
 def save_safetensors(path, tensors, dtype=None, metadata=None):
     """Writes {name: array} as a .safetensors file. dtype: None (keep each
     array's; a torch bfloat16 tensor is written as BF16, bit for bit), or
-    "F32" / "F16" / "F64" / "BF16" for all of them."""
+    "F32" / "F16" / "F64" / "BF16" for all of them (BF16 rounded to nearest
+    even, as torch's .to(torch.bfloat16))."""
     header, chunks, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -182,8 +260,7 @@ def save_safetensors(path, tensors, dtype=None, metadata=None):
             continue
         a = np.ascontiguousarray(to_numpy(a))
         if dtype == "BF16":
-            bits = a.astype("<f4").view("<u4")
-            raw = (bits >> 16).astype("<u2").tobytes()  # truncation
+            raw = bf16_bits(a).astype("<u2").tobytes()
             code = "BF16"
         else:
             if dtype:

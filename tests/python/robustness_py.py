@@ -298,6 +298,34 @@ def torch_bf16_x():
     return f"bf16 and f16 x equal their float32 conversion (bf16 vs float32 x: {err:.1e})"
 
 
+@case()
+def pack_warns_unused():
+    import warnings
+    k = kernel()
+    rng = np.random.default_rng(1)
+    sd = {f"h.0.attn.{n}": rng.standard_normal(s).astype(np.float32)
+          for n, s in k.weight_shapes.items()}
+    extra = {"h.0.attn.q_norm.weight": np.ones(8, np.float32),
+             "h.0.attn.rotary_emb.inv_freq": np.ones(4, np.float32),
+             "h.0.attn.q_proj.bias": np.ones(16, np.float32),
+             "h.0.attn.bias": np.ones((4, 4), np.float32),       # GPT-2's mask buffer
+             "h.1.attn.q_norm.weight": np.ones(8, np.float32)}    # another layer
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        packed = k.pack(dict(sd, **extra), prefix="h.0.attn.")
+    got = sorted(str(w.message) for w in ws)
+    assert all(w.category is attnc.AttncWarning for w in ws), ws
+    assert len(got) == 3, got
+    assert "'h.0.attn.q_norm.weight' is a QK-norm weight" in got[0], got
+    assert "'h.0.attn.q_proj.bias' is a bias this kernel does not add" in got[1], got
+    assert "'h.0.attn.rotary_emb.inv_freq' is a rotary embedding table" in got[2], got
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        same = k.pack(sd, prefix="h.0.attn.")
+    assert not ws and np.array_equal(packed, same), [str(w.message) for w in ws]
+    return "pack warns of a QK-norm weight, a bias and a rotary table it does not use"
+
+
 @case(torch=True)
 def torch_bf16_state_dict():
     import torch
@@ -359,6 +387,34 @@ def torch_bf16_weights_module():
     back = weights.load_safetensors(path)["a"]
     assert b'"BF16"' in header and np.array_equal(back, t["l.self.query.weight"].float().numpy())
     return "map_names fuses bf16 q/k/v; save_safetensors writes a bf16 tensor as BF16"
+
+
+@case(torch=True)
+def torch_module_edges():
+    import torch
+    import attnc.torch as at
+    k, packed, x = setup("features=5,mask=3")  # lengths, probs; causal+padding
+    m = at.AttnModule(k, packed=packed)
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        for shape in ((0, T, k.d_model), (B, 0, k.d_model)):
+            y, probs = m(torch.zeros(shape), need_weights=True)
+            assert tuple(y.shape) == shape[:2] + (k.out_dim,), y.shape
+            assert tuple(probs.shape) == (shape[0], k.heads, shape[1], shape[1]), probs.shape
+        for bad in ([T + 1] * B, [-1] * B):
+            try:
+                m(xt, lengths=torch.tensor(bad))
+                raise AssertionError(f"lengths {bad} accepted")
+            except RuntimeError as e:
+                assert f"lengths[0] is {bad[0]}, expected 0..{T} (seq_len)" in str(e), e
+        try:
+            m(torch.zeros(B, T, k.d_model, device="meta"))
+            raise AssertionError("a meta x accepted")
+        except RuntimeError as e:
+            assert "x is on meta: the kernels run on the CPU" in str(e), e
+        want = m(xt, lengths=torch.tensor([T] * B))
+        assert torch.equal(want, m(xt)), "full lengths differ from none"
+    return "batch/seq 0 give empty y and probs; lengths out of 0..T and a meta x raise"
 
 
 # -- driver ----------------------------------------------------------------

@@ -26,9 +26,14 @@ with tempfile.TemporaryDirectory() as d:
     print("PASS: safetensors round trip keeps dtypes and values")
     save_safetensors(p, {"x": t["a.w"]}, dtype="BF16")
     x = load_safetensors(p)["x"]
-    want = (t["a.w"].view(np.uint32) & 0xFFFF0000).view(np.float32)
+    u = t["a.w"].view(np.uint32).astype(np.uint64)
+    want = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
     assert x.dtype == np.float32 and np.array_equal(x, want)
-    print("PASS: BF16 written by truncation, read back as float32")
+    # ties: 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to even (1); 1 + 3*2^-8 up.
+    save_safetensors(p, {"x": np.array([1 + 2**-8, 1 + 3 * 2**-8, -1 - 2**-9], np.float32)},
+                     dtype="BF16")
+    assert list(load_safetensors(p)["x"]) == [1.0, 1 + 2**-6, -1.0]
+    print("PASS: BF16 written rounded to nearest even, read back as float32")
     with open(p, "rb") as f:
         raw = f.read()
     assert int.from_bytes(raw[:8], "little") % 8 == 0 and raw[8:9] == b"{"
