@@ -3,6 +3,7 @@
 #define ATTNC_TOOLS_TOOLSUPPORT_H
 
 #include "attnc/Pipeline/Pipeline.h"
+#include "attnc/runtime/Files.h"
 #include "attnc/Spec/Spec.h"
 #include "attnc/Support/Registration.h"
 #include "attnc/Target/Outputs.h"
@@ -152,6 +153,22 @@ inline bool parseCommandLine(int argc, char **argv, const char *tool,
       return false;
     }
   }
+  return true;
+}
+
+/// An input file other than stdin ("-") must be a regular file: a FIFO
+/// would block the read and a device (/dev/zero) never end it. False: said
+/// why on errs() (exit 2).
+inline bool checkInputFile(const char *tool, const std::string &path) {
+  if (path == "-")
+    return true;
+  std::string why;
+  int fd = attnrt::openRegularFile(path, why);
+  if (fd < 0) {
+    llvm::errs() << tool << ": error: " << path << ": " << why << "\n";
+    return false;
+  }
+  ::close(fd);
   return true;
 }
 

@@ -194,7 +194,8 @@ std::string checkRope(const attnc_kernel_info &info) {
   if (info.rope_long_from < 0)
     return "rope_long_from must be non-negative, got " + num(info.rope_long_from);
   if (!std::isfinite(info.rope_attention_factor) ||
-      !(info.rope_attention_factor > 0) || info.rope_attention_factor > 1e3)
+      !(info.rope_attention_factor > 0) ||
+      info.rope_attention_factor > attnc::limits::kMaxRopeAttentionFactor)
     return "rope_attention_factor must be in (0, 1000]";
   if (info.rope_dynamic_factor != 0) {
     if (!std::isfinite(info.rope_dynamic_factor) || info.rope_dynamic_factor < 0 ||

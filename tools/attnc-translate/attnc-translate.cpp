@@ -17,11 +17,14 @@
 // failures. A failed run leaves every output as it was.
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/Pipeline/Pipeline.h"
+#include "attnc/Target/Isa.h"
 #include "attnc/Target/Outputs.h"
 #include "attnc/Target/Target.h"
 #include "ToolSupport.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
@@ -100,6 +103,8 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (!attnc::tools::checkInputFile("attnc-translate", input))
+    return 2;
   auto ctx = attnc::tools::makeContext();
   std::string err;
   auto buf = MemoryBuffer::getFileOrSTDIN(input);
@@ -114,6 +119,44 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sm, ctx.get());
   if (!module)
     return 2;
+
+  // Past `targeted` the input's functions carry their code paths
+  // (attn.target); --target must name the same ones, or the library's
+  // metadata would describe code it does not hold.
+  if (attnc::stageIndex(from) >= attnc::stageIndex("targeted")) {
+    std::vector<std::string> inIr;
+    module->walk([&](mlir::func::FuncOp f) {
+      mlir::Attribute a = f->getAttr("attn.target");
+      std::string isa = !a ? ""
+                        : mlir::isa<attnc::attn::CpuTargetAttr>(a)
+                            ? mlir::cast<attnc::attn::CpuTargetAttr>(a).getIsa().str()
+                        : mlir::isa<attnc::attn::CudaTargetAttr>(a)
+                            ? mlir::cast<attnc::attn::CudaTargetAttr>(a).getIsa().str()
+                            : "";
+      if (!isa.empty() && llvm::find(inIr, isa) == inIr.end())
+        inIr.push_back(isa);
+    });
+    std::vector<std::string> want;
+    for (attnc::Isa p : attnc::codePaths(opts->isa))
+      want.push_back(attnc::isaName(p));
+    // multi adds the AVX512-BF16 path to a block with bf16 weights or dot
+    // products (attnc-set-target).
+    const std::string bf16Path = attnc::isaName(attnc::Isa::Avx512Bf16);
+    if (opts->isa == attnc::Isa::Multi && llvm::find(inIr, bf16Path) != inIr.end() &&
+        llvm::find(want, bf16Path) == want.end())
+      want.push_back(bf16Path);
+    auto sorted = [](std::vector<std::string> v) {
+      llvm::sort(v);
+      return v;
+    };
+    if (!inIr.empty() && sorted(inIr) != sorted(want)) {
+      errs() << "attnc-translate: error: --target " << std::string(attnc::tools::targetOpt)
+             << " gives the code paths " << llvm::join(want, ", ")
+             << ", but the input (--from " << from << ") was targeted for "
+             << llvm::join(inIr, ", ") << ": give the --target it was targeted with\n";
+      return 2;
+    }
+  }
 
   attnc::OutputFiles outs;
   int soOut = outs.add(output, err);

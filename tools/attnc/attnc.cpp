@@ -70,7 +70,8 @@ int main(int argc, char **argv) {
       "  attnc --hf DIR --module PATH -o libNAME.so [--emit-spec F] [--set K=V]...\n\n"
       "The library holds AVX-512 and AVX2 code by default (--target multi) and\n"
       "runs the first path this CPU supports (ATTNC_ISA=avx2 caps the choice;\n"
-      "avx512, avx2 or x86-64 in any case, another value selects no path).\n"
+      "avx512bf16, avx512, avx2 or x86-64 in any case, or x86-avx512-bf16, ...;\n"
+      "another value selects no path; a bf16 block also has the AVX512-BF16 path).\n"
       "MLIR's --mlir-* options (timing, IR printing, statistics) apply to every\n"
       "pass pipeline of the compilation.\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
@@ -140,6 +141,11 @@ int main(int argc, char **argv) {
   }
   if (input.empty() == hfDir.empty()) {
     errs() << "attnc: error: expected a SPEC.yaml or --hf DIR (exactly one)\n";
+    return 2;
+  }
+  if (hfLayer.getNumOccurrences() && hfLayer < 0) {
+    errs() << "attnc: error: --layer " << hfLayer
+           << ": expected a layer index >= 0 (the N-th self-attention module)\n";
     return 2;
   }
   if (hfDir.empty() && (!hfModule.empty() || hfLayer >= 0 || !emitSpec.empty() ||

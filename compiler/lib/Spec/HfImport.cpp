@@ -163,10 +163,17 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
                             "original_max_position_embeddings", "beta_fast",
                             "beta_slow", "attention_factor", "mscale",
                             "mscale_all_dim"};
+      // Only what the type reads (a config may carry more: the spec
+      // refuses keys its type would ignore); an unknown type is the
+      // spec's error, with every key kept.
+      const std::vector<std::string> *reads = ropeScalingKeys(type);
+      auto read = [&](const char *k) {
+        return !reads || std::find(reads->begin(), reads->end(), k) != reads->end();
+      };
       for (const char *k : keys)
-        if (scaling[k] && !scaling[k].IsNull())
+        if (scaling[k] && !scaling[k].IsNull() && read(k))
           y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
-      if (scaling["truncate"] && !scaling["truncate"].IsNull())
+      if (scaling["truncate"] && !scaling["truncate"].IsNull() && read("truncate"))
         y += fmt::format("    truncate: {}\n", scaling["truncate"].as<bool>() ? "true" : "false");
       if (type == "longrope") {
         // Phi-3 keeps original_max_position_embeddings at the top level.
@@ -525,10 +532,15 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw ImportError{fmt::format("--set {}: expected KEY=VALUE", s)};
+      throw ImportError{fmt::format("attnc: error: --set {}: expected KEY=VALUE", s)};
     std::string key = s.substr(0, eq), value = s.substr(eq + 1);
     if (key.find_first_of(" :.\n") != std::string::npos)
-      throw ImportError{fmt::format("--set {}: expected a top-level spec key", s)};
+      throw ImportError{fmt::format("attnc: error: --set {}: expected a top-level spec key", s)};
+    // One value on one line: a line break would add keys of its own.
+    for (char ch : value)
+      if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t')
+        throw ImportError{fmt::format("attnc: error: --set {}=...: expected the value on one line, found a "
+                                      "line break or control character in it", key)};
     // A mask without causality over a decoder's causal one is legal (the
     // spec's `padding` is bidirectional) but rarely what is meant.
     const std::optional<MaskKind> set =

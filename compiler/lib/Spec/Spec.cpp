@@ -354,6 +354,23 @@ std::string printSpec(const Spec &s) {
   }
 }
 
+const std::vector<std::string> *ropeScalingKeys(const std::string &type) {
+  static const std::map<std::string, std::vector<std::string>> kTypeKeys = {
+      {"default", {}},
+      {"linear", {"factor"}},
+      {"dynamic", {"factor", "max_position_embeddings"}},
+      {"llama3",
+       {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}},
+      {"yarn",
+       {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "truncate",
+        "attention_factor", "mscale", "mscale_all_dim"}},
+      {"longrope",
+       {"short_factor", "long_factor", "original_max_position_embeddings",
+        "max_position_embeddings", "attention_factor"}}};
+  auto it = kTypeKeys.find(type);
+  return it == kTypeKeys.end() ? nullptr : &it->second;
+}
+
 RopeTables ropeTables(const Spec &s) {
   RopeTables t;
   const RopeSpec &r = s.rope;

@@ -835,10 +835,13 @@ private:
             fmt::format("unknown key {}: expected one of {}", describe(k),
                         all))};
       }
-      if (out.count(k.value))
+      if (out.count(k.value)) {
+        SrcPos first = spec.keyPos[full];
         throw SpecError{locatedMsg(
             file, toPos(k.mark), parent,
-            fmt::format("duplicate key '{}'", sanitize(k.value)))};
+            fmt::format("duplicate key '{}': expected each key once, already given at {}:{}",
+                        sanitize(k.value), first.line, first.col))};
+      }
       spec.keyPos[full] = toPos(k.mark);
       spec.valuePos[full] = (val.kind == YNode::Null && val.mark.line != k.mark.line)
                                 ? toPos(k.mark)
@@ -1055,10 +1058,22 @@ private:
         for (size_t i = 0; i < node->kids.size(); ++i) {
           std::string ek = fmt::format("{}[{}]", full, i);
           spec.valuePos[ek] = toPos(node->kids[i]->mark);
-          out.push_back(getPositive(ek, *node->kids[i]));
+          out.push_back(getInRange(ek, *node->kids[i], 1e-3, 1e6, true,
+                                   " (the frequency of its pair is divided by it, as by "
+                                   "factor)"));
         }
       }
     }
+    // The keys each type reads (spec.md's table): another one would be
+    // ignored, and a spec never ignores a key silently.
+    const std::vector<std::string> &reads = *ropeScalingKeys(r.scaling);
+    for (auto &[key, node] : m)
+      if (key != "type" && std::find(reads.begin(), reads.end(), key) == reads.end())
+        fail("rope.scaling." + key,
+             fmt::format("expected no {} with type: {} (it reads {}), found one", key,
+                         r.scaling,
+                         reads.empty() ? std::string("no other key")
+                                       : fmt::format("only {}", fmt::join(reads, ", "))));
     if (r.scaling == "linear" || r.scaling == "llama3" || r.scaling == "yarn" ||
         r.scaling == "dynamic")
       need("factor");
@@ -1262,6 +1277,28 @@ private:
              fmt::format("expected rotary_dim >= 4 with dynamic scaling (its "
                          "base is raised to r / (r - 2)), found {}",
                          r.rotaryDim));
+      if (r.scaling == "yarn" || r.scaling == "longrope") {
+        // cos and sin times the attention factor: given, or from factor
+        // and mscale (yarn) or the lengths (longrope), within what the
+        // runtime loads (limits.md).
+        const double af = ropeTables(s).attentionFactor;
+        const bool given = r.attentionFactor.has_value();
+        if (!std::isfinite(af) || !(af > 0) || af > limits::kMaxRopeAttentionFactor)
+          fail(given ? "rope.scaling.attention_factor"
+               : r.scaling == "longrope" ? "rope.scaling.original_max_position_embeddings"
+               : s.keyPos.count("rope.scaling.mscale") ? "rope.scaling.mscale"
+                                                       : "rope.scaling.factor",
+               fmt::format("expected an attention factor (cos and sin are multiplied by it) "
+                           "in (0, {}], found {}{}",
+                           limits::kMaxRopeAttentionFactor, af,
+                           given ? ""
+                           : r.scaling == "longrope"
+                               ? " = sqrt(1 + ln(max_position_embeddings / "
+                                 "original_max_position_embeddings) / "
+                                 "ln(original_max_position_embeddings)) (give "
+                                 "original_max_position_embeddings >= 2 or an attention_factor)"
+                               : " from factor and mscale / mscale_all_dim"));
+      }
       if (r.scaling == "longrope") {
         size_t half = size_t(r.rotaryDim / 2);
         for (const char *k : {"short_factor", "long_factor"}) {

@@ -236,6 +236,10 @@ SpecResult parseSpecFile(const std::string &path);
 /// name or key positions): equal specs hash equal across runs and machines.
 uint64_t specHash(const Spec &spec);
 
+/// The rope.scaling keys a scaling type reads besides `type` (spec.md's
+/// table), or nullptr for an unknown type: another key would be ignored.
+const std::vector<std::string> *ropeScalingKeys(const std::string &type);
+
 /// The frequency table of `spec.rope` (HF modeling_rope_utils formulas, in
 /// double precision). Empty invFreq when the spec has no rope.
 RopeTables ropeTables(const Spec &spec);

@@ -38,6 +38,10 @@ constexpr int64_t kMaxWeightElements = int64_t(1) << 31;
 constexpr double kMaxScale = 1e6;
 constexpr double kMinScale = FLT_MIN;
 
+/// Rotary embeddings: the attention factor that multiplies cos and sin
+/// (yarn, longrope) is in (0, this].
+constexpr double kMaxRopeAttentionFactor = 1e3;
+
 /// The widest panel the packed weights use (columns padded to it).
 constexpr int64_t kMaxPanel = 32;
 
