@@ -425,6 +425,13 @@ class Kernel:
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
                                  f"got {a.shape}")
+            bad = ~np.isfinite(a)
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                warnings.warn(f"{self.name}: weight '{wname}': {int(bad.sum())} non-finite "
+                              f"value{'s' if bad.sum() > 1 else ''} (the first at flat index "
+                              f"{first}: {a.flat[first]}): the outputs they reach are not "
+                              "meaningful", AttncWarning, stacklevel=2)
             # A bf16/f16 kernel packs its weight_dtype: rounded here (RNE,
             # as libattnrt's packFloat), bf16 as its 16-bit patterns.
             arrays.append(_to_storage(a, self._info.weight_dtype,

@@ -170,6 +170,19 @@ struct Loader {
     if (tensor.dtype != kernelType)
       w.notes.push_back(what + ": " + dtypeName(tensor.dtype) + " converted to " +
                         dtypeName(kernelType));
+    // A NaN or inf weight makes every output it reaches meaningless (and
+    // some of them finite: the kernel's online softmax and the reference
+    // do not propagate it alike): a corrupt checkpoint must not look fine.
+    int64_t bad = 0, first = -1;
+    for (size_t i = 0; i < tensor.data.size(); ++i)
+      if (!std::isfinite(tensor.data[i]) && bad++ == 0)
+        first = int64_t(i);
+    if (bad)
+      w.notes.push_back("warning: " + what + ": " + std::to_string(bad) +
+                        " non-finite value" + (bad > 1 ? "s" : "") + " (the first at flat index " +
+                        std::to_string(first) + ": " +
+                        (std::isnan(tensor.data[size_t(first)]) ? "nan" : tensor.data[size_t(first)] > 0 ? "inf" : "-inf") +
+                        "): the outputs they reach are not meaningful");
     data.insert(data.end(), tensor.data.begin(), tensor.data.end());
     return ATTNRT_WEIGHTS_OK;
   }

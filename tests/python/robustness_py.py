@@ -323,7 +323,17 @@ def pack_warns_unused():
         warnings.simplefilter("always")
         same = k.pack(sd, prefix="h.0.attn.")
     assert not ws and np.array_equal(packed, same), [str(w.message) for w in ws]
-    return "pack warns of a QK-norm weight, a bias and a rotary table it does not use"
+    bad = dict(sd)
+    bad["h.0.attn.c_proj.weight"] = sd["h.0.attn.c_proj.weight"].copy()
+    bad["h.0.attn.c_proj.weight"][0, 2] = np.inf
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        k.pack(bad, prefix="h.0.attn.")
+    got = [str(w.message) for w in ws]
+    assert len(got) == 1 and "'c_proj.weight': 1 non-finite value (the first at flat index 2: inf)" \
+        in got[0], got
+    return ("pack warns of a QK-norm weight, a bias and a rotary table it does not use, "
+            "and of an inf weight")
 
 
 @case(torch=True)
