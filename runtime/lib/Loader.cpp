@@ -832,6 +832,10 @@ int Kernel::packFloat(const std::vector<const float *> &weights,
       return ATTNC_ERR_NULL_ARG;
     int64_t n = 0; // validated at load: cannot overflow
     checkedMul(info_->weights[i].dims[0], info_->weights[i].dims[1], n);
+    // f16 holds no finite value past 65504: such a weight would pack as
+    // inf silently (attnc-run's loader and Python refuse it by name).
+    if (firstOutOfRange(info_->weight_dtype, weights[i], n) >= 0)
+      return ATTNC_ERR_ARGS;
     narrow[i].resize(static_cast<size_t>(n));
     fromFloat(info_->weight_dtype, weights[i], narrow[i].data(), n);
     ptrs.push_back(narrow[i].data());

@@ -8,7 +8,7 @@
  *
  * The environment variable ATTNC_FAKE_KERNEL (read by every query call)
  * changes or corrupts it on purpose, one comma-separated item at a time:
- *   metadata:  packed_bytes=N workspace_per_row=N workspace_fixed=N
+ *   metadata:  packed_bytes=N workspace_per_row=N workspace_fixed=N weight_dtype=N
  *              stack_bytes=N max_seq_len=N mask=N isa=N dtype=N
  *              layout=N features=N num_weights=N out_dim=N scale=X
  *              causal_align=N window=N long_name no_selected_isa
@@ -116,6 +116,8 @@ static void configure(void) {
   i.tp_heads = H;
   i.tp_kv_heads = H;
   i.weight_dtype = ATTNC_DTYPE_F32;
+  for (int t = 0; t < 4; ++t)
+    g_tensors[t].dtype = ATTNC_DTYPE_F32; /* (weight_dtype=N below sets them) */
   i.out_proj = 1;
   i.scale = 0.35355339059327373; /* 1/sqrt(8) */
   i.dtype = ATTNC_DTYPE_F32;
@@ -150,6 +152,11 @@ static void configure(void) {
     else if (item(s, "stack_bytes", &v) && v) i.stack_bytes = strtoll(v, 0, 0);
     else if (item(s, "max_seq_len", &v) && v) i.max_seq_len = strtoll(v, 0, 0);
     else if (item(s, "mask", &v) && v) i.mask = (uint32_t)strtoul(v, 0, 0);
+    else if (item(s, "weight_dtype", &v) && v) {
+      i.weight_dtype = (uint32_t)strtoul(v, 0, 0);
+      for (int t = 0; t < 4; ++t)
+        g_tensors[t].dtype = i.weight_dtype; /* the table states it per tensor */
+    }
     else if (item(s, "causal_align", &v) && v) i.causal_align = (uint32_t)strtoul(v, 0, 0);
     else if (item(s, "window", &v) && v) i.window = strtoll(v, 0, 0);
     else if (item(s, "isa", &v) && v) i.isa = (uint32_t)strtoul(v, 0, 0);

@@ -674,6 +674,27 @@ TEST_CASE("loader: the hand-written v2 kernel loads, packs and runs",
   CHECK(c.ok);
 }
 
+TEST_CASE("loader: packFloat refuses a weight f16 cannot hold", "[metadata][loader]") {
+  // weight_dtype f16 (2): 65519 rounds to 65504 and is packed; 70000 would
+  // be inf. Only the refusal is called here (the fake kernel's pack copies
+  // float32 bytes).
+  Kernel k;
+  LoadResult r = loadFake(k, "weight_dtype=2");
+  INFO(r.msg);
+  REQUIRE(r.ok);
+  std::mt19937_64 rng(4);
+  BlockParams p = paramsFromInfo(k.info());
+  auto w = randomWeights(storageTensors(p), rng);
+  w[2][3] = 70000.0f;
+  std::vector<const float *> wp;
+  for (auto &v : w)
+    wp.push_back(v.data());
+  std::vector<unsigned char> packed;
+  CHECK(k.packFloat(wp, packed) == ATTNC_ERR_ARGS);
+  CHECK(attnrt::firstOutOfRange(ATTNC_DTYPE_F16, w[2].data(), int64_t(w[2].size())) == 3);
+  CHECK(packed.empty());
+}
+
 TEST_CASE("loader: corrupt metadata in a library is refused",
           "[metadata][loader]") {
   struct Case {

@@ -82,7 +82,9 @@ public:
   int pack(const std::vector<const void *> &weights,
            std::vector<unsigned char> &packed) const;
   /// The same from float32 weights, converted to the kernel's weight_dtype
-  /// (round to nearest even) when it is bf16 or f16.
+  /// (round to nearest even) when it is bf16 or f16. A finite value that
+  /// f16 cannot hold (|v| >= 65520, which rounds to inf) is ATTNC_ERR_ARGS
+  /// (attnrt::firstOutOfRange names the element).
   int packFloat(const std::vector<const float *> &weights,
                 std::vector<unsigned char> &packed) const;
 
