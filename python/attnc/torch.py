@@ -681,5 +681,16 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
             for cname, child in list(mod.named_children()):
                 if isinstance(child, torch.nn.MultiheadAttention):
                     setattr(mod, cname, convert(child, f"{name}.{cname}" if name else cname))
+    if not replaced and fallback == "warn" and not any(
+            isinstance(m, torch.nn.MultiheadAttention) for m in model.modules()):
+        # Nothing to replace at all: most often a Hugging Face model, whose
+        # attention classes are its own (not nn.MultiheadAttention).
+        names = sorted({type(m).__name__ for m in model.modules()
+                        if "attention" in type(m).__name__.lower()})[:3]
+        warnings.warn("attnc.torch.replace_attention: the model has no "
+                      "torch.nn.MultiheadAttention, nothing was replaced"
+                      + (f" (its attention modules are {', '.join(names)}: use attnc.from_hf "
+                         "and attnc.torch.AttnModule per layer)" if names else ""),
+                      stacklevel=2)
     model.attnc_replaced = replaced
     return model

@@ -317,6 +317,21 @@ def main():
           f"replacement .to(torch.float64): float64 weights repacked, y {y.dtype}, "
           f"|y - torch float64| = {err(y, ry):.2e}")
 
+    # -- a model without nn.MultiheadAttention: a warning, nothing replaced
+    class HfLikeAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(E, E)
+
+    plain = torch.nn.Sequential(HfLikeAttention(), torch.nn.Linear(E, E))
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        attnc.torch.replace_attention(plain)
+    msgs = [str(w.message) for w in ws]
+    check(plain.attnc_replaced == [] and len(msgs) == 1
+          and "nothing was replaced (its attention modules are HfLikeAttention" in msgs[0],
+          f"a model without nn.MultiheadAttention: {msgs}")
+
     print(f"attnc.torch: {passed} passed, {failures} failed")
     return 1 if failures else 0
 
