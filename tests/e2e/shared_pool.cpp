@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/attnrt_c.h"
 
 #include <cmath>
 #include <cstdio>
@@ -145,6 +146,36 @@ int main(int argc, char **argv) {
   }
   if (std::memcmp(yOwn.data(), b.y.data(), yOwn.size() * sizeof(float)) != 0) {
     std::printf("shared-pool: FAIL: B's output differs between the pools\n");
+    ok = false;
+  }
+  // Nested: tasks of a job on the shared pool call A's forward with 2
+  // threads, which goes through the same pool: each nested job runs inline
+  // on its task's thread (it used to wait for the pool for ever).
+  struct Nested {
+    const Loaded *a;
+    int64_t batch, seq;
+    std::vector<std::vector<float>> y;
+    std::vector<std::vector<unsigned char>> ws;
+    int failed = 0;
+  } nested{&a, batch, seq, {}, {}, 0};
+  nested.y.assign(4, std::vector<float>(a.y.size(), 0.0f));
+  nested.ws.resize(4);
+  attnrt_pool_request req{3, int64_t(a.kernel.info().stack_bytes)};
+  auto task = [](void *ctx, int64_t begin, int64_t end) {
+    auto *n = static_cast<Nested *>(ctx);
+    for (int64_t t = begin; t < end; ++t)
+      if (n->a->kernel.forward(n->a->packed.data(), n->a->x.data(), n->y[t].data(),
+                               n->batch, n->seq, n->ws[t], 2) != ATTNC_OK)
+        __atomic_add_fetch(&n->failed, 1, __ATOMIC_RELAXED);
+  };
+  const int prc = attnrt_parallel_for(&req, 4, task, &nested);
+  int differ = 0;
+  for (const auto &y : nested.y)
+    differ += std::memcmp(y.data(), a.y.data(), y.size() * sizeof(float)) != 0;
+  std::printf("shared-pool: nested forwards in a pool job: rc %d, %d failed, %d differ\n",
+              prc, nested.failed, differ);
+  if (prc != 0 || nested.failed || differ) {
+    std::printf("shared-pool: FAIL: nested calls on the shared pool\n");
     ok = false;
   }
   if (!ok)

@@ -66,9 +66,11 @@ int attnrt_check_library(const char *path, char *message, size_t message_cap);
  * and the Python package do this whenever they are given more than one
  * thread and no hook of the caller's). It is the pool each kernel carries
  * for callers without a hook (the same source), started on first use,
- * stopped at exit. Returns 0 once every task has run (a pool that cannot
- * start threads runs them on the calling thread); non-zero only for a
- * NULL task. */
+ * stopped at exit. One job at a time; a job asked for from inside one of
+ * its tasks (a kernel called from a task with this hook) runs inline on
+ * that task's thread. Returns 0 once every task has run (a pool that
+ * cannot start threads runs them on the calling thread); non-zero only for
+ * a NULL task. */
 typedef struct attnrt_pool_request {
   int32_t num_threads; /* threads of a job, the caller's included; 0: one
                           per online CPU */
