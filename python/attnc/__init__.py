@@ -97,7 +97,8 @@ class AttncError(RuntimeError):
     ELF file, truncated; 12 not an attnc kernel; 13 ABI too new; 14 ABI
     mismatch; 15 metadata the runtime cannot trust; 16 missing entry
     point), with `.reason` its short name ("open_failed", ...); else
-    None."""
+    None. From pack_checkpoint (and from_hf), `.reason` is the weights
+    loader's ("missing", "duplicate", "dtype", "shape", "format", "io")."""
 
     def __init__(self, message, status=None, code=None, reason=None):
         super().__init__(message)
@@ -116,9 +117,10 @@ def libattnrt_path():
 
 
 class AttncWarning(UserWarning):
-    """What a call could not check to be right: Kernel.pack given tensors
-    beside the kernel's that carry what it does not compute (a bias, QK-norm
-    weights, a rotary embedding table; docs/weights.md)."""
+    """What a call could not check to be right: Kernel.pack (or
+    pack_checkpoint, from_hf) given tensors beside the kernel's that carry
+    what it does not compute (a bias, QK-norm weights, a rotary embedding
+    table; docs/weights.md), or weights with NaN or inf values."""
 
 
 class ArgumentError(AttncError, ValueError):
@@ -440,6 +442,37 @@ class Kernel:
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
         packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
         rc = self._pack(ptrs, sizes, len(arrays), _fptr(packed), packed.size)
+        if rc != _abi.OK:
+            raise AttncError(f"{self.name}_pack returned {rc} "
+                             f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+        return packed
+
+    def pack_checkpoint(self, path, prefix=""):
+        """Packs the kernel's tensors read from a checkpoint by libattnrt's
+        loader, as `attnc-run --weights PATH --weights-prefix PREFIX` (and
+        `--hf DIR --module M`, prefix "M.") reads them (docs/weights.md): a
+        directory (sharded .safetensors, .npz, .npy files), one
+        .safetensors or one .npz; only the tensors the kernel needs are
+        read, converted to its weight_dtype; Hugging Face spellings,
+        fused QKV tensors cut by the directory's config.json, T5's table
+        shared from block 0; a tensor in two files, a missing one or a
+        value out of range is an AttncError with the loader's message.
+        The loader's warnings (what the checkpoint carries that the kernel
+        does not compute, non-finite values) become AttncWarning. Returns
+        packed_bytes uint8 bytes."""
+        r = _runtime.open_checkpoint(os.fspath(path), prefix, C.addressof(self._info))
+        if isinstance(r, tuple):
+            reason, message = r
+            raise AttncError(f"{self.name}: {message}", reason=reason)
+        with r:
+            for note in r.notes:
+                if note.startswith("warning: "):
+                    warnings.warn(f"{self.name}: {note[len('warning: '):]}", AttncWarning,
+                                  stacklevel=2)
+            packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
+            rc = self._pack(C.cast(r.data, C.POINTER(C.c_void_p)),
+                            C.cast(r.elems, C.POINTER(C.c_int64)), r.count, _fptr(packed),
+                            packed.size)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_pack returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)

@@ -297,7 +297,6 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     `set`: {key: value} overrides (attnc --set KEY=VALUE, e.g.
     {"max_seq_len": 4096, "decode": True}). Returns (kernel, packed);
     kernel.cache_entry holds spec.yaml, the spec attnc derived."""
-    from .weights import load_safetensors
     binary = attnc_binary()
     hf_dir = os.path.abspath(os.fspath(hf_dir))
     cfg = os.path.join(hf_dir, "config.json")
@@ -317,20 +316,9 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
         _run(cmd, "attnc --hf")
 
     kernel = _cached_kernel(key, cache_dir, produce)
-    tensors = {}
-    prefix = module + "."
-    for path in _hf_files(hf_dir):
-        for name, t in load_safetensors(path).items():
-            if name.startswith(prefix):
-                tensors[name] = t
-    # A fused QKV tensor (GPT-NeoX, Persimmon, BLOOM, Falcon, Phi-3, MPT,
-    # GPT-BigCode) cut into the kernel's q/k/v_proj, as libattnrt does (a
-    # tensor-parallel kernel: not here; libattnrt's loader does it).
-    import json
-    from .weights import split_fused
-    i = kernel.info
-    if (i.get("tensor_parallel") or {}).get("size", 1) in (0, 1):
-        tensors = split_fused(tensors, prefix, json.loads(cfg_bytes), i["heads"],
-                              i["kv_heads"], i["head_dim"])
-    packed = kernel.pack(tensors, prefix=prefix)
+    # The module's tensors as attnc-run --hf DIR --module M reads them:
+    # libattnrt's loader (only what the kernel needs; shards, fused QKV
+    # cut by config.json, T5's table from block 0, duplicates refused).
+    _hf_files(hf_dir)
+    packed = kernel.pack_checkpoint(hf_dir, prefix=module + ".")
     return kernel, packed

@@ -154,3 +154,65 @@ def check_library(path):
     code = lib.attnrt_check_library(os.fsencode(path), buf, _MESSAGE_CAP)
     reason = (lib.attnrt_check_strerror(code) or b"unknown").decode()
     return code, reason, buf.value.decode(errors="replace")
+
+
+class CheckpointTensors:
+    """A kernel's tensors as libattnrt's weights loader read them
+    (attnrt_weights_open, weights.h): `data` and `elems`, the arguments
+    NAME_pack takes, valid until close(); `notes` what the loader said
+    (conversions, and "warning: ..." lines for what the checkpoint carries
+    that the kernel does not compute)."""
+
+    def __init__(self, lib, handle):
+        self._lib, self._h = lib, handle
+        self.count = int(lib.attnrt_weights_count(handle))
+        self.data = lib.attnrt_weights_data(handle)
+        self.elems = lib.attnrt_weights_elems(handle)
+        self.notes = [lib.attnrt_weights_note(handle, i).decode(errors="replace")
+                      for i in range(int(lib.attnrt_weights_num_notes(handle)))]
+
+    def close(self):
+        if self._h:
+            self._lib.attnrt_weights_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_checkpoint(path, prefix, info_address):
+    """libattnrt's loader on `path` (a directory, .safetensors or .npz) for
+    the kernel whose attnc_kernel_info is at `info_address`: a
+    CheckpointTensors, or (reason, message) of the loader's one-line error
+    (reason: attnrt_weights_strerror's name, "missing", "duplicate", ...)."""
+    lib, _ = library()
+    if not getattr(lib, "_attnc_weights_protos", False):
+        lib.attnrt_weights_open.restype = C.c_int
+        lib.attnrt_weights_open.argtypes = [C.c_char_p, C.c_char_p, C.c_void_p,
+                                            C.POINTER(C.c_void_p), C.c_char_p, C.c_size_t]
+        lib.attnrt_weights_count.restype = C.c_uint32
+        lib.attnrt_weights_count.argtypes = [C.c_void_p]
+        lib.attnrt_weights_data.restype = C.c_void_p
+        lib.attnrt_weights_data.argtypes = [C.c_void_p]
+        lib.attnrt_weights_elems.restype = C.c_void_p
+        lib.attnrt_weights_elems.argtypes = [C.c_void_p]
+        lib.attnrt_weights_num_notes.restype = C.c_uint32
+        lib.attnrt_weights_num_notes.argtypes = [C.c_void_p]
+        lib.attnrt_weights_note.restype = C.c_char_p
+        lib.attnrt_weights_note.argtypes = [C.c_void_p, C.c_uint32]
+        lib.attnrt_weights_strerror.restype = C.c_char_p
+        lib.attnrt_weights_strerror.argtypes = [C.c_int]
+        lib.attnrt_weights_close.restype = None
+        lib.attnrt_weights_close.argtypes = [C.c_void_p]
+        lib._attnc_weights_protos = True
+    handle = C.c_void_p()
+    err = C.create_string_buffer(_MESSAGE_CAP)
+    code = lib.attnrt_weights_open(os.fsencode(path), (prefix or "").encode(), info_address,
+                                   C.byref(handle), err, _MESSAGE_CAP)
+    if code != 0 or not handle.value:
+        return ((lib.attnrt_weights_strerror(code) or b"unknown").decode(),
+                err.value.decode(errors="replace"))
+    return CheckpointTensors(lib, handle.value)

@@ -186,12 +186,15 @@ def unused_warnings(tensors, used, prefix="", rope=False):
     if not used:
         return []
     depths = {k[len(prefix):].count(".") for k in used if k.startswith(prefix)}
+    # A fused QKV tensor that split_fused cut into the q/k/v_proj read.
+    split = any(k[len(prefix):].startswith(("q_proj.", "k_proj.", "v_proj."))
+                for k in used if k.startswith(prefix))
     out, norms = [], set()
     for key in tensors.keys():
         if key in used or not key.startswith(prefix):
             continue
         name = key[len(prefix):]
-        if name.count(".") not in depths:
+        if name.count(".") not in depths or (split and name.split(".")[0] in _FUSED):
             continue
         lower = name.lower()
         qk_norm = lower.endswith(("q_norm.weight", "k_norm.weight", "q_layernorm.weight",
