@@ -95,6 +95,10 @@ struct Loader {
                           const std::map<std::string, size_t> &under) {
     std::string hint;
     // The same tensor under other prefixes: a whole checkpoint.
+    // A sharded checkpoint's index says which file holds the tensor: one
+    // that is not in the directory (or does not hold it) is named.
+    if (std::string shard = indexedShard(names); !shard.empty())
+      return "; " + shard;
     std::set<std::string> prefixes;
     for (const TensorRef &r : all)
       for (const std::string &n : names)
@@ -102,7 +106,9 @@ struct Loader {
             r.name.compare(r.name.size() - n.size(), n.size(), n) == 0 &&
             r.name[r.name.size() - n.size() - 1] == '.')
           prefixes.insert(r.name.substr(0, r.name.size() - n.size()));
-    if (!prefixes.empty()) {
+    // (A prefix with tensors under it is a layer: the other layers have
+    // theirs, no hint then.)
+    if (!prefixes.empty() && (prefix.empty() || under.empty())) {
       std::vector<std::string> p(prefixes.begin(), prefixes.end());
       hint += "; it is there under " + std::to_string(p.size()) +
               " other prefix" + (p.size() > 1 ? "es" : "") + " (" +
@@ -121,6 +127,40 @@ struct Loader {
     else
       hint += "; names under the prefix: " + quoteList(have, 8);
     return hint;
+  }
+
+  /// For a directory with model.safetensors.index.json (Hugging Face's
+  /// sharded layout): where its weight_map puts the first of `names`
+  /// (under the prefix) when that file is missing from the directory or
+  /// is there without the tensor; "" otherwise (no index, not listed, or
+  /// nothing to say).
+  std::string indexedShard(const std::vector<std::string> &names) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return "";
+    const std::string indexPath = path + "/model.safetensors.index.json";
+    std::string text, why;
+    Json index;
+    JsonLimits limits;
+    limits.maxBytes = uint64_t(64) << 20;
+    if (!attnrt::readRegularFile(indexPath, uint64_t(1) << 26, text, why) ||
+        !parseJson(text, index, why, limits) || index.type != Json::Object)
+      return "";
+    const Json *map = configField(index, "weight_map");
+    if (!map || map->type != Json::Object)
+      return "";
+    for (const std::string &n : names)
+      for (const auto &[name, file] : map->fields) {
+        if (name != prefix + n || file.type != Json::String)
+          continue;
+        const std::string shard = path + "/" + file.str;
+        if (::stat(shard.c_str(), &st) != 0)
+          return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
+                 "', which is not in " + path + " (a shard missing: download it again)";
+        return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
+               "', which does not hold it (the index and the shards do not match)";
+      }
+    return "";
   }
 
   /// Indices of the tensors under the prefix spelled like `kernelName`.

@@ -6,6 +6,8 @@ plus an input, NumPy references and damaged files (for tests/weights).
   ckpt.npz, ckpt_z.npz     three layers 'h.N.attn.<name>' (np.savez, np.savez_compressed)
   ckpt_f16.npz             the same in float16
   ckpt.safetensors         three layers, float32 (hand-written writer: json + bytes)
+  sharded/, sharded_missing/  the same in two shards with an index (the second
+                           shard absent from sharded_missing/)
   bert.npz                 the same layers under BERT's names (self.query, ..., output.dense)
   ckpt_bf16.safetensors    the same in bfloat16
   x.npy                    input [2, 7, d]
@@ -22,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from attnc import save_safetensors  # noqa: E402
+from attnc.weights import bf16_bits  # noqa: E402
 
 NAMES = ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
 
@@ -64,6 +67,21 @@ def main():
     np.savez(os.path.join(a.work, "ckpt_f16.npz"), **{k: v.astype(np.float16) for k, v in ckpt.items()})
     save_safetensors(os.path.join(a.work, "ckpt.safetensors"), ckpt, metadata={"format": "pt"})
     save_safetensors(os.path.join(a.work, "ckpt_bf16.safetensors"), ckpt, dtype="BF16")
+    # Hugging Face's sharded layout: layers 0-1 in shard 1, layer 2 in
+    # shard 2, model.safetensors.index.json's weight_map naming them;
+    # sharded_missing/ lacks shard 2 (an interrupted download).
+    import json
+    shards = {"model-00001-of-00002.safetensors": {k: v for k, v in ckpt.items()
+                                                   if not k.startswith("h.2.")},
+              "model-00002-of-00002.safetensors": {k: v for k, v in ckpt.items()
+                                                   if k.startswith("h.2.")}}
+    index = {"metadata": {}, "weight_map": {k: f for f, t in shards.items() for k in t}}
+    for sub, files in (("sharded", list(shards)), ("sharded_missing", list(shards)[:1])):
+        os.makedirs(os.path.join(a.work, sub), exist_ok=True)
+        for f in files:
+            save_safetensors(os.path.join(a.work, sub, f), shards[f])
+        with open(os.path.join(a.work, sub, "model.safetensors.index.json"), "w") as fh:
+            json.dump(index, fh)
     # The same layer 1 as a Hugging Face BERT checkpoint would name it:
     # separate query/key/value (stacked into in_proj_* at load time).
     bert = {}
@@ -81,7 +99,9 @@ def main():
     np.save(os.path.join(a.work, "ref.npy"), mha(x, layers[1], a.heads))
     np.save(os.path.join(a.work, "ref_f16.npy"),
             mha(x, {n: v.astype(np.float16) for n, v in layers[1].items()}, a.heads))
-    bf16 = {n: (v.view(np.uint32) & 0xFFFF0000).view(np.float32) for n, v in layers[1].items()}
+    # (save_safetensors rounds to nearest even, as torch's .to(bfloat16))
+    bf16 = {n: (bf16_bits(v).astype(np.uint32) << 16).view(np.float32)
+            for n, v in layers[1].items()}
     np.save(os.path.join(a.work, "ref_bf16.npy"), mha(x, bf16, a.heads))
 
     # Damaged files.
