@@ -659,7 +659,7 @@ class Kernel:
             threads = -1
         if threads < 0 or threads > 2**31 - 1 or threads != num_threads:
             self._refuse(f"num_threads must be an integer >= 0, got {num_threads!r}",
-                         _abi.ERR_THREADS)
+                         _abi.ERR_ARGS)  # (what NAME_forward returns for it)
         return threads
 
     def _cache_len_ok(self, cache_len):

@@ -1,7 +1,8 @@
 """The plain-C snippet of docs/embedding.md ("Plain C, no runtime"), as a
-user copies it: writes the C block to OUT/snippet.c, a driver that calls its
-run_block to OUT/driver.c, and the compiler flags of the documented `cc`
-command line (-std=...) to OUT/cflags.
+user copies it: writes the C block to OUT/program.c (as documented, with its
+main), to OUT/snippet.c without its main, a driver that calls its run_block
+to OUT/driver.c, and the compiler flags of the documented `cc` command line
+(-std=...) to OUT/cflags.
 
   doc_c_snippet.py docs/embedding.md OUT
 """
@@ -20,9 +21,16 @@ if not std:
 code = re.search(r"```c\n(.*?)```", section, re.S).group(1)
 if "int run_block(" not in code:
     sys.exit("doc_c_snippet: the C block no longer defines run_block")
+if "int main(void)" not in code:
+    sys.exit("doc_c_snippet: the C block no longer has its main (the documented cc "
+             "line links it into a program)")
 os.makedirs(out, exist_ok=True)
-with open(os.path.join(out, "snippet.c"), "w") as f:
+# The block as documented (a program of its own), and without its main for
+# the driver below, which checks y.
+with open(os.path.join(out, "program.c"), "w") as f:
     f.write(code)
+with open(os.path.join(out, "snippet.c"), "w") as f:
+    f.write(code.replace("int main(void)", "int snippet_main(void)"))
 with open(os.path.join(out, "cflags"), "w") as f:
     f.write(std.group(0) + "\n")
 # The driver: deterministic weights of the shapes the kernel declares, one
