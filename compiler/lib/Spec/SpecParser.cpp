@@ -1329,7 +1329,8 @@ private:
     if (!hasWindow && s.slidingMask())
       fail("mask", fmt::format("expected a 'window' key with mask: {}, found none",
                                toString(s.mask)));
-    if (s.decode && !s.causalMask())
+    // (decode with cross_attention is refused as not built yet, below.)
+    if (s.decode && !s.crossAttention && !s.causalMask())
       fail("decode", fmt::format("expected a causal mask (causal, causal+padding, "
                                  "sliding_window, chunked or their +padding forms) with "
                                  "decode: true, found mask: {}",
