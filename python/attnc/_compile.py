@@ -293,7 +293,8 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     (cached as compile() caches, keyed by config.json's bytes, the module
     path, `set` and the target) the attention of module `module` of the
     Hugging Face checkpoint in directory `hf_dir`, reads that module's
-    tensors from the checkpoint's .safetensors files and packs them.
+    tensors with libattnrt's weights loader (Kernel.pack_checkpoint: the
+    directory's shards, only the tensors the kernel needs) and packs them.
     `set`: {key: value} overrides (attnc --set KEY=VALUE, e.g.
     {"max_seq_len": 4096, "decode": True}). Returns (kernel, packed);
     kernel.cache_entry holds spec.yaml, the spec attnc derived."""

@@ -107,8 +107,15 @@ struct Loader {
             r.name[r.name.size() - n.size() - 1] == '.')
           prefixes.insert(r.name.substr(0, r.name.size() - n.size()));
     // (A prefix with tensors under it is a layer: the other layers have
-    // theirs, no hint then.)
-    if (!prefixes.empty() && (prefix.empty() || under.empty())) {
+    // theirs, no hint then, unless the tensor is deeper under this prefix:
+    // 'model.layers.0.' for 'model.layers.0.self_attn.'.)
+    bool deeper = false;
+    for (const std::string &p : prefixes)
+      deeper |= !prefix.empty() && p.size() > prefix.size() && p.compare(0, prefix.size(), prefix) == 0;
+    if (deeper)
+      for (auto it = prefixes.begin(); it != prefixes.end();)
+        it = it->compare(0, prefix.size(), prefix) == 0 ? std::next(it) : prefixes.erase(it);
+    if (!prefixes.empty() && (prefix.empty() || under.empty() || deeper)) {
       std::vector<std::string> p(prefixes.begin(), prefixes.end());
       hint += "; it is there under " + std::to_string(p.size()) +
               " other prefix" + (p.size() > 1 ? "es" : "") + " (" +

@@ -389,7 +389,7 @@ def bad_calls(k, kg, kp, packs, ok):
         ("decode out of the wrong shape", B,
          (lambda out, kc, vc: k.decode(tok, pk, pos, kc, vc,
                                        out=out if ok else out[:, 0]))),
-        ("decode num_threads -1", 6, dec(num_threads=1 if ok else -1)),
+        ("decode num_threads -1", A, dec(num_threads=1 if ok else -1)),  # as C: ERR_ARGS
     ]
 
 

@@ -1277,10 +1277,22 @@ private:
              fmt::format("expected rotary_dim >= 4 with dynamic scaling (its "
                          "base is raised to r / (r - 2)), found {}",
                          r.rotaryDim));
+      if (r.scaling == "longrope") {
+        size_t half = size_t(r.rotaryDim / 2);
+        for (const char *k : {"short_factor", "long_factor"}) {
+          const auto &f = std::string(k) == "short_factor" ? r.shortFactor
+                                                           : r.longFactor;
+          if (f.size() != half)
+            fail(std::string("rope.scaling.") + k,
+                 fmt::format("expected rotary_dim / 2 = {} factors, found {}",
+                             half, f.size()));
+        }
+      }
       if (r.scaling == "yarn" || r.scaling == "longrope") {
         // cos and sin times the attention factor: given, or from factor
         // and mscale (yarn) or the lengths (longrope), within what the
-        // runtime loads (limits.md).
+        // runtime loads (limits.md). (After the factor counts: the tables
+        // read rotary_dim / 2 of each.)
         const double af = ropeTables(s).attentionFactor;
         const bool given = r.attentionFactor.has_value();
         if (!std::isfinite(af) || !(af > 0) || af > limits::kMaxRopeAttentionFactor)
@@ -1298,17 +1310,6 @@ private:
                                  "ln(original_max_position_embeddings)) (give "
                                  "original_max_position_embeddings >= 2 or an attention_factor)"
                                : " from factor and mscale / mscale_all_dim"));
-      }
-      if (r.scaling == "longrope") {
-        size_t half = size_t(r.rotaryDim / 2);
-        for (const char *k : {"short_factor", "long_factor"}) {
-          const auto &f = std::string(k) == "short_factor" ? r.shortFactor
-                                                           : r.longFactor;
-          if (f.size() != half)
-            fail(std::string("rope.scaling.") + k,
-                 fmt::format("expected rotary_dim / 2 = {} factors, found {}",
-                             half, f.size()));
-        }
       }
     }
     if (hasChunk && !s.chunkedMask())
