@@ -197,14 +197,16 @@ def unused_warnings(tensors, used, prefix="", rope=False):
         if name.count(".") not in depths or (split and name.split(".")[0] in _FUSED):
             continue
         lower = name.lower()
-        qk_norm = lower.endswith(("q_norm.weight", "k_norm.weight", "q_layernorm.weight",
-                                  "k_layernorm.weight"))
+        # a QK-norm's weight or bias: its module q_norm, k_norm, q_layernorm
+        # or k_layernorm (StableLM's per-head norms below them)
+        qk_norm = any(p in ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+                      for p in lower.split(".")[:-1])
         if not rope and lower.endswith("rotary_emb.inv_freq"):
             out.append(f"'{key}' is a rotary embedding table, but this kernel has no rope: "
                        "its output is not the checkpoint's (add a rope: key to the spec)")
         elif qk_norm:
-            out.append(f"'{key}' is a QK-norm weight, which this kernel does not apply: "
-                       "its output is not the checkpoint's")
+            out.append(f"'{key}' is a QK-norm {'bias' if lower.endswith('.bias') else 'weight'}, "
+                       "which this kernel does not apply: its output is not the checkpoint's")
         elif "layernorm" in lower or "layer_norm" in lower:
             module = key.rsplit(".", 1)[0]
             if module not in norms:

@@ -654,9 +654,14 @@ struct Loader {
     for (const auto &[name, i] : under) {
       if (used.count(all[i].name))
         continue;
-      const bool norm = endsWith(name, "q_norm.weight") || endsWith(name, "k_norm.weight") ||
-                        endsWith(name, "q_layernorm.weight") ||
-                        endsWith(name, "k_layernorm.weight");
+      // A QK-norm's weight or bias (its module q_norm, k_norm,
+      // q_layernorm or k_layernorm; StableLM's per-head norms below them).
+      const std::string module = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
+      bool norm = false;
+      for (const char *m : {"q_norm", "k_norm", "q_layernorm", "k_layernorm"})
+        norm |= module == m || endsWith(module, std::string(".") + m) ||
+                module.find(std::string(m) + ".norms.") != std::string::npos ||
+                module.rfind(std::string(m) + ".", 0) == 0;
       std::string lower = name;
       for (char &ch : lower)
         ch = char(std::tolower(static_cast<unsigned char>(ch)));
@@ -675,8 +680,9 @@ struct Loader {
                             "the residual and apply that LayerNorm to it yourself");
       } else if (norm)
         w.notes.push_back("warning: " + path + ": '" + all[i].name +
-                          "' is a QK-norm weight, which this kernel does "
-                          "not apply: its output is not the checkpoint's");
+                          "' is a QK-norm " + (endsWith(name, ".bias") ? "bias" : "weight") +
+                          ", which this kernel does not apply: its output is not the "
+                          "checkpoint's");
       else if (endsWith(name, "distance_embedding.weight"))
         w.notes.push_back("warning: " + path + ": '" + all[i].name +
                           "' is BERT's relative_key table, but this kernel has no "

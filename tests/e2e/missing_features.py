@@ -28,6 +28,9 @@ cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
 if extras:
     t[p + "rotary_emb.inv_freq"] = (1.0 / 10000 ** (np.arange(0, 16, 2) / 16)).astype(np.float32)
     t[p + "q_norm.weight"] = np.ones(16, dtype=np.float32)
+    # Persimmon's QK LayerNorm has a bias: a QK-norm's, not a LayerNorm
+    # after the attention.
+    t[p + "k_layernorm.bias"] = np.zeros(16, dtype=np.float32)
     t[p + "o_proj.bias"] = np.zeros(64, dtype=np.float32)
     # BERT's output.LayerNorm (over the residual sum, after the output
     # projection): one warning for its weight and bias.

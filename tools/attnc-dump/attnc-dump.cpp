@@ -42,6 +42,10 @@ static cl::opt<std::string> hfDir("hf",
 static cl::opt<std::string> hfModule("module",
     cl::desc("with --hf: the attention module (model.layers.5.self_attn, ...)"),
     cl::value_desc("PATH"), cl::cat(cat));
+static cl::opt<int> hfLayer("layer",
+    cl::desc("with --hf: the N-th self-attention module of a decoder-only model "
+             "(as attnc --layer)"),
+    cl::value_desc("N"), cl::init(-1), cl::cat(cat));
 static cl::list<std::string> setKeys("set",
     cl::desc("with --hf: override or add a top-level spec key"),
     cl::value_desc("KEY=VALUE"), cl::cat(cat));
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
   if (!attnc::tools::parseCommandLine(argc, argv, "attnc-dump",
       "attnc-dump: print the IR of an attention spec at each pipeline stage\n\n"
       "  attnc-dump SPEC.yaml [--stage NAME|all] [--check] [--list-stages]\n"
-      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n"))
+      "  attnc-dump --hf DIR --module PATH [--stage ...] [--check]\n"
+      "  attnc-dump --hf DIR --layer N [--stage ...] [--check]\n"))
     return 2;
   if (listStages) {
     for (const auto &s : attnc::stageList())
@@ -97,8 +102,17 @@ int main(int argc, char **argv) {
               "see --help)\n";
     return 2;
   }
-  if (hfDir.empty() && (!hfModule.empty() || !setKeys.empty())) {
-    errs() << "attnc-dump: error: --module and --set go with --hf\n";
+  if (hfLayer.getNumOccurrences() && hfLayer < 0) {
+    errs() << "attnc-dump: error: --layer " << hfLayer
+           << ": expected a layer index >= 0 (the N-th self-attention module)\n";
+    return 2;
+  }
+  if (hfDir.empty() && (!hfModule.empty() || hfLayer >= 0 || !setKeys.empty())) {
+    errs() << "attnc-dump: error: --module, --layer and --set go with --hf\n";
+    return 2;
+  }
+  if (!hfModule.empty() && hfLayer >= 0) {
+    errs() << "attnc-dump: error: --module and --layer name the module twice: give one\n";
     return 2;
   }
   if (stage.getNumOccurrences() && stage.empty()) {
@@ -134,7 +148,7 @@ int main(int argc, char **argv) {
   attnc::CompileOptions opts = *optsOr;
   std::optional<attnc::Spec> spec =
       hfDir.empty() ? attnc::tools::loadSpec(input)
-                    : attnc::tools::loadHfSpec(hfDir, hfModule, -1,
+                    : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,
                                                std::vector<std::string>(setKeys.begin(),
                                                                         setKeys.end()),
                                                "");
