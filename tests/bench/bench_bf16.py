@@ -184,12 +184,17 @@ def main():
     for mname, m in MODELS.items():
         name = mname + "_bf16"
         for t in a.seq:
+            # Phases: the QKV GEMM, [the K/V staging of the AVX512-BF16
+            # path,] the attention, W_O, y rounded to bf16 (a phase with no
+            # tasks never reaches the hook).
             ph = phases_bf16(libs[name], name, t, a.reps, infos[name])
+            q_ms, attn, wo_ms = ph[0], ph[1:-2], ph[-2]
             qkv, out = gemm_flops(m, t)
-            g = (qkv + out) / ((ph[0] + ph[2]) * 1e6)
+            g = (qkv + out) / ((q_ms + wo_ms) * 1e6)
             pk = peaks[("bf16", 1)]
-            print(f"  {mname} T={t}: QKV {ph[0]:.3f} ms, attention {ph[1]:.3f} ms, "
-                  f"W_O {ph[2]:.3f} ms; GEMMs {g:.1f} GFLOP/s = "
+            staging = f" (K/V staging {attn[0]:.3f})" if len(attn) == 2 else ""
+            print(f"  {mname} T={t}: QKV {q_ms:.3f} ms, attention {sum(attn):.3f} ms"
+                  f"{staging}, W_O {wo_ms:.3f} ms; GEMMs {g:.1f} GFLOP/s = "
                   f"{100 * g / pk if pk else float('nan'):.1f}% of the bf16 peak")
 
     if not a.no_peers:

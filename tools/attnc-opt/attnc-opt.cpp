@@ -8,12 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Support/Registration.h"
-#include "attnc/runtime/Files.h"
+#include "ToolSupport.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <unistd.h>
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -23,14 +21,7 @@ int main(int argc, char **argv) {
   auto [in, out] = mlir::registerAndParseCLIOptions(
       argc, argv, "attnc-opt: the attn dialect's optimizer driver\n", registry);
   // Only regular files (or stdin): a FIFO would block, /dev/zero never end.
-  if (in != "-") {
-    std::string why;
-    int fd = attnrt::openRegularFile(in, why);
-    if (fd < 0) {
-      llvm::errs() << "attnc-opt: error: " << in << ": " << why << "\n";
-      return 2;
-    }
-    ::close(fd);
-  }
+  if (!attnc::tools::checkInputFile("attnc-opt", in))
+    return 2;
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, in, out, registry));
 }

@@ -121,7 +121,14 @@ private:
     TargetAttrInterface target() const override { return fl.target; }
     Value buffer(Value v) override { return v ? fl.map.lookup(v) : Value(); }
     int64_t packedColumns(Value buf) override { return fl.packedCols.lookup(buf); }
+    ArrayRef<Value> scratch(Operation *op) override {
+      auto it = fl.scratch.find(op);
+      return it == fl.scratch.end() ? ArrayRef<Value>() : ArrayRef<Value>(it->second);
+    }
   } phases{*this};
+  /// Per op: workspace buffers its target's kernel asked for (attn.sdpa's
+  /// staged K and V), handed over through PhaseContext::scratch.
+  DenseMap<Operation *, SmallVector<Value>> scratch;
 };
 
 Value FunctionLowering::alloc(RankedTensorType ty, ArrayRef<OpFoldResult> dims) {
@@ -357,6 +364,27 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     if (s.getLayout() == HeadLayout::bthd)
       std::swap(d[1], d[2]);
     map.map(s.getResult(), allocFor(s.getResult(), resolve(s.getResult(), d)));
+    // K and V staged once per call when the target's kernel wants them
+    // (TargetKernelsInterface::sdpaStagedWidth): [B, Hkv, Tkv, W] and
+    // [B, Hkv, (Tkv + 1) / 2, 2W], bf16.
+    auto kernels = dyn_cast<TargetKernelsInterface>(target);
+    Value k = map.lookup(s.getKey());
+    if (int64_t w = kernels ? kernels.sdpaStagedWidth(s, q, k) : 0) {
+      auto dk = dimsOf(k); // B, Hkv, Tkv, D
+      Type bf16 = b.getBF16Type();
+      // Only the batch and the length dynamic (the per-row bound counts
+      // the static dimensions).
+      int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
+      if (ShapedType::isDynamic(hkv))
+        return op->emitOpError("staged keys need a static kv head count");
+      auto kTy = RankedTensorType::get({ShapedType::kDynamic, hkv, ShapedType::kDynamic, w}, bf16);
+      auto vTy = RankedTensorType::get({ShapedType::kDynamic, hkv, ShapedType::kDynamic, 2 * w},
+                                       bf16);
+      Value pairs = arith::DivUIOp::create(
+          b, arith::AddIOp::create(b, val(dk[2]), idx(1)), idx(2));
+      scratch[op].push_back(alloc(kTy, {dk[0], dk[1], dk[2], b.getIndexAttr(w)}));
+      scratch[op].push_back(alloc(vTy, {dk[0], dk[1], pairs, b.getIndexAttr(2 * w)}));
+    }
     return success();
   }
   if (auto s = dyn_cast<ScaleOp>(op)) {

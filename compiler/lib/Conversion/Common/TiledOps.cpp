@@ -82,8 +82,12 @@ template <typename Op> AttentionBuffers attentionBuffers(Op op, PhaseContext &ct
   AttentionBuffers a;
   a.q = ctx.buffer(op.getQuery());
   a.k = ctx.buffer(op.getKey());
-  if constexpr (std::is_same_v<Op, SdpaOp>)
+  if constexpr (std::is_same_v<Op, SdpaOp>) {
     a.v = ctx.buffer(op.getValue());
+    ArrayRef<Value> staged = ctx.scratch(op);
+    if (staged.size() == 2)
+      a.kStaged = staged[0], a.vStaged = staged[1];
+  }
   a.o = ctx.buffer(op.getResult());
   a.qLens = optional(ctx, op.getQLens());
   a.kvLens = optional(ctx, op.getKvLens());

@@ -38,6 +38,13 @@ mlir::LogicalResult buildFlashAttention(mlir::ImplicitLocOpBuilder &b,
                                         attn::CpuTargetAttr target, attn::SdpaOp op,
                                         const attn::AttentionBuffers &bufs);
 
+/// The row width of the bf16 copies of K and V that buildFlashAttention
+/// reads when the op has bf16 dot products (attn.sdpa's dot_type) and its
+/// keys are a forward's, not a cache's: head_dim rounded up to 16, or 0 for
+/// none. The same on every x86 code path (TargetKernelsInterface::
+/// sdpaStagedWidth); only the AVX512-BF16 path fills and reads them.
+int64_t flashAttentionStagedWidth(attn::SdpaOp op, mlir::Value q);
+
 /// attn.probs: p [B, Hq, Tq, Tkv] = softmax weights, 0 where masked and on
 /// rows past qLens[b]. Tasks: (batch, head); each row takes three passes
 /// over its visible keys (max, sum, write), recomputing the scores. A null

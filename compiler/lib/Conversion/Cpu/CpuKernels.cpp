@@ -26,6 +26,9 @@ struct CpuKernels
     attnc::buildPackedGemm(b, target(attr), x, wp, bias, y, n, rowLens);
     return success();
   }
+  int64_t sdpaStagedWidth(Attribute, SdpaOp op, Value q, Value) const {
+    return attnc::flashAttentionStagedWidth(op, q);
+  }
   LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op,
                           const AttentionBuffers &bufs) const {
     return attnc::buildFlashAttention(b, target(attr), op, bufs);

@@ -22,8 +22,10 @@
 //
 // Scores are in log2 units, so the exponentials are 2^x (exp2NonPositive:
 // a cheaper polynomial than a general exp). K and V are read in place
-// through their views into the fused QKV buffer; nothing of size T x T or
-// T x head_dim is ever stored.
+// through their views into the fused QKV buffer; nothing of size T x T is
+// ever stored. (With bf16 dot products, a phase before the tasks rounds K
+// and V to bf16 pairs once per call into the workspace: QueryBlockKernel,
+// "Staged".)
 //
 //===----------------------------------------------------------------------===//
 #include "CpuBuilders.h"
@@ -705,8 +707,18 @@ namespace {
 ///   Pp[j/2][2r+e]   = P[2(j/2)+e][r]      (a row's pair of keys broadcast)
 ///   Vp[j/2][2c+e]   = V[j0+2(j/2)+e][c]   (lanes c, pairs of keys)
 /// m, l and the rescaling stay float32 on the unrounded scores and P.
+///
+/// Staged (a forward's keys, AttentionBuffers::kStaged): a phase before
+/// the tasks rounds K and V once per call into the workspace, in the same
+/// layouts over the whole sequence (kS[b][hk][j][d], vS[b][hk][j/2][2c+e]),
+/// and the tasks read them in place instead of staging Kb and Vp per key
+/// block: every query block of a head used to round and copy the same
+/// strided float32 rows again. Key blocks then start at an even key (a
+/// window's first block one key early, masked element-wise) so that P's
+/// pairs line up with vS's.
 struct QueryBlockKernel {
-  QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q);
+  QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q,
+                   bool stagedBuffers);
 
   int64_t D, vl, mq, kr, nk;
   int64_t mv;    // query vectors per task
@@ -717,6 +729,7 @@ struct QueryBlockKernel {
   int64_t rr = 1, dc = 1;
   attnc::KeyVisibility vis;
   bool bthd, bf16;
+  bool staged = false; // bf16 reading the per-call kS/vS (above)
   bool avx512 = false; // 16 lanes of an AVX-512 code path (vscalefps)
   double scale;
   attnc::ScoreMods mods;
@@ -759,7 +772,8 @@ struct QueryBlockKernel {
   }
 };
 
-QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q)
+QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op, Value q,
+                                   bool stagedBuffers)
     : vis(attnc::KeyVisibility::of(op)), mods(attnc::ScoreMods::of(op)),
       rel(attnc::RelKey::of(op)) {
   auto qt = cast<MemRefType>(q.getType());
@@ -784,6 +798,7 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
     mq = 4 * vl;
     kr = 6;
   }
+  staged = bf16 && stagedBuffers && nk % 2 == 0;
   mv = mq / vl;
   dv = (D + vl - 1) / vl;
   dTail = D - (dv - 1) * vl;
@@ -860,9 +875,11 @@ void QueryBlockTask::allocate(ImplicitLocOpBuilder &c) {
     ETb = memref::AllocaOp::create(c, MemRefType::get({D, K.relCols}, K.f32));
   if (K.bf16) {
     QTp = memref::AllocaOp::create(c, MemRefType::get({D / 2, 2 * mq}, K.bf16T));
-    Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, K.bf16T));
     Pp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * mq}, K.bf16T));
-    Vp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * dp}, K.bf16T));
+    if (!K.staged) {
+      Kb = memref::AllocaOp::create(c, MemRefType::get({nk + kr, dp}, K.bf16T));
+      Vp = memref::AllocaOp::create(c, MemRefType::get({nk / 2 + 1, 2 * dp}, K.bf16T));
+    }
   }
 }
 
@@ -1021,7 +1038,10 @@ void QueryBlockTask::scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg,
                                               ValueRange{dpi, idx(c2, 2 * m * vl)}));
         Value d0 = arith::MulIOp::create(c2, dpi, idx(c2, 2));
         for (int64_t jj = 0; jj < kr; ++jj) {
-          Value kb = attnc::bf16PairBroadcast(c2, Kb, ValueRange{K.add(c2, jg, jj), d0}, vl);
+          Value kb = K.staged ? attnc::bf16PairBroadcast(c2, kStaged,
+                                                         ValueRange{bi, hk, keyRow[jj], d0}, vl)
+                              : attnc::bf16PairBroadcast(c2, Kb,
+                                                         ValueRange{K.add(c2, jg, jj), d0}, vl);
           for (int64_t m = 0; m < nv; ++m)
             next[jj * nv + m] =
                 x86vector::DotBF16Op::create(c2, K.vt, a[jj * nv + m], qv[m], kb);
@@ -1150,7 +1170,7 @@ void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
 }
 
 /// bf16: the block's P and V as pairs of keys (a zero second key past an
-/// odd count).
+/// odd count); staged, V's pairs are vS's already.
 void QueryBlockTask::stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
   using attnc::loop;
   auto idx = indexConst;
@@ -1166,6 +1186,8 @@ void QueryBlockTask::stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) 
       vector::StoreOp::create(c1, K.interleave(c1, p0, p1), Pp,
                               ValueRange{jp, idx(c1, 2 * m * vl)});
     }
+    if (K.staged)
+      return SmallVector<Value>{};
     Value row0 = arith::AddIOp::create(c1, j0, jl);
     Value row1 = arith::MinUIOp::create(c1, K.add(c1, row0, 1), lastKey);
     for (int64_t ch = 0; ch < K.dv; ++ch) {
@@ -1213,9 +1235,15 @@ void QueryBlockTask::accumulatePV(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
         arith::DivUIOp::create(c1, K.add(c1, pvEnd, 1), idx(c1, 2)), acc,
         [&](ImplicitLocOpBuilder &c2, Value jp, ValueRange a) {
       SmallVector<Value> vv, next(a.begin(), a.end());
+      Value pairRow = K.staged ? arith::AddIOp::create(
+                                     c2, arith::DivUIOp::create(c2, j0, idx(c2, 2)), jp)
+                               : Value();
       for (int64_t ch = c0; ch < c0 + dc; ++ch)
-        vv.push_back(vector::LoadOp::create(c2, K.bvt, Vp,
-                                            ValueRange{jp, idx(c2, 2 * ch * vl)}));
+        vv.push_back(K.staged ? vector::LoadOp::create(c2, K.bvt, vStaged,
+                                                       ValueRange{bi, hk, pairRow,
+                                                                  idx(c2, 2 * ch * vl)})
+                              : vector::LoadOp::create(c2, K.bvt, Vp,
+                                                       ValueRange{jp, idx(c2, 2 * ch * vl)}));
       for (int64_t i = 0; i < rr; ++i) {
         Value pp = attnc::bf16PairBroadcast(
             c2, Pp, ValueRange{jp, arith::MulIOp::create(c2, K.add(c2, r0, i), idx(c2, 2))}, vl);
@@ -1259,7 +1287,7 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   auto idx = indexConst;
   const int64_t mv = K.mv, vl = K.vl;
   Value cnt = arith::MinUIOp::create(cb, idx(cb, K.nk), arith::SubIOp::create(cb, keys.end, j0));
-  if (K.bf16)
+  if (K.bf16 && !K.staged)
     stageKeysBf16(cb, j0, cnt);
   if (K.rel.any())
     stageRel(cb, j0);
@@ -1345,14 +1373,85 @@ void QueryBlockTask::write(ImplicitLocOpBuilder &c, scf::ForOp blocks) const {
 }
 } // namespace
 
+/// The per-call bf16 copies of K and V (QueryBlockKernel, "Staged"): tasks
+/// of (batch, kv head, 64 keys); rows past the sequence's valid keys are
+/// zeros (P·V reads a pair's second row with P = 0 there).
+static void stageKeysAndValues(ImplicitLocOpBuilder &b, const QueryBlockKernel &K,
+                               const AttentionBuffers &bufs) {
+  using attnc::loop;
+  auto idx = indexConst;
+  if (!K.staged) {
+    attnc::taskLoop(b, idx(b, 0), [](ImplicitLocOpBuilder &, Value) {});
+    return;
+  }
+  constexpr int64_t rowsPerTask = 64;
+  const int64_t vl = K.vl;
+  Value k = bufs.k, v = bufs.v;
+  Value nb = memref::DimOp::create(b, k, 0), hkv = memref::DimOp::create(b, k, 1);
+  Value tkv = memref::DimOp::create(b, k, 2);
+  Value blocks = arith::DivUIOp::create(b, K.add(b, tkv, rowsPerTask - 1), idx(b, rowsPerTask));
+  Value perBatch = arith::MulIOp::create(b, hkv, blocks);
+  attnc::taskLoop(b, arith::MulIOp::create(b, nb, perBatch), [&](ImplicitLocOpBuilder &c,
+                                                                 Value task) {
+    Value bi = arith::DivUIOp::create(c, task, perBatch);
+    Value rest = arith::RemUIOp::create(c, task, perBatch);
+    Value hk = arith::DivUIOp::create(c, rest, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, rest, blocks),
+                                     idx(c, rowsPerTask));
+    Value kvv = bufs.kvLens ? attnc::validLength(c, bufs.kvLens, bi, tkv) : tkv;
+    Value zero = idx(c, 0);
+    Value zeroB = arith::ConstantOp::create(
+        c, DenseElementsAttr::get(VectorType::get({vl}, K.bf16T), c.getFloatAttr(K.bf16T, 0.0)));
+    Value zeroF = K.splat(c, 0.0);
+    // Keys [r0, r0 + rows), rows = min(64, Tkv - r0).
+    Value rows = arith::MinUIOp::create(c, idx(c, rowsPerTask), arith::SubIOp::create(c, tkv, r0));
+    loop(c, zero, rows, {}, [&](ImplicitLocOpBuilder &c1, Value jl, ValueRange) {
+      Value j = arith::AddIOp::create(c1, r0, jl);
+      Value valid = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, j, kvv);
+      for (int64_t ch = 0; ch < K.dv; ++ch) {
+        SmallVector<Value> at{bi, hk, j, idx(c1, ch * vl)};
+        Value kb = attnc::roundToBf16(c1, K.loadChunk(c1, k, ch, at));
+        vector::StoreOp::create(c1, arith::SelectOp::create(c1, valid, kb, zeroB),
+                                bufs.kStaged, at);
+      }
+      return SmallVector<Value>{};
+    });
+    // Pairs [r0 / 2, (r0 + rows + 1) / 2): rows 2p and 2p + 1 (a zero row
+    // past the valid keys or past Tkv).
+    Value p0 = arith::DivUIOp::create(c, r0, idx(c, 2));
+    Value pairs = arith::DivUIOp::create(c, K.add(c, rows, 1), idx(c, 2));
+    loop(c, zero, pairs, {}, [&](ImplicitLocOpBuilder &c1, Value pl, ValueRange) {
+      Value p = arith::AddIOp::create(c1, p0, pl);
+      Value j0 = arith::MulIOp::create(c1, p, idx(c1, 2)), j1 = K.add(c1, j0, 1);
+      Value valid0 = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, j0, kvv);
+      Value valid1 = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, j1, kvv);
+      Value last = arith::SubIOp::create(c1, tkv, idx(c1, 1));
+      Value j1c = arith::MinUIOp::create(c1, j1, last);
+      for (int64_t ch = 0; ch < K.dv; ++ch) {
+        SmallVector<Value> at0{bi, hk, j0, idx(c1, ch * vl)}, at1{bi, hk, j1c, idx(c1, ch * vl)};
+        Value v0 = arith::SelectOp::create(c1, valid0, K.loadChunk(c1, v, ch, at0), zeroF);
+        Value v1 = arith::SelectOp::create(c1, valid1, K.loadChunk(c1, v, ch, at1), zeroF);
+        vector::StoreOp::create(c1, K.interleave(c1, v0, v1), bufs.vStaged,
+                                ValueRange{bi, hk, p, idx(c1, 2 * ch * vl)});
+      }
+      return SmallVector<Value>{};
+    });
+  });
+}
+
 /// The query-block kernel (the file comment): tasks of (batch, head, MQ
 /// queries).
 static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,
                                      const AttentionBuffers &bufs, TaskEmitter emit) {
   Value q = bufs.q, k = bufs.k, qLens = bufs.qLens, kvLens = bufs.kvLens;
   auto idx = indexConst;
-  const QueryBlockKernel K(b, t, op, q);
+  const QueryBlockKernel K(b, t, op, q, static_cast<bool>(bufs.kStaged));
   const int64_t mq = K.mq;
+  // The staged keys and values: a phase of their own (tasks of 64 rows
+  // of one kv head), with no tasks on a code path that does not read them
+  // (every path has the same phases).
+  if (bufs.kStaged)
+    stageKeysAndValues(b, K, bufs);
   Value nb = memref::DimOp::create(b, q, 0), hq = memref::DimOp::create(b, q, 1);
   Value tq = memref::DimOp::create(b, q, 2);
   Value hkv = memref::DimOp::create(b, k, 1), tkv = memref::DimOp::create(b, k, 2);
@@ -1395,12 +1494,29 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, S
     at.stageQuery(c);
     at.locateKeys(c);
     SmallVector<Value> init = at.initialState(c);
-    scf::ForOp blocks = attnc::loop(c, at.keys.start, at.keys.end, idx(c, K.nk), init,
+    // Staged: key blocks start at an even key (vS's pairs; a window's
+    // extra key is masked as any key below its edge).
+    Value firstBlock = K.staged ? arith::MulIOp::create(
+                                      c, arith::DivUIOp::create(c, at.keys.start, idx(c, 2)),
+                                      idx(c, 2))
+                                : at.keys.start;
+    scf::ForOp blocks = attnc::loop(c, firstBlock, at.keys.end, idx(c, K.nk), init,
         [&](ImplicitLocOpBuilder &cb, Value j0, ValueRange ml) {
       return at.keyBlock(cb, j0, ml);
     });
     at.write(c, blocks);
   });
+}
+
+int64_t attnc::flashAttentionStagedWidth(SdpaOp op, Value q) {
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t D = qt.getDimSize(3);
+  // A forward's keys (not a cache's), more than one query per call, bf16
+  // dot products, and the pairs along head_dim the kernel reads.
+  if (!op.getDotType() || ShapedType::isDynamic(D) || D % 2 != 0 || qt.getDimSize(2) == 1 ||
+      op.getKey().getDefiningOp<CacheAppendOp>() || attnc::RelKey::of(op).any())
+    return 0;
+  return llvm::alignTo(D, 16);
 }
 
 LogicalResult attnc::buildFlashAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, SdpaOp op,

@@ -29,6 +29,7 @@ struct CudaKernels
     attnc::buildGpuGemm(b, target(attr), x, wp, bias, y, n);
     return success();
   }
+  int64_t sdpaStagedWidth(Attribute, SdpaOp, Value, Value) const { return 0; }
   LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op,
                           const AttentionBuffers &bufs) const {
     return attnc::buildGpuAttention(b, target(attr), op, bufs);

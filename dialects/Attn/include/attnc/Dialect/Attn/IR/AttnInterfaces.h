@@ -28,6 +28,10 @@ public:
   /// Columns N of a packed weight or bias buffer (its attn.logical_shape);
   /// 0 when the buffer is not in the packed panel layout.
   virtual int64_t packedColumns(mlir::Value buffer) = 0;
+  /// Workspace buffers the planner set aside for the op at the target's
+  /// request (attn.sdpa: its staged keys and values), in order; empty when
+  /// none.
+  virtual llvm::ArrayRef<mlir::Value> scratch(mlir::Operation *op) = 0;
 };
 
 } // namespace attnc::attn

@@ -28,6 +28,11 @@ struct AttentionBuffers {
   mlir::Value sinks;   ///< gpt-oss: one logit per query head [Hq]
   mlir::Value relBias; ///< T5: the bias table [buckets, Hq]
   mlir::Value relEmb;  ///< BERT relative_key: E transposed [D, 2P - 1]
+  /// attn.sdpa's keys and values staged as bf16 in the workspace when the
+  /// target asked for them (TargetKernelsInterface::sdpaStagedWidth, else
+  /// null): K's rows [B, Hkv, Tkv, W] and V's rows in interleaved pairs
+  /// [B, Hkv, (Tkv + 1) / 2, 2 * W].
+  mlir::Value kStaged, vStaged;
 };
 
 } // namespace attnc::attn
