@@ -861,7 +861,7 @@ private:
   void scoreGroup(ImplicitLocOpBuilder &c1, Value j0, Value jg, int64_t s) const;
   void scores(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
   void maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
-  void stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
+  void stageVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
   void accumulatePV(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const;
 };
 
@@ -1169,25 +1169,16 @@ void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
   });
 }
 
-/// bf16: the block's P and V as pairs of keys (a zero second key past an
-/// odd count); staged, V's pairs are vS's already.
-void QueryBlockTask::stagePVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
+/// bf16 without the per-call staging (a chunk over a cache): the block's
+/// V as pairs of keys (a zero second key past an odd count) into Vp.
+void QueryBlockTask::stageVBf16(ImplicitLocOpBuilder &cb, Value j0, Value cnt) const {
   using attnc::loop;
   auto idx = indexConst;
-  const int64_t mv = K.mv, vl = K.vl;
+  const int64_t vl = K.vl;
   Value pairs = arith::DivUIOp::create(cb, K.add(cb, cnt, 1), idx(cb, 2));
   loop(cb, zero, pairs, {}, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange) {
     Value jl = arith::MulIOp::create(c1, jp, idx(c1, 2)), jl1 = K.add(c1, jl, 1);
     Value second = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, jl1, cnt);
-    for (int64_t m = 0; m < mv; ++m) {
-      Value p0 = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jl, idx(c1, m * vl)});
-      Value p1 = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jl1, idx(c1, m * vl)});
-      p1 = arith::SelectOp::create(c1, second, p1, K.splat(c1, 0.0));
-      vector::StoreOp::create(c1, K.interleave(c1, p0, p1), Pp,
-                              ValueRange{jp, idx(c1, 2 * m * vl)});
-    }
-    if (K.staged)
-      return SmallVector<Value>{};
     Value row0 = arith::AddIOp::create(c1, j0, jl);
     Value row1 = arith::MinUIOp::create(c1, K.add(c1, row0, 1), lastKey);
     for (int64_t ch = 0; ch < K.dv; ++ch) {
@@ -1314,7 +1305,28 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
     vector::StoreOp::create(cb, alpha[m], aux, ValueRange{idx(cb, 0), idx(cb, m * vl)});
   }
   SmallVector<Value> zeros(mv, K.splat(cb, 0.0));
-  scf::ForOp ps = loop(cb, zero, cnt, zeros, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
+  // P = 2^(S - mNew) and its sums; bf16: straight into P's pairs (Pp),
+  // two keys per step (a zero second key past an odd count, added to the
+  // sum as +0: the same sums as one key per step).
+  scf::ForOp ps = K.bf16 ? loop(cb, zero,
+      arith::DivUIOp::create(cb, K.add(cb, cnt, 1), idx(cb, 2)), zeros,
+      [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange a) {
+    Value jl = arith::MulIOp::create(c1, jp, idx(c1, 2)), jl1 = K.add(c1, jl, 1);
+    Value second = arith::CmpIOp::create(c1, arith::CmpIPredicate::ult, jl1, cnt);
+    SmallVector<Value> next;
+    for (int64_t m = 0; m < mv; ++m) {
+      auto expOf = [&](Value row) {
+        Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{row, idx(c1, m * vl)});
+        return exp2NonPositive(c1, arith::SubFOp::create(c1, s, mSafe[m]), K.avx512);
+      };
+      Value p0 = expOf(jl);
+      Value p1 = arith::SelectOp::create(c1, second, expOf(jl1), K.splat(c1, 0.0));
+      vector::StoreOp::create(c1, K.interleave(c1, p0, p1), Pp,
+                              ValueRange{jp, idx(c1, 2 * m * vl)});
+      next.push_back(arith::AddFOp::create(c1, arith::AddFOp::create(c1, a[m], p0), p1));
+    }
+    return next;
+  }) : loop(cb, zero, cnt, zeros, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
     SmallVector<Value> next;
     for (int64_t m = 0; m < mv; ++m) {
       Value s = vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)});
@@ -1324,8 +1336,8 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
     }
     return next;
   });
-  if (K.bf16)
-    stagePVBf16(cb, j0, cnt);
+  if (K.bf16 && !K.staged)
+    stageVBf16(cb, j0, cnt);
   accumulatePV(cb, j0, cnt);
   SmallVector<Value> next(mNew);
   for (int64_t m = 0; m < mv; ++m)

@@ -22,6 +22,13 @@
 // lines are all in use at once (one half alone touches every other line,
 // so half of L1's sets).
 //
+// On the vdpbf16ps path (bf16 pairs, NR = panel) the whole panels of a
+// group go two at a time: MR/2 rows x 2 panels per kernel over the rows
+// of whole MR-row blocks, so that each broadcast pair of A feeds 4 dot
+// products instead of 2 (rowsOfPair; the odd panel and the rows left
+// over take the MR x NR kernels' shapes, and every output sums the same
+// products in the same order).
+//
 // Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
 // many rows; the last, partial panel uses masked loads and stores, so
 // nothing outside y is read or written whatever T and n are.
@@ -92,12 +99,24 @@ struct Gemm {
 
   /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
   /// `valid[v]`: columns of vector v inside y (vl = full, 0 = none).
+  /// With `p2` (dot, NR = panel): the whole panels p and p2 side by side,
+  /// 2 NR columns (col, then p2's), `valid` covering both.
   void block(ImplicitLocOpBuilder &c, Value bi, Value r0, int64_t rows,
              Value p, int64_t half, Value col, ArrayRef<int64_t> valid,
-             Value k0, Value k1, Value first) {
-    int64_t nv = nr / vl;
+             Value k0, Value k1, Value first, Value p2 = {}) {
+    const int64_t perPanel = nr / vl;
+    int64_t nv = p2 ? 2 * perPanel : perPanel;
+    Value col2 = p2 ? arith::MulIOp::create(c, p2, idx(c, panel)).getResult() : Value();
+    // Column of vector v's first lane, and its panel and offset in it.
+    auto colOf = [&](ImplicitLocOpBuilder &cc, int64_t v) -> Value {
+      return v < perPanel ? add(cc, col, v * vl) : add(cc, col2, (v - perPanel) * vl);
+    };
+    auto panelOf = [&](int64_t v) { return v < perPanel ? p : p2; };
+    auto laneOf = [&](int64_t v) {
+      return v < perPanel ? half * nr + v * vl : (v - perPanel) * vl;
+    };
     auto store = [&](ImplicitLocOpBuilder &cc, Value val, int64_t i, int64_t v) {
-      SmallVector<Value> at{bi, add(cc, r0, i), add(cc, col, v * vl)};
+      SmallVector<Value> at{bi, add(cc, r0, i), colOf(cc, v)};
       if (valid[v] == vl)
         vector::StoreOp::create(cc, val, y, at);
       else if (valid[v] > 0)
@@ -112,8 +131,7 @@ struct Gemm {
       Value zero = arith::ConstantOp::create(
           tb, DenseElementsAttr::get(vt, tb.getF32FloatAttr(0.0f)));
       for (int64_t v = 0; v < nv; ++v) {
-        Value bv = bias ? attnc::loadVecF32(tb, vt, bias, ValueRange{add(tb, col, v * vl)})
-                        : zero;
+        Value bv = bias ? attnc::loadVecF32(tb, vt, bias, ValueRange{colOf(tb, v)}) : zero;
         for (int64_t i = 0; i < rows; ++i)
           vals.push_back(bv);
       }
@@ -129,7 +147,7 @@ struct Gemm {
           eb, DenseElementsAttr::get(vt, eb.getF32FloatAttr(0.0f)));
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t v = 0; v < nv; ++v) {
-          SmallVector<Value> at{bi, add(eb, r0, i), add(eb, col, v * vl)};
+          SmallVector<Value> at{bi, add(eb, r0, i), colOf(eb, v)};
           if (valid[v] == vl)
             loaded.push_back(vector::LoadOp::create(eb, vt, y, at));
           else if (valid[v] > 0)
@@ -192,7 +210,7 @@ struct Gemm {
               SmallVector<Value> wv;
               for (int64_t v = 0; v < nv; ++v)
                 wv.push_back(vector::LoadOp::create(
-                    ck, pairVt(), wp, ValueRange{p, kp, idx(ck, 2 * (half * nr + v * vl))}));
+                    ck, pairVt(), wp, ValueRange{panelOf(v), kp, idx(ck, 2 * laneOf(v))}));
               for (int64_t i = 0; i < rows; ++i) {
                 Value a = directPairs
                               ? pairBroadcast(ck, x, ValueRange{bi, add(ck, r0, i),
@@ -289,6 +307,37 @@ struct Gemm {
     });
   }
 
+  /// dot, NR = panel: the whole panels p and p + 1 at once, MR/2 rows by
+  /// 2 NR columns per kernel (half the A broadcasts per vdpbf16ps of the
+  /// MR x NR kernel) over the rows that rowsOf gives MR-row kernels; the
+  /// rows left over (fewer than MR) take the one-panel kernels of exactly
+  /// that height, panel by panel, as in rowsOf. So each row's kernel sums
+  /// its products in the same order as rowsOf's (a kernel of few
+  /// accumulators splits its K loop: kLoopOf).
+  void rowsOfPair(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
+                  Value k0, Value k1, Value first) {
+    const int64_t mr2 = mr / 2;
+    Value p2 = add(c, p, 1);
+    SmallVector<int64_t> valid(2 * nr / vl, vl);
+    Value span = arith::SubIOp::create(c, r1, r0);
+    Value full = arith::AddIOp::create(
+        c, r0, arith::MulIOp::create(
+                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
+    attnc::loop(c, r0, full, idx(c, mr2), {},
+                [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+                  block(cr, bi, r, mr2, p, 0, arith::MulIOp::create(cr, p, idx(cr, panel)),
+                        valid, k0, k1, first, p2);
+                  return SmallVector<Value>{};
+                });
+    Value left = arith::SubIOp::create(c, r1, full);
+    SmallVector<int64_t> one(nr / vl, vl);
+    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
+      for (Value q : {p, p2})
+        block(cb, bi, full, rows, q, 0, arith::MulIOp::create(cb, q, idx(cb, panel)), one,
+              k0, k1, first);
+    });
+  }
+
   void build() {
     int64_t numPanels = (n + panel - 1) / panel;
     int64_t fullPanels = n / panel;
@@ -300,6 +349,10 @@ struct Gemm {
         kDim * panel * (cast<MemRefType>(wp.getType()).getElementTypeBitWidth() / 8);
     int64_t group = std::max<int64_t>(1, (t.getL2Bytes() / 2) / panelBytes);
     group = std::min({group, numPanels, (numPanels + 7) / 8});
+    // The vdpbf16ps path's panels go in pairs (rowsOfPair): an even group
+    // leaves no panel to the narrower kernel (GPT-2 small's W_O: 3 -> 2).
+    if (dot && nr == panel && group > 2)
+      group &= ~int64_t(1);
     int64_t groups = (numPanels + group - 1) / group;
 
     Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
@@ -355,8 +408,22 @@ struct Gemm {
             SmallVector<Half> wholeHalves;
             for (int64_t half = 0; half < panel / nr; ++half)
               wholeHalves.push_back({half, SmallVector<int64_t>(nr / vl, vl)});
-            // Whole panels.
-            attnc::loop(ck, p0, pFullEnd, {},
+            // Whole panels: in pairs on the vdpbf16ps path (rowsOfPair; the
+            // group's odd one out alone), else one by one.
+            Value singleFrom = p0;
+            if (dot && nr == panel && mr >= 2 && mr % 2 == 0) {
+              singleFrom = arith::AddIOp::create(
+                  ck, p0, arith::MulIOp::create(
+                              ck, arith::DivUIOp::create(
+                                      ck, arith::SubIOp::create(ck, pFullEnd, p0), idx(ck, 2)),
+                              idx(ck, 2)));
+              attnc::loop(ck, p0, singleFrom, idx(ck, 2), {},
+                  [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
+                    rowsOfPair(cp, bi, r0, r1, p, k0, k1, first);
+                    return SmallVector<Value>{};
+                  });
+            }
+            attnc::loop(ck, singleFrom, pFullEnd, {},
                 [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
                   rowsOf(cp, bi, r0, r1, p, wholeHalves, k0, k1, first);
                   return SmallVector<Value>{};
