@@ -431,16 +431,7 @@ RopeTables ropeTables(const Spec &s) {
       double extrap = 1 - ramp;
       t.invFreq[i] = theta[i] / r.factor * (1 - extrap) + theta[i] * extrap;
     }
-    auto mscaleOf = [](double scale, double m) {
-      return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
-    };
-    if (r.attentionFactor)
-      t.attentionFactor = *r.attentionFactor;
-    else if (r.mscale && r.mscaleAllDim)
-      t.attentionFactor =
-          mscaleOf(r.factor, *r.mscale) / mscaleOf(r.factor, *r.mscaleAllDim);
-    else
-      t.attentionFactor = mscaleOf(r.factor, 1.0);
+    t.attentionFactor = ropeAttentionFactor(s);
   } else if (r.scaling == "longrope") {
     // _compute_longrope_parameters: per-pair factors, long ones past
     // original_max_position_embeddings.
@@ -450,15 +441,30 @@ RopeTables ropeTables(const Spec &s) {
       t.longInvFreq[i] = theta[i] / r.longFactor[i];
     }
     t.longFrom = r.originalMaxPos;
-    const double sc = double(r.maxPos) / double(r.originalMaxPos);
-    if (r.attentionFactor)
-      t.attentionFactor = *r.attentionFactor;
-    else
-      t.attentionFactor =
-          sc <= 1 ? 1.0
-                  : std::sqrt(1 + std::log(sc) / std::log(double(r.originalMaxPos)));
+    t.attentionFactor = ropeAttentionFactor(s);
   }
   return t;
+}
+
+double ropeAttentionFactor(const Spec &s) {
+  const RopeSpec &r = s.rope;
+  if (!s.hasRope())
+    return 1.0;
+  if ((r.scaling == "yarn" || r.scaling == "longrope") && r.attentionFactor)
+    return *r.attentionFactor;
+  if (r.scaling == "yarn") { // _compute_yarn_parameters' get_mscale
+    auto mscaleOf = [](double scale, double m) {
+      return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+    };
+    if (r.mscale && r.mscaleAllDim)
+      return mscaleOf(r.factor, *r.mscale) / mscaleOf(r.factor, *r.mscaleAllDim);
+    return mscaleOf(r.factor, 1.0);
+  }
+  if (r.scaling == "longrope") { // _compute_longrope_parameters
+    const double sc = double(r.maxPos) / double(r.originalMaxPos);
+    return sc <= 1 ? 1.0 : std::sqrt(1 + std::log(sc) / std::log(double(r.originalMaxPos)));
+  }
+  return 1.0;
 }
 
 std::vector<int32_t> t5BucketTable(int64_t buckets, int64_t maxDistance,

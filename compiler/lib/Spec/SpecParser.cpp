@@ -1291,9 +1291,8 @@ private:
       if (r.scaling == "yarn" || r.scaling == "longrope") {
         // cos and sin times the attention factor: given, or from factor
         // and mscale (yarn) or the lengths (longrope), within what the
-        // runtime loads (limits.md). (After the factor counts: the tables
-        // read rotary_dim / 2 of each.)
-        const double af = ropeTables(s).attentionFactor;
+        // runtime loads (limits.md).
+        const double af = ropeAttentionFactor(s);
         const bool given = r.attentionFactor.has_value();
         if (!std::isfinite(af) || !(af > 0) || af > limits::kMaxRopeAttentionFactor)
           fail(given ? "rope.scaling.attention_factor"

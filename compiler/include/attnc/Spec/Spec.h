@@ -244,6 +244,11 @@ const std::vector<std::string> *ropeScalingKeys(const std::string &type);
 /// double precision). Empty invFreq when the spec has no rope.
 RopeTables ropeTables(const Spec &spec);
 
+/// The factor cos and sin are multiplied by (RopeTables::attentionFactor):
+/// yarn's and longrope's, given or derived (from factor and mscale /
+/// mscale_all_dim, or from the lengths); 1 otherwise. Needs no tables.
+double ropeAttentionFactor(const Spec &spec);
+
 /// The ALiBi slope of each query head (BLOOM's build_alibi_tensor and MPT's
 /// build_mpt_alibi_tensor, which agree: n = 2^floor(log2 H); head h < n has
 /// 2^(-bias_max (h+1) / n), the others 2^(-bias_max (2(h-n)+1) / (2n))).
