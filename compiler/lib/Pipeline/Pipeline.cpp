@@ -264,14 +264,25 @@ LogicalResult attnc::Compilation::readLowered() {
     auto a = f->getAttrOfType<IntegerAttr>(n);
     return a ? a.getInt() : int64_t(0);
   };
-  for (func::FuncOp f : entries.decodeRuns) {
-    info.decodePhases = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
-    info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
-  }
-  for (func::FuncOp f : entries.forwardRuns) {
-    info.phases = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
-    info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
-  }
+  // The glue runs one phase count (K_PHASES, K_DECODE_PHASES) whatever
+  // code path CPUID picks: every path must have the same.
+  auto samePhases = [&](ArrayRef<func::FuncOp> runs, int64_t &phases) -> LogicalResult {
+    SmallVector<func::FuncOp> fs(runs.begin(), runs.end());
+    for (size_t i = 0; i < fs.size(); ++i) {
+      func::FuncOp f = fs[i];
+      int64_t n = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
+      if (i > 0 && n != phases)
+        return f.emitError("code path @")
+               << f.getName() << " has " << n << " phases, @" << fs.front().getName()
+               << " " << phases << ": every code path of an entry must have the same";
+      phases = n;
+      info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
+    }
+    return success();
+  };
+  if (failed(samePhases(entries.decodeRuns, info.decodePhases)) ||
+      failed(samePhases(entries.forwardRuns, info.phases)))
+    return failure();
   for (const CodePathSymbols &p : entries.paths)
     if (!p.decode)
       info.variants.push_back(p.isa);
