@@ -279,8 +279,31 @@ struct Gemm {
     SmallVector<int64_t> valid; // per vector: columns inside y (VL = all)
   };
 
+  /// Rows [r0, r1) in whole MR-row blocks, `step` rows per `whole` call
+  /// (MR, or MR/2 for rowsOfPair), then the rows left over (fewer than MR)
+  /// through `tail` at their exact count.
+  void eachRowBlock(ImplicitLocOpBuilder &c, Value r0, Value r1, int64_t step,
+                    llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> whole,
+                    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, int64_t)> tail) {
+    Value span = arith::SubIOp::create(c, r1, r0);
+    Value full = arith::AddIOp::create(
+        c, r0, arith::MulIOp::create(
+                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
+    attnc::loop(c, r0, full, idx(c, step), {},
+                [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+                  whole(cr, r);
+                  return SmallVector<Value>{};
+                });
+    if (mr == 1)
+      return;
+    Value left = arith::SubIOp::create(c, r1, full);
+    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
+      tail(cb, full, rows);
+    });
+  }
+
   /// All row blocks of rows [r0, r1) of panel p, each through the given
-  /// halves in turn.
+  /// halves in turn (the rows left over: a kernel of exactly that height).
   void rowsOf(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
               ArrayRef<Half> halves, Value k0, Value k1, Value first) {
     auto blocks = [&](ImplicitLocOpBuilder &cb, Value r, int64_t rows) {
@@ -289,22 +312,8 @@ struct Gemm {
         block(cb, bi, r, rows, p, h.half, add(cb, pcol, h.half * nr), h.valid,
               k0, k1, first);
     };
-    Value span = arith::SubIOp::create(c, r1, r0);
-    Value full = arith::AddIOp::create(
-        c, r0, arith::MulIOp::create(
-                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
-    attnc::loop(c, r0, full, idx(c, mr), {},
-                [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
-                  blocks(cr, r, mr);
-                  return SmallVector<Value>{};
-                });
-    if (mr == 1)
-      return;
-    // 1..MR-1 rows left: a kernel of exactly that height.
-    Value left = arith::SubIOp::create(c, r1, full);
-    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
-      blocks(cb, full, rows);
-    });
+    eachRowBlock(c, r0, r1, mr, [&](ImplicitLocOpBuilder &cr, Value r) { blocks(cr, r, mr); },
+                 blocks);
   }
 
   /// dot, NR = panel: the whole panels p and p + 1 at once, MR/2 rows by
@@ -316,26 +325,19 @@ struct Gemm {
   /// accumulators splits its K loop: kLoopOf).
   void rowsOfPair(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
                   Value k0, Value k1, Value first) {
-    const int64_t mr2 = mr / 2;
     Value p2 = add(c, p, 1);
-    SmallVector<int64_t> valid(2 * nr / vl, vl);
-    Value span = arith::SubIOp::create(c, r1, r0);
-    Value full = arith::AddIOp::create(
-        c, r0, arith::MulIOp::create(
-                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
-    attnc::loop(c, r0, full, idx(c, mr2), {},
-                [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
-                  block(cr, bi, r, mr2, p, 0, arith::MulIOp::create(cr, p, idx(cr, panel)),
-                        valid, k0, k1, first, p2);
-                  return SmallVector<Value>{};
-                });
-    Value left = arith::SubIOp::create(c, r1, full);
-    SmallVector<int64_t> one(nr / vl, vl);
-    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
-      for (Value q : {p, p2})
-        block(cb, bi, full, rows, q, 0, arith::MulIOp::create(cb, q, idx(cb, panel)), one,
-              k0, k1, first);
-    });
+    SmallVector<int64_t> both(2 * nr / vl, vl), one(nr / vl, vl);
+    eachRowBlock(
+        c, r0, r1, mr / 2,
+        [&](ImplicitLocOpBuilder &cr, Value r) {
+          block(cr, bi, r, mr / 2, p, 0, arith::MulIOp::create(cr, p, idx(cr, panel)), both,
+                k0, k1, first, p2);
+        },
+        [&](ImplicitLocOpBuilder &cb, Value r, int64_t rows) {
+          for (Value q : {p, p2})
+            block(cb, bi, r, rows, q, 0, arith::MulIOp::create(cb, q, idx(cb, panel)), one,
+                  k0, k1, first);
+        });
   }
 
   void build() {
