@@ -43,6 +43,36 @@ inline std::optional<Spec> checkedSpec(SpecResult r, const std::string &note = "
   return r.spec;
 }
 
+/// The input options attnc and attnc-dump share: a SPEC.yaml or --hf DIR
+/// (exactly one), --layer N >= 0, the --hf-only options (`hfOnly`, e.g.
+/// "--module, --layer and --set", with `hfOnlyGiven` saying whether any
+/// was given) only with --hf, and one of --module and --layer. Prints the
+/// error and returns false on a misuse.
+inline bool checkHfOptions(const char *tool, const std::string &input,
+                           const std::string &hfDir, const std::string &hfModule,
+                           bool layerGiven, int64_t layer, const char *hfOnly,
+                           bool hfOnlyGiven) {
+  if (input.empty() == hfDir.empty()) {
+    llvm::errs() << tool << ": error: expected a SPEC.yaml or --hf DIR (exactly one; "
+                 << "see --help)\n";
+    return false;
+  }
+  if (layerGiven && layer < 0) {
+    llvm::errs() << tool << ": error: --layer " << layer
+                 << ": expected a layer index >= 0 (the N-th self-attention module)\n";
+    return false;
+  }
+  if (hfDir.empty() && hfOnlyGiven) {
+    llvm::errs() << tool << ": error: " << hfOnly << " go with --hf\n";
+    return false;
+  }
+  if (!hfModule.empty() && layer >= 0) {
+    llvm::errs() << tool << ": error: --module and --layer name the module twice: give one\n";
+    return false;
+  }
+  return true;
+}
+
 /// Parses and validates a spec file (checkedSpec).
 inline std::optional<Spec> loadSpec(const std::string &path) {
   return checkedSpec(parseSpecFile(path));

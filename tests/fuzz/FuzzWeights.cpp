@@ -43,13 +43,30 @@ struct Kernel {
   }
 };
 
-std::string workDir() {
+std::string &workDirName() {
   static std::string dir;
+  return dir;
+}
+
+// The run's files are removed one by one as it goes; what is left at exit
+// is the directory and its "d" subdirectory (a crash keeps the input that
+// crashed, which libFuzzer saves anyway).
+void removeWorkDir() {
+  const std::string &dir = workDirName();
+  if (dir.empty())
+    return;
+  rmdir((dir + "/d").c_str());
+  rmdir(dir.c_str());
+}
+
+std::string workDir() {
+  std::string &dir = workDirName();
   if (dir.empty()) {
     char tmpl[] = "/tmp/attnc-fuzz-weights-XXXXXX";
     if (!mkdtemp(tmpl))
       std::abort();
     dir = tmpl;
+    std::atexit(removeWorkDir);
   }
   return dir;
 }

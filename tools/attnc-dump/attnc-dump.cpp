@@ -97,24 +97,11 @@ int main(int argc, char **argv) {
       outs() << left_justify(s.name, 12) << " " << s.summary << "\n";
     return 0;
   }
-  if (input.empty() == hfDir.empty()) {
-    errs() << "attnc-dump: error: expected a SPEC.yaml or --hf DIR (exactly one; "
-              "see --help)\n";
+  if (!attnc::tools::checkHfOptions("attnc-dump", input, hfDir, hfModule,
+                                    hfLayer.getNumOccurrences() > 0, hfLayer,
+                                    "--module, --layer and --set",
+                                    !hfModule.empty() || hfLayer >= 0 || !setKeys.empty()))
     return 2;
-  }
-  if (hfLayer.getNumOccurrences() && hfLayer < 0) {
-    errs() << "attnc-dump: error: --layer " << hfLayer
-           << ": expected a layer index >= 0 (the N-th self-attention module)\n";
-    return 2;
-  }
-  if (hfDir.empty() && (!hfModule.empty() || hfLayer >= 0 || !setKeys.empty())) {
-    errs() << "attnc-dump: error: --module, --layer and --set go with --hf\n";
-    return 2;
-  }
-  if (!hfModule.empty() && hfLayer >= 0) {
-    errs() << "attnc-dump: error: --module and --layer name the module twice: give one\n";
-    return 2;
-  }
   if (stage.getNumOccurrences() && stage.empty()) {
     errs() << "attnc-dump: error: --stage: expected a stage name or 'all' (see "
               "--list-stages)\n";

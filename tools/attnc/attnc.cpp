@@ -139,24 +139,11 @@ int main(int argc, char **argv) {
            << ": expected a .so (shared object) or .a (static archive) file name\n";
     return 2;
   }
-  if (input.empty() == hfDir.empty()) {
-    errs() << "attnc: error: expected a SPEC.yaml or --hf DIR (exactly one)\n";
+  if (!attnc::tools::checkHfOptions(
+          "attnc", input, hfDir, hfModule, hfLayer.getNumOccurrences() > 0, hfLayer,
+          "--module, --layer, --emit-spec and --set",
+          !hfModule.empty() || hfLayer >= 0 || !emitSpec.empty() || !setKeys.empty()))
     return 2;
-  }
-  if (hfLayer.getNumOccurrences() && hfLayer < 0) {
-    errs() << "attnc: error: --layer " << hfLayer
-           << ": expected a layer index >= 0 (the N-th self-attention module)\n";
-    return 2;
-  }
-  if (hfDir.empty() && (!hfModule.empty() || hfLayer >= 0 || !emitSpec.empty() ||
-                        !setKeys.empty())) {
-    errs() << "attnc: error: --module, --layer, --emit-spec and --set go with --hf\n";
-    return 2;
-  }
-  if (!hfModule.empty() && hfLayer >= 0) {
-    errs() << "attnc: error: --module and --layer name the module twice: give one\n";
-    return 2;
-  }
   std::optional<attnc::Spec> spec =
       hfDir.empty() ? attnc::tools::loadSpec(input)
                     : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,

@@ -267,14 +267,14 @@ LogicalResult attnc::Compilation::readLowered() {
   // The glue runs one phase count (K_PHASES, K_DECODE_PHASES) whatever
   // code path CPUID picks: every path must have the same.
   auto samePhases = [&](ArrayRef<func::FuncOp> runs, int64_t &phases) -> LogicalResult {
-    SmallVector<func::FuncOp> fs(runs.begin(), runs.end());
-    for (size_t i = 0; i < fs.size(); ++i) {
-      func::FuncOp f = fs[i];
+    for (size_t i = 0; i < runs.size(); ++i) {
+      func::FuncOp f = runs[i]; // a handle: copying it is free, and non-const
       int64_t n = intAttr(f, AttnDialect::PhasesAttrHelper::getNameStr());
       if (i > 0 && n != phases)
         return f.emitError("code path @")
-               << f.getName() << " has " << n << " phases, @" << fs.front().getName()
-               << " " << phases << ": every code path of an entry must have the same";
+               << f.getName() << " has " << n << " phases, @"
+               << func::FuncOp(runs.front()).getName() << " " << phases
+               << ": every code path of an entry must have the same";
       phases = n;
       info.stackBytes = std::max(info.stackBytes, intAttr(f, AttnDialect::StackBytesAttrHelper::getNameStr()));
     }

@@ -693,6 +693,17 @@ static LogicalResult buildDecodeAttention(ImplicitLocOpBuilder &b, CpuTargetAttr
   return success();
 }
 
+/// Whether the op's Q·Kᵀ and P·V may take bf16 dot products, whatever
+/// the code path: its dot_type asks for them, head_dim splits into the
+/// (d, d+1) pairs the instruction reads, and no relative_key (its distance
+/// terms ride on the float32 dot products). The planner
+/// (flashAttentionStagedWidth) and the kernel (QueryBlockKernel) both ask
+/// this, the kernel adding what its path has.
+static bool bf16DotOperands(SdpaOp op, int64_t D) {
+  return op.getDotType() && !ShapedType::isDynamic(D) && D % 2 == 0 &&
+         !attnc::RelKey::of(op).any();
+}
+
 namespace {
 /// The query-block kernel's shape, fixed at compile time by the target and
 /// the op: vector width, block sizes, the P·V register block, what the
@@ -784,9 +795,7 @@ QueryBlockKernel::QueryBlockKernel(ImplicitLocOpBuilder &b, CpuTargetAttr t, Sdp
   mq = t.getAttnMq();
   kr = t.getAttnKr();
   nk = t.getAttnNk();
-  // (relative_key's distance terms ride on the f32 dot products)
-  bf16 = op.getDotType() && vl == 16 && D % 2 == 0 && !rel.any() &&
-         t.getFeatures().contains("+avx512bf16");
+  bf16 = bf16DotOperands(op, D) && vl == 16 && t.getFeatures().contains("+avx512bf16");
   // bf16 dot products (vdpbf16ps) with 32 registers: 4 query vectors per
   // task and 6 keys per score group (24 accumulators) instead of the
   // target's float32 tile (3 and 8): a task's staged bf16 keys and values
@@ -1523,10 +1532,11 @@ static void buildQueryBlockAttention(ImplicitLocOpBuilder &b, CpuTargetAttr t, S
 int64_t attnc::flashAttentionStagedWidth(SdpaOp op, Value q) {
   auto qt = cast<MemRefType>(q.getType());
   int64_t D = qt.getDimSize(3);
-  // A forward's keys (not a cache's), more than one query per call, bf16
-  // dot products, and the pairs along head_dim the kernel reads.
-  if (!op.getDotType() || ShapedType::isDynamic(D) || D % 2 != 0 || qt.getDimSize(2) == 1 ||
-      op.getKey().getDefiningOp<CacheAppendOp>() || attnc::RelKey::of(op).any())
+  // bf16 dot products on a forward's keys (not a cache's), more than one
+  // query per call. Whether a code path reads the buffers is its own
+  // business (QueryBlockKernel::staged): this says only whether it may.
+  if (!bf16DotOperands(op, D) || qt.getDimSize(2) == 1 ||
+      op.getKey().getDefiningOp<CacheAppendOp>())
     return 0;
   return llvm::alignTo(D, 16);
 }
