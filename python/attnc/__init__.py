@@ -385,7 +385,7 @@ class Kernel:
     def __repr__(self):
         i = self.info
         mask = str(i["mask"])
-        if mask.startswith(("sliding_window", "chunked")):
+        if mask.startswith(("sliding_window", "chunked", "bidirectional_window")):
             mask += f" {i['window']}"
         if i["mask"] not in ("none", "padding"):
             mask += f" ({i['causal_align']})"

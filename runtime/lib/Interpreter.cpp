@@ -23,9 +23,13 @@ namespace naive {
 /// later keys (j > i + offset) or a window hides keys too far back.
 /// A chunked mask (Llama 4) hides keys before the first of the query's
 /// chunk: j < floor((i + offset) / window) * window (window = the chunk).
+/// A bidirectional window (not causal) also hides keys `window` or more
+/// ahead: j >= i + offset + window.
 inline bool keyVisible(bool causal, bool windowed, int64_t offset,
-                       int64_t window, int64_t i, int64_t j, bool chunked = false) {
+                       int64_t window, int64_t i, int64_t j, bool chunked = false,
+                       bool bidirectional = false) {
   return !(causal && j > i + offset) && !(windowed && j <= i + offset - window) &&
+         !(bidirectional && j >= i + offset + window) &&
          !(chunked && i + offset >= 0 && j < (i + offset) / window * window);
 }
 
@@ -73,6 +77,7 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
   const bool causal = isCausal(mask);
   const bool windowed = attnc_mask_sliding(mask) && window > 0;
   const bool chunked = attnc_mask_chunked(mask) && window > 0;
+  const bool ahead = attnc_mask_bidirectional(mask) && window > 0;
   std::vector<T> scores(static_cast<size_t>(tkv));
   std::vector<char> visible(static_cast<size_t>(tkv));
 
@@ -92,7 +97,7 @@ void sdpaT(const T *q, const T *k, const T *v, T *o, int64_t batch, int64_t hq,
         bool any = false;
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = i < rr.qValid && j < rr.kvValid &&
-                     keyVisible(causal, windowed, rr.offset, window, i, j, chunked);
+                     keyVisible(causal, windowed, rr.offset, window, i, j, chunked, ahead);
           visible[j] = see;
           if (!see)
             continue;
@@ -983,6 +988,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
   const bool causal = naive::isCausal(mask);
   const bool windowed = attnc_mask_sliding(mask) && window > 0;
   const bool chunked = attnc_mask_chunked(mask) && window > 0;
+  const bool ahead = attnc_mask_bidirectional(mask) && window > 0;
   const bool prob = !model.rigorous;
   const double inf = std::numeric_limits<double>::infinity();
   // Softcap multiplies q's error by a slope that differs from key to key:
@@ -1034,7 +1040,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
         for (int64_t j = 0; j < tkv; ++j) {
           bool see = i < rr.qValid && j < rr.kvValid &&
                      naive::keyVisible(causal, windowed, rr.offset, window,
-                                       i, j, chunked);
+                                       i, j, chunked, ahead);
           visible[size_t(j)] = see;
           if (!see)
             continue;

@@ -302,7 +302,7 @@ std::string checkSizes(const attnc_kernel_info &info) {
   if (info.window > attnc::limits::kMaxWindow)
     return bad("window is " + num(info.window) + ", more than a spec allows (2^24)");
   if (attnc_mask_sliding(info.mask) && info.window <= 0)
-    return bad("sliding_window mask needs a positive window, got " +
+    return bad("a window mask (sliding_window, bidirectional_window) needs a positive window, got " +
                num(info.window));
   if (attnc_mask_chunked(info.mask) && info.window <= 0)
     return bad("chunked mask needs a positive chunk size (window), got " +

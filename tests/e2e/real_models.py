@@ -291,6 +291,9 @@ def reference(case, w, x, rope=None, bias=None, mods=True, x_kv=None):
             blk = np.arange(T) // case["chunk"]
             vis &= blk[:, None] == blk[None, :]
         s = np.where(vis, s, -np.inf)
+    elif case.get("bidi_window"):  # EmbeddingGemma's sliding layers: |q - kv| < W
+        i = np.arange(T)
+        s = np.where(np.abs(i[:, None] - i[None, :]) < case["bidi_window"], s, -np.inf)
     if mods and case.get("sinks"):  # gpt-oss: a per-head logit, dropped after the softmax
         sk = w["sinks"].astype(np.float64)[None, :, None, None] * np.ones((B, H, T, 1))
         full = np.concatenate([s, sk], axis=-1)
@@ -509,6 +512,12 @@ CASES = [
     # Llama 4's RoPE layers: chunks of 16 with padding lengths.
     dict(name="llama4_pad", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[70],
          rope=dict(style="interleaved", theta=500000.0), chunk=16, padding=True),
+    # EmbeddingGemma's sliding layers: keys on both sides, |q - kv| < 5
+    # (sliding_window 8 halved, + 1), Gemma 3's (1 + w) QK-norm; T = 70
+    # crosses the x86 query blocks and the CUDA tiles on both edges.
+    dict(name="embgemma_pad", d=64, heads=4, kv_heads=2, head_dim=16, bias=[], T=[9, 70],
+         rope=dict(), bidi_window=5, causal=False, padding=True, qk_norm="head", eps=1e-6,
+         norm_offset=1.0, yaml="qk_norm:\n  width: head\n  eps: 1.0e-6\n  weight_offset: 1\n"),
 ]
 
 
@@ -527,6 +536,8 @@ def spec_of(c):
         mask = f"sliding_window{pad}\nwindow: {c['window']}"
     if c.get("chunk"):
         mask = f"chunked{pad}\nchunk: {c['chunk']}"
+    if c.get("bidi_window"):
+        mask = f"bidirectional_window{pad}\nwindow: {c['bidi_window']}"
     rel = ""
     if c.get("relkey"):  # BERT position_embedding_type relative_key(_query)
         P, key_query = c["relkey"]
@@ -663,6 +674,12 @@ def main():
             if c.get("padding") and c.get("window") and T > c["window"]:
                 also.append(("the window", reference_padded(dict(c, window=None), w, x, lens,
                                                             rope=c["rope"])))
+            if c.get("bidi_window") and T > c["bidi_window"]:  # each side of it
+                also.append(("the window", reference_padded(dict(c, bidi_window=None), w, x,
+                                                            lens, rope=c["rope"])))
+                also.append(("the keys ahead", reference_padded(
+                    dict(c, bidi_window=None, causal=True, window=c["bidi_window"]), w, x, lens,
+                    rope=c["rope"])))
             if c.get("qk_norm") == "l2" and T > 1:
                 also.append(("the L2 norm", reference_padded(dict(c, qk_norm=None), w, x, lens,
                                                              rope=c["rope"])))

@@ -298,8 +298,8 @@ TEST_CASE("metadata: sizes must be positive and heads divisible",
 
 TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   InfoFixture f;
-  f.info.mask = 9;
-  CHECK(f.check() == "unknown mask value 9");
+  f.info.mask = 11;
+  CHECK(f.check() == "unknown mask value 11");
   f.info.mask = ATTNC_MASK_NONE;
   f.info.causal_align = 2;
   CHECK_THAT(f.check(), Contains("unknown causal_align value 2"));
@@ -384,7 +384,7 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   CHECK(f.check() == "out_proj flag must be 0 or 1, got 7");
   f.info.out_proj = 1;
   f.info.mask = ATTNC_MASK_SLIDING_WINDOW;
-  CHECK(f.check() == "sliding_window mask needs a positive window, got 0");
+  CHECK(f.check() == "a window mask (sliding_window, bidirectional_window) needs a positive window, got 0");
   f.info.window = -3;
   CHECK(f.check() == "window must be non-negative, got -3");
   f.info.mask = ATTNC_MASK_CAUSAL;
@@ -394,13 +394,13 @@ TEST_CASE("metadata: flags, window and scale", "[metadata]") {
   f.info.window = 0;
   CHECK(f.check() == "chunked mask needs a positive chunk size (window), got 0");
   f.info.mask = ATTNC_MASK_SLIDING_WINDOW_PADDING;
-  CHECK(f.check() == "sliding_window mask needs a positive window, got 0");
+  CHECK(f.check() == "a window mask (sliding_window, bidirectional_window) needs a positive window, got 0");
   f.info.mask = ATTNC_MASK_CHUNKED_PADDING;
   f.info.window = 4;
   CHECK(f.check() == "a padding mask needs the lengths feature, which features does not declare");
   f.info.window = 0;
   f.info.mask = ATTNC_MASK_LAST + 1;
-  CHECK(f.check() == "unknown mask value 8");
+  CHECK(f.check() == "unknown mask value 10");
   f.info.mask = ATTNC_MASK_CAUSAL;
   f.info.temperature_floor_scale = -1;
   CHECK(f.check().find("temperature_floor_scale must be in [0, 2^24]") != std::string::npos);
@@ -706,7 +706,7 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
       {"scale=-1", "scale -1 is outside [FLT_MIN, 1e6]"},
       {"scale=3.4e39", "scale 3.4e+39 is outside [FLT_MIN, 1e6]"},
       {"scale=1e300", "scale 1e+300 is outside [FLT_MIN, 1e6]"},
-      {"mask=8", "unknown mask value 8"},
+      {"mask=10", "unknown mask value 10"},
       {"mask=2", "padding mask needs the lengths feature"},
       {"isa=9", "unknown isa value 9"},
       {"dtype=5", "unknown dtype value 5"},

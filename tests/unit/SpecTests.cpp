@@ -179,6 +179,22 @@ TEST_CASE("the variants parse and are lowered", "[spec]") {
   CHECK((s.paddingMask() && s.chunkedMask() && s.causalMask() && !s.slidingMask()));
   CHECK(std::string(toString(s.mask)) == "chunked+padding");
   CHECK(specHash(s) != specHash(specOf(kBase + "mask: chunked\nchunk: 8192\n")));
+  // EmbeddingGemma's window: both sides, not causal, with or without lengths.
+  s = specOf(kBase + "mask: bidirectional_window\nwindow: 257\n");
+  CHECK(s.mask == MaskKind::BidirectionalWindow);
+  CHECK(s.window == 257);
+  CHECK((s.slidingMask() && !s.causalMask() && !s.paddingMask() && !s.chunkedMask()));
+  CHECK(unsupportedFeature(s).empty());
+  s = specOf(kBase + "mask: bidirectional_window+padding\nwindow: 3\n");
+  CHECK(s.mask == MaskKind::BidirectionalWindowPadding);
+  CHECK((s.slidingMask() && !s.causalMask() && s.paddingMask()));
+  CHECK(maskWithLengths(MaskKind::BidirectionalWindow) == MaskKind::BidirectionalWindowPadding);
+  CHECK(errorOf(kBase + "mask: bidirectional_window\n") ==
+        "t.yaml:4:7: error: mask: expected a 'window' key with mask: "
+        "bidirectional_window, found none");
+  // A decode step has no keys ahead of it: refused.
+  CHECK(errorOf(kBase + "mask: bidirectional_window\nwindow: 4\ndecode: true\n")
+            .find("expected a causal mask") != std::string::npos);
 }
 
 TEST_CASE("features this version cannot lower parse and are reported",
@@ -228,7 +244,9 @@ TEST_CASE("mask kinds: names, parts, and the kind with lengths", "[spec]") {
     CHECK(maskIsChunked(l) == maskIsChunked(m));
     CHECK((l == m) == maskHasLengths(m));
   }
-  CHECK(kinds == 8);
+  CHECK(kinds == 10);
+  CHECK(maskIsBidirectional(MaskKind::BidirectionalWindowPadding));
+  CHECK(!maskIsBidirectional(MaskKind::SlidingWindow));
   CHECK(maskWithLengths(MaskKind::Causal) == MaskKind::CausalPadding);
   CHECK(maskWithLengths(MaskKind::None) == MaskKind::Padding);
   CHECK(!maskKindNamed("causal + padding"));
@@ -737,13 +755,13 @@ TEST_CASE("window only with sliding_window, and required with it",
           "[spec][error]") {
   CHECK(errorOf(kBase + "mask: causal\nwindow: 256\n") ==
         "t.yaml:5:9: error: window: expected no window unless mask: "
-        "sliding_window (or sliding_window+padding), found mask: causal");
+        "sliding_window or bidirectional_window (or their +padding forms), found mask: causal");
   CHECK(errorOf(kBase + "window: 256\n") ==
         "t.yaml:4:9: error: window: expected no window unless mask: "
-        "sliding_window (or sliding_window+padding), found mask: none");
+        "sliding_window or bidirectional_window (or their +padding forms), found mask: none");
   CHECK(errorOf(kBase + "mask: causal+padding\nwindow: 256\n") ==
         "t.yaml:5:9: error: window: expected no window unless mask: "
-        "sliding_window (or sliding_window+padding), found mask: causal+padding");
+        "sliding_window or bidirectional_window (or their +padding forms), found mask: causal+padding");
   CHECK(errorOf(kBase + "mask: sliding_window\n") ==
         "t.yaml:4:7: error: mask: expected a 'window' key with mask: "
         "sliding_window, found none");
@@ -840,7 +858,8 @@ TEST_CASE("outputs", "[spec][error]") {
 TEST_CASE("enumerations", "[spec][error]") {
   CHECK(errorOf(kBase + "mask: casual\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, found 'casual'");
+        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, "
+        "bidirectional_window, bidirectional_window+padding, found 'casual'");
   CHECK(errorOf(kBase + "weights: huggingface\n") ==
         "t.yaml:4:10: error: weights: expected one of gpt2_conv1d, "
         "torch_in_proj, separate, found 'huggingface'");
@@ -849,7 +868,8 @@ TEST_CASE("enumerations", "[spec][error]") {
         "top_left, found 'bottom_left'");
   CHECK(errorOf(kBase + "mask: [causal]\n") ==
         "t.yaml:4:7: error: mask: expected one of none, causal, padding, "
-        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, found a sequence");
+        "causal+padding, sliding_window, chunked, sliding_window+padding, chunked+padding, "
+        "bidirectional_window, bidirectional_window+padding, found a sequence");
 }
 
 TEST_CASE("the first error in file order wins", "[spec][error]") {

@@ -1257,6 +1257,7 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
     if (std::string(feature) == "lengths") // the mask that adds them
       hint = std::string("; a spec with mask: ") +
              maskName(ki.mask == ATTNC_MASK_NONE      ? ATTNC_MASK_PADDING
+                      : attnc_mask_bidirectional(ki.mask) ? ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING
                       : attnc_mask_sliding(ki.mask) ? ATTNC_MASK_SLIDING_WINDOW_PADDING
                       : attnc_mask_chunked(ki.mask) ? ATTNC_MASK_CHUNKED_PADDING
                                                     : ATTNC_MASK_CAUSAL_PADDING) +

@@ -134,7 +134,11 @@ static uint32_t interpreterMask(attnc::attn::MaskKind m) {
                     uint32_t(MaskKind::chunked) == ATTNC_MASK_CHUNKED &&
                     uint32_t(MaskKind::sliding_window_padding) ==
                         ATTNC_MASK_SLIDING_WINDOW_PADDING &&
-                    uint32_t(MaskKind::chunked_padding) == ATTNC_MASK_CHUNKED_PADDING,
+                    uint32_t(MaskKind::chunked_padding) == ATTNC_MASK_CHUNKED_PADDING &&
+                    uint32_t(MaskKind::bidirectional_window) ==
+                        ATTNC_MASK_BIDIRECTIONAL_WINDOW &&
+                    uint32_t(MaskKind::bidirectional_window_padding) ==
+                        ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING,
                 "attn's mask kinds are numbered as the ABI's");
   return static_cast<uint32_t>(attnc::attn::maskWithoutLengths(m));
 }

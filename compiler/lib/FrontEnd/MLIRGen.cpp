@@ -291,6 +291,10 @@ OwningOpRef<ModuleOp> attnc::buildConceptualIR(MLIRContext &ctx,
       mask = attn::MaskKind::sliding_window_padding;
       break;
     case attnc::MaskKind::ChunkedPadding: mask = attn::MaskKind::chunked_padding; break;
+    case attnc::MaskKind::BidirectionalWindow: mask = attn::MaskKind::bidirectional_window; break;
+    case attnc::MaskKind::BidirectionalWindowPadding:
+      mask = attn::MaskKind::bidirectional_window_padding;
+      break;
     }
     // A decode step attends over the cache's filled rows: the new token is
     // the last of them (bottom-right alignment), padding is the positions.

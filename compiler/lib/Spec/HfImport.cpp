@@ -460,8 +460,12 @@ void applyConfigDefaults(Config &c, const std::string &modelType,
     // (transformers v5 keeps the rope keys in rope_parameters, which
     // flattenRopeParameters reads later: those stay unset here)
     const bool v5Rope = bool(c.root["rope_parameters"]);
+    // (a layer_types list supersedes the keys its pattern was computed from)
+    const bool typed = c.root["layer_types"] && c.root["layer_types"].IsSequence();
     for (const auto &[key, value] : d.keys)
-      if (!c.root[key] && !(v5Rope && std::string(key).rfind("rope_", 0) == 0)) {
+      if (!c.root[key] && !(v5Rope && std::string(key).rfind("rope_", 0) == 0) &&
+          !(typed && (std::string(key) == "sliding_window_pattern" ||
+                      std::string(key) == "max_window_layers"))) {
         c.root[key] = value;
         filled += fmt::format("{}{} {}", filled.empty() ? "" : ", ", key, value);
       }
@@ -519,6 +523,7 @@ struct WindowedMask {
   bool (*is)(MaskKind);
 };
 const WindowedMask kWindowedMasks[] = {
+    {MaskKind::BidirectionalWindow, "bidirectional window", "window", maskIsBidirectional},
     {MaskKind::SlidingWindow, "sliding window", "window", maskIsSliding},
     {MaskKind::Chunked, "chunk", "chunk", maskIsChunked}};
 
@@ -846,9 +851,16 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (mt == "olmo3" && !c.root["sliding_window"]) // Olmo3Config's default
       window = 4096;
     bool slides = window > 0;
+    // A config's layer_types (written by recent transformers) says which
+    // layers slide, over the rule it was computed from: the attention
+    // modules read it (Qwen2/Qwen3, Gemma 2 and 3, gpt-oss, ...).
+    const YAML::Node &layerTypes = c.root["layer_types"];
+    const bool typed = layerTypes && layerTypes.IsSequence() && layer < int64_t(layerTypes.size());
+    const bool typedSliding =
+        typed && layerTypes[size_t(layer)].as<std::string>() == "sliding_attention";
     if (mt == "qwen2" || mt == "qwen2_moe" || mt == "qwen3")
       slides = slides && c.boolean("use_sliding_window", false) &&
-               layer >= c.integer("max_window_layers", 0);
+               (typed ? typedSliding : layer >= c.integer("max_window_layers", 0));
     if (mt == "qwen3_moe") // every layer when use_sliding_window
       slides = slides && c.boolean("use_sliding_window", false);
     bool localLayer = false; // Gemma 3's sliding layers (their own rope)
@@ -868,7 +880,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       slides = slides && localLayer;
     }
     if (mt == "gemma2")
-      slides = slides && layer % 2 == 0;
+      slides = slides && (typed ? typedSliding : layer % 2 == 0);
     // Cohere 2 and EXAONE 4: sliding layers rotate, the global ones have
     // no position encoding at all (NoPE) -- when the model is hybrid (a
     // sliding_window); EXAONE 4 without one rotates on every layer.
@@ -916,10 +928,28 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                "nemotron", "olmoe", "cohere", "helium", "glm"})
       if (mt == global)
         slides = false;
+    // EmbeddingGemma (Gemma 3 with use_bidirectional_attention): no causal
+    // mask, and its sliding layers see |q - kv| < sliding_window // 2 + 1
+    // (Gemma3TextConfig halves the window as it reads the config).
+    const bool bidirectional = c.boolean("use_bidirectional_attention", false);
+    if (bidirectional && !gemma3)
+      c.bad("use_bidirectional_attention",
+            fmt::format("true is known for Gemma 3 (EmbeddingGemma: gemma3_text), not for "
+                        "model_type '{}': attnc cannot tell which keys its queries see",
+                        mt));
     if (chunked)
       y += fmt::format("mask: chunked\nchunk: {}\n", c.integer("attention_chunk_size"));
-    else if (slides)
+    else if (slides && bidirectional) {
+      y += fmt::format("mask: bidirectional_window\nwindow: {}\n", window / 2 + 1);
+      out.notes.push_back(fmt::format(
+          "note: {}: use_bidirectional_attention: layer {} sees keys on both sides within "
+          "sliding_window // 2 + 1 = {} positions (|q - kv| < {}), as Hugging Face's "
+          "Gemma3TextConfig reads sliding_window {}",
+          c.file, layer, window / 2 + 1, window / 2 + 1, window));
+    } else if (slides)
       y += fmt::format("mask: sliding_window\nwindow: {}\n", window);
+    else if (bidirectional)
+      y += "mask: none\n";
     else
       y += "mask: causal\n";
     if (mt == "llama4_text") {
@@ -958,8 +988,15 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (mt == "gemma2" || gemma3) {
       y += fmt::format("scale: {}\n",
                        num(1.0 / std::sqrt(c.number("query_pre_attn_scalar", double(dh)))));
-      if (c.has("attn_logit_softcapping"))
+      // Gemma 3 keeps the key but never passes it to its attention
+      // function: only Gemma 2 caps the scores.
+      if (c.has("attn_logit_softcapping") && !gemma3)
         y += fmt::format("softcap: {}\n", num(c.number("attn_logit_softcapping", 50)));
+      else if (c.has("attn_logit_softcapping"))
+        out.notes.push_back(fmt::format(
+            "note: {}: attn_logit_softcapping {} not applied: Hugging Face's Gemma 3 "
+            "attention does not cap its scores (only Gemma 2's does)",
+            c.file, num(c.number("attn_logit_softcapping", 50))));
     }
     // Granite scales the scores by attention_multiplier, not 1/sqrt(dh).
     if (mt == "granite")

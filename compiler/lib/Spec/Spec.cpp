@@ -35,6 +35,10 @@ const char *toString(MaskKind m) {
     return "sliding_window+padding";
   case MaskKind::ChunkedPadding:
     return "chunked+padding";
+  case MaskKind::BidirectionalWindow:
+    return "bidirectional_window";
+  case MaskKind::BidirectionalWindowPadding:
+    return "bidirectional_window+padding";
   }
   return "?";
 }
@@ -48,18 +52,26 @@ std::optional<MaskKind> maskKindNamed(const std::string &name) {
 
 bool maskHasLengths(MaskKind m) {
   return m == MaskKind::Padding || m == MaskKind::CausalPadding ||
-         m == MaskKind::SlidingWindowPadding || m == MaskKind::ChunkedPadding;
+         m == MaskKind::SlidingWindowPadding || m == MaskKind::ChunkedPadding ||
+         m == MaskKind::BidirectionalWindowPadding;
 }
 
 bool maskIsSliding(MaskKind m) {
-  return m == MaskKind::SlidingWindow || m == MaskKind::SlidingWindowPadding;
+  return m == MaskKind::SlidingWindow || m == MaskKind::SlidingWindowPadding ||
+         maskIsBidirectional(m);
+}
+
+bool maskIsBidirectional(MaskKind m) {
+  return m == MaskKind::BidirectionalWindow || m == MaskKind::BidirectionalWindowPadding;
 }
 
 bool maskIsChunked(MaskKind m) {
   return m == MaskKind::Chunked || m == MaskKind::ChunkedPadding;
 }
 
-bool maskIsCausal(MaskKind m) { return m != MaskKind::None && m != MaskKind::Padding; }
+bool maskIsCausal(MaskKind m) {
+  return m != MaskKind::None && m != MaskKind::Padding && !maskIsBidirectional(m);
+}
 
 MaskKind maskWithLengths(MaskKind m) {
   switch (m) {
@@ -71,6 +83,8 @@ MaskKind maskWithLengths(MaskKind m) {
     return MaskKind::SlidingWindowPadding;
   case MaskKind::Chunked:
     return MaskKind::ChunkedPadding;
+  case MaskKind::BidirectionalWindow:
+    return MaskKind::BidirectionalWindowPadding;
   default:
     return m;
   }

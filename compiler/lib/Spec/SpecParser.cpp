@@ -1323,8 +1323,8 @@ private:
       fail("temperature_tuning", "expected no temperature_tuning with cross_attention: "
                                  "true (it scales queries by their positions among the keys)");
     if (hasWindow && !s.slidingMask())
-      fail("window", fmt::format("expected no window unless mask: sliding_window (or "
-                                 "sliding_window+padding), found mask: {}",
+      fail("window", fmt::format("expected no window unless mask: sliding_window or "
+                                 "bidirectional_window (or their +padding forms), found mask: {}",
                                  toString(s.mask)));
     if (!hasWindow && s.slidingMask())
       fail("mask", fmt::format("expected a 'window' key with mask: {}, found none",

@@ -31,9 +31,11 @@ enum class MaskKind {
   SlidingWindow,
   Chunked,
   SlidingWindowPadding,
-  ChunkedPadding
+  ChunkedPadding,
+  BidirectionalWindow, ///< |i' - j| < window: keys on both sides (EmbeddingGemma)
+  BidirectionalWindowPadding
 };
-constexpr MaskKind kLastMaskKind = MaskKind::ChunkedPadding; ///< (for loops over the kinds)
+constexpr MaskKind kLastMaskKind = MaskKind::BidirectionalWindowPadding; ///< (for loops over the kinds)
 enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
 /// Element types: float32, bfloat16 (float32's top half, rounded to
 /// nearest even), IEEE binary16.
@@ -45,7 +47,8 @@ const char *toString(MaskKind m);      ///< "none", "causal", ...
 std::optional<MaskKind> maskKindNamed(const std::string &name);
 /// What a mask kind is made of (Spec::paddingMask etc. ask these).
 bool maskHasLengths(MaskKind m); ///< takes per-sequence valid lengths
-bool maskIsSliding(MaskKind m);  ///< a sliding window (`window`)
+bool maskIsSliding(MaskKind m);  ///< a window (`window`), one-sided or bidirectional
+bool maskIsBidirectional(MaskKind m); ///< a window that reaches window - 1 keys ahead too
 bool maskIsChunked(MaskKind m);  ///< chunks of `chunk` positions
 bool maskIsCausal(MaskKind m);   ///< no query sees a later key
 /// m with per-sequence valid lengths added (causal -> causal+padding).

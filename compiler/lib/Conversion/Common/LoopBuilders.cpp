@@ -887,6 +887,10 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::block(ImplicitLocOpBuilder &c,
     r.end = clamp(last);
     r.full = clamp(plus(diag0, 1));
   }
+  if (bidirectional) { // the last row's window ahead, and the first row's
+    r.end = clamp(plus(last, window - 1));
+    r.full = clamp(plus(diag0, window));
+  }
   if (windowed) {
     r.start = clamp(plus(diag0, 1 - window));
     r.low = clamp(plus(last, -window));
@@ -896,6 +900,21 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::block(ImplicitLocOpBuilder &c,
     r.low = clamp(firstKey(c, plus(last, -1)));
   }
   return r;
+}
+
+Value attnc::KeyVisibility::lastKey(ImplicitLocOpBuilder &c, Value diag) const {
+  if (!bidirectional)
+    return diag;
+  Type t = diag.getType();
+  Value w1;
+  if (t.isIndex())
+    w1 = arith::ConstantIndexOp::create(c, window - 1);
+  else if (auto vt = dyn_cast<VectorType>(t))
+    w1 = arith::ConstantOp::create(
+        c, DenseElementsAttr::get(vt, c.getIntegerAttr(vt.getElementType(), window - 1)));
+  else
+    w1 = arith::ConstantOp::create(c, c.getIntegerAttr(t, window - 1));
+  return arith::AddIOp::create(c, diag, w1);
 }
 
 Value attnc::KeyVisibility::firstKey(ImplicitLocOpBuilder &c, Value diag) const {

@@ -126,14 +126,17 @@ void buildRmsNorm(mlir::ImplicitLocOpBuilder &b, attn::RmsNormOp op, mlir::Value
 /// top_left, kvv - qv for bottom_right: the last valid query sees the last
 /// valid key) and j > i + off - window under a sliding window, and j >=
 /// floor((i + off) / C) * C under a chunked mask (chunk C in `window`);
-/// other masks see every valid key.
+/// a bidirectional window (not causal) sees i + off - window < j < i + off
+/// + window; other masks see every valid key.
 struct KeyVisibility {
   bool causal = false, windowed = false, chunked = false, topLeft = false;
+  bool bidirectional = false; ///< the window reaches window - 1 keys ahead
   int64_t window = 0; ///< the window, or the chunk size when chunked
   template <typename Op> static KeyVisibility of(Op op) {
     KeyVisibility v;
     attn::MaskKind m = op.getMask();
     v.causal = attn::maskIsCausal(m);
+    v.bidirectional = attn::maskIsBidirectional(m);
     v.windowed = attn::maskIsSliding(m);
     v.chunked = attn::maskIsChunked(m);
     v.window = v.windowed || v.chunked ? *op.getWindow() : 0;
@@ -142,6 +145,13 @@ struct KeyVisibility {
   }
   /// Rows see keys from a lower edge too (a window or a chunk).
   bool lowEdge() const { return windowed || chunked; }
+  /// Rows see keys up to an upper edge (causal, or a bidirectional window):
+  /// the element-wise masks compare j with lastKey.
+  bool highEdge() const { return causal || bidirectional; }
+  /// The last key the row whose diagonal is `diag` sees (unclamped): diag,
+  /// or diag + window - 1 for a bidirectional window. `diag` as for
+  /// firstKey. Only with highEdge().
+  mlir::Value lastKey(mlir::ImplicitLocOpBuilder &c, mlir::Value diag) const;
   /// The first key the row whose diagonal is `diag` sees (unclamped):
   /// diag + 1 - window, or floor(diag / C) * C. `diag` is an index, an
   /// integer or a vector of integers (the element-wise masks); the

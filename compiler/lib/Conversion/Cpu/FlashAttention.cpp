@@ -1165,7 +1165,8 @@ void QueryBlockTask::maskBoundary(ImplicitLocOpBuilder &cb, Value j0, Value cnt)
                   c1, K.ivt, arith::AddIOp::create(
                                  c1, base, arith::ConstantIntOp::create(c1, m * vl, 32))),
           laneIdx);
-      Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv, lim);
+      Value ok = arith::CmpIOp::create(c1, arith::CmpIPredicate::sle, jv,
+                                       K.vis.lastKey(c1, lim));
       if (K.vis.lowEdge())
         ok = arith::AndIOp::create(
             c1, ok, arith::CmpIOp::create(c1, arith::CmpIPredicate::sge, jv,
@@ -1292,7 +1293,7 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   if (K.rel.any())
     stageRel(cb, j0);
   scores(cb, j0, cnt);
-  if (K.vis.causal)
+  if (K.vis.highEdge())
     maskBoundary(cb, j0, cnt);
   // Online softmax over the block: mNew = max(m, max_j ST[j]), alpha =
   // 2^(m - mNew) (into aux row 0), ST[j] = 2^(ST[j] - mNew).

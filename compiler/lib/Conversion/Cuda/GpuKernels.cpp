@@ -519,9 +519,10 @@ Value GpuAttentionTask::scores(ImplicitLocOpBuilder &r, Value tid, Value j0,
     }
     s = a.modified(ci, s, mh, j, diag);
     Value vis = lt(ci, jj, cnt);
-    if (a.vis.causal)
+    if (a.vis.highEdge())
       vis = arith::AndIOp::create(
-          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j, diag));
+          ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sle, j,
+                                         a.vis.lastKey(ci, diag)));
     if (a.vis.lowEdge())
       vis = arith::AndIOp::create(
           ci, vis, arith::CmpIOp::create(ci, arith::CmpIPredicate::sge, j,

@@ -95,6 +95,10 @@ attnrt::BlockParams attnc::blockParams(const Spec &s) {
   case MaskKind::Chunked: p.mask = ATTNC_MASK_CHUNKED; break;
   case MaskKind::SlidingWindowPadding: p.mask = ATTNC_MASK_SLIDING_WINDOW_PADDING; break;
   case MaskKind::ChunkedPadding: p.mask = ATTNC_MASK_CHUNKED_PADDING; break;
+  case MaskKind::BidirectionalWindow: p.mask = ATTNC_MASK_BIDIRECTIONAL_WINDOW; break;
+  case MaskKind::BidirectionalWindowPadding:
+    p.mask = ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING;
+    break;
   }
   return p;
 }

@@ -63,7 +63,8 @@
  * (rel_key_positions, rel_key_query; the storage tensor
  * distance_embedding.weight); within it, the masks
  * ATTNC_MASK_SLIDING_WINDOW_PADDING and ATTNC_MASK_CHUNKED_PADDING (a
- * runtime that predates them refuses them as an unknown mask).
+ * runtime that predates them refuses them as an unknown mask), and
+ * ATTNC_MASK_BIDIRECTIONAL_WINDOW(_PADDING) likewise.
  * A runtime of another version refuses the library as an ABI mismatch,
  * never by computing something else.
  *
@@ -119,7 +120,12 @@ extern "C" {
  * that predates them refuses the library (unknown mask value). */
 #define ATTNC_MASK_SLIDING_WINDOW_PADDING 6u
 #define ATTNC_MASK_CHUNKED_PADDING 7u
-#define ATTNC_MASK_LAST ATTNC_MASK_CHUNKED_PADDING
+/* Keys within `window` on either side, |j - i'| < window (EmbeddingGemma's
+ * sliding layers), and the same with the valid lengths: not causal. Added
+ * within version 7 like the two above. */
+#define ATTNC_MASK_BIDIRECTIONAL_WINDOW 8u
+#define ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING 9u
+#define ATTNC_MASK_LAST ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING
 
 /* The parts of a mask value, which everything that reads one asks (marked
  * unused: a program that includes this header need not call them, and
@@ -129,18 +135,27 @@ extern "C" {
 #else
 #define ATTNC_MAYBE_UNUSED
 #endif
-/* a query sees no later key (every mask but none and padding) */
+/* a window that reaches window - 1 keys past the query's position too */
+ATTNC_MAYBE_UNUSED static inline int attnc_mask_bidirectional(uint32_t m) {
+  return m == ATTNC_MASK_BIDIRECTIONAL_WINDOW || m == ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING;
+}
+/* a query sees no later key (every mask but none, padding and the
+ * bidirectional windows) */
 ATTNC_MAYBE_UNUSED static inline int attnc_mask_causal(uint32_t m) {
-  return m != ATTNC_MASK_NONE && m != ATTNC_MASK_PADDING && m <= ATTNC_MASK_LAST;
+  return m != ATTNC_MASK_NONE && m != ATTNC_MASK_PADDING && m <= ATTNC_MASK_LAST &&
+         !attnc_mask_bidirectional(m);
 }
 /* forward takes lengths (and kv_lengths): ATTNC_FEATURE_LENGTHS */
 ATTNC_MAYBE_UNUSED static inline int attnc_mask_lengths(uint32_t m) {
   return m == ATTNC_MASK_PADDING || m == ATTNC_MASK_CAUSAL_PADDING ||
-         m == ATTNC_MASK_SLIDING_WINDOW_PADDING || m == ATTNC_MASK_CHUNKED_PADDING;
+         m == ATTNC_MASK_SLIDING_WINDOW_PADDING || m == ATTNC_MASK_CHUNKED_PADDING ||
+         m == ATTNC_MASK_BIDIRECTIONAL_WINDOW_PADDING;
 }
-/* keys older than the last `window` are hidden */
+/* keys older than the last `window` are hidden (and, bidirectional, keys
+ * `window` or more ahead) */
 ATTNC_MAYBE_UNUSED static inline int attnc_mask_sliding(uint32_t m) {
-  return m == ATTNC_MASK_SLIDING_WINDOW || m == ATTNC_MASK_SLIDING_WINDOW_PADDING;
+  return m == ATTNC_MASK_SLIDING_WINDOW || m == ATTNC_MASK_SLIDING_WINDOW_PADDING ||
+         attnc_mask_bidirectional(m);
 }
 /* keys of earlier chunks (of `window` positions) are hidden */
 ATTNC_MAYBE_UNUSED static inline int attnc_mask_chunked(uint32_t m) {

@@ -85,7 +85,8 @@ BENCH = {
 ERROR = dict(HEADER, error={STR}, exit_code={INT})
 
 MASKS = {"none", "causal", "padding", "causal+padding", "sliding_window", "chunked",
-         "sliding_window+padding", "chunked+padding"}
+         "sliding_window+padding", "chunked+padding", "bidirectional_window",
+         "bidirectional_window+padding"}
 ISAS = {"x86-64", "x86-avx2", "x86-avx512", "host", "multi", "cuda-sm80", "cuda-sm90"}
 FEATURES = {"lengths", "cross", "probs", "decode", "cuda", "rope", "score_mods"}
 

@@ -83,7 +83,9 @@ def Attn_MaskKind : I32EnumAttr<"MaskKind", "additive attention mask", [
     I32EnumAttrCase<"sliding_window", 4>,
     I32EnumAttrCase<"chunked", 5>,
     I32EnumAttrCase<"sliding_window_padding", 6>,
-    I32EnumAttrCase<"chunked_padding", 7>]> {
+    I32EnumAttrCase<"chunked_padding", 7>,
+    I32EnumAttrCase<"bidirectional_window", 8>,
+    I32EnumAttrCase<"bidirectional_window_padding", 9>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::attnc::attn";
 }

@@ -20,15 +20,25 @@ namespace attnc::attn {
 /// with the valid lengths (q_lens, kv_lens).
 inline bool maskHasLengths(MaskKind m) {
   return m == MaskKind::padding || m == MaskKind::causal_padding ||
-         m == MaskKind::sliding_window_padding || m == MaskKind::chunked_padding;
+         m == MaskKind::sliding_window_padding || m == MaskKind::chunked_padding ||
+         m == MaskKind::bidirectional_window_padding;
 }
+/// A window's keys reach window - 1 past the query's own position too
+/// (|i' - j| < window: EmbeddingGemma's sliding layers).
+inline bool maskIsBidirectional(MaskKind m) {
+  return m == MaskKind::bidirectional_window || m == MaskKind::bidirectional_window_padding;
+}
+/// A window (`window`): j > i' - window, and j < i' + window when bidirectional.
 inline bool maskIsSliding(MaskKind m) {
-  return m == MaskKind::sliding_window || m == MaskKind::sliding_window_padding;
+  return m == MaskKind::sliding_window || m == MaskKind::sliding_window_padding ||
+         maskIsBidirectional(m);
 }
 inline bool maskIsChunked(MaskKind m) {
   return m == MaskKind::chunked || m == MaskKind::chunked_padding;
 }
-inline bool maskIsCausal(MaskKind m) { return m != MaskKind::none && m != MaskKind::padding; }
+inline bool maskIsCausal(MaskKind m) {
+  return m != MaskKind::none && m != MaskKind::padding && !maskIsBidirectional(m);
+}
 /// The kind without its lengths (causal_padding -> causal, ...).
 inline MaskKind maskWithoutLengths(MaskKind m) {
   switch (m) {
@@ -36,6 +46,7 @@ inline MaskKind maskWithoutLengths(MaskKind m) {
   case MaskKind::causal_padding: return MaskKind::causal;
   case MaskKind::sliding_window_padding: return MaskKind::sliding_window;
   case MaskKind::chunked_padding: return MaskKind::chunked;
+  case MaskKind::bidirectional_window_padding: return MaskKind::bidirectional_window;
   default: return m;
   }
 }
