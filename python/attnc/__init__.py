@@ -201,6 +201,43 @@ def _fptr(a):
 _FEATURE_ORDER = list(_abi.FEATURES.values())
 
 
+_private_fds = []  # the private copies' fds: open while their libraries are loaded
+
+
+def _private_copy(path):
+    """/proc/self/fd/N of a private copy (a memfd) of the library at
+    `path`, which this process then maps instead of the file; `path` where
+    that is not possible. ctypes never unloads a library, and dlopen hands
+    back a library it has mapped before (by name or inode) instead of the
+    file's current contents: a kernel rebuilt at the same path would run
+    the old code, and a file truncated in place under a mapping of it
+    kills the process with SIGBUS at the next dlopen of anything (glibc
+    reads every loaded library's name). A copy is this load's own. The fd
+    stays open for the process's life, which keeps the name unique among
+    loaded objects. (libattnrt's loader copies a file it finds mapped
+    already: Loader.cpp, mappedAlready.)"""
+    if not hasattr(os, "memfd_create"):
+        return path
+    try:
+        fd = os.memfd_create("attnc-kernel", os.MFD_CLOEXEC)
+    except OSError:
+        return path
+    try:
+        with open(path, "rb") as src:
+            while True:
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    break
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+    except OSError:  # unreadable: the loader says why, on the path itself
+        os.close(fd)
+        return path
+    _private_fds.append(fd)
+    return f"/proc/self/fd/{fd}"
+
+
 class Kernel:
     """One kernel library (.so), checked by libattnrt, then opened with
     ctypes.
@@ -218,17 +255,30 @@ class Kernel:
         if "\0" in self.path:
             raise AttncError(f"{self.path!r}: cannot load kernel library: a NUL byte "
                              "in the path", code=11, reason="open_failed")
+        # The checks and the load read a private copy of what the file
+        # holds now (_private_copy): a library rebuilt or changed since this
+        # process loaded it is loaded afresh, and later changes to the file
+        # cannot touch this mapping.
+        load_path = _private_copy(self.path)
         # libattnrt's loader first: a truncated file would kill this process
         # in dlopen (SIGBUS), and a record it refuses is never read here.
         try:
-            code, reason, message = _runtime.check_library(self.path)
+            code, reason, message = _runtime.check_library(load_path)
         except _runtime.Unavailable as e:
             raise AttncError(f"{self.path}: {e}") from None
+        if message and load_path != self.path:  # name the user's file
+            message = message.replace(load_path, self.path)
         if code != 0:
             raise AttncError(message or f"{self.path}: refused by libattnrt ({reason})",
                              code=code, reason=reason)
         # RTLD_LOCAL: two kernels' symbols do not mix.
-        self._lib = C.CDLL(os.path.abspath(self.path), mode=C.RTLD_LOCAL)
+        try:
+            self._lib = C.CDLL(os.path.abspath(load_path), mode=C.RTLD_LOCAL)
+        except OSError:
+            if load_path == self.path:
+                raise
+            # (a memfd that may not be mapped executable: vm.memfd_noexec)
+            self._lib = C.CDLL(os.path.abspath(self.path), mode=C.RTLD_LOCAL)
         qname = f"{name}_query" if name else "attnc_query"
         try:
             query = _abi.QueryFn((qname, self._lib))

@@ -21,6 +21,7 @@
 #include <elf.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
@@ -621,6 +622,7 @@ Kernel &Kernel::operator=(Kernel &&other) noexcept {
     std::swap(forward_, other.forward_);
     std::swap(decodeWsSize_, other.decodeWsSize_);
     std::swap(decode_, other.decode_);
+    std::swap(privateFd_, other.privateFd_);
   }
   return *this;
 }
@@ -628,6 +630,90 @@ Kernel &Kernel::operator=(Kernel &&other) noexcept {
 Kernel::~Kernel() {
   if (handle_)
     dlclose(handle_);
+  if (privateFd_ >= 0)
+    close(privateFd_);
+}
+
+/// Whether a file at `path` is already mapped into this process, by its
+/// name (the file that was there when it was loaded: a library rebuilt
+/// since, written to a new file and renamed over it, shows as "NAME
+/// (deleted)") or by its inode (the same file, maybe changed in place
+/// since). dlopen would then hand back that mapping -- the older library,
+/// or pages past a truncated file's new end (SIGBUS on first touch) --
+/// instead of loading what the file holds now. /proc/self/maps is Linux's;
+/// without it nothing is found (and dlopen does as it always did). A match
+/// on the inode alone (another filesystem's) only costs a private copy.
+static bool mappedAlready(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return false;
+  char resolved[PATH_MAX];
+  const std::string real = realpath(path.c_str(), resolved) ? resolved : path;
+  FILE *maps = std::fopen("/proc/self/maps", "re");
+  if (!maps)
+    return false;
+  bool found = false;
+  char line[PATH_MAX + 256];
+  while (!found && std::fgets(line, sizeof line, maps)) {
+    // address perms offset dev inode [pathname]
+    unsigned long long inode = 0;
+    int nameAt = 0;
+    if (std::sscanf(line, "%*s %*s %*s %*s %llu %n", &inode, &nameAt) < 1)
+      continue;
+    std::string name = line + nameAt;
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+      name.pop_back();
+    const std::string deleted = " (deleted)";
+    if (name.size() > deleted.size() &&
+        name.compare(name.size() - deleted.size(), deleted.size(), deleted) == 0)
+      name.resize(name.size() - deleted.size());
+    found = (inode != 0 && inode == (unsigned long long)st.st_ino) || name == real;
+  }
+  std::fclose(maps);
+  return found;
+}
+
+/// A private copy of the file at `path` (an anonymous memory file): a
+/// mapping of it is this load's own, whatever happens to the file or to
+/// other mappings of it. -1 and `why` on failure.
+static int privateCopy(const std::string &path, std::string &why) {
+  uint64_t size = 0;
+  int in = attnrt::openRegularFile(path, why, &size);
+  if (in < 0)
+    return -1;
+  int out = memfd_create("attnc-kernel", MFD_CLOEXEC);
+  if (out < 0) {
+    why = std::string("cannot make a private copy (memfd_create): ") + std::strerror(errno);
+    close(in);
+    return -1;
+  }
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof buf);
+    if (n == 0)
+      break;
+    if (n < 0 && errno == EINTR)
+      continue;
+    ssize_t done = 0;
+    while (n > 0 && done < n) {
+      ssize_t w = write(out, buf + done, size_t(n - done));
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0) {
+        n = -1;
+        break;
+      }
+      done += w;
+    }
+    if (n < 0) {
+      why = std::string("cannot make a private copy: ") + std::strerror(errno);
+      close(in);
+      close(out);
+      return -1;
+    }
+  }
+  close(in);
+  return out;
 }
 
 /// Empty when `path` is a complete 64-bit little-endian x86-64 ELF shared
@@ -696,6 +782,9 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
     forward_ = nullptr;
     decodeWsSize_ = nullptr;
     decode_ = nullptr;
+    if (privateFd_ >= 0)
+      close(privateFd_);
+    privateFd_ = -1;
     return false;
   };
 
@@ -703,6 +792,18 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   // file the caller named.
   std::string openPath =
       path.find('/') == std::string::npos ? "./" + path : path;
+  // Already mapped here (loaded before, and maybe rebuilt or changed
+  // since): the checks and the load read a private copy instead, so that
+  // this load gets what the file holds now. While it is loaded its fd
+  // stays open, which keeps the name /proc/self/fd/N unique among the
+  // loaded objects (dlopen matches names before files).
+  if (mappedAlready(openPath)) {
+    std::string why;
+    privateFd_ = privateCopy(openPath, why);
+    if (privateFd_ < 0)
+      return fail(LoadError::OpenFailed, "cannot load kernel library: " + why);
+    openPath = "/proc/self/fd/" + std::to_string(privateFd_);
+  }
   // dlopen() maps a truncated or corrupt ELF file and dies with SIGBUS on
   // first touch; check that every header and segment lies inside the file.
   std::string elfProblem = checkElfFile(openPath);

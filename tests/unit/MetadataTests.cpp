@@ -748,6 +748,45 @@ TEST_CASE("loader: corrupt metadata in a library is refused",
   }
 }
 
+TEST_CASE("loader: a library rebuilt at the path it was loaded from loads afresh",
+          "[metadata][loader]") {
+  // dlopen hands back an object it has mapped under the same name: the
+  // second load must read the file that is there now (a private copy).
+  const char *other = "/lib/x86_64-linux-gnu/libm.so.6"; // any non-kernel ELF
+  if (access(other, R_OK) != 0) {
+    WARN("no " << other << ": skipped");
+    return;
+  }
+  char dir[] = "/tmp/attnc-reload-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string lib = std::string(dir) + "/k.so", next = lib + ".new";
+  auto copyOver = [&](const char *from) { // a new file renamed over lib
+    std::ifstream in(from, std::ios::binary);
+    std::ofstream(next, std::ios::binary) << in.rdbuf();
+    REQUIRE(std::rename(next.c_str(), lib.c_str()) == 0);
+  };
+  copyOver(ATTNC_FAKE_KERNEL_PATH);
+  std::string msg;
+  LoadError err = LoadError::None;
+  Kernel first;
+  REQUIRE(first.load(lib, msg, err));
+  copyOver(other);
+  {
+    Kernel second;
+    CHECK_FALSE(second.load(lib, msg, err));
+    CHECK(err == LoadError::NoQuery);
+    CHECK_THAT(msg, Contains(lib + ": not an attnc kernel"));
+  }
+  copyOver(ATTNC_FAKE_KERNEL_PATH);
+  {
+    Kernel third;
+    CHECK(third.load(lib, msg, err));
+    CHECK(std::string(third.info().name) == first.info().name);
+  }
+  std::remove(lib.c_str());
+  rmdir(dir);
+}
+
 TEST_CASE("loader: NAME_workspace_size is checked against the metadata",
           "[metadata][loader]") {
   Kernel k;

@@ -308,6 +308,10 @@ private:
                      attnc_parallel_for_fn hook, void *hookCtx) const;
 
   void *handle_ = nullptr;
+  /// The private copy (a memfd) handle_ was loaded from when the file was
+  /// already mapped in this process (Kernel::load), else -1; closed after
+  /// the dlclose.
+  int privateFd_ = -1;
   const attnc_kernel_info *info_ = nullptr;
   attnc_pack_fn pack_ = nullptr;
   attnc_workspace_size_fn wsSize_ = nullptr;

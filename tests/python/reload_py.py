@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""attnc.Kernel on a library that changed while this process holds it.
+
+ctypes never unloads a library, and dlopen hands back a library it has
+already mapped (by its name, or by its file's inode) instead of loading the
+file again. So, all in one process:
+  1. k.so compiled with scale 0.5 and loaded; the spec compiled again with
+     scale 0.01 to the same path (attnc writes a new file and renames it
+     over the old one) and loaded again: the new kernel's metadata and
+     results, not the first library's;
+  2. the same file loaded twice unchanged: both work;
+  3. the library truncated in place (same inode, still mapped here): a
+     clear AttncError (code 11), not SIGBUS;
+  4. attnc.compile's cached library truncated while this process has it
+     loaded: compiled again, not SIGBUS.
+Each step prints PASS or FAIL; a signal kills the script (lit's FAIL).
+
+  reload_py.py --work DIR   (attnc on PATH)
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+import attnc  # noqa: E402
+
+SPEC = "name: rl\nd_model: 32\nheads: 2\nmask: causal\nweights: torch_in_proj\nscale: {}\n"
+failed = 0
+
+
+def report(ok, what):
+    global failed
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'}: {what}", flush=True)
+
+
+def compile_to(work, scale, lib):
+    y = os.path.join(work, f"s{scale}.yaml")
+    with open(y, "w") as f:
+        f.write(SPEC.format(scale))
+    subprocess.run(["attnc", y, "-o", lib], check=True)
+
+
+def run(k, x, w):
+    packed = k.pack(w)
+    return k.forward(x, packed)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    work = ap.parse_args().work
+    os.makedirs(work, exist_ok=True)
+    lib = os.path.join(work, "k.so")
+    rng = np.random.default_rng(3)
+    d = 32
+    w = {"in_proj_weight": rng.standard_normal((3 * d, d)).astype(np.float32),
+         "in_proj_bias": rng.standard_normal(3 * d).astype(np.float32),
+         "out_proj.weight": rng.standard_normal((d, d)).astype(np.float32) * 0.2,
+         "out_proj.bias": rng.standard_normal(d).astype(np.float32)}
+    x = rng.standard_normal((1, 9, d)).astype(np.float32)
+
+    compile_to(work, 0.5, lib)
+    k1 = attnc.Kernel(lib)
+    y1 = run(k1, x, w)
+    compile_to(work, 0.01, lib)
+    k2 = attnc.Kernel(lib)
+    y2 = run(k2, x, w)
+    report(abs(k1.info["scale"] - 0.5) < 1e-12 and abs(k2.info["scale"] - 0.01) < 1e-12
+           and float(np.abs(y1 - y2).max()) > 1e-3,
+           f"rebuilt library reloaded: scale {k1.info['scale']} then {k2.info['scale']}, "
+           f"outputs differ by {float(np.abs(y1 - y2).max()):.3g}")
+    # the first kernel still runs its own code
+    report(np.array_equal(run(k1, x, w), y1), "the first kernel still computes its own results")
+
+    k3 = attnc.Kernel(lib)
+    report(np.array_equal(run(k3, x, w), y2), "the same file loaded again unchanged")
+
+    with open(lib, "r+b") as f:
+        f.truncate(os.path.getsize(lib) // 2)
+    try:
+        attnc.Kernel(lib)
+        report(False, "truncated in place: loaded")
+    except attnc.AttncError as e:
+        report(e.code == 11 and "k.so" in str(e), f"truncated in place: code {e.code}: {e}")
+
+    cache = os.path.join(work, "cache")
+    spec = {"name": "rc", "d_model": 32, "heads": 2}
+    kc = attnc.compile(spec, cache_dir=cache)
+    so = os.path.join(kc.cache_entry, "kernel.so")
+    with open(so, "r+b") as f:
+        f.truncate(os.path.getsize(so) // 2)
+    kc2 = attnc.compile(spec, cache_dir=cache)
+    report(kc2.compiled, "a cached library truncated while loaded: compiled again")
+
+    print(f"reload_py: {5 - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
