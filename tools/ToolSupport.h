@@ -170,8 +170,32 @@ inline void registerMLIROptions() {
 /// usage as well, as attnc-run has it. False: say why on errs(), exit 2.
 inline bool parseCommandLine(int argc, char **argv, const char *tool,
                              llvm::StringRef overview) {
-  if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &llvm::errs()))
+  // LLVM's own messages ("TOOL: Unknown command line argument ...", a
+  // "Did you mean" line after it, "for the -o option: must be specified
+  // at least once!") become one line in the tools' form, TOOL: error: ...
+  // (docs/exit-codes.md).
+  std::string parseErrors;
+  llvm::raw_string_ostream errs(parseErrors);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs)) {
+    errs.flush();
+    std::string line;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(parseErrors).split(parts, '\n', -1, /*KeepEmpty=*/false);
+    const std::string prefix = std::string(argc > 0 ? argv[0] : tool) + ": ";
+    for (llvm::StringRef p : parts) {
+      p = p.trim();
+      p.consume_front(prefix);
+      p.consume_front(std::string(tool) + ": ");
+      p.consume_front("error: ");
+      if (!p.empty())
+        line += (line.empty() ? "" : "; ") + p.str();
+    }
+    if (line.empty())
+      line = "bad command line";
+    llvm::errs() << tool << ": error: " << line
+                 << (llvm::StringRef(line).contains("--help") ? "" : " (see --help)") << "\n";
     return false;
+  }
   for (auto &entry : llvm::cl::getRegisteredOptions()) {
     llvm::cl::Option *o = entry.second;
     if (o->getNumOccurrences() > 1 && !o->isPositional() &&

@@ -3,14 +3,19 @@
 // Usage: attnc-opt [options] FILE.mlir   (all of mlir-opt's flags; --help)
 // Registers upstream dialects/passes plus attn's (--attn-fuse-qkv,
 // --attn-heads-as-views, --attn-to-loops) and the named attnc pipelines
-// (--attnc-pipeline=STAGE).
+// (--attnc-pipeline=STAGE). -o FILE is written all or nothing: a run that
+// fails leaves an existing FILE as it was, and -o naming the input is
+// refused.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Support/Registration.h"
+#include "attnc/Target/Outputs.h"
 #include "ToolSupport.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
@@ -23,5 +28,42 @@ int main(int argc, char **argv) {
   // Only regular files (or stdin): a FIFO would block, /dev/zero never end.
   if (!attnc::tools::checkInputFile("attnc-opt", in))
     return 2;
-  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, in, out, registry));
+  if (out != "-" && in != "-" && attnc::samePath(out, in)) {
+    llvm::errs() << "attnc-opt: error: -o " << out
+                 << " is the input: refusing to overwrite it\n";
+    return 2;
+  }
+  // A regular (or new) output file is written as a temporary beside it,
+  // renamed over it once the run has succeeded; stdout and special files
+  // (/dev/null, a FIFO) are written directly.
+  namespace fs = llvm::sys::fs;
+  fs::file_status st;
+  const bool exists = !fs::status(out, st) && fs::exists(st);
+  const bool viaTemp = out != "-" && (!exists || fs::is_regular_file(st));
+  std::string target = out;
+  if (viaTemp) {
+    int fd = -1;
+    llvm::SmallString<256> tmp;
+    if (std::error_code ec = fs::createUniqueFile(out + ".tmp-%%%%%%", fd, tmp)) {
+      llvm::errs() << "attnc-opt: error: -o " << out << ": cannot write: " << ec.message()
+                   << "\n";
+      return 2;
+    }
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    target = std::string(tmp);
+  }
+  mlir::LogicalResult r = mlir::MlirOptMain(argc, argv, in, target, registry);
+  if (viaTemp) {
+    if (mlir::succeeded(r)) {
+      if (std::error_code ec = fs::rename(target, out)) {
+        llvm::errs() << "attnc-opt: error: -o " << out << ": cannot write: " << ec.message()
+                     << "\n";
+        fs::remove(target);
+        return 2;
+      }
+    } else {
+      fs::remove(target);
+    }
+  }
+  return mlir::asMainReturnCode(r);
 }

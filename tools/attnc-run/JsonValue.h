@@ -11,6 +11,7 @@
 #ifndef ATTNC_TOOLS_ATTNC_RUN_JSONVALUE_H
 #define ATTNC_TOOLS_ATTNC_RUN_JSONVALUE_H
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -130,15 +131,15 @@ private:
     out += '"';
   }
 
-  /// The shortest of %.15g / %.17g that reads back as the same double.
+  /// The shortest decimal form that reads back as the same double
+  /// (std::to_chars without a precision: 0.1890079379081726, not the 17
+  /// digits of %.17g).
   static std::string number(double v) {
     if (!std::isfinite(v))
       return "null";
     char buf[40];
-    std::snprintf(buf, sizeof buf, "%.15g", v);
-    if (std::strtod(buf, nullptr) != v)
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
+    std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
   }
 
   void write(std::string &out, int depth) const {

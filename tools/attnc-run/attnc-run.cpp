@@ -1006,6 +1006,24 @@ int checkOutputsAreNotInputs(const Options &o) {
         return usageError(std::string(outs[j].first) + " and " + outs[i].first +
                           " name the same file '" + outs[i].second + "'");
   }
+  // Each output is written all or nothing, one after the other: one that
+  // cannot be written at all (no such directory, not writable, a
+  // directory itself) is refused before the run, so that a failed run
+  // leaves the earlier outputs as they were too.
+  for (const auto &[opt, path] : outs) {
+    struct stat ps;
+    if (::stat(path.c_str(), &ps) == 0 && S_ISDIR(ps.st_mode))
+      return usageError(std::string(opt) + " " + path + ": cannot write: is a directory");
+    const size_t slash = path.find_last_of('/');
+    const std::string dir =
+        slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    struct stat ds;
+    if (::stat(dir.c_str(), &ds) != 0 || !S_ISDIR(ds.st_mode))
+      return usageError(std::string(opt) + " " + path + ": cannot write: no directory " + dir);
+    if (::access(dir.c_str(), W_OK) != 0)
+      return usageError(std::string(opt) + " " + path + ": cannot write in " + dir + ": " +
+                        std::strerror(errno));
+  }
   return -1;
 }
 

@@ -47,7 +47,7 @@ static cl::opt<std::string> from("from",
     cl::value_desc("STAGE"), cl::init("loops"), cl::cat(cat));
 static cl::opt<std::string> output("o",
     cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),
-    cl::value_desc("file"), cl::Required, cl::cat(cat));
+    cl::value_desc("file"), cl::cat(cat)); // required: checked after parsing (one-line error)
 static cl::opt<std::string> header("header", cl::desc("also write the C99 header here"),
                                    cl::value_desc("NAME.h"), cl::cat(cat));
 static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr"),
@@ -68,6 +68,10 @@ int main(int argc, char **argv) {
       "Exit codes: 0 ok; 2 bad usage or unparsable IR; 1 other failure. A\n"
       "failed run leaves every output as it was.\n"))
     return 2;
+  if (output.empty()) {
+    errs() << "attnc-translate: error: -o FILE is required: the library to write (see --help)\n";
+    return 2;
+  }
   if (!emitLibrary) {
     errs() << "attnc-translate: error: expected --emit-library (the one "
               "translation attnc-translate makes)\n";

@@ -48,7 +48,7 @@ static cl::list<std::string> setKeys("set",
     cl::value_desc("KEY=VALUE"), cl::cat(cat));
 static cl::opt<std::string> output("o",
     cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),
-                                   cl::value_desc("file"), cl::Required, cl::cat(cat));
+                                   cl::value_desc("file"), cl::cat(cat)); // required: checked after parsing (one-line error)
 static cl::opt<std::string> header("header", cl::desc("also write the C99 header here"),
                                    cl::value_desc("NAME.h"), cl::cat(cat));
 static cl::opt<bool> testingOutputsOnly("testing-outputs-only", cl::Hidden,
@@ -79,6 +79,10 @@ int main(int argc, char **argv) {
       "output); 1 other failure. A failed run leaves every output as it was.\n"
       "The spec (and config.json) must be a regular file: a FIFO is refused.\n"))
     return 2;
+  if (output.empty()) {
+    errs() << "attnc: error: -o FILE is required: the library to write (see --help)\n";
+    return 2;
+  }
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc");
   if (!opts)

@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstring>
 
 using namespace mlir;
@@ -150,6 +152,39 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   std::memcpy(&d.specHash, &h, sizeof h);
   if (r.bad) {
     module.emitError("attn.block: no field '") << r.bad << "' of its type";
+    return failure();
+  }
+  // A hand-written or edited attn.block (IR input) is checked as a spec
+  // would be, so that a library is never written that the runtime refuses
+  // or that the C compiler cannot build.
+  const attnrt::BlockParams &p = d.block;
+  auto ident = [](const std::string &s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+      return false;
+    for (char c : s)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_') ||
+          static_cast<unsigned char>(c) >= 0x80)
+        return false;
+    return true;
+  };
+  std::string why;
+  if (!ident(d.name))
+    why = "name '" + d.name + "' is not a C identifier";
+  else if (p.mask > ATTNC_MASK_LAST)
+    why = "mask " + std::to_string(p.mask) + " is not a mask kind (0.." +
+          std::to_string(ATTNC_MASK_LAST) + ")";
+  else if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
+           p.heads % p.kvHeads != 0)
+    why = "d_model, heads, kv_heads and head_dim must be positive, kv_heads dividing heads";
+  else if (!std::isfinite(p.scale) || p.scale < 0)
+    why = "scale must be a finite number > 0 (0: 1/sqrt(head_dim))";
+  else if ((attnc_mask_sliding(p.mask) || attnc_mask_chunked(p.mask)) != (p.window > 0) ||
+           p.window < 0)
+    why = "window " + std::to_string(p.window) +
+          " does not go with mask " + std::to_string(p.mask) +
+          " (a positive window or chunk with those masks, 0 otherwise)";
+  if (!why.empty()) {
+    module.emitError("attn.block: ") << why;
     return failure();
   }
   return d;

@@ -7,7 +7,8 @@ keys must be exactly the documented ones (none missing, none extra) with
 the documented types; nested comparisons, bench and weights entries too.
 --expect checks one value: PATH is dot-separated keys or array indices
 ("check.passed", "weights.0.name"), JSON the value it must equal ("true", "\"causal+padding\"", "1").
-Prints "ok KIND" or every problem found (exit 1).
+Numbers must be in their shortest round-trip form. Prints "ok KIND" or
+every problem found (exit 1).
 """
 import json
 import sys
@@ -121,6 +122,21 @@ def check_comparison(c, schema, where, top=True):
         check_comparison(c["probs"], COMPARISON, f"{where}.probs", top=False)
 
 
+def significant(token):
+    """The significant digits of a number token ('0.1890' -> '189')."""
+    mantissa = token.lower().lstrip("-").split("e")[0].replace(".", "")
+    return mantissa.lstrip("0").rstrip("0") or "0"
+
+
+def shortest_float(token):
+    """json.md: the shortest decimal form that reads back as the same
+    double (Python's repr is that form)."""
+    v = float(token)
+    if len(significant(token)) > len(significant(repr(v))):
+        problems.append(f"number {token} is not in its shortest form ({v!r})")
+    return v
+
+
 def main():
     path, expects = sys.argv[1], []
     args = sys.argv[2:]
@@ -135,7 +151,7 @@ def main():
         # Python would accept NaN and Infinity, JSON has neither.
         def refuse(name):
             raise ValueError(f"{name} is not JSON")
-        j = json.loads(text, parse_constant=refuse)
+        j = json.loads(text, parse_constant=refuse, parse_float=shortest_float)
     except ValueError as e:
         print(f"not one JSON value: {e}: {text[:200]!r}")
         sys.exit(1)
