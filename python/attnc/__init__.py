@@ -127,8 +127,8 @@ class ArgumentError(AttncError, ValueError):
     """An argument forward() or decode() refuses before calling the library:
     a variant field the kernel does not take, a shape, a dtype, a length or
     a position out of range. `.status` is the code the library would have
-    returned (ATTNC_ERR_ARGS, _BAD_SHAPE, _BUFFER_SIZE, _NULL_ARG for one
-    cache without the other, _THREADS for num_threads)."""
+    returned (ATTNC_ERR_ARGS, a negative num_threads included; _BAD_SHAPE,
+    _BUFFER_SIZE, _NULL_ARG for one cache without the other)."""
 
 
 def _numpy(a, name):

@@ -552,6 +552,15 @@ class MultiheadAttention(torch.nn.Module):
         args = (query, key, value, key_padding_mask, need_weights, attn_mask,
                 average_attn_weights, is_causal)
         _grad_check(("query", query), ("key", key), ("value", value))
+        if query.dim() not in (2, 3):
+            # As torch's own check (F.multi_head_attention_forward).
+            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
+                                 f"received {query.dim()}-D query tensor")
+        if key.dim() != query.dim() or value.dim() != query.dim():
+            raise AssertionError(
+                f"For {'batched (3-D)' if query.dim() == 3 else 'unbatched (2-D)'} `query`, "
+                f"expected `key` and `value` to be {query.dim()}-D but found {key.dim()}-D "
+                f"and {value.dim()}-D tensors respectively")
         if self.training and self.dropout > 0:
             return self._unsupported(f"dropout {self.dropout} in training mode", *args)
         if not _same(key, value):
@@ -590,6 +599,10 @@ class MultiheadAttention(torch.nn.Module):
                 # As torch's own check (F.multi_head_attention_forward).
                 raise RuntimeError(f"expecting key_padding_mask shape of {(b, lk)}, but got "
                                    f"{tuple(key_padding_mask.shape)}")
+            if kpm.dtype != torch.bool and \
+                    not bool(((kpm == 0) | (kpm == float("-inf"))).all()):
+                return self._unsupported("key_padding_mask has float values other than 0 "
+                                         "and -inf", *args)
             kv_lengths = _kpm_lengths(kpm, b, lk)
             if kv_lengths is None:
                 return self._unsupported("key_padding_mask pads other than on the right "
@@ -656,6 +669,8 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     raises Unsupported ("error"); at call time fallback decides the same
     for what the kernels cannot express (MultiheadAttention.forward).
     `model.attnc_replaced` lists the names replaced."""
+    if fallback not in ("warn", "error", "silent"):
+        raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
     replaced = []
 
     def convert(mod, name):

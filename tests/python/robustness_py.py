@@ -31,6 +31,7 @@ Usage: robustness_py.py --kernel libattnc_fake_kernel.so --work DIR [--torch]
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -240,6 +241,21 @@ def probs_and_cache_buffers():
             "out and k_cache overlap")
     assert (kc == 0).all() and (vc == 0).all(), "a cache was written"
     return "probs_out, k_cache, v_cache, decode's out"
+
+
+@case()
+def negative_threads():
+    k, packed, x = setup()
+    msg = refused(lambda: k.forward(x, packed, num_threads=-1), "num_threads",
+                  status=_abi.ERR_ARGS)
+    # The status the docs give it: docs/embedding.md and ArgumentError's.
+    with open(os.path.join(HERE, "..", "..", "docs", "embedding.md")) as f:
+        doc = " ".join(f.read().split())
+    m = re.search(r"a negative `num_threads`[^(]*\(`(\w+)`\)", doc)
+    assert m and "ATTNC_ERR_ARGS".endswith(m.group(1)), \
+        f"docs/embedding.md gives a negative num_threads {m and m.group(1)}, not ATTNC_ERR_ARGS"
+    assert "_THREADS" not in attnc.ArgumentError.__doc__, attnc.ArgumentError.__doc__
+    return f"status {_abi.STATUS_NAMES[_abi.ERR_ARGS]}, as documented: {msg.split(': ', 1)[1]}"
 
 
 # -- torch -----------------------------------------------------------------

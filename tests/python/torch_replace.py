@@ -176,6 +176,17 @@ def main():
         ry, _ = mha(x, x, x, key_padding_mask=left)
         check(err(y, ry) <= TOL and any("key_padding_mask" in str(m.message) for m in ws),
               "left-padded key_padding_mask: torch's result with a warning")
+        # Right padding, but -1e9 rather than -inf: the warning gives that
+        # reason (not left padding).
+        big = torch.zeros(b, s).masked_fill(kpm_b, -1e9)
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            y, _ = rep(x, x, x, key_padding_mask=big)
+        ry, _ = mha(x, x, x, key_padding_mask=big)
+        msgs = [str(m.message) for m in ws if "attnc" in str(m.message)]
+        check(err(y, ry) <= TOL and len(msgs) == 1 and "other than 0 and -inf" in msgs[0]
+              and "on the right" not in msgs[0],
+              f"key_padding_mask of -1e9 padded on the right: torch's result, {msgs}")
         # is_causal on a call that falls back: torch's forward gets the
         # causal mask (its functional form in torch 1.13 has no is_causal).
         with warnings.catch_warnings(record=True):
@@ -189,6 +200,22 @@ def main():
             check(False, "a 3-D attn_mask of the wrong batch raised nothing")
         except RuntimeError as e:
             check("should be" in str(e), f"3-D attn_mask [H, T, S] with batch 3: {e}")
+        # Ranks torch's module refuses: its error (an AssertionError naming
+        # the problem), not an IndexError from the replacement.
+        x1 = torch.randn(E)
+        for what, qkv, words in (("1-D query", (x1, x1, x1), "1-D query"),
+                                 ("3-D query, 2-D key and value", (x, x[0], x[0]),
+                                  "expected `key` and `value` to be 3-D")):
+            got = []
+            for mod in (mha, rep):
+                try:
+                    mod(*qkv)
+                    got.append((None, "no error"))
+                except Exception as e:  # noqa: BLE001
+                    got.append((type(e), str(e)))
+            check(got[0][0] is got[1][0] is AssertionError and words in got[1][1],
+                  f"{what}: as torch's module: {got[1][0].__name__ if got[1][0] else ''}: "
+                  f"{got[1][1]}")
     # The replaced module's eval mode is kept (no dropout at inference).
     drop = randomize(torch.nn.MultiheadAttention(E, H, dropout=0.5, batch_first=True)).eval()
     rdrop = at.replace_attention(torch.nn.Sequential(drop).eval(), cache_dir=cache,
@@ -331,6 +358,17 @@ def main():
     check(plain.attnc_replaced == [] and len(msgs) == 1
           and "nothing was replaced (its attention modules are HfLikeAttention" in msgs[0],
           f"a model without nn.MultiheadAttention: {msgs}")
+
+    # fallback is checked up front, whatever the model holds.
+    for what, model in (("a module it cannot replace", torch.nn.Sequential(
+            torch.nn.MultiheadAttention(E, H, add_bias_kv=True))),
+                        ("no nn.MultiheadAttention", torch.nn.Sequential(torch.nn.Linear(E, E)))):
+        try:
+            at.replace_attention(model, fallback="erorr")
+            check(False, f"fallback='erorr' ({what}): accepted")
+        except ValueError as e:
+            check("'warn', 'error' or 'silent'" in str(e) and "'erorr'" in str(e),
+                  f"fallback='erorr' ({what}): {e}")
 
     print(f"attnc.torch: {passed} passed, {failures} failed")
     return 1 if failures else 0
