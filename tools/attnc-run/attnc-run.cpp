@@ -541,8 +541,9 @@ bool report(const char *against, const attnrt::CompareResult &c,
 
 /// The (query, key) pairs the mask and the valid lengths let through, over
 /// the batch (docs/abi.md: the visible keys of query i < qv are
-/// [lo, hi) with hi = min(kv, i + off + 1) when causal, lo = i + off -
-/// window + 1 with a sliding window).
+/// [lo, hi) with hi = min(kv, i + off + 1) when causal, or i + off +
+/// window with a bidirectional window, lo = i + off - window + 1 with a
+/// window).
 /// The keys query i of sequence b sees, [lo, hi) (none when hi <= lo), and
 /// its valid query rows qv (rows i >= qv see none).
 struct KeyRange {
@@ -561,6 +562,8 @@ struct KeyRange {
     hi = i < qv ? kv : 0;
     if (attnc_mask_causal(ki.mask))
       hi = std::min(hi, i + off + 1);
+    if (attnc_mask_bidirectional(ki.mask))
+      hi = std::max<int64_t>(0, std::min(hi, i + off + ki.window));
     if (attnc_mask_sliding(ki.mask))
       lo = std::max(lo, i + off - ki.window + 1);
     if (attnc_mask_chunked(ki.mask) && i + off >= 0)
