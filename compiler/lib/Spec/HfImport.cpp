@@ -443,6 +443,20 @@ const ConfigDefault kConfigDefaults[] = {
     {"qwen3_moe", "Qwen3MoeConfig",
      {{"hidden_size", "2048"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "24"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"}}},
+    // The rotary width, head_dim and the hybrid layers of these classes'
+    // defaults: a config.json that leaves them out gets them (as HF reads
+    // it).
+    {"phi", "PhiConfig",
+     {{"hidden_size", "2048"}, {"num_attention_heads", "32"}, {"num_hidden_layers", "24"},
+      {"partial_rotary_factor", "0.5"}, {"rope_theta", "10000.0"}}},
+    {"gptj", "GPTJConfig",
+     {{"n_embd", "4096"}, {"n_head", "16"}, {"n_layer", "28"}, {"rotary_dim", "64"}}},
+    {"glm", "GlmConfig", {{"head_dim", "128"}}},
+    {"helium", "HeliumConfig", {{"head_dim", "128"}}},
+    {"exaone4", "Exaone4Config",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "32"},
+      {"num_hidden_layers", "32"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"},
+      {"sliding_window_pattern", "4"}}},
     {"smollm3", "SmolLM3Config",
      {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
@@ -464,6 +478,9 @@ void applyConfigDefaults(Config &c, const std::string &modelType,
     const bool typed = c.root["layer_types"] && c.root["layer_types"].IsSequence();
     for (const auto &[key, value] : d.keys)
       if (!c.root[key] && !(v5Rope && std::string(key).rfind("rope_", 0) == 0) &&
+          !(v5Rope && std::string(key) == "partial_rotary_factor" &&
+            c.root["rope_parameters"].IsMap() &&
+            c.root["rope_parameters"]["partial_rotary_factor"]) &&
           !(typed && (std::string(key) == "sliding_window_pattern" ||
                       std::string(key) == "max_window_layers"))) {
         c.root[key] = value;
@@ -1449,8 +1466,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                            layer, kinds[size_t(layer)]));
   } else if (mt == "bert" || mt == "roberta") {
     expectAfter({"attention"});
-    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
-                     c.integer("hidden_size"), c.integer("num_attention_heads"));
+    // is_decoder (BertLMHeadModel, RobertaForCausalLM): causal self-attention
+    // (HF's get_extended_attention_mask, BertSelfAttention.is_causal).
+    y += fmt::format("d_model: {}\nheads: {}\nmask: {}\nweights: separate\nbias: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"),
+                     c.boolean("is_decoder", false) ? "causal" : "none");
     // relative_key(_query): distance_embedding [2P - 1, head_dim] (HF
     // BertSelfAttention; P = max_position_embeddings, default 512).
     const std::string pe = c.str("position_embedding_type");
