@@ -12,10 +12,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <exception>
 
 namespace attnc {
+
+bool isCIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_') ||
+        static_cast<unsigned char>(c) >= 0x80)
+      return false;
+  return true;
+}
 
 const char *toString(MaskKind m) {
   switch (m) {

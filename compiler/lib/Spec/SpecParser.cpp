@@ -504,16 +504,6 @@ std::optional<double> parseNumber(const std::string &s) {
   return v;
 }
 
-bool isCIdentifier(const std::string &s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
-    return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_') ||
-        static_cast<unsigned char>(c) >= 0x80)
-      return false;
-  return true;
-}
-
 class SpecBuilder {
 public:
   SpecBuilder(const std::string &file) : file(file) {}

@@ -42,6 +42,9 @@ enum class WeightLayout { Gpt2Conv1D, TorchInProj, Separate };
 enum class DType { F32, BF16, F16 };
 enum class CausalAlign { BottomRight, TopLeft };
 
+/// A C identifier (ASCII letters, digits, '_'; not starting with a digit):
+/// what a kernel's name must be, since it prefixes every exported symbol.
+bool isCIdentifier(const std::string &s);
 const char *toString(MaskKind m);      ///< "none", "causal", ...
 /// The mask kind a spec spells `name` ("causal+padding", ...), if any.
 std::optional<MaskKind> maskKindNamed(const std::string &name);

@@ -6,7 +6,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -158,17 +157,8 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   // would be, so that a library is never written that the runtime refuses
   // or that the C compiler cannot build.
   const attnrt::BlockParams &p = d.block;
-  auto ident = [](const std::string &s) {
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
-      return false;
-    for (char c : s)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_') ||
-          static_cast<unsigned char>(c) >= 0x80)
-        return false;
-    return true;
-  };
   std::string why;
-  if (!ident(d.name))
+  if (!isCIdentifier(d.name))
     why = "name '" + d.name + "' is not a C identifier";
   else if (p.mask > ATTNC_MASK_LAST)
     why = "mask " + std::to_string(p.mask) + " is not a mask kind (0.." +
