@@ -40,6 +40,7 @@ buffer of the call). See docs/embedding.md.
 """
 import ctypes as C
 import os
+import stat
 import warnings
 
 import numpy as np
@@ -201,41 +202,70 @@ def _fptr(a):
 _FEATURE_ORDER = list(_abi.FEATURES.values())
 
 
-_private_fds = []  # the private copies' fds: open while their libraries are loaded
+_private_copies = {}  # file identity -> /proc/self/fd/N of its copy (fds kept open)
+_MAX_COPY = 1 << 30   # a file larger than any kernel library is not copied
+
+
+def _file_identity(path):
+    """(device, inode, size, mtime) of the regular file at `path`, None for
+    anything else (missing, a FIFO, a device: the loader refuses those
+    without reading them)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _private_copy(path):
     """/proc/self/fd/N of a private copy (a memfd) of the library at
     `path`, which this process then maps instead of the file; `path` where
-    that is not possible. ctypes never unloads a library, and dlopen hands
-    back a library it has mapped before (by name or inode) instead of the
-    file's current contents: a kernel rebuilt at the same path would run
-    the old code, and a file truncated in place under a mapping of it
-    kills the process with SIGBUS at the next dlopen of anything (glibc
-    reads every loaded library's name). A copy is this load's own. The fd
-    stays open for the process's life, which keeps the name unique among
-    loaded objects. (libattnrt's loader copies a file it finds mapped
-    already: Loader.cpp, mappedAlready.)"""
-    if not hasattr(os, "memfd_create"):
+    that is not possible (no memfd, no /proc, not a regular file). ctypes
+    never unloads a library, and dlopen hands back a library it has mapped
+    before (by name or inode) instead of the file's current contents: a
+    kernel rebuilt at the same path would run the old code, and a file
+    truncated in place under a mapping of it kills the process with SIGBUS
+    at the next dlopen of anything (glibc reads every loaded library's
+    name). One copy per version of a file (device, inode, size, mtime),
+    shared by every Kernel of it; its fd stays open for the process's life,
+    which keeps the name unique among loaded objects. (libattnrt's loader
+    copies a file it finds mapped already: Loader.cpp, mappedAlready.)"""
+    ident = _file_identity(path)
+    if (ident is None or ident[2] > _MAX_COPY or not hasattr(os, "memfd_create")
+            or not os.path.isdir("/proc/self/fd")):
         return path
+    copy = _private_copies.get(ident)
+    if copy is not None:
+        return copy
     try:
         fd = os.memfd_create("attnc-kernel", os.MFD_CLOEXEC)
     except OSError:
         return path
     try:
-        with open(path, "rb") as src:
+        src = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(src).st_mode):
+                raise OSError("not a regular file")
             while True:
-                chunk = src.read(1 << 20)
+                chunk = os.read(src, 1 << 20)
                 if not chunk:
                     break
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
-    except OSError:  # unreadable: the loader says why, on the path itself
+        finally:
+            os.close(src)
+    except OSError:  # the loader says why, on the path itself
         os.close(fd)
         return path
-    _private_fds.append(fd)
-    return f"/proc/self/fd/{fd}"
+    copy = f"/proc/self/fd/{fd}"
+    if _file_identity(path) != ident:  # changed while copied: load the file
+        os.close(fd)
+        return path
+    _private_copies[ident] = copy
+    return copy
 
 
 class Kernel:
@@ -264,6 +294,11 @@ class Kernel:
         # in dlopen (SIGBUS), and a record it refuses is never read here.
         try:
             code, reason, message = _runtime.check_library(load_path)
+            if code == 11 and load_path != self.path:
+                # the copy cannot be opened or mapped (vm.memfd_noexec, a
+                # sandbox): the file itself, as before copies
+                load_path = self.path
+                code, reason, message = _runtime.check_library(load_path)
         except _runtime.Unavailable as e:
             raise AttncError(f"{self.path}: {e}") from None
         if message and load_path != self.path:  # name the user's file
@@ -272,13 +307,7 @@ class Kernel:
             raise AttncError(message or f"{self.path}: refused by libattnrt ({reason})",
                              code=code, reason=reason)
         # RTLD_LOCAL: two kernels' symbols do not mix.
-        try:
-            self._lib = C.CDLL(os.path.abspath(load_path), mode=C.RTLD_LOCAL)
-        except OSError:
-            if load_path == self.path:
-                raise
-            # (a memfd that may not be mapped executable: vm.memfd_noexec)
-            self._lib = C.CDLL(os.path.abspath(self.path), mode=C.RTLD_LOCAL)
+        self._lib = C.CDLL(os.path.abspath(load_path), mode=C.RTLD_LOCAL)
         qname = f"{name}_query" if name else "attnc_query"
         try:
             query = _abi.QueryFn((qname, self._lib))

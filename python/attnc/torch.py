@@ -34,7 +34,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from . import Kernel, AttncError, _abi
+from . import Kernel, AttncError, _abi, _file_identity
 from . import compile as _compile_spec
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
@@ -235,12 +235,15 @@ _runners_lock = threading.Lock()
 
 
 def _runner(path):
-    r = _runners.get(path)
+    # One per version of the file (a library rebuilt at the same path is a
+    # new runner, as a new Kernel of it is a new copy: attnc.Kernel).
+    key = (path, _file_identity(path))
+    r = _runners.get(key)
     if r is None:
         with _runners_lock:
-            r = _runners.get(path)
+            r = _runners.get(key)
             if r is None:
-                r = _runners[path] = _Runner(path)
+                r = _runners[key] = _Runner(path)
     return r
 
 

@@ -770,9 +770,15 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   // Drop whatever was loaded before.
   *this = Kernel();
 
+  std::string openPath; // what is checked and loaded (set below)
   auto fail = [&](LoadError e, const std::string &what) {
     err = e;
     message = path + ": " + what;
+    // (dlerror names the private copy, /proc/self/fd/N: name the file)
+    if (privateFd_ >= 0 && !openPath.empty())
+      for (size_t at = message.find(openPath, path.size()); at != std::string::npos;
+           at = message.find(openPath, at + path.size()))
+        message.replace(at, openPath.size(), path);
     if (handle_)
       dlclose(handle_);
     handle_ = nullptr;
@@ -790,19 +796,19 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
 
   // A bare file name would make dlopen search the library path; load the
   // file the caller named.
-  std::string openPath =
-      path.find('/') == std::string::npos ? "./" + path : path;
+  openPath = path.find('/') == std::string::npos ? "./" + path : path;
   // Already mapped here (loaded before, and maybe rebuilt or changed
   // since): the checks and the load read a private copy instead, so that
   // this load gets what the file holds now. While it is loaded its fd
   // stays open, which keeps the name /proc/self/fd/N unique among the
   // loaded objects (dlopen matches names before files).
+  // Where no copy can be made (no memfd, no /proc), the file itself, as
+  // before.
   if (mappedAlready(openPath)) {
     std::string why;
     privateFd_ = privateCopy(openPath, why);
-    if (privateFd_ < 0)
-      return fail(LoadError::OpenFailed, "cannot load kernel library: " + why);
-    openPath = "/proc/self/fd/" + std::to_string(privateFd_);
+    if (privateFd_ >= 0)
+      openPath = "/proc/self/fd/" + std::to_string(privateFd_);
   }
   // dlopen() maps a truncated or corrupt ELF file and dies with SIGBUS on
   // first touch; check that every header and segment lies inside the file.

@@ -11,7 +11,9 @@ file again. So, all in one process:
   2. the same file loaded twice unchanged: both work;
   3. the library truncated in place (same inode, still mapped here): a
      clear AttncError (code 11), not SIGBUS;
-  4. attnc.compile's cached library truncated while this process has it
+  4. a FIFO and /dev/zero: refused (code 11) without being read; one copy
+     per version of a file;
+  5. attnc.compile's cached library truncated while this process has it
      loaded: compiled again, not SIGBUS.
 Each step prints PASS or FAIL; a signal kills the script (lit's FAIL).
 
@@ -88,6 +90,22 @@ def main():
     except attnc.AttncError as e:
         report(e.code == 11 and "k.so" in str(e), f"truncated in place: code {e.code}: {e}")
 
+    # Not a regular file: refused by the loader without reading it (the
+    # copy is not attempted: a FIFO would block, /dev/zero never end).
+    fifo = os.path.join(work, "fifo.so")
+    os.mkfifo(fifo)
+    codes = []
+    for p in (fifo, "/dev/zero"):
+        try:
+            attnc.Kernel(p)
+            codes.append("loaded")
+        except attnc.AttncError as e:
+            codes.append(e.code)
+    report(codes == [11, 11], f"a FIFO and /dev/zero: codes {codes}")
+    # Kernels of one unchanged file share one copy.
+    report(attnc._private_copy(lib) == attnc._private_copy(lib) != lib
+           if os.path.getsize(lib) > 0 else True, "one copy per version of a file")
+
     cache = os.path.join(work, "cache")
     spec = {"name": "rc", "d_model": 32, "heads": 2}
     kc = attnc.compile(spec, cache_dir=cache)
@@ -97,7 +115,7 @@ def main():
     kc2 = attnc.compile(spec, cache_dir=cache)
     report(kc2.compiled, "a cached library truncated while loaded: compiled again")
 
-    print(f"reload_py: {5 - failed} passed, {failed} failed")
+    print(f"reload_py: {7 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

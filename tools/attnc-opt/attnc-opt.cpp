@@ -34,11 +34,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   // A regular (or new) output file is written as a temporary beside it,
-  // renamed over it once the run has succeeded; stdout and special files
-  // (/dev/null, a FIFO) are written directly.
+  // renamed over it (with the old file's permissions) once the run has
+  // succeeded and written something (--show-dialects, --list-passes write
+  // nothing there); stdout, special files (/dev/null, a FIFO) and symbolic
+  // links (/dev/stdout) are written directly, as mlir-opt does.
   namespace fs = llvm::sys::fs;
   fs::file_status st;
-  const bool exists = !fs::status(out, st) && fs::exists(st);
+  const bool exists = !fs::status(out, st, /*follow=*/false) && fs::exists(st);
   const bool viaTemp = out != "-" && (!exists || fs::is_regular_file(st));
   std::string target = out;
   if (viaTemp) {
@@ -54,7 +56,10 @@ int main(int argc, char **argv) {
   }
   mlir::LogicalResult r = mlir::MlirOptMain(argc, argv, in, target, registry);
   if (viaTemp) {
-    if (mlir::succeeded(r)) {
+    uint64_t written = 0;
+    if (mlir::succeeded(r) && !fs::file_size(target, written) && written > 0) {
+      if (exists)
+        (void)fs::setPermissions(target, st.permissions());
       if (std::error_code ec = fs::rename(target, out)) {
         llvm::errs() << "attnc-opt: error: -o " << out << ": cannot write: " << ec.message()
                      << "\n";

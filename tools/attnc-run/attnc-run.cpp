@@ -680,7 +680,11 @@ JsonValue biasList(uint32_t flags) {
   return a;
 }
 
-bool hasCausalAlign(uint32_t mask) { return attnc_mask_causal(mask) != 0; }
+/// The masks whose offset (causal_align) matters: every one but none and
+/// padding (the bidirectional window is centred on i + off).
+bool hasCausalAlign(uint32_t mask) {
+  return attnc_mask_causal(mask) || attnc_mask_bidirectional(mask);
+}
 
 /// --info --json: the metadata (docs/json.md, kind "info").
 JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
@@ -1015,8 +1019,11 @@ int checkOutputsAreNotInputs(const Options &o) {
   // leaves the earlier outputs as they were too.
   for (const auto &[opt, path] : outs) {
     struct stat ps;
-    if (::stat(path.c_str(), &ps) == 0 && S_ISDIR(ps.st_mode))
+    const bool exists = ::stat(path.c_str(), &ps) == 0;
+    if (exists && S_ISDIR(ps.st_mode))
       return usageError(std::string(opt) + " " + path + ": cannot write: is a directory");
+    if (exists && !S_ISREG(ps.st_mode))
+      continue; // /dev/null, a FIFO: written in place, whatever the directory
     const size_t slash = path.find_last_of('/');
     const std::string dir =
         slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);

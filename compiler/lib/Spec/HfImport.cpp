@@ -449,8 +449,9 @@ const ConfigDefault kConfigDefaults[] = {
     {"phi", "PhiConfig",
      {{"hidden_size", "2048"}, {"num_attention_heads", "32"}, {"num_hidden_layers", "24"},
       {"partial_rotary_factor", "0.5"}, {"rope_theta", "10000.0"}}},
-    {"gptj", "GPTJConfig",
-     {{"n_embd", "4096"}, {"n_head", "16"}, {"n_layer", "28"}, {"rotary_dim", "64"}}},
+    // (only rotary_dim: GPTJConfig also reads n_embd, n_head and n_layer
+    // as hidden_size, num_attention_heads and num_hidden_layers)
+    {"gptj", "GPTJConfig", {{"rotary_dim", "64"}}},
     {"glm", "GlmConfig", {{"head_dim", "128"}}},
     {"helium", "HeliumConfig", {{"head_dim", "128"}}},
     {"exaone4", "Exaone4Config",

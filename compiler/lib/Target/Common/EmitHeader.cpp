@@ -53,7 +53,7 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
     os << " (window " << desc.block.window << ")";
   if (attnc_mask_chunked(desc.block.mask))
     os << " (chunk " << desc.block.window << ")";
-  if (attnc_mask_causal(desc.block.mask))
+  if (attnc_mask_causal(desc.block.mask) || attnc_mask_bidirectional(desc.block.mask))
     os << ", causal_align: " << (desc.block.topLeft ? "top_left" : "bottom_right");
   os << ", weights: " << attnrt::nameOf("layout", desc.block.layout) << ", scale: "
      << llvm::format("%.9g", desc.block.scale) << ", target: "

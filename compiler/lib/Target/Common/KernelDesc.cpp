@@ -166,8 +166,10 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   else if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
            p.heads % p.kvHeads != 0)
     why = "d_model, heads, kv_heads and head_dim must be positive, kv_heads dividing heads";
-  else if (!std::isfinite(p.scale) || p.scale < 0)
-    why = "scale must be a finite number > 0 (0: 1/sqrt(head_dim))";
+  else if (!(p.scale >= 1.1754943508222875e-38 && p.scale <= 1e6)) // FLT_MIN, as specs
+    why = "scale must be a number in [FLT_MIN, 1e6], as a spec's (the runtime refuses others)";
+  else if (p.window > (int64_t(1) << 24))
+    why = "window " + std::to_string(p.window) + " is more than a spec allows (2^24)";
   else if ((attnc_mask_sliding(p.mask) || attnc_mask_chunked(p.mask)) != (p.window > 0) ||
            p.window < 0)
     why = "window " + std::to_string(p.window) +
