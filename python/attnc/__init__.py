@@ -928,6 +928,12 @@ class Kernel:
                              "so a chunk that does not start at 0 is a decode() call")
             positions = self._lengths(positions, "positions", batch, 2**30 - seq,
                                       "2^30 - seq_len", squeeze)
+            mask = _abi.MASKS.get(self._info.mask, "")
+            if mask.startswith("chunked") and positions.any():
+                b = int(np.flatnonzero(positions)[0])
+                self._refuse(f"positions[{b}] is {int(positions[b])}: a chunked mask counts "
+                             "its chunks from position 0, and a forward without a KV cache "
+                             "starts there (continue a sequence with decode())")
 
         packed = self._packed(packed)
         # The buffers the library writes: the caller's own memory (NumPy

@@ -244,6 +244,17 @@ def probs_and_cache_buffers():
 
 
 @case()
+def chunked_positions():
+    # A chunked mask counts chunks from position 0: a forward elsewhere is
+    # refused before the call (it came back as a bare "returned 7").
+    k, packed, x = setup("mask=5,window=4")
+    k.forward(x, packed, positions=[0] * B)
+    msg = refused(lambda: k.forward(x, packed, positions=[0] * (B - 1) + [3]),
+                  "positions[1] is 3", "chunked mask", status=_abi.ERR_ARGS)
+    return msg.split(": ", 1)[1]
+
+
+@case()
 def negative_threads():
     k, packed, x = setup()
     msg = refused(lambda: k.forward(x, packed, num_threads=-1), "num_threads",
