@@ -162,19 +162,23 @@ void linear(const double *x, const double *w, const double *b, double *y,
 /// The rotation of pair (i0, i1) of row t: calls fn(i0, i1, c, s) with c, s
 /// = cos, sin of the angle times the attention factor (double precision).
 /// Row t of sequence b is at position start[b] + t and uses the frequencies
-/// of length start[b] + (callEnd ? callEnd[t] : seq).
+/// of the call's length, the batch's: max_b start[b] + (callEnd ? callEnd[t]
+/// : seq) (Hugging Face's max(position_ids) + 1).
 template <typename Fn>
 void forEachRopePair(int64_t batch, int64_t seq, const RopeParams &r,
                      const int64_t *start, const int64_t *callEnd, Fn fn) {
   if (r.style == ATTNC_ROPE_NONE)
     return;
   const int64_t half = r.rotaryDim / 2;
+  int64_t last = 0;
+  for (int64_t b = 0; start && b < batch; ++b)
+    last = std::max(last, start[b]);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t s0 = start ? start[b] : 0;
     std::vector<double> freq;
     int64_t freqLen = -1;
     for (int64_t t = 0; t < seq; ++t) {
-      const int64_t len = s0 + (callEnd ? callEnd[t] : seq);
+      const int64_t len = last + (callEnd ? callEnd[t] : seq);
       if (len != freqLen) {
         freq = r.invFreqAt(len);
         freqLen = len;

@@ -345,12 +345,24 @@ attnc::RopeAngles attnc::RopeAngles::of(ImplicitLocOpBuilder &b, attn::RopeOp op
   return r;
 }
 
-attnc::RopeAngles::Sequence attnc::RopeAngles::sequence(ImplicitLocOpBuilder &c, Value p0,
+attnc::RopeAngles::Sequence attnc::RopeAngles::sequence(ImplicitLocOpBuilder &c,
+                                                       Value positions, Value batch,
                                                        Value t) const {
   Sequence s;
   if (!longTurns && dynamicFactor <= 0)
     return s;
-  Value len = arith::AddIOp::create(c, p0, t); // the sequence's length in this call
+  // The call's length: the batch's last position + 1 (a scalar loop over
+  // the batch's positions, once per task).
+  Value zero = arith::ConstantIndexOp::create(c, 0);
+  Value last = zero;
+  if (positions)
+    last = attnc::loop(c, zero, batch, {zero},
+                       [&](ImplicitLocOpBuilder &c1, Value bi, ValueRange it) {
+                         Value p = attnc::validLength(c1, positions, bi, zero);
+                         return SmallVector<Value>{arith::MaxUIOp::create(c1, it[0], p)};
+                       })
+               .getResult(0);
+  Value len = arith::AddIOp::create(c, last, t);
   if (longTurns) // longrope: past long_from
     s.useLong = arith::CmpIOp::create(c, arith::CmpIPredicate::sgt, len,
                                       arith::ConstantIndexOp::create(c, longFrom));
@@ -454,7 +466,7 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
   rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
-    const RopeAngles::Sequence seq = ang.sequence(c, p0, t);
+    const RopeAngles::Sequence seq = ang.sequence(c, positions, memref::DimOp::create(c, x, 0), t);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       Value posF = ang.position(c1, arith::AddIOp::create(c1, p0, row));
       attnc::loop(c1, idx(c1, 0), idx(c1, ang.half), {},

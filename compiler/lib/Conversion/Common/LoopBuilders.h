@@ -298,14 +298,18 @@ struct RopeAngles {
   int64_t dynamicFrom = 0;
   /// The tables: get them where the module is reachable.
   static RopeAngles of(mlir::ImplicitLocOpBuilder &b, attn::RopeOp op);
-  /// What the frequencies of one sequence depend on in a call: its length
-  /// L = p0 + t (rows start at position p0 and t rows). useLong: L >
-  /// long_from (longrope; null without); ntkLog2: log2(s) of dynamic NTK
-  /// (0 when L <= dynamic_from; null without).
+  /// What the frequencies depend on in a call: its length L, the batch's
+  /// last position + 1 = max_b positions[b] + t (t rows per sequence;
+  /// positions null: every sequence at 0), Hugging Face's
+  /// max(position_ids) + 1, the same for every sequence of the batch.
+  /// useLong: L > long_from (longrope; null without); ntkLog2: log2(s) of
+  /// dynamic NTK (0 when L <= dynamic_from; null without). Nothing is
+  /// built for the other scalings.
   struct Sequence {
     mlir::Value useLong, ntkLog2;
   };
-  Sequence sequence(mlir::ImplicitLocOpBuilder &c, mlir::Value p0, mlir::Value t) const;
+  Sequence sequence(mlir::ImplicitLocOpBuilder &c, mlir::Value positions, mlir::Value batch,
+                    mlir::Value t) const;
   /// Position pos (index) as the f64 the angles take.
   mlir::Value position(mlir::ImplicitLocOpBuilder &c, mlir::Value pos) const;
   /// factor * cos and factor * sin (f32) of pair i (index) at position

@@ -1012,7 +1012,7 @@ void attnc::buildGpuRope(ImplicitLocOpBuilder &b, CudaTargetAttr t, RopeOp op, V
     // Decode: the sequence's rows start at positions[b] (a position is
     // only a number here: nothing is indexed by it).
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
-    const RopeAngles::Sequence seq = ang.sequence(c, p0, tt);
+    const RopeAngles::Sequence seq = ang.sequence(c, positions, nb, tt);
     threadRegion(c, NT, [&](ImplicitLocOpBuilder &r, Value tid) {
       loop(r, tid, items, indexConst(r, NT), {}, [&](ImplicitLocOpBuilder &ci, Value e, ValueRange) {
         Value row = arith::AddIOp::create(ci, r0, arith::DivUIOp::create(ci, e, indexConst(ci, ang.half)));
