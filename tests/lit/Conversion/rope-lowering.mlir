@@ -2,7 +2,9 @@
 // workspace buffer, no copy), one task per (batch, block of 16 rows), the
 // table a private constant global in turns (inv_freq / 2pi), the angle
 // reduced with fptosi/sitofp and sin/cos as f64 polynomials (no math or
-// libm call), the pairs (i, i + r/2) rotated in f32 for every head.
+// libm call); per row the pairs' cos and sin into a stack buffer, then the
+// pairs (i, i + r/2) of every head rotated in f32 vectors of the target's
+// width (here 8 lanes for 2 pairs: masked loads and stores).
 // RUN: attnc-opt %s --attnc-set-target=isa=x86-avx2 --attn-to-loops | FileCheck %s
 // CHECK: memref.global "private" constant @__attnc_rope_turns_{{[0-9A-F]+}} : memref<2xf64> = dense<[0.15915494309189535, 0.015915494309189534]>
 // CHECK-LABEL: func.func @rope_in_place__avx2
@@ -13,8 +15,10 @@
 // CHECK: arith.fptosi %{{.*}} : f64 to i64
 // CHECK-NOT: math.
 // CHECK: arith.truncf %{{.*}} : f64 to f32
-// CHECK: memref.load %arg0
-// CHECK: memref.store %{{.*}}, %arg0
+// CHECK: memref.store %{{.*}}, %[[CS:alloca[_0-9]*]]
+// CHECK: vector.load %[[CS]]
+// CHECK: vector.maskedload %arg0{{.*}} : memref<2x2x?x8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: vector.maskedstore %arg0
 // CHECK-NOT: math.
 // CHECK: return
 func.func @rope_in_place(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
@@ -44,4 +48,19 @@ func.func @rope_dynamic(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
   %r = attn.rope %q {rotary_dim = 8 : i64, interleaved = false, inv_freq = array<f64: 1.0, 0.1, 0.01, 0.001>,
                      dynamic_factor = 2.0 : f64, dynamic_from = 8 : i64} : tensor<2x2x?x8xf32>
   return %r : tensor<2x2x?x8xf32>
+}
+
+// -----
+
+// Interleaved pairs (GPT-J: (2i, 2i+1)) stay one pair at a time.
+// RUN: attnc-opt %s --split-input-file --attnc-set-target=isa=x86-avx512 --attn-to-loops | FileCheck %s --check-prefix=INTER
+// INTER-LABEL: func.func @rope_interleaved__avx512
+// INTER: scf.forall
+// INTER-NOT: vector.
+// INTER: memref.load %arg0
+// INTER: memref.store %{{.*}}, %arg0
+// INTER: return
+func.func @rope_interleaved(%q: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %r = attn.rope %q {rotary_dim = 8 : i64, interleaved = true, inv_freq = array<f64: 1.0, 0.1, 0.01, 0.001>} : tensor<1x2x?x8xf32>
+  return %r : tensor<1x2x?x8xf32>
 }

@@ -456,19 +456,88 @@ static void rowBlockTasks(
   });
 }
 
+/// Half-split rotation of one row, vl pairs at a time: cs [2][nv*vl]
+/// holds the row's factor*cos (row 0) and factor*sin (row 1) of each pair
+/// (lanes past `half` zero); per head, x[.., i] and x[.., i + half] as two
+/// vectors, rotated as RopeAngles::rotate does one pair, the last vector
+/// masked when half is not a multiple of vl.
+static void rotateRowVectors(ImplicitLocOpBuilder &c, const attnc::RopeAngles &ang, Value x,
+                             Value bi, Value row, Value nh, Value cs, int64_t vl) {
+  auto idx = [&](ImplicitLocOpBuilder &cc, int64_t v) {
+    return arith::ConstantIndexOp::create(cc, v).getResult();
+  };
+  const int64_t half = ang.half, nv = (half + vl - 1) / vl, tail = half - (nv - 1) * vl;
+  auto vt = VectorType::get({vl}, c.getF32Type());
+  attnc::loop(c, idx(c, 0), nh, {}, [&](ImplicitLocOpBuilder &c1, Value h, ValueRange) {
+    for (int64_t v = 0; v < nv; ++v) {
+      Value mask;
+      if (v + 1 == nv && tail != vl)
+        mask = vector::CreateMaskOp::create(c1, VectorType::get({vl}, c1.getI1Type()),
+                                            ValueRange{idx(c1, tail)});
+      SmallVector<Value> a0{bi, h, row, idx(c1, v * vl)}, a1{bi, h, row, idx(c1, half + v * vl)};
+      Value zeros = arith::ConstantOp::create(
+          c1, DenseElementsAttr::get(vt, c1.getF32FloatAttr(0.0f)));
+      auto load = [&](ArrayRef<Value> at) -> Value {
+        return mask ? vector::MaskedLoadOp::create(c1, vt, x, at, mask, zeros).getResult()
+                    : vector::LoadOp::create(c1, vt, x, at).getResult();
+      };
+      auto store = [&](Value val, ArrayRef<Value> at) {
+        if (mask)
+          vector::MaskedStoreOp::create(c1, x, at, mask, val);
+        else
+          vector::StoreOp::create(c1, val, x, at);
+      };
+      Value cf = vector::LoadOp::create(c1, vt, cs, ValueRange{idx(c1, 0), idx(c1, v * vl)});
+      Value sf = vector::LoadOp::create(c1, vt, cs, ValueRange{idx(c1, 1), idx(c1, v * vl)});
+      Value x0 = load(a0), x1 = load(a1);
+      Value y0 = arith::SubFOp::create(c1, arith::MulFOp::create(c1, x0, cf),
+                                       arith::MulFOp::create(c1, x1, sf));
+      Value y1 = arith::AddFOp::create(c1, arith::MulFOp::create(c1, x1, cf),
+                                       arith::MulFOp::create(c1, x0, sf));
+      store(y0, a0);
+      store(y1, a1);
+    }
+    return SmallVector<Value>{};
+  });
+}
+
 void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
-                      Value positions) {
+                      Value positions, int64_t vl) {
   const RopeAngles ang = RopeAngles::of(b, op);
   auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
     return arith::ConstantIndexOp::create(c, v).getResult();
   };
   Value nh = memref::DimOp::create(b, x, 1), t = memref::DimOp::create(b, x, 2);
+  const bool vectors =
+      vl > 0 && !ang.interleaved && cast<MemRefType>(x.getType()).getElementType().isF32();
   rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
     const RopeAngles::Sequence seq = ang.sequence(c, positions, memref::DimOp::create(c, x, 0), t);
+    Value cs;
+    if (vectors) {
+      // The row's cos and sin, zero past half (read by masked-off lanes).
+      const int64_t width = (ang.half + vl - 1) / vl * vl;
+      cs = memref::AllocaOp::create(c, MemRefType::get({2, width}, c.getF32Type()));
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t i = ang.half; i < width; ++i)
+          memref::StoreOp::create(
+              c, arith::ConstantOp::create(c, c.getF32FloatAttr(0.0f)), cs,
+              ValueRange{idx(c, r), idx(c, i)});
+    }
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       Value posF = ang.position(c1, arith::AddIOp::create(c1, p0, row));
+      if (vectors) {
+        attnc::loop(c1, idx(c1, 0), idx(c1, ang.half), {},
+                    [&](ImplicitLocOpBuilder &c2, Value i, ValueRange) {
+          auto [cf, sf] = ang.cosSin(c2, posF, i, seq);
+          memref::StoreOp::create(c2, cf, cs, ValueRange{idx(c2, 0), i});
+          memref::StoreOp::create(c2, sf, cs, ValueRange{idx(c2, 1), i});
+          return SmallVector<Value>{};
+        });
+        rotateRowVectors(c1, ang, x, bi, row, nh, cs, vl);
+        return SmallVector<Value>{};
+      }
       attnc::loop(c1, idx(c1, 0), idx(c1, ang.half), {},
                   [&](ImplicitLocOpBuilder &c2, Value i, ValueRange) {
         // Each pair's cos and sin once per row, applied to every head.

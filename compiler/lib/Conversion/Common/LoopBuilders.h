@@ -333,9 +333,13 @@ mlir::Value exp2NonPositive(mlir::ImplicitLocOpBuilder &c, mlir::Value x, bool a
 /// stride): tasks (batch, block of rows); per row, each pair's cos and sin
 /// are computed once (double precision: the angle reduced in turns, then
 /// polynomials on [-pi, pi]) and applied to every head. positions
-/// (memref<?xi32> or null): each sequence's first position.
+/// (memref<?xi32> or null): each sequence's first position. vl > 0 (a
+/// CPU's vector width): half-split pairs are rotated vl at a time (the
+/// row's cos and sin into a stack buffer first, then two vectors of a head
+/// per step: the same operations on the same values as one pair at a
+/// time); interleaved pairs and vl = 0 one pair at a time.
 void buildRope(mlir::ImplicitLocOpBuilder &b, attn::RopeOp op, mlir::Value x,
-               mlir::Value positions);
+               mlir::Value positions, int64_t vl = 0);
 
 /// lens[b] as an index, or `full` when lens is a null buffer (the C ABI
 /// passes NULL for "every token valid"; the caller checked the values).

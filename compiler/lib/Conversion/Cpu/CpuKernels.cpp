@@ -46,9 +46,9 @@ struct CpuKernels
     attnc::buildMaskRows(b, y, lens);
     return success();
   }
-  LogicalResult buildRope(Attribute, ImplicitLocOpBuilder &b, RopeOp op, Value x,
+  LogicalResult buildRope(Attribute attr, ImplicitLocOpBuilder &b, RopeOp op, Value x,
                           Value positions) const {
-    attnc::buildRope(b, op, x, positions);
+    attnc::buildRope(b, op, x, positions, target(attr).getVectorWidth());
     return success();
   }
   LogicalResult buildTemperature(Attribute, ImplicitLocOpBuilder &b, TemperatureOp op, Value x,
