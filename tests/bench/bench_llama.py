@@ -20,7 +20,8 @@ spread = slowest minimum / fastest - 1):
     softmax, @v, o_proj), tuned (SkylakeX OpenBLAS with OpenMP, avx512
     ATen, as bench_block.py's tuned peers) and out of the box, each with
     the row's thread count;
-and, on one thread, attnc's phases alone (QKV GEMM, rope, attention, W_O)
+and, on one thread, attnc's phases alone (QKV GEMM, rope, attention, W_O;
+and of the same block with Qwen3's per-head QK-norm, its two norm phases)
 through the kernel's parallel-for hook. Prints one table and the ratios.
 """
 import argparse
@@ -42,9 +43,10 @@ ROPE = ("rope:\n  theta: 500000\n  scaling:\n    type: llama3\n    factor: 8\n"
         "    original_max_position_embeddings: 8192\n")
 
 
-def spec(name, rope):
+def spec(name, rope, qk_norm=False):
     return (f"name: {name}\nd_model: {D}\nheads: {H}\nkv_heads: {HKV}\nhead_dim: {DH}\n"
-            f"mask: causal\nweights: separate\nbias: false\n" + (ROPE if rope else ""))
+            f"mask: causal\nweights: separate\nbias: false\n" + (ROPE if rope else "") +
+            ("qk_norm: {width: head}\n" if qk_norm else ""))
 
 
 def useful_flops(t):
@@ -181,10 +183,11 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     libs = {}
-    for name, rope in (("llama_rope", True), ("llama_norope", False)):
+    for name, rope, qkn in (("llama_rope", True, False), ("llama_norope", False, False),
+                            ("llama_qknorm", True, True)):
         sp = os.path.join(a.work, name + ".yaml")
         with open(sp, "w") as f:
-            f.write(spec(name, rope))
+            f.write(spec(name, rope, qkn))
         libs[name] = os.path.join(a.work, f"lib{name}.so")
         subprocess.run([a.attnc, sp, "-o", libs[name]], check=True)
     print("| system | T | threads | min / median ms | spread | useful GFLOP/s |")
@@ -224,6 +227,16 @@ def main():
         print(f"phases at T = {t}, 1 thread (min ms): " +
               ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
               f"; rope = {100 * (ph[1] + ph[2]) / total:.1f}% of the block")
+        # Qwen3's per-head QK-norm before the rope: two more phases.
+        ph = phases(libs["llama_qknorm"], t, 5)
+        names = ["QKV GEMM", "QK-norm Q", "QK-norm K", "rope Q", "rope K", "attention",
+                 "W_O GEMM"]
+        if len(ph) != len(names):
+            print(f"phases with QK-norm at T = {t}: {len(ph)} phases, expected {len(names)}")
+            continue
+        print(f"phases with QK-norm at T = {t}, 1 thread (min ms): " +
+              ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
+              f"; rope + QK-norm = {100 * sum(ph[1:5]) / sum(ph):.1f}% of the block")
     score_mods(a)
 
 
