@@ -215,6 +215,17 @@ FUSED_CASES = [
                      rope_scaling={"type": "yarn", "short_factor": real_models.PHI3_SHORT,
                                    "long_factor": real_models.PHI3_LONG}),
          ref=PHI3_REF),
+    # Phi-3 without max_position_embeddings: Phi3Config's default 4096 sets
+    # longrope's attention factor (sqrt(1 + ln(4096/32) / ln 32)).
+    dict(name="phi3_maxpos_default", module="model.layers.0.self_attn", layout="qkv",
+         fused="qkv_proj", o="o_proj", T=45,
+         config=dict(model_type="phi3", hidden_size=48, num_attention_heads=3,
+                     num_key_value_heads=3, num_hidden_layers=1, rope_theta=10000.0,
+                     original_max_position_embeddings=32,
+                     rope_scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
+                                   "long_factor": real_models.PHI3_LONG}),
+         ref=dict(PHI3_REF, rope=dict(scaling=dict(PHI3_REF["rope"]["scaling"],
+                                                   max_position_embeddings=4096)))),
 ]
 
 
@@ -378,6 +389,16 @@ NORM_CASES = [
                      num_key_value_heads=2, num_hidden_layers=4),
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=None,
                   qk_norm="head", eps=1e-5),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    # Llama with dynamic NTK and no max_position_embeddings: LlamaConfig's
+    # 2048 (was refused: no such key).
+    dict(name="llama_dynamic_maxpos_default", module="model.layers.0.self_attn",
+         config=dict(model_type="llama", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, rope_theta=10000.0,
+                     rope_scaling={"type": "dynamic", "factor": 2.0}),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(scaling={"type": "dynamic", "factor": 2.0,
+                                     "max_position_embeddings": 2048})),
          names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
     dict(name="helium_defaults", module="model.layers.0.self_attn",
          config=dict(model_type="helium", hidden_size=64, num_attention_heads=2,

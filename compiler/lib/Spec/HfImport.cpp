@@ -463,6 +463,40 @@ const ConfigDefault kConfigDefaults[] = {
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
 };
 
+/// max_position_embeddings of the classes whose rope scaling may read it
+/// (dynamic NTK, longrope, yarn without original_max_position_embeddings):
+/// filled, with a note, only where the config's scaling reads it, so that
+/// other configs' notes stay as they were.
+const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
+    {"llama", 2048},          {"mistral", 131072},     {"mixtral", 131072},
+    {"qwen2", 32768},         {"qwen3", 32768},        {"qwen3_moe", 32768},
+    {"gemma", 8192},          {"gemma2", 8192},        {"gemma3_text", 131072},
+    {"llama4_text", 131072},  {"mllama_text_model", 131072}, {"cohere2", 8192},
+    {"phi", 2048},            {"phi3", 4096},          {"gpt_neox", 2048}};
+
+void applyMaxPositionDefault(Config &c, const std::string &type,
+                             std::vector<std::string> &notes) {
+  if (c.root["max_position_embeddings"])
+    return;
+  const YAML::Node sc = c.root["rope_scaling"];
+  if (!sc || !sc.IsMap())
+    return;
+  const YAML::Node tn = sc["rope_type"] ? sc["rope_type"] : sc["type"];
+  const std::string kind = tn && tn.IsScalar() ? tn.as<std::string>() : "";
+  if (kind != "dynamic" && kind != "longrope" && kind != "su" &&
+      !(kind == "yarn" && !sc["original_max_position_embeddings"]))
+    return;
+  for (const auto &[t, v] : kMaxPositionDefaults)
+    if (type == t) {
+      c.root["max_position_embeddings"] = v;
+      notes.push_back(fmt::format("note: {}: max_position_embeddings not in the file, the "
+                                  "configuration class's default {} (read by rope_scaling "
+                                  "type {})",
+                                  c.file, v, kind));
+      return;
+    }
+}
+
 /// Fills the keys config.json leaves out with the configuration class's
 /// defaults (kConfigDefaults), with one note naming them.
 void applyConfigDefaults(Config &c, const std::string &modelType,
@@ -492,6 +526,7 @@ void applyConfigDefaults(Config &c, const std::string &modelType,
                                   "reads the config): {}",
                                   c.file, d.className, filled));
   }
+  applyMaxPositionDefault(c, type, notes);
 }
 
 std::string knownList() {
