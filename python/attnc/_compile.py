@@ -296,7 +296,9 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     tensors with libattnrt's weights loader (Kernel.pack_checkpoint: the
     directory's shards, only the tensors the kernel needs) and packs them.
     `set`: {key: value} overrides (attnc --set KEY=VALUE, e.g.
-    {"max_seq_len": 4096, "decode": True}). Returns (kernel, packed);
+    {"max_seq_len": 4096, "decode": True}); a string value is the command
+    line's VALUE as it is ("64" the number, "true" a bool,
+    "causal+padding" a mask name). Returns (kernel, packed);
     kernel.cache_entry holds spec.yaml, the spec attnc derived."""
     binary = attnc_binary()
     hf_dir = os.path.abspath(os.fspath(hf_dir))
@@ -305,16 +307,31 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
         cfg_bytes = f.read()
     sets = []
     for k, v in (set or {}).items():
-        sets += ["--set", f"{k}={_scalar(v) if not isinstance(v, (list, tuple)) else v}"]
+        if not isinstance(v, (str, list, tuple)):
+            v = _scalar(v)
+        sets += ["--set", f"{k}={v}"]
     key = _key(["hf", cfg_bytes, module, *sets, _identity(binary), *_target_parts(target)])
 
     def produce(tmp):
+        sp = os.path.join(tmp, "spec.yaml")
         cmd = [binary, "--hf", hf_dir, "--module", module, "-o",
                os.path.join(tmp, "kernel.so"), "--header", os.path.join(tmp, "kernel.h"),
-               "--emit-spec", os.path.join(tmp, "spec.yaml"), *sets]
+               "--emit-spec", sp, *sets]
         if target:
             cmd += ["--target", target]
-        _run(cmd, "attnc --hf")
+        # A refused derived spec: its messages name it as attnc does without
+        # --emit-spec (the temporary is removed), and list it.
+        label = f"<derived spec of {cfg}, {module}>"
+        try:
+            _run(cmd, "attnc --hf", rename=(sp, label))
+        except CompileError as e:
+            if not os.path.isfile(sp):
+                raise
+            with open(sp) as f:
+                lines = f.read().splitlines()
+            listing = "\n".join(f"{i + 1:4} | {ln}" for i, ln in enumerate(lines))
+            raise CompileError(f"{e}\nthe derived spec was:\n{listing}", e.returncode,
+                               e.output) from None
 
     kernel = _cached_kernel(key, cache_dir, produce)
     # The module's tensors as attnc-run --hf DIR --module M reads them:

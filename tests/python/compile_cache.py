@@ -172,6 +172,23 @@ def main():
           and "rope" in open(os.path.join(k.cache_entry, "spec.yaml")).read(),
           f"from_hf llama --module {c['module']}: compiled once (then cached), weights "
           f"packed, max |y - float64| = {e:.1e}")
+    # set= takes the command line's strings as they are ("40" a number,
+    # "true" a bool), and a refused derived spec is named as attnc names it
+    # (not by the removed temporary) and listed.
+    k3, _ = attnc.from_hf(d, module=c["module"], cache_dir=cache,
+                          set={"max_seq_len": "40", "decode": "true"})
+    check(k3.info["max_seq_len"] == 40 and "decode" in k3.info["features"],
+          f"from_hf set={{'max_seq_len': '40', 'decode': 'true'}}: max_seq_len "
+          f"{k3.info['max_seq_len']}, features {k3.info['features']}")
+    try:
+        attnc.from_hf(d, module=c["module"], cache_dir=cache, set={"max_seq_len": "0"})
+        check(False, "from_hf set max_seq_len 0 raised nothing")
+    except attnc.CompileError as e:
+        msg = str(e)
+        first = next((ln for ln in msg.splitlines() if "error:" in ln), msg)
+        check(f"<derived spec of {d}/config.json, {c['module']}>:" in msg and cache not in msg
+              and "the derived spec was:" in msg and "| max_seq_len: 0" in msg,
+              f"from_hf refused set: {first}")
     print(f"compile cache: {'0 failed' if not fails else f'{fails} failed'}")
     return 1 if fails else 0
 
