@@ -73,7 +73,8 @@ const char *kUsage =
     "\n"
     "Every option that takes a value is spelled --opt VALUE or --opt=VALUE.\n"
     "\n"
-    "  --seq-len T        sequence length (default 128)\n"
+    "  --seq-len T        sequence length (default 128, or the kernel's max_seq_len\n"
+    "                     when that is smaller)\n"
     "  --batch B          batch size (default 1)\n"
     "  --x FILE.npy       input x [B, T, d_model] float32, or float16/float64\n"
     "                     converted with a note on stderr (default: random\n"
@@ -1642,6 +1643,15 @@ int Run::readInputs() {
 
   batch = o.batch;
   seq = o.seq;
+  // The default length, 128, is cut to a smaller max_seq_len (an explicit
+  // --seq-len is checked as given).
+  if (!o.seqGiven && o.xPath.empty() && ki.max_seq_len > 0 && seq > ki.max_seq_len) {
+    seq = ki.max_seq_len;
+    std::fprintf(stderr,
+                 "attnc-run: note: seq_len %lld, the kernel's max_seq_len (the default 128 "
+                 "is longer)\n",
+                 static_cast<long long>(seq));
+  }
   if (!o.xPath.empty()) {
     // The shape is checked from the header, before the data is read.
     attnrt::NpyArray arr;
