@@ -215,28 +215,24 @@ def main():
     for t, p, sp, rc in ratios:
         print(f"T = {t}, {p} thread(s): attnc {sp:.2f}x the best torch peer; "
               f"with rope / without - 1 = {100 * rc:+.1f}%")
+    # The phases alone on one thread: the block with rope, and with Qwen3's
+    # per-head QK-norm before the rope as well (two more phases).
+    layouts = (("llama_rope", "", ["QKV GEMM", "rope Q", "rope K", "attention", "W_O GEMM"],
+                "rope"),
+               ("llama_qknorm", " with QK-norm",
+                ["QKV GEMM", "QK-norm Q", "QK-norm K", "rope Q", "rope K", "attention",
+                 "W_O GEMM"], "rope + QK-norm"))
     for t in a.seq:
         if t > 512:
             continue
-        ph = phases(libs["llama_rope"], t, 5)
-        total = sum(ph)
-        names = ["QKV GEMM", "rope Q", "rope K", "attention", "W_O GEMM"]
-        if len(ph) != len(names):
-            print(f"phases at T = {t}: {len(ph)} phases, expected {len(names)}: {ph}")
-            continue
-        print(f"phases at T = {t}, 1 thread (min ms): " +
-              ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
-              f"; rope = {100 * (ph[1] + ph[2]) / total:.1f}% of the block")
-        # Qwen3's per-head QK-norm before the rope: two more phases.
-        ph = phases(libs["llama_qknorm"], t, 5)
-        names = ["QKV GEMM", "QK-norm Q", "QK-norm K", "rope Q", "rope K", "attention",
-                 "W_O GEMM"]
-        if len(ph) != len(names):
-            print(f"phases with QK-norm at T = {t}: {len(ph)} phases, expected {len(names)}")
-            continue
-        print(f"phases with QK-norm at T = {t}, 1 thread (min ms): " +
-              ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
-              f"; rope + QK-norm = {100 * sum(ph[1:5]) / sum(ph):.1f}% of the block")
+        for lib, label, names, what in layouts:
+            ph = phases(libs[lib], t, 5)
+            if len(ph) != len(names):
+                print(f"phases{label} at T = {t}: {len(ph)} phases, expected {len(names)}: {ph}")
+                continue
+            print(f"phases{label} at T = {t}, 1 thread (min ms): " +
+                  ", ".join(f"{n} {v:.2f}" for n, v in zip(names, ph)) +
+                  f"; {what} = {100 * sum(ph[1:-2]) / sum(ph):.1f}% of the block")
     score_mods(a)
 
 
