@@ -472,10 +472,14 @@ const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
     {"qwen2", 32768},         {"qwen3", 32768},        {"qwen3_moe", 32768},
     {"gemma", 8192},          {"gemma2", 8192},        {"gemma3_text", 131072},
     {"llama4_text", 131072},  {"mllama_text_model", 131072}, {"cohere2", 8192},
-    {"phi", 2048},            {"phi3", 4096},          {"gpt_neox", 2048}};
+    {"phi", 2048},            {"phi3", 4096},          {"phimoe", 131072},
+    {"gpt_neox", 2048}};
 
-void applyMaxPositionDefault(Config &c, const std::string &type,
+/// (Called after flattenRopeParameters: transformers v5's rope_parameters
+/// are rope_scaling by then.)
+void applyMaxPositionDefault(Config &c, const std::string &modelType,
                              std::vector<std::string> &notes) {
+  const std::string type = modelType == "gemma3" ? "gemma3_text" : modelType;
   if (c.root["max_position_embeddings"])
     return;
   const YAML::Node sc = c.root["rope_scaling"];
@@ -483,8 +487,10 @@ void applyMaxPositionDefault(Config &c, const std::string &type,
     return;
   const YAML::Node tn = sc["rope_type"] ? sc["rope_type"] : sc["type"];
   const std::string kind = tn && tn.IsScalar() ? tn.as<std::string>() : "";
+  // (Phi-3's legacy "su" and "yarn" are longrope: ropeYaml's callers)
+  const bool phi3 = type == "phi3" || type == "phimoe";
   if (kind != "dynamic" && kind != "longrope" && kind != "su" &&
-      !(kind == "yarn" && !sc["original_max_position_embeddings"]))
+      !(kind == "yarn" && (phi3 || !sc["original_max_position_embeddings"])))
     return;
   for (const auto &[t, v] : kMaxPositionDefaults)
     if (type == t) {
@@ -526,7 +532,6 @@ void applyConfigDefaults(Config &c, const std::string &modelType,
                                   "reads the config): {}",
                                   c.file, d.className, filled));
   }
-  applyMaxPositionDefault(c, type, notes);
 }
 
 std::string knownList() {
@@ -852,6 +857,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                   "model's {} layers", path, layer, nLayers)};
 
   flattenRopeParameters(c, layer, gemma3);
+  applyMaxPositionDefault(c, namedType, out.notes);
   mropeNote(c, out.notes);
 
   std::string y = fmt::format("name: {}\n", kernelName(namedType, path));
