@@ -307,7 +307,15 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
         cfg_bytes = f.read()
     sets = []
     for k, v in (set or {}).items():
-        if not isinstance(v, (str, list, tuple)):
+        if not isinstance(k, str) or not k or "=" in k:
+            raise ValueError(f"set: key {k!r}: expected a spec key (a non-empty string "
+                             "without '=')")
+        if isinstance(v, (list, tuple)):
+            v = "[" + ", ".join(_scalar(e) for e in v) + "]"
+        elif not isinstance(v, str):
+            if v is None or isinstance(v, dict):
+                raise TypeError(f"set: {k}: {v!r}: expected a bool, number, string or list "
+                                "(attnc --set KEY=VALUE takes one value)")
             v = _scalar(v)
         sets += ["--set", f"{k}={v}"]
     key = _key(["hf", cfg_bytes, module, *sets, _identity(binary), *_target_parts(target)])
@@ -325,7 +333,7 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
         try:
             _run(cmd, "attnc --hf", rename=(sp, label))
         except CompileError as e:
-            if not os.path.isfile(sp):
+            if e.returncode != 2 or not os.path.isfile(sp):  # (2: a spec error)
                 raise
             with open(sp) as f:
                 lines = f.read().splitlines()

@@ -189,6 +189,15 @@ def main():
         check(f"<derived spec of {d}/config.json, {c['module']}>:" in msg and cache not in msg
               and "the derived spec was:" in msg and "| max_seq_len: 0" in msg,
               f"from_hf refused set: {first}")
+    bad = []
+    for st, exc in (({"max_seq_len=8": 1}, ValueError), ({"max_seq_len": None}, TypeError)):
+        try:
+            attnc.from_hf(d, module=c["module"], cache_dir=cache, set=st)
+            bad.append(f"{st}: nothing raised")
+        except exc:
+            pass
+    check(not bad, f"from_hf set= with a key holding '=' or a None value: refused before "
+                   f"attnc runs {bad or ''}")
     print(f"compile cache: {'0 failed' if not fails else f'{fails} failed'}")
     return 1 if fails else 0
 
