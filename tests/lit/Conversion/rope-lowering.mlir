@@ -28,7 +28,7 @@ func.func @rope_in_place(%q: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
 
 // -----
 
-// Dynamic NTK: per task, the sequence's length L = p0 + T against
+// Dynamic NTK: per task, the call's length L = T (no positions) against
 // dynamic_from (8), log2(s) of s = 2 * L / 8 - 1 from the f64 exponent bits
 // and an atanh series, and per pair the table entry times 2^(-2i/(r-2) *
 // log2 s) built from exponent bits: still no math or libm call.

@@ -92,7 +92,7 @@ struct RopeSpec {
 /// position p rotates pair i by the angle p * invFreq[i]; cos and sin are
 /// multiplied by attentionFactor. With longrope, calls whose length L (the
 /// largest position + 1) exceeds longFrom use longInvFreq instead. With
-/// dynamic NTK (dynamicFactor > 0), a sequence of length L > dynamicFrom
+/// dynamic NTK (dynamicFactor > 0), a call of length L > dynamicFrom
 /// uses invFreq[i] * s^(-2i/(r-2)), s = factor * L / dynamicFrom -
 /// (factor - 1): HF's base * s^(r/(r-2)), computed per call by the kernel.
 struct RopeTables {

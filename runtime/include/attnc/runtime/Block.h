@@ -21,8 +21,8 @@ namespace attnrt {
 
 /// A rotary embedding (abi.h's rope_* fields): position p rotates pair i of
 /// each head's first rotaryDim dims by p * invFreqAt(L)[i], cos and sin
-/// times attentionFactor, where L is the length of the sequence the call
-/// computes (its largest position + 1).
+/// times attentionFactor, where L is the length of the call, the batch's
+/// largest position + 1.
 struct RopeParams {
   uint32_t style = ATTNC_ROPE_NONE;
   int64_t rotaryDim = 0;

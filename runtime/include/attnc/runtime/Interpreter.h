@@ -53,7 +53,8 @@ void linear(const double *x, const double *w, const double *b, double *y,
 /// weights [B, Hq, Tq, Tkv], 0 for masked keys.
 /// The rotary embedding of abi.h (ATTNC_FEATURE_ROPE) in place on x
 /// [B, H, T, D]: row t of sequence b at position start[b] + t (start null:
-/// 0), with the frequencies r.invFreqAt(start[b] + T). No-op for
+/// 0), with the frequencies r.invFreqAt(max_b start[b] + T), the batch's
+/// length. No-op for
 /// ATTNC_ROPE_NONE.
 void rope(double *x, int64_t batch, int64_t heads, int64_t seq, int64_t d,
           const RopeParams &r, const int64_t *start = nullptr);

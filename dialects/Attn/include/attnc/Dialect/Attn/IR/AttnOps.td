@@ -346,10 +346,11 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     or (2i, 2i + 1) (`interleaved`: GPT-J). Dims at and past rotary_dim
     pass through. `inv_freq` is the frequency table in radians per
     position, computed by the front end from the spec (rope_theta and the
-    rope_scaling type); with `long_inv_freq` (longrope), sequences whose
-    length L = positions[b] + T exceeds `long_from` use that table instead.
-    With `dynamic_factor` f > 0 (dynamic NTK), a sequence whose L exceeds
-    `dynamic_from` (max_position_embeddings) uses
+    rope_scaling type); with `long_inv_freq` (longrope), a call whose
+    length L, the batch's (max_b positions[b] + T: Hugging Face's
+    max(position_ids) + 1), exceeds `long_from` uses that table for every
+    sequence. With `dynamic_factor` f > 0 (dynamic NTK), a call whose L
+    exceeds `dynamic_from` (max_position_embeddings) uses
     `inv_freq[i] * s^(-2i / (rotary_dim - 2))`, s = f * L / dynamic_from -
     (f - 1): Hugging Face's base * s^(r / (r - 2)), per call.
 
