@@ -185,16 +185,19 @@ def main():
         name = mname + "_bf16"
         for t in a.seq:
             # Phases: the QKV GEMM, [the K/V staging of the AVX512-BF16
-            # path,] the attention, W_O, y rounded to bf16 (a phase with no
-            # tasks never reaches the hook).
+            # path,] the attention, [W_O's input rounded to bf16 on that
+            # path,] W_O, y rounded to bf16 (a phase with no tasks never
+            # reaches the hook). W_O's input staging counts as W_O's time.
             ph = phases_bf16(libs[name], name, t, a.reps, infos[name])
-            q_ms, attn, wo_ms = ph[0], ph[1:-2], ph[-2]
+            q_ms, mid, wo_ms = ph[0], ph[1:-2], ph[-2]
+            kv_ms, attn_ms, xs_ms = (mid if len(mid) == 3 else (0.0, sum(mid), 0.0))
             qkv, out = gemm_flops(m, t)
-            g = (qkv + out) / ((q_ms + wo_ms) * 1e6)
+            g = (qkv + out) / ((q_ms + wo_ms + xs_ms) * 1e6)
             pk = peaks[("bf16", 1)]
-            staging = f" (K/V staging {attn[0]:.3f})" if len(attn) == 2 else ""
-            print(f"  {mname} T={t}: QKV {q_ms:.3f} ms, attention {sum(attn):.3f} ms"
-                  f"{staging}, W_O {wo_ms:.3f} ms; GEMMs {g:.1f} GFLOP/s = "
+            staging = (f" (K/V staging {kv_ms:.3f})" if len(mid) == 3 else "")
+            wo_staging = (f" (its input rounded to bf16 {xs_ms:.3f})" if len(mid) == 3 else "")
+            print(f"  {mname} T={t}: QKV {q_ms:.3f} ms, attention {kv_ms + attn_ms:.3f} ms"
+                  f"{staging}, W_O {wo_ms + xs_ms:.3f} ms{wo_staging}; GEMMs {g:.1f} GFLOP/s = "
                   f"{100 * g / pk if pk else float('nan'):.1f}% of the bf16 peak")
 
     if not a.no_peers:

@@ -270,9 +270,18 @@ LogicalResult FunctionLowering::prologue(Operation *op) {
     return success();
   }
   if (auto l = dyn_cast<LinearOp>(op)) {
-    Value in = map.lookup(l.getInput());
+    Value in = map.lookup(l.getInput()), w = map.lookup(l.getWeight());
     auto d = dimsOf(in);
-    d.back() = dim(map.lookup(l.getWeight()), 1);
+    // x staged as bf16 once per call when the target's kernel wants it
+    // (TargetKernelsInterface::linearStagesInput): [B, T, K].
+    auto kernels = dyn_cast<TargetKernelsInterface>(target);
+    if (kernels && kernels.linearStagesInput(in, w)) {
+      auto it = cast<MemRefType>(in.getType());
+      auto ty = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                                       it.getDimSize(2)}, b.getBF16Type());
+      scratch[op].push_back(alloc(ty, {d[0], d[1], b.getIndexAttr(it.getDimSize(2))}));
+    }
+    d.back() = dim(w, 1);
     map.map(l.getResult(), allocFor(l.getResult(), resolve(l.getResult(), d)));
     return success();
   }

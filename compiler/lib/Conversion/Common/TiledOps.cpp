@@ -70,9 +70,11 @@ struct LinearModel : KernelModel<LinearModel, LinearOp> {
   }
   LogicalResult build(LinearOp l, PhaseContext &ctx, TargetKernelsInterface k) const {
     Value w = ctx.buffer(l.getWeight());
+    ArrayRef<Value> staged = ctx.scratch(l);
     return k.buildLinear(ctx.builder(), ctx.buffer(l.getInput()), w,
                          optional(ctx, l.getBias()), ctx.buffer(l.getResult()),
-                         ctx.packedColumns(w), optional(ctx, l.getRowLens()));
+                         ctx.packedColumns(w), optional(ctx, l.getRowLens()),
+                         staged.empty() ? Value() : staged.front());
   }
 };
 

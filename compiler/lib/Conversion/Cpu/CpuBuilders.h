@@ -20,9 +20,19 @@ namespace attnc {
 /// rows, group of panels); inside, K is blocked by gemm_kc and each
 /// gemm_mr x gemm_nr block of y accumulates in registers.
 /// rowLens (memref<?xi32> or null): only rows t < rowLens[b] are computed.
+/// xStaged (or null): a bf16 [B, T, K] workspace buffer
+/// (packedGemmStagesInput): a phase before the GEMM rounds x into it once
+/// per call and the vdpbf16ps kernels read it; on other code paths that
+/// phase has no tasks.
 void buildPackedGemm(mlir::ImplicitLocOpBuilder &b, attn::CpuTargetAttr target,
                      mlir::Value x, mlir::Value wp, mlir::Value bias,
-                     mlir::Value y, int64_t n, mlir::Value rowLens = {});
+                     mlir::Value y, int64_t n, mlir::Value rowLens = {},
+                     mlir::Value xStaged = {});
+
+/// Whether buildPackedGemm wants x staged as bf16 (xStaged): float32 x
+/// with an even static K against bf16 pair panels, whatever the code
+/// path (every x86 path has the same buffers and phases).
+bool packedGemmStagesInput(mlir::Value x, mlir::Value wp);
 
 /// attn.sdpa as flash attention: q [B, Hq, Tq, D], k/v [B, Hkv, Tkv, D]
 /// (strided views, unit innermost stride, static D), o [B, Hq, Tq, D] or

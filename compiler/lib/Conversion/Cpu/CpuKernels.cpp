@@ -22,9 +22,13 @@ struct CpuKernels
     return failure(); // host memory: attn-to-loops copies with its own loops
   }
   LogicalResult buildLinear(Attribute attr, ImplicitLocOpBuilder &b, Value x, Value wp,
-                            Value bias, Value y, int64_t n, Value rowLens) const {
-    attnc::buildPackedGemm(b, target(attr), x, wp, bias, y, n, rowLens);
+                            Value bias, Value y, int64_t n, Value rowLens,
+                            Value xStaged) const {
+    attnc::buildPackedGemm(b, target(attr), x, wp, bias, y, n, rowLens, xStaged);
     return success();
+  }
+  bool linearStagesInput(Attribute, Value x, Value wp) const {
+    return attnc::packedGemmStagesInput(x, wp);
   }
   int64_t sdpaStagedWidth(Attribute, SdpaOp op, Value q, Value) const {
     return attnc::flashAttentionStagedWidth(op, q);

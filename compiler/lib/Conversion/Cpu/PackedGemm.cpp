@@ -29,6 +29,13 @@
 // over take the MR x NR kernels' shapes, and every output sums the same
 // products in the same order).
 //
+// A float32 x against bf16 pairs (W_O after the attention; a float32
+// block with bf16 weights) is rounded to bf16 once per call, in a phase
+// of its own, into a workspace copy that the vdpbf16ps kernels read as
+// pairs (packedGemmStagesInput): every panel group's task rounded its
+// rows again before, 12 times over for GPT-2 small's W_O. Other code
+// paths keep float32 x and run that phase with no tasks.
+//
 // Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
 // many rows; the last, partial panel uses masked loads and stores, so
 // nothing outside y is read or written whatever T and n are.
@@ -455,9 +462,59 @@ struct Gemm {
 
 } // namespace
 
+bool attnc::packedGemmStagesInput(Value x, Value wp) {
+  auto xt = cast<ShapedType>(x.getType());
+  int64_t k = xt.getRank() == 3 ? xt.getDimSize(2) : ShapedType::kDynamic;
+  return xt.getElementType().isF32() &&
+         cast<ShapedType>(wp.getType()).getElementType().isBF16() &&
+         !ShapedType::isDynamic(k) && k % 2 == 0;
+}
+
+/// x rounded to bf16 into xs ([B, T, K], K static): tasks of 64 rows of
+/// one sequence, rows past its valid length skipped (the GEMM skips them
+/// too).
+static void stageInput(ImplicitLocOpBuilder &b, Value x, Value xs, Value rowLens, int64_t vl) {
+  constexpr int64_t rowsPerTask = 64;
+  auto idx = [](ImplicitLocOpBuilder &c, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(c, v);
+  };
+  int64_t k = cast<MemRefType>(xs.getType()).getDimSize(2);
+  auto vt = VectorType::get({vl}, b.getF32Type());
+  Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
+  Value blocks = arith::DivUIOp::create(b, arith::AddIOp::create(b, nt, idx(b, rowsPerTask - 1)),
+                                        idx(b, rowsPerTask));
+  attnc::taskLoop(b, arith::MulIOp::create(b, nb, blocks), [&](ImplicitLocOpBuilder &c,
+                                                               Value task) {
+    Value bi = arith::DivUIOp::create(c, task, blocks);
+    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks),
+                                     idx(c, rowsPerTask));
+    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, rowsPerTask)), nt);
+    if (rowLens)
+      r1 = arith::MaxSIOp::create(
+          c, r0, arith::MinSIOp::create(c, r1, attnc::validLength(c, rowLens, bi, nt)));
+    const int64_t whole = k / vl * vl;
+    attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+      attnc::loop(cr, idx(cr, 0), idx(cr, whole), idx(cr, vl), {},
+          [&](ImplicitLocOpBuilder &ck, Value at, ValueRange) {
+            Value v = vector::LoadOp::create(ck, vt, x, ValueRange{bi, r, at});
+            vector::StoreOp::create(ck, attnc::roundToBf16(ck, v), xs, ValueRange{bi, r, at});
+            return SmallVector<Value>{};
+          });
+      if (whole < k) {
+        Value at = idx(cr, whole);
+        Value m = vector::CreateMaskOp::create(cr, VectorType::get({vl}, cr.getI1Type()),
+                                               ValueRange{idx(cr, k - whole)});
+        Value v = attnc::maskedLoadVecF32(cr, vt, x, ValueRange{bi, r, at}, m);
+        vector::MaskedStoreOp::create(cr, xs, ValueRange{bi, r, at}, m, attnc::roundToBf16(cr, v));
+      }
+      return SmallVector<Value>{};
+    });
+  });
+}
+
 void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::CpuTargetAttr t,
                             Value x, Value wp, Value bias, Value y, int64_t n,
-                            Value rowLens) {
+                            Value rowLens, Value xStaged) {
   auto wt = cast<MemRefType>(wp.getType());
   auto xt = cast<MemRefType>(x.getType());
   int64_t vl = t.getVectorWidth();
@@ -470,6 +527,17 @@ void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::CpuTargetAttr t,
          VectorType::get({vl}, b.getF32Type())};
   g.pairs = pairs;
   g.dot = pairs && vl == 16 && t.getFeatures().contains("+avx512bf16");
+  // The staged copy of x: a phase of its own, with tasks on the vdpbf16ps
+  // path only (every path has the same phases).
+  if (xStaged) {
+    if (g.dot) {
+      stageInput(b, x, xStaged, rowLens, vl);
+      g.x = xStaged;
+      xt = cast<MemRefType>(xStaged.getType());
+    } else {
+      attnc::taskLoop(b, arith::ConstantIndexOp::create(b, 0), [](ImplicitLocOpBuilder &, Value) {});
+    }
+  }
   g.directPairs = xt.getElementType().isBF16() && kDim % 2 == 0;
   g.build();
 }

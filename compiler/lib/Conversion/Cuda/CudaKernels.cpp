@@ -23,12 +23,14 @@ struct CudaKernels
     return attnc::buildGpuCopy(b, target(attr), src, dst);
   }
   LogicalResult buildLinear(Attribute attr, ImplicitLocOpBuilder &b, Value x, Value wp,
-                            Value bias, Value y, int64_t n, Value rowLens) const {
+                            Value bias, Value y, int64_t n, Value rowLens,
+                            Value) const {
     // Every row is computed (rows past a sequence's length are masked
     // later; the GEMM does not skip them).
     attnc::buildGpuGemm(b, target(attr), x, wp, bias, y, n);
     return success();
   }
+  bool linearStagesInput(Attribute, Value, Value) const { return false; }
   int64_t sdpaStagedWidth(Attribute, SdpaOp, Value, Value) const { return 0; }
   LogicalResult buildSdpa(Attribute attr, ImplicitLocOpBuilder &b, SdpaOp op,
                           const AttentionBuffers &bufs) const {
