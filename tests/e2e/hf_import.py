@@ -225,7 +225,9 @@ FUSED_CASES = [
                      rope_scaling={"type": "longrope", "short_factor": real_models.PHI3_SHORT,
                                    "long_factor": real_models.PHI3_LONG}),
          ref=dict(PHI3_REF, rope=dict(scaling=dict(PHI3_REF["rope"]["scaling"],
-                                                   max_position_embeddings=4096)))),
+                                                   max_position_embeddings=4096))),
+         import_note="max_position_embeddings not in the file, the configuration class's "
+              "default 4096 (read by rope_scaling type longrope)"),
 ]
 
 
@@ -399,6 +401,8 @@ NORM_CASES = [
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
                   rope=dict(scaling={"type": "dynamic", "factor": 2.0,
                                      "max_position_embeddings": 2048})),
+         import_note="max_position_embeddings not in the file, the configuration class's "
+              "default 2048 (read by rope_scaling type dynamic)",
          names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
     # The same in transformers v5's form (rope_parameters).
     dict(name="llama_v5_dynamic_maxpos_default", module="model.layers.0.self_attn",
@@ -1471,8 +1475,11 @@ def main():
         save_safetensors(os.path.join(d, "model.safetensors"), tensors)
         lib = os.path.join(d, f"lib{c['name']}.so")
         try:
-            run(["attnc", "--hf", d, "--module", c["module"], "-o", lib,
-                 "--emit-spec", os.path.join(d, "spec.yaml")])
+            rc = run(["attnc", "--hf", d, "--module", c["module"], "-o", lib,
+                      "--emit-spec", os.path.join(d, "spec.yaml")])
+            if c.get("import_note") and c["import_note"] not in rc.stderr:
+                raise RuntimeError(f"no note '{c['import_note']}' from attnc: "
+                                   f"{rc.stderr.strip()}")
             T = c.get("T", 45 if c["name"] == "phi3" else 37)
             x = rng.standard_normal((2, T, ref["d"])).astype(np.float32)
             xp, yp = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")

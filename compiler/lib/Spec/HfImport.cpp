@@ -89,6 +89,26 @@ struct Config {
       bad(k, "expected a string");
     }
   }
+
+  /// The configuration class's max_position_embeddings (0: none known;
+  /// setMaxPositionDefault) and where its note goes when it is read.
+  int64_t maxPositionDefault = 0;
+  std::vector<std::string> *notes = nullptr;
+  /// max_position_embeddings as a rope scaling of type `kind` reads it:
+  /// the file's, else the class's default with a note (once), else the
+  /// file's "no such key" error. Only a reading fills it in, so configs
+  /// whose scaling does not read it get no note.
+  int64_t maxPositions(const std::string &kind) const {
+    const char *k = "max_position_embeddings";
+    if (has(k) || !maxPositionDefault)
+      return integer(k);
+    std::string note = fmt::format("note: {}: {} not in the file, the configuration class's "
+                                   "default {} (read by rope_scaling type {})",
+                                   file, k, maxPositionDefault, kind);
+    if (notes && std::find(notes->begin(), notes->end(), note) == notes->end())
+      notes->push_back(note);
+    return maxPositionDefault;
+  }
 };
 
 /// One decimal spelling of a double that YAML reads back exactly.
@@ -181,8 +201,7 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
             c.has("original_max_position_embeddings"))
           y += fmt::format("    original_max_position_embeddings: {}\n",
                            c.integer("original_max_position_embeddings"));
-        y += fmt::format("    max_position_embeddings: {}\n",
-                         c.integer("max_position_embeddings"));
+        y += fmt::format("    max_position_embeddings: {}\n", c.maxPositions(type));
         for (const char *k : {"short_factor", "long_factor"}) {
           y += fmt::format("    {}: [", k);
           const YAML::Node &f = scaling[k];
@@ -193,12 +212,10 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
       } else if (type == "dynamic") {
         // _compute_dynamic_ntk_parameters scales past the model's
         // max_position_embeddings.
-        y += fmt::format("    max_position_embeddings: {}\n",
-                         c.integer("max_position_embeddings"));
+        y += fmt::format("    max_position_embeddings: {}\n", c.maxPositions(type));
       } else if (type == "yarn" && !scaling["original_max_position_embeddings"]) {
         // Older configs: the model's max_position_embeddings.
-        y += fmt::format("    original_max_position_embeddings: {}\n",
-                         c.integer("max_position_embeddings"));
+        y += fmt::format("    original_max_position_embeddings: {}\n", c.maxPositions(type));
       }
     }
   }
@@ -465,8 +482,8 @@ const ConfigDefault kConfigDefaults[] = {
 
 /// max_position_embeddings of the classes whose rope scaling may read it
 /// (dynamic NTK, longrope, yarn without original_max_position_embeddings):
-/// filled, with a note, only where the config's scaling reads it, so that
-/// other configs' notes stay as they were.
+/// Config::maxPositions fills it in, with a note, where ropeYaml reads it,
+/// so that other configs' notes stay as they were.
 const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
     {"llama", 2048},          {"mistral", 131072},     {"mixtral", 131072},
     {"qwen2", 32768},         {"qwen3", 32768},        {"qwen3_moe", 32768},
@@ -475,32 +492,14 @@ const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
     {"phi", 2048},            {"phi3", 4096},          {"phimoe", 131072},
     {"gpt_neox", 2048}};
 
-/// (Called after flattenRopeParameters: transformers v5's rope_parameters
-/// are rope_scaling by then.)
-void applyMaxPositionDefault(Config &c, const std::string &modelType,
-                             std::vector<std::string> &notes) {
+/// The class default that Config::maxPositions falls back on.
+void setMaxPositionDefault(Config &c, const std::string &modelType,
+                           std::vector<std::string> &notes) {
   const std::string type = modelType == "gemma3" ? "gemma3_text" : modelType;
-  if (c.root["max_position_embeddings"])
-    return;
-  const YAML::Node sc = c.root["rope_scaling"];
-  if (!sc || !sc.IsMap())
-    return;
-  const YAML::Node tn = sc["rope_type"] ? sc["rope_type"] : sc["type"];
-  const std::string kind = tn && tn.IsScalar() ? tn.as<std::string>() : "";
-  // (Phi-3's legacy "su" and "yarn" are longrope: ropeYaml's callers)
-  const bool phi3 = type == "phi3" || type == "phimoe";
-  if (kind != "dynamic" && kind != "longrope" && kind != "su" &&
-      !(kind == "yarn" && (phi3 || !sc["original_max_position_embeddings"])))
-    return;
+  c.notes = &notes;
   for (const auto &[t, v] : kMaxPositionDefaults)
-    if (type == t) {
-      c.root["max_position_embeddings"] = v;
-      notes.push_back(fmt::format("note: {}: max_position_embeddings not in the file, the "
-                                  "configuration class's default {} (read by rope_scaling "
-                                  "type {})",
-                                  c.file, v, kind));
-      return;
-    }
+    if (type == t)
+      c.maxPositionDefault = v;
 }
 
 /// Fills the keys config.json leaves out with the configuration class's
@@ -857,7 +856,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                   "model's {} layers", path, layer, nLayers)};
 
   flattenRopeParameters(c, layer, gemma3);
-  applyMaxPositionDefault(c, namedType, out.notes);
+  setMaxPositionDefault(c, namedType, out.notes);
   mropeNote(c, out.notes);
 
   std::string y = fmt::format("name: {}\n", kernelName(namedType, path));
