@@ -129,9 +129,26 @@ struct Loader {
     std::vector<std::string> have;
     for (const auto &kv : under)
       have.push_back(kv.first);
-    if (under.empty())
+    if (under.empty()) {
       hint += "; no tensor name starts with '" + prefix + "'";
-    else
+      // The module under another root: a checkpoint saved without the
+      // model's leading component ('h.1.self_attention.' for
+      // 'transformer.h.1.self_attention.') or with one more.
+      std::set<std::string> roots;
+      const size_t dot = prefix.find('.');
+      const std::string shorter =
+          dot != std::string::npos && dot + 1 < prefix.size() ? prefix.substr(dot + 1) : "";
+      for (const TensorRef &r : all) {
+        if (!shorter.empty() && r.name.compare(0, shorter.size(), shorter) == 0)
+          roots.insert(shorter.substr(0, shorter.size() - 1));
+        if (size_t at = r.name.find("." + prefix); !prefix.empty() && at != std::string::npos)
+          roots.insert(r.name.substr(0, at + prefix.size()));
+      }
+      if (!roots.empty())
+        hint += "; the module's tensors are under " +
+                quoteList(std::vector<std::string>(roots.begin(), roots.end()), 3) +
+                ": name that module (--module)";
+    } else
       hint += "; names under the prefix: " + quoteList(have, 8);
     return hint;
   }
@@ -236,22 +253,29 @@ struct Loader {
 
   /// T5's relative_attention_bias is owned by block 0 of each stack and
   /// shared by the later blocks: for "encoder.block.5.layer.0.SelfAttention."
-  /// it is read from "encoder.block.0.layer.0.SelfAttention.". -1 when not
-  /// there.
-  int sharedTable(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
-                  std::vector<float> &data, std::string &source, attnrt_weights &w) {
-    const std::string name = ti.name;
+  /// it is read from "encoder.block.0.layer.0.SelfAttention.", the owner's
+  /// prefix ("" for another tensor or a path without a block index).
+  std::string sharedTableOwner(const std::string &name) const {
     if (name != "relative_attention_bias.weight")
-      return -1;
+      return "";
     size_t at = prefix.find("block.");
     if (at == std::string::npos)
-      return -1;
+      return "";
     size_t digits = at + 6, end = digits;
     while (end < prefix.size() && std::isdigit(static_cast<unsigned char>(prefix[end])))
       ++end;
     if (end == digits || end >= prefix.size() || prefix[end] != '.')
+      return "";
+    return prefix.substr(0, digits) + "0" + prefix.substr(end);
+  }
+
+  /// The table from its owner (sharedTableOwner); -1 when not there.
+  int sharedTable(const attnc_tensor_info &ti, const std::vector<TensorRef> &all,
+                  std::vector<float> &data, std::string &source, attnrt_weights &w) {
+    const std::string name = ti.name;
+    const std::string owner = sharedTableOwner(name);
+    if (owner.empty() || owner == prefix)
       return -1;
-    const std::string owner = prefix.substr(0, digits) + "0" + prefix.substr(end);
     for (const TensorRef &r : all)
       if (r.name == owner + name) {
         std::vector<int64_t> want = {ti.dims[0], ti.dims[1]};
@@ -502,6 +526,10 @@ struct Loader {
           std::vector<std::string> full;
           for (const std::string &n : names)
             full.push_back(prefix + n);
+          // T5's table: also where block 0 of the stack keeps it.
+          const std::string owner = sharedTableOwner(ti.name);
+          if (!owner.empty() && owner != prefix)
+            full.push_back(owner + ti.name);
           return error(ATTNRT_WEIGHTS_ERR_MISSING,
                        where + ": no tensor for the kernel's '" + ti.name +
                            "' (looked for " + quoteList(full, 4) + ")" +

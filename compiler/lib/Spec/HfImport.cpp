@@ -119,6 +119,7 @@ std::string num(double v) { return fmt::format("{}", v); }
 struct ModulePath {
   std::string path;
   int64_t layer = -1;
+  std::string layerText;     // "3" (as written)
   std::string before, after; // "model.layers", "self_attn"
 };
 
@@ -133,6 +134,7 @@ ModulePath parseModule(const std::string &path) {
     if (!parts[i].empty() && std::all_of(parts[i].begin(), parts[i].end(), ::isdigit) &&
         parts[i].size() < 9) {
       m.layer = std::stoll(parts[i]);
+      m.layerText = parts[i];
       for (size_t j = 0; j < i; ++j)
         m.before += (j ? "." : "") + parts[j];
       for (size_t j = i + 1; j < parts.size(); ++j)
@@ -837,23 +839,31 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   }
   ModulePath m = parseModule(path);
   const int64_t layer = m.layer;
-  const int64_t nLayers = c.integer(mt == "gpt2" || mt == "gptj" || mt == "bloom" ||
-                                            mt == "gpt_bigcode"
-                                        ? "n_layer"
-                                    : mt == "mpt" || mt == "t5" || mt == "mt5" || mt == "gpt_neo"
-                                        ? "num_layers"
-                                    : mt == "dbrx" || mt == "distilbert" ? "n_layers"
-                                    : (mt == "bart" || mt == "mbart" || mt == "whisper")
-                                        ? "encoder_layers"
-                                        : "num_hidden_layers",
-                                    -1);
+  // The layer count of the module's stack: encoder-decoder models count
+  // each stack's layers apart (T5's decoder: num_decoder_layers, else
+  // num_layers).
+  const bool decoderStack = m.before.find("decoder") != std::string::npos;
+  const bool encDec = mt == "bart" || mt == "mbart" || mt == "whisper" || mt == "marian";
+  const bool t5 = mt == "t5" || mt == "mt5" || mt == "umt5";
+  const char *layersKey =
+      mt == "gpt2" || mt == "gptj" || mt == "bloom" || mt == "gpt_bigcode" ? "n_layer"
+      : encDec ? (decoderStack ? "decoder_layers" : "encoder_layers")
+      : t5 && decoderStack && c.has("num_decoder_layers") ? "num_decoder_layers"
+      : mt == "mpt" || t5 || mt == "gpt_neo"      ? "num_layers"
+      : mt == "dbrx" || mt == "distilbert"        ? "n_layers"
+                                                  : "num_hidden_layers";
+  const int64_t nLayers = c.integer(layersKey, -1);
   if (layer < 0)
     throw ImportError{fmt::format("attnc: error: --module {}: expected a layer index "
                                   "in the path (e.g. model.layers.3.self_attn)", path)};
-  if (nLayers >= 0 && layer >= nLayers &&
-      !(mt == "bart" || mt == "mbart" || mt == "whisper" || mt == "mllama_vision"))
+  if (m.layerText.size() > 1 && m.layerText[0] == '0')
+    throw ImportError{fmt::format("attnc: error: --module {}: the layer index '{}' has a "
+                                  "leading zero; checkpoints name layer {} '{}'",
+                                  path, m.layerText, layer, layer)};
+  if (nLayers >= 0 && layer >= nLayers && mt != "mllama_vision")
     throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
-                                  "model's {} layers", path, layer, nLayers)};
+                                  "model's {} layers ({}: {})", path, layer, nLayers,
+                                  layersKey, nLayers)};
 
   flattenRopeParameters(c, layer, gemma3);
   setMaxPositionDefault(c, namedType, out.notes);
