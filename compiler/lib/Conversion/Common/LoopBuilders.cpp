@@ -435,17 +435,11 @@ void attnc::RopeAngles::rotate(ImplicitLocOpBuilder &c, Value x, ValueRange at,
   memref::StoreOp::create(c, y1, x, a1);
 }
 
-/// One task per (sequence, block of 16 rows) of x [B, H, T, D], the
-/// phases of attn.rope, attn.rms_norm and attn.clip: fn(c, bi, r0, r1)
-/// builds the body of the task over rows [r0, r1) of sequence bi.
-static void rowBlockTasks(
-    ImplicitLocOpBuilder &b, Value x,
+void attnc::rowBlockTasks(
+    ImplicitLocOpBuilder &b, Value x, int64_t seqDim, int64_t kRows,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> fn) {
-  constexpr int64_t kRows = 16; // rows per task
-  auto idx = [&](ImplicitLocOpBuilder &c, int64_t v) {
-    return arith::ConstantIndexOp::create(c, v).getResult();
-  };
-  Value nb = memref::DimOp::create(b, x, 0), t = memref::DimOp::create(b, x, 2);
+  auto idx = indexConst;
+  Value nb = memref::DimOp::create(b, x, 0), t = memref::DimOp::create(b, x, seqDim);
   Value blocks = arith::CeilDivUIOp::create(b, t, idx(b, kRows));
   Value tasks = arith::MulIOp::create(b, nb, blocks);
   attnc::taskLoop(b, tasks, [&](ImplicitLocOpBuilder &c, Value task) {
@@ -510,7 +504,8 @@ void attnc::buildRope(ImplicitLocOpBuilder &b, attn::RopeOp op, Value x,
   Value nh = memref::DimOp::create(b, x, 1), t = memref::DimOp::create(b, x, 2);
   const bool vectors =
       vl > 0 && !ang.interleaved && cast<MemRefType>(x.getType()).getElementType().isF32();
-  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+  rowBlockTasks(b, x, /*seqDim=*/2, /*rows=*/16, [&](ImplicitLocOpBuilder &c, Value bi, Value r0,
+                                                      Value r1) {
     Value zero = idx(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
     const RopeAngles::Sequence seq = ang.sequence(c, positions, memref::DimOp::create(c, x, 0), t);
@@ -787,7 +782,8 @@ Value attnc::clampSymmetric(ImplicitLocOpBuilder &c, Value v, double limit) {
 void attnc::buildClip(ImplicitLocOpBuilder &b, attn::ClipOp op, Value x) {
   const double limit = op.getLimit().convertToDouble();
   Value nh = memref::DimOp::create(b, x, 1), d = memref::DimOp::create(b, x, 3);
-  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+  rowBlockTasks(b, x, /*seqDim=*/2, /*rows=*/16, [&](ImplicitLocOpBuilder &c, Value bi, Value r0,
+                                                      Value r1) {
     Value zero = arith::ConstantIndexOp::create(c, 0);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       attnc::loop(c1, zero, nh, {}, [&](ImplicitLocOpBuilder &c2, Value h, ValueRange) {
@@ -828,7 +824,8 @@ Value attnc::temperatureFactor(ImplicitLocOpBuilder &c, attn::TemperatureOp op, 
 void attnc::buildTemperature(ImplicitLocOpBuilder &b, attn::TemperatureOp op, Value x,
                              Value positions) {
   Value nh = memref::DimOp::create(b, x, 1), d = memref::DimOp::create(b, x, 3);
-  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+  rowBlockTasks(b, x, /*seqDim=*/2, /*rows=*/16, [&](ImplicitLocOpBuilder &c, Value bi, Value r0,
+                                                      Value r1) {
     Value zero = arith::ConstantIndexOp::create(c, 0);
     Value p0 = positions ? attnc::validLength(c, positions, bi, zero) : zero;
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
@@ -866,7 +863,8 @@ void attnc::buildRmsNorm(ImplicitLocOpBuilder &b, attn::RmsNormOp op, Value x, V
   const double eps = op.getEps().convertToDouble();
   const double offset = op.getWeightOffset().convertToDouble();
   Value nh = memref::DimOp::create(b, x, 1);
-  rowBlockTasks(b, x, [&](ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1) {
+  rowBlockTasks(b, x, /*seqDim=*/2, /*rows=*/16, [&](ImplicitLocOpBuilder &c, Value bi, Value r0,
+                                                      Value r1) {
     Value zero = idx(c, 0), one = idx(c, 1);
     attnc::loop(c, r0, r1, {}, [&](ImplicitLocOpBuilder &c1, Value row, ValueRange) {
       // Groups: each head, or one group of all heads.

@@ -57,6 +57,16 @@ mlir::scf::ForallOp
 taskLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value numTasks,
          llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)> fn);
 
+/// One phase of a task per (sequence, block of `rows` rows) of x, whose
+/// dimension 0 is the batch and `seqDim` the sequence ([B, H, T, D]:
+/// attn.rope, attn.rms_norm, attn.clip; [B, T, K]: a GEMM's staged
+/// input): fn(c, bi, r0, r1) builds the task's body over rows [r0, r1) of
+/// sequence bi.
+void rowBlockTasks(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value x, int64_t seqDim, int64_t rows,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value, mlir::Value, mlir::Value)>
+        fn);
+
 /// Storage types (dtype, weight_dtype): buffers may hold bf16 or f16; the
 /// kernels compute in float32. These load a scalar or a VL-vector as f32
 /// (arith.extf when the buffer is narrower) and store an f32 value or vector

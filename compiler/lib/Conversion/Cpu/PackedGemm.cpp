@@ -474,21 +474,12 @@ bool attnc::packedGemmStagesInput(Value x, Value wp) {
 /// one sequence, rows past its valid length skipped (the GEMM skips them
 /// too).
 static void stageInput(ImplicitLocOpBuilder &b, Value x, Value xs, Value rowLens, int64_t vl) {
-  constexpr int64_t rowsPerTask = 64;
-  auto idx = [](ImplicitLocOpBuilder &c, int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(c, v);
-  };
+  auto idx = attnc::indexConst;
   int64_t k = cast<MemRefType>(xs.getType()).getDimSize(2);
   auto vt = VectorType::get({vl}, b.getF32Type());
-  Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
-  Value blocks = arith::DivUIOp::create(b, arith::AddIOp::create(b, nt, idx(b, rowsPerTask - 1)),
-                                        idx(b, rowsPerTask));
-  attnc::taskLoop(b, arith::MulIOp::create(b, nb, blocks), [&](ImplicitLocOpBuilder &c,
-                                                               Value task) {
-    Value bi = arith::DivUIOp::create(c, task, blocks);
-    Value r0 = arith::MulIOp::create(c, arith::RemUIOp::create(c, task, blocks),
-                                     idx(c, rowsPerTask));
-    Value r1 = arith::MinUIOp::create(c, arith::AddIOp::create(c, r0, idx(c, rowsPerTask)), nt);
+  Value nt = memref::DimOp::create(b, x, 1);
+  attnc::rowBlockTasks(b, x, /*seqDim=*/1, /*rows=*/64, [&](ImplicitLocOpBuilder &c, Value bi,
+                                                             Value r0, Value r1) {
     if (rowLens)
       r1 = arith::MaxSIOp::create(
           c, r0, arith::MinSIOp::create(c, r1, attnc::validLength(c, rowLens, bi, nt)));
