@@ -3,6 +3,7 @@
 #define ATTNC_TOOLS_TOOLSUPPORT_H
 
 #include "attnc/Pipeline/Pipeline.h"
+#include "attnc/runtime/Checkpoint.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/Spec/Spec.h"
 #include "attnc/Support/Registration.h"
@@ -89,7 +90,11 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
                                       int64_t layer, std::vector<std::string> sets,
                                       const std::string &emitSpec) {
-  HfSpec hf = specFromHf(dir, module, layer, sets);
+  HfSpec hf = specFromHf(dir, module, layer, sets,
+                         [](const std::string &d, std::vector<std::string> &names) {
+                           std::string why;
+                           return attnrt::checkpointTensorNames(d, names, why);
+                         });
   if (!hf.error.empty()) {
     llvm::errs() << hf.error << "\n";
     return std::nullopt;

@@ -15,6 +15,7 @@
 #include "TensorFile.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/Block.h"
+#include "attnc/runtime/Checkpoint.h"
 
 #include <cctype>
 #include <cmath>
@@ -131,22 +132,16 @@ struct Loader {
       have.push_back(kv.first);
     if (under.empty()) {
       hint += "; no tensor name starts with '" + prefix + "'";
-      // The module under another root: a checkpoint saved without the
-      // model's leading component ('h.1.self_attention.' for
-      // 'transformer.h.1.self_attention.') or with one more.
-      std::set<std::string> roots;
-      const size_t dot = prefix.find('.');
-      const std::string shorter =
-          dot != std::string::npos && dot + 1 < prefix.size() ? prefix.substr(dot + 1) : "";
-      for (const TensorRef &r : all) {
-        if (!shorter.empty() && r.name.compare(0, shorter.size(), shorter) == 0)
-          roots.insert(shorter.substr(0, shorter.size() - 1));
-        if (size_t at = r.name.find("." + prefix); !prefix.empty() && at != std::string::npos)
-          roots.insert(r.name.substr(0, at + prefix.size()));
-      }
+      // The module under another root (Checkpoint.h).
+      std::vector<std::string> allNames;
+      for (const TensorRef &r : all)
+        allNames.push_back(r.name);
+      const std::vector<std::string> roots =
+          prefix.size() > 1 && prefix.back() == '.'
+              ? attnrt::moduleUnderOtherRoots(allNames, prefix.substr(0, prefix.size() - 1))
+              : std::vector<std::string>();
       if (!roots.empty())
-        hint += "; the module's tensors are under " +
-                quoteList(std::vector<std::string>(roots.begin(), roots.end()), 3) +
+        hint += "; the module's tensors are under " + quoteList(roots, 3) +
                 ": name that module (--module)";
     } else
       hint += "; names under the prefix: " + quoteList(have, 8);
@@ -802,6 +797,17 @@ void copyError(const std::string &msg, char *err, size_t size) {
 }
 
 } // namespace
+
+bool attnrt::checkpointTensorNames(const std::string &path, std::vector<std::string> &names,
+                                   std::string &why) {
+  std::vector<TensorRef> refs;
+  names.clear();
+  if (listTensors(path, refs, why) != Ok)
+    return false;
+  for (TensorRef &r : refs)
+    names.push_back(std::move(r.name));
+  return true;
+}
 
 extern "C" {
 

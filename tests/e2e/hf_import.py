@@ -145,6 +145,14 @@ FUSED_CASES = [
                   rope=None, alibi="bloom"),
          # BloomAttention adds the residual itself; the kernel does not
          note="BloomAttention returns dense(attention) + the residual"),
+    # A BLOOM checkpoint saved from BloomModel (bigscience/bloom-560m): the
+    # tensors without the 'transformer.' root (attnc --layer finds them).
+    dict(name="bloom_bare", module="h.1.self_attention", layout="per_head",
+         fused="query_key_value", o="dense",
+         config=dict(model_type="bloom", hidden_size=48, n_head=4, n_layer=2),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, alibi="bloom"),
+         note="BloomAttention returns dense(attention) + the residual"),
     # Falcon-7B: multi-query [q | k | v], rope, no biases.
     dict(name="falcon7b", module="transformer.h.0.self_attention", layout="qkv",
          fused="query_key_value", o="dense",

@@ -37,7 +37,8 @@ static cl::opt<std::string> hfModule("module",
              "model.decoder.layers.1.encoder_attn, bert.encoder.layer.4.attention)"),
     cl::value_desc("PATH"), cl::cat(cat));
 static cl::opt<int> hfLayer("layer",
-    cl::desc("with --hf: the N-th self-attention module of a decoder-only model"),
+    cl::desc("with --hf: the N-th self-attention module of a decoder-only model "
+             "(under the root DIR's tensors use; a note names it)"),
     cl::value_desc("N"), cl::init(-1), cl::cat(cat));
 static cl::opt<std::string> emitSpec("emit-spec",
     cl::desc("with --hf: also write the derived spec (YAML) here"),

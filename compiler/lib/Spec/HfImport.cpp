@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Checkpoint.h"
 #include "attnc/runtime/Files.h"
 
 #include <fmt/format.h>
@@ -114,6 +115,22 @@ struct Config {
 /// One decimal spelling of a double that YAML reads back exactly.
 std::string num(double v) { return fmt::format("{}", v); }
 
+/// The scaling type of a rope_scaling (rope_parameters) map `s`, config.json's
+/// key `key`: rope_type, else the legacy type, else "default". A value that
+/// is not a string is an error located at it.
+std::string scalingType(const Config &c, const YAML::Node &s, const std::string &key) {
+  for (const char *k : {"rope_type", "type"}) {
+    const YAML::Node v = s[k];
+    if (!v || v.IsNull())
+      continue;
+    if (!v.IsScalar())
+      throw ImportError{fmt::format("{}{}: error: {}.{}: expected the scaling type's name "
+                                    "(a string)", c.file, locationOf(v), key, k)};
+    return v.as<std::string>();
+  }
+  return "default";
+}
+
 /// The module path as the checkpoint names it, split: the layer index
 /// (the first all-digit component), and the text around it.
 struct ModulePath {
@@ -174,9 +191,7 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
   if (rot != headDim)
     y += fmt::format("  rotary_dim: {}\n", rot);
   if (scaling && scaling.IsMap()) {
-    std::string type = scaling["rope_type"] ? scaling["rope_type"].as<std::string>()
-                       : scaling["type"]    ? scaling["type"].as<std::string>()
-                                            : "default";
+    std::string type = scalingType(c, scaling, "rope_scaling");
     if (type == "su")
       type = "longrope"; // Phi-3's legacy name
     if (type != "default") {
@@ -244,9 +259,7 @@ void flattenRopeParameters(Config &c, int64_t layer, bool gemma3) {
     if (p["partial_rotary_factor"] && !p["partial_rotary_factor"].IsNull() &&
         !c.has("partial_rotary_factor"))
       c.root["partial_rotary_factor"] = p["partial_rotary_factor"];
-    std::string type = p["rope_type"] ? p["rope_type"].as<std::string>()
-                       : p["type"]    ? p["type"].as<std::string>()
-                                      : "default";
+    std::string type = scalingType(c, p, "rope_parameters");
     if (scaling && type != "default" && !c.has("rope_scaling"))
       c.root["rope_scaling"] = p;
   };
@@ -286,9 +299,7 @@ void mropeNote(Config &c, std::vector<std::string> &notes) {
     const YAML::Node r = c.root[key];
     if (!r || !r.IsMap() || !r["mrope_section"])
       continue;
-    const std::string type = r["rope_type"] ? r["rope_type"].as<std::string>()
-                             : r["type"]    ? r["type"].as<std::string>()
-                                            : "default";
+    const std::string type = scalingType(c, r, key);
     if (type != "mrope" && type != "default")
       c.bad(key, fmt::format("M-RoPE (mrope_section) with scaling type '{}' is not "
                              "compiled (only its default frequencies)", type));
@@ -665,7 +676,7 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
 }
 
 HfSpec import(const std::string &dir, const std::string &module, int64_t layerArg,
-              const std::vector<std::string> &sets) {
+              const std::vector<std::string> &sets, const TensorNamesFn &tensorNames) {
   HfSpec out;
   Config c;
   c.file = dir + "/config.json";
@@ -836,6 +847,22 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     else
       throw ImportError{fmt::format("attnc: error: --layer is for decoder-only "
                                     "models; {} needs --module PATH", mt)};
+    // A checkpoint saved from the inner model ('h.3.self_attention' for
+    // BLOOM's 'transformer.h.3.self_attention') or from the model with its
+    // head ('transformer.h.3.attn' for GPT-2's 'h.3.attn'): the module
+    // that is there. Without weight files (or with the module where
+    // derived, or more than one candidate) the derived path stays.
+    std::vector<std::string> names;
+    if (tensorNames && tensorNames(dir, names)) {
+      std::vector<std::string> roots = attnrt::moduleUnderOtherRoots(names, path);
+      if (roots.size() == 1) {
+        out.notes.push_back(fmt::format("note: --layer {}: the checkpoint's tensors are under "
+                                        "'{}', not '{}'", layerArg, roots[0], path));
+        path = roots[0];
+      }
+    }
+    out.notes.push_back(fmt::format("note: --layer {}: module {} (attnc-run --module {})",
+                                    layerArg, path, path));
   }
   ModulePath m = parseModule(path);
   const int64_t layer = m.layer;
@@ -1026,10 +1053,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
         // head's sum of squares, so attnc's QK-norm before it is the same,
         // unless the rotation also scales (an attention factor).
         const YAML::Node &rs = c.root["rope_scaling"];
-        const std::string type =
-            rs && rs.IsMap() ? (rs["rope_type"] ? rs["rope_type"].as<std::string>()
-                                : rs["type"] ? rs["type"].as<std::string>() : "")
-                             : "";
+        const std::string type = rs && rs.IsMap() ? scalingType(c, rs, "rope_scaling") : "";
         if (type == "yarn" || type == "longrope")
           c.bad("rope_scaling", fmt::format("'{}' scales cos and sin, and Llama 4's L2 QK-norm "
                                             "comes after RoPE: attnc normalises before it, "
@@ -1584,9 +1608,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
 } // namespace
 
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
-                  const std::vector<std::string> &sets) {
+                  const std::vector<std::string> &sets, const TensorNamesFn &tensorNames) {
   try {
-    return import(dir, module, layer, sets);
+    return import(dir, module, layer, sets, tensorNames);
   } catch (const ImportError &e) {
     HfSpec r;
     r.error = e.message;

@@ -9,6 +9,7 @@
 #define ATTNC_SPEC_SPEC_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -268,7 +269,13 @@ std::vector<double> alibiSlopes(const Spec &spec);
 /// decoder-only model. `sets` are "KEY=VALUE" overrides of top-level keys,
 /// applied to the derived YAML. On success `yaml` is the spec text and
 /// `weightsPrefix` the module's tensor-name prefix ("model.layers.5.self_attn.");
-/// otherwise `error` is one message. Never throws.
+/// otherwise `error` is one message. Never throws. `tensorNames`, when
+/// given, lists the tensor names in DIR (the tools pass
+/// attnrt::checkpointTensorNames; this library reads no weight file): with
+/// `layer`, a checkpoint that saved the module under another root than the
+/// model's own gets the module that is there (Checkpoint.h).
+using TensorNamesFn =
+    std::function<bool(const std::string &dir, std::vector<std::string> &names)>;
 struct HfSpec {
   std::string yaml, weightsPrefix, error;
   /// What the tool should tell the user about the import (one line each,
@@ -276,7 +283,8 @@ struct HfSpec {
   std::vector<std::string> notes;
 };
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
-                  const std::vector<std::string> &sets);
+                  const std::vector<std::string> &sets,
+                  const TensorNamesFn &tensorNames = nullptr);
 
 /// T5's bucket (HF _relative_position_bucket, in float32 as torch computes
 /// it) of rel = j - i for rel in [-maxDistance, maxDistance] (entry
