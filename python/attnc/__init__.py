@@ -150,7 +150,18 @@ def _f32(a, name):
         raise ArgumentError(f"{name} must hold real numbers, got dtype {a.dtype}",
                             _abi.ERR_ARGS)
     if a.dtype != np.float32:
-        a = a.astype(np.float32)
+        wide = a
+        with np.errstate(over="ignore"):
+            a = a.astype(np.float32)
+        # A finite float64 past float32's range would go in as inf: an
+        # error naming it, as attnc-run's reader and the weights loader.
+        if wide.dtype.kind == "f" and wide.dtype.itemsize > 4:
+            big = np.isinf(a) & np.isfinite(wide)
+            if big.any():
+                at = np.unravel_index(int(np.argmax(big)), a.shape)
+                raise ArgumentError(f"{name}: element {tuple(int(i) for i in at)} "
+                                    f"({float(wide[at]):g}) is out of float32 range (largest "
+                                    "finite 3.4028235e+38)", _abi.ERR_ARGS)
     return np.ascontiguousarray(a)
 
 
@@ -485,8 +496,13 @@ class Kernel:
         """
         if hasattr(weights, "keys"):
             used = set()
-            mapped = map_names(weights, self.weight_names, self._info.weight_layout, prefix,
-                               used=used)
+            try:
+                mapped = map_names(weights, self.weight_names, self._info.weight_layout,
+                                   prefix, used=used)
+            except KeyError as e:  # a tensor missing: pack_checkpoint's reason
+                raise AttncError(f"{self.name}: {e.args[0]}", reason="missing") from None
+            except ValueError as e:  # two spellings of one tensor
+                raise AttncError(f"{self.name}: {e}", reason="duplicate") from None
             # What the mapping carries beside the kernel's tensors, as
             # libattnrt's loader reports it (docs/weights.md).
             for msg in _weights.unused_warnings(weights, used, prefix,

@@ -300,6 +300,13 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     line's VALUE as it is ("64" the number, "true" a bool,
     "causal+padding" a mask name). Returns (kernel, packed);
     kernel.cache_entry holds spec.yaml, the spec attnc derived."""
+    if not isinstance(module, str) or not module:
+        raise TypeError(f"module: expected the attention module's name as the checkpoint's "
+                        f"tensor names spell it (e.g. 'model.layers.1.self_attn'), got "
+                        f"{module!r}")
+    if set is not None and not hasattr(set, "items"):
+        raise TypeError(f"set: expected a mapping {{key: value}} (attnc --set KEY=VALUE), "
+                        f"got {type(set).__name__} {set!r}")
     binary = attnc_binary()
     hf_dir = os.path.abspath(os.fspath(hf_dir))
     cfg = os.path.join(hf_dir, "config.json")

@@ -286,21 +286,72 @@ def save_safetensors(path, tensors, dtype=None, metadata=None):
 
 
 def load_safetensors(path):
-    """{name: array}; BF16 comes back as float32."""
-    with open(path, "rb") as f:
+    """{name: array}; BF16 comes back as float32. A file that is not a
+    well-formed safetensors file (not a regular file, a header that is not
+    a JSON object or runs past the file, an unknown dtype, a shape or
+    data_offsets that do not agree, tensors that overlap or lie outside
+    the data) raises ValueError naming the file and the tensor; nothing is
+    read from a FIFO or a device (which could block)."""
+    import os
+    import stat
+
+    def bad(what):
+        raise ValueError(f"{path}: {what}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        bad(f"cannot open: {e.strerror}")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        bad("not a regular file (" + ("a directory" if stat.S_ISDIR(mode) else
+                                       "a FIFO" if stat.S_ISFIFO(mode) else
+                                       "a device or socket") + ")")
+    with os.fdopen(fd, "rb") as f:
         data = f.read()
+    if len(data) < 8:
+        bad(f"{len(data)} bytes: too short for the 8-byte header length")
     (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
+    if n > len(data) - 8:
+        bad(f"the header length {n} runs past the file ({len(data)} bytes)")
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        bad(f"the header is not JSON: {e}")
+    if not isinstance(header, dict):
+        bad("the header is not a JSON object")
+    base, size = 8 + n, len(data) - 8 - n
+    out, spans = {}, []
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        b, e = t["data_offsets"]
-        raw = data[base + b: base + e]
-        if t["dtype"] == "BF16":
+        if not isinstance(t, dict):
+            bad(f"tensor '{name}': expected an object with dtype, shape and data_offsets")
+        dt, shape, offs = t.get("dtype"), t.get("shape"), t.get("data_offsets")
+        if dt != "BF16" and dt not in _DTYPES:
+            bad(f"tensor '{name}': dtype {dt!r} is not one of BF16, "
+                + ", ".join(_DTYPES))
+        if (not isinstance(shape, list) or
+                not all(type(d) is int and d >= 0 for d in shape)):
+            bad(f"tensor '{name}': shape {shape!r} is not a list of sizes")
+        if (not isinstance(offs, list) or len(offs) != 2 or
+                not all(type(o) is int for o in offs) or not 0 <= offs[0] <= offs[1] <= size):
+            bad(f"tensor '{name}': data_offsets {offs!r} are not [begin, end] within "
+                f"the {size} bytes of data")
+        item = 2 if dt == "BF16" else np.dtype(_DTYPES[dt]).itemsize
+        if offs[1] - offs[0] != int(np.prod(shape, dtype=np.int64)) * item:
+            bad(f"tensor '{name}': data_offsets {offs} hold {offs[1] - offs[0]} bytes, "
+                f"shape {shape} of {dt} needs {int(np.prod(shape, dtype=np.int64)) * item}")
+        spans.append((offs[0], offs[1], name))
+        raw = data[base + offs[0]: base + offs[1]]
+        if dt == "BF16":
             a = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
         else:
-            a = np.frombuffer(raw, np.dtype(_DTYPES[t["dtype"]]).newbyteorder("<"))
-        out[name] = a.reshape(t["shape"])
+            a = np.frombuffer(raw, np.dtype(_DTYPES[dt]).newbyteorder("<"))
+        out[name] = a.reshape(shape)
+    spans.sort()
+    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
+        if b1 < e0:
+            bad(f"tensors '{n0}' and '{n1}' overlap (data_offsets [{b0}, {e0}] and "
+                f"[{b1}, {e1}])")
     return out

@@ -270,6 +270,32 @@ def negative_threads():
 
 
 # -- torch -----------------------------------------------------------------
+@case()
+def python_api_errors():
+    k, packed, x = setup()
+    sd = {f"h.0.attn.{n}": np.ones(s, np.float32) for n, s in k.weight_shapes.items()}
+    first = next(iter(sd))
+    e = refused(lambda: k.pack({n: v for n, v in sd.items() if n != first}, prefix="h.0.attn."),
+                first[len("h.0.attn."):], error=attnc.AttncError)
+    try:
+        k.pack({n: v for n, v in sd.items() if n != first}, prefix="h.0.attn.")
+    except attnc.AttncError as err:
+        assert err.reason == "missing", err.reason
+    big = x.astype(np.float64)
+    big[1, 2, 3] = 1e300
+    refused(lambda: k.forward(big, packed), "x: element (1, 2, 3) (1e+300) is out of float32 range",
+            status=_abi.ERR_ARGS)
+    w = [np.ones(s, np.float64) for s in k.weight_shapes.values()]
+    w[0][0, 1] = -1e39
+    refused(lambda: k.pack(w), "element (0, 1) (-1e+39) is out of float32 range",
+            status=_abi.ERR_ARGS)
+    refused(lambda: attnc.from_hf(ARGS.work, None), "module: expected", error=TypeError)
+    refused(lambda: attnc.from_hf(ARGS.work, "h.0.attn", set="decode=true"),
+            "set: expected a mapping", error=TypeError)
+    return "pack's missing tensor (reason missing), float64 past float32's range, from_hf's " \
+        "module and set types"
+
+
 @case(torch=True)
 def torch_out_in_place():
     import torch

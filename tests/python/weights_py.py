@@ -38,6 +38,38 @@ with tempfile.TemporaryDirectory() as d:
         raw = f.read()
     assert int.from_bytes(raw[:8], "little") % 8 == 0 and raw[8:9] == b"{"
     print("PASS: header length is a multiple of 8 and the header is JSON")
+    # A broken file is a ValueError naming it and what is wrong, never
+    # another exception, a wrong array or a read that blocks (a FIFO).
+    def broken(name, data, want):
+        q = os.path.join(d, name)
+        if data is None:
+            os.mkfifo(q)
+        else:
+            with open(q, "wb") as f:
+                f.write(data)
+        try:
+            load_safetensors(q)
+        except ValueError as e:
+            assert str(e).startswith(q + ": ") and want in str(e), (name, e)
+            return
+        raise AssertionError(f"{name}: no error")
+    hdr = lambda h: len(h).to_bytes(8, "little") + h  # noqa: E731
+    ok = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    import json
+    broken("short", b"\x01\x02", "too short")
+    broken("past", (1 << 40).to_bytes(8, "little") + b"{}", "runs past the file")
+    broken("notjson", hdr(b"{nope"), "not JSON")
+    broken("array", hdr(b"[1, 2]"), "not a JSON object")
+    broken("dtype", hdr(json.dumps({"x": dict(ok, dtype="Q4_K")}).encode()) + bytes(8),
+           "dtype 'Q4_K'")
+    broken("outside", hdr(json.dumps({"x": dict(ok, data_offsets=[0, 16])}).encode()) + bytes(8),
+           "not [begin, end] within the 8 bytes")
+    broken("size", hdr(json.dumps({"x": dict(ok, shape=[3])}).encode()) + bytes(8),
+           "shape [3] of F32 needs 12")
+    broken("overlap", hdr(json.dumps({"x": ok, "y": dict(ok, shape=[1], data_offsets=[4, 8])})
+                          .encode()) + bytes(8), "'x' and 'y' overlap")
+    broken("fifo", None, "not a regular file (a FIFO)")
+    print("PASS: a malformed file or a FIFO is a ValueError naming it")
 
 names = ["q_proj.weight", "q_proj.bias", "k_proj.weight", "v_proj.weight", "o_proj.weight"]
 bert = {f"encoder.layer.{i}.attention.{n}": i * 10 + j

@@ -48,12 +48,17 @@ struct Config {
   bool has(const std::string &k) const {
     return root[k] && !root[k].IsNull();
   }
+  /// A JSON string ("4"): yaml-cpp would read it as the number it spells,
+  /// where transformers' classes (and so the model) take it as a string.
+  bool quoted(const std::string &k) const { return root[k].Tag() == "!"; }
   [[noreturn]] void bad(const std::string &k, const std::string &what) const {
     throw ImportError{fmt::format("{}{}: error: {}: {}", file, locationOf(root[k]), k, what)};
   }
   int64_t integer(const std::string &k) const {
     if (!has(k))
-      bad(k, "expected an integer, found no such key");
+      bad(k, root[k] ? "expected an integer, found null" : "expected an integer, found no such key");
+    if (quoted(k))
+      bad(k, "expected an integer, found a string");
     try {
       return root[k].as<int64_t>();
     } catch (const YAML::Exception &) {
@@ -66,6 +71,8 @@ struct Config {
   double number(const std::string &k, double dflt) const {
     if (!has(k))
       return dflt;
+    if (quoted(k))
+      bad(k, "expected a number, found a string");
     try {
       return root[k].as<double>();
     } catch (const YAML::Exception &) {
@@ -176,6 +183,18 @@ std::string kernelName(const std::string &modelType, const std::string &module) 
 /// rotary keys): YAML lines, indented under "rope:".
 std::string ropeYaml(const Config &c, int64_t headDim, double theta, double partial,
                      const char *style, const YAML::Node &scaling) {
+  // A scaling transformers cannot read (a bare name, a map without its
+  // type) is refused, not dropped.
+  if (scaling && !scaling.IsNull() && !scaling.IsMap())
+    throw ImportError{fmt::format("{}{}: error: rope_scaling: expected an object with the "
+                                  "scaling's rope_type and its parameters, found '{}'",
+                                  c.file, locationOf(scaling),
+                                  scaling.IsScalar() ? scaling.as<std::string>() : "a list")};
+  if (scaling && scaling.IsMap() && scaling.size() > 0 && !scaling["rope_type"] &&
+      !scaling["type"])
+    throw ImportError{fmt::format("{}{}: error: rope_scaling: names no rope_type (or type): "
+                                  "which scaling it is cannot be told", c.file,
+                                  locationOf(scaling))};
   std::string y = "rope:\n";
   y += fmt::format("  style: {}\n  theta: {}\n", style, num(theta));
   int64_t rot = int64_t(double(headDim) * partial);
@@ -208,8 +227,12 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
         return !reads || std::find(reads->begin(), reads->end(), k) != reads->end();
       };
       for (const char *k : keys)
-        if (scaling[k] && !scaling[k].IsNull() && read(k))
+        if (scaling[k] && !scaling[k].IsNull() && read(k)) {
+          if (scaling[k].Tag() == "!")
+            throw ImportError{fmt::format("{}{}: error: rope_scaling.{}: expected a number, "
+                                          "found a string", c.file, locationOf(scaling[k]), k)};
           y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
+        }
       if (scaling["truncate"] && !scaling["truncate"].IsNull() && read("truncate"))
         y += fmt::format("    truncate: {}\n", scaling["truncate"].as<bool>() ? "true" : "false");
       if (type == "longrope") {
@@ -222,8 +245,12 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
         for (const char *k : {"short_factor", "long_factor"}) {
           y += fmt::format("    {}: [", k);
           const YAML::Node &f = scaling[k];
-          for (size_t i = 0; f && i < f.size(); ++i)
+          for (size_t i = 0; f && i < f.size(); ++i) {
+            if (f[i].Tag() == "!")
+              throw ImportError{fmt::format("{}{}: error: rope_scaling.{}: expected numbers, "
+                                            "found a string", c.file, locationOf(f[i]), k)};
             y += (i ? ", " : "") + f[i].as<std::string>();
+          }
           y += "]\n";
         }
       } else if (type == "dynamic") {
@@ -678,6 +705,12 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
 HfSpec import(const std::string &dir, const std::string &module, int64_t layerArg,
               const std::vector<std::string> &sets, const TensorNamesFn &tensorNames) {
   HfSpec out;
+  if (!module.empty() && (module.front() == '.' || module.back() == '.' ||
+                          module.find("..") != std::string::npos))
+    throw ImportError{fmt::format("attnc: error: --module {}: expected the module's name as "
+                                  "its tensor names spell it, dot-separated, without a "
+                                  "leading or trailing dot (model.layers.1.self_attn)",
+                                  module)};
   Config c;
   c.file = dir + "/config.json";
   std::string text, why;
@@ -715,8 +748,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   noDuplicates(c.root);
   std::string mt = c.str("model_type");
   if (mt.empty())
-    throw ImportError{fmt::format("{}: error: model_type: expected the architecture's "
-                                  "name, found no such key", c.file)};
+    throw ImportError{fmt::format("{}{}: error: model_type: expected the architecture's "
+                                  "name, found {}", c.file, locationOf(c.root["model_type"]),
+                                  c.root["model_type"] ? "null" : "no such key")};
   // A multimodal checkpoint (LLaVA, Mistral 3, PaliGemma, Gemma 3, ...)
   // keeps its language model's keys in text_config, with that model's own
   // model_type (Gemma 3: gemma3_text, handled as gemma3). The storage type
@@ -794,6 +828,23 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // (by the checkpoint's own model_type: an alias's class may differ, as
   // Qwen2VLConfig's defaults do from Qwen2Config's)
   applyConfigDefaults(c, namedType, out.notes);
+  // Sizes and counts the import divides by or checks a layer against: a
+  // value below 1 (which transformers' classes store, and their models
+  // then fail on) is refused where it is; a sliding window below 0 too.
+  for (const char *k :
+       {"hidden_size", "n_embd", "d_model", "num_attention_heads", "n_head", "num_heads",
+        "encoder_attention_heads", "decoder_attention_heads", "num_key_value_heads",
+        "n_head_kv", "num_kv_heads", "multi_query_group_num", "head_dim", "d_kv",
+        "num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers", "n_layers",
+        "encoder_layers", "decoder_layers", "max_position_embeddings", "n_positions",
+        "attention_chunk_size", "relative_attention_num_buckets",
+        "relative_attention_max_distance"})
+    if (c.has(k) && c.root[k].IsScalar() && c.integer(k) < 1)
+      c.bad(k, fmt::format("expected a positive integer, found {}", c.integer(k)));
+  if (c.has("sliding_window") && c.root["sliding_window"].IsScalar() &&
+      c.root["sliding_window"].as<std::string>() != "false" && c.integer("sliding_window") < 0)
+    c.bad("sliding_window", fmt::format("expected a window of at least 0 keys (or null), found {}",
+                                        c.integer("sliding_window")));
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
