@@ -41,6 +41,7 @@ buffer of the call). See docs/embedding.md.
 import ctypes as C
 import os
 import stat
+import threading
 import warnings
 
 import numpy as np
@@ -342,6 +343,7 @@ class Kernel:
             self._forward = sym("forward")
         except AttributeError as e:
             raise AttncError(f"{self.path}: missing entry point ({e})")
+        self._local = threading.local()  # each thread's workspace (_call_args)
         self._decode = self._decode_workspace_size = None
         if info.features & _abi.FEATURE_DECODE:
             try:
@@ -536,6 +538,7 @@ class Kernel:
         ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
         packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
+        _runtime.huge_pages(packed)
         rc = self._pack(ptrs, sizes, len(arrays), _fptr(packed), packed.size)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_pack returned {rc} "
@@ -565,6 +568,7 @@ class Kernel:
                     warnings.warn(f"{self.name}: {note[len('warning: '):]}", AttncWarning,
                                   stacklevel=2)
             packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
+            _runtime.huge_pages(packed)
             rc = self._pack(C.cast(r.data, C.POINTER(C.c_void_p)),
                             C.cast(r.elems, C.POINTER(C.c_int64)), r.count, _fptr(packed),
                             packed.size)
@@ -707,7 +711,14 @@ class Kernel:
         the shape, a 64-byte aligned workspace of ws_bytes and the threads.
         Returns (args, keep); keep (the workspace and the pool request)
         must outlive the call."""
-        ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
+        # The calling thread's workspace, kept for its next call (a fresh
+        # one per call took its page faults every call) and grown as
+        # needed, on huge pages (attnrt_huge_pages).
+        ws = getattr(self._local, "ws", None)
+        if ws is None or ws.size < ws_bytes + 64:
+            ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
+            _runtime.huge_pages(ws)
+            self._local.ws = ws
         off = (-ws.ctypes.data) % 64
         args = cls()
         args.struct_size = C.sizeof(cls)
@@ -1061,7 +1072,10 @@ class Kernel:
         self._cache_len_ok(cache_len)
         shape = (batch, i.kv_heads, cache_len, i.head_dim)
         t = {_abi.DTYPE_BF16: np.uint16, _abi.DTYPE_F16: np.float16}.get(i.dtype, np.float32)
-        return np.zeros(shape, t), np.zeros(shape, t)
+        caches = np.zeros(shape, t), np.zeros(shape, t)
+        for c in caches:
+            _runtime.huge_pages(c)
+        return caches
 
     def decode_workspace_size(self, batch, cache_len, seq_len=1):
         """NAME_decode_workspace_bytes: bytes of scratch decode needs for

@@ -145,6 +145,25 @@ def shared_pool():
     return _pool or None
 
 
+_huge = None
+
+
+def huge_pages(a):
+    """attnrt_huge_pages (attnrt_c.h, C API version 3) on NumPy array a's
+    memory: its 2 MiB-aligned part on transparent huge pages, contents
+    kept. Returns the bytes advised (0 for a libattnrt older than that)."""
+    global _huge
+    if _huge is None:
+        lib, _ = library()
+        try:
+            f = lib.attnrt_huge_pages
+            f.restype, f.argtypes = C.c_size_t, [C.c_void_p, C.c_size_t]
+            _huge = f
+        except AttributeError:
+            _huge = False
+    return _huge(a.ctypes.data, a.nbytes) if _huge else 0
+
+
 def check_library(path):
     """(code, reason, message): libattnrt's verdict on the kernel library
     `path` (0, "ok", "" when it may be opened; else attnc-run's exit code,

@@ -34,7 +34,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from . import Kernel, AttncError, _abi, _file_identity
+from . import Kernel, AttncError, _abi, _file_identity, _runtime
 from . import compile as _compile_spec
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
@@ -96,6 +96,7 @@ class _Runner:
                                  f"kv_seq_len {tkv}) refused the shape (max_seq_len "
                                  f"{self.kernel._info.max_seq_len})", _abi.ERR_BAD_SHAPE)
             buf = torch.empty(n + 64, dtype=torch.uint8)
+            _runtime.huge_pages(buf.numpy())
             ptr = buf.data_ptr()
             a = _abi.ForwardArgs()
             a.struct_size = C.sizeof(_abi.ForwardArgs)

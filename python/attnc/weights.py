@@ -236,8 +236,16 @@ def bf16_bits(a):
     .to(torch.bfloat16) and libattnrt's packFloat): its uint16 patterns.
     A NaN stays a (quiet) NaN."""
     a = np.ascontiguousarray(a, dtype=np.float32)
-    u = a.view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    u = a.view(np.uint32)
+    # In place in 32 bits (17x faster than one expression in 64: 1 ms for
+    # GPT-2's x at T = 2048): u + 0x7FFF + lsb wraps only past 0xFFFF7FFF,
+    # a negative NaN, set below.
+    r = u >> 16
+    r &= 1
+    r += 0x7FFF
+    r += u
+    r >>= 16
+    r = r.astype(np.uint16)
     nan = np.isnan(a)
     if nan.any():
         r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)

@@ -13,9 +13,12 @@
 #include "attnc/runtime/Runtime.h"
 #include "attnc/runtime/abi.h"
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <sys/mman.h>
 
 namespace {
 
@@ -50,6 +53,27 @@ void copyMessage(const char *text, char *message, size_t cap) {
 extern "C" {
 
 uint32_t attnrt_c_api_version(void) { return ATTNRT_C_API_VERSION; }
+
+size_t attnrt_huge_pages(void *p, size_t bytes) {
+  const uintptr_t huge = uintptr_t(2) << 20;
+  const char *env = std::getenv("ATTNC_HUGE_PAGES");
+  if (!p || (env && std::strcmp(env, "0") == 0))
+    return 0;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + huge - 1) & ~(huge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(huge - 1);
+  if (end <= begin)
+    return 0;
+  void *at = reinterpret_cast<void *>(begin);
+  if (::madvise(at, end - begin, MADV_HUGEPAGE) != 0)
+    return 0;
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 // Linux 6.1 (older headers lack it)
+#endif
+  // The pages already touched (a zeroed vector) are collapsed now; an
+  // older kernel refuses (EINVAL) and leaves them to khugepaged.
+  (void)::madvise(at, end - begin, MADV_COLLAPSE);
+  return size_t(end - begin);
+}
 
 uint32_t attnrt_abi_version(void) { return ATTNC_ABI_VERSION; }
 

@@ -918,6 +918,7 @@ int Kernel::pack(const std::vector<const void *> &weights,
     counts.push_back(n);
   }
   packed.assign(static_cast<size_t>(info_->packed_bytes), 0);
+  attnrt_huge_pages(packed.data(), packed.size());
   return pack_(weights.data(), counts.data(),
                static_cast<int64_t>(counts.size()), packed.data(),
                info_->packed_bytes);
@@ -1255,8 +1256,10 @@ int Kernel::forwardChecked(const void *packed, const void *x, void *y,
   int64_t need = workspaceBytes(batch, seqLen, kvSeq, why);
   if (need < 0)
     return ATTNC_ERR_WORKSPACE;
-  if (workspace.size() < static_cast<uint64_t>(need))
+  if (workspace.size() < static_cast<uint64_t>(need)) {
     workspace.resize(static_cast<size_t>(need));
+    attnrt_huge_pages(workspace.data(), workspace.size());
+  }
   attnc_forward_args a = forwardArgs(*info_, packed, x, y, batch, seqLen);
   a.positions = variants.positions;
   a.workspace = workspace.empty() ? nullptr : workspace.data();
@@ -1506,8 +1509,10 @@ int Kernel::decode(const void *packed, const void *x, void *y, int64_t batch, in
   if (int rc = checkDecode(*this, batch, seqLen, positions, kCache, vCache, cacheLen,
                            need, cacheElems))
     return rc;
-  if (workspace.size() < static_cast<uint64_t>(need))
+  if (workspace.size() < static_cast<uint64_t>(need)) {
     workspace.resize(static_cast<size_t>(need));
+    attnrt_huge_pages(workspace.data(), workspace.size());
+  }
   attnc_decode_args a = decodeArgs(*info_, packed, x, y, batch, seqLen, positions, kCache,
                                    vCache, cacheLen, cacheElems);
   a.workspace = workspace.empty() ? nullptr : workspace.data();

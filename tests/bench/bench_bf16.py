@@ -104,6 +104,7 @@ def phases_bf16(lib_path, name, t, reps, info):
     counts = (ctypes.c_int64 * len(ws_))(*[w.size for w in ws_])
     ptrs = (ctypes.c_void_p * len(ws_))(*[w.ctypes.data for w in ws_])
     packed = np.zeros(info["packed_bytes"], np.uint8)
+    bench_block.huge_pages(packed)
     assert pack(ptrs, counts, len(ws_), packed.ctypes.data, packed.size) == 0
     x = bf16(rng.standard_normal((1, t, info["d_model"])))
     y = np.zeros((1, t, info["out_dim"]), np.uint16)

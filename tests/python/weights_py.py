@@ -33,6 +33,17 @@ with tempfile.TemporaryDirectory() as d:
     save_safetensors(p, {"x": np.array([1 + 2**-8, 1 + 3 * 2**-8, -1 - 2**-9], np.float32)},
                      dtype="BF16")
     assert list(load_safetensors(p)["x"]) == [1.0, 1 + 2**-6, -1.0]
+    # Every 7919th bit pattern (NaNs of both signs, infinities, subnormals,
+    # the largest finites that round to inf) against the 64-bit formula.
+    from attnc.weights import bf16_bits
+    pats = np.arange(0, 2**32, 7919, dtype=np.uint64)
+    pats = np.concatenate([pats, [0x7F7FFFFF, 0xFF7FFFFF, 0xFFFFFFFF, 0xFFFF8000,
+                                  0x7FFFFFFF, 0x7F800001]]).astype(np.uint32)
+    f = pats.view(np.float32)
+    u = pats.astype(np.uint64)
+    want = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    want[np.isnan(f)] = ((u[np.isnan(f)] >> 16) | 0x40).astype(np.uint16)
+    assert np.array_equal(bf16_bits(f), want)
     print("PASS: BF16 written rounded to nearest even, read back as float32")
     with open(p, "rb") as f:
         raw = f.read()

@@ -10,6 +10,7 @@
 #include "attnc/runtime/Cuda.h"
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/attnrt_c.h"
 
 #include <catch2/catch.hpp>
 
@@ -1456,4 +1457,36 @@ TEST_CASE("rope: dynamic NTK frequencies follow the call's length", "[metadata]"
     CHECK(f[size_t(i)] == Approx(std::pow(scaled, -2.0 * i / 8)).epsilon(1e-13));
   CHECK(f[0] == 1.0);
   CHECK(f[3] < r.invFreq[3] * 0.5);
+}
+
+TEST_CASE("attnrt_huge_pages advises the aligned 2 MiB part and keeps the contents",
+          "[runtime]") {
+  const size_t huge = size_t(2) << 20, bytes = 7 * huge;
+  // 10 MiB from 4 KiB past a 2 MiB boundary: the aligned part is the 8 MiB
+  // [base + 2 MiB, base + 10 MiB).
+  auto *base = static_cast<unsigned char *>(std::aligned_alloc(huge, bytes));
+  REQUIRE(base);
+  unsigned char *p = base + 4096;
+  const size_t n = 5 * huge;
+  for (size_t i = 0; i < n; ++i)
+    p[i] = static_cast<unsigned char>(i * 31 + 7);
+  // Where the kernel has transparent huge pages (not "[never]") all of it
+  // is advised.
+  std::ifstream sys("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(sys)), std::istreambuf_iterator<char>());
+  const size_t got = attnrt_huge_pages(p, n);
+  if (!mode.empty() && mode.find("[never]") == std::string::npos)
+    CHECK(got == 4 * huge);
+  else
+    CHECK((got == 0 || got == 4 * huge));
+  bool same = true;
+  for (size_t i = 0; i < n; ++i)
+    same &= p[i] == static_cast<unsigned char>(i * 31 + 7);
+  CHECK(same);
+  CHECK(attnrt_huge_pages(p, huge) == 0);         // no whole aligned 2 MiB
+  CHECK(attnrt_huge_pages(nullptr, bytes) == 0);
+  ::setenv("ATTNC_HUGE_PAGES", "0", 1);
+  CHECK(attnrt_huge_pages(p, n) == 0);
+  ::unsetenv("ATTNC_HUGE_PAGES");
+  std::free(base);
 }

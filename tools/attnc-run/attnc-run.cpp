@@ -27,6 +27,7 @@
 #include "attnc/runtime/Interpreter.h"
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/Runtime.h"
+#include "attnc/runtime/attnrt_c.h"
 #include "attnc/runtime/weights.h"
 
 #include "JsonValue.h"
@@ -1937,6 +1938,7 @@ int Run::makeData() {
   probsPtr = wantProbs ? probs.data() : nullptr;
   // The host workspace (the CPU path's; --device cuda: a device buffer).
   ws.resize(static_cast<size_t>(o.cuda ? 0 : wsBytes));
+  attnrt_huge_pages(ws.data(), ws.size()); // (as Kernel::forward's own)
   threads = static_cast<int>(o.threads);
   if (!k.checkVariants(batch, seq, variants, probsPtr, msg)) {
     error(msg);
@@ -2032,6 +2034,8 @@ int Run::runDecode() {
   if (!o.cuda) {
     kCache.assign(size_t(cacheFloats), 0.0f);
     vCache.assign(size_t(cacheFloats), 0.0f);
+    attnrt_huge_pages(kCache.data(), kCache.size() * sizeof(float));
+    attnrt_huge_pages(vCache.data(), vCache.size() * sizeof(float));
   } else if (!dPacked.allocate(packed.size(), "packed", msg) ||
              !dPacked.upload(packed.data(), packed.size(), msg) ||
              !dKCache.allocate(actBytes(size_t(cacheFloats)), "k_cache", msg) ||
