@@ -28,8 +28,9 @@ attnc.libattnrt_path() says which one is used, and without one Kernel()
 raises AttncError saying how to point at it.
 
 Weights are packed once (NAME_pack) into a byte (uint8) array; forward (and
-decode) allocate the workspace NAME_workspace_size
-(NAME_decode_workspace_bytes) asks for and check every argument before the
+decode) use a workspace of what NAME_workspace_size
+(NAME_decode_workspace_bytes) asks for, the calling thread's (kept for
+its next call: attnc.release_workspace() frees it), and check every argument before the
 call, raising attnc.ArgumentError naming it: features, shapes, length and
 position ranges, and every buffer handed to the library: inputs (x, x_kv,
 weights: any real dtype, NumPy or torch, bfloat16 and float16 converted to
@@ -77,7 +78,7 @@ def _isa_env_note(rc):
 
 __all__ = ["Kernel", "AttncError", "AttncWarning", "ArgumentError", "ABI_VERSION", "load_safetensors",
            "save_safetensors", "map_names", "libattnrt_path", "compile", "from_hf",
-           "CompileError", "attnc_binary", "compiler_version"]
+           "CompileError", "attnc_binary", "compiler_version", "release_workspace"]
 __version__ = "0.1.0"
 
 
@@ -100,7 +101,8 @@ class AttncError(RuntimeError):
     mismatch; 15 metadata the runtime cannot trust; 16 missing entry
     point), with `.reason` its short name ("open_failed", ...); else
     None. From pack_checkpoint (and from_hf), `.reason` is the weights
-    loader's ("missing", "duplicate", "dtype", "shape", "format", "io")."""
+    loader's ("missing", "duplicate", "dtype", "shape", "format", "io");
+    from pack of a mapping "missing" or "duplicate"."""
 
     def __init__(self, message, status=None, code=None, reason=None):
         super().__init__(message)
@@ -142,6 +144,16 @@ def _numpy(a, name):
     except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
         raise ArgumentError(f"{name}: cannot be read as an array ({e})",
                             _abi.ERR_ARGS) from None
+
+
+# Each thread's workspace, shared by every Kernel (Kernel._call_args).
+_THREAD = threading.local()
+
+
+def release_workspace():
+    """Frees the calling thread's workspace, which forward and decode keep
+    (as large as the largest call so far) for the thread's next call."""
+    _THREAD.ws = None
 
 
 def _f32(a, name):
@@ -343,7 +355,6 @@ class Kernel:
             self._forward = sym("forward")
         except AttributeError as e:
             raise AttncError(f"{self.path}: missing entry point ({e})")
-        self._local = threading.local()  # each thread's workspace (_call_args)
         self._decode = self._decode_workspace_size = None
         if info.features & _abi.FEATURE_DECODE:
             try:
@@ -503,7 +514,7 @@ class Kernel:
                                    prefix, used=used)
             except KeyError as e:  # a tensor missing: pack_checkpoint's reason
                 raise AttncError(f"{self.name}: {e.args[0]}", reason="missing") from None
-            except ValueError as e:  # two spellings of one tensor
+            except _weights.DuplicateTensorError as e:  # two spellings of one tensor
                 raise AttncError(f"{self.name}: {e}", reason="duplicate") from None
             # What the mapping carries beside the kernel's tensors, as
             # libattnrt's loader reports it (docs/weights.md).
@@ -711,14 +722,16 @@ class Kernel:
         the shape, a 64-byte aligned workspace of ws_bytes and the threads.
         Returns (args, keep); keep (the workspace and the pool request)
         must outlive the call."""
-        # The calling thread's workspace, kept for its next call (a fresh
-        # one per call took its page faults every call) and grown as
-        # needed, on huge pages (attnrt_huge_pages).
-        ws = getattr(self._local, "ws", None)
+        # The calling thread's workspace, one for every kernel (a thread
+        # runs one call at a time; a nested call that grows it leaves the
+        # outer call the old one in `keep`), kept for its next call (a
+        # fresh one per call took its page faults every call) and grown
+        # as needed, on huge pages (attnrt_huge_pages).
+        ws = getattr(_THREAD, "ws", None)
         if ws is None or ws.size < ws_bytes + 64:
             ws = np.empty(ws_bytes + 64, dtype=np.uint8)  # 64-byte aligned view
             _runtime.huge_pages(ws)
-            self._local.ws = ws
+            _THREAD.ws = ws
         off = (-ws.ctypes.data) % 64
         args = cls()
         args.struct_size = C.sizeof(cls)

@@ -11,6 +11,7 @@ bfloat16 tensor, which NumPy has no dtype for, is converted to float32 by
 torch, and save_safetensors writes it as BF16, bit for bit.
 """
 import json
+import math
 import struct
 
 import numpy as np
@@ -152,7 +153,7 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
             raise KeyError(f"no tensor for '{n}' under prefix '{prefix}' "
                            f"(looked for {[prefix + s for s in spellings(n)]}){hint}")
         if len(found) > 1:
-            raise ValueError(f"two tensors for '{n}': {found}")
+            raise DuplicateTensorError(f"two tensors for '{n}': {found}")
         t = tensors[found[0]]
         if n.startswith(("q_norm.", "k_norm.")) and len(getattr(t, "shape", ())) == 2:
             t = np.ravel(to_numpy(t))  # Cohere's [heads, head_dim]: the kernel's flat order
@@ -224,6 +225,10 @@ def unused_warnings(tensors, used, prefix="", rope=False):
             out.append(f"'{key}' is a bias this kernel does not add (spec bias: lists the "
                        "projections that have one)")
     return out
+
+
+class DuplicateTensorError(ValueError):
+    """map_names found two spellings of one tensor."""
 
 
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64,
@@ -336,7 +341,7 @@ def load_safetensors(path):
         if not isinstance(t, dict):
             bad(f"tensor '{name}': expected an object with dtype, shape and data_offsets")
         dt, shape, offs = t.get("dtype"), t.get("shape"), t.get("data_offsets")
-        if dt != "BF16" and dt not in _DTYPES:
+        if not isinstance(dt, str) or (dt != "BF16" and dt not in _DTYPES):
             bad(f"tensor '{name}': dtype {dt!r} is not one of BF16, "
                 + ", ".join(_DTYPES))
         if (not isinstance(shape, list) or
@@ -347,9 +352,10 @@ def load_safetensors(path):
             bad(f"tensor '{name}': data_offsets {offs!r} are not [begin, end] within "
                 f"the {size} bytes of data")
         item = 2 if dt == "BF16" else np.dtype(_DTYPES[dt]).itemsize
-        if offs[1] - offs[0] != int(np.prod(shape, dtype=np.int64)) * item:
+        need = math.prod(shape) * item  # (exact: no int64 wrap)
+        if offs[1] - offs[0] != need:
             bad(f"tensor '{name}': data_offsets {offs} hold {offs[1] - offs[0]} bytes, "
-                f"shape {shape} of {dt} needs {int(np.prod(shape, dtype=np.int64)) * item}")
+                f"shape {shape} of {dt} needs {need}")
         spans.append((offs[0], offs[1], name))
         raw = data[base + offs[0]: base + offs[1]]
         if dt == "BF16":

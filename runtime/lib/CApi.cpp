@@ -14,6 +14,7 @@
 #include "attnc/runtime/abi.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -62,6 +63,20 @@ size_t attnrt_huge_pages(void *p, size_t bytes) {
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + huge - 1) & ~(huge - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(huge - 1);
   if (end <= begin)
+    return 0;
+  // A system set to "never" keeps its 4 KiB pages (MADV_HUGEPAGE and
+  // MADV_COLLAPSE would both go past that setting); read once.
+  static const bool never = [] {
+    char mode[128] = {0};
+    FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+      return true; // no THP in this kernel
+    size_t n = std::fread(mode, 1, sizeof mode - 1, f);
+    std::fclose(f);
+    mode[n] = '\0';
+    return std::strstr(mode, "[never]") != nullptr;
+  }();
+  if (never)
     return 0;
   void *at = reinterpret_cast<void *>(begin);
   if (::madvise(at, end - begin, MADV_HUGEPAGE) != 0)

@@ -187,7 +187,10 @@ def huge_pages(a):
     timings' too, so that they time what those callers get."""
     _abi()
     from attnc import _runtime
-    return _runtime.huge_pages(a)
+    try:
+        return _runtime.huge_pages(a)
+    except _runtime.Unavailable:  # no libattnrt: 4 KiB pages, as before
+        return 0
 
 
 TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)

@@ -289,11 +289,18 @@ def python_api_errors():
     w[0][0, 1] = -1e39
     refused(lambda: k.pack(w), "element (0, 1) (-1e+39) is out of float32 range",
             status=_abi.ERR_ARGS)
+    # One workspace per thread, for every kernel, kept until released.
+    y = k.forward(x, packed)
+    ws = attnc._THREAD.ws
+    k2 = kernel()
+    assert np.array_equal(k2.forward(x, packed), y) and attnc._THREAD.ws is ws
+    attnc.release_workspace()
+    assert attnc._THREAD.ws is None and np.array_equal(k.forward(x, packed), y)
     refused(lambda: attnc.from_hf(ARGS.work, None), "module: expected", error=TypeError)
     refused(lambda: attnc.from_hf(ARGS.work, "h.0.attn", set="decode=true"),
             "set: expected a mapping", error=TypeError)
-    return "pack's missing tensor (reason missing), float64 past float32's range, from_hf's " \
-        "module and set types"
+    return "pack's missing tensor (reason missing), float64 past float32's range, one " \
+        "workspace per thread, from_hf's module and set types"
 
 
 @case(torch=True)

@@ -82,6 +82,8 @@ struct Config {
   bool boolean(const std::string &k, bool dflt) const {
     if (!has(k))
       return dflt;
+    if (quoted(k)) // ("false" is a true string to Python)
+      bad(k, "expected true or false, found a string");
     try {
       return root[k].as<bool>();
     } catch (const YAML::Exception &) {
@@ -750,7 +752,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   if (mt.empty())
     throw ImportError{fmt::format("{}{}: error: model_type: expected the architecture's "
                                   "name, found {}", c.file, locationOf(c.root["model_type"]),
-                                  c.root["model_type"] ? "null" : "no such key")};
+                                  !c.root["model_type"]          ? "no such key"
+                                  : c.root["model_type"].IsNull() ? "null"
+                                                                  : "an empty string")};
   // A multimodal checkpoint (LLaVA, Mistral 3, PaliGemma, Gemma 3, ...)
   // keeps its language model's keys in text_config, with that model's own
   // model_type (Gemma 3: gemma3_text, handled as gemma3). The storage type
@@ -842,7 +846,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (c.has(k) && c.root[k].IsScalar() && c.integer(k) < 1)
       c.bad(k, fmt::format("expected a positive integer, found {}", c.integer(k)));
   if (c.has("sliding_window") && c.root["sliding_window"].IsScalar() &&
-      c.root["sliding_window"].as<std::string>() != "false" && c.integer("sliding_window") < 0)
+      c.integer("sliding_window") < 0)
     c.bad("sliding_window", fmt::format("expected a window of at least 0 keys (or null), found {}",
                                         c.integer("sliding_window")));
 

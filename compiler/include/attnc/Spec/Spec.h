@@ -273,15 +273,16 @@ std::vector<double> alibiSlopes(const Spec &spec);
 /// given, lists the tensor names in DIR (the tools pass
 /// attnrt::checkpointTensorNames; this library reads no weight file): with
 /// `layer`, a checkpoint that saved the module under another root than the
-/// model's own gets the module that is there (Checkpoint.h).
-using TensorNamesFn =
-    std::function<bool(const std::string &dir, std::vector<std::string> &names)>;
+/// model's own gets the module that is there (Checkpoint.h), and the
+/// kernel's name follows it.
 struct HfSpec {
   std::string yaml, weightsPrefix, error;
   /// What the tool should tell the user about the import (one line each,
   /// "note: ..."), e.g. a --set that drops the checkpoint's causal mask.
   std::vector<std::string> notes;
 };
+using TensorNamesFn =
+    std::function<bool(const std::string &dir, std::vector<std::string> &names)>;
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
                   const std::vector<std::string> &sets,
                   const TensorNamesFn &tensorNames = nullptr);

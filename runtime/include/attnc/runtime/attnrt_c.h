@@ -87,12 +87,14 @@ int attnrt_parallel_for(void *parallel_ctx, int64_t num_tasks,
  * (madvise MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+, which moves the
  * pages already touched), keeping the contents. A kernel's GEMMs and
  * attention then take fewer TLB misses over its workspace and packed
- * weights (on a Zen 5, GPT-2 small bf16 at T = 2048: the GEMMs 3-8% and
- * the block 2-3% faster, measured). attnrt::Kernel (pack, forward,
- * decode) and the Python package call it on the buffers they allocate;
- * a program that allocates its own may too. Returns the bytes advised: 0
- * for a range without a whole aligned 2 MiB, with ATTNC_HUGE_PAGES=0 in the
- * environment, or where the kernel refuses (no THP); never fails. */
+ * weights (on a Zen 5, GPT-2 small bf16 at T = 2048: the GEMMs 3-8%
+ * faster, the block 1-3%, measured). attnrt::Kernel (pack, forward,
+ * decode), attnc-run and the Python package call it on the buffers they
+ * allocate; a program that allocates its own may too. Returns the bytes
+ * advised: 0 for a range without a whole aligned 2 MiB, with
+ * ATTNC_HUGE_PAGES=0 in the environment, on a system whose THP setting
+ * (/sys/kernel/mm/transparent_hugepage/enabled) is "never" or that has
+ * none, or where madvise refuses; never fails. */
 size_t attnrt_huge_pages(void *p, size_t bytes);
 
 /* A short stable name for an attnrt_check_library code: "ok", "internal",
