@@ -169,13 +169,18 @@ def _f32(a, name):
         # A finite float64 past float32's range would go in as inf: an
         # error naming it, as attnc-run's reader and the weights loader.
         if wide.dtype.kind == "f" and wide.dtype.itemsize > 4:
-            big = np.isinf(a) & np.isfinite(wide)
-            if big.any():
-                at = np.unravel_index(int(np.argmax(big)), a.shape)
-                raise ArgumentError(f"{name}: element {tuple(int(i) for i in at)} "
-                                    f"({float(wide[at]):g}) is out of float32 range (largest "
-                                    "finite 3.4028235e+38)", _abi.ERR_ARGS)
+            _refuse_overflow(wide, a, name, "float32 range (largest finite 3.4028235e+38)")
     return np.ascontiguousarray(a)
+
+
+def _refuse_overflow(wide, narrow, what, range_text):
+    """ArgumentError naming the first element that is finite in `wide` and
+    inf in `narrow`, its narrowing (a cast made with overflow ignored)."""
+    big = np.isinf(narrow) & np.isfinite(wide)
+    if big.any():
+        at = np.unravel_index(int(np.argmax(big)), wide.shape)
+        raise ArgumentError(f"{what}: element {tuple(int(i) for i in at)} "
+                            f"({float(wide[at]):g}) is out of {range_text}", _abi.ERR_ARGS)
 
 
 def _is_tensor(a):
@@ -194,13 +199,8 @@ def _to_storage(a, dtype, what="x"):
         # (cast first: an inf in the result, where a is finite, is the
         # overflow; 65504 and what rounds to it fit)
         if ((h.view(np.uint16) & 0x7FFF) == 0x7C00).any():
-            big = np.isinf(h) & np.isfinite(a)
-            if big.any():
-                at = np.unravel_index(int(np.argmax(big)), a.shape)
-                raise ArgumentError(f"{what}: element {tuple(int(i) for i in at)} "
-                                    f"({float(a[at]):g}) is out of float16 range (largest "
-                                    "finite 65504), and the kernel's dtype is f16",
-                                    _abi.ERR_ARGS)
+            _refuse_overflow(a, h, what, "float16 range (largest finite 65504), and the "
+                             "kernel's dtype is f16")
         return h
     if dtype == _abi.DTYPE_BF16:
         return _weights.bf16_bits(a)
@@ -548,12 +548,17 @@ class Kernel:
                                       f"{self.name}: weight '{wname}'"))
         ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
-        packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
-        _runtime.huge_pages(packed)
+        packed = self._packed_buffer()
         rc = self._pack(ptrs, sizes, len(arrays), _fptr(packed), packed.size)
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_pack returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
+        return packed
+
+    def _packed_buffer(self):
+        """NAME_pack's output buffer: packed_bytes bytes on huge pages."""
+        packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
+        _runtime.huge_pages(packed)
         return packed
 
     def pack_checkpoint(self, path, prefix=""):
@@ -578,8 +583,7 @@ class Kernel:
                 if note.startswith("warning: "):
                     warnings.warn(f"{self.name}: {note[len('warning: '):]}", AttncWarning,
                                   stacklevel=2)
-            packed = np.empty(self._info.packed_bytes, dtype=np.uint8)
-            _runtime.huge_pages(packed)
+            packed = self._packed_buffer()
             rc = self._pack(C.cast(r.data, C.POINTER(C.c_void_p)),
                             C.cast(r.elems, C.POINTER(C.c_int64)), r.count, _fptr(packed),
                             packed.size)

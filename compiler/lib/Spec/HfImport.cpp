@@ -39,6 +39,10 @@ std::string locationOf(const YAML::Node &n) {
   return fmt::format(":{}:{}", n.Mark().line + 1, n.Mark().column + 1);
 }
 
+/// A JSON string ("4"): yaml-cpp would read it as the number (or bool) it
+/// spells, where transformers' classes (and so the model) keep a string.
+bool isQuoted(const YAML::Node &n) { return n.Tag() == "!"; }
+
 /// config.json, with typed look-ups that name the key (and where its value
 /// is) on a bad value.
 struct Config {
@@ -48,9 +52,7 @@ struct Config {
   bool has(const std::string &k) const {
     return root[k] && !root[k].IsNull();
   }
-  /// A JSON string ("4"): yaml-cpp would read it as the number it spells,
-  /// where transformers' classes (and so the model) take it as a string.
-  bool quoted(const std::string &k) const { return root[k].Tag() == "!"; }
+  bool quoted(const std::string &k) const { return isQuoted(root[k]); }
   [[noreturn]] void bad(const std::string &k, const std::string &what) const {
     throw ImportError{fmt::format("{}{}: error: {}: {}", file, locationOf(root[k]), k, what)};
   }
@@ -230,7 +232,7 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
       };
       for (const char *k : keys)
         if (scaling[k] && !scaling[k].IsNull() && read(k)) {
-          if (scaling[k].Tag() == "!")
+          if (isQuoted(scaling[k]))
             throw ImportError{fmt::format("{}{}: error: rope_scaling.{}: expected a number, "
                                           "found a string", c.file, locationOf(scaling[k]), k)};
           y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
@@ -248,7 +250,7 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
           y += fmt::format("    {}: [", k);
           const YAML::Node &f = scaling[k];
           for (size_t i = 0; f && i < f.size(); ++i) {
-            if (f[i].Tag() == "!")
+            if (isQuoted(f[i]))
               throw ImportError{fmt::format("{}{}: error: rope_scaling.{}: expected numbers, "
                                             "found a string", c.file, locationOf(f[i]), k)};
             y += (i ? ", " : "") + f[i].as<std::string>();
@@ -843,12 +845,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
         "encoder_layers", "decoder_layers", "max_position_embeddings", "n_positions",
         "attention_chunk_size", "relative_attention_num_buckets",
         "relative_attention_max_distance"})
-    if (c.has(k) && c.root[k].IsScalar() && c.integer(k) < 1)
-      c.bad(k, fmt::format("expected a positive integer, found {}", c.integer(k)));
-  if (c.has("sliding_window") && c.root["sliding_window"].IsScalar() &&
-      c.integer("sliding_window") < 0)
-    c.bad("sliding_window", fmt::format("expected a window of at least 0 keys (or null), found {}",
-                                        c.integer("sliding_window")));
+    if (c.has(k) && c.root[k].IsScalar())
+      if (int64_t v = c.integer(k); v < 1)
+        c.bad(k, fmt::format("expected a positive integer, found {}", v));
+  if (c.has("sliding_window") && c.root["sliding_window"].IsScalar())
+    if (int64_t w = c.integer("sliding_window"); w < 0)
+      c.bad("sliding_window",
+            fmt::format("expected a window of at least 0 keys (or null), found {}", w));
 
   // The module: --module, or --layer N of a decoder-only model.
   std::string path = module;
