@@ -27,6 +27,7 @@ converted to float32 (a copy) and non-contiguous inputs made contiguous
 (a copy).
 """
 import ctypes as C
+import numbers
 import os
 import threading
 import warnings
@@ -92,9 +93,13 @@ class _Runner:
         if getattr(loc, "key", None) != key:
             n = int(self.ws_size(b, t, tkv))
             if n < 0:
+                m = self.kernel._info.max_seq_len
+                why = ("kv_seq_len 0: x_kv has no rows, the kernel needs at least one key"
+                       if tkv == 0 else f"max_seq_len {m}" if m > 0 else
+                       "the buffers' sizes overflow")
                 raise AttncError(f"{self.name}_workspace_size(batch {b}, seq_len {t}, "
-                                 f"kv_seq_len {tkv}) refused the shape (max_seq_len "
-                                 f"{self.kernel._info.max_seq_len})", _abi.ERR_BAD_SHAPE)
+                                 f"kv_seq_len {tkv}) refused the shape ({why})",
+                                 _abi.ERR_BAD_SHAPE)
             buf = torch.empty(n + 64, dtype=torch.uint8)
             _runtime.huge_pages(buf.numpy())
             ptr = buf.data_ptr()
@@ -296,6 +301,14 @@ def forward(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
     return op(x, packed, os.fspath(kernel), x_kv, lengths, kv_lengths, num_threads)
 
 
+def _num_threads(n, where):
+    """num_threads as the kernels take it: an integer >= 0 (0: the pool's
+    size), checked where it is given, not at the first call."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 0 <= n < 2**31:
+        raise ValueError(f"{where}: num_threads must be an integer >= 0, got {n!r}")
+    return int(n)
+
+
 def _as_kernel(kernel, target=None, cache_dir=None):
     if isinstance(kernel, Kernel):
         return kernel
@@ -328,7 +341,7 @@ class AttnModule(torch.nn.Module):
         # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
         _runner(self.kernel_path)  # a CUDA or non-float32 kernel raises here
-        self.num_threads = int(num_threads)
+        self.num_threads = _num_threads(num_threads, "AttnModule")
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
         if weights is not None:
@@ -465,7 +478,7 @@ class MultiheadAttention(torch.nn.Module):
         self.out_proj = _Proj(d(mha.out_proj.weight), d(mha.out_proj.bias))
         self.target = target
         self.cache_dir = cache_dir
-        self.num_threads = int(num_threads)
+        self.num_threads = _num_threads(num_threads, "attnc.torch.MultiheadAttention")
         self.fallback = fallback
         self.kernels = torch.nn.ModuleDict()
         self._versions = {}
@@ -581,6 +594,18 @@ class MultiheadAttention(torch.nn.Module):
             return self._unsupported(f"inputs on {q.device} (the kernels run on the CPU)",
                                      *args)
         b, lq, lk = q.shape[0], q.shape[1], kv.shape[1]
+        if lk == 0 and b * lq > 0:
+            # No keys: torch's answer (the output projection of zeros) is
+            # exact and cheap; the kernels need at least one key.
+            return self._torch_forward(*args)
+        tracing = torch.jit.is_tracing()
+        if tracing and key_padding_mask is not None:
+            # The variant and the lengths come from the mask's values,
+            # which a trace does not record: a traced call with another
+            # padding would run this call's. torch's function traces it.
+            return self._unsupported("torch.jit.trace with a key_padding_mask (the kernel "
+                                     "variant and lengths come from the mask's values, which "
+                                     "the trace would fix to this call's)", *args)
         causal = bool(is_causal)
         if attn_mask is not None and attn_mask.dim() == 3 and \
                 tuple(attn_mask.shape) != (b * self.num_heads, lq, lk):
@@ -596,6 +621,14 @@ class MultiheadAttention(torch.nn.Module):
                 return self._unsupported("is_causal with an attn_mask that is not causal",
                                          *args)
             causal = kind == "causal"
+            if tracing:
+                # A mask built from the shapes (a causal triu) traces as
+                # the same pattern every call; one passed in may not.
+                warnings.warn(f"attnc.torch.MultiheadAttention: torch.jit.trace with an "
+                              f"attn_mask: the trace runs this call's kernel ({kind} mask) "
+                              f"for every call; trace with a mask that does not change "
+                              f"between calls (or leave this module's calls untraced)",
+                              stacklevel=3)
         kv_lengths = None
         if key_padding_mask is not None:
             kpm = key_padding_mask[None] if unbatched else key_padding_mask
@@ -675,9 +708,20 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     `model.attnc_replaced` lists the names replaced."""
     if fallback not in ("warn", "error", "silent"):
         raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
-    replaced = []
+    num_threads = _num_threads(num_threads, "replace_attention")
+    replaced, pending = [], []
+    done = {}  # id(torch's module) -> what replaced it (a module under several names)
 
     def convert(mod, name):
+        if id(mod) in done:
+            new = done[id(mod)]
+            if new is not mod:
+                replaced.append(name)
+            return new
+        done[id(mod)] = new = convert_one(mod, name)
+        return new
+
+    def convert_one(mod, name):
         # A subclass may compute something else in its own forward: kept.
         why = (f"{type(mod).__name__} is a subclass of nn.MultiheadAttention "
                "(its forward may differ)") if type(mod) is not torch.nn.MultiheadAttention \
@@ -685,9 +729,9 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
         if why:
             if fallback == "error":
                 raise Unsupported(f"{name or 'model'}: cannot replace: {why}")
-            if fallback == "warn":
-                warnings.warn(f"attnc.torch.replace_attention: {name or 'model'} stays "
-                              f"torch's: {why}", stacklevel=3)
+            if fallback == "warn":  # (warned below, at the caller's line)
+                pending.append(f"attnc.torch.replace_attention: {name or 'model'} stays "
+                               f"torch's: {why}")
             return mod
         replaced.append(name)
         return MultiheadAttention(mod, target=target, cache_dir=cache_dir,
@@ -696,10 +740,27 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     if isinstance(model, torch.nn.MultiheadAttention):
         model = convert(model, "")
     else:
-        for name, mod in list(model.named_modules()):
-            for cname, child in list(mod.named_children()):
+        # Every parent once, every child under each of its names: a module
+        # registered twice (self.b = self.a, or in two parents) is replaced
+        # by one module under both, so the tie stays.
+        seen = set()
+
+        def walk(mod, prefix):
+            if id(mod) in seen:
+                return
+            seen.add(id(mod))
+            for cname, child in list(mod._modules.items()):
+                if child is None:
+                    continue
+                name = prefix + cname
                 if isinstance(child, torch.nn.MultiheadAttention):
-                    setattr(mod, cname, convert(child, f"{name}.{cname}" if name else cname))
+                    setattr(mod, cname, convert(child, name))
+                else:
+                    walk(child, name + ".")
+
+        walk(model, "")
+    for msg in pending:
+        warnings.warn(msg, stacklevel=2)
     if not replaced and fallback == "warn" and not any(
             isinstance(m, torch.nn.MultiheadAttention) for m in model.modules()):
         # Nothing to replace at all: most often a Hugging Face model, whose

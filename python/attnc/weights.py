@@ -150,6 +150,13 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
             others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)
                              if k.endswith("." + s)})
             hint = f"; it is there under prefixes {others[:3]}" if others else ""
+            fused = [prefix + f + n[n.index("."):] for f in _FUSED
+                     if n.startswith(("q_proj.", "k_proj.", "v_proj."))
+                     and f + n[n.index("."):] in under]
+            if fused:
+                hint += (f"; the checkpoint fuses Q/K/V in {fused[0]}: cut it with "
+                         "attnc.weights.split_fused(tensors, prefix, config, heads, kv_heads, "
+                         "head_dim) first (or use attnc.from_hf / Kernel.pack_checkpoint)")
             raise KeyError(f"no tensor for '{n}' under prefix '{prefix}' "
                            f"(looked for {[prefix + s for s in spellings(n)]}){hint}")
         if len(found) > 1:

@@ -370,6 +370,68 @@ def main():
             check("'warn', 'error' or 'silent'" in str(e) and "'erorr'" in str(e),
                   f"fallback='erorr' ({what}): {e}")
 
+    # -- one module under two names: one replacement, the tie kept -----------
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.MultiheadAttention(E, H, batch_first=True)
+            self.b = self.a
+            self.p = torch.nn.Sequential(self.a)  # and in another parent
+
+        def forward(self, x):
+            return self.a(x, x, x)[0] + 2 * self.b(x, x, x)[0] + self.p[0](x, x, x)[0]
+
+    tw = randomize(Twice()).eval()
+    x = torch.randn(2, 7, E)
+    at.replace_attention(tw, cache_dir=cache)
+    tref = Twice().eval()
+    tref.load_state_dict(tw.state_dict())
+    with torch.no_grad():
+        for m in (tw.a, tref.a):
+            m.in_proj_weight.mul_(0.5)  # through one name: the other sees it
+        y, ry = tw(x), tref(x)
+    check(tw.a is tw.b is tw.p[0] and isinstance(tw.a, at.MultiheadAttention)
+          and tw.attnc_replaced == ["a", "b", "p.0"] and err(y, ry) <= TOL,
+          f"a module under three names: one replacement {tw.attnc_replaced}, the tie kept "
+          f"after an in-place edit (err {err(y, ry):.1e})")
+
+    # -- keys with no rows: torch's answer (the projection of zeros) ---------
+    mha0 = randomize(torch.nn.MultiheadAttention(E, H, batch_first=True)).eval()
+    rep0 = at.MultiheadAttention(mha0, cache_dir=cache)
+    x, kv0 = torch.randn(2, 5, E), torch.randn(2, 0, E)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        y, w = rep0(x, kv0, kv0)
+        ry, rw = mha0(x, kv0, kv0)
+    check(y.shape == ry.shape and err(y, ry) <= TOL and w.shape == rw.shape and not ws,
+          f"key and value with no rows: y {tuple(y.shape)} as torch's, no warning")
+
+    # -- tracing with a key_padding_mask: torch's function, traced ----------
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        tr = torch.jit.trace(lambda q, m: rep0(q, q, q, key_padding_mask=m)[0], (x, pad),
+                             check_trace=False)
+    other = pad.clone()
+    other[1, 3:] = True
+    with torch.no_grad():
+        ty, ry = tr(x, other), mha0(x, x, x, key_padding_mask=other)[0]
+    kinds = [n.kind() for n in tr.inlined_graph.nodes()]
+    check(err(ty, ry) <= TOL and "attnc::forward" not in kinds and
+          any("torch.jit.trace with a key_padding_mask" in str(m.message) for m in ws),
+          f"traced with a key_padding_mask: torch's function, right for another padding "
+          f"(err {err(ty, ry):.1e})")
+
+    # -- num_threads is checked where it is given -----------------------------
+    for what, make in (("replace_attention", lambda: at.replace_attention(
+            torch.nn.Sequential(torch.nn.MultiheadAttention(E, H)), num_threads=-1)),
+                       ("MultiheadAttention", lambda: at.MultiheadAttention(mha0, num_threads=1.5))):
+        try:
+            make()
+            check(False, f"{what}: a bad num_threads accepted")
+        except ValueError as e:
+            check("num_threads must be an integer >= 0" in str(e), f"{what}: {e}")
+
     print(f"attnc.torch: {passed} passed, {failures} failed")
     return 1 if failures else 0
 

@@ -106,6 +106,14 @@ try:
 except ValueError as e:
     assert "o_proj.weight" in str(e) and "out_proj.weight" in str(e), e
     print("PASS: two spellings of one tensor are an error")
+try:
+    map_names({"h.2.self_attention.query_key_value.weight": 1}, ["q_proj.weight"],
+              prefix="h.2.self_attention.")
+    raise AssertionError("no error for a fused QKV tensor")
+except KeyError as e:
+    assert "fuses Q/K/V in h.2.self_attention.query_key_value.weight" in str(e) and \
+        "attnc.weights.split_fused" in str(e), e
+    print("PASS: a fused QKV tensor where q_proj is expected names split_fused")
 
 torch_names = ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
 parts = {f"self.{p}.{w}": np.full((2, 2) if w == "weight" else 2, i * 2 + (w == "bias"), np.float32)
