@@ -699,6 +699,11 @@ private:
       spec.softcap = getInRange("softcap", v, 0, 1e4, false,
                                 " (cap * tanh(s / cap) is computed as cap minus a quotient: "
                                 "a larger cap loses the score to float32 rounding)");
+      // The kernels divide by the cap in float32: it must stay a normal one.
+      if (!std::isnormal(static_cast<float>(*spec.softcap)))
+        fail("softcap", fmt::format("expected a number in (0, 10000] that float32 holds as a "
+                                    "normal number (at least about 1.2e-38), found {}",
+                                    describe(v)));
     } else if (key == "clip_qkv") {
       spec.clipQkv = getPositive("clip_qkv", v);
     } else if (key == "qk_norm") {
