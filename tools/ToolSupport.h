@@ -90,11 +90,13 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
                                       int64_t layer, std::vector<std::string> sets,
                                       const std::string &emitSpec) {
-  HfSpec hf = specFromHf(dir, module, layer, sets,
-                         [](const std::string &d, std::vector<std::string> &names) {
-                           std::string why;
-                           return attnrt::checkpointTensorNames(d, names, why);
-                         });
+  HfReaders readers;
+  readers.tensorNames = [](const std::string &d, std::vector<std::string> &names) {
+    std::string why;
+    return attnrt::checkpointTensorNames(d, names, why);
+  };
+  readers.checkJson = attnrt::checkJson;
+  HfSpec hf = specFromHf(dir, module, layer, sets, readers);
   if (!hf.error.empty()) {
     llvm::errs() << hf.error << "\n";
     return std::nullopt;

@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Json.h"
+#include "attnc/runtime/Checkpoint.h"
 
 #include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,10 @@ class JsonParser {
 public:
   JsonParser(const std::string &s, const JsonLimits &limits) : s_(s), limits_(limits) {}
   bool parse(Json &out, std::string &why) { return finish(value(out, 0), false, why); }
+  /// Where the last parse stopped (the byte of its error).
+  size_t position() const { return pos_; }
+  /// The last error without its location.
+  const std::string &reason() const { return why_; }
 
   /// The top-level object entry by entry (parseJsonObjectEntries).
   bool entries(const std::function<bool(const std::string &, const Json &)> &entry,
@@ -278,6 +284,14 @@ private:
     }
     if (c == 'n')
       return lit("null");
+    if (limits_.pythonConstants) { // NaN, Infinity, -Infinity (Python's json)
+      for (const char *w : {"NaN", "Infinity", "-Infinity"})
+        if (s_.compare(pos_, std::strlen(w), w) == 0) {
+          v.type = Json::Number;
+          v.num = w[0] == 'N' ? std::nan("") : w[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+          return lit(w);
+        }
+    }
     if (c == '-' || std::isdigit(static_cast<unsigned char>(c)))
       return number(v);
     return error("unexpected character");
@@ -309,3 +323,17 @@ bool parseJsonObjectEntries(
 
 } // namespace tensorfile
 } // namespace attnrt
+
+bool attnrt::checkJson(const std::string &text, std::string &why, uint64_t &errorByte) {
+  tensorfile::JsonLimits limits;
+  limits.maxBytes = uint64_t(64) << 20;
+  limits.pythonConstants = true;
+  tensorfile::JsonParser p(text, limits);
+  tensorfile::Json tree;
+  std::string located;
+  if (p.parse(tree, located))
+    return true;
+  errorByte = p.position();
+  why = p.reason().empty() ? "text after the JSON value" : p.reason();
+  return false;
+}

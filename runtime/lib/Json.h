@@ -36,6 +36,9 @@ struct Json {
 struct JsonLimits {
   int maxDepth = 64;
   uint64_t maxBytes = UINT64_MAX;
+  /// Also NaN, Infinity and -Infinity, which Python's json reads and
+  /// writes (config.json; never a safetensors header).
+  bool pythonConstants = false;
 };
 
 /// Parses `text` (one JSON value and nothing after it but whitespace).

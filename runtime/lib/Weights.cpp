@@ -740,6 +740,7 @@ struct Loader {
     std::string text, why;
     JsonLimits limits;
     limits.maxBytes = uint64_t(64) << 20;
+    limits.pythonConstants = true;
     if (!attnrt::readRegularFile(configPath(), uint64_t(1) << 22, text, why) ||
         !parseJson(text, config, why, limits) ||
         config.type != Json::Object)

@@ -149,7 +149,9 @@ FUSED_CASES = [
     # tensors without the 'transformer.' root (attnc --layer finds them).
     dict(name="bloom_bare", module="h.1.self_attention", layout="per_head",
          fused="query_key_value", o="dense",
-         config=dict(model_type="bloom", hidden_size=48, n_head=4, n_layer=2),
+         # (bigscience/bloom-560m's spelling: BloomConfig's attribute_map
+         # and n_embed keyword)
+         config=dict(model_type="bloom", n_embed=48, num_attention_heads=4, n_layer=2),
          ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
                   rope=None, alibi="bloom"),
          note="BloomAttention returns dense(attention) + the residual"),
@@ -296,6 +298,18 @@ NORM_CASES = [
                      rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
                                    "beta_slow": 1.0, "truncate": False,
                                    "original_max_position_embeddings": 4096}),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], sinks=True,
+                  rope=dict(theta=150000.0, scaling={"type": "yarn", "factor": 32.0,
+                                                     "beta_fast": 32.0, "beta_slow": 1.0,
+                                                     "truncate": False,
+                                                     "original_max_position_embeddings": 4096})),
+         names={"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    # gpt-oss with the keys its published configs carry left out:
+    # GptOssConfig's rope_theta 150000 and yarn (factor 32, truncate false);
+    # layer 1 is full attention (the default layer_types alternate).
+    dict(name="gpt_oss_defaults", module="model.layers.1.self_attn",
+         config=dict(model_type="gpt_oss", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2),
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"], sinks=True,
                   rope=dict(theta=150000.0, scaling={"type": "yarn", "factor": 32.0,
                                                      "beta_fast": 32.0, "beta_slow": 1.0,
@@ -1501,6 +1515,10 @@ def main():
                      "--out", yp] + kv_arg)
             if c.get("quiet") and "warning" in r.stderr:
                 raise RuntimeError(f"a warning where none is due: {r.stderr.strip()}")
+            if "does not compute the attention" in r.stderr or "not compared with" in r.stderr:
+                # attnc-run --hf compares the kernel with the module's config:
+                # this one was compiled from it.
+                raise RuntimeError(f"the kernel and its own config differ: {r.stderr.strip()}")
             if c.get("note") and c["note"] not in r.stderr:
                 raise RuntimeError(f"no note '{c['note']}' from attnc-run: {r.stderr.strip()}")
         except RuntimeError as e:

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/Spec/BlockParams.h"
 #include "attnc/Spec/Spec.h"
 
 #include <catch2/catch.hpp>
@@ -953,4 +954,46 @@ TEST_CASE("columns after a UTF-8 BOM count from the first character", "[spec][er
         errorOf("name: [attn\nd_model: 8\nheads: 2\n"));
   CHECK(errorOf("\xef\xbb\xbfheads: x\nname: a\nd_model: 8\n") ==
         "t.yaml:1:8: error: heads: expected a positive integer, found 'x'");
+}
+
+TEST_CASE("modelDifferences names what changes the block, not the kernel's choices",
+          "[spec][hf]") {
+  const char *base = "name: a\nd_model: 64\nheads: 4\nkv_heads: 2\nmask: causal\n"
+                     "weights: separate\nrope:\n  theta: 10000\n";
+  const attnrt::BlockParams model = blockParams(specOf(base));
+  // The kernel's own choices: decode, max_seq_len, probs, padding lengths,
+  // element types, a tensor-parallel split.
+  CHECK(modelDifferences(blockParams(specOf(std::string(base) +
+                                            "decode: true\nmax_seq_len: 512\n"
+                                            "dtype: bf16\noutputs: [y, probs]\n")),
+                         model)
+            .empty());
+  CHECK(modelDifferences(blockParams(specOf(std::string(base) + "tensor_parallel: {size: 2, rank: 1}\n")),
+                         model)
+            .empty());
+  const char *alibi = "name: a\nd_model: 48\nheads: 6\nmask: causal\nweights: separate\n"
+                      "alibi: true\n";
+  CHECK(modelDifferences(blockParams(specOf(std::string(alibi) +
+                                            "tensor_parallel: {size: 2, rank: 1}\n")),
+                         blockParams(specOf(alibi)))
+            .empty());
+  std::string padded = base;
+  padded.replace(padded.find("mask: causal"), 12, "mask: causal+padding");
+  CHECK(modelDifferences(blockParams(specOf(padded)), model).empty());
+  // What the module computes.
+  std::string theta = base;
+  theta.replace(theta.find("10000"), 5, "500000");
+  CHECK(modelDifferences(blockParams(specOf(theta)), model) ==
+        std::vector<std::string>{"rotary frequencies (rope_theta or rope_scaling) differ"});
+  std::string heads = base;
+  heads.replace(heads.find("heads: 4"), 8, "heads: 8");
+  CHECK(modelDifferences(blockParams(specOf(heads)), model) ==
+        std::vector<std::string>{"heads 8 (config.json: 4)", "head_dim 8 (config.json: 16)"});
+  std::string bidir = base;
+  bidir.replace(bidir.find("mask: causal"), 12, "mask: none");
+  CHECK(modelDifferences(blockParams(specOf(bidir)), model) ==
+        std::vector<std::string>{"mask bidirectional (config.json: causal)"});
+  CHECK(modelDifferences(blockParams(specOf(std::string(base) + "bias: [q, k, v]\nsinks: true\n")),
+                         model) ==
+        std::vector<std::string>{"o bias no (config.json: yes)", "sinks yes (config.json: no)"});
 }

@@ -31,6 +31,9 @@
 #include "attnc/runtime/weights.h"
 
 #include "JsonValue.h"
+#include "attnc/Spec/BlockParams.h"
+#include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -92,7 +95,12 @@ const char *kUsage =
     "                     needs --weights\n"
     "  --hf DIR --module PATH  the weights of the attention module PATH of a\n"
     "                     Hugging Face model directory (its .safetensors shards;\n"
-    "                     the same as --weights DIR --weights-prefix PATH.)\n"
+    "                     the same as --weights DIR --weights-prefix PATH.) The\n"
+    "                     kernel is compared with the block DIR/config.json\n"
+    "                     describes for PATH: a warning names what differs\n"
+    "                     (another module's or checkpoint's kernel; element\n"
+    "                     types, decode, max_seq_len, probs, padding lengths\n"
+    "                     and a tensor-parallel split are the kernel's own)\n"
     "  --seed S           seed for random weights and inputs (default 1)\n"
     "  --out FILE.npy     write y [B, T, out_dim] (all or nothing: a temporary\n"
     "                     beside it, renamed; refused when it is an input)\n"
@@ -380,6 +388,43 @@ bool loadWeights(const std::string &path, const std::string &prefix,
   for (uint32_t i = 0; i < loaded.count(); ++i)
     weights.emplace_back(loaded.float32()[i], loaded.float32()[i] + loaded.elems()[i]);
   return true;
+}
+
+/// attnc-run --hf DIR --module PATH: the kernel against the block DIR's
+/// config.json describes for PATH, derived as attnc --hf derives it. A
+/// kernel compiled from another module (T5's encoder run on its decoder's
+/// weights, a sliding layer's on a global one's) or another checkpoint
+/// (rope_theta 1e4 run on a 5e5 model) loads the weights fine and passes
+/// --check, which replays the kernel's own block: a warning names each
+/// fact that differs. A config.json the import cannot read is a note.
+void checkAgainstConfig(const std::string &lib, const std::string &dir,
+                        const std::string &module, const attnrt::BlockParams &kernel) {
+  attnc::HfReaders readers;
+  readers.checkJson = attnrt::checkJson;
+  const attnc::HfSpec hf = attnc::specFromHf(dir, module, -1, {}, readers);
+  attnc::SpecResult derived;
+  if (hf.error.empty())
+    derived = attnc::parseSpecString(hf.yaml, "<derived spec of " + dir + "/config.json>");
+  const std::string &why = !hf.error.empty() ? hf.error : derived.error;
+  if (!why.empty()) {
+    std::fprintf(stderr, "attnc-run: note: the kernel is not compared with %s/config.json's "
+                 "module %s: %s\n", dir.c_str(), module.c_str(),
+                 why.substr(0, why.find('\n')).c_str());
+    return;
+  }
+  const std::vector<std::string> diffs =
+      attnc::modelDifferences(kernel, attnc::blockParams(*derived.spec));
+  if (diffs.empty())
+    return;
+  std::string list;
+  for (const std::string &d : diffs)
+    list += (list.empty() ? "" : "; ") + d;
+  std::fprintf(stderr,
+               "attnc-run: warning: %s does not compute the attention of %s as %s/config.json "
+               "describes it: %s. Its output is not that module's (--check compares with the "
+               "kernel's own block); attnc --hf %s --module %s compiles the module's kernel\n",
+               lib.c_str(), module.c_str(), dir.c_str(), list.c_str(), dir.c_str(),
+               module.c_str());
 }
 
 /// A note on stderr when readNpy converted a file to float32 (NpyArray::dtype).
@@ -1872,6 +1917,8 @@ int Run::makeData() {
   std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
   if (!loadWeights(o.wDir, o.wPrefix, ki, tensors, rng, weights))
     return kExitInput;
+  if (!o.hfDir.empty())
+    checkAgainstConfig(o.lib, o.hfDir, o.hfModule, p);
   int64_t xFloats = 0, yFloats = 0; // checkShape: both fit
   attnrt::checkedMul(rows, ki.d_model, xFloats);
   attnrt::checkedMul(rows, ki.out_dim, yFloats);

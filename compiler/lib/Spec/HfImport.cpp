@@ -519,6 +519,22 @@ const ConfigDefault kConfigDefaults[] = {
      {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "32"},
       {"num_hidden_layers", "32"}, {"rope_theta", "10000.0"}, {"sliding_window", "4096"},
       {"sliding_window_pattern", "4"}}},
+    // T5's sizes (a config.json of T5Config's own defaults, t5-small's,
+    // may leave them out); MT5Config and UMT5Config share theirs.
+    {"t5", "T5Config",
+     {{"d_model", "512"}, {"d_kv", "64"}, {"num_heads", "8"}, {"num_layers", "6"}}},
+    {"mt5", "MT5Config",
+     {{"d_model", "512"}, {"d_kv", "64"}, {"num_heads", "6"}, {"num_layers", "8"}}},
+    {"umt5", "UMT5Config",
+     {{"d_model", "512"}, {"d_kv", "64"}, {"num_heads", "6"}, {"num_layers", "8"}}},
+    // (transformers v4's __init__ defaults; v5's default_theta and
+    // default rope_parameters are the same)
+    {"gpt_oss", "GptOssConfig",
+     {{"hidden_size", "2880"}, {"num_attention_heads", "64"}, {"num_key_value_heads", "8"},
+      {"head_dim", "64"}, {"num_hidden_layers", "36"}, {"rope_theta", "150000.0"},
+      {"sliding_window", "128"},
+      {"rope_scaling", "{rope_type: yarn, factor: 32.0, beta_fast: 32.0, beta_slow: 1.0, "
+                       "truncate: false, original_max_position_embeddings: 4096}"}}},
     {"smollm3", "SmolLM3Config",
      {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
@@ -534,7 +550,58 @@ const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
     {"gemma", 8192},          {"gemma2", 8192},        {"gemma3_text", 131072},
     {"llama4_text", 131072},  {"mllama_text_model", 131072}, {"cohere2", 8192},
     {"phi", 2048},            {"phi3", 4096},          {"phimoe", 131072},
-    {"gpt_neox", 2048}};
+    {"gpt_neox", 2048},       {"gpt_oss", 131072}};
+
+/// The other spellings of keys the import reads, as the configuration
+/// classes' attribute_map (and BLOOM's and Falcon's n_embed keyword)
+/// accept them: bigscience/bloom-560m's config.json has n_embed and
+/// num_attention_heads, where BloomConfig stores hidden_size and n_head.
+/// The class sets the other spelling last, so where the file has both it
+/// wins (a note says so when they differ).
+struct KeyAlias {
+  const char *modelType, *alias, *key;
+};
+const KeyAlias kKeyAliases[] = {
+    {"bloom", "num_attention_heads", "n_head"}, {"bloom", "num_hidden_layers", "n_layer"},
+    {"bloom", "n_embed", "hidden_size"},        {"falcon", "n_embed", "hidden_size"},
+    {"gpt2", "hidden_size", "n_embd"},          {"gpt2", "num_attention_heads", "n_head"},
+    {"gpt2", "num_hidden_layers", "n_layer"},   {"gpt2", "max_position_embeddings", "n_positions"},
+    {"gptj", "hidden_size", "n_embd"},          {"gptj", "num_attention_heads", "n_head"},
+    {"gptj", "num_hidden_layers", "n_layer"},   {"gptj", "max_position_embeddings", "n_positions"},
+    {"gpt_bigcode", "hidden_size", "n_embd"},   {"gpt_bigcode", "num_attention_heads", "n_head"},
+    {"gpt_bigcode", "num_hidden_layers", "n_layer"},
+    {"gpt_bigcode", "max_position_embeddings", "n_positions"},
+    {"mpt", "hidden_size", "d_model"},          {"mpt", "num_attention_heads", "n_heads"},
+    {"mpt", "num_hidden_layers", "n_layers"},
+    {"t5", "hidden_size", "d_model"},           {"t5", "num_attention_heads", "num_heads"},
+    {"t5", "num_hidden_layers", "num_layers"},  {"t5", "head_dim", "d_kv"},
+    {"mt5", "hidden_size", "d_model"},          {"mt5", "num_attention_heads", "num_heads"},
+    {"mt5", "num_hidden_layers", "num_layers"}, {"mt5", "head_dim", "d_kv"},
+    {"bart", "hidden_size", "d_model"},         {"bart", "num_attention_heads", "encoder_attention_heads"},
+    {"mbart", "hidden_size", "d_model"},        {"mbart", "num_attention_heads", "encoder_attention_heads"},
+    {"whisper", "hidden_size", "d_model"},
+    {"whisper", "num_attention_heads", "encoder_attention_heads"},
+    {"whisper", "num_key_value_heads", "encoder_attention_heads"},
+    {"gpt_neo", "num_attention_heads", "num_heads"}, {"gpt_neo", "num_hidden_layers", "num_layers"},
+    {"distilbert", "hidden_size", "dim"},       {"distilbert", "num_attention_heads", "n_heads"},
+    {"distilbert", "num_hidden_layers", "n_layers"},
+    {"dbrx", "hidden_size", "d_model"},         {"dbrx", "num_attention_heads", "n_heads"},
+    {"dbrx", "num_hidden_layers", "n_layers"},  {"dbrx", "max_position_embeddings", "max_seq_len"}};
+
+/// kKeyAliases for model type `mt` (after kAliases): the other spelling's
+/// value under the key the import reads.
+void applyKeyAliases(Config &c, const std::string &mt, std::vector<std::string> &notes) {
+  for (const KeyAlias &a : kKeyAliases) {
+    if (mt != a.modelType || !c.root[a.alias])
+      continue;
+    const YAML::Node other = c.root[a.alias], own = c.root[a.key];
+    if (own && !(own.IsScalar() && other.IsScalar() && own.Scalar() == other.Scalar()))
+      notes.push_back(fmt::format("{}{}: note: {} and {} are one setting of the "
+                                  "configuration class; transformers takes {} (set last)",
+                                  c.file, locationOf(other), a.alias, a.key, a.alias));
+    c.root[a.key] = other;
+  }
+}
 
 /// The class default that Config::maxPositions falls back on.
 void setMaxPositionDefault(Config &c, const std::string &modelType,
@@ -567,7 +634,7 @@ void applyConfigDefaults(Config &c, const std::string &modelType,
             c.root["rope_parameters"]["partial_rotary_factor"]) &&
           !(typed && (std::string(key) == "sliding_window_pattern" ||
                       std::string(key) == "max_window_layers"))) {
-        c.root[key] = value;
+        c.root[key] = YAML::Load(value); // (a map for rope_scaling)
         filled += fmt::format("{}{} {}", filled.empty() ? "" : ", ", key, value);
       }
     if (!filled.empty())
@@ -707,7 +774,8 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
 }
 
 HfSpec import(const std::string &dir, const std::string &module, int64_t layerArg,
-              const std::vector<std::string> &sets, const TensorNamesFn &tensorNames) {
+              const std::vector<std::string> &sets, const HfReaders &readers) {
+  const TensorNamesFn &tensorNames = readers.tensorNames;
   HfSpec out;
   if (!module.empty() && (module.front() == '.' || module.back() == '.' ||
                           module.find("..") != std::string::npos))
@@ -722,6 +790,16 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     throw ImportError{fmt::format("{}: error: cannot read the checkpoint's config: {} "
                                   "(attnc --hf takes a Hugging Face model directory)",
                                   c.file, why)};
+  uint64_t byte = 0;
+  if (readers.checkJson && !readers.checkJson(text, why, byte)) {
+    byte = std::min<uint64_t>(byte, text.size());
+    const size_t lineStart = byte == 0 ? std::string::npos : text.rfind('\n', byte - 1);
+    const int64_t line = 1 + std::count(text.begin(), text.begin() + byte, '\n');
+    const int64_t col = int64_t(byte) - (lineStart == std::string::npos ? -1 : int64_t(lineStart));
+    throw ImportError{fmt::format("{}:{}:{}: error: not JSON: {} (transformers reads "
+                                  "config.json with Python's json)",
+                                  c.file, line, col, why)};
+  }
   try {
     c.root = YAML::Load(text);
   } catch (const YAML::Exception &e) {
@@ -833,6 +911,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
 
   // (by the checkpoint's own model_type: an alias's class may differ, as
   // Qwen2VLConfig's defaults do from Qwen2Config's)
+  applyKeyAliases(c, mt, out.notes);
   applyConfigDefaults(c, namedType, out.notes);
   // Sizes and counts the import divides by or checks a layer against: a
   // value below 1 (which transformers' classes store, and their models
@@ -1666,9 +1745,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
 } // namespace
 
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
-                  const std::vector<std::string> &sets, const TensorNamesFn &tensorNames) {
+                  const std::vector<std::string> &sets, const HfReaders &readers) {
   try {
-    return import(dir, module, layer, sets, tensorNames);
+    return import(dir, module, layer, sets, readers);
   } catch (const ImportError &e) {
     HfSpec r;
     r.error = e.message;

@@ -269,8 +269,8 @@ std::vector<double> alibiSlopes(const Spec &spec);
 /// decoder-only model. `sets` are "KEY=VALUE" overrides of top-level keys,
 /// applied to the derived YAML. On success `yaml` is the spec text and
 /// `weightsPrefix` the module's tensor-name prefix ("model.layers.5.self_attn.");
-/// otherwise `error` is one message. Never throws. `tensorNames`, when
-/// given, lists the tensor names in DIR (the tools pass
+/// otherwise `error` is one message. Never throws. `readers.tensorNames`,
+/// when given, lists the tensor names in DIR (the tools pass
 /// attnrt::checkpointTensorNames; this library reads no weight file): with
 /// `layer`, a checkpoint that saved the module under another root than the
 /// model's own gets the module that is there (Checkpoint.h), and the
@@ -283,9 +283,19 @@ struct HfSpec {
 };
 using TensorNamesFn =
     std::function<bool(const std::string &dir, std::vector<std::string> &names)>;
+/// Whether config.json's text is JSON; false with what is wrong and the
+/// byte where (the tools pass attnrt::checkJson). Without it the YAML
+/// reader's own check is all: it takes comments, trailing commas and
+/// single quotes, which Python's json (transformers) refuses.
+using JsonCheckFn =
+    std::function<bool(const std::string &text, std::string &why, uint64_t &errorByte)>;
+/// What the import reads through the runtime (this library links none).
+struct HfReaders {
+  TensorNamesFn tensorNames;
+  JsonCheckFn checkJson;
+};
 HfSpec specFromHf(const std::string &dir, const std::string &module, int64_t layer,
-                  const std::vector<std::string> &sets,
-                  const TensorNamesFn &tensorNames = nullptr);
+                  const std::vector<std::string> &sets, const HfReaders &readers = {});
 
 /// T5's bucket (HF _relative_position_bucket, in float32 as torch computes
 /// it) of rel = j - i for rel in [-maxDistance, maxDistance] (entry

@@ -11,6 +11,7 @@
 #ifndef ATTNC_TARGET_PACKPLAN_H
 #define ATTNC_TARGET_PACKPLAN_H
 
+#include "attnc/Spec/BlockParams.h"
 #include "attnc/Spec/Spec.h"
 #include "attnc/runtime/Block.h"
 
@@ -25,10 +26,6 @@ namespace attnc {
 /// Where role `wq`, `bk`, ... comes from in the storage tensors (Block.h's
 /// one layout table).
 using RoleSource = attnrt::RoleRect;
-
-/// The spec as the runtime describes a block (ABI enum values): the one
-/// mapping from Spec to the metadata record's codes.
-attnrt::BlockParams blockParams(const Spec &spec);
 
 /// The storage tensors of a spec, in pack-entry order (same list as the
 /// runtime's attnrt::storageTensors).

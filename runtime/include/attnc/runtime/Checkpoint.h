@@ -12,6 +12,7 @@
 #ifndef ATTNC_RUNTIME_CHECKPOINT_H
 #define ATTNC_RUNTIME_CHECKPOINT_H
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,15 @@ namespace attnrt {
 /// with `why` ("FILE: what") when a file cannot be listed.
 bool checkpointTensorNames(const std::string &path, std::vector<std::string> &names,
                            std::string &why);
+
+/// Whether `text` is one JSON value (RFC 8259: no comments, trailing
+/// commas or single quotes; NaN, Infinity and -Infinity taken, as Python's
+/// json takes them) and nothing after it but whitespace, as the runtime's
+/// weights loader reads config.json; false
+/// with `why` ("expected ',' or '}'") and the byte where the parse
+/// stopped. attnc --hf checks config.json with it (its YAML reader would
+/// take more than JSON).
+bool checkJson(const std::string &text, std::string &why, uint64_t &errorByte);
 
 /// The module `module` ("transformer.h.1.self_attention", no trailing dot)
 /// as `names` hold it under another root: one leading component shorter
