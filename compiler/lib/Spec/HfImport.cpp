@@ -558,48 +558,54 @@ const std::pair<const char *, int64_t> kMaxPositionDefaults[] = {
 /// num_attention_heads, where BloomConfig stores hidden_size and n_head.
 /// The class sets the other spelling last, so where the file has both it
 /// wins (a note says so when they differ).
-struct KeyAlias {
-  const char *modelType, *alias, *key;
+struct KeyAliases {
+  std::initializer_list<const char *> modelTypes;
+  std::initializer_list<std::pair<const char *, const char *>> aliasToKey;
 };
-const KeyAlias kKeyAliases[] = {
-    {"bloom", "num_attention_heads", "n_head"}, {"bloom", "num_hidden_layers", "n_layer"},
-    {"bloom", "n_embed", "hidden_size"},        {"falcon", "n_embed", "hidden_size"},
-    {"gpt2", "hidden_size", "n_embd"},          {"gpt2", "num_attention_heads", "n_head"},
-    {"gpt2", "num_hidden_layers", "n_layer"},   {"gpt2", "max_position_embeddings", "n_positions"},
-    {"gptj", "hidden_size", "n_embd"},          {"gptj", "num_attention_heads", "n_head"},
-    {"gptj", "num_hidden_layers", "n_layer"},   {"gptj", "max_position_embeddings", "n_positions"},
-    {"gpt_bigcode", "hidden_size", "n_embd"},   {"gpt_bigcode", "num_attention_heads", "n_head"},
-    {"gpt_bigcode", "num_hidden_layers", "n_layer"},
-    {"gpt_bigcode", "max_position_embeddings", "n_positions"},
-    {"mpt", "hidden_size", "d_model"},          {"mpt", "num_attention_heads", "n_heads"},
-    {"mpt", "num_hidden_layers", "n_layers"},
-    {"t5", "hidden_size", "d_model"},           {"t5", "num_attention_heads", "num_heads"},
-    {"t5", "num_hidden_layers", "num_layers"},  {"t5", "head_dim", "d_kv"},
-    {"mt5", "hidden_size", "d_model"},          {"mt5", "num_attention_heads", "num_heads"},
-    {"mt5", "num_hidden_layers", "num_layers"}, {"mt5", "head_dim", "d_kv"},
-    {"bart", "hidden_size", "d_model"},         {"bart", "num_attention_heads", "encoder_attention_heads"},
-    {"mbart", "hidden_size", "d_model"},        {"mbart", "num_attention_heads", "encoder_attention_heads"},
-    {"whisper", "hidden_size", "d_model"},
-    {"whisper", "num_attention_heads", "encoder_attention_heads"},
-    {"whisper", "num_key_value_heads", "encoder_attention_heads"},
-    {"gpt_neo", "num_attention_heads", "num_heads"}, {"gpt_neo", "num_hidden_layers", "num_layers"},
-    {"distilbert", "hidden_size", "dim"},       {"distilbert", "num_attention_heads", "n_heads"},
-    {"distilbert", "num_hidden_layers", "n_layers"},
-    {"dbrx", "hidden_size", "d_model"},         {"dbrx", "num_attention_heads", "n_heads"},
-    {"dbrx", "num_hidden_layers", "n_layers"},  {"dbrx", "max_position_embeddings", "max_seq_len"}};
+const KeyAliases kKeyAliases[] = {
+    {{"bloom"},
+     {{"num_attention_heads", "n_head"}, {"num_hidden_layers", "n_layer"},
+      {"n_embed", "hidden_size"}}},
+    {{"falcon"}, {{"n_embed", "hidden_size"}}},
+    {{"gpt2", "gptj", "gpt_bigcode"},
+     {{"hidden_size", "n_embd"}, {"num_attention_heads", "n_head"},
+      {"num_hidden_layers", "n_layer"}, {"max_position_embeddings", "n_positions"}}},
+    {{"mpt"},
+     {{"hidden_size", "d_model"}, {"num_attention_heads", "n_heads"},
+      {"num_hidden_layers", "n_layers"}}},
+    {{"t5", "mt5"},
+     {{"hidden_size", "d_model"}, {"num_attention_heads", "num_heads"},
+      {"num_hidden_layers", "num_layers"}, {"head_dim", "d_kv"}}},
+    {{"bart", "mbart"},
+     {{"hidden_size", "d_model"}, {"num_attention_heads", "encoder_attention_heads"}}},
+    {{"whisper"},
+     {{"hidden_size", "d_model"}, {"num_attention_heads", "encoder_attention_heads"},
+      {"num_key_value_heads", "encoder_attention_heads"}}},
+    {{"gpt_neo"}, {{"num_attention_heads", "num_heads"}, {"num_hidden_layers", "num_layers"}}},
+    {{"distilbert"},
+     {{"hidden_size", "dim"}, {"num_attention_heads", "n_heads"},
+      {"num_hidden_layers", "n_layers"}}},
+    {{"dbrx"},
+     {{"hidden_size", "d_model"}, {"num_attention_heads", "n_heads"},
+      {"num_hidden_layers", "n_layers"}, {"max_position_embeddings", "max_seq_len"}}}};
 
 /// kKeyAliases for model type `mt` (after kAliases): the other spelling's
 /// value under the key the import reads.
 void applyKeyAliases(Config &c, const std::string &mt, std::vector<std::string> &notes) {
-  for (const KeyAlias &a : kKeyAliases) {
-    if (mt != a.modelType || !c.root[a.alias])
+  for (const KeyAliases &group : kKeyAliases) {
+    if (std::find(group.modelTypes.begin(), group.modelTypes.end(), mt) ==
+        group.modelTypes.end())
       continue;
-    const YAML::Node other = c.root[a.alias], own = c.root[a.key];
-    if (own && !(own.IsScalar() && other.IsScalar() && own.Scalar() == other.Scalar()))
-      notes.push_back(fmt::format("{}{}: note: {} and {} are one setting of the "
-                                  "configuration class; transformers takes {} (set last)",
-                                  c.file, locationOf(other), a.alias, a.key, a.alias));
-    c.root[a.key] = other;
+    for (const auto &[alias, key] : group.aliasToKey) {
+      if (!c.root[alias])
+        continue;
+      const YAML::Node other = c.root[alias], own = c.root[key];
+      if (own && !(own.IsScalar() && other.IsScalar() && own.Scalar() == other.Scalar()))
+        notes.push_back(fmt::format("{}{}: note: {} and {} are one setting of the "
+                                    "configuration class; transformers takes {} (set last)",
+                                    c.file, locationOf(other), alias, key, alias));
+      c.root[key] = other;
+    }
   }
 }
 
