@@ -157,11 +157,15 @@ def release_workspace():
 
 
 def _f32(a, name):
-    """A C-contiguous float32 view or copy of `a` (a real-valued array)."""
+    """A C-contiguous float32 view or copy of `a` (a real-valued array).
+    NumPy has no bfloat16: a uint16 array is bf16 bit patterns, as the
+    bf16 kernels' caches are (converted exactly), never integers."""
     a = _numpy(a, name)
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{name} must hold real numbers, got dtype {a.dtype}",
                             _abi.ERR_ARGS)
+    if a.dtype == np.uint16:
+        return np.ascontiguousarray((a.astype(np.uint32) << 16).view(np.float32))
     if a.dtype != np.float32:
         wide = a
         with np.errstate(over="ignore"):

@@ -96,6 +96,16 @@ for k, p_, dt, u in ((kb, pb, _abi.DTYPE_BF16, 2.0**-8), (kh, ph, _abi.DTYPE_F16
     yu = kf.forward(x, kf.pack(w))
     check((np.abs(y - yu) / (1e-5 + 1.01 * u * np.abs(yu) + 1e-4 * np.abs(yu))).max() > 1.0,
           f"{name}: the reference on unrounded inputs is outside the allowance")
+# NumPy uint16 arrays are bf16 bit patterns (x and weights, any kernel), as
+# the caches are: never integers.
+xb = _to_storage(x, _abi.DTYPE_BF16)
+wb = [_to_storage(a, _abi.DTYPE_BF16) for a in w]
+check(np.array_equal(kb.forward(xb, kb.pack(wb)), kb.forward(x, pb)) and
+      np.array_equal(kb.pack(wb), pb) and
+      np.array_equal(kf.forward(xb, kf.pack(wb)),
+                     kf.forward(_from_storage(xb, _abi.DTYPE_BF16),
+                                kf.pack([_from_storage(a, _abi.DTYPE_BF16) for a in wb]))),
+      "uint16 x and weights are bf16 bit patterns (bf16 and float32 kernels)")
 try:
     kb.forward(x, pb, out=np.empty((2, 7, 48), np.float32))
     check(False, "forward of a bf16 kernel with out= is refused")

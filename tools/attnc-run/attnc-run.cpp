@@ -1357,10 +1357,12 @@ int checkVariantOptions(const Options &o, const attnc_kernel_info &ki) {
     return lacks("--heatmap", "probs");
   if (o.decodeSteps > 0 && !(f & ATTNC_FEATURE_DECODE))
     return lacks("--decode-steps", "decode");
-  if (o.decodeSteps > 0 && (!o.lengthsArg.empty() || !o.probsPath.empty() ||
-                            !o.heatmapPath.empty()))
-    return usageError("--decode-steps runs whole sequences (no --lengths) "
-                      "and has no attention weights (no --probs/--heatmap)");
+  if (o.decodeSteps > 0 && !o.lengthsArg.empty())
+    return usageError("--decode-steps runs whole sequences: --lengths does not go with it");
+  if (o.decodeSteps > 0 && (!o.probsPath.empty() || !o.heatmapPath.empty()))
+    return usageError(std::string("--decode-steps writes no attention weights: ") +
+                      (o.probsPath.empty() ? "--heatmap" : "--probs") +
+                      " does not go with it");
   if (o.decodeChunkGiven && o.decodeSteps == 0)
     return usageError("--decode-chunk needs --decode-steps");
   if (o.decodeChunk > o.decodeSteps && o.decodeSteps > 0)
