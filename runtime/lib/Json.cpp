@@ -8,6 +8,7 @@
 #include "Json.h"
 #include "attnc/runtime/Checkpoint.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cerrno>
@@ -23,8 +24,8 @@ class JsonParser {
 public:
   JsonParser(const std::string &s, const JsonLimits &limits) : s_(s), limits_(limits) {}
   bool parse(Json &out, std::string &why) { return finish(value(out, 0), false, why); }
-  /// Where the last parse stopped (the byte of its error).
-  size_t position() const { return pos_; }
+  /// The byte of the last parse's error (where it stopped).
+  size_t position() const { return why_.empty() ? pos_ : errPos_; }
   /// The last error without its location.
   const std::string &reason() const { return why_; }
 
@@ -60,9 +61,13 @@ private:
     return true;
   }
 
-  bool error(const char *w) {
-    if (why_.empty())
+  /// `back`: how many bytes before pos_ the fault is (a character the
+  /// string scanner has consumed).
+  bool error(const char *w, size_t back = 0) {
+    if (why_.empty()) {
       why_ = w;
+      errPos_ = pos_ - std::min(back, pos_);
+    }
     return false;
   }
   void ws() {
@@ -104,7 +109,7 @@ private:
       if (c == '"')
         return true;
       if (static_cast<unsigned char>(c) < 0x20)
-        return error("control character in a string");
+        return error("control character in a string", 1);
       if (c != '\\') {
         out += c;
         continue;
@@ -150,7 +155,7 @@ private:
         break;
       }
       default:
-        return error("bad escape in a string");
+        return error("bad escape in a string", 2); // (at its backslash)
       }
     }
   }
@@ -299,7 +304,7 @@ private:
 
   const std::string &s_;
   JsonLimits limits_;
-  size_t pos_ = 0;
+  size_t pos_ = 0, errPos_ = 0;
   uint64_t used_ = 0;
   std::string why_, budgetWhy_, depthWhy_;
 };

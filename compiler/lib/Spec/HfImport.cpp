@@ -1513,12 +1513,15 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // decoder.block.N.layer.0.SelfAttention (causal buckets),
     // decoder.block.N.layer.1.EncDecAttention (cross, no table). No scale,
     // no biases; head_dim is d_kv.
-    expectAfter({"layer.0.SelfAttention", "layer.1.EncDecAttention"});
     const bool decoder = m.before.find("decoder") != std::string::npos;
     const bool cross = m.after == "layer.1.EncDecAttention";
     if (cross && !decoder)
       throw ImportError{fmt::format("attnc: error: --module {}: only decoder blocks have "
                                     "EncDecAttention", path)};
+    if (decoder)
+      expectAfter({"layer.0.SelfAttention", "layer.1.EncDecAttention"});
+    else // (an encoder block's one attention)
+      expectAfter({"layer.0.SelfAttention"});
     y += fmt::format("d_model: {}\nheads: {}\nhead_dim: {}\nweights: separate\nbias: false\n"
                      "scale: 1\n", c.integer("d_model"), c.integer("num_heads"),
                      c.integer("d_kv"));
