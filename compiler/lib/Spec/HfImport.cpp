@@ -1006,6 +1006,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     out.notes.push_back(fmt::format("note: --layer {}: module {} (attnc-run --module {})",
                                     layerArg, path, path));
+  } else if (std::vector<std::string> names; tensorNames && tensorNames(dir, names)) {
+    // --module as the user spelled it: where the checkpoint has no tensor
+    // under it but has the module under one other root (T5 saved without
+    // 'model.'), a warning names that one, which attnc-run --module takes.
+    const std::string prefix = path + ".";
+    const bool there = std::any_of(names.begin(), names.end(), [&](const std::string &n) {
+      return n.compare(0, prefix.size(), prefix) == 0;
+    });
+    std::vector<std::string> roots = there ? std::vector<std::string>()
+                                           : attnrt::moduleUnderOtherRoots(names, path);
+    if (roots.size() == 1)
+      out.notes.push_back(fmt::format("warning: --module {}: the checkpoint has no tensor "
+                                      "under it; the module is there as '{}' (attnc-run "
+                                      "--module {} loads it)", path, roots[0], roots[0]));
   }
   ModulePath m = parseModule(path);
   const int64_t layer = m.layer;
