@@ -987,7 +987,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                const int64_t *qValid, const int64_t *kvValid, double *probs,
                double *eprobs, const std::function<void(int64_t)> &tick,
                const naive::ScoreMods &mods, ExactKeys *exact = nullptr,
-               double *eoMag = nullptr) {
+               double *eoMag = nullptr, double pRound = 0) {
   const int64_t group = hq / hkv;
   const bool causal = naive::isCausal(mask);
   const bool windowed = attnc_mask_sliding(mask) && window > 0;
@@ -1402,7 +1402,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
         }
         for (int64_t c = 0; c < d; ++c) {
           double dsum = 0, kind2 = 0, klinS = 0, rem = 0, zero = 0, resid = 0,
-                 vErr = 0, mag = 0, ntv = 0, vmax = 0;
+                 vErr = 0, mag = 0, ntv = 0, vmax = 0, pSq = 0;
           // The same sums over every key, for the magnitude (eoMag).
           double dsumA = 0, kind2A = 0, klinA = 0, remA = 0, zeroA = 0,
                  residA = 0;
@@ -1437,6 +1437,7 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
             const double wUp = wj + P[size_t(j)];
             model.add(vErr, mulz(wUp, ve));
             mag += mulz(wUp, std::fabs(vv) + ve);
+            pSq += std::pow(mulz(wUp, std::fabs(vv) + ve), 2);
             if (j != top)
               ntv += mulz(wUp, std::fabs(vv) + ve);
             if (j != S)
@@ -1454,7 +1455,17 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
                    : g2n * mag;
           if (pinned)
             roundW = std::min(roundW, 2 * double(nTerms + 1) * (1 + g2n) * ntv);
-          const double rest = model.total(vErr) + roundW;
+          // bf16 softmax numerators (pRound = bf16's u): P·V multiplies
+          // p_j (1 + delta_j), |delta_j| <= u independent, and the
+          // denominator sums the unrounded p_j, so o_c moves by
+          // sum_j delta_j w_j v_jc: at most u sum_j w_j |v_jc|, and in the
+          // probabilistic model a reduction's lambda u sqrt(sum (w_j
+          // v_jc)^2), whichever is smaller (the weights and values with
+          // their own errors).
+          const double pErr =
+              pRound > 0 ? pRound * (prob ? std::min(mag, model.lambda * std::sqrt(pSq)) : mag)
+                         : 0.0;
+          const double rest = model.total(vErr) + roundW + pErr;
           const double tail = normRel * std::fabs(orow[c]) +
                               // Weights that underflow (or flush) to zero
                               // in float32.
@@ -1690,7 +1701,7 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
             p.wantProbs && !probsApart ? r.probsBound.data() : nullptr,
             [&](int64_t n) { report(double(n) * perRow); }, mods,
             p.outProj ? exact.data() : nullptr,
-            p.outProj ? eohMag.data() : nullptr);
+            p.outProj ? eohMag.data() : nullptr, bf16Attn ? uA : 0.0);
   if (probsApart) {
     std::vector<double> o2(qh.size()), eo2(qh.size());
     sdpaBound(model, qh.data(), eqhF.data(), kh.data(), ekhF.data(), vh.data(),
@@ -1698,31 +1709,6 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
               p.headDim, scale, p.mask, p.topLeft, p.window, run.q(), run.kv(),
               r.probs.data(), r.probsBound.data(),
               [&](int64_t n) { report(double(n) * perRow); }, mods, nullptr, nullptr);
-  }
-  if (bf16Attn) {
-    // o = sum_j bf16(p_j) v_j / l with l the sum of the unrounded p_j:
-    // |delta o_c| <= u sum_j p_j |v_jc| / l <= u max_j |v_jc| (over the
-    // kv head's keys, with their own error).
-    const int64_t dh = p.headDim, grp = p.heads / p.kvHeads;
-    std::vector<double> vmax(size_t(batch * p.kvHeads * dh), 0.0);
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t g = 0; g < p.kvHeads; ++g)
-        for (int64_t j = 0; j < kvSeq; ++j)
-          for (int64_t c = 0; c < dh; ++c) {
-            const size_t at = size_t(((b * p.kvHeads + g) * kvSeq + j) * dh + c);
-            double &m = vmax[size_t((b * p.kvHeads + g) * dh + c)];
-            m = std::max(m, std::fabs(vh[at]) + evh[at]);
-          }
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < p.heads; ++h)
-        for (int64_t t = 0; t < seqLen; ++t)
-          for (int64_t c = 0; c < dh; ++c) {
-            const size_t at = size_t(((b * p.heads + h) * seqLen + t) * dh + c);
-            const double e = uA * vmax[size_t((b * p.kvHeads + h / grp) * dh + c)];
-            eoh[at] += e;
-            if (!eohMag.empty())
-              eohMag[at] += e;
-          }
   }
   std::vector<double> o = mergeHeads(oh, batch, seqLen, p.heads, p.headDim);
   std::vector<double> eo = mergeHeads(eoh, batch, seqLen, p.heads, p.headDim);
