@@ -289,8 +289,11 @@ struct Loader {
   /// docs/models.md): per head [H, 3, dh] (GPT-NeoX, Persimmon, BLOOM, Falcon-RW,
   /// GPT-BigCode MHA), [q | k | v] (Phi-3, MPT, Falcon-7B and GPT-BigCode
   /// MQA) or Falcon-40B's groups [Hkv, G + 2, dh]. Empty when unknown.
+  /// The block's heads: a tensor-parallel kernel packs the whole
+  /// storage tensors too (its rank's share is cut at pack time).
   std::vector<int64_t> fusedRows(char which, std::string &layout) {
-    const int64_t h = info.heads, hkv = info.kv_heads, dh = info.head_dim;
+    const attnrt::BlockParams p = attnrt::paramsFromInfo(info);
+    const int64_t h = p.blockHeads(), hkv = p.blockKvHeads(), dh = info.head_dim;
     auto model = [&](const char *m) { return modelType(m); };
     std::vector<int64_t> rows;
     auto range = [&](int64_t from, int64_t n) {
@@ -398,7 +401,8 @@ struct Loader {
     std::vector<int64_t> rows = fusedRows(name[0], layout);
     if (rows.empty())
       return -1;
-    const int64_t total = (info.heads + 2 * info.kv_heads) * info.head_dim;
+    const attnrt::BlockParams p = attnrt::paramsFromInfo(info);
+    const int64_t total = (p.blockHeads() + 2 * p.blockKvHeads()) * info.head_dim;
     const int64_t cols = ti.rank == 2 ? ti.dims[1] : 1;
     std::vector<int64_t> want = {total};
     if (ti.rank == 2)
