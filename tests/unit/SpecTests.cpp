@@ -996,4 +996,17 @@ TEST_CASE("modelDifferences names what changes the block, not the kernel's choic
   CHECK(modelDifferences(blockParams(specOf(std::string(base) + "bias: [q, k, v]\nsinks: true\n")),
                          model) ==
         std::vector<std::string>{"o bias no (config.json: yes)", "sinks yes (config.json: no)"});
+  // In the spec's words: the window with its size, a QK-norm by its kind.
+  std::string window = base;
+  window.replace(window.find("mask: causal"), 12, "mask: sliding_window\nwindow: 6");
+  CHECK(modelDifferences(blockParams(specOf(window)), model) ==
+        std::vector<std::string>{"mask causal within a sliding window of 6 (config.json: causal)"});
+  std::string window8 = base;
+  window8.replace(window8.find("mask: causal"), 12, "mask: sliding_window\nwindow: 8");
+  CHECK(modelDifferences(blockParams(specOf(window)), blockParams(specOf(window8))) ==
+        std::vector<std::string>{"mask causal within a sliding window of 6 (config.json: causal "
+                                 "within a sliding window of 8)"});
+  CHECK(modelDifferences(model, blockParams(specOf(std::string(base) +
+                                                   "qk_norm: {width: head, eps: 1e-6}\n"))) ==
+        std::vector<std::string>{"qk_norm none (config.json: rms over each head)"});
 }

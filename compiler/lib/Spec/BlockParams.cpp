@@ -91,12 +91,33 @@ namespace {
 
 std::string yesNo(bool b) { return b ? "yes" : "no"; }
 
-std::string maskName(uint32_t m) {
+/// The mask's visibility in words, with its window: "causal",
+/// "causal within a sliding window of 6", "bidirectional".
+std::string maskName(uint32_t m, int64_t window) {
   std::string s = attnc_mask_causal(m) ? "causal" : "bidirectional";
   if (attnc_mask_sliding(m))
-    s += ", sliding window";
+    s += fmt::format(" within a sliding window of {}", window);
   if (attnc_mask_chunked(m))
-    s += ", chunked";
+    s += fmt::format(" within chunks of {}", window);
+  return s;
+}
+
+/// A QK-norm in the spec's words: "none", "rms over each head",
+/// "layer over the whole projection, per-head weight, bias".
+std::string qkNormName(uint32_t n) {
+  if (n == ATTNC_QK_NORM_NONE)
+    return "none";
+  const uint32_t width = n & ATTNC_QK_NORM_WIDTH_MASK;
+  std::string s = fmt::format("{} over {}", n & ATTNC_QK_NORM_LAYER ? "layer" : "rms",
+                              width == ATTNC_QK_NORM_HEAD         ? "each head"
+                              : width == ATTNC_QK_NORM_PROJECTION ? "the whole projection"
+                                                                  : "an unknown width");
+  if (n & ATTNC_QK_NORM_NO_WEIGHT)
+    s += ", no weight";
+  if (n & ATTNC_QK_NORM_PER_HEAD)
+    s += ", per-head weight";
+  if (n & ATTNC_QK_NORM_BIAS)
+    s += ", bias";
   return s;
 }
 
@@ -130,12 +151,9 @@ std::vector<std::string> attnc::modelDifferences(const attnrt::BlockParams &k,
   num("kv_heads", k.blockKvHeads(), m.blockKvHeads());
   num("head_dim", k.headDim, m.headDim);
   flag("cross-attention", k.cross, m.cross);
-  if (maskName(k.mask) != maskName(m.mask))
-    out.push_back(fmt::format("mask {} (config.json: {})", maskName(k.mask), maskName(m.mask)));
-  else if ((attnc_mask_sliding(k.mask) || attnc_mask_chunked(k.mask)) && k.window != m.window)
-    out.push_back(fmt::format("{} {} (config.json: {})",
-                              attnc_mask_chunked(k.mask) ? "chunk size" : "sliding window",
-                              k.window, m.window));
+  if (maskName(k.mask, k.window) != maskName(m.mask, m.window))
+    out.push_back(fmt::format("mask {} (config.json: {})", maskName(k.mask, k.window),
+                              maskName(m.mask, m.window)));
   // (the alignment decides only where queries and keys differ in number:
   // cross-attention, decode)
   if (attnc_mask_causal(k.mask) && attnc_mask_causal(m.mask) && (k.cross || k.kvCache))
@@ -181,7 +199,8 @@ std::vector<std::string> attnc::modelDifferences(const attnrt::BlockParams &k,
   num("temperature floor scale", k.temperatureFloorScale, m.temperatureFloorScale);
   num("temperature attn scale", k.temperatureAttnScale, m.temperatureAttnScale);
   if (k.qkNorm != m.qkNorm)
-    out.push_back(fmt::format("qk_norm {:#x} (config.json: {:#x})", k.qkNorm, m.qkNorm));
+    out.push_back(fmt::format("qk_norm {} (config.json: {})", qkNormName(k.qkNorm),
+                              qkNormName(m.qkNorm)));
   else if (k.qkNorm != ATTNC_QK_NORM_NONE) {
     num("qk_norm eps", k.qkNormEps, m.qkNormEps);
     num("qk_norm weight offset", k.qkNormOffset, m.qkNormOffset);

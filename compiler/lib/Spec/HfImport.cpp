@@ -105,6 +105,9 @@ struct Config {
   /// The configuration class's max_position_embeddings (0: none known;
   /// setMaxPositionDefault) and where its note goes when it is read.
   int64_t maxPositionDefault = 0;
+  /// The class's top-level original_max_position_embeddings (Phi3Config:
+  /// 4096), which longrope reads; 0 where the class has no such field.
+  int64_t originalMaxPositionDefault = 0;
   std::vector<std::string> *notes = nullptr;
   /// max_position_embeddings as a rope scaling of type `kind` reads it:
   /// the file's, else the class's default with a note (once), else the
@@ -242,9 +245,20 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
       if (type == "longrope") {
         // Phi-3 keeps original_max_position_embeddings at the top level.
         if (!scaling["original_max_position_embeddings"] &&
-            c.has("original_max_position_embeddings"))
+            c.has("original_max_position_embeddings")) {
           y += fmt::format("    original_max_position_embeddings: {}\n",
                            c.integer("original_max_position_embeddings"));
+        } else if (!scaling["original_max_position_embeddings"] &&
+                   c.originalMaxPositionDefault) {
+          // (Phi3Config's __init__ default, which the model reads)
+          if (c.notes)
+            c.notes->push_back(fmt::format(
+                "note: {}: original_max_position_embeddings not in the file, the "
+                "configuration class's default {} (read by rope_scaling type longrope)",
+                c.file, c.originalMaxPositionDefault));
+          y += fmt::format("    original_max_position_embeddings: {}\n",
+                           c.originalMaxPositionDefault);
+        }
         y += fmt::format("    max_position_embeddings: {}\n", c.maxPositions(type));
         for (const char *k : {"short_factor", "long_factor"}) {
           y += fmt::format("    {}: [", k);
@@ -617,6 +631,8 @@ void setMaxPositionDefault(Config &c, const std::string &modelType,
   for (const auto &[t, v] : kMaxPositionDefaults)
     if (type == t)
       c.maxPositionDefault = v;
+  if (type == "phi3")
+    c.originalMaxPositionDefault = 4096;
 }
 
 /// Fills the keys config.json leaves out with the configuration class's
