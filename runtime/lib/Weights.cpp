@@ -511,6 +511,26 @@ struct Loader {
       std::vector<size_t> found = find(ti.name, under);
       std::vector<float> data;
       std::string source;
+      // T5's (mT5's) later blocks have no table of their own: the model
+      // builds only block 0's and ignores a stray one (UMT5 gives every
+      // block its own).
+      if (!found.empty() && !sharedTableOwner(ti.name).empty() &&
+          sharedTableOwner(ti.name) != prefix && !modelType("umt5")) {
+        const std::string own = all[found[0]].name;
+        int rc = sharedTable(ti, all, data, source, w);
+        if (rc > 0)
+          return rc;
+        if (rc == 0) {
+          w.notes.push_back("warning: " + path + ": '" + own +
+                            "' is ignored: only block 0 of a T5 stack has a relative "
+                            "position table (the model reads '" + source + "'; UMT5's "
+                            "blocks each have one)");
+          w.floats.push_back(int64_t(data.size()));
+          w.sources.push_back(source);
+          w.buffers.push_back(std::move(data));
+          continue;
+        }
+      }
       if (found.empty()) {
         int rc = assemble(ti, all, under, data, source, w);
         if (rc < 0)
