@@ -102,7 +102,8 @@ class AttncError(RuntimeError):
     point), with `.reason` its short name ("open_failed", ...); else
     None. From pack_checkpoint (and from_hf), `.reason` is the weights
     loader's ("missing", "duplicate", "dtype", "shape", "format", "io");
-    from pack of a mapping "missing" or "duplicate"."""
+    from pack "missing", "duplicate" (a mapping), "dtype" (an integer
+    weight) or "shape"."""
 
     def __init__(self, message, status=None, code=None, reason=None):
         super().__init__(message)
@@ -534,11 +535,18 @@ class Kernel:
                              f"got {len(weights)}")
         arrays = []
         for (wname, shape), w in zip(shapes.items(), weights):
-            # NumPy arrays or torch tensors (bfloat16 converted by torch).
+            # NumPy arrays or torch tensors (bfloat16 converted by torch);
+            # never integers (uint16: bf16 bit patterns), which libattnrt's
+            # loader refuses too.
+            dt = str(getattr(w, "dtype", "")).replace("torch.", "")
+            if dt == "bool" or dt.startswith(("int", "uint")) and dt != "uint16":
+                raise AttncError(f"{self.name}: weight '{wname}': dtype {dt} is not a "
+                                 "floating type (float32, float16, bfloat16, float64; a "
+                                 "uint16 array holds bf16 bit patterns)", reason="dtype")
             a = _f32(w, f"{self.name}: weight '{wname}'")
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
-                                 f"got {a.shape}")
+                                 f"got {a.shape}", reason="shape")
             bad = ~np.isfinite(a)
             if bad.any():
                 first = int(np.flatnonzero(bad)[0])

@@ -14,6 +14,8 @@ import json
 import math
 import struct
 
+import re
+
 import numpy as np
 
 # Other spellings of `separate`-layout tensors, as libattnrt's loader
@@ -145,6 +147,13 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
                 heads.append(to_numpy(tensors[under[base + str(len(heads)) + suffix]]))
             if heads:
                 out.append(np.concatenate([np.ravel(h) for h in heads]))
+                continue
+        if not found and n == "relative_attention_bias.weight":
+            # T5's later blocks read block 0's table (the stack's owner), as
+            # libattnrt's loader does (a block with its own: UMT5's).
+            owner = re.sub(r"(^|\.)block\.[0-9]+\.", r"\1block.0.", prefix, count=1)
+            if owner != prefix and owner + n in tensors.keys():
+                out.append(tensors[owner + n])
                 continue
         if not found:
             others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)

@@ -289,6 +289,24 @@ def python_api_errors():
     w[0][0, 1] = -1e39
     refused(lambda: k.pack(w), "element (0, 1) (-1e+39) is out of float32 range",
             status=_abi.ERR_ARGS)
+    # Integer weights are refused (the loader refuses them too), a wrong
+    # shape names its reason; uint16 is bf16 bits, never integers.
+    for bad in (np.int64, np.int32, np.bool_):
+        wi = [np.ones(s, np.float32) for s in k.weight_shapes.values()]
+        wi[0] = wi[0].astype(bad)
+        try:
+            k.pack(wi)
+            raise AssertionError(f"{bad} weight packed")
+        except attnc.AttncError as err:
+            assert err.reason == "dtype" and "is not a floating type" in str(err), err
+    ws_ = [np.ones(s, np.float32) for s in k.weight_shapes.values()]
+    ws_[0] = ws_[0].T.copy() if ws_[0].ndim == 2 and ws_[0].shape[0] != ws_[0].shape[1] \
+        else np.ones(ws_[0].shape + (1,), np.float32)
+    try:
+        k.pack(ws_)
+        raise AssertionError("wrong shape packed")
+    except attnc.AttncError as err:
+        assert err.reason == "shape", err.reason
     # One workspace per thread, for every kernel, kept until released.
     y = k.forward(x, packed)
     ws = attnc._THREAD.ws
@@ -299,7 +317,7 @@ def python_api_errors():
     refused(lambda: attnc.from_hf(ARGS.work, None), "module: expected", error=TypeError)
     refused(lambda: attnc.from_hf(ARGS.work, "h.0.attn", set="decode=true"),
             "set: expected a mapping", error=TypeError)
-    return "pack's missing tensor (reason missing), float64 past float32's range, one " \
+    return "pack's missing tensor (reason missing), float64 past float32's range, integer weights (reason dtype), a wrong shape (reason shape), one " \
         "workspace per thread, from_hf's module and set types"
 
 

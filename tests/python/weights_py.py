@@ -124,3 +124,17 @@ assert wi.shape == (6, 2) and list(wi[:, 0]) == [0, 0, 2, 2, 4, 4], wi
 assert list(bi) == [1, 1, 3, 3, 5, 5], bi
 assert np.array_equal(wo, np.eye(2))
 print("PASS: BERT query/key/value stack into torch_in_proj's in_proj_weight/bias")
+
+# T5: a later block's relative_attention_bias is block 0's (the stack's
+# owner, as libattnrt's loader reads it); a block with its own (UMT5) keeps it.
+t5 = {f"encoder.block.{b}.layer.0.SelfAttention.{n}.weight": 10 * b + i
+      for b in range(3) for i, n in enumerate(["q", "k", "v", "o"])}
+t5["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = 99
+t5["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = 77
+t5_names = ["q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+            "relative_attention_bias.weight"]
+assert map_names(t5, t5_names, prefix="encoder.block.2.layer.0.SelfAttention.") == \
+    [20, 21, 22, 23, 99]
+own = dict(t5, **{"encoder.block.2.layer.0.SelfAttention.relative_attention_bias.weight": 5})
+assert map_names(own, t5_names, prefix="encoder.block.2.layer.0.SelfAttention.")[4] == 5
+print("PASS: a later T5 block reads block 0's relative_attention_bias")
