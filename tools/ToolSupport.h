@@ -89,7 +89,12 @@ inline std::optional<Spec> loadSpec(const std::string &path) {
 /// torch_dtype), on every target.
 inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string &module,
                                       int64_t layer, std::vector<std::string> sets,
-                                      const std::string &emitSpec) {
+                                      const std::string &emitSpec,
+                                      const std::string &tool = "attnc") {
+  // (the import's messages name attnc: another tool's are its own)
+  auto named = [&](const std::string &msg) {
+    return tool != "attnc" && msg.rfind("attnc: ", 0) == 0 ? tool + msg.substr(5) : msg;
+  };
   HfReaders readers;
   readers.tensorNames = [](const std::string &d, std::vector<std::string> &names) {
     std::string why;
@@ -98,18 +103,18 @@ inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string 
   readers.checkJson = attnrt::checkJson;
   HfSpec hf = specFromHf(dir, module, layer, sets, readers);
   if (!hf.error.empty()) {
-    llvm::errs() << hf.error << "\n";
+    llvm::errs() << named(hf.error) << "\n";
     return std::nullopt;
   }
   for (const std::string &note : hf.notes)
-    llvm::errs() << note << "\n";
+    llvm::errs() << named(note) << "\n";
   if (!emitSpec.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(emitSpec, ec);
     if (!ec)
       os << hf.yaml;
     if (ec || (os.close(), os.has_error())) {
-      llvm::errs() << "attnc: error: --emit-spec " << emitSpec << ": cannot write: "
+      llvm::errs() << tool << ": error: --emit-spec " << emitSpec << ": cannot write: "
                    << (ec ? ec.message() : os.error().message()) << "\n";
       return std::nullopt;
     }

@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
                     : attnc::tools::loadHfSpec(hfDir, hfModule, hfLayer,
                                                std::vector<std::string>(setKeys.begin(),
                                                                         setKeys.end()),
-                                               "");
+                                               "", "attnc-dump");
   if (!spec)
     return 2;
   if (seqLen < 1 || batch < 1) {

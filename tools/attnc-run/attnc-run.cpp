@@ -405,7 +405,9 @@ void checkAgainstConfig(const std::string &lib, const std::string &dir,
   attnc::SpecResult derived;
   if (hf.error.empty())
     derived = attnc::parseSpecString(hf.yaml, "<derived spec of " + dir + "/config.json>");
-  const std::string &why = !hf.error.empty() ? hf.error : derived.error;
+  std::string why = !hf.error.empty() ? hf.error : derived.error;
+  if (why.rfind("attnc: error: ", 0) == 0) // (the import's own prefix)
+    why = why.substr(14);
   if (!why.empty()) {
     std::fprintf(stderr, "attnc-run: note: the kernel is not compared with %s/config.json's "
                  "module %s: %s\n", dir.c_str(), module.c_str(),

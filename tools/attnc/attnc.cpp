@@ -77,7 +77,8 @@ int main(int argc, char **argv) {
       "pass pipeline of the compilation.\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
       "usage (also: an output that is the spec, a file of --hf DIR or another\n"
-      "output); 1 other failure. A failed run leaves every output as it was.\n"
+      "output); 1 other failure. A failed run leaves every output as it was (--emit-spec's file\n"
+      "is written before the derived spec is checked, for its errors' line:col).\n"
       "The spec (and config.json) must be a regular file: a FIFO is refused.\n"))
     return 2;
   if (output.empty()) {
