@@ -343,12 +343,30 @@ def load_safetensors(path):
     (n,) = struct.unpack("<Q", data[:8])
     if n > len(data) - 8:
         bad(f"the header length {n} runs past the file ({len(data)} bytes)")
+    dups = []
+
+    def pairs(items):  # (a key twice in one object: libattnrt refuses it too)
+        d = {}
+        for k, v in items:
+            if k in d:
+                dups.append(k)
+            d[k] = v
+        return d
+
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
+        header = json.loads(data[8:8 + n].decode("utf-8"), object_pairs_hook=pairs)
     except (UnicodeDecodeError, ValueError) as e:
         bad(f"the header is not JSON: {e}")
+    except RecursionError:  # (nested past Python's recursion limit)
+        bad("the header is not JSON: nested too deeply")
     if not isinstance(header, dict):
         bad("the header is not a JSON object")
+    if dups:
+        bad(f"the header names '{dups[0]}' twice")
+    meta = header.get("__metadata__")
+    if meta is not None and (not isinstance(meta, dict) or
+                             not all(isinstance(v, str) for v in meta.values())):
+        bad("__metadata__: expected an object of strings")
     base, size = 8 + n, len(data) - 8 - n
     out, spans = {}, []
     for name, t in header.items():

@@ -71,6 +71,11 @@ with tempfile.TemporaryDirectory() as d:
     broken("past", (1 << 40).to_bytes(8, "little") + b"{}", "runs past the file")
     broken("notjson", hdr(b"{nope"), "not JSON")
     broken("array", hdr(b"[1, 2]"), "not a JSON object")
+    broken("nested", hdr(b"[" * 100000 + b"]" * 100000), "nested too deeply")
+    broken("twice", hdr(b'{"x": ' + json.dumps(ok).encode() + b', "x": ' +
+                        json.dumps(ok).encode() + b"}") + bytes(8), "names 'x' twice")
+    broken("meta", hdr(json.dumps({"__metadata__": {"a": 1}, "x": ok}).encode()) + bytes(8),
+           "__metadata__: expected an object of strings")
     broken("dtype", hdr(json.dumps({"x": dict(ok, dtype="Q4_K")}).encode()) + bytes(8),
            "dtype 'Q4_K'")
     broken("outside", hdr(json.dumps({"x": dict(ok, data_offsets=[0, 16])}).encode()) + bytes(8),
