@@ -2,7 +2,7 @@
 #
 #   attnc_add_kernel(<target> SPEC <file.yaml>
 #                    [STATIC | SHARED]          # default SHARED
-#                    [ISA <isa>...]             # attnc --target; several: joined by ','
+#                    [ISA <isa>...]             # attnc --target; x86-avx512 x86-avx2: multi
 #                    [HEADER <name.h>]          # default <target>.h
 #                    [OUTPUT_DIRECTORY <dir>]   # default ${CMAKE_CURRENT_BINARY_DIR}/attnc/<target>
 #                    [ATTNC_ARGS <arg>...])     # more attnc options (--no-fuse-qkv, ...)

@@ -6,6 +6,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace llvm;
@@ -38,11 +39,13 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
     cleanup();
     return false;
   }
-  // One run per code path: ATTNC_ISA caps the glue's choice.
+  // One run per code path: ATTNC_ISA caps the glue's choice (the first
+  // run uncapped: a bf16 library's AVX512-BF16 path where the CPU has it,
+  // then its plain AVX-512 and AVX2 paths).
   const char *old = std::getenv("ATTNC_ISA");
   std::string saved = old ? old : "";
-  std::vector<std::pair<std::string, const char *>> caps = {{"x86-avx512", nullptr},
-                                                            {"x86-avx2", "x86-avx2"}};
+  std::vector<std::pair<std::string, const char *>> caps = {
+      {"best", nullptr}, {"x86-avx512", "x86-avx512"}, {"x86-avx2", "x86-avx2"}};
   if (isa != Isa::Multi)
     caps.resize(1);
   for (auto &[label, cap] : caps) {
@@ -84,7 +87,8 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
         error = "the compiled kernel (" + run.isa + ") returned status " +
                 std::to_string(rc);
         ok = false;
-      } else if (runs.empty() || runs.back().isa != run.isa) {
+      } else if (std::none_of(runs.begin(), runs.end(),
+                              [&](const CompiledRun &r) { return r.isa == run.isa; })) {
         runs.push_back(std::move(run));
       }
     } else if (!ok) {
