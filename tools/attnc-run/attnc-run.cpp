@@ -1144,6 +1144,10 @@ int parseArgs(int argc, char **argv, Options &o) {
         return usageError(a + " needs a value");
       if (dst.empty())
         return usageError(a + ": expected a path, found ''");
+      // `--out --check`: the value left out, the next option taken for it.
+      if (dst.size() > 2 && dst.compare(0, 2, "--") == 0)
+        return usageError(a + ": expected a path, found the option '" + dst +
+                          "' (its value is missing; ./" + dst + " names a file so called)");
       return -1;
     };
     int rc = -1;
