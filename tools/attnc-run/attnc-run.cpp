@@ -1082,6 +1082,15 @@ int checkOutputsAreNotInputs(const Options &o) {
     if (::access(dir.c_str(), W_OK) != 0)
       return usageError(std::string(opt) + " " + path + ": cannot write in " + dir + ": " +
                         std::strerror(errno));
+    // Permission bits do not say it all (root in sysfs, a read-only
+    // mount): a file created there and removed at once does.
+    std::string probe = dir + "/.attnc-run-probe-XXXXXX";
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0)
+      return usageError(std::string(opt) + " " + path + ": cannot write in " + dir + ": " +
+                        std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
   return -1;
 }
