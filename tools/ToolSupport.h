@@ -186,6 +186,19 @@ inline bool parseCommandLine(int argc, char **argv, const char *tool,
   // "Did you mean" line after it, "for the -o option: must be specified
   // at least once!") become one line in the tools' form, TOOL: error: ...
   // (docs/exit-codes.md).
+  // (an option that needs a value given last: LLVM prints its "requires
+  // a value!" straight to stderr, before our line)
+  if (argc > 1 && argv[argc - 1][0] == '-' && argv[argc - 1][1] != '\0') {
+    llvm::StringRef last(argv[argc - 1]);
+    llvm::StringRef name = last.ltrim('-');
+    auto &opts = llvm::cl::getRegisteredOptions();
+    auto it = opts.find(name);
+    if (!name.contains('=') && it != opts.end() &&
+        it->second->getValueExpectedFlag() == llvm::cl::ValueRequired) {
+      llvm::errs() << tool << ": error: " << last << " needs a value (see --help)\n";
+      return false;
+    }
+  }
   std::string parseErrors;
   llvm::raw_string_ostream errs(parseErrors);
   if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs)) {
