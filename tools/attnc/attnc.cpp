@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
       "pass pipeline of the compilation.\n\n"
       "Exit codes: 0 ok; 2 invalid spec (one error FILE:LINE:COL) or bad "
       "usage (also: an output that is the spec, a file of --hf DIR or another\n"
-      "output); 1 other failure. A failed run leaves every output as it was (--emit-spec's file\n"
+      "output, or in no directory); 1 other failure. A failed run leaves every output as it was (--emit-spec's file\n"
       "is written before the derived spec is checked, for its errors' line:col).\n"
       "The spec (and config.json) must be a regular file: a FIFO is refused.\n"))
     return 2;
@@ -130,6 +130,14 @@ int main(int argc, char **argv) {
                  << " name the same file '" << outputs[i].second << "'\n";
           return 2;
         }
+      // An output in no directory: bad usage before the compilation (as
+      // --emit-spec and attnc-run's outputs), not a failure after it.
+      StringRef parent = sys::path::parent_path(outputs[i].second);
+      if (!parent.empty() && !sys::fs::is_directory(parent)) {
+        errs() << "attnc: error: " << outputs[i].first << " " << outputs[i].second
+               << ": cannot write: no directory " << parent << "\n";
+        return 2;
+      }
     }
   }
   opts->verbose = verbose;
