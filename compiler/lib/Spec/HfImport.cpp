@@ -81,6 +81,17 @@ struct Config {
       bad(k, "expected a number");
     }
   }
+  /// number(k, dflt) for a key the configuration class defaults (a
+  /// norm's eps): a note names the default where the file leaves it out.
+  double numberNoted(const std::string &k, double dflt) const {
+    if (!has(k) && notes) {
+      std::string note = fmt::format("note: {}: {} not in the file, the configuration "
+                                     "class's default {}", file, k, dflt);
+      if (std::find(notes->begin(), notes->end(), note) == notes->end())
+        notes->push_back(note);
+    }
+    return number(k, dflt);
+  }
   bool boolean(const std::string &k, bool dflt) const {
     if (!has(k))
       return dflt;
@@ -233,6 +244,28 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
       auto read = [&](const char *k) {
         return !reads || std::find(reads->begin(), reads->end(), k) != reads->end();
       };
+      // A key the type does not read (a misspelling, another type's key):
+      // transformers logs "Unrecognized keys in rope_scaling" and ignores
+      // it; so does the import, with a note.
+      if (reads && c.notes) {
+        std::string extra;
+        for (const auto &kv : scaling) {
+          const std::string k = kv.first.as<std::string>();
+          static const char *const kAlways[] = {"rope_type", "type", "rope_theta",
+                                                "partial_rotary_factor"};
+          if (read(k.c_str()) ||
+              std::find(std::begin(kAlways), std::end(kAlways), k) != std::end(kAlways) ||
+              (type == "longrope" &&
+               (k == "factor" || k == "short_mscale" || k == "long_mscale")))
+            continue;
+          extra += fmt::format("{}'{}'", extra.empty() ? "" : ", ", k);
+        }
+        if (!extra.empty())
+          c.notes->push_back(fmt::format(
+              "note: {}{}: rope_scaling: {} not read by rope type {} (ignored, as "
+              "transformers ignores it with a warning)",
+              c.file, locationOf(scaling), extra, type));
+      }
       for (const char *k : keys)
         if (scaling[k] && !scaling[k].IsNull() && read(k)) {
           if (isQuoted(scaling[k]))
@@ -1233,7 +1266,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                             "which is the same only without that factor",
                                             type));
         y += fmt::format("qk_norm:\n  width: head\n  weight: none\n  eps: {}\n",
-                         num(c.number("rms_norm_eps", 1e-5)));
+                         num(c.numberNoted("rms_norm_eps", 1e-5)));
       }
       // attn_temperature_tuning: a bool (an int in the first release).
       const YAML::Node &tt = c.root["attn_temperature_tuning"];
@@ -1281,17 +1314,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if ((mt == "phi" || mt == "stablelm") && c.boolean("qk_layernorm", false))
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  {}\n  eps: {}\n",
                        mt == "phi" ? "bias: true" : "weight: per_head",
-                       num(c.number("layer_norm_eps", 1e-5)));
+                       num(c.numberNoted("layer_norm_eps", 1e-5)));
     if (mt == "cohere" && c.boolean("use_qk_norm", false))
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n"
                        "  eps: {}\n",
-                       num(c.number("layer_norm_eps", 1e-5)));
+                       num(c.numberNoted("layer_norm_eps", 1e-5)));
     if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmo3" ||
         mt == "olmoe" || gemma3 || mt == "exaone4")
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" || mt == "olmo3" || mt == "olmoe" ? "projection" : "head",
                        // (the OLMo and EXAONE configs' default eps is 1e-5)
-                       num(c.number("rms_norm_eps", mt == "exaone4" || mt == "olmo2" ||
+                       num(c.numberNoted("rms_norm_eps", mt == "exaone4" || mt == "olmo2" ||
                                                             mt == "olmo3" || mt == "olmoe"
                                                         ? 1e-5
                                                         : 1e-6)),
@@ -1452,7 +1485,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       // LFM2: per-head RMS norms q_layernorm / k_layernorm (eps norm_eps)
       // before RoPE over the whole head, out_proj as o, no biases.
       y += fmt::format("bias: false\nqk_norm:\n  width: head\n  eps: {}\n",
-                       num(c.number("norm_eps", 1e-5)));
+                       num(c.numberNoted("norm_eps", 1e-5)));
       // (Lfm2Config reads `theta` before `rope_theta`.)
       y += ropeYaml(c, dh, c.number("theta", c.number("rope_theta", 1000000.0)), 1.0,
                     "half_split", c.root["rope_scaling"]);
@@ -1528,7 +1561,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                      "bias: false\n", d, h, kv, dh);
     if (cross)
       y += fmt::format("mask: none\ncross_attention: true\nqk_norm:\n  width: head\n  eps: {}\n",
-                       num(c.number("rms_norm_eps", 1e-5)));
+                       num(c.numberNoted("rms_norm_eps", 1e-5)));
     else
       y += "mask: causal\n" + ropeYaml(c, dh, c.number("rope_theta", 500000.0), 1.0,
                                         "half_split", c.root["rope_scaling"]);
@@ -1613,7 +1646,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                      h);
     if (c.boolean("qk_layernorm", true))
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  bias: true\n  eps: {}\n",
-                       num(c.number("layer_norm_eps", 1e-5)));
+                       num(c.numberNoted("layer_norm_eps", 1e-5)));
     y += ropeYaml(c, d / h, c.number("rope_theta", 25000.0),
                   c.number("partial_rotary_factor", 0.5), "half_split", c.root["rope_scaling"]);
   } else if (mt == "bloom") {
