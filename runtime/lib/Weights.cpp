@@ -127,6 +127,23 @@ struct Loader {
       hint += "; the kernel has bias: true, the checkpoint may have no "
               "biases (compile the spec with bias: false)";
     }
+    // A fused QKV tensor that was not cut: its layout comes from the
+    // config.json beside the weights (model_type).
+    if (names[0].size() > 7 && names[0].compare(1, 6, "_proj.") == 0)
+      for (const char *f : {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."})
+        if (under.count(f + names[0].substr(7))) {
+          const Json *mt = configTree().type == Json::Object
+                               ? configField(configTree(), "model_type")
+                               : nullptr;
+          hint += "; the checkpoint fuses Q/K/V in '" + prefix + f + names[0].substr(7) +
+                  "', cut by its layout, which " +
+                  (configTree().type != Json::Object
+                       ? "needs " + configPath() + " (its model_type): there is none"
+                       : mt && mt->type == Json::String
+                             ? "model_type '" + mt->str + "' does not give (docs/models.md)"
+                             : "needs a model_type in " + configPath());
+          break;
+        }
     std::vector<std::string> have;
     for (const auto &kv : under)
       have.push_back(kv.first);

@@ -780,3 +780,31 @@ TEST_CASE("weights: C API arguments and error names", "[weights]") {
                             sizeof err) == ATTNRT_WEIGHTS_ERR_FORMAT);
   CHECK_THAT(std::string(err), Contains("give the directory"));
 }
+
+TEST_CASE("weights: a fused QKV tensor without the config.json that gives its layout",
+          "[weights]") {
+  TempDir dir;
+  Info info(ATTNC_LAYOUT_SEPARATE, 8, 8, false);
+  info.info.heads = 2;
+  info.info.kv_heads = 2;
+  info.info.head_dim = 4;
+  std::vector<std::tuple<std::string, std::string, T>> ts = {
+      {"h.0.self_attention.query_key_value.weight", "F32", tensor({24, 8}, 1)},
+      {"h.0.self_attention.dense.weight", "F32", tensor({8, 8}, 2)}};
+  writeFile(dir / "model.safetensors", safetensors(ts));
+  // No config.json: the error says the fused tensor's layout needs it.
+  Result r = open(dir.path, "h.0.self_attention.", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_MISSING);
+  CHECK_THAT(r.err, Contains("the checkpoint fuses Q/K/V in "
+                             "'h.0.self_attention.query_key_value.weight'") &&
+                        Contains(dir.path + "/config.json (its model_type): there is none"));
+  // A model type without a fused layout names it.
+  writeFile(dir / "config.json", "{\"model_type\": \"llama\"}");
+  r = open(dir.path, "h.0.self_attention.", info);
+  CHECK_THAT(r.err, Contains("model_type 'llama' does not give"));
+  // BLOOM's: cut per head, and loaded.
+  writeFile(dir / "config.json", "{\"model_type\": \"bloom\"}");
+  r = open(dir.path, "h.0.self_attention.", info);
+  INFO(r.err);
+  CHECK(r.rc == ATTNRT_WEIGHTS_OK);
+}
