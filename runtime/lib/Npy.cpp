@@ -50,6 +50,12 @@ public:
     return pos_ >= text_.size();
   }
 
+  /// Where parsing stands (after whitespace): an offset into the text.
+  size_t pos() {
+    skipSpace();
+    return pos_;
+  }
+
   /// Consumes `c` (after whitespace) if it is next.
   bool accept(char c) {
     skipSpace();
@@ -293,31 +299,35 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
 
   // Parse the dict.
   HeaderParser p(header);
+  // A malformed header's errors say where: the byte offset in the file.
+  const size_t headerStart = kMagicLen + 2 + lenBytes;
+  auto at = [&] { return " (at byte " + std::to_string(headerStart + p.pos()) + ")"; };
   std::string descr;
   bool haveDescr = false, haveFortran = false, haveShape = false;
   bool fortran = false;
   std::vector<int64_t> shape;
   if (!p.accept('{'))
-    return fail(message, name, "malformed header: expected '{'");
+    return fail(message, name, "malformed header: expected '{'" + at());
   while (!p.accept('}')) {
     std::string key;
+    const std::string keyAt = " (at byte " + std::to_string(headerStart + p.pos()) + ")";
     if (!p.parseString(key))
-      return fail(message, name, "malformed header: expected a quoted key");
+      return fail(message, name, "malformed header: expected a quoted key" + at());
     if (!p.accept(':'))
       return fail(message, name,
-                  "malformed header: expected ':' after '" + key + "'");
+                  "malformed header: expected ':' after '" + key + "'" + at());
     if ((key == "descr" && haveDescr) || (key == "fortran_order" && haveFortran) ||
         (key == "shape" && haveShape))
       return fail(message, name,
                   "malformed header: key '" + key +
                       "' appears twice (NumPy reads the last one, which may "
-                      "not be what was meant: refusing the ambiguity)");
+                      "not be what was meant: refusing the ambiguity)" + keyAt);
     if (key == "descr") {
       if (p.peek() == '[')
         return fail(message, name,
                     "expected float32 ('<f4'), found a structured dtype");
       if (!p.parseString(descr))
-        return fail(message, name, "malformed header: 'descr' is not a string");
+        return fail(message, name, "malformed header: 'descr' is not a string" + at());
       haveDescr = true;
     } else if (key == "fortran_order") {
       std::string w = p.parseWord();
@@ -329,25 +339,25 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
         return fail(message, name,
                     "malformed header: 'fortran_order' must be True or "
                     "False, found '" +
-                        w + "'");
+                        w + "'" + at());
       haveFortran = true;
     } else if (key == "shape") {
       std::string why;
       if (!p.parseShape(shape, why))
-        return fail(message, name, "malformed header: bad 'shape': " + why);
+        return fail(message, name, "malformed header: bad 'shape': " + why + at());
       haveShape = true;
     } else {
       return fail(message, name,
-                  "malformed header: unexpected key '" + key + "'");
+                  "malformed header: unexpected key '" + key + "'" + keyAt);
     }
     if (!p.accept(',')) {
       if (!p.accept('}'))
-        return fail(message, name, "malformed header: expected ',' or '}'");
+        return fail(message, name, "malformed header: expected ',' or '}'" + at());
       break;
     }
   }
   if (!p.atEnd())
-    return fail(message, name, "malformed header: text after the dict");
+    return fail(message, name, "malformed header: text after the dict" + at());
   if (!haveDescr || !haveFortran || !haveShape)
     return fail(message, name,
                 std::string("malformed header: missing key '") +

@@ -530,9 +530,9 @@ struct Loader {
       std::string source;
       // T5's (mT5's) later blocks have no table of their own: the model
       // builds only block 0's and ignores a stray one (UMT5 gives every
-      // block its own).
+      // block its own; without config.json the block's own is read).
       if (!found.empty() && !sharedTableOwner(ti.name).empty() &&
-          sharedTableOwner(ti.name) != prefix && !modelType("umt5")) {
+          sharedTableOwner(ti.name) != prefix && (modelType("t5") || modelType("mt5"))) {
         const std::string own = all[found[0]].name;
         int rc = sharedTable(ti, all, data, source, w);
         if (rc > 0)

@@ -1435,8 +1435,8 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 /// One run of attnc-run after the options are parsed. The phases share
 /// this state and run in this order: load (the library, --info, the
-/// device kind and code path), openDevice (--device cuda), readInputs
-/// (--x, --x-kv, fixed lengths: the shapes), planMemory (workspaces,
+/// device kind and code path), readInputs (--x, --x-kv, fixed lengths:
+/// the shapes), openDevice (--device cuda), planMemory (workspaces,
 /// caches, the host's and the device's memory), makeData (random data,
 /// --expected, the weights packed), runDecode or runForward, writeOutputs
 /// (the summary, --out, --probs, --heatmap), check (--check, --expected),
@@ -1448,8 +1448,10 @@ public:
 
   int execute() {
     int rc;
-    if ((rc = load()) >= 0 || (rc = openDevice()) >= 0 ||
-        (rc = readInputs()) >= 0 || (rc = planMemory()) >= 0 ||
+    // (the inputs before the device: a usage error is exit 2 whether or
+    // not this machine has a CUDA driver)
+    if ((rc = load()) >= 0 || (rc = readInputs()) >= 0 ||
+        (rc = openDevice()) >= 0 || (rc = planMemory()) >= 0 ||
         (rc = makeData()) >= 0 ||
         (rc = steps > 0 ? runDecode() : runForward()) >= 0 ||
         (rc = writeOutputs()) >= 0 || (rc = check()) >= 0 ||
@@ -1794,6 +1796,9 @@ int Run::readInputs() {
       (rc = makeLengths("--kv-lengths", o.kvLengths, false, batch, kvSeq,
                         "kv_seq_len", unused, kvLengths)) >= 0)
     return rc;
+  if (o.decodeSteps > seq)
+    return usageError("--decode-steps " + std::to_string(o.decodeSteps) +
+                      " is more than seq_len " + std::to_string(seq));
   return -1;
 }
 
