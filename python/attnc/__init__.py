@@ -789,7 +789,7 @@ class Kernel:
 
     def _threads(self, num_threads):
         try:
-            threads = int(num_threads)
+            threads = -1 if isinstance(num_threads, bool) else int(num_threads)
         except (TypeError, ValueError):
             threads = -1
         if threads < 0 or threads > 2**31 - 1 or threads != num_threads:

@@ -259,6 +259,8 @@ def negative_threads():
     k, packed, x = setup()
     msg = refused(lambda: k.forward(x, packed, num_threads=-1), "num_threads",
                   status=_abi.ERR_ARGS)
+    refused(lambda: k.forward(x, packed, num_threads=True), "num_threads", "True",
+            status=_abi.ERR_ARGS)  # (a bool is no thread count)
     # The status the docs give it: docs/embedding.md and ArgumentError's.
     with open(os.path.join(HERE, "..", "..", "docs", "embedding.md")) as f:
         doc = " ".join(f.read().split())
