@@ -490,6 +490,20 @@ class Kernel:
             out[t.name.decode()] = tuple(t.dims[:t.rank])
         return out
 
+    # A Kernel is the loaded library, read-only: copies (a deep copy of a
+    # model holding one included) share it; the packed weights and caches
+    # are arrays of their own.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        # (ctypes handles cannot cross processes: say what to do instead)
+        raise TypeError(f"a Kernel cannot be pickled (it holds the loaded library): load "
+                        f"it again with attnc.Kernel({self.path!r})")
+
     def __repr__(self):
         i = self.info
         mask = str(i["mask"])

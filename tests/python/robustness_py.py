@@ -271,6 +271,20 @@ def negative_threads():
     return f"status {_abi.STATUS_NAMES[_abi.ERR_ARGS]}, as documented: {msg.split(': ', 1)[1]}"
 
 
+@case()
+def kernel_copies():
+    import copy
+    import pickle
+    k, packed, x = setup()
+    assert copy.copy(k) is k and copy.deepcopy({"k": k})["k"] is k
+    try:
+        pickle.dumps(k)
+        raise AssertionError("a Kernel pickled")
+    except TypeError as e:
+        assert "attnc.Kernel(" in str(e), e
+    return "copies share the loaded library; pickle says to load it again"
+
+
 # -- torch -----------------------------------------------------------------
 @case()
 def python_api_errors():
