@@ -311,6 +311,26 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
       } else if (type == "yarn" && !scaling["original_max_position_embeddings"]) {
         // Older configs: the model's max_position_embeddings.
         y += fmt::format("    original_max_position_embeddings: {}\n", c.maxPositions(type));
+      } else if (type == "yarn" && c.notes && c.has("max_position_embeddings") &&
+                 scaling["factor"] && scaling["factor"].IsScalar() && !isQuoted(scaling["factor"])) {
+        // Some transformers 4.x releases replace factor by
+        // max_position_embeddings / original_max_position_embeddings where
+        // the config has both (DeepSeek-V3's recipe); v5 and the YaRN paper
+        // keep factor.
+        double factor = 0, ratio = 0;
+        try {
+          factor = scaling["factor"].as<double>();
+          const double orig = scaling["original_max_position_embeddings"].as<double>();
+          ratio = orig > 0 ? double(c.integer("max_position_embeddings")) / orig : 0;
+        } catch (const YAML::Exception &) {
+        }
+        if (ratio > 0 && factor > 0 && std::fabs(ratio - factor) > 1e-9 * factor)
+          c.notes->push_back(fmt::format(
+              "note: {}{}: rope_scaling (yarn): factor {} is used, as transformers v5 and "
+              "the YaRN paper use it; some transformers 4.x releases use "
+              "max_position_embeddings / original_max_position_embeddings = {} instead, "
+              "so their rotation differs",
+              c.file, locationOf(scaling["factor"]), num(factor), num(ratio)));
       }
     }
   }
