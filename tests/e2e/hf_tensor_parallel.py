@@ -17,6 +17,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tensor_parallel import sum_of_ranks  # noqa: E402
+
 # (checkpoint, module, sizes): per-head [H, 3, dh], MQA [q | k | v]
 # (each rank's query heads share the one kv head), Falcon-40B's groups
 # [Hkv, G + 2, dh] (kv heads split and replicated), MPT's [q | k | v].
@@ -59,20 +62,9 @@ def main():
         if rc != 0:
             sys.exit(f"hf_tensor_parallel: {ckpt}: the unsplit kernel failed:\n{out}")
         for n in sizes:
-            total, problems = 0.0, []
-            for r in range(n):
-                rc, out, y = forward(f"r{n}_{r}", [f"tensor_parallel={{size: {n}, rank: {r}}}"])
-                if rc != 0 or "warning" in out:
-                    problems.append(f"rank {r}: " + out.strip().splitlines()[-1])
-                    continue
-                total = total + y
-            err = float(np.abs(total - full).max()) if not problems else float("nan")
-            ok = not problems and err <= 1e-5 + 1e-4 * float(np.abs(full).max())
-            failed += not ok
-            print(f"PASS: {ckpt} size {n}: sum of the ranks vs the unsplit block "
-                  f"max_abs_err {err:.3e} (max |y| {float(np.abs(full).max()):.3g}); "
-                  f"every rank PASSes --check"
-                  if ok else f"FAIL: {ckpt} size {n}: {'; '.join(problems) or err}")
+            failed += not sum_of_ranks(
+                ckpt, n, full,
+                lambda r, n=n: forward(f"r{n}_{r}", [f"tensor_parallel={{size: {n}, rank: {r}}}"]))
     print(f"hf_tensor_parallel: {'all passed' if not failed else f'{failed} failed'}")
     return 1 if failed else 0
 
