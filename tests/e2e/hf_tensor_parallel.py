@@ -12,13 +12,12 @@ whose checkpoints it reads)
 """
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tensor_parallel import sum_of_ranks  # noqa: E402
+from tensor_parallel import run, sum_of_ranks  # noqa: E402
 
 # (checkpoint, module, sizes): per-head [H, 3, dh], MQA [q | k | v]
 # (each rank's query heads share the one kv head), Falcon-40B's groups
@@ -30,11 +29,6 @@ CASES = [
     ("mpt", "transformer.blocks.0.attn", [2, 3]),
     ("gpt_bigcode", "transformer.h.0.attn", [2]),
 ]
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
 
 
 def main():
