@@ -552,12 +552,12 @@ class Kernel:
             # NumPy arrays or torch tensors (bfloat16 converted by torch);
             # never integers (uint16: bf16 bit patterns), which libattnrt's
             # loader refuses too.
-            dt = str(getattr(w, "dtype", "")).replace("torch.", "")
-            if dt == "bool" or dt.startswith(("int", "uint")) and dt != "uint16":
-                raise AttncError(f"{self.name}: weight '{wname}': dtype {dt} is not a "
+            a = _numpy(w, f"{self.name}: weight '{wname}'")
+            if a.dtype.kind in "biu" and a.dtype != np.uint16:
+                raise AttncError(f"{self.name}: weight '{wname}': dtype {a.dtype} is not a "
                                  "floating type (float32, float16, bfloat16, float64; a "
                                  "uint16 array holds bf16 bit patterns)", reason="dtype")
-            a = _f32(w, f"{self.name}: weight '{wname}'")
+            a = _f32(a, f"{self.name}: weight '{wname}'")
             if a.shape != shape:
                 raise AttncError(f"{self.name}: weight '{wname}': expected shape {shape}, "
                                  f"got {a.shape}", reason="shape")

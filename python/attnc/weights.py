@@ -12,9 +12,8 @@ torch, and save_safetensors writes it as BF16, bit for bit.
 """
 import json
 import math
-import struct
-
 import re
+import struct
 
 import numpy as np
 

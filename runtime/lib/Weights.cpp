@@ -80,6 +80,10 @@ std::string quoteList(const std::vector<std::string> &v, size_t max) {
   return s;
 }
 
+/// The fused QKV tensors' names (without .weight/.bias) that the loader
+/// cuts into q/k/v_proj (docs/models.md).
+constexpr const char *kFusedQkv[] = {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."};
+
 struct Loader {
   std::string path, prefix;
   const attnc_kernel_info &info;
@@ -130,7 +134,7 @@ struct Loader {
     // A fused QKV tensor that was not cut: its layout comes from the
     // config.json beside the weights (model_type).
     if (names[0].size() > 7 && names[0].compare(1, 6, "_proj.") == 0)
-      for (const char *f : {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."})
+      for (const char *f : kFusedQkv)
         if (under.count(f + names[0].substr(7))) {
           const Json *mt = configTree().type == Json::Object
                                ? configField(configTree(), "model_type")
@@ -405,7 +409,7 @@ struct Loader {
     const std::string suffix = name.substr(7); // "weight" or "bias"
     size_t fusedIdx = 0;
     int n = 0;
-    for (const char *f : {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."}) {
+    for (const char *f : kFusedQkv) {
       auto it = under.find(f + suffix);
       if (it != under.end()) {
         fusedIdx = it->second;
@@ -529,24 +533,19 @@ struct Loader {
       std::vector<float> data;
       std::string source;
       // T5's (mT5's) later blocks have no table of their own: the model
-      // builds only block 0's and ignores a stray one (UMT5 gives every
-      // block its own; without config.json the block's own is read).
-      if (!found.empty() && !sharedTableOwner(ti.name).empty() &&
-          sharedTableOwner(ti.name) != prefix && (modelType("t5") || modelType("mt5"))) {
-        const std::string own = all[found[0]].name;
-        int rc = sharedTable(ti, all, data, source, w);
-        if (rc > 0)
-          return rc;
-        if (rc == 0) {
-          w.notes.push_back("warning: " + path + ": '" + own +
-                            "' is ignored: only block 0 of a T5 stack has a relative "
-                            "position table (the model reads '" + source + "'; UMT5's "
-                            "blocks each have one)");
-          w.floats.push_back(int64_t(data.size()));
-          w.sources.push_back(source);
-          w.buffers.push_back(std::move(data));
-          continue;
-        }
+      // builds only block 0's and ignores a stray one, so it is read as
+      // for a block without one (UMT5 gives every block its own; without
+      // config.json the block's own is read).
+      const std::string owner = sharedTableOwner(ti.name);
+      if (!found.empty() && !owner.empty() && owner != prefix &&
+          (modelType("t5") || modelType("mt5")) &&
+          std::any_of(all.begin(), all.end(),
+                      [&](const TensorRef &r) { return r.name == owner + ti.name; })) {
+        w.notes.push_back("warning: " + path + ": '" + all[found[0]].name +
+                          "' is ignored: only block 0 of a T5 stack has a relative "
+                          "position table (the model reads '" + owner + ti.name +
+                          "'; UMT5's blocks each have one)");
+        found.clear();
       }
       if (found.empty()) {
         int rc = assemble(ti, all, under, data, source, w);
@@ -563,7 +562,6 @@ struct Loader {
           for (const std::string &n : names)
             full.push_back(prefix + n);
           // T5's table: also where block 0 of the stack keeps it.
-          const std::string owner = sharedTableOwner(ti.name);
           if (!owner.empty() && owner != prefix)
             full.push_back(owner + ti.name);
           return error(ATTNRT_WEIGHTS_ERR_MISSING,

@@ -1824,10 +1824,7 @@ int Run::planMemory() {
   steps = o.decodeSteps;
   prefill = seq - steps;
   chunk = std::max<int64_t>(1, std::min(o.decodeChunk, steps));
-  if (steps > 0) {
-    if (steps > seq)
-      return usageError("--decode-steps " + std::to_string(steps) +
-                        " is more than seq_len " + std::to_string(seq));
+  if (steps > 0) { // (steps <= seq: readInputs)
     msg.clear();
     if (!attnrt::checkedProduct({batch, ki.kv_heads, seq, ki.head_dim},
                                 cacheFloats) ||

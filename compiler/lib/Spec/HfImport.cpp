@@ -84,13 +84,18 @@ struct Config {
   /// number(k, dflt) for a key the configuration class defaults (a
   /// norm's eps): a note names the default where the file leaves it out.
   double numberNoted(const std::string &k, double dflt) const {
-    if (!has(k) && notes) {
-      std::string note = fmt::format("note: {}: {} not in the file, the configuration "
-                                     "class's default {}", file, k, dflt);
-      if (std::find(notes->begin(), notes->end(), note) == notes->end())
-        notes->push_back(note);
-    }
+    if (!has(k))
+      noteDefault(k, fmt::format("{}", dflt), "");
     return number(k, dflt);
+  }
+  /// The note that key `k`, left out of the file, reads as the
+  /// configuration class's default `value` (once; `why`: what reads it).
+  void noteDefault(const std::string &k, const std::string &value,
+                   const std::string &why) const {
+    std::string note = fmt::format("note: {}: {} not in the file, the configuration class's "
+                                   "default {}{}", file, k, value, why);
+    if (notes && std::find(notes->begin(), notes->end(), note) == notes->end())
+      notes->push_back(note);
   }
   bool boolean(const std::string &k, bool dflt) const {
     if (!has(k))
@@ -128,11 +133,7 @@ struct Config {
     const char *k = "max_position_embeddings";
     if (has(k) || !maxPositionDefault)
       return integer(k);
-    std::string note = fmt::format("note: {}: {} not in the file, the configuration class's "
-                                   "default {} (read by rope_scaling type {})",
-                                   file, k, maxPositionDefault, kind);
-    if (notes && std::find(notes->begin(), notes->end(), note) == notes->end())
-      notes->push_back(note);
+    noteDefault(k, std::to_string(maxPositionDefault), " (read by rope_scaling type " + kind + ")");
     return maxPositionDefault;
   }
 };
@@ -284,11 +285,9 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
         } else if (!scaling["original_max_position_embeddings"] &&
                    c.originalMaxPositionDefault) {
           // (Phi3Config's __init__ default, which the model reads)
-          if (c.notes)
-            c.notes->push_back(fmt::format(
-                "note: {}: original_max_position_embeddings not in the file, the "
-                "configuration class's default {} (read by rope_scaling type longrope)",
-                c.file, c.originalMaxPositionDefault));
+          c.noteDefault("original_max_position_embeddings",
+                        std::to_string(c.originalMaxPositionDefault),
+                        " (read by rope_scaling type longrope)");
           y += fmt::format("    original_max_position_embeddings: {}\n",
                            c.originalMaxPositionDefault);
         }
