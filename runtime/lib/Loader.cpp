@@ -1427,6 +1427,11 @@ int64_t Kernel::decodeWorkspaceBytes(int64_t batch, int64_t seqLen, int64_t cach
                            num(batch) + ", " + num(seqLen) + ", " + num(cacheLen) + ")";
   if (need < 0) {
     why = call + " returned " + num(need) + " (shape refused)";
+    // A CUDA kernel (or its tiling compiled for the host) decodes one
+    // token per sequence per call: say so rather than leave -1 opaque.
+    if (seqLen > 1 && decodeWsSize_(batch, 1, cacheLen) >= 0)
+      why += ": this kernel's " + std::string(info_->name) +
+             "_decode takes one new token per sequence per call (seq_len 1)";
     return -1;
   }
   if (need > limit) {
