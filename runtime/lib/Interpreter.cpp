@@ -38,12 +38,19 @@ inline bool keyVisible(bool causal, bool windowed, int64_t offset,
 template <typename T>
 void linearT(const T *x, const T *w, const T *b, T *y, int64_t m, int64_t k,
              int64_t n) {
+  // y[i][j] = b[j] + x[i][0] w[0][j] + x[i][1] w[1][j] + ... in that order
+  // (t ascending), every output's sum on its own; the j loop innermost
+  // reads W's rows in order (a walk down W's columns misses the TLB on
+  // every element of a 4096-wide layer).
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      T acc = b ? b[j] : T(0);
-      for (int64_t t = 0; t < k; ++t)
-        acc += x[i * k + t] * w[t * n + j];
-      y[i * n + j] = acc;
+    T *yr = y + i * n;
+    for (int64_t j = 0; j < n; ++j)
+      yr[j] = b ? b[j] : T(0);
+    for (int64_t t = 0; t < k; ++t) {
+      const T xv = x[i * k + t];
+      const T *wr = w + t * n;
+      for (int64_t j = 0; j < n; ++j)
+        yr[j] += xv * wr[j];
     }
   }
 }
@@ -814,38 +821,69 @@ void linearBound(const Model &model, const double *x, const double *ex,
   const double g = model.g(k + 2);
   const int64_t groups = (k + group - 1) / group;
   std::vector<double> extra(rowExtra ? size_t(groups * n) : 0);
+  // Each output's sums run over t in order, as naive::linear's; the j loop
+  // innermost reads W's rows in order (linearT).
+  const size_t cols = static_cast<size_t>(n);
+  std::vector<double> mag(cols), prop(cols), groupProp(cols);
+  // PartialSums per output, as columns (n is k for every one of them)
+  std::vector<double> sumS(model.rigorous ? 0 : cols), sumS2(sumS.size()),
+      prod2(sumS.size());
   for (int64_t i = 0; i < m; ++i) {
     if (i > 0 && rowDone)
       rowDone(double(k) * double(n));
     const bool hasExtra = rowExtra && rowExtra(i, extra.data());
+    double *acc = y + i * n;
     for (int64_t j = 0; j < n; ++j) {
-      double acc = b ? b[j] : 0.0;
-      double mag = b ? std::fabs(b[j]) : 0.0;
-      double prop = 0, groupProp = 0;
-      PartialSums ps;
-      for (int64_t t = 0; t < k; ++t) {
-        const double xv = x[i * k + t], wv = w[t * n + j];
-        if (!model.rigorous)
-          ps.add(acc, xv * wv);
-        acc += xv * wv;
-        const double e = ex ? ex[i * k + t] : 0.0;
-        const double eMag = exMag ? exMag[i * k + t] : e;
-        mag += (std::fabs(xv) + eMag) * std::fabs(wv);
-        groupProp += e * std::fabs(wv);
-        if ((t + 1) % group == 0 || t + 1 == k) {
-          if (hasExtra)
-            groupProp += extra[size_t((t / group) * n + j)];
-          model.add(prop, groupProp);
-          groupProp = 0;
+      acc[j] = b ? b[j] : 0.0;
+      mag[size_t(j)] = b ? std::fabs(b[j]) : 0.0;
+      prop[size_t(j)] = groupProp[size_t(j)] = 0;
+    }
+    std::fill(sumS.begin(), sumS.end(), 0.0);
+    std::fill(sumS2.begin(), sumS2.end(), 0.0);
+    std::fill(prod2.begin(), prod2.end(), 0.0);
+    for (int64_t t = 0; t < k; ++t) {
+      const double xv = x[i * k + t];
+      const double e = ex ? ex[i * k + t] : 0.0;
+      const double eMag = exMag ? exMag[i * k + t] : e;
+      const double ax = std::fabs(xv) + eMag;
+      const double *wr = w + t * n;
+      if (!model.rigorous)
+        for (int64_t j = 0; j < n; ++j) { // PartialSums::add
+          const double before = acc[j], term = xv * wr[j];
+          sumS[size_t(j)] += before;
+          sumS2[size_t(j)] += before * before;
+          prod2[size_t(j)] += term * term;
+        }
+      for (int64_t j = 0; j < n; ++j) {
+        const double wv = wr[j];
+        acc[j] += xv * wv;
+        mag[size_t(j)] += ax * std::fabs(wv);
+        groupProp[size_t(j)] += e * std::fabs(wv);
+      }
+      if ((t + 1) % group == 0 || t + 1 == k) {
+        const double *ext = hasExtra ? extra.data() + size_t((t / group) * n) : nullptr;
+        for (int64_t j = 0; j < n; ++j) {
+          double gp = groupProp[size_t(j)];
+          if (ext)
+            gp += ext[j];
+          model.add(prop[size_t(j)], gp);
+          groupProp[size_t(j)] = 0;
         }
       }
-      y[i * n + j] = acc;
+    }
+    for (int64_t j = 0; j < n; ++j) {
       // Probabilistic: the model's rounding term, never more than the
       // worst case.
-      ey[i * n + j] = model.total(prop) +
-                      (model.rigorous ? g * mag
-                                      : std::min(ps.rounding(model.lambda, acc),
-                                                 gammaN(k + 2) * mag));
+      double rounding = g * mag[size_t(j)];
+      if (!model.rigorous) {
+        PartialSums ps;
+        ps.sumS = sumS[size_t(j)];
+        ps.sumS2 = sumS2[size_t(j)];
+        ps.prod2 = prod2[size_t(j)];
+        ps.n = k;
+        rounding = std::min(ps.rounding(model.lambda, acc[j]), gammaN(k + 2) * mag[size_t(j)]);
+      }
+      ey[i * n + j] = model.total(prop[size_t(j)]) + rounding;
     }
   }
   if (m > 0 && rowDone)
