@@ -132,8 +132,9 @@ class ArgumentError(AttncError, ValueError):
     """An argument forward() or decode() refuses before calling the library:
     a variant field the kernel does not take, a shape, a dtype, a length or
     a position out of range. `.status` is the code the library would have
-    returned (ATTNC_ERR_ARGS, a negative num_threads included; _BAD_SHAPE,
-    _BUFFER_SIZE, _NULL_ARG for one cache without the other)."""
+    returned (ATTNC_ERR_ARGS, a negative num_threads and one buffer as both
+    caches included; _BAD_SHAPE, _BUFFER_SIZE (overlapping buffers among
+    them), _NULL_ARG for one cache without the other)."""
 
 
 def _numpy(a, name):
@@ -162,9 +163,12 @@ def _f32(a, name):
     NumPy has no bfloat16: a uint16 array is bf16 bit patterns, as the
     bf16 kernels' caches are (converted exactly), never integers."""
     a = _numpy(a, name)
-    if a.dtype.kind not in "biuf":
-        raise ArgumentError(f"{name} must hold real numbers, got dtype {a.dtype}",
-                            _abi.ERR_ARGS)
+    if a.dtype.kind != "f" and a.dtype != np.uint16:
+        # (integers and bools are no activations: a uint16 array is bf16
+        # bits, the other integer types would be taken as numbers)
+        raise ArgumentError(f"{name} must be floating point (float32, float16, bfloat16, "
+                            f"float64; a uint16 array holds bf16 bit patterns), got dtype "
+                            f"{a.dtype}", _abi.ERR_ARGS)
     if a.dtype == np.uint16:
         return np.ascontiguousarray((a.astype(np.uint32) << 16).view(np.float32))
     if a.dtype != np.float32:
@@ -847,6 +851,9 @@ class Kernel:
         if k.shape != v.shape:
             self._refuse(f"k_cache and v_cache must have the same shape, got {k.shape} "
                          f"and {v.shape}", _abi.ERR_BUFFER_SIZE)
+        if k.ctypes.data == v.ctypes.data:
+            # (what the library returns for one buffer as both caches)
+            self._refuse("k_cache and v_cache are one buffer", _abi.ERR_ARGS)
         if np.may_share_memory(k, v):
             self._refuse("k_cache and v_cache overlap in memory", _abi.ERR_BUFFER_SIZE)
         self._cache_len_ok(k.shape[2])

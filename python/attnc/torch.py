@@ -8,7 +8,8 @@
     attnc.torch.replace_attention(model)   # every nn.MultiheadAttention -> kernels
 
 The operators attnc::forward(Tensor x, Tensor packed, str kernel, Tensor?
-x_kv, Tensor? lengths, Tensor? kv_lengths, int num_threads) -> Tensor and
+x_kv, Tensor? lengths, Tensor? kv_lengths, int num_threads, Tensor?
+positions) -> Tensor and
 attnc::forward_with_weights(...) -> (Tensor, Tensor) are defined with
 torch.library (namespace "attnc", a CPU kernel written in Python), so
 torch.jit.trace records each call as one node (the kernel library's path
@@ -24,7 +25,8 @@ formula). Zero-copy: float32, contiguous CPU inputs are handed to the
 kernel where they lie (data_ptr), y and the attention weights are
 allocated as torch tensors the kernel writes; other float dtypes are
 converted to float32 (a copy) and non-contiguous inputs made contiguous
-(a copy).
+(a copy). With num_threads other than 1 the tasks run on libattnrt's one
+pool, shared with attnc.Kernel and every other kernel of the process.
 """
 import ctypes as C
 import numbers
@@ -43,7 +45,7 @@ __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported
 
 _LIB = torch.library.Library("attnc", "DEF")
 _ARGS = ("Tensor x, Tensor packed, str kernel, Tensor? x_kv=None, Tensor? lengths=None, "
-         "Tensor? kv_lengths=None, int num_threads=1")
+         "Tensor? kv_lengths=None, int num_threads=1, Tensor? positions=None")
 _LIB.define(f"forward({_ARGS}) -> Tensor")
 _LIB.define(f"forward_with_weights({_ARGS}) -> (Tensor, Tensor)")
 
@@ -81,6 +83,8 @@ class _Runner:
         self.cross = bool(i.features & _FEAT_CROSS)
         self.probs = bool(i.features & _FEAT_PROBS)
         self.lengths = bool(i.features & _FEAT_LENGTHS)
+        self.max_seq_len = i.max_seq_len
+        self.chunked = _abi.MASKS.get(i.mask, "").startswith("chunked")
         self.fwd = k._forward
         self.ws_size = k._workspace_size
         self.local = threading.local()
@@ -91,6 +95,11 @@ class _Runner:
         loc = self.local
         key = (b, t, tkv)
         if getattr(loc, "key", None) != key:
+            m = self.max_seq_len
+            for what, n in (("seq_len", t), ("kv_seq_len", tkv)):
+                if m > 0 and n > m:  # (as Kernel.forward says it)
+                    raise AttncError(f"attnc::forward: {what} {n} exceeds the kernel "
+                                     f"{self.name}'s max_seq_len {m}", _abi.ERR_BAD_SHAPE)
             n = int(self.ws_size(b, t, tkv))
             if n < 0:
                 m = self.kernel._info.max_seq_len
@@ -164,7 +173,8 @@ class _Runner:
         return y, (torch.zeros((b, self.heads, t, tkv), dtype=torch.float32)
                    if need_weights else None)
 
-    def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads):
+    def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads,
+                 positions=None):
         """(y, probs or None); every tensor stays alive until the call returns."""
         x = self._f32(x, "x")
         shape = x.shape
@@ -215,6 +225,18 @@ class _Runner:
         if need_weights and not self.probs:
             raise RuntimeError(f"attnc::forward: need_weights, but {self.name} has no "
                                "probs output (compile it with outputs: [y, probs])")
+        if positions is not None:
+            # Each sequence's first position (HF's position_ids[:, 0]): a
+            # rotary embedding rotates token i of sequence b by
+            # positions[b] + i (Kernel.forward's `positions`).
+            positions = self._ints(positions, "positions", b, 2**30 - t, "2^30 - seq_len")
+            if self.chunked and bool(positions.any()):
+                raise RuntimeError(f"attnc::forward: positions: {self.name}'s chunked mask "
+                                   "counts its chunks from position 0, and a forward without "
+                                   "a KV cache starts there")
+            args.positions = C.cast(positions.data_ptr(), _I32P)
+        else:
+            args.positions = None
         y = torch.empty((b, t, self.out_dim), dtype=torch.float32)
         probs = None
         if need_weights:
@@ -228,7 +250,14 @@ class _Runner:
         args.x = x.data_ptr()
         args.y = y.data_ptr()
         args.num_threads = num_threads
+        # More than one thread: libattnrt's one pool, as Kernel.forward
+        # (not a pool of this kernel's own per kernel); req outlives the call.
+        req = self.kernel._use_shared_pool(args, num_threads)
+        if req is None:
+            args.parallel_for = _abi.ParallelForFn()
+            args.parallel_ctx = None
         rc = self.fwd(ref)
+        del req
         if rc != _OK:
             raise AttncError(f"{self.name}_forward returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})", rc)
@@ -265,17 +294,19 @@ def _grad_check(*named):
 
 
 def _forward_impl(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
-                  num_threads=1):
+                  num_threads=1, positions=None):
     if torch.is_grad_enabled():
         _grad_check(("x", x), ("x_kv", x_kv), ("packed", packed))
-    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, False, num_threads)[0]
+    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, False, num_threads,
+                           positions)[0]
 
 
 def _forward_with_weights_impl(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
-                               num_threads=1):
+                               num_threads=1, positions=None):
     if torch.is_grad_enabled():
         _grad_check(("x", x), ("x_kv", x_kv), ("packed", packed))
-    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, True, num_threads)
+    return _runner(kernel)(x, packed, x_kv, lengths, kv_lengths, True, num_threads,
+                           positions)
 
 
 _LIB.impl("forward", _forward_impl, "CPU")
@@ -292,13 +323,17 @@ def _on_cpu(**tensors):
 
 
 def forward(x, packed, kernel, x_kv=None, lengths=None, kv_lengths=None,
-            need_weights=False, num_threads=1):
+            need_weights=False, num_threads=1, positions=None):
     """torch.ops.attnc.forward (y) or, with need_weights,
     torch.ops.attnc.forward_with_weights ((y, probs [batch, heads, seq_len,
-    kv_seq_len])) of the kernel library at path `kernel`."""
-    _on_cpu(x=x, packed=packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths)
+    kv_seq_len])) of the kernel library at path `kernel`. positions: int
+    [batch], each sequence's first position (HF's position_ids[:, 0];
+    default 0)."""
+    _on_cpu(x=x, packed=packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
+            positions=positions)
     op = torch.ops.attnc.forward_with_weights if need_weights else torch.ops.attnc.forward
-    return op(x, packed, os.fspath(kernel), x_kv, lengths, kv_lengths, num_threads)
+    return op(x, packed, os.fspath(kernel), x_kv, lengths, kv_lengths, num_threads,
+              positions)
 
 
 def _num_threads(n, where):
@@ -307,6 +342,23 @@ def _num_threads(n, where):
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 0 <= n < 2**31:
         raise ValueError(f"{where}: num_threads must be an integer >= 0, got {n!r}")
     return int(n)
+
+
+def _check_target(target, where):
+    """A target the torch path can run, checked where it is given (not at
+    the first call, which compiles): attnc --target's x86 names or None."""
+    if target is None:
+        return None
+    names = {n for n in _abi.ISAS.values() if n != "none"}
+    cpu = sorted(n for n in names if not n.startswith("cuda"))
+    if not isinstance(target, str) or (target not in names and target not in (
+            "x86-avx512,x86-avx2", "x86-avx2,x86-avx512")):
+        raise ValueError(f"{where}: target must be None or one of {', '.join(cpu)}, "
+                         f"got {target!r}")
+    if target.startswith("cuda"):
+        raise ValueError(f"{where}: target {target}: the torch operators run CPU kernels "
+                         f"only (one of {', '.join(cpu)}, or None for multi)")
+    return target
 
 
 def _as_kernel(kernel, target=None, cache_dir=None):
@@ -328,15 +380,19 @@ class AttnModule(torch.nn.Module):
     (dict, YAML path or text) compiled with attnc.compile(spec,
     target=target, cache_dir=cache_dir). weights: what Kernel.pack takes
     (a state_dict, a dict under `prefix`, a list), or packed: the bytes
-    pack() returned (NumPy or torch). forward(x, x_kv=None, lengths=None,
-    kv_lengths=None, need_weights=False): x [batch, seq_len, d_model]; y,
-    or (y, probs [batch, heads, seq_len, kv_seq_len]) with need_weights.
+    pack() returned (NumPy or torch); an nn.Module's weights are its
+    state_dict(), copied into the packed buffer (later changes to the module
+    are not seen: build the AttnModule again). forward(x, x_kv=None,
+    lengths=None, kv_lengths=None, need_weights=False, positions=None): x
+    [batch, seq_len, d_model]; positions int [batch], each sequence's first
+    position (HF's position_ids[:, 0], default 0); y, or (y, probs [batch,
+    heads, seq_len, kv_seq_len]) with need_weights.
     """
 
     def __init__(self, kernel, weights=None, packed=None, prefix="", num_threads=1,
                  persistent=True, target=None, cache_dir=None):
         super().__init__()
-        k = _as_kernel(kernel, target, cache_dir)
+        k = _as_kernel(kernel, _check_target(target, "AttnModule"), cache_dir)
         # Only the path is state (copy.deepcopy, pickling a whole model);
         # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
@@ -344,6 +400,8 @@ class AttnModule(torch.nn.Module):
         self.num_threads = _num_threads(num_threads, "AttnModule")
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
+        if isinstance(weights, torch.nn.Module):
+            weights = weights.state_dict()
         if weights is not None:
             p = torch.from_numpy(k.pack(weights, prefix=prefix))
         else:
@@ -359,13 +417,16 @@ class AttnModule(torch.nn.Module):
         """The attnc.Kernel of kernel_path (loaded once per process)."""
         return _runner(self.kernel_path).kernel
 
-    def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False):
-        _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths)
+    def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False,
+                positions=None):
+        _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
+                positions=positions)
         if need_weights:
             return torch.ops.attnc.forward_with_weights(
-                x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads)
+                x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads,
+                positions)
         return torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
-                                       kv_lengths, self.num_threads)
+                                       kv_lengths, self.num_threads, positions)
 
     def extra_repr(self):
         return f"{self.kernel.name}: {self.kernel_path}"
@@ -400,8 +461,8 @@ def _mask_kind(mask, lq, lk):
         mask = mask[0]
     if mask.dim() != 2 or tuple(mask.shape) != (lq, lk):
         return None
-    if mask.dtype == torch.bool:
-        masked = mask
+    if mask.dtype in (torch.bool, torch.uint8):  # (torch 1.13: uint8 as bool)
+        masked = mask.bool()
     else:
         if not bool(((mask == 0) | (mask == float("-inf"))).all()):
             return None
@@ -476,12 +537,17 @@ class MultiheadAttention(torch.nn.Module):
         self.register_buffer("in_proj_weight", d(mha.in_proj_weight))
         self.register_buffer("in_proj_bias", d(mha.in_proj_bias))
         self.out_proj = _Proj(d(mha.out_proj.weight), d(mha.out_proj.bias))
-        self.target = target
+        self.target = _check_target(target, "attnc.torch.MultiheadAttention")
         self.cache_dir = cache_dir
         self.num_threads = _num_threads(num_threads, "attnc.torch.MultiheadAttention")
         self.fallback = fallback
         self.kernels = torch.nn.ModuleDict()
         self._versions = {}
+        # The weight tensors each variant was packed from (held: a new
+        # tensor assigned in place of a buffer can then never reuse the old
+        # one's address and version 0, which data_ptr and _version alone
+        # would take for no change).
+        self._sources = {}
         # The replaced module's mode: a model put in eval() before
         # replace_attention stays there (no dropout at inference).
         self.train(mha.training)
@@ -491,8 +557,10 @@ class MultiheadAttention(torch.nn.Module):
         edit that bypasses autograd's version counter (through `.data`);
         load_state_dict and in-place edits of the buffers are noticed."""
         self._versions.clear()
+        self._sources.clear()
 
-    # The weights the packed buffers were made from: (data_ptr, _version).
+    # The weights the packed buffers were made from: (data_ptr, _version),
+    # and the tensors themselves (_sources).
     def _weights(self):
         ws = [self.in_proj_weight, self.in_proj_bias, self.out_proj.weight, self.out_proj.bias]
         return [w for w in ws if w is not None]
@@ -519,7 +587,10 @@ class MultiheadAttention(torch.nn.Module):
         key = f"{'x' if cross else 's'}{'c' if causal else 'n'}"
         stamp = self._stamp()
         m = self.kernels[key] if key in self.kernels else None
-        if m is None or self._versions.get(key) != stamp:
+        src = self._sources.get(key)
+        now = self._weights()
+        if m is None or self._versions.get(key) != stamp or src is None or \
+                len(src) != len(now) or any(a is not b for a, b in zip(src, now)):
             weights = {"in_proj_weight": self.in_proj_weight, "out_proj.weight":
                        self.out_proj.weight}
             if self.bias:
@@ -533,6 +604,7 @@ class MultiheadAttention(torch.nn.Module):
                                persistent=False)
             self.kernels[key] = m
             self._versions[key] = stamp
+            self._sources[key] = now
         return m
 
     def _unsupported(self, why, *args):
@@ -612,6 +684,14 @@ class MultiheadAttention(torch.nn.Module):
             # As torch's own check (F.multi_head_attention_forward).
             raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, "
                                f"but should be {(b * self.num_heads, lq, lk)}.")
+        if attn_mask is not None and attn_mask.dim() == 2 and \
+                tuple(attn_mask.shape) != (lq, lk):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, "
+                               f"but should be {(lq, lk)}.")
+        if attn_mask is not None and not (attn_mask.is_floating_point() or
+                                          attn_mask.dtype in (torch.bool, torch.uint8)):
+            # torch's own error for the mask's type (no fallback warning).
+            return self._torch_forward(*args)
         if attn_mask is not None:
             kind = _mask_kind(attn_mask, lq, lk)
             if kind is None:
@@ -636,6 +716,9 @@ class MultiheadAttention(torch.nn.Module):
                 # As torch's own check (F.multi_head_attention_forward).
                 raise RuntimeError(f"expecting key_padding_mask shape of {(b, lk)}, but got "
                                    f"{tuple(key_padding_mask.shape)}")
+            if not (kpm.is_floating_point() or kpm.dtype == torch.bool):
+                # torch's own error for the mask's type (no fallback warning).
+                return self._torch_forward(*args)
             if kpm.dtype != torch.bool and \
                     not bool(((kpm == 0) | (kpm == float("-inf"))).all()):
                 return self._unsupported("key_padding_mask has float values other than 0 "
@@ -709,6 +792,7 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     if fallback not in ("warn", "error", "silent"):
         raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
     num_threads = _num_threads(num_threads, "replace_attention")
+    target = _check_target(target, "replace_attention")
     replaced, pending = [], []
     done = {}  # id(torch's module) -> what replaced it (a module under several names)
 
@@ -761,16 +845,18 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
         walk(model, "")
     for msg in pending:
         warnings.warn(msg, stacklevel=2)
-    if not replaced and fallback == "warn" and not any(
+    if not replaced and fallback != "silent" and not any(
             isinstance(m, torch.nn.MultiheadAttention) for m in model.modules()):
         # Nothing to replace at all: most often a Hugging Face model, whose
         # attention classes are its own (not nn.MultiheadAttention).
         names = sorted({type(m).__name__ for m in model.modules()
                         if "attention" in type(m).__name__.lower()})[:3]
-        warnings.warn("attnc.torch.replace_attention: the model has no "
-                      "torch.nn.MultiheadAttention, nothing was replaced"
-                      + (f" (its attention modules are {', '.join(names)}: use attnc.from_hf "
-                         "and attnc.torch.AttnModule per layer)" if names else ""),
-                      stacklevel=2)
+        msg = ("attnc.torch.replace_attention: the model has no "
+               "torch.nn.MultiheadAttention, nothing was replaced"
+               + (f" (its attention modules are {', '.join(names)}: use attnc.from_hf "
+                  "and attnc.torch.AttnModule per layer)" if names else ""))
+        if fallback == "error":
+            raise Unsupported(msg + " (fallback='error')")
+        warnings.warn(msg, stacklevel=2)
     model.attnc_replaced = replaced
     return model

@@ -377,7 +377,7 @@ def bad_calls(k, kg, kp, packs, ok):
         ("read-only caches", B,
          (lambda out, kc, vc: k.decode(tok, pk, pos, kc, vc if ok else
                                        np.broadcast_to(vc, vc.shape)))),
-        ("one array as both caches", B,
+        ("one array as both caches", A,  # as C: ERR_ARGS (abi.md)
          (lambda out, kc, vc: k.decode(tok, pk, pos, kc, vc if ok else kc))),
         ("caches of batch 3 for batch 2", B,
          (lambda out, kc, vc: k.decode(tok, pk, pos, *(

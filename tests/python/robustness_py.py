@@ -239,6 +239,16 @@ def probs_and_cache_buffers():
     inside = kc.reshape(-1)[:B * kd.out_dim].reshape(dshape)
     refused(lambda: kd.decode(tok, packed_d, pos, kc, vc, out=inside),
             "out and k_cache overlap")
+    # One buffer as both caches: the library's ATTNC_ERR_ARGS (abi.md), as
+    # C and C++ callers get it; a partial overlap is a buffer error.
+    refused(lambda: kd.forward(xd, packed_d, k_cache=kc, v_cache=kc),
+            "k_cache and v_cache are one buffer", status=_abi.ERR_ARGS)
+    refused(lambda: kd.decode(tok, packed_d, pos, kc, kc),
+            "k_cache and v_cache are one buffer", status=_abi.ERR_ARGS)
+    both = np.zeros((2 * kc.size,), np.float32)
+    refused(lambda: kd.forward(xd, packed_d, k_cache=both[:kc.size].reshape(kc.shape),
+                               v_cache=both[kc.size // 2:kc.size // 2 + kc.size].reshape(kc.shape)),
+            "k_cache and v_cache overlap")
     assert (kc == 0).all() and (vc == 0).all(), "a cache was written"
     return "probs_out, k_cache, v_cache, decode's out"
 
@@ -297,6 +307,10 @@ def python_api_errors():
         k.pack({n: v for n, v in sd.items() if n != first}, prefix="h.0.attn.")
     except attnc.AttncError as err:
         assert err.reason == "missing", err.reason
+    # Integer or bool activations are refused (uint16: bf16 bit patterns).
+    for bad in (np.int64, np.int32, np.bool_):
+        refused(lambda: k.forward(x.astype(bad), packed), "x must be floating point",
+                str(np.dtype(bad)), status=_abi.ERR_ARGS)
     big = x.astype(np.float64)
     big[1, 2, 3] = 1e300
     refused(lambda: k.forward(big, packed), "x: element (1, 2, 3) (1e+300) is out of float32 range",

@@ -5,7 +5,9 @@ every kernel they call with num_threads > 1, so a second kernel starts no
 threads of its own. Counts the process's threads (/proc/self/task) after
 each call; with --own the package is made to pass no hook (each kernel's
 built-in pool then starts its own workers: the check fails, which shows it
-can). Also: the outputs on the shared pool equal those on one thread.
+can). The torch operators (attnc.torch.forward: AttnModule and the
+replaced MultiheadAttention) share it too. Also: the outputs on the
+shared pool equal those on one thread.
 """
 import argparse
 import os
@@ -69,9 +71,28 @@ def main():
     if not np.array_equal(d1, d3):
         print("FAIL: decode: 3 threads differ from 1")
         ok = False
+    # The torch operators (AttnModule, the replaced MultiheadAttention) on
+    # the same pool, where torch is installed: no workers of their own.
+    try:
+        import torch
+        import attnc.torch as at
+    except ImportError:
+        torch = None
+    if torch is not None:
+        for n, k in kernels.items():
+            x = torch.from_numpy(rng.standard_normal((2, 64, k.d_model)).astype(np.float32))
+            p = torch.from_numpy(packs[n])
+            with torch.no_grad():
+                t3 = at.forward(x, p, k.path, num_threads=3)
+                t1 = at.forward(x, p, k.path, num_threads=1)
+            if not torch.equal(t1, t3):
+                print(f"FAIL: torch operator: {n}: 3 threads differ from 1")
+                ok = False
+        counts.append(threads())
     print(f"threads: {counts[0]} at start, {counts[1]} after gpt2 (3 threads), "
-          f"{counts[2]} after gpt2-decode (3 threads), {counts[3]} after its decode step")
-    if counts[1] != counts[0] + 2 or counts[2] != counts[1] or counts[3] != counts[1]:
+          f"{counts[2]} after gpt2-decode (3 threads), {counts[3]} after its decode step"
+          + (f", {counts[4]} after the torch operator on both" if len(counts) > 4 else ""))
+    if counts[1] != counts[0] + 2 or any(c != counts[1] for c in counts[2:]):
         print("FAIL: the two kernels should share 2 workers")
         ok = False
     if not ok:

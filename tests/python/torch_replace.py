@@ -17,6 +17,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "python"))
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import attnc  # noqa: E402
@@ -431,6 +432,107 @@ def main():
             check(False, f"{what}: a bad num_threads accepted")
         except ValueError as e:
             check("num_threads must be an integer >= 0" in str(e), f"{what}: {e}")
+
+    # -- a buffer assigned anew is repacked, even at the old one's address ---
+    # (before the fix the new tensor took the old one's address 3 times in
+    # 20 here, version 0 both, and the stale packed weights ran: 1.26 off)
+    torch.manual_seed(0)
+    rr = at.replace_attention(torch.nn.MultiheadAttention(64, 4, batch_first=True),
+                              cache_dir=cache)
+    x = torch.randn(2, 6, 64)
+    worst = 0.0
+    for _ in range(20):
+        with torch.no_grad():
+            rr(x, x, x)
+        rr.in_proj_weight = torch.randn(192, 64) * 0.1
+        rr.in_proj_weight = torch.randn(192, 64) * 0.1
+        ref = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+        ref.load_state_dict(rr.state_dict())
+        with torch.no_grad():
+            worst = max(worst, err(rr(x, x, x)[0], ref(x, x, x)[0]))
+    check(worst <= TOL, f"buffers assigned anew: repacked every time (err {worst:.1e})")
+    mr = randomize(torch.nn.MultiheadAttention(E, H, batch_first=True)).eval()
+    rr = at.MultiheadAttention(mr, cache_dir=cache)
+    x = torch.randn(2, 6, E)
+
+    # -- masks torch refuses: torch's error, no fallback warning first --------
+    for what, kw in (("int64 key_padding_mask",
+                      dict(key_padding_mask=torch.zeros(2, 6, dtype=torch.int64))),
+                     ("attn_mask of the wrong shape",
+                      dict(attn_mask=torch.zeros(5, 6, dtype=torch.bool)))):
+        with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            try:
+                rr(x, x, x, **kw)
+                check(False, f"{what}: accepted")
+            except (AssertionError, RuntimeError) as e:
+                check(not ws, f"{what}: torch's error, no warning: {type(e).__name__}: "
+                      f"{str(e).splitlines()[0]}")
+    um = torch.ones(6, 6, dtype=torch.uint8).triu_(1)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        yu = rr(x, x, x, attn_mask=um)[0]
+        yb = rr(x, x, x, attn_mask=um.bool())[0]
+    check(torch.equal(yu, yb) and not [w for w in ws if "attnc" in str(w.message)],
+          "a uint8 causal attn_mask: the causal kernel, as the bool mask")
+
+    # -- targets checked where they are given ---------------------------------
+    for where, make in (("replace_attention", lambda t: at.replace_attention(
+            torch.nn.Sequential(torch.nn.MultiheadAttention(E, H)), target=t)),
+                        ("MultiheadAttention", lambda t: at.MultiheadAttention(mr, target=t)),
+                        ("AttnModule", lambda t: at.AttnModule(rr.spec(False, False),
+                                                               weights=mr.state_dict(),
+                                                               target=t))):
+        for t, words in (("riscv", "target must be None or one of"),
+                         ("cuda-sm80", "the torch operators run CPU kernels only")):
+            try:
+                make(t)
+                check(False, f"{where}: target {t} accepted")
+            except ValueError as e:
+                check(words in str(e), f"{where}: target {t}: {e}")
+
+    # -- fallback='error' on a model with nothing to replace ------------------
+    try:
+        at.replace_attention(torch.nn.Sequential(torch.nn.Linear(E, E)), fallback="error")
+        check(False, "fallback='error' without nn.MultiheadAttention: returned")
+    except at.Unsupported as e:
+        check("nothing was replaced" in str(e),
+              f"fallback='error' without nn.MultiheadAttention: {e}")
+
+    # -- AttnModule: an nn.Module's weights, positions, max_seq_len -----------
+    # (dynamic NTK: frequencies from each sequence's length, its positions
+    # included; a plain rotation's scores would not move with a shift)
+    rope = {"name": "rp", "d_model": E, "heads": H, "mask": "causal", "weights": "separate",
+            "rope": {"scaling": {"type": "dynamic", "factor": 4.0,
+                                 "max_position_embeddings": 8}}, "max_seq_len": 32}
+    kr = attnc.compile(rope, cache_dir=cache)
+
+    class Lin(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                setattr(self, n, torch.nn.Linear(E, E))
+
+    src = Lin()
+    mm = at.AttnModule(kr, weights=src)
+    md = at.AttnModule(kr, weights=src.state_dict())
+    xr = torch.randn(3, 7, E)
+    pos = torch.tensor([0, 5, 1000])
+    with torch.no_grad():
+        y_mod, y_sd = mm(xr), md(xr)
+        y_pos = mm(xr, positions=pos)
+    y_np = kr.forward(xr.numpy(), mm.packed.numpy(), positions=pos.numpy())
+    check(torch.equal(y_mod, y_sd) and np.array_equal(y_pos.numpy(), y_np) and
+          err(y_pos, y_mod) > 1e-3,
+          "AttnModule: an nn.Module's state_dict; positions as Kernel.forward's "
+          "(bit-identical; the batch past dynamic NTK's length: another y)")
+    try:
+        with torch.no_grad():
+            mm(torch.randn(1, 33, E))
+        check(False, "AttnModule: seq_len past max_seq_len accepted")
+    except attnc.AttncError as e:
+        check("seq_len 33 exceeds the kernel" in str(e) and "max_seq_len 32" in str(e),
+              f"AttnModule past max_seq_len: {e}")
 
     print(f"attnc.torch: {passed} passed, {failures} failed")
     return 1 if failures else 0

@@ -173,7 +173,7 @@ static int k_level(int (*check)(void)) {
 }
 
 /* The first code path this CPU supports; ATTNC_ISA=avx2 (or x86-64) in the
- * environment caps the choice, e.g. to time the AVX2 path on an AVX-512
+ * environment (read at load: k_choose) caps the choice, e.g. to time the AVX2 path on an AVX-512
  * machine or to see how the library behaves on an older CPU. The names are
  * case-insensitive (avx512bf16, avx512, avx2, x86-64; also attnc's target
  * spellings x86-avx512-bf16, x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
@@ -201,8 +201,31 @@ static const attnc_variant *k_select(void) {
   return NULL;
 }
 
+#ifndef K_CUDA
+/* The code path is chosen once, when the library is loaded (a constructor,
+ * which runs before any call): a later setenv("ATTNC_ISA") does not switch
+ * paths under running code, and no call's getenv races another thread's
+ * setenv. (k_chosen_set: a constructor of the application's own that calls
+ * in before this one ran still gets the choice made.) */
+static const attnc_variant *k_chosen;
+static int k_chosen_set;
+__attribute__((constructor)) static void k_choose(void) {
+  k_chosen = k_select();
+  k_chosen_set = 1;
+}
+static const attnc_variant *k_path(void) {
+  if (!k_chosen_set)
+    k_choose();
+  return k_chosen;
+}
+#endif
+
 static uint32_t k_selected_isa(void) {
+#ifdef K_CUDA
   const attnc_variant *v = k_select();
+#else
+  const attnc_variant *v = k_path();
+#endif
   return v ? v->isa : ATTNC_ISA_NONE;
 }
 
@@ -387,7 +410,7 @@ static int k_dispatch(const attnc_call *c, int decode, void *stream,
 #ifdef K_CUDA
   const attnc_variant *v = &k_variants[0];
 #else
-  const attnc_variant *v = k_select();
+  const attnc_variant *v = k_path();
   if (!v)
     return ATTNC_ERR_ISA;
 #endif
