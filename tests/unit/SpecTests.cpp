@@ -1010,3 +1010,22 @@ TEST_CASE("modelDifferences names what changes the block, not the kernel's choic
                                                    "qk_norm: {width: head, eps: 1e-6}\n"))) ==
         std::vector<std::string>{"qk_norm none (config.json: rms over each head)"});
 }
+
+TEST_CASE("yarn's attention factor follows _compute_yarn_parameters, a 0 mscale included",
+          "[spec][rope]") {
+  auto factorOf = [](const std::string &scaling) {
+    return ropeAttentionFactor(specOf("name: a\nd_model: 64\nheads: 4\nweights: separate\n"
+                                      "rope: {scaling: {type: yarn, factor: 4, "
+                                      "original_max_position_embeddings: 64" +
+                                      scaling + "}}\n"));
+  };
+  const double dflt = 0.1 * std::log(4.0) + 1.0; // get_mscale(4)
+  CHECK(factorOf("") == Approx(dflt).epsilon(1e-15));
+  CHECK(factorOf(", mscale: 2, mscale_all_dim: 1") ==
+        Approx((0.2 * std::log(4.0) + 1.0) / dflt).epsilon(1e-15));
+  // `if mscale and mscale_all_dim`: a 0 is false there, so the default.
+  CHECK(factorOf(", mscale: 2, mscale_all_dim: 0") == Approx(dflt).epsilon(1e-15));
+  CHECK(factorOf(", mscale: 0, mscale_all_dim: 2") == Approx(dflt).epsilon(1e-15));
+  CHECK(factorOf(", mscale: 2") == Approx(dflt).epsilon(1e-15));
+  CHECK(factorOf(", attention_factor: 0.5, mscale: 2, mscale_all_dim: 1") == 0.5);
+}

@@ -47,7 +47,7 @@ static cl::opt<int> hfLayer("layer",
              "(as attnc --layer)"),
     cl::value_desc("N"), cl::init(-1), cl::cat(cat));
 static cl::list<std::string> setKeys("set",
-    cl::desc("with --hf: override or add a top-level spec key"),
+    cl::desc("with --hf: override or add a top-level spec key (repeatable, each key once)"),
     cl::value_desc("KEY=VALUE"), cl::cat(cat));
 static cl::opt<std::string> stage("stage",
     cl::desc("stage to print: a name from --list-stages, or all (the default "

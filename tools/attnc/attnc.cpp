@@ -45,7 +45,7 @@ static cl::opt<std::string> emitSpec("emit-spec",
     cl::value_desc("FILE"), cl::cat(cat));
 static cl::list<std::string> setKeys("set",
     cl::desc("with --hf: override or add a top-level spec key after the import "
-             "(--set decode=true, --set max_seq_len=8192); repeatable"),
+             "(--set decode=true, --set max_seq_len=8192); repeatable, each key once"),
     cl::value_desc("KEY=VALUE"), cl::cat(cat));
 static cl::opt<std::string> output("o",
     cl::desc("output library: libNAME.so (shared object) or libNAME.a (static archive)"),

@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -776,11 +777,17 @@ std::string applySets(std::string yaml, const std::vector<std::string> &sets,
                       std::vector<std::string> &notes) {
   // (the checkpoint's mask: an earlier --set mask does not count)
   const std::optional<MaskKind> was = maskOf(yaml);
+  std::map<std::string, std::string> given; // key -> its --set (one per key)
   for (const std::string &s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
       throw ImportError{fmt::format("attnc: error: --set {}: expected KEY=VALUE", s)};
     std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    // (as an option given twice: the first would be dropped without a word)
+    if (auto [it, fresh] = given.emplace(key, s); !fresh)
+      throw ImportError{fmt::format("attnc: error: --set {}: key '{}' already set by --set {}; "
+                                    "give each key once",
+                                    s, key, it->second)};
     if (key.find_first_of(" :.\n") != std::string::npos)
       throw ImportError{fmt::format("attnc: error: --set {}: expected a top-level spec key", s)};
     // One value on one line: a line break would add keys of its own.

@@ -481,7 +481,8 @@ double ropeAttentionFactor(const Spec &s) {
     auto mscaleOf = [](double scale, double m) {
       return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
     };
-    if (r.mscale && r.mscaleAllDim)
+    // (`if mscale and mscale_all_dim`: a 0 is false there, the default)
+    if (r.mscale && r.mscaleAllDim && *r.mscale != 0 && *r.mscaleAllDim != 0)
       return mscaleOf(r.factor, *r.mscale) / mscaleOf(r.factor, *r.mscaleAllDim);
     return mscaleOf(r.factor, 1.0);
   }

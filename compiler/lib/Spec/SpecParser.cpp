@@ -145,7 +145,14 @@ std::string sanitize(const std::string &s) {
       out += std::string("\\") + static_cast<char>(c);
     else if (c < 0x20 || c == 0x7f)
       out += fmt::format("\\x{:02x}", c);
-    else
+    else if (c == 0xc2 && i + 1 < s.size() &&
+             static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      // A C1 control (U+0080..U+009F, UTF-8 C2 80..C2 9F): a terminal
+      // would act on it (CSI, NEL), so it is named, not echoed.
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));
+      ++i;
+    } else
       out += static_cast<char>(c);
   }
   return out;
@@ -696,9 +703,14 @@ private:
     } else if (key == "alibi") {
       setAlibi(v);
     } else if (key == "softcap") {
+      // (why the bound is 10000, said where the value is past it)
+      const std::optional<double> asked = isPlain(v) ? parseNumber(v.value) : std::nullopt;
       spec.softcap = getInRange("softcap", v, 0, 1e4, false,
-                                " (cap * tanh(s / cap) is computed as cap minus a quotient: "
-                                "a larger cap loses the score to float32 rounding)");
+                                asked && *asked > 1e4
+                                    ? " (cap * tanh(s / cap) is computed as cap minus a "
+                                      "quotient: a larger cap loses the score to float32 "
+                                      "rounding)"
+                                    : "");
       // The kernels divide by the cap in float32: it must stay a normal one.
       if (!std::isnormal(static_cast<float>(*spec.softcap)))
         fail("softcap", fmt::format("expected a number in (0, 10000] that float32 holds as a "
@@ -1107,7 +1119,7 @@ private:
         // The kernel computes in f32: the scale must survive the rounding
         // (neither inf nor zero/denormal there).
         float f = static_cast<float>(*d);
-        if (!std::isnormal(f) || f < limits::kMinScale || *d > limits::kMaxScale)
+        if (!std::isnormal(f) || *d < limits::kMinScale || *d > limits::kMaxScale)
           fail("scale", fmt::format("expected a positive number between the "
                                     "smallest normal float32 (about 1.2e-38) "
                                     "and 1e6, found '{}'",
