@@ -276,7 +276,7 @@ inline llvm::cl::OptionCategory sharedCategory("compile options (attnc, attnc-du
 inline llvm::cl::opt<std::string> targetOpt("target",
     llvm::cl::desc("instruction sets: multi (default: AVX-512 and AVX2 code in one "
                    "library, the path chosen at load time from CPUID; also spelled "
-                   "x86-avx512,x86-avx2; with bf16 weights also x86-avx512-bf16, first), "
+                   "x86-avx512,x86-avx2; with dtype bf16 also x86-avx512-bf16, first), "
                    "x86-avx512, x86-avx512-bf16 (AVX512-BF16's vdpbf16ps for bf16 "
                    "weights), x86-avx2, x86-64, host (this CPU); "
                    "cuda-sm90, cuda-sm80 (PTX kernels for NVIDIA GPUs, launched "

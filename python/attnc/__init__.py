@@ -67,8 +67,7 @@ def _isa_env_note(rc):
     if env.lower() in _ISA_NAMES:
         return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
                 "this CPU cannot run (a library compiled for the default target has "
-                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with bf16 weights or "
-                "dtype bf16; "
+                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with dtype bf16; "
                 "Kernel.info['isa'] says which it was compiled for; unset ATTNC_ISA to "
                 "let the library choose)")
     return (f": ATTNC_ISA={env!r} is not one of x86-avx512-bf16, x86-avx512, x86-avx2, "
@@ -196,12 +195,13 @@ def _is_tensor(a):
     return hasattr(a, "detach") and hasattr(a, "data_ptr")
 
 
-def _to_storage(a, dtype, what="x"):
+def _to_storage(a, dtype, what="x", kind="dtype"):
     """A C-contiguous float32 array as the kernel's storage type: itself
     (f32), float16, or bfloat16 bit patterns (uint16, round to nearest
-    even; NaN stays NaN). A finite value past float16's range (65504) is
-    an ArgumentError naming `what` (it would go in as inf; libattnrt's
-    weights loader and attnc-run refuse it too)."""
+    even; NaN stays NaN). A finite value past float16's range (65504) or
+    bfloat16's (3.38953e+38) is an ArgumentError naming `what` (it would go
+    in as inf; libattnrt's weights loader and attnc-run refuse it too);
+    `kind` names the kernel's field (dtype, weight_dtype)."""
     if dtype == _abi.DTYPE_F16:
         with np.errstate(over="ignore"):
             h = np.ascontiguousarray(a.astype(np.float16))
@@ -209,10 +209,16 @@ def _to_storage(a, dtype, what="x"):
         # overflow; 65504 and what rounds to it fit)
         if ((h.view(np.uint16) & 0x7FFF) == 0x7C00).any():
             _refuse_overflow(a, h, what, "float16 range (largest finite 65504), and the "
-                             "kernel's dtype is f16")
+                             f"kernel's {kind} is f16")
         return h
     if dtype == _abi.DTYPE_BF16:
-        return _weights.bf16_bits(a)
+        b = _weights.bf16_bits(a)
+        # (a finite float32 past bf16's largest by half an ulp rounds to inf)
+        if ((b & 0x7FFF) == 0x7F80).any():
+            _refuse_overflow(a, (b.astype(np.uint32) << 16).view(np.float32), what,
+                             "bfloat16 range (largest finite 3.38953e+38), and the "
+                             f"kernel's {kind} is bf16")
+        return b
     return a
 
 
@@ -575,7 +581,7 @@ class Kernel:
             # A bf16/f16 kernel packs its weight_dtype: rounded here (RNE,
             # as libattnrt's packFloat), bf16 as its 16-bit patterns.
             arrays.append(_to_storage(a, self._info.weight_dtype,
-                                      f"{self.name}: weight '{wname}'"))
+                                      f"{self.name}: weight '{wname}'", "weight_dtype"))
         ptrs = (C.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         sizes = (C.c_int64 * len(arrays))(*[a.size for a in arrays])
         packed = self._packed_buffer()

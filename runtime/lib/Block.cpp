@@ -358,12 +358,23 @@ void fromFloat(uint32_t dtype, const float *src, void *dst, int64_t n) {
 }
 
 int64_t firstOutOfRange(uint32_t dtype, const float *src, int64_t n) {
-  if (dtype != ATTNC_DTYPE_F16)
-    return -1;
-  for (int64_t i = 0; i < n; ++i) // (65504 and what rounds to it fit)
-    if (std::isfinite(src[i]) && std::fabs(src[i]) >= 65520.0f)
-      return i;
+  if (dtype == ATTNC_DTYPE_F16) {
+    for (int64_t i = 0; i < n; ++i) // (65504 and what rounds to it fit)
+      if (std::isfinite(src[i]) && std::fabs(src[i]) >= 65520.0f)
+        return i;
+  } else if (dtype == ATTNC_DTYPE_BF16) {
+    // (a finite float32 past bf16's largest, 0x1.fep127, by half an ulp
+    // or more rounds to inf)
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(src[i]) && (floatToBf16(src[i]) & 0x7fff) == 0x7f80)
+        return i;
+  }
   return -1;
+}
+
+const char *storageRangeText(uint32_t dtype) {
+  return dtype == ATTNC_DTYPE_F16 ? "float16 range (largest finite 65504)"
+                                  : "bfloat16 range (largest finite 3.38953e+38)";
 }
 
 void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n) {

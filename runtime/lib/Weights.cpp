@@ -615,8 +615,9 @@ struct Loader {
         return error(ATTNRT_WEIGHTS_ERR_DTYPE,
                      path + ": the kernel's '" + info.weights[t].name + "' (from '" +
                          w.sources[t] + "'): element " + std::to_string(e) + " (" + value +
-                         ") is out of float16 range (largest finite 65504), and the "
-                         "kernel's weight_dtype is f16");
+                         ") is out of " + attnrt::storageRangeText(info.weight_dtype) +
+                         ", and the kernel's weight_dtype is " +
+                         attnrt::nameOf("dtype", info.weight_dtype));
       }
       std::vector<uint16_t> n(b.size());
       attnrt::fromFloat(info.weight_dtype, b.data(), n.data(), int64_t(b.size()));

@@ -242,12 +242,13 @@ const char *maskName(uint32_t m) { return attnrt::nameOf("mask", m); }
 const char *layoutName(uint32_t l) { return attnrt::nameOf("layout", l); }
 
 const char *isaName(uint32_t isa);
-/// A multi library with bf16 weights or bf16 activations (bf16 dot
-/// products in its attention) has the AVX512-BF16 path first
-/// (attnc-set-target).
+/// A multi library with bf16 activations, and bf16 weights or bf16 dot
+/// products in its attention (every block but relative_key's), has the
+/// AVX512-BF16 path first (attnc-set-target); float32 or f16 activations
+/// keep to the float32 paths.
 bool hasBf16Path(const attnc_kernel_info &ki) {
-  return ki.isa == ATTNC_ISA_MULTI &&
-         (ki.weight_dtype == ATTNC_DTYPE_BF16 || ki.dtype == ATTNC_DTYPE_BF16);
+  return ki.isa == ATTNC_ISA_MULTI && ki.dtype == ATTNC_DTYPE_BF16 &&
+         (ki.weight_dtype == ATTNC_DTYPE_BF16 || ki.rel_key_positions <= 0);
 }
 
 /// The kernel's isa, a multi library's code paths spelled out.
@@ -1500,8 +1501,9 @@ private:
       return true;
     char value[32];
     std::snprintf(value, sizeof value, "%g", double(v[size_t(e)]));
-    error(path + ": element " + std::to_string(e) + " (" + value +
-          ") is out of float16 range (largest finite 65504), and the kernel's dtype is f16");
+    error(path + ": element " + std::to_string(e) + " (" + value + ") is out of " +
+          attnrt::storageRangeText(info().dtype) + ", and the kernel's dtype is " +
+          attnrt::nameOf("dtype", info().dtype));
     return false;
   }
 

@@ -143,8 +143,8 @@ int main(int argc, char **argv) {
     std::vector<std::string> want;
     for (attnc::Isa p : attnc::codePaths(opts->isa))
       want.push_back(attnc::isaName(p));
-    // multi adds the AVX512-BF16 path to a block with bf16 weights or dot
-    // products (attnc-set-target).
+    // multi adds the AVX512-BF16 path to a block with bf16 activations and
+    // weights, or bf16 dot products (attnc-set-target).
     const std::string bf16Path = attnc::isaName(attnc::Isa::Avx512Bf16);
     if (opts->isa == attnc::Isa::Multi && llvm::find(inIr, bf16Path) != inIr.end() &&
         llvm::find(want, bf16Path) == want.end())

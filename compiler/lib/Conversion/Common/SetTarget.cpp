@@ -95,18 +95,28 @@ struct SetTargetPass final
     }
     for (attnc::Isa path : attnc::codePaths(parsed))
       isas.push_back(attnc::isaName(path));
-    // bf16 weights or bf16 dot products in the attention (attn.sdpa's
-    // dot_type): the multi library also has the AVX512-BF16 path
-    // (vdpbf16ps), first, so the glue prefers it where the CPU has it.
-    bool bf16Weights = false;
+    // bf16 weights with bf16 activations (x), or bf16 dot products in the
+    // attention (attn.sdpa's dot_type): the multi library also has the
+    // AVX512-BF16 path (vdpbf16ps), first, so the glue prefers it where
+    // the CPU has it. With float32 (or f16) activations it does not: that
+    // path rounds x and the attention output to bf16 for its GEMMs, a
+    // relative 2^-8 on Q and K that large scores turn into whole percent
+    // of y, where the float32 paths widen the weights and keep x as
+    // given. (--target x86-avx512-bf16 still builds it, on request.)
+    bool bf16Weights = false, bf16Acts = false, bf16Dots = false;
     for (auto f : module.getOps<func::FuncOp>()) {
-      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+        auto t = dyn_cast<ShapedType>(f.getArgumentTypes()[i]);
+        if (!t)
+          continue;
         if (f.getArgAttr(i, AttnDialect::WeightAttrHelper::getNameStr()))
-          if (auto t = dyn_cast<ShapedType>(f.getArgumentTypes()[i]))
-            bf16Weights |= t.getRank() == 2 && t.getElementType().isBF16();
-      f.walk([&](attnc::attn::SdpaOp s) { bf16Weights |= bool(s.getDotType()); });
+          bf16Weights |= t.getRank() == 2 && t.getElementType().isBF16();
+        if (auto in = f.getArgAttrOfType<StringAttr>(i, AttnDialect::InputAttrHelper::getNameStr()))
+          bf16Acts |= in.getValue() == "x" && t.getElementType().isBF16();
+      }
+      f.walk([&](attnc::attn::SdpaOp s) { bf16Dots |= bool(s.getDotType()); });
     }
-    if (parsed == attnc::Isa::Multi && bf16Weights)
+    if (parsed == attnc::Isa::Multi && ((bf16Weights && bf16Acts) || bf16Dots))
       isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
     SmallVector<func::FuncOp> fns;
     for (auto f : module.getOps<func::FuncOp>()) {

@@ -17,8 +17,8 @@ const IsaInfo kIsas[] = {
     {Isa::Avx512, "x86-avx512", "avx512", "ATTNC_ISA_AVX512", "x86-64-v4",
      "+prefer-no-scatter", 16, 32, false, CpuLevel::Avx512},
     // AVX-512 with AVX512-BF16 (vdpbf16ps): the GEMMs of bf16 weights on
-    // bf16 dot products. A multi library has it when its weights are bf16 or
-    // its activations are (bf16 dot products in the attention).
+    // bf16 dot products. A multi library has it when its activations are bf16
+    // (bf16 weights, or bf16 dot products in the attention).
     {Isa::Avx512Bf16, "x86-avx512-bf16", "avx512bf16", "ATTNC_ISA_AVX512_BF16", "x86-64-v4",
      "+prefer-no-scatter,+avx512bf16", 16, 32, false, CpuLevel::Avx512Bf16},
     {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false,

@@ -220,8 +220,11 @@ void toFloat(uint32_t dtype, const void *src, float *dst, int64_t n);
 /// `v` after a round trip through `dtype`.
 float roundTo(uint32_t dtype, float v);
 /// The first finite element of src that `dtype` cannot hold (f16: |v| >=
-/// 65520, which rounds to inf; none for f32 and bf16), or -1.
+/// 65520, bf16: |v| >= 0x1.ffp127, which round to inf; none for f32), or -1.
 int64_t firstOutOfRange(uint32_t dtype, const float *src, int64_t n);
+/// "float16 range (largest finite 65504)" or "bfloat16 range (largest
+/// finite 3.38953e+38)": what firstOutOfRange's element is out of.
+const char *storageRangeText(uint32_t dtype);
 uint16_t floatToBf16(float v);
 float bf16ToFloat(uint16_t h);
 uint16_t floatToF16(float v);
