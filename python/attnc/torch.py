@@ -386,7 +386,8 @@ class AttnModule(torch.nn.Module):
     lengths=None, kv_lengths=None, need_weights=False, positions=None): x
     [batch, seq_len, d_model]; positions int [batch], each sequence's first
     position (HF's position_ids[:, 0], default 0); y, or (y, probs [batch,
-    heads, seq_len, kv_seq_len]) with need_weights.
+    heads, seq_len, kv_seq_len]) with need_weights, in x's floating dtype
+    (computed in float32).
     """
 
     def __init__(self, kernel, weights=None, packed=None, prefix="", num_threads=1,
@@ -421,12 +422,18 @@ class AttnModule(torch.nn.Module):
                 positions=None):
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
+        # y (and probs) in x's floating dtype, as a torch module gives it
+        # (the kernel computes in float32): a model moved to bfloat16 or
+        # float16 keeps that dtype into its next layer.
+        back = x.dtype if x.is_floating_point() and x.dtype != torch.float32 else None
         if need_weights:
-            return torch.ops.attnc.forward_with_weights(
+            y, probs = torch.ops.attnc.forward_with_weights(
                 x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads,
                 positions)
-        return torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
-                                       kv_lengths, self.num_threads, positions)
+            return (y, probs) if back is None else (y.to(back), probs.to(back))
+        y = torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
+                                    kv_lengths, self.num_threads, positions)
+        return y if back is None else y.to(back)
 
     def extra_repr(self):
         return f"{self.kernel.name}: {self.kernel_path}"

@@ -526,6 +526,16 @@ def main():
           err(y_pos, y_mod) > 1e-3,
           "AttnModule: an nn.Module's state_dict; positions as Kernel.forward's "
           "(bit-identical; the batch past dynamic NTK's length: another y)")
+    # y in x's dtype: a model moved to bfloat16 runs on into its next layer.
+    seq = torch.nn.Sequential(at.AttnModule(kr, weights=src), torch.nn.Linear(E, E))
+    seq = seq.to(torch.bfloat16)
+    with torch.no_grad():
+        yb = seq(xr.bfloat16())
+        y16, y32 = mm(xr.half()), mm(xr.half().float())
+    check(yb.dtype == torch.bfloat16 and y16.dtype == torch.float16 and
+          torch.equal(y16, y32.half()),
+          "AttnModule: y in x's dtype (a bfloat16 model runs into its next Linear; "
+          "float16 y is the float32 result rounded)")
     try:
         with torch.no_grad():
             mm(torch.randn(1, 33, E))
