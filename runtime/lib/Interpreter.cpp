@@ -847,16 +847,15 @@ void linearBound(const Model &model, const double *x, const double *ex,
       const double eMag = exMag ? exMag[i * k + t] : e;
       const double ax = std::fabs(xv) + eMag;
       const double *wr = w + t * n;
-      if (!model.rigorous)
-        for (int64_t j = 0; j < n; ++j) { // PartialSums::add
-          const double before = acc[j], term = xv * wr[j];
+      for (int64_t j = 0; j < n; ++j) {
+        const double wv = wr[j], term = xv * wv;
+        if (!model.rigorous) { // PartialSums::add, before the term is added
+          const double before = acc[j];
           sumS[size_t(j)] += before;
           sumS2[size_t(j)] += before * before;
           prod2[size_t(j)] += term * term;
         }
-      for (int64_t j = 0; j < n; ++j) {
-        const double wv = wr[j];
-        acc[j] += xv * wv;
+        acc[j] += term;
         mag[size_t(j)] += ax * std::fabs(wv);
         groupProp[size_t(j)] += e * std::fabs(wv);
       }
