@@ -273,6 +273,22 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
           if (isQuoted(scaling[k]))
             throw ImportError{fmt::format("{}{}: error: rope_scaling.{}: expected a number, "
                                           "found a string", c.file, locationOf(scaling[k]), k)};
+          // yarn's betas are read as `rope_scaling.get("beta_fast") or 32`
+          // (and `or 1`): a 0 is the default, not a value (the spec's
+          // beta_fast and beta_slow are positive).
+          const std::string bk = k;
+          if (bk == "beta_fast" || bk == "beta_slow") {
+            double v = 1.0;
+            if (YAML::convert<double>::decode(scaling[k], v) && v == 0.0) {
+              const char *dflt = bk == "beta_fast" ? "32" : "1";
+              if (c.notes)
+                c.notes->push_back(fmt::format(
+                    "note: {}{}: rope_scaling.{}: 0 reads as the default {}, as transformers "
+                    "reads it (`or {}`)", c.file, locationOf(scaling[k]), bk, dflt, dflt));
+              y += fmt::format("    {}: {}\n", bk, dflt);
+              continue;
+            }
+          }
           y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
         }
       if (scaling["truncate"] && !scaling["truncate"].IsNull() && read("truncate"))
