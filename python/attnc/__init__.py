@@ -191,6 +191,23 @@ def _refuse_overflow(wide, narrow, what, range_text):
                             f"({float(wide[at]):g}) is out of {range_text}", _abi.ERR_ARGS)
 
 
+def _chunked_start(mask, positions):
+    """Why a forward (no KV cache) of a kernel whose mask is `mask` (the
+    ABI's code) cannot start at `positions` (one per sequence; an array or
+    a CPU tensor), or None: a chunked mask counts its chunks from position
+    0, where such a call starts. Kernel.forward and the torch operators
+    refuse it alike."""
+    if not _abi.MASKS.get(mask, "").startswith("chunked"):
+        return None
+    nz = np.flatnonzero(np.asarray(positions))
+    if not nz.size:
+        return None
+    b = int(nz[0])
+    return (f"positions[{b}] is {int(positions[b])}: a chunked mask counts its chunks from "
+            "position 0, and a forward without a KV cache starts there (continue a "
+            "sequence with decode())")
+
+
 def _is_tensor(a):
     return hasattr(a, "detach") and hasattr(a, "data_ptr")
 
@@ -803,11 +820,11 @@ class Kernel:
         the call."""
         if threads == 1:
             return None
-        fn = _runtime.shared_pool()
+        fn = _runtime.shared_pool_fn(_abi.ParallelForFn)
         if fn is None:
             return None
         req = _runtime.PoolRequest(threads, self._info.stack_bytes)
-        args.parallel_for = _abi.ParallelForFn(fn)
+        args.parallel_for = fn
         args.parallel_ctx = C.addressof(req)
         return req
 
@@ -1011,12 +1028,9 @@ class Kernel:
                              "so a chunk that does not start at 0 is a decode() call")
             positions = self._lengths(positions, "positions", batch, 2**30 - seq,
                                       "2^30 - seq_len", squeeze)
-            mask = _abi.MASKS.get(self._info.mask, "")
-            if mask.startswith("chunked") and positions.any():
-                b = int(np.flatnonzero(positions)[0])
-                self._refuse(f"positions[{b}] is {int(positions[b])}: a chunked mask counts "
-                             "its chunks from position 0, and a forward without a KV cache "
-                             "starts there (continue a sequence with decode())")
+            why = _chunked_start(self._info.mask, positions)
+            if why:
+                self._refuse(why)
 
         packed = self._packed(packed)
         # The buffers the library writes: the caller's own memory (NumPy

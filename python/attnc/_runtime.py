@@ -127,6 +127,18 @@ class PoolRequest(C.Structure):
 
 
 _pool = None
+_pool_fn = None
+
+
+def shared_pool_fn(fn_type):
+    """shared_pool() as a fn_type (the ABI's ParallelForFn) function
+    pointer, made once per process (it is the same function for every
+    call), or None."""
+    global _pool_fn
+    if _pool_fn is None:
+        addr = shared_pool()
+        _pool_fn = fn_type(addr) if addr is not None else False
+    return _pool_fn or None
 
 
 def shared_pool():

@@ -37,7 +37,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from . import Kernel, AttncError, _abi, _file_identity, _runtime
+from . import Kernel, AttncError, _abi, _chunked_start, _file_identity, _runtime
 from . import compile as _compile_spec
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
@@ -84,7 +84,7 @@ class _Runner:
         self.probs = bool(i.features & _FEAT_PROBS)
         self.lengths = bool(i.features & _FEAT_LENGTHS)
         self.max_seq_len = i.max_seq_len
-        self.chunked = _abi.MASKS.get(i.mask, "").startswith("chunked")
+        self.mask = i.mask
         self.fwd = k._forward
         self.ws_size = k._workspace_size
         self.local = threading.local()
@@ -230,10 +230,9 @@ class _Runner:
             # rotary embedding rotates token i of sequence b by
             # positions[b] + i (Kernel.forward's `positions`).
             positions = self._ints(positions, "positions", b, 2**30 - t, "2^30 - seq_len")
-            if self.chunked and bool(positions.any()):
-                raise RuntimeError(f"attnc::forward: positions: {self.name}'s chunked mask "
-                                   "counts its chunks from position 0, and a forward without "
-                                   "a KV cache starts there")
+            why = _chunked_start(self.mask, positions)
+            if why:
+                raise RuntimeError(f"attnc::forward: {self.name}: {why}")
             args.positions = C.cast(positions.data_ptr(), _I32P)
         else:
             args.positions = None
