@@ -1711,6 +1711,14 @@ int Run::readInputs() {
   // --device cuda: a device buffer, copied back with y.
   wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && o.decodeSteps == 0;
 
+  // --weights (or --hf's DIR) is read in makeData, after the memory is
+  // planned; one that is not there at all is an input error now, before
+  // --device cuda opens the driver (which would fail first, exit 1).
+  if (!o.wDir.empty() && ::access(o.wDir.c_str(), F_OK) != 0) {
+    error(o.wDir + ": cannot open: " + std::strerror(errno));
+    return kExitInput;
+  }
+
   batch = o.batch;
   seq = o.seq;
   // The default length, 128, is cut to a smaller max_seq_len (an explicit
