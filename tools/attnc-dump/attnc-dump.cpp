@@ -81,7 +81,7 @@ static cl::opt<std::string> testingBreakAfter("testing-break-after-check", cl::H
              "after this stage was checked, so a later stage must fail"),
     cl::cat(cat));
 
-int main(int argc, char **argv) {
+static int dumpMain(int argc, char **argv) {
   cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
@@ -319,4 +319,20 @@ int main(int argc, char **argv) {
     }
   }
   return checkFailed ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  int rc = dumpMain(argc, argv);
+  // The IR went to stdout: a full disk or a closed stdout is a failure in
+  // the tools' one-line form (LLVM would report it as a fatal error at
+  // exit), not exit 0.
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    std::error_code ec = llvm::outs().error();
+    llvm::outs().clear_error();
+    llvm::errs() << "attnc-dump: error: cannot write standard output: " << ec.message() << "\n";
+    if (rc == 0)
+      rc = 1;
+  }
+  return rc;
 }

@@ -84,7 +84,9 @@ const char *kUsage =
     "                     converted with a note on stderr (default: random\n"
     "                     N(0,1)); its shape sets B and T\n"
     "  --x-scale S        multiply the random input by S (finite; logits grow\n"
-    "                     with S^2: 'peaky' softmax rows)\n"
+    "                     with S^2: 'peaky' softmax rows); the random x and\n"
+    "                     x_kv only (with --x, and --x-kv for a cross kernel:\n"
+    "                     a usage error)\n"
     "  --weights PATH     the storage tensors (names: see --info) from a directory\n"
     "                     of NAME.npy, a .npz or a .safetensors file (f16/bf16/f64\n"
     "                     converted); default: random, scaled like a trained layer.\n"
@@ -994,6 +996,7 @@ struct Options {
   bool threadsGiven = false;
   bool cuda = false; // --device cuda
   double atol = 1e-5, rtol = 1e-4, xScale = 1.0;
+  bool xScaleGiven = false; // --x-scale (which scales random inputs only)
   const char *tolGiven = nullptr; // "--atol" / "--rtol" when given
   bool check = false, info = false, noBound = false, rigorous = false,
        seqGiven = false, batchGiven = false, json = false;
@@ -1212,6 +1215,7 @@ int parseArgs(int argc, char **argv, Options &o) {
       else if (!parseFinite(v, o.xScale))
         rc = usageError("--x-scale: expected a finite number, found '" + v +
                         "'");
+      o.xScaleGiven = true;
     } else if (a == "--x") {
       rc = strOpt(o.xPath);
     } else if (a == "--weights") {
@@ -1711,6 +1715,13 @@ int Run::readInputs() {
   // --device cuda: a device buffer, copied back with y.
   wantProbs = (ki.features & ATTNC_FEATURE_PROBS) != 0 && o.decodeSteps == 0;
 
+  // --x-scale scales the random x (and a cross kernel's random x_kv):
+  // with every input from a file it would do nothing.
+  if (o.xScaleGiven && !o.xPath.empty() && (!cross || !o.xKvPath.empty())) {
+    error(std::string("--x-scale scales random inputs, and --x") +
+          (cross ? " and --x-kv are" : " is") + " given: it would do nothing (see --help)");
+    return kExitInput;
+  }
   // --weights (or --hf's DIR) is read in makeData, after the memory is
   // planned; one that is not there at all is an input error now, before
   // --device cuda opens the driver (which would fail first, exit 1).
@@ -2674,6 +2685,16 @@ int main(int argc, char **argv) {
     j.set("error", gLastError.empty() ? std::string("failed (see stderr)") : gLastError);
     j.set("exit_code", rc);
     printJson(j);
+  }
+  // What went to stdout (the summary, --info, the --json object) must have
+  // arrived: a full disk or a closed stdout is an output error, not exit 0
+  // with the result lost.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "attnc-run: error: cannot write standard output: %s\n",
+                 errno ? std::strerror(errno) : "write error");
+    if (rc == kExitOk)
+      rc = kExitInput;
   }
   return rc;
 }
