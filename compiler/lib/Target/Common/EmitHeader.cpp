@@ -37,8 +37,22 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
   auto def = [&](const char *k, int64_t v) {
     os << "#define " << N << "_" << k << " " << v << "\n";
   };
+  // The one pair of macro suffixes where one ends with the other: kernel
+  // X's X_KV_HEADS is kernel X_kv's X_KV + _HEADS. Two such headers in one
+  // program would redefine it (a warning only, and then the wrong value):
+  // both definitions are guarded, so either include order stops at an
+  // #error that names the two kernels.
+  auto guard = [&](const std::string &kernel, const std::string &other, const char *k) {
+    os << "#ifdef " << N << "_" << k << "\n#error \"" << N << "_" << k
+       << " is defined already: kernels '" << kernel << "' and '" << other
+       << "' both spell it (_KV_HEADS and _HEADS); rename one\"\n#endif\n";
+  };
+  bool kvName = N.size() > 3 && N.compare(N.size() - 3, 3, "_KV") == 0;
+  if (kvName)
+    guard(n.substr(0, n.size() - 3), n, "HEADS");
   def("D_MODEL", desc.block.dModel);
   def("HEADS", desc.block.heads);
+  guard(n, n + "_kv", "KV_HEADS");
   def("KV_HEADS", desc.block.kvHeads);
   def("HEAD_DIM", desc.block.headDim);
   def("OUT_DIM", outW);
