@@ -2,6 +2,7 @@
 #include "attnc/Target/KernelDesc.h"
 #include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/Target/PackPlan.h"
+#include "attnc/runtime/Limits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -175,6 +176,39 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
     why = "window " + std::to_string(p.window) +
           " does not go with mask " + std::to_string(p.mask) +
           " (a positive window or chunk with those masks, 0 otherwise)";
+  // The fields a spec bounds that the loader checks too (runtime/lib/
+  // Loader.cpp): out of range here, the library would be written and then
+  // refused at load (exit 15 in attnc-run).
+  auto dtypeOk = [](uint32_t t) {
+    return t == ATTNC_DTYPE_F32 || t == ATTNC_DTYPE_BF16 || t == ATTNC_DTYPE_F16;
+  };
+  if (!why.empty())
+    ;
+  else if (d.maxSeqLen < 0 || d.maxSeqLen > attnc::limits::kMaxSeqLen)
+    why = "max_seq_len " + std::to_string(d.maxSeqLen) + " is not in [0, 2^24] (0: unbounded)";
+  else if (!dtypeOk(p.dtype) || !dtypeOk(p.weightDtype))
+    why = "dtype " + std::to_string(p.dtype) + " / weight_dtype " +
+          std::to_string(p.weightDtype) + ": an element type is 0 (f32), 1 (bf16) or 2 (f16)";
+  else if (p.tpSize < 1 || p.tpSize > attnc::limits::kMaxHeads || p.tpRank < 0 ||
+           p.tpRank >= p.tpSize)
+    why = "tensor-parallel rank " + std::to_string(p.tpRank) + " of " +
+          std::to_string(p.tpSize) + " is out of range";
+  else if (!(p.softcap >= 0 && p.softcap <= 1e4))
+    why = "softcap must be 0 (none) or in (0, 10000]";
+  else if (!(p.clipQkv >= 0 && std::isfinite(p.clipQkv)))
+    why = "clip_qkv must be 0 (none) or a positive finite limit";
+  else if (p.rope.style == ATTNC_ROPE_NONE
+               ? p.rope.rotaryDim != 0 || !p.rope.invFreq.empty()
+               : (p.rope.style != ATTNC_ROPE_HALF_SPLIT &&
+                  p.rope.style != ATTNC_ROPE_INTERLEAVED) ||
+                     p.rope.rotaryDim < 2 || p.rope.rotaryDim % 2 != 0 ||
+                     p.rope.rotaryDim > p.headDim ||
+                     int64_t(p.rope.invFreq.size()) != p.rope.rotaryDim / 2)
+    why = "rope style " + std::to_string(p.rope.style) + ", rotary_dim " +
+          std::to_string(p.rope.rotaryDim) + " and " +
+          std::to_string(p.rope.invFreq.size()) +
+          " frequencies do not agree (no rope: none of them; rope: an even rotary_dim in "
+          "[2, head_dim] and rotary_dim / 2 frequencies)";
   if (!why.empty()) {
     module.emitError("attn.block: ") << why;
     return failure();
