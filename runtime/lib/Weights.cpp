@@ -718,10 +718,11 @@ struct Loader {
       if (used.count(all[i].name))
         continue;
       // A QK-norm's weight or bias (its module q_norm, k_norm,
-      // q_layernorm or k_layernorm; StableLM's per-head norms below them).
+      // q_layernorm or k_layernorm, MPT's q_ln and k_ln; StableLM's
+      // per-head norms below them).
       const std::string module = name.substr(0, name.rfind('.') == std::string::npos ? 0 : name.rfind('.'));
       bool norm = false;
-      for (const char *m : {"q_norm", "k_norm", "q_layernorm", "k_layernorm"})
+      for (const char *m : {"q_norm", "k_norm", "q_layernorm", "k_layernorm", "q_ln", "k_ln"})
         norm |= module == m || endsWith(module, std::string(".") + m) ||
                 module.find(std::string(m) + ".norms.") != std::string::npos ||
                 module.rfind(std::string(m) + ".", 0) == 0;

@@ -203,6 +203,14 @@ FUSED_CASES = [
                      attn_config={"alibi": True, "clip_qkv": 0.6}),
          ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
                   bias_max=8.0, clip_qkv=0.6)),
+    # MPT trained with MosaicML's grouped-query attention (attn_type,
+    # kv_n_heads): Wqkv [q | k | v] with kv_n_heads kv heads.
+    dict(name="mpt_gqa", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",
+         o="out_proj",
+         config=dict(model_type="mpt", d_model=48, n_heads=6, n_layers=1,
+                     attn_config={"attn_type": "grouped_query_attention", "kv_n_heads": 2}),
+         ref=dict(d=48, heads=6, kv_heads=2, head_dim=8, bias=[], rope=None, alibi="mpt",
+                  bias_max=8.0)),
     # GPT-BigCode / SantaCoder: multi-query Linear c_attn [q | k | v], biases.
     dict(name="gpt_bigcode", module="transformer.h.0.attn", layout="qkv", fused="c_attn",
          o="c_proj",

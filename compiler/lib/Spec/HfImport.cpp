@@ -1712,9 +1712,49 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   } else if (mt == "mpt") {
     expectAfter({"attn"});
     const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
-    y += fmt::format("d_model: {}\nheads: {}\nmask: causal\nweights: separate\nbias: false\n", d, h);
     const YAML::Node ac = c.root["attn_config"];
     auto has = [&](const char *k) { return ac.IsMap() && ac[k] && !ac[k].IsNull(); };
+    auto flag = [&](const char *k) {
+      bool v = false;
+      return has(k) && YAML::convert<bool>::decode(ac[k], v) && v;
+    };
+    // attn_type (MosaicML's llm-foundry): multi-head (the default, and all
+    // transformers' MptAttention implements), multi-query or grouped-query
+    // with kv_n_heads; Wqkv is [q | k | v] either way.
+    int64_t kv = h;
+    const std::string at = has("attn_type") ? ac["attn_type"].as<std::string>()
+                                            : "multihead_attention";
+    if (at == "multiquery_attention" || at == "grouped_query_attention") {
+      Config acc{ac, c.file};
+      kv = at == "multiquery_attention" ? 1 : acc.integer("kv_n_heads", 1);
+      if (kv < 1 || h % kv != 0)
+        throw ImportError{fmt::format("{}: error: attn_config.kv_n_heads {}: expected a "
+                                      "divisor of n_heads {}", c.file, kv, h)};
+      out.notes.push_back(fmt::format(
+          "note: {}: attn_config.attn_type {}: {} kv head{}, as MosaicML's MPT code computes "
+          "it (transformers' MptAttention is multi-head only and cannot load this Wqkv)",
+          c.file, at, kv, kv == 1 ? "" : "s"));
+    } else if (at != "multihead_attention") {
+      throw ImportError{fmt::format("{}: error: attn_config.attn_type '{}': expected "
+                                    "multihead_attention, multiquery_attention or "
+                                    "grouped_query_attention", c.file, at)};
+    }
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nmask: causal\n"
+                     "weights: separate\nbias: false\n", d, h, kv, d / h);
+    // What MosaicML's code applies and transformers' MptModel ignores: the
+    // checkpoint's function is MosaicML's (transformers' drops trained
+    // tensors or positions), which the import does not derive: refused,
+    // not compiled without it.
+    const std::pair<const char *, const char *> hfIgnores[] = {
+        {"qk_ln", "a LayerNorm of q and k (the checkpoint's q_ln and k_ln)"},
+        {"rope", "a rotary embedding"},
+        {"prefix_lm", "bidirectional attention over a prefix"}};
+    for (const auto &[k, what] : hfIgnores)
+      if (flag(k))
+        throw ImportError{fmt::format(
+            "{}{}: error: attn_config.{} is true: MosaicML's MPT code applies {}, which "
+            "transformers' MptModel ignores; the import does not derive it (write the spec "
+            "by hand: docs/spec.md)", c.file, locationOf(ac[k]), k, what)};
     if (has("clip_qkv"))
       y += fmt::format("clip_qkv: {}\n", ac["clip_qkv"].as<std::string>());
     if (has("softmax_scale"))
@@ -1731,6 +1771,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
             "MosaicML's own MPT code does; Hugging Face transformers' MptModel builds its "
             "ALiBi with 8 whatever the config says (every published MPT config has 8)",
             c.file, biasMax));
+    } else {
+      out.notes.push_back(fmt::format(
+          "note: {}: attn_config.alibi is false: no ALiBi, as MosaicML's MPT code (its "
+          "positions are the learned wpe embedding, outside the attention); transformers' "
+          "MptModel adds ALiBi whatever the config says", c.file));
     }
   } else if (mt == "gpt_bigcode") {
     expectAfter({"attn"});
