@@ -1041,6 +1041,39 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3" ||
                          mt == "ministral" || mt == "llama4_text";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
+  // The N-th self-attention module of a decoder-only model as its
+  // checkpoints name it ("" for other models): --layer N, and the
+  // suggestion when a --module's last component is not the attention's.
+  auto layerPathOf = [&](int64_t n) -> std::string {
+    if (llamaLike)
+      return fmt::format("model.layers.{}.self_attn", n);
+    else if (mt == "gptj")
+      return fmt::format("transformer.h.{}.attn", n);
+    else if (mt == "gpt2")
+      return fmt::format("h.{}.attn", n);
+    else if (mt == "opt")
+      return fmt::format("model.decoder.layers.{}.self_attn", n);
+    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba" || mt == "granitemoehybrid" ||
+             mt == "bamba" || mt == "lfm2")
+      return fmt::format("model.layers.{}.self_attn", n);
+    else if (mt == "dbrx")
+      return fmt::format("transformer.blocks.{}.norm_attn_norm.attn", n);
+    else if (mt == "recurrent_gemma")
+      return fmt::format("model.layers.{}.temporal_block", n);
+    else if (mt == "gpt_neox")
+      return fmt::format("gpt_neox.layers.{}.attention", n);
+    else if (mt == "persimmon")
+      return fmt::format("model.layers.{}.self_attn", n);
+    else if (mt == "bloom" || mt == "falcon")
+      return fmt::format("transformer.h.{}.self_attention", n);
+    else if (mt == "mpt")
+      return fmt::format("transformer.blocks.{}.attn", n);
+    else if (mt == "gpt_bigcode")
+      return fmt::format("transformer.h.{}.attn", n);
+    else if (mt == "gpt_neo")
+      return fmt::format("transformer.h.{}.attn.attention", n);
+    return "";
+  };
   if (path.empty()) {
     if (layerArg < 0)
       throw ImportError{"attnc: error: --hf needs --module PATH (the attention module "
@@ -1051,34 +1084,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
           "of its own; give --module PATH as its tensor names spell it (e.g. "
           "language_model.model.layers.{}.self_attn or model.language_model.layers.{}.self_attn)",
           wrapper, layerArg, layerArg)};
-    if (llamaLike)
-      path = fmt::format("model.layers.{}.self_attn", layerArg);
-    else if (mt == "gptj")
-      path = fmt::format("transformer.h.{}.attn", layerArg);
-    else if (mt == "gpt2")
-      path = fmt::format("h.{}.attn", layerArg);
-    else if (mt == "opt")
-      path = fmt::format("model.decoder.layers.{}.self_attn", layerArg);
-    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba" || mt == "granitemoehybrid" ||
-             mt == "bamba" || mt == "lfm2")
-      path = fmt::format("model.layers.{}.self_attn", layerArg);
-    else if (mt == "dbrx")
-      path = fmt::format("transformer.blocks.{}.norm_attn_norm.attn", layerArg);
-    else if (mt == "recurrent_gemma")
-      path = fmt::format("model.layers.{}.temporal_block", layerArg);
-    else if (mt == "gpt_neox")
-      path = fmt::format("gpt_neox.layers.{}.attention", layerArg);
-    else if (mt == "persimmon")
-      path = fmt::format("model.layers.{}.self_attn", layerArg);
-    else if (mt == "bloom" || mt == "falcon")
-      path = fmt::format("transformer.h.{}.self_attention", layerArg);
-    else if (mt == "mpt")
-      path = fmt::format("transformer.blocks.{}.attn", layerArg);
-    else if (mt == "gpt_bigcode")
-      path = fmt::format("transformer.h.{}.attn", layerArg);
-    else if (mt == "gpt_neo")
-      path = fmt::format("transformer.h.{}.attn.attention", layerArg);
-    else
+    path = layerPathOf(layerArg);
+    if (path.empty())
       throw ImportError{fmt::format("attnc: error: --layer is for decoder-only "
                                     "models; {} needs --module PATH", mt)};
     // A checkpoint saved from the inner model ('h.3.self_attention' for
@@ -1152,9 +1159,21 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     std::string list;
     for (const char *a : ok)
       list += (list.empty() ? "" : " or ") + std::string(a);
+    // Where the model type has a usual path and the prefix differs, that
+    // one (a Mistral module spelled as GPT-2's: model.layers.1.self_attn,
+    // not transformer.h.1.self_attn).
+    const std::string usual = layerPathOf(layer);
+    const ModulePath u = usual.empty() ? ModulePath() : parseModule(usual);
     throw ImportError{fmt::format("attnc: error: --module {}: expected the attention "
-                                  "module of a layer ({}.{}.{}), found '{}'", path,
-                                  m.before, layer, list, m.after)};
+                                  "module of a layer ({}), found '{}'", path,
+                                  !usual.empty() && u.before != m.before &&
+                                          !(m.before.size() > u.before.size() &&
+                                            m.before.compare(m.before.size() - u.before.size() - 1,
+                                                             std::string::npos,
+                                                             "." + u.before) == 0)
+                                      ? fmt::format("{}, as {} checkpoints name it", usual, mt)
+                                      : fmt::format("{}.{}.{}", m.before, layer, list),
+                                  m.after)};
   };
 
   if (llamaLike) {
