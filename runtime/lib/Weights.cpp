@@ -194,6 +194,12 @@ struct Loader {
         if (name != prefix + n || file.type != Json::String)
           continue;
         const std::string shard = path + "/" + file.str;
+        // (transformers joins the name to the directory; the loader reads
+        // the shards that are in it, so a path elsewhere is not read)
+        if (file.str.find('/') != std::string::npos)
+          return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
+                 "', a path outside " + path + ": the loader reads the shards in the "
+                 "directory itself (put the shard there)";
         if (::stat(shard.c_str(), &st) != 0)
           return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
                  "', which is not in " + path + " (a shard missing: download it again)";

@@ -1044,15 +1044,17 @@ int checkOutputsAreNotInputs(const Options &o) {
   if (!o.wDir.empty() && ::stat(o.wDir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     if (DIR *d = ::opendir(o.wDir.c_str())) {
       while (dirent *e = ::readdir(d)) {
-        // --hf DIR reads the checkpoint's config.json and tensor files:
-        // an .npy written beside them (this run's --out) is no input.
+        // --hf DIR reads the checkpoint's config.json, tensor files and
+        // shard index: an .npy written beside them (this run's --out) is
+        // no input.
         const std::string n = e->d_name;
         auto ends = [&](const char *suf) {
           return n.size() >= std::strlen(suf) &&
                  n.compare(n.size() - std::strlen(suf), std::strlen(suf), suf) == 0;
         };
         if (n[0] != '.' &&
-            (o.hfDir.empty() || n == "config.json" || ends(".safetensors") || ends(".npz")))
+            (o.hfDir.empty() || n == "config.json" || ends(".safetensors") || ends(".npz") ||
+             ends(".safetensors.index.json")))
           ins.push_back({o.hfDir.empty() ? "a file of --weights" : "a file of --hf",
                          o.wDir + "/" + n});
       }
