@@ -167,7 +167,10 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
     }
     dir = made;
   }
-  std::string base = sys::path::stem(soname).str();
+  // (the temporaries' names, and a static archive's members: cut so that
+  // base + "_entry.o" stays within a file name's 255 bytes whatever -o's
+  // name is; still the same every time)
+  std::string base = sys::path::stem(soname).str().substr(0, 128);
   SmallString<128> objPath(dir), srcPath(dir), glueObjPath(dir);
   sys::path::append(objPath, base + ".o");
   sys::path::append(srcPath, base + "_entry.c");
