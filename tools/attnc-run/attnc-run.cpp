@@ -128,7 +128,7 @@ const char *kUsage =
     "  --atol A, --rtol R tolerances of --check and --expected (finite, >= 0;\n"
     "                     default 1e-5 and 1e-4)\n"
     "  --threads P        threads of the kernel's built-in pool (default 1;\n"
-    "                     0 = one per online CPU)\n"
+    "                     0 = one per online CPU; at most 4096)\n"
     "  --bench N          time N calls (N <= 1000000): min and median ms per call, useful\n"
     "                     GFLOP/s at the min, the thread count, and the pack time\n"
     "                     (--device cuda: CUDA events around each call, after\n"
