@@ -23,6 +23,30 @@ namespace {
 // safetensors
 //===----------------------------------------------------------------------===//
 
+/// Offset of the first byte of `s` that is not part of well-formed UTF-8
+/// (no overlong forms, surrogates or code points past U+10FFFF), or npos.
+size_t firstNonUtf8(const std::string &s) {
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n)
+      return i;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80)
+        return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
 /// Byte width of a safetensors dtype; 0 when unknown.
 size_t safetensorsWidth(const std::string &d, DType &t) {
   t = d == "F16"    ? DType::F16
@@ -67,6 +91,11 @@ int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
     return rc;
   if (text.empty() || text[0] != '{')
     return fail(err, path, "bad safetensors header: not a JSON object");
+  if (size_t bad = firstNonUtf8(text); bad != std::string::npos)
+    return fail(err, path,
+                "bad safetensors header: byte " + std::to_string(8 + bad) +
+                    " is not UTF-8 (the format's header is UTF-8 JSON; the format's own "
+                    "reader and Python's refuse it)");
   // A header is {name: {dtype, shape, data_offsets}, __metadata__: {str:
   // str}}: at most three levels deep. Each entry is parsed and checked on
   // its own and only its TensorRef is kept (a few times the entry's text),
@@ -99,12 +128,16 @@ int listSafetensors(const std::string &path, std::vector<TensorRef> &out,
       return stop(where + ": header entry is not an object");
     const Json *dtype = nullptr, *shape = nullptr, *offs = nullptr;
     for (const auto &fld : t.fields) {
-      if (fld.first == "dtype")
-        dtype = &fld.second;
-      else if (fld.first == "shape")
-        shape = &fld.second;
-      else if (fld.first == "data_offsets")
-        offs = &fld.second;
+      const Json **slot = fld.first == "dtype"          ? &dtype
+                          : fld.first == "shape"        ? &shape
+                          : fld.first == "data_offsets" ? &offs
+                                                        : nullptr;
+      // (which of two would be meant cannot be told: the Python loader
+      // and the format's own reader refuse it too)
+      if (slot && *slot)
+        return stop(where + ": names '" + fld.first + "' twice");
+      if (slot)
+        *slot = &fld.second;
     }
     if (!dtype || dtype->type != Json::String)
       return stop(where + ": no \"dtype\" string");

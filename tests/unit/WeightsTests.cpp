@@ -640,6 +640,29 @@ TEST_CASE("weights: wrong shape, dtype, missing and duplicate tensors",
   CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DUPLICATE);
   CHECK_THAT(r.err, Contains("tensor 'c_attn.bias' appears twice"));
 
+  // A field twice in one entry (the last one was taken), and a header that
+  // is not UTF-8 (it was read as bytes): refused, as the Python loader and
+  // the format's own reader refuse them.
+  std::string dupField = "{\"c_attn.bias\": {\"dtype\": \"I8\", \"dtype\": \"F32\", "
+                         "\"shape\": [1], \"data_offsets\": [0, 4]}}";
+  writeFile(path, safetensors({}, dupField) + std::string(4, '\0'));
+  r = open(path, "", info);
+  CHECK(r.rc != ATTNRT_WEIGHTS_OK);
+  CHECK_THAT(r.err, Contains("tensor 'c_attn.bias': names 'dtype' twice"));
+  for (const char *bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82"}) {
+    std::string h = std::string("{\"c_attn.bias") + bad +
+                    "\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+    writeFile(path, safetensors({}, h) + std::string(4, '\0'));
+    r = open(path, "", info);
+    CHECK(r.rc != ATTNRT_WEIGHTS_OK);
+    CHECK_THAT(r.err, Contains("bad safetensors header: byte 21 is not UTF-8"));
+  }
+  std::string utf8 = "{\"c_attn.bias\u00e9\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\": {\"dtype\": "
+                     "\"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+  writeFile(path, safetensors({}, utf8) + std::string(4, '\0'));
+  r = open(path, "", info);
+  CHECK_THAT(r.err, !Contains("UTF-8"));
+
   // The same name in two .npz entries.
   std::string z = zip({{"c_attn.bias.npy", npy(tensor({12}, 1))},
                        {"c_attn.bias.npy", npy(tensor({12}, 2))}}, false);
