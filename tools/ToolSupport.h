@@ -135,7 +135,7 @@ inline std::optional<Spec> loadHfSpec(const std::string &dir, const std::string 
     at = end + 1;
   }
   return checkedSpec(parseSpecString(hf.yaml, name),
-                     emitSpec.empty() ? "attnc: note: the derived spec was:\n" + numbered : "");
+                     emitSpec.empty() ? std::string(tool) + ": note: the derived spec was:\n" + numbered : "");
 }
 
 /// Prints MLIR diagnostics as `FILE:LINE:COL: error: message`, using the
