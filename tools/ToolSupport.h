@@ -23,6 +23,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <unistd.h>
 #include <memory>
 #include <optional>
 
@@ -199,10 +201,56 @@ inline bool parseCommandLine(int argc, char **argv, const char *tool,
       return false;
     }
   }
+  // LLVM reads an unknown --hXYZ as -h (its alias of --help) and prints
+  // the help, exit 0: a mistyped option (attnc-translate --hf) looked like
+  // success. Such a name is an unknown option here.
+  {
+    auto &opts = llvm::cl::getRegisteredOptions();
+    for (int i = 1; i < argc; ++i) {
+      llvm::StringRef a(argv[i]);
+      if (a == "--")
+        break;
+      if (!a.starts_with("-") || a.size() < 3)
+        continue;
+      llvm::StringRef name = a.ltrim('-').split('=').first;
+      if (name.size() > 1 && name.starts_with("h") && !opts.count(name)) {
+        llvm::errs() << tool << ": error: unknown option '" << a << "' (see --help)\n";
+        return false;
+      }
+    }
+  }
   std::string parseErrors;
   llvm::raw_string_ostream errs(parseErrors);
-  if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs)) {
+  // A bad value ("for the --layer option: 'x' value invalid for integer
+  // argument!") is printed by the option itself, to stderr, not to errs:
+  // stderr goes to a temporary file while the parser runs, and what it
+  // wrote joins the one line (or goes on to stderr when the parse passed).
+  std::string direct;
+  bool parsed;
+  {
+    llvm::errs().flush();
+    std::FILE *tmp = std::tmpfile();
+    const int saved = tmp ? ::dup(2) : -1;
+    const bool captured = saved >= 0 && ::dup2(::fileno(tmp), 2) >= 0;
+    parsed = llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs);
+    llvm::errs().flush();
+    if (captured) {
+      ::dup2(saved, 2);
+      std::rewind(tmp);
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;)
+        direct.append(buf, n);
+    }
+    if (saved >= 0)
+      ::close(saved);
+    if (tmp)
+      std::fclose(tmp);
+  }
+  if (parsed && !direct.empty())
+    llvm::errs() << direct;
+  if (!parsed) {
     errs.flush();
+    parseErrors = direct + parseErrors;
     std::string line;
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(parseErrors).split(parts, '\n', -1, /*KeepEmpty=*/false);
