@@ -1915,6 +1915,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     y += "weight_dtype: bf16\n";
   else if (stored == "float16")
     y += "weight_dtype: f16\n";
+  else if (!stored.empty() && stored != "float32" && stored != "auto")
+    // (float64 weights are packed as float32; an integer type is a
+    // quantized checkpoint, whose tensors the loader names if it cannot
+    // read them)
+    out.notes.push_back(fmt::format(
+        "note: {}: {} '{}': the packed weights are float32 (weight_dtype is f32, bf16 or "
+        "f16)", c.file, c.has("torch_dtype") ? "torch_dtype" : "dtype", stored));
   out.yaml = applySets(y, sets, out.notes);
   out.weightsPrefix = path + ".";
   return out;
