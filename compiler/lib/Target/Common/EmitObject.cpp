@@ -91,7 +91,9 @@ bool attnc::emitCode(Module &m, TargetMachine &tm, bool assembly,
 /// on failure and on signals.
 /// Named .attnc-PID-XXXXXXXX.tmp: the next compile removes those of
 /// processes that are gone (attnc/runtime/Files.h).
-static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &path) {
+static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &given) {
+  // (beside the file a symbolic link names, which finish() writes through)
+  const std::string path = attnrt::outputTarget(given);
   StringRef dir = sys::path::parent_path(path);
   std::string d = dir.empty() ? "." : dir.str();
   attnrt::removeStaleTemporaries(d, ".attnc");
@@ -106,7 +108,7 @@ static bool finish(sys::fs::TempFile &tmp, const std::string &path, bool ok,
     consumeError(tmp.discard());
     return false;
   }
-  if (Error e = tmp.keep(path)) {
+  if (Error e = tmp.keep(attnrt::outputTarget(path))) {
     error = "cannot write '" + path + "': " + toString(std::move(e));
     consumeError(tmp.discard());
     return false;

@@ -36,9 +36,11 @@ attnc::OutputFiles::~OutputFiles() {
 
 int attnc::OutputFiles::add(const std::string &path, std::string &error) {
   auto e = std::make_unique<Entry>();
-  e->path = path;
+  // A symbolic link is written through (the file it names is replaced and
+  // the link stays), as attnc-opt, attnc-run and compilers write it.
+  e->path = attnrt::outputTarget(path);
   sys::fs::file_status st;
-  bool exists = !sys::fs::status(path, st) && sys::fs::exists(st);
+  bool exists = !sys::fs::status(e->path, st) && sys::fs::exists(st);
   if (exists && sys::fs::is_directory(st)) {
     error = "cannot write '" + path + "': it is a directory";
     return -1;
@@ -51,7 +53,7 @@ int attnc::OutputFiles::add(const std::string &path, std::string &error) {
     prefix = "attnc";
   } else {
     // Next to the output, so that the final rename is atomic.
-    StringRef dir = sys::path::parent_path(path);
+    StringRef dir = sys::path::parent_path(e->path);
     model = dir.empty() ? StringRef(".") : dir;
     prefix = ".attnc";
   }

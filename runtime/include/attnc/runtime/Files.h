@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <climits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -222,15 +223,29 @@ inline std::string makeTemporary(const std::string &dir, const std::string &pref
   return path;
 }
 
+/// Where writing `path` goes: the file a symbolic link names (written
+/// through, as compilers and shell redirection do: the link stays a link),
+/// else `path` itself (a dangling link's target cannot be resolved: the
+/// link is replaced).
+inline std::string outputTarget(const std::string &path) {
+  struct stat st;
+  char buf[PATH_MAX];
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::realpath(path.c_str(), buf))
+    return buf;
+  return path;
+}
+
 /// Writes `path` through `write` (which gets a FILE* and returns false on
 /// its own failure) all or nothing: into a temporary beside it
-/// (.PREFIX-PID-XXXXXX.tmp), flushed, then renamed over `path`. An existing
+/// (.PREFIX-PID-XXXXXX.tmp), flushed, then renamed over `path` (over the
+/// file a symbolic link names: outputTarget). An existing
 /// `path` that is not a regular file (/dev/null, a FIFO, a device) is
 /// written straight to, as compilers do; a directory is refused. On failure
 /// `path` is as it was and `why` says what failed.
-inline bool writeFileAtomically(const std::string &path,
+inline bool writeFileAtomically(const std::string &given,
                                 const std::function<bool(std::FILE *)> &write,
                                 std::string &why, const char *prefix = ".attnc-run") {
+  const std::string path = outputTarget(given);
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) {
