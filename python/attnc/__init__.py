@@ -232,7 +232,7 @@ def _to_storage(a, dtype, what="x", kind="dtype"):
         b = _weights.bf16_bits(a)
         # (a finite float32 past bf16's largest by half an ulp rounds to inf)
         if ((b & 0x7FFF) == 0x7F80).any():
-            _refuse_overflow(a, (b.astype(np.uint32) << 16).view(np.float32), what,
+            _refuse_overflow(a, _from_storage(b, dtype), what,
                              "bfloat16 range (largest finite 3.38953e+38), and the "
                              f"kernel's {kind} is bf16")
         return b

@@ -1163,16 +1163,18 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // one (a Mistral module spelled as GPT-2's: model.layers.1.self_attn,
     // not transformer.h.1.self_attn).
     const std::string usual = layerPathOf(layer);
-    const ModulePath u = usual.empty() ? ModulePath() : parseModule(usual);
+    const std::string root = usual.empty() ? m.before : parseModule(usual).before;
+    // (the usual root itself, or under a wrapper's prefix: the user's is kept)
+    const std::string wrapped = "." + root;
+    const bool ownRoot = m.before == root ||
+                         (m.before.size() > wrapped.size() &&
+                          m.before.compare(m.before.size() - wrapped.size(), wrapped.size(),
+                                           wrapped) == 0);
     throw ImportError{fmt::format("attnc: error: --module {}: expected the attention "
                                   "module of a layer ({}), found '{}'", path,
-                                  !usual.empty() && u.before != m.before &&
-                                          !(m.before.size() > u.before.size() &&
-                                            m.before.compare(m.before.size() - u.before.size() - 1,
-                                                             std::string::npos,
-                                                             "." + u.before) == 0)
-                                      ? fmt::format("{}, as {} checkpoints name it", usual, mt)
-                                      : fmt::format("{}.{}.{}", m.before, layer, list),
+                                  ownRoot ? fmt::format("{}.{}.{}", m.before, layer, list)
+                                          : fmt::format("{}, as {} checkpoints name it",
+                                                        usual, mt),
                                   m.after)};
   };
 
@@ -1731,21 +1733,16 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   } else if (mt == "mpt") {
     expectAfter({"attn"});
     const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
-    const YAML::Node ac = c.root["attn_config"];
-    auto has = [&](const char *k) { return ac.IsMap() && ac[k] && !ac[k].IsNull(); };
-    auto flag = [&](const char *k) {
-      bool v = false;
-      return has(k) && YAML::convert<bool>::decode(ac[k], v) && v;
-    };
+    Config ac{c.root["attn_config"], c.file};
+    if (!ac.root || !ac.root.IsMap())
+      ac.root = YAML::Node(YAML::NodeType::Map);
     // attn_type (MosaicML's llm-foundry): multi-head (the default, and all
     // transformers' MptAttention implements), multi-query or grouped-query
     // with kv_n_heads; Wqkv is [q | k | v] either way.
     int64_t kv = h;
-    const std::string at = has("attn_type") ? ac["attn_type"].as<std::string>()
-                                            : "multihead_attention";
+    const std::string at = ac.has("attn_type") ? ac.str("attn_type") : "multihead_attention";
     if (at == "multiquery_attention" || at == "grouped_query_attention") {
-      Config acc{ac, c.file};
-      kv = at == "multiquery_attention" ? 1 : acc.integer("kv_n_heads", 1);
+      kv = at == "multiquery_attention" ? 1 : ac.integer("kv_n_heads", 1);
       if (kv < 1 || h % kv != 0)
         throw ImportError{fmt::format("{}: error: attn_config.kv_n_heads {}: expected a "
                                       "divisor of n_heads {}", c.file, kv, h)};
@@ -1769,22 +1766,22 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
         {"rope", "a rotary embedding"},
         {"prefix_lm", "bidirectional attention over a prefix"}};
     for (const auto &[k, what] : hfIgnores)
-      if (flag(k))
+      if (ac.boolean(k, false))
         throw ImportError{fmt::format(
             "{}{}: error: attn_config.{} is true: MosaicML's MPT code applies {}, which "
             "transformers' MptModel ignores; the import does not derive it (write the spec "
-            "by hand: docs/spec.md)", c.file, locationOf(ac[k]), k, what)};
-    if (has("clip_qkv"))
-      y += fmt::format("clip_qkv: {}\n", ac["clip_qkv"].as<std::string>());
-    if (has("softmax_scale"))
-      y += fmt::format("scale: {}\n", ac["softmax_scale"].as<std::string>());
-    if (!has("alibi") || ac["alibi"].as<bool>()) {
+            "by hand: docs/spec.md)", c.file, locationOf(ac.root[k]), k, what)};
+    if (ac.has("clip_qkv"))
+      y += fmt::format("clip_qkv: {}\n", ac.root["clip_qkv"].as<std::string>());
+    if (ac.has("softmax_scale"))
+      y += fmt::format("scale: {}\n", ac.root["softmax_scale"].as<std::string>());
+    if (!ac.has("alibi") || ac.root["alibi"].as<bool>()) {
       const std::string biasMax =
-          has("alibi_bias_max") ? ac["alibi_bias_max"].as<std::string>() : "8";
+          ac.has("alibi_bias_max") ? ac.root["alibi_bias_max"].as<std::string>() : "8";
       y += fmt::format("alibi:\n  bias_max: {}\n", biasMax);
       double bm = 8.0;
-      if (has("alibi_bias_max") && YAML::convert<double>::decode(ac["alibi_bias_max"], bm) &&
-          bm != 8.0)
+      if (ac.has("alibi_bias_max") &&
+          YAML::convert<double>::decode(ac.root["alibi_bias_max"], bm) && bm != 8.0)
         out.notes.push_back(fmt::format(
             "note: {}: attn_config.alibi_bias_max {}: the kernel's slopes use it, as "
             "MosaicML's own MPT code does; Hugging Face transformers' MptModel builds its "

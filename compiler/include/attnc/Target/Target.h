@@ -62,10 +62,6 @@ bool linkSharedObject(llvm::ArrayRef<char> object, const std::string &glue,
 /// The C99 header for the kernel (self-contained: embeds abi.h).
 std::string emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa isa);
 
-/// Writes `text` to `path` atomically (temporary file + rename).
-bool writeFileAtomic(const std::string &path, llvm::StringRef text,
-                     std::string &error);
-
 } // namespace attnc
 
 #endif

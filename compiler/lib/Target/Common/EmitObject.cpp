@@ -91,9 +91,7 @@ bool attnc::emitCode(Module &m, TargetMachine &tm, bool assembly,
 /// on failure and on signals.
 /// Named .attnc-PID-XXXXXXXX.tmp: the next compile removes those of
 /// processes that are gone (attnc/runtime/Files.h).
-static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &given) {
-  // (beside the file a symbolic link names, which finish() writes through)
-  const std::string path = attnrt::outputTarget(given);
+static Expected<sys::fs::TempFile> tempFileNextTo(const std::string &path) {
   StringRef dir = sys::path::parent_path(path);
   std::string d = dir.empty() ? "." : dir.str();
   attnrt::removeStaleTemporaries(d, ".attnc");
@@ -108,29 +106,12 @@ static bool finish(sys::fs::TempFile &tmp, const std::string &path, bool ok,
     consumeError(tmp.discard());
     return false;
   }
-  if (Error e = tmp.keep(attnrt::outputTarget(path))) {
+  if (Error e = tmp.keep(path)) {
     error = "cannot write '" + path + "': " + toString(std::move(e));
     consumeError(tmp.discard());
     return false;
   }
   return true;
-}
-
-bool attnc::writeFileAtomic(const std::string &path, StringRef text,
-                            std::string &error) {
-  Expected<sys::fs::TempFile> tmp = tempFileNextTo(path);
-  if (!tmp) {
-    error = "cannot create '" + path + "': " + toString(tmp.takeError());
-    return false;
-  }
-  raw_fd_ostream os(tmp->FD, /*shouldClose=*/false);
-  os << text;
-  os.flush();
-  bool ok = !os.has_error();
-  if (!ok)
-    error = "cannot write '" + path + "': " + os.error().message();
-  os.clear_error();
-  return finish(*tmp, path, ok, error);
 }
 
 bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,

@@ -158,6 +158,9 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   // would be, so that a library is never written that the runtime refuses
   // or that the C compiler cannot build.
   const attnrt::BlockParams &p = d.block;
+  auto dtypeOk = [](uint32_t t) {
+    return t == ATTNC_DTYPE_F32 || t == ATTNC_DTYPE_BF16 || t == ATTNC_DTYPE_F16;
+  };
   std::string why;
   if (!isCIdentifier(d.name))
     why = "name '" + d.name + "' is not a C identifier";
@@ -176,14 +179,9 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
     why = "window " + std::to_string(p.window) +
           " does not go with mask " + std::to_string(p.mask) +
           " (a positive window or chunk with those masks, 0 otherwise)";
-  // The fields a spec bounds that the loader checks too (runtime/lib/
-  // Loader.cpp): out of range here, the library would be written and then
-  // refused at load (exit 15 in attnc-run).
-  auto dtypeOk = [](uint32_t t) {
-    return t == ATTNC_DTYPE_F32 || t == ATTNC_DTYPE_BF16 || t == ATTNC_DTYPE_F16;
-  };
-  if (!why.empty())
-    ;
+  // (and the fields a spec bounds that the loader checks too, runtime/lib/
+  // Loader.cpp: out of range, the library would be written and then
+  // refused at load, exit 15 in attnc-run)
   else if (d.maxSeqLen < 0 || d.maxSeqLen > attnc::limits::kMaxSeqLen)
     why = "max_seq_len " + std::to_string(d.maxSeqLen) + " is not in [0, 2^24] (0: unbounded)";
   else if (!dtypeOk(p.dtype) || !dtypeOk(p.weightDtype))
