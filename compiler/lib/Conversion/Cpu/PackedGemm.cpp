@@ -360,9 +360,19 @@ struct Gemm {
     group = std::min({group, numPanels, (numPanels + 7) / 8});
     // The vdpbf16ps path's panels go in pairs (rowsOfPair): an even group
     // leaves no panel to the narrower kernel (GPT-2 small's W_O: 3 -> 2).
-    if (dot && nr == panel && group > 2)
+    const bool pairedPanels = dot && nr == panel;
+    if (pairedPanels && group > 2)
       group &= ~int64_t(1);
-    int64_t groups = (numPanels + group - 1) / group;
+    // An even number of groups where a group of at least half the size
+    // gives one: a one-row GEMM (a decode step's) has one task per group,
+    // and two threads split an odd count unevenly (GPT-2 small's bf16 QKV:
+    // 9 groups of 8 panels -> 12 of 6).
+    auto groupsOf = [&](int64_t g) { return (numPanels + g - 1) / g; };
+    for (int64_t g = group; groupsOf(group) % 2 && g >= std::max<int64_t>(1, group / 2);
+         g -= pairedPanels && g > 2 ? 2 : 1)
+      if (groupsOf(g) % 2 == 0)
+        group = g;
+    int64_t groups = groupsOf(group);
 
     Value nb = memref::DimOp::create(b, x, 0), nt = memref::DimOp::create(b, x, 1);
     Value rowBlocks = arith::DivUIOp::create(
