@@ -37,28 +37,63 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
   auto def = [&](const char *k, int64_t v) {
     os << "#define " << N << "_" << k << " " << v << "\n";
   };
-  // The one pair of macro suffixes where one ends with the other: kernel
-  // X's X_KV_HEADS is kernel X_kv's X_KV + _HEADS. Two such headers in one
+  // The two pairs of macro suffixes where one ends with the other: kernel
+  // X's X_KV_HEADS is kernel X_kv's X_KV + _HEADS, and X's X_WEIGHT_DTYPE
+  // is kernel X_weight's X_WEIGHT + _DTYPE. Two such headers in one
   // program would redefine it (a warning only, and then the wrong value):
   // both definitions are guarded, so either include order stops at an
   // #error that names the two kernels.
-  auto guard = [&](const std::string &kernel, const std::string &other, const char *k) {
+  struct Overlap {
+    const char *longer, *shorter, *infix; // longer == infix + "_" + shorter
+  };
+  const Overlap overlaps[] = {{"KV_HEADS", "HEADS", "KV"},
+                              {"WEIGHT_DTYPE", "DTYPE", "WEIGHT"}};
+  auto guardMacro = [&](const std::string &kernel, const std::string &other,
+                        const std::string &k, const Overlap &o) {
     os << "#ifdef " << N << "_" << k << "\n#error \"" << N << "_" << k
        << " is defined already: kernels '" << kernel << "' and '" << other
-       << "' both spell it (_KV_HEADS and _HEADS); rename one\"\n#endif\n";
+       << "' both spell it (_" << o.longer << " and _" << o.shorter
+       << "); rename one\"\n#endif\n";
   };
-  bool kvName = N.size() > 3 && N.compare(N.size() - 3, 3, "_KV") == 0;
-  if (kvName)
-    guard(n.substr(0, n.size() - 3), n, "HEADS");
+  // Before NAME_<suffix>'s definition: guards it where it can collide.
+  auto guard = [&](const char *k) {
+    for (const Overlap &o : overlaps) {
+      std::string infix = std::string("_") + o.infix;
+      if (k == std::string(o.longer)) {
+        std::string lower = o.infix;
+        for (char &c : lower)
+          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        guardMacro(n, n + "_" + lower, k, o);
+      } else if (k == std::string(o.shorter) && N.size() > infix.size() &&
+                 N.compare(N.size() - infix.size(), infix.size(), infix) == 0) {
+        guardMacro(n.substr(0, n.size() - infix.size()), n, k, o);
+      }
+    }
+  };
   def("D_MODEL", desc.block.dModel);
+  guard("HEADS");
   def("HEADS", desc.block.heads);
-  guard(n, n + "_kv", "KV_HEADS");
+  guard("KV_HEADS");
   def("KV_HEADS", desc.block.kvHeads);
   def("HEAD_DIM", desc.block.headDim);
   def("OUT_DIM", outW);
   def("MAX_SEQ_LEN", desc.maxSeqLen);
   def("NUM_WEIGHTS", static_cast<int64_t>(plan.storage.size()));
   def("PACKED_BYTES", plan.packedBytes());
+  // Element types: x, x_kv, y, probs and the KV caches are arrays of
+  // NAME_DTYPE; the storage-layout weights NAME_pack reads, of
+  // NAME_WEIGHT_DTYPE (also info->dtype and info->weight_dtype).
+  auto dtypeMacro = [](uint32_t t) {
+    return t == ATTNC_DTYPE_BF16 ? "ATTNC_DTYPE_BF16"
+           : t == ATTNC_DTYPE_F16 ? "ATTNC_DTYPE_F16"
+                                  : "ATTNC_DTYPE_F32";
+  };
+  guard("DTYPE");
+  os << "#define " << N << "_DTYPE " << dtypeMacro(desc.block.dtype) << "\n";
+  guard("WEIGHT_DTYPE");
+  os << "#define " << N << "_WEIGHT_DTYPE " << dtypeMacro(desc.block.weightDtype) << "\n"
+     << "/* x, x_kv, y, probs and the KV caches are arrays of " << N << "_DTYPE, the\n"
+        " * weights NAME_pack reads of " << N << "_WEIGHT_DTYPE (ATTNC_DTYPE_*). */\n";
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(desc.specHash, 16) << "ull\n";
   bool padding = desc.paddingMask(), probs = desc.wantsProbs();
@@ -73,8 +108,15 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
      << llvm::format("%.9g", desc.block.scale) << ", target: "
      << isaName(isa) << " */\n";
   os << "#define " << N << "_FEATURES " << featuresExpr(desc, isa) << "\n\n";
-  os << "/* Storage-layout weights NAME_pack reads, in this order "
-        "(float32, row-major):\n";
+  // How the header names an element type in prose.
+  auto typeText = [](uint32_t t) -> std::string {
+    return t == ATTNC_DTYPE_BF16 ? "bfloat16 (uint16_t bits)"
+           : t == ATTNC_DTYPE_F16 ? "IEEE float16 (uint16_t bits)"
+                                  : "float32";
+  };
+  const std::string act = typeText(desc.block.dtype);
+  os << "/* Storage-layout weights NAME_pack reads, in this order, row-major\n * "
+     << typeText(desc.block.weightDtype) << " (" << N << "_WEIGHT_DTYPE):\n";
   for (size_t i = 0; i < plan.storage.size(); ++i) {
     os << " *   weights[" << i << "] " << plan.storage[i].name << " (";
     for (size_t j = 0; j < plan.storage[i].shape.size(); ++j)
@@ -112,8 +154,9 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
         "    int64_t kv_seq_len);\n\n"
      << "/* y = attention block(x): args->x is [batch, seq_len, " << N
      << "_D_MODEL],\n * args->y [batch, seq_len, " << N
-     << "_OUT_DIM], float32 row-major, with their sizes in\n"
-        " * elements; args->packed comes from " << n << "_pack. The work runs as\n"
+     << "_OUT_DIM], row-major\n * " << act << " (" << N
+     << "_DTYPE), with their sizes in elements; args->packed comes\n"
+        " * from " << n << "_pack. The work runs as\n"
         " * phases of independent tasks through args->parallel_for (your\n"
         " * threads) or the built-in pool (args->num_threads). Results are\n"
         " * bit-identical for any thread count. Returns ATTNC_OK or an\n"
@@ -135,7 +178,7 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
   if (desc.decode())
     os << "\n * KV cache (optional; NULL: not filled): args->k_cache and v_cache,\n"
           " * each [batch, " << N << "_KV_HEADS, cache_len, " << N << "_HEAD_DIM] with\n"
-          " * cache_len >= seq_len and cache_elems their size, receive rows\n"
+          " * cache_len >= seq_len and cache_elems their size, " << N << "_DTYPE, receive rows\n"
           " * [0, seq_len) of every sequence's K and V, for " << n << "_decode.";
   if (desc.hasRope())
     os << "\n * Rotary embedding: args->positions (int32 [batch]; NULL: 0) gives\n"
