@@ -2,8 +2,8 @@
 //
 // A small, strict reader and writer for NumPy's .npy format: versions 1.0,
 // 2.0 and 3.0 headers, C order only; float32 data, or float16 / float64
-// (either byte order) converted to float32 (NpyArray::dtype says which; the
-// caller tells the user). Everything else is rejected with a message that
+// (either byte order) and ml_dtypes' bfloat16 (saved as raw '|V2') converted
+// to float32 (NpyArray::dtype says which; the caller tells the user). Everything else is rejected with a message that
 // names the file and says what was expected and what was found. The writer
 // writes '<f4'.
 //
@@ -365,28 +365,18 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
                      : !haveFortran ? "fortran_order"
                                     : "shape") +
                     "'");
-  // float16/32/64 in either byte order ('=' is this machine's, little).
-  tensorfile::DType dtype = tensorfile::DType::Unsupported;
-  size_t width = 0;
-  const bool bigEndian = descr.size() == 3 && descr[0] == '>';
-  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') &&
-      descr[1] == 'f') {
-    if (descr[2] == '2')
-      dtype = tensorfile::DType::F16, width = 2;
-    else if (descr[2] == '4')
-      dtype = tensorfile::DType::F32, width = 4;
-    else if (descr[2] == '8')
-      dtype = tensorfile::DType::F64, width = 8;
-  }
+  // float16/32/64 in either byte order ('=' is this machine's, little),
+  // and ml_dtypes' bfloat16 (raw 2-byte values).
+  bool bigEndian = false;
+  const tensorfile::DType dtype = tensorfile::npyDescrType(descr, bigEndian);
+  const size_t width = dtype == tensorfile::DType::F16 || dtype == tensorfile::DType::BF16 ? 2
+                       : dtype == tensorfile::DType::F32                                  ? 4
+                       : dtype == tensorfile::DType::F64                                  ? 8
+                                                                                          : 0;
   if (!width)
     return fail(message, name,
-                "expected float32 ('<f4'; float16 and float64 are converted), "
-                "found '" + descr + "'" +
-                    (descr.size() == 3 && descr[1] == 'V' && descr[2] == '2'
-                         ? " (2-byte raw values: a bfloat16 array saved through "
-                           "ml_dtypes has lost its type in the .npy; save it "
-                           "as float32)"
-                         : ""));
+                "expected float32 ('<f4'; float16, float64 and ml_dtypes' bfloat16, "
+                "saved as '|V2', are converted), found '" + descr + "'");
   if (fortran)
     return fail(message, name,
                 "Fortran-order arrays are not supported (fortran_order is "

@@ -253,15 +253,7 @@ int parseNpyHeader(const unsigned char *b, size_t n, const std::string &where,
   }
   if (!haveDescr || !haveShape)
     return fail(err, where, "malformed .npy header: no descr or shape");
-  const std::string &d = h.descr;
-  if (d.size() == 3 && (d[0] == '<' || d[0] == '>' || d[0] == '=') &&
-      d[1] == 'f') {
-    h.bigEndian = d[0] == '>';
-    h.dtype = d[2] == '2'   ? DType::F16
-              : d[2] == '4' ? DType::F32
-              : d[2] == '8' ? DType::F64
-                            : DType::Unsupported;
-  }
+  h.dtype = npyDescrType(h.descr, h.bigEndian);
   return Ok;
 }
 
@@ -300,7 +292,8 @@ int readNpyStream(uint64_t total, const std::string &where, int64_t maxFloats,
   out.dtype = h.dtype;
   if (h.dtype == DType::Unsupported)
     return fail(err, where,
-                "dtype '" + h.descr + "' is not supported (float16, float32 or float64)",
+                "dtype '" + h.descr + "' is not supported (float16, float32, float64, "
+                "or ml_dtypes' bfloat16 saved as '|V2')",
                 ErrDType);
   int64_t count;
   if (!elementCount(h.shape, count))
@@ -371,6 +364,22 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+bool npyRawBf16(const std::string &d) {
+  return d.size() == 3 && (d[0] == '|' || d[0] == '<' || d[0] == '>' || d[0] == '=') &&
+         d[1] == 'V' && d[2] == '2';
+}
+
+DType npyDescrType(const std::string &d, bool &bigEndian) {
+  bigEndian = false;
+  if (npyRawBf16(d))
+    return DType::BF16;
+  if (d.size() != 3 || (d[0] != '<' && d[0] != '>' && d[0] != '=') || d[1] != 'f')
+    return DType::Unsupported;
+  bigEndian = d[0] == '>';
+  return d[2] == '2' ? DType::F16 : d[2] == '4' ? DType::F32 : d[2] == '8' ? DType::F64
+                                                                         : DType::Unsupported;
 }
 
 const char *dtypeName(DType t) {

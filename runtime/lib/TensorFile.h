@@ -68,6 +68,16 @@ int readTensor(const TensorRef &ref, int64_t maxFloats, Tensor &out,
 bool convert(const unsigned char *src, DType t, bool bigEndian, int64_t n,
              float *dst);
 
+/// The element type a .npy `descr` names: '<f2', '<f4', '<f8' (and the
+/// '>' and '=' byte orders: `bigEndian` says which), and 2-byte raw values
+/// ('|V2', '<V2', ...) as bfloat16, which is how NumPy saves an ml_dtypes
+/// bfloat16 array (little-endian: the machines that write them);
+/// Unsupported otherwise. Both .npy readers (Npy.cpp, readTensor) ask it.
+DType npyDescrType(const std::string &descr, bool &bigEndian);
+/// Whether `descr` is the raw 2-byte type npyDescrType reads as bfloat16
+/// (the reader notes the interpretation).
+bool npyRawBf16(const std::string &descr);
+
 /// "(768, 2304)" style.
 std::string shapeString(const std::vector<int64_t> &shape);
 /// "float16", "bfloat16", "float32", "float64".

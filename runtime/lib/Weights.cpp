@@ -253,6 +253,9 @@ struct Loader {
     const DType kernelType = info.weight_dtype == ATTNC_DTYPE_BF16  ? DType::BF16
                              : info.weight_dtype == ATTNC_DTYPE_F16 ? DType::F16
                                                                     : DType::F32;
+    if (npyRawBf16(tensor.dtypeName))
+      w.notes.push_back(what + ": '" + tensor.dtypeName +
+                        "' (2-byte raw values) read as bfloat16, as ml_dtypes saves it");
     if (tensor.dtype != kernelType)
       w.notes.push_back(what + ": " + dtypeName(tensor.dtype) + " converted to " +
                         dtypeName(kernelType));

@@ -80,9 +80,11 @@ const char *kUsage =
     "  --seq-len T        sequence length (default 128, or the kernel's max_seq_len\n"
     "                     when that is smaller)\n"
     "  --batch B          batch size (default 1)\n"
-    "  --x FILE.npy       input x [B, T, d_model] float32, or float16/float64\n"
-    "                     converted with a note on stderr (default: random\n"
-    "                     N(0,1)); its shape sets B and T\n"
+    "  --x FILE.npy       input x [B, T, d_model] float32, or float16, float64\n"
+    "                     or ml_dtypes' bfloat16 (saved as '|V2') converted\n"
+    "                     with a note on stderr, and rounded (noted) to a\n"
+    "                     bf16/f16 kernel's dtype (default: random N(0,1));\n"
+    "                     its shape sets B and T\n"
     "  --x-scale S        multiply the random input by S (finite; logits grow\n"
     "                     with S^2: 'peaky' softmax rows); the random x and\n"
     "                     x_kv only (with --x, and --x-kv for a cross kernel:\n"
@@ -121,7 +123,7 @@ const char *kUsage =
     "  --expected FILE.npy  compare y with a reference file [B, T, out_dim]:\n"
     "                     the same gate and report as --check, allowance\n"
     "                     atol + rtol*|ref| only (no bound for a file);\n"
-    "                     float16/float64 converted, as --x\n"
+    "                     float16/float64/bfloat16 converted, as --x\n"
     "  --no-bound         --check without the float32 bound: allowance\n"
     "                     atol + rtol*|ref| only (strict: a correct float32\n"
     "                     kernel can fail it on ill-conditioned inputs)\n"
@@ -435,15 +437,44 @@ void checkAgainstConfig(const std::string &lib, const std::string &dir,
                module.c_str());
 }
 
-/// A note on stderr when readNpy converted a file to float32 (NpyArray::dtype).
-void noteConverted(const std::string &path, const attnrt::NpyArray &arr) {
-  if (arr.dtype.empty())
+/// A note on stderr when a file's values are not already of the type they
+/// are used as (`target`: the kernel's dtype for x and x_kv, float32 for
+/// --expected): readNpy converted the file to float32 (NpyArray::dtype:
+/// float16, float64, big-endian float32, or ml_dtypes' bfloat16 saved as
+/// '|V2', read as such), and attnc-run rounds x to a bf16 or f16 kernel's
+/// type.
+void noteConverted(const std::string &path, const attnrt::NpyArray &arr,
+                   uint32_t target = ATTNC_DTYPE_F32) {
+  const std::string &d = arr.dtype;
+  const bool raw = d.size() == 3 && d[1] == 'V';
+  const char w = d.size() == 3 ? d[2] : '4';
+  // The file's type as a dtype code (float64: none; big-endian float32 is
+  // float32 once read).
+  const int64_t src = raw ? int64_t(ATTNC_DTYPE_BF16) : w == '2' ? int64_t(ATTNC_DTYPE_F16)
+                      : w == '8' ? int64_t(-1) : int64_t(ATTNC_DTYPE_F32);
+  const char *what = raw ? "bfloat16" : w == '2' ? "float16" : w == '8' ? "float64"
+                     : d.empty() ? "float32" : "big-endian float32";
+  const char *to = target == ATTNC_DTYPE_BF16 ? "bfloat16"
+                   : target == ATTNC_DTYPE_F16 ? "float16" : "float32";
+  // Already of the target type (a byte swap is still noted).
+  const bool same = src == int64_t(target) && (d.empty() || d[0] != '>');
+  if (same && !raw)
     return;
-  const char w = arr.dtype.size() == 3 ? arr.dtype[2] : '?';
-  const char *what = w == '2' ? "float16" : w == '8' ? "float64" : "big-endian float32";
-  std::fprintf(stderr, "attnc-run: note: %s: %s ('%s') converted to float32%s\n",
-               path.c_str(), what, arr.dtype.c_str(),
-               w == '8' ? " (rounded to nearest)" : "");
+  // Narrowing rounds: float64 to anything, float32 to a 16-bit type, and
+  // between the two 16-bit types.
+  const bool rounds = !same && (src == -1 || target != ATTNC_DTYPE_F32);
+  const std::string tail = std::string(to) +
+                           (target != ATTNC_DTYPE_F32 ? ", the kernel's dtype" : "") +
+                           (rounds ? " (rounded to nearest)" : "");
+  if (raw)
+    std::fprintf(stderr,
+                 "attnc-run: note: %s: '%s' (2-byte raw values) read as bfloat16, as "
+                 "ml_dtypes saves it%s%s\n",
+                 path.c_str(), d.c_str(), same ? "" : ", converted to ",
+                 same ? "" : tail.c_str());
+  else
+    std::fprintf(stderr, "attnc-run: note: %s: %s ('%s') converted to %s\n", path.c_str(),
+                 what, d.empty() ? "<f4" : d.c_str(), tail.c_str());
 }
 
 /// Prints "attnc-run: check: N% ..." on stderr at most once a second, and
@@ -1765,7 +1796,7 @@ int Run::readInputs() {
       error(msg);
       return kExitInput;
     }
-    noteConverted(o.xPath, arr);
+    noteConverted(o.xPath, arr, ki.dtype);
     if (!fitsDtype(o.xPath, arr.data))
       return kExitInput;
     batch = arr.shape[0];
@@ -1797,7 +1828,7 @@ int Run::readInputs() {
       error(msg);
       return kExitInput;
     }
-    noteConverted(o.xKvPath, arr);
+    noteConverted(o.xKvPath, arr, ki.dtype);
     if (!fitsDtype(o.xKvPath, arr.data))
       return kExitInput;
     kvSeq = arr.shape[1];
