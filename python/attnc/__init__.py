@@ -653,14 +653,41 @@ class Kernel:
         kv = seq_len if kv_seq_len is None else kv_seq_len
         return int(self._workspace_size(batch, seq_len, kv))
 
-    def _need_f32_activations(self, what):
-        # y (and probs) of a bf16/f16 kernel come back converted to float32
-        # in a new array, never in the caller's buffer (docs/python.md).
-        if self._info.dtype != _abi.DTYPE_F32:
-            self._refuse(f"{what}: this kernel's dtype is "
-                         f"{_abi.DTYPES.get(self._info.dtype, self._info.dtype)}; its y "
-                         "comes back as a new float32 array (converted from the kernel's "
-                         "dtype), not in a buffer of the caller: leave out= unset")
+    def _storage_input(self, a):
+        """A bf16/f16 kernel's x (or x_kv) already of its dtype, C-contiguous
+        and on the CPU (a torch.bfloat16 / float16 tensor, a NumPy uint16
+        array of bf16 bits / float16 array): (a zero-copy NumPy view of its
+        memory, "torch" or "numpy"); otherwise (None, None) and the caller
+        converts it (_f32, then _to_storage)."""
+        dt = self._info.dtype
+        if _is_tensor(a):
+            want = "bfloat16" if dt == _abi.DTYPE_BF16 else "float16"
+            if _torch_dtype(a) != want or a.device.type != "cpu" or not a.is_contiguous():
+                return None, None
+            t = a.detach()
+            if hasattr(t, "resolve_neg"):
+                t = t.resolve_conj().resolve_neg()
+            if dt == _abi.DTYPE_BF16:  # NumPy has no bfloat16: its bits
+                import torch as _torch
+                return t.view(_torch.int16).numpy().view(np.uint16), "torch"
+            return t.numpy(), "torch"
+        want = np.uint16 if dt == _abi.DTYPE_BF16 else np.float16
+        if (isinstance(a, np.ndarray) and a.dtype == want and a.flags.c_contiguous
+                and a.flags.aligned):
+            return a, "numpy"
+        return None, None
+
+    def _storage_output(self, shape, kind):
+        """A new y (or probs) of a bf16/f16 kernel's dtype: (the NumPy array
+        the kernel writes, what the caller gets: that array, or a torch
+        tensor of the dtype sharing its memory when kind is "torch")."""
+        a = np.empty(shape, np.uint16 if self._info.dtype == _abi.DTYPE_BF16 else np.float16)
+        if kind != "torch":
+            return a, a
+        import torch as _torch
+        if self._info.dtype == _abi.DTYPE_BF16:
+            return a, _torch.from_numpy(a.view(np.int16)).view(_torch.bfloat16)
+        return a, _torch.from_numpy(a)
 
     def _refuse(self, message, status=_abi.ERR_ARGS):
         raise ArgumentError(f"{self.name}: {message}", status)
@@ -917,6 +944,14 @@ class Kernel:
         tensor (not requiring grad) that overlaps no other buffer; the
         same rules hold for probs_out, k_cache and v_cache.
 
+        A bf16/f16 kernel (dtype): x (and x_kv) of its dtype, C-contiguous
+        on the CPU (torch.bfloat16 / float16 tensors, NumPy uint16 arrays
+        of bf16 bits / float16 arrays), are read in place (zero-copy), and
+        y and probs then come back in its dtype, as new arrays or tensors
+        of x's kind; out= and probs_out= must be of its dtype (written in
+        place). x of another dtype is rounded to the kernel's (a new array)
+        and y and probs come back as new float32 arrays.
+
         The variants (docs/abi.md), each only where `features` has it:
           lengths     ("lengths") int [batch]: valid tokens per sequence,
                       0..seq_len (right padding); None: all valid. With
@@ -951,8 +986,6 @@ class Kernel:
         # caller's out=/probs_out=); its KV caches are in its dtype and
         # written in place (new_cache()).
         narrow = self._info.dtype != _abi.DTYPE_F32
-        if narrow and (out is not None or probs_out is not None):
-            self._need_f32_activations("forward with out or probs_out")
         self._host_only("forward")
         info = self._info
         feats = info.features
@@ -980,7 +1013,12 @@ class Kernel:
                             "compile the spec with decode: true")
 
         d = info.d_model
-        x = _f32(x, f"{self.name}: x")
+        # A bf16/f16 kernel's x of its dtype goes in as it is (zero-copy),
+        # and then y (and probs) come back in that dtype, as x's kind.
+        x_kind = None
+        if narrow:
+            xv, x_kind = self._storage_input(x)
+        x = xv if x_kind else _f32(x, f"{self.name}: x")
         squeeze = x.ndim == 2
         if squeeze:
             x = x[None]
@@ -995,8 +1033,11 @@ class Kernel:
             self._refuse(f"seq_len {seq} exceeds the kernel's max_seq_len "
                          f"{info.max_seq_len}", _abi.ERR_BAD_SHAPE)
         kv_seq = seq
+        kv_stored = False
         if x_kv is not None:
-            x_kv = _f32(x_kv, f"{self.name}: x_kv")
+            kvv, kv_kind = self._storage_input(x_kv) if narrow else (None, None)
+            kv_stored = kv_kind is not None
+            x_kv = kvv if kv_stored else _f32(x_kv, f"{self.name}: x_kv")
             if squeeze:
                 x_kv = x_kv[None]
             want = f"[kv_seq_len, {d}]" if squeeze else f"[{batch}, kv_seq_len, {d}]"
@@ -1037,22 +1078,34 @@ class Kernel:
         # arrays or CPU tensors), never a copy.
         shape = (batch, seq, info.out_dim)
         shapes = [shape, shape[1:]] if squeeze else [shape]
+        # y and probs in the kernel's dtype (written by it, no conversion):
+        # a bf16/f16 kernel's out=/probs_out= (of its dtype), or new arrays
+        # when x was given in its dtype. Otherwise float32, converted.
+        y_stored = narrow and (out is not None or x_kind is not None)
         if out is None:
-            y_arr = np.empty(shape, dtype=np.float32)
-            out = y_arr[0] if squeeze else y_arr
+            if y_stored:
+                y_arr, out = self._storage_output(shape, x_kind)
+            else:
+                y_arr = out = np.empty(shape, dtype=np.float32)
+            out = out[0] if squeeze else out
         else:
-            y_arr = self._written(out, "out", shapes).reshape(shape)
+            y_arr = self._written(out, "out", shapes, dtype=info.dtype).reshape(shape)
             if squeeze and len(out.shape) == 3:  # [1, seq, out_dim] given
                 out = out[0]
         probs = probs_ret = None
+        p_stored = narrow and (probs_out is not None or x_kind is not None)
         if want_probs:
             pshape = (batch, info.heads, seq, kv_seq)
             if probs_out is None:
-                probs = np.empty(pshape, dtype=np.float32)
-                probs_ret = probs[0] if squeeze else probs
+                if p_stored:
+                    probs, probs_ret = self._storage_output(pshape, x_kind)
+                else:
+                    probs = probs_ret = np.empty(pshape, dtype=np.float32)
+                probs_ret = probs_ret[0] if squeeze else probs_ret
             else:
                 probs = self._written(probs_out, "probs_out",
-                                      [pshape, pshape[1:]] if squeeze else [pshape])
+                                      [pshape, pshape[1:]] if squeeze else [pshape],
+                                      dtype=info.dtype)
                 probs = probs.reshape(pshape)
                 probs_ret = probs_out[0] if squeeze and len(probs_out.shape) == 4 \
                     else probs_out
@@ -1089,24 +1142,29 @@ class Kernel:
             args.cache_elems = k_cache.size
             args.cache_len = cache_len
         if narrow:
+            # Inputs of another type rounded to the kernel's dtype (new
+            # arrays); float32 outputs written through a buffer of the
+            # dtype and converted after the call.
             dt = self._info.dtype
-            xs = _to_storage(x, dt)
-            args.x = _fptr(xs)
-            ys = np.empty(y_arr.shape, dtype=np.uint16)
-            args.y = _fptr(ys)
-            if cross:
-                kvs = _to_storage(x_kv, dt, "x_kv")
+            if x_kind is None:
+                xs = _to_storage(x, dt, f"{self.name}: x")
+                args.x = _fptr(xs)
+            if cross and not kv_stored:
+                kvs = _to_storage(x_kv, dt, f"{self.name}: x_kv")
                 args.x_kv = _fptr(kvs)
-            if probs is not None:
+            if not y_stored:
+                ys = np.empty(y_arr.shape, dtype=np.uint16)
+                args.y = _fptr(ys)
+            if probs is not None and not p_stored:
                 ps = np.empty(probs.shape, dtype=np.uint16)
                 args.probs = _fptr(ps)
         rc = self._forward(C.byref(args))
         del keep
         self._check_rc("forward", rc)
-        if narrow:
+        if narrow and not y_stored:
             y_arr[...] = _from_storage(ys, self._info.dtype)
-            if probs is not None:
-                probs[...] = _from_storage(ps, self._info.dtype)
+        if narrow and probs is not None and not p_stored:
+            probs[...] = _from_storage(ps, self._info.dtype)
         if probs is None:
             return out
         return out, probs_ret
@@ -1166,16 +1224,21 @@ class Kernel:
         token t attends over rows [0, positions[b] + t] (a sliding window:
         the last `window` of them). Returns y [batch, seq_len, out_dim]
         ([batch, out_dim] for a 2-D x); out: a buffer of that shape to
-        write it to, as forward's out. num_threads as in forward(). Every
-        argument is checked here first (ArgumentError)."""
+        write it to, as forward's out (a bf16/f16 kernel: x of its dtype
+        read in place and y returned in it, out= of its dtype, as in
+        forward()). num_threads as in forward(). Every argument is checked
+        here first (ArgumentError)."""
         narrow = self._info.dtype != _abi.DTYPE_F32
-        if narrow and out is not None:
-            self._need_f32_activations("decode with out")
         self._host_only("decode")
         self._no_decode("decode")
         info = self._info
         d = info.d_model
-        x = _f32(x, f"{self.name}: x")
+        # As in forward: x of a bf16/f16 kernel's dtype goes in as it is,
+        # and y comes back in that dtype.
+        x_kind = None
+        if narrow:
+            xv, x_kind = self._storage_input(x)
+        x = xv if x_kind else _f32(x, f"{self.name}: x")
         squeeze = x.ndim == 2
         x3 = x[:, None] if squeeze else x
         if x3.ndim != 3 or x3.shape[1] < 1 or x3.shape[2] != d:
@@ -1210,11 +1273,14 @@ class Kernel:
         pos = np.ascontiguousarray(pos, dtype=np.int32)
         packed = self._packed(packed)
         shape = (batch, info.out_dim) if squeeze else (batch, seq, info.out_dim)
+        y_stored = narrow and (out is not None or x_kind is not None)
         if out is None:
-            out = np.empty(shape, dtype=np.float32)
-            y_arr = out
+            if y_stored:
+                y_arr, out = self._storage_output(shape, x_kind)
+            else:
+                y_arr = out = np.empty(shape, dtype=np.float32)
         else:  # the caller's memory (a NumPy array or a CPU tensor), in place
-            y_arr = self._written(out, "out", [shape])
+            y_arr = self._written(out, "out", [shape], dtype=info.dtype)
         threads = self._threads(num_threads)
         x3 = np.ascontiguousarray(x3)
         self._disjoint([("out", y_arr), ("k_cache", k_cache), ("v_cache", v_cache)],
@@ -1227,9 +1293,10 @@ class Kernel:
                              f"shape (max_seq_len {info.max_seq_len})", _abi.ERR_BAD_SHAPE)
         args, keep = self._call_args(_abi.DecodeArgs, packed, x3, y_arr, batch, seq,
                                      ws_bytes, threads)
-        if narrow:  # x rounded to the kernel's dtype, y converted back
-            xs = _to_storage(x3, info.dtype)
+        if narrow and x_kind is None:  # x rounded to the kernel's dtype
+            xs = _to_storage(x3, info.dtype, f"{self.name}: x")
             args.x = _fptr(xs)
+        if narrow and not y_stored:  # y converted back to float32
             ys = np.empty(y_arr.shape, dtype=np.uint16)
             args.y = _fptr(ys)
         args.positions = pos.ctypes.data_as(C.POINTER(C.c_int32))
@@ -1240,6 +1307,6 @@ class Kernel:
         rc = self._decode(C.byref(args))
         del keep
         self._check_rc("decode", rc)
-        if narrow:
+        if narrow and not y_stored:
             y_arr[...] = _from_storage(ys, info.dtype)
         return out

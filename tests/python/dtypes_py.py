@@ -2,8 +2,10 @@
 """The Python package with bf16/f16 kernels: pack() rounds float32 (and
 torch bfloat16) weights to the kernel's weight_dtype exactly as libattnrt's
 packFloat does; forward() rounds x to the kernel's dtype and returns y as
-float32 (checked against the float32 kernel on rounded inputs), and refuses
-out=/probs_out= for such a kernel with the reason; its KV caches are of its
+float32 (checked against the float32 kernel on rounded inputs), reads an x
+of the kernel's dtype in place (no conversion) and returns y in it (torch
+tensors for torch x, the same bits), writes out= of its dtype in place and
+refuses a float32 out= with the reason; its KV caches are of its
 dtype (NumPy uint16 bf16 bits / float16, torch bfloat16 / float16, written
 in place) through forward(k_cache=) and decode() steps and chunks.
 
@@ -100,7 +102,9 @@ for k, p_, dt, u in ((kb, pb, _abi.DTYPE_BF16, 2.0**-8), (kh, ph, _abi.DTYPE_F16
 # the caches are: never integers.
 xb = _to_storage(x, _abi.DTYPE_BF16)
 wb = [_to_storage(a, _abi.DTYPE_BF16) for a in w]
-check(np.array_equal(kb.forward(xb, kb.pack(wb)), kb.forward(x, pb)) and
+yb = kb.forward(xb, kb.pack(wb))  # x of the kernel's dtype: y in it too
+check(yb.dtype == np.uint16 and
+      np.array_equal(_from_storage(yb, _abi.DTYPE_BF16), kb.forward(x, pb)) and
       np.array_equal(kb.pack(wb), pb) and
       np.array_equal(kf.forward(xb, kf.pack(wb)),
                      kf.forward(_from_storage(xb, _abi.DTYPE_BF16),
@@ -108,10 +112,43 @@ check(np.array_equal(kb.forward(xb, kb.pack(wb)), kb.forward(x, pb)) and
       "uint16 x and weights are bf16 bit patterns (bf16 and float32 kernels)")
 try:
     kb.forward(x, pb, out=np.empty((2, 7, 48), np.float32))
-    check(False, "forward of a bf16 kernel with out= is refused")
+    check(False, "forward of a bf16 kernel with a float32 out= is refused")
 except attnc.AttncError as e:
-    check("dtype is bf16" in str(e) and "leave out= unset" in str(e),
-          "forward of a bf16 kernel with out= is refused: " + str(e).split(": ", 1)[1][:50])
+    check("out must be a writable C-contiguous CPU torch.bfloat16 tensor or NumPy uint16"
+          in str(e) and "got an array of dtype float32" in str(e),
+          "forward of a bf16 kernel with a float32 out= is refused: " + str(e)[:60])
+
+# x of the kernel's dtype (torch bfloat16 / float16 tensors, NumPy uint16 /
+# float16 arrays) is read in place: no conversion runs (_f32, _to_storage),
+# y comes back in the dtype as x's kind, with the bits of the rounded
+# float32 path; out= and probs_out= of the dtype are written in place.
+for k, dt, tt in ((kb, _abi.DTYPE_BF16, torch.bfloat16), (kh, _abi.DTYPE_F16, torch.float16)):
+    name = _abi.DTYPES[dt]
+    pk = k.pack(w)
+    xt = torch.from_numpy(x).to(tt)
+    y32 = k.forward(xt.float().numpy(), pk)  # rounded in, float32 out
+    calls = []
+    real_f32, real_store = attnc._f32, attnc._to_storage
+    attnc._f32 = lambda *a: (calls.append("_f32"), real_f32(*a))[1]
+    attnc._to_storage = lambda *a: (calls.append("_to_storage"), real_store(*a))[1]
+    try:
+        yt = k.forward(xt, pk)
+        yo = torch.empty(2, 7, 48, dtype=tt)
+        ro = k.forward(xt, pk, out=yo)
+        xn = xt.view(torch.int16).numpy().view(np.uint16) if dt == _abi.DTYPE_BF16 \
+            else xt.numpy()
+        yn = k.forward(xn, pk)
+    finally:
+        attnc._f32, attnc._to_storage = real_f32, real_store
+    check(not calls, f"{name}: x of the dtype is not converted (calls: {calls})")
+    check(torch.is_tensor(yt) and yt.dtype == tt and
+          np.array_equal(yt.float().numpy(), y32),
+          f"{name}: torch x of the dtype gives a torch y of it, the float32 path's values")
+    check(ro is yo and torch.equal(yo, yt), f"{name}: out= of the dtype is written in place")
+    check(isinstance(yn, np.ndarray) and yn.dtype == xn.dtype and
+          np.array_equal(yn, yt.view(torch.int16).numpy().view(np.uint16)
+                         if dt == _abi.DTYPE_BF16 else yt.numpy()),
+          f"{name}: a NumPy x of the dtype gives a NumPy y of it, the same bits")
 
 # KV caches of a bf16/f16 kernel hold its dtype (new_cache: uint16 bf16
 # bits / float16; torch.bfloat16 / float16 tensors written in place).
@@ -174,6 +211,18 @@ for name, extra, dt, u, np_t in (("bf16dec", "dtype: bf16\n", _abi.DTYPE_BF16, 2
         else (lambda t: t.numpy())
     check(np.array_equal(yt, y) and np.array_equal(bits(kt), kc) and np.array_equal(bits(vt), vc),
           f"{_abi.DTYPES[dt]}: torch {str(tt)[6:]} caches are written in place, same bits")
+    # decode of a torch x of the dtype: read in place, y a torch tensor of
+    # it with the bits of the float32 x's step (both rounded the same way)
+    kc2, vc2 = k.new_cache(2)
+    k.forward(xs[:, :6], p_, k_cache=kc2, v_cache=vc2)
+    c3 = [c.copy() for c in (kc2, vc2)]
+    xt6 = torch.from_numpy(xs[:, 6]).to(tt)
+    yd = k.decode(xt6, p_, np.array([6, 6]), kc2, vc2)
+    yd32 = k.decode(xt6.float().numpy(), p_, np.array([6, 6]), *c3)
+    check(torch.is_tensor(yd) and yd.dtype == tt and yd.shape == (2, 48) and
+          np.array_equal(yd.float().numpy(), yd32),
+          f"{_abi.DTYPES[dt]}: decode of a torch x of the dtype returns a torch y of it, "
+          "the float32 x's values")
     for what, call in (
             ("float32 caches", lambda: k.decode(xs[:, 6], p_, np.array([6, 6]),
                                                  np.zeros((2, 3, 24, 16), np.float32),
