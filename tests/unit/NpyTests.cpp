@@ -201,14 +201,23 @@ TEST_CASE("npy: other dtypes are rejected with expected/found", "[npy]") {
     CHECK_FALSE(parseNpy(npyImage(dictFor("(1,)", descr), payload({1, 2})),
                          "d.npy", arr, msg));
     CHECK_THAT(msg, Contains("d.npy"));
-    CHECK_THAT(msg, Contains(std::string("expected float32 ('<f4'; float16 and "
-                                         "float64 are converted), found '") +
+    CHECK_THAT(msg, Contains(std::string("expected float32 ('<f4'; float16, float64 and "
+                                         "ml_dtypes' bfloat16, saved as '|V2', are "
+                                         "converted), found '") +
                              descr + "'"));
   }
-  // A bfloat16 array saved through ml_dtypes: 2-byte void, typeless.
-  CHECK_FALSE(parseNpy(npyImage(dictFor("(1,)", "<V2"), std::string(2, '\0')),
-                       "bf.npy", arr, msg));
-  CHECK_THAT(msg, Contains("bfloat16"));
+  // A bfloat16 array saved through ml_dtypes: 2-byte raw values ('|V2',
+  // '<V2'), read as bfloat16 bits (1.5 = 0x3FC0, -2 = 0xC000), noted by
+  // the caller through NpyArray::dtype; other raw widths are refused.
+  for (const char *descr : {"|V2", "<V2"}) {
+    const std::string bits("\xC0\x3F\x00\xC0", 4);
+    REQUIRE(parseNpy(npyImage(dictFor("(2,)", descr), bits), "bf.npy", arr, msg));
+    CHECK(arr.dtype == descr);
+    CHECK(arr.data == std::vector<float>{1.5f, -2.0f});
+  }
+  CHECK_FALSE(parseNpy(npyImage(dictFor("(1,)", "|V4"), std::string(4, '\0')),
+                       "v4.npy", arr, msg));
+  CHECK_THAT(msg, Contains("found '|V4'"));
   std::string structured =
       "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }";
   CHECK_FALSE(parseNpy(npyImage(structured, payload({1})), "s.npy", arr, msg));
