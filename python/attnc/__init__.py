@@ -654,27 +654,29 @@ class Kernel:
         return int(self._workspace_size(batch, seq_len, kv))
 
     def _storage_input(self, a):
-        """A bf16/f16 kernel's x (or x_kv) already of its dtype, C-contiguous
-        and on the CPU (a torch.bfloat16 / float16 tensor, a NumPy uint16
-        array of bf16 bits / float16 array): (a zero-copy NumPy view of its
-        memory, "torch" or "numpy"); otherwise (None, None) and the caller
-        converts it (_f32, then _to_storage)."""
+        """A bf16/f16 kernel's x (or x_kv) already of its dtype (a
+        torch.bfloat16 / float16 tensor, a NumPy uint16 array of bf16 bits
+        / float16 array): (a NumPy view of its memory when it is
+        C-contiguous on the CPU, zero-copy, else a C-contiguous copy;
+        "torch" or "numpy"). Otherwise (None, None): the caller converts
+        it (_f32, then _to_storage)."""
         dt = self._info.dtype
         if _is_tensor(a):
-            want = "bfloat16" if dt == _abi.DTYPE_BF16 else "float16"
-            if _torch_dtype(a) != want or a.device.type != "cpu" or not a.is_contiguous():
+            if _torch_dtype(a) != ("bfloat16" if dt == _abi.DTYPE_BF16 else "float16"):
                 return None, None
             t = a.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
             if hasattr(t, "resolve_neg"):
                 t = t.resolve_conj().resolve_neg()
+            t = t.contiguous()
             if dt == _abi.DTYPE_BF16:  # NumPy has no bfloat16: its bits
                 import torch as _torch
                 return t.view(_torch.int16).numpy().view(np.uint16), "torch"
             return t.numpy(), "torch"
-        want = np.uint16 if dt == _abi.DTYPE_BF16 else np.float16
-        if (isinstance(a, np.ndarray) and a.dtype == want and a.flags.c_contiguous
-                and a.flags.aligned):
-            return a, "numpy"
+        if isinstance(a, np.ndarray) and \
+                a.dtype == (np.uint16 if dt == _abi.DTYPE_BF16 else np.float16):
+            return np.ascontiguousarray(a), "numpy"
         return None, None
 
     def _storage_output(self, shape, kind):
@@ -944,13 +946,14 @@ class Kernel:
         tensor (not requiring grad) that overlaps no other buffer; the
         same rules hold for probs_out, k_cache and v_cache.
 
-        A bf16/f16 kernel (dtype): x (and x_kv) of its dtype, C-contiguous
-        on the CPU (torch.bfloat16 / float16 tensors, NumPy uint16 arrays
-        of bf16 bits / float16 arrays), are read in place (zero-copy), and
-        y and probs then come back in its dtype, as new arrays or tensors
-        of x's kind; out= and probs_out= must be of its dtype (written in
-        place). x of another dtype is rounded to the kernel's (a new array)
-        and y and probs come back as new float32 arrays.
+        A bf16/f16 kernel (dtype): x (and x_kv) of its dtype
+        (torch.bfloat16 / float16 tensors, NumPy uint16 arrays of bf16 bits
+        / float16 arrays) are read in place when C-contiguous on the CPU
+        (zero-copy; else copied once), and y and probs then come back in
+        its dtype, as new arrays or tensors of x's kind; out= and
+        probs_out= must be of its dtype (written in place). x of another
+        dtype is rounded to the kernel's (a new array) and y and probs come
+        back as new float32 arrays.
 
         The variants (docs/abi.md), each only where `features` has it:
           lengths     ("lengths") int [batch]: valid tokens per sequence,
@@ -981,10 +984,10 @@ class Kernel:
                       it, not together with a KV cache (use decode()).
         Query rows at or past a sequence's length are zero in y and probs.
         Every argument is checked here first (ArgumentError)."""
-        # A bf16/f16 kernel: x (and x_kv) go in rounded to its dtype, y and
-        # probs come back as float32 arrays (converted, so not into the
-        # caller's out=/probs_out=); its KV caches are in its dtype and
-        # written in place (new_cache()).
+        # A bf16/f16 kernel: x (and x_kv) of its dtype go in as they are,
+        # and y and probs come back in it; x of another dtype is rounded to
+        # it, and y and probs come back as float32 (converted); its KV
+        # caches are in its dtype and written in place (new_cache()).
         narrow = self._info.dtype != _abi.DTYPE_F32
         self._host_only("forward")
         info = self._info

@@ -145,6 +145,12 @@ for k, dt, tt in ((kb, _abi.DTYPE_BF16, torch.bfloat16), (kh, _abi.DTYPE_F16, to
           np.array_equal(yt.float().numpy(), y32),
           f"{name}: torch x of the dtype gives a torch y of it, the float32 path's values")
     check(ro is yo and torch.equal(yo, yt), f"{name}: out= of the dtype is written in place")
+    # a non-contiguous x of the dtype: copied once, y still of the dtype
+    xnc = torch.from_numpy(np.ascontiguousarray(x.transpose(1, 0, 2))).to(tt).transpose(0, 1)
+    ync = k.forward(xnc, pk)
+    check(not xnc.is_contiguous() and torch.is_tensor(ync) and ync.dtype == tt and
+          torch.equal(ync, yt), f"{name}: a non-contiguous torch x of the dtype gives the "
+          "same y of the dtype")
     check(isinstance(yn, np.ndarray) and yn.dtype == xn.dtype and
           np.array_equal(yn, yt.view(torch.int16).numpy().view(np.uint16)
                          if dt == _abi.DTYPE_BF16 else yt.numpy()),
