@@ -33,11 +33,13 @@ decode) use a workspace of what NAME_workspace_size
 its next call: attnc.release_workspace() frees it), and check every argument before the
 call, raising attnc.ArgumentError naming it: features, shapes, length and
 position ranges, and every buffer handed to the library: inputs (x, x_kv,
-weights: any real dtype, NumPy or torch, bfloat16 and float16 converted to
-float32 by torch) and the buffers it writes in place (out, probs_out,
-k_cache, v_cache: NumPy arrays or CPU torch tensors, exactly float32,
+weights: any real dtype, NumPy or torch, converted to the kernel's types;
+a bf16/f16 kernel reads x and x_kv of its dtype as they are) and the
+buffers it writes in place (out, probs_out, k_cache, v_cache: NumPy arrays
+or CPU torch tensors, exactly of the kernel's dtype (float32; out and
+probs_out of a bf16/f16 kernel may also be left out for float32 results),
 C-contiguous, aligned, writable, of the exact shape, overlapping no other
-buffer of the call). See docs/embedding.md.
+buffer of the call). See docs/embedding.md and docs/python.md.
 """
 import ctypes as C
 import os
@@ -664,16 +666,19 @@ class Kernel:
         if _is_tensor(a):
             if _torch_dtype(a) != ("bfloat16" if dt == _abi.DTYPE_BF16 else "float16"):
                 return None, None
-            t = a.detach()
-            if t.device.type != "cpu":
-                t = t.cpu()
-            if hasattr(t, "resolve_neg"):
-                t = t.resolve_conj().resolve_neg()
-            t = t.contiguous()
-            if dt == _abi.DTYPE_BF16:  # NumPy has no bfloat16: its bits
-                import torch as _torch
-                return t.view(_torch.int16).numpy().view(np.uint16), "torch"
-            return t.numpy(), "torch"
+            try:
+                t = a.detach()
+                if t.device.type != "cpu":
+                    t = t.cpu()
+                if hasattr(t, "resolve_neg"):
+                    t = t.resolve_conj().resolve_neg()
+                t = t.contiguous()
+                if dt == _abi.DTYPE_BF16:  # NumPy has no bfloat16: its bits
+                    import torch as _torch
+                    return t.view(_torch.int16).numpy().view(np.uint16), "torch"
+                return t.numpy(), "torch"
+            except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+                self._refuse(f"x: cannot be read as an array ({e})")
         if isinstance(a, np.ndarray) and \
                 a.dtype == (np.uint16 if dt == _abi.DTYPE_BF16 else np.float16):
             return np.ascontiguousarray(a), "numpy"
@@ -937,13 +942,14 @@ class Kernel:
                 kv_lengths=None, want_probs=False, probs_out=None, k_cache=None,
                 v_cache=None, positions=None):
         """y = block(x) for x of shape [batch, seq_len, d_model] (or
-        [seq_len, d_model]), any real dtype (NumPy or torch; bfloat16 and
-        float16 converted to float32). `packed` comes from pack().
+        [seq_len, d_model]), any real dtype (NumPy or torch; converted to
+        float32, or for a bf16/f16 kernel to its dtype, below). `packed`
+        comes from pack().
         num_threads: threads of libattnrt's pool, which every kernel of
         the process shares (0: one per CPU, 1: this thread only). out: y's buffer [batch, seq_len, out_dim] (or
         [seq_len, out_dim] with a 2-D x), written in place and returned: a
-        writable, C-contiguous, aligned float32 NumPy array or CPU torch
-        tensor (not requiring grad) that overlaps no other buffer; the
+        writable, C-contiguous, aligned NumPy array or CPU torch tensor of
+        the kernel's dtype (float32, or below) (not requiring grad) that overlaps no other buffer; the
         same rules hold for probs_out, k_cache and v_cache.
 
         A bf16/f16 kernel (dtype): x (and x_kv) of its dtype
@@ -951,9 +957,10 @@ class Kernel:
         / float16 arrays) are read in place when C-contiguous on the CPU
         (zero-copy; else copied once), and y and probs then come back in
         its dtype, as new arrays or tensors of x's kind; out= and
-        probs_out= must be of its dtype (written in place). x of another
-        dtype is rounded to the kernel's (a new array) and y and probs come
-        back as new float32 arrays.
+        probs_out= must be of its dtype (written in place; probs come back
+        in it with out= of it too). x of another dtype is rounded to the
+        kernel's (a new array) and y and probs come back as new float32
+        arrays.
 
         The variants (docs/abi.md), each only where `features` has it:
           lengths     ("lengths") int [batch]: valid tokens per sequence,
@@ -1096,7 +1103,8 @@ class Kernel:
             if squeeze and len(out.shape) == 3:  # [1, seq, out_dim] given
                 out = out[0]
         probs = probs_ret = None
-        p_stored = narrow and (probs_out is not None or x_kind is not None)
+        # (probs follow y: of the dtype with out= of it, as with x of it)
+        p_stored = narrow and (probs_out is not None or y_stored)
         if want_probs:
             pshape = (batch, info.heads, seq, kv_seq)
             if probs_out is None:

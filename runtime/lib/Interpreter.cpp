@@ -1562,14 +1562,16 @@ static void storageRounding(uint32_t dtype, double &rel, double &abs) {
 /// float32 roundings' gammaTilde), not for a rounding's plain bound u|x|:
 /// taken at u|x|, a user probe saw a correct bf16 kernel (out_proj:
 /// false, AVX512-BF16 path, --x-scale 3) fail 1 to 2 seeds in 20 at 1.05x
-/// to 1.12x its allowance. A rounding to nearest is spread evenly over
-/// +-half an ulp (<= u|x|: variance <= (u|x|)^2 / 3, sub-Gaussian with
-/// that variance), so a sum of independent ones exceeds kStorageKappa
-/// times the root sum of squares of their bounds with probability below
-/// 2 exp(-3 kappa^2 / 2) = 7.6e-11 at kappa = 4 (lambda / sqrt 3 = 5.8,
-/// the float32 terms' odds, widened the bound past max |y| (unbounded) on
-/// GPT-2 small in bf16 at --x-scale 3). The rigorous model adds errors
-/// linearly: u|x|.
+/// to 1.12x its allowance. Taken as spread evenly over +-half an ulp
+/// (<= u|x|: variance <= (u|x|)^2 / 3, sub-Gaussian with that variance),
+/// a sum of independent roundings exceeds kStorageKappa times the root sum
+/// of squares of their bounds with probability below 2 exp(-3 kappa^2 /
+/// 2) = 7.6e-11 at kappa = 4; with only mean zero and |error| <= u|x|
+/// (Hoeffding, what lambda assumes of the float32 terms) the odds are
+/// 2 exp(-kappa^2 / 2) = 6.7e-4 per sum. (lambda / sqrt 3 = 5.8, the
+/// float32 terms' odds under the first assumption, widened the bound past
+/// max |y| (unbounded) on GPT-2 small in bf16 at --x-scale 3.) The
+/// rigorous model adds errors linearly: u|x|.
 static constexpr double kStorageKappa = 4.0;
 
 static void roundingInModel(const Model &model, uint32_t dtype, double &rel, double &abs) {
@@ -1670,9 +1672,9 @@ static Reference referenceWithBoundImpl(const BlockParams &p,
   // bf16's rounding as the model takes it (roundingInModel), on x, the
   // dot products' operands and o before W_O; the softmax numerators'
   // term (sdpaBound's pRound) takes the plain u, with its own lambda.
-  double uA = 0, absA = 0, uP = 0, absP = 0;
+  double uA = 0, absA = 0, uP = 0, absUnused = 0;
   if (options.bf16Dots)
-    storageRounding(ATTNC_DTYPE_BF16, uP, absP);
+    storageRounding(ATTNC_DTYPE_BF16, uP, absUnused);
   if (bf16Gemm || options.bf16Dots)
     roundingInModel(model, ATTNC_DTYPE_BF16, uA, absA);
   std::vector<double> exd, exkv;

@@ -14,6 +14,7 @@
 #include "attnc/runtime/Files.h"
 
 #include "TensorFile.h"
+#include "TensorFileSupport.h"
 
 #include <algorithm>
 #include <cctype>
@@ -369,10 +370,7 @@ bool readNpyFrom(ByteSource &src, const std::string &name, NpyArray &out,
   // and ml_dtypes' bfloat16 (raw 2-byte values).
   bool bigEndian = false;
   const tensorfile::DType dtype = tensorfile::npyDescrType(descr, bigEndian);
-  const size_t width = dtype == tensorfile::DType::F16 || dtype == tensorfile::DType::BF16 ? 2
-                       : dtype == tensorfile::DType::F32                                  ? 4
-                       : dtype == tensorfile::DType::F64                                  ? 8
-                                                                                          : 0;
+  const size_t width = tensorfile::itemSize(dtype);
   if (!width)
     return fail(message, name,
                 "expected float32 ('<f4'; float16, float64 and ml_dtypes' bfloat16, "

@@ -156,6 +156,39 @@ for k, dt, tt in ((kb, _abi.DTYPE_BF16, torch.bfloat16), (kh, _abi.DTYPE_F16, to
                          if dt == _abi.DTYPE_BF16 else yt.numpy()),
           f"{name}: a NumPy x of the dtype gives a NumPy y of it, the same bits")
 
+# A bf16 cross-attention kernel with probs: x_kv of the dtype read as it
+# is while x is float32 (and the reverse), probs in the dtype with x or
+# out= of it, probs_out= of the dtype written in place, and an out= that
+# is the zero-copy x itself refused (it would be overwritten while read).
+kc_ = compile_("bf16x", "dtype: bf16\ncross_attention: true\noutputs: [y, probs]\n")
+pc = kc_.pack(w)
+xa = rng.standard_normal((2, 7, 48)).astype(np.float32)
+xkv = rng.standard_normal((2, 5, 48)).astype(np.float32)
+ta, tkv = torch.from_numpy(xa).to(torch.bfloat16), torch.from_numpy(xkv).to(torch.bfloat16)
+y0, p0 = kc_.forward(ta.float().numpy(), pc, x_kv=tkv.float().numpy(), want_probs=True)
+y1, p1 = kc_.forward(ta.float().numpy(), pc, x_kv=tkv, want_probs=True)
+y2, p2 = kc_.forward(ta, pc, x_kv=tkv.float().numpy(), want_probs=True)
+check(y1.dtype == np.float32 and np.array_equal(y1, y0) and np.array_equal(p1, p0),
+      "bf16 cross: x_kv of the dtype with a float32 x: float32 y and probs, the same values")
+check(torch.is_tensor(y2) and y2.dtype == torch.bfloat16 and torch.is_tensor(p2) and
+      p2.dtype == torch.bfloat16 and np.array_equal(y2.float().numpy(), y0) and
+      np.array_equal(p2.float().numpy(), p0),
+      "bf16 cross: x of the dtype: y and probs of the dtype, the same values")
+yo = np.empty((2, 7, 48), np.uint16)
+y3, p3 = kc_.forward(xa, pc, x_kv=xkv, out=yo, want_probs=True)
+po = torch.empty(2, 3, 7, 5, dtype=torch.bfloat16)
+y4, p4 = kc_.forward(ta, pc, x_kv=tkv, probs_out=po)
+check(y3 is yo and p3.dtype == np.uint16 and p4 is po and
+      np.array_equal(_from_storage(p3, _abi.DTYPE_BF16), p0) and torch.equal(p4, p2),
+      "bf16 cross: out= of the dtype gives probs of it; probs_out= of it is written in place")
+xv = np.ascontiguousarray(ta.view(torch.int16).numpy().view(np.uint16))
+try:
+    kc_.forward(xv, pc, x_kv=tkv, out=xv[:, :, :48])
+    check(False, "bf16 cross: out= that is the zero-copy x is refused")
+except attnc.ArgumentError as e:
+    check("overlap in memory" in str(e),
+          "bf16 cross: out= that is the zero-copy x is refused: " + str(e)[:70])
+
 # KV caches of a bf16/f16 kernel hold its dtype (new_cache: uint16 bf16
 # bits / float16; torch.bfloat16 / float16 tensors written in place).
 # Prefill 6 tokens with forward, a chunk of 5 with decode, then 4 steps:
@@ -233,11 +266,22 @@ for name, extra, dt, u, np_t in (("bf16dec", "dtype: bf16\n", _abi.DTYPE_BF16, 2
             ("float32 caches", lambda: k.decode(xs[:, 6], p_, np.array([6, 6]),
                                                  np.zeros((2, 3, 24, 16), np.float32),
                                                  np.zeros((2, 3, 24, 16), np.float32))),
-            ("decode with out=", lambda: k.decode(xs[:, 6], p_, np.array([6, 6]), kc, vc,
-                                                   out=np.empty((2, 48), np.float32)))):
+            ("decode with a float32 out=",
+             lambda: k.decode(xs[:, 6], p_, np.array([6, 6]), kc, vc,
+                              out=np.empty((2, 48), np.float32)))):
         try:
             call()
             check(False, f"{_abi.DTYPES[dt]}: {what} refused")
         except attnc.ArgumentError as e:
-            check(True, f"{_abi.DTYPES[dt]}: {what} refused: {str(e)[:110]}")
+            check("of dtype float32" in str(e),
+                  f"{_abi.DTYPES[dt]}: {what} refused: {str(e)[:110]}")
+    # decode's out= of the dtype: written in place, the same bits as the
+    # returned y of the same step on a copy of the caches
+    kc3, vc3 = k.new_cache(2)
+    k.forward(xs[:, :6], p_, k_cache=kc3, v_cache=vc3)
+    c4 = [c.copy() for c in (kc3, vc3)]
+    od = torch.empty(2, 48, dtype=tt)
+    rd = k.decode(xt6, p_, np.array([6, 6]), kc3, vc3, out=od)
+    check(rd is od and torch.equal(od, k.decode(xt6, p_, np.array([6, 6]), *c4)),
+          f"{_abi.DTYPES[dt]}: decode's out= of the dtype is written in place")
 sys.exit(0 if ok else 1)

@@ -163,8 +163,8 @@ const char *kUsage =
     "                     rows past the length give zero y rows. 'random': drawn\n"
     "                     from --seed, uniform in 0..seq_len. Default: none\n"
     "                     passed (NULL: every token valid)\n"
-    "  --x-kv FILE.npy    the K/V input [B, T_kv, d_model] float32 (float16/\n"
-    "                     float64 converted, as --x) of a cross-attention kernel\n"
+    "  --x-kv FILE.npy    the K/V input [B, T_kv, d_model] float32 (other types\n"
+    "                     converted and rounded, as --x) of a cross-attention kernel\n"
     "                     (features: cross); B must be the batch; its shape sets\n"
     "                     T_kv\n"
     "  --kv-seq-len N     T_kv for a random K/V input (drawn after x from the\n"
@@ -462,7 +462,7 @@ void noteConverted(const std::string &path, const attnrt::NpyArray &arr,
     return;
   // Narrowing rounds: float64 to anything, float32 to a 16-bit type, and
   // between the two 16-bit types.
-  const bool rounds = !same && (src == -1 || target != ATTNC_DTYPE_F32);
+  const bool rounds = src != int64_t(target) && (src == -1 || target != ATTNC_DTYPE_F32);
   const std::string tail = std::string(to) +
                            (target != ATTNC_DTYPE_F32 ? ", the kernel's dtype" : "") +
                            (rounds ? " (rounded to nearest)" : "");
@@ -1796,9 +1796,9 @@ int Run::readInputs() {
       error(msg);
       return kExitInput;
     }
-    noteConverted(o.xPath, arr, ki.dtype);
     if (!fitsDtype(o.xPath, arr.data))
       return kExitInput;
+    noteConverted(o.xPath, arr, ki.dtype);
     batch = arr.shape[0];
     seq = arr.shape[1];
     x = std::move(arr.data);
@@ -1828,9 +1828,9 @@ int Run::readInputs() {
       error(msg);
       return kExitInput;
     }
-    noteConverted(o.xKvPath, arr, ki.dtype);
     if (!fitsDtype(o.xKvPath, arr.data))
       return kExitInput;
+    noteConverted(o.xKvPath, arr, ki.dtype);
     kvSeq = arr.shape[1];
     xKv = std::move(arr.data);
   }

@@ -366,10 +366,15 @@ struct Gemm {
     // An even number of groups where a group of at least half the size
     // gives one: a one-row GEMM (a decode step's) has one task per group,
     // and two threads split an odd count unevenly (GPT-2 small's bf16 QKV:
-    // 9 groups of 8 panels -> 12 of 6).
+    // 9 groups of 8 panels -> 12 of 6). Paired panels keep an even group
+    // of at least 2 (one panel per group would leave them all to the
+    // narrower kernel).
     auto groupsOf = [&](int64_t g) { return (numPanels + g - 1) / g; };
-    for (int64_t g = group; groupsOf(group) % 2 && g >= std::max<int64_t>(1, group / 2);
-         g -= pairedPanels && g > 2 ? 2 : 1)
+    const int64_t g0 = group;
+    const int64_t least =
+        std::max<int64_t>(pairedPanels ? std::min<int64_t>(2, g0) : 1, g0 / 2);
+    const int64_t step = pairedPanels && g0 % 2 == 0 ? 2 : 1;
+    for (int64_t g = g0; g >= least && groupsOf(group) % 2; g -= step)
       if (groupsOf(g) % 2 == 0)
         group = g;
     int64_t groups = groupsOf(group);

@@ -88,12 +88,27 @@ std::string attnc::emitHeader(const KernelDesc &desc, const PackPlan &plan, Isa 
            : t == ATTNC_DTYPE_F16 ? "ATTNC_DTYPE_F16"
                                   : "ATTNC_DTYPE_F32";
   };
+  // The activations this kernel has, for the element-type comment.
+  auto activations = [&] {
+    std::vector<std::string> a{"x"};
+    if (desc.cross())
+      a.push_back("x_kv");
+    a.push_back("y");
+    if (desc.wantsProbs())
+      a.push_back("probs");
+    if (desc.decode())
+      a.push_back("the KV caches");
+    std::string out;
+    for (size_t i = 0; i < a.size(); ++i)
+      out += (i ? (i + 1 == a.size() ? " and " : ", ") : "") + a[i];
+    return out;
+  };
   guard("DTYPE");
   os << "#define " << N << "_DTYPE " << dtypeMacro(desc.block.dtype) << "\n";
   guard("WEIGHT_DTYPE");
   os << "#define " << N << "_WEIGHT_DTYPE " << dtypeMacro(desc.block.weightDtype) << "\n"
-     << "/* x, x_kv, y, probs and the KV caches are arrays of " << N << "_DTYPE, the\n"
-        " * weights NAME_pack reads of " << N << "_WEIGHT_DTYPE (ATTNC_DTYPE_*). */\n";
+     << "/* " << activations() << " are arrays of " << N << "_DTYPE, the weights\n"
+        " * NAME_pack reads of " << N << "_WEIGHT_DTYPE (ATTNC_DTYPE_*). */\n";
   os << "#define " << N << "_SPEC_HASH 0x"
      << llvm::format_hex_no_prefix(desc.specHash, 16) << "ull\n";
   bool padding = desc.paddingMask(), probs = desc.wantsProbs();

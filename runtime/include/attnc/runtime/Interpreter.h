@@ -215,11 +215,12 @@ struct BoundOptions {
   /// bf16 weights: what the kernel's GEMMs multiplied them with.
   ///  * Unknown (attnc-dump, which checks several code paths against one
   ///    reference): x's rounding to bf16 joins the bound as u|x|, the
-  ///    attention output's before W_O as u|o|;
+  ///    attention output's before W_O as u|o| (each 4u in the probabilistic
+  ///    model: roundings inside the computation, docs/checking.md);
   ///  * Bf16 (the AVX512-BF16 code path ran: selected_isa() is
   ///    ATTNC_ISA_AVX512_BF16): the reference multiplies x and x_kv rounded
   ///    to bf16 exactly as the kernel does (RNE; exact inputs, so no bound
-  ///    term), and u|o| before W_O;
+  ///    term), and u|o| before W_O (4u, as above);
   ///  * Float32 (any other code path): the weights are converted to
   ///    float32 and nothing is rounded to bf16.
   enum class GemmInputs { Unknown, Float32, Bf16 };

@@ -333,12 +333,14 @@ struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data;
   /// The file's dtype when it was converted to float32 ('<f8', '<f2',
-  /// '>f4', ...); empty when the file held little-endian float32.
+  /// '>f4', '|V2' read as bfloat16, ...); empty when the file held
+  /// little-endian float32.
   std::string dtype;
 };
 
 /// Reads a C-order .npy of float32, or of float16 / float64 (either byte
-/// order) converted to float32 (NpyArray::dtype says so: tell the user; a
+/// order) or ml_dtypes' bfloat16 (2-byte raw values, '|V2') converted to
+/// float32 (NpyArray::dtype says so: tell the user; a
 /// finite float64 beyond float32's range is an error). Anything else
 /// (another dtype, Fortran order, bad magic, truncated data, trailing
 /// bytes, object arrays, a directory, a header longer than 1 MiB, more
