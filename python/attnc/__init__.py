@@ -253,6 +253,32 @@ def _torch_dtype(t):
     return str(t.dtype).replace("torch.", "")
 
 
+# A kernel dtype's element type in NumPy and in torch: NumPy has no
+# bfloat16, so a bf16 array is its bit patterns as uint16.
+_NP_TYPE = {_abi.DTYPE_F32: np.float32, _abi.DTYPE_BF16: np.uint16,
+            _abi.DTYPE_F16: np.float16}
+_TORCH_TYPE = {_abi.DTYPE_F32: "float32", _abi.DTYPE_BF16: "bfloat16",
+               _abi.DTYPE_F16: "float16"}
+
+
+def _tensor_as_numpy(t):
+    """A NumPy view of a CPU tensor's memory (a bfloat16 one as uint16
+    bits)."""
+    if _torch_dtype(t) == "bfloat16":
+        import torch as _torch
+        return t.view(_torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def _numpy_as_tensor(a, dtype):
+    """A torch tensor of the kernel dtype `dtype` sharing the memory of
+    `a`, an array of _NP_TYPE[dtype]."""
+    import torch as _torch
+    if dtype == _abi.DTYPE_BF16:
+        return _torch.from_numpy(a.view(np.int16)).view(_torch.bfloat16)
+    return _torch.from_numpy(a)
+
+
 def _fptr(a):
     return a.ctypes.data_as(C.c_void_p)
 
@@ -664,7 +690,7 @@ class Kernel:
         it (_f32, then _to_storage)."""
         dt = self._info.dtype
         if _is_tensor(a):
-            if _torch_dtype(a) != ("bfloat16" if dt == _abi.DTYPE_BF16 else "float16"):
+            if _torch_dtype(a) != _TORCH_TYPE[dt]:
                 return None, None
             try:
                 t = a.detach()
@@ -672,15 +698,10 @@ class Kernel:
                     t = t.cpu()
                 if hasattr(t, "resolve_neg"):
                     t = t.resolve_conj().resolve_neg()
-                t = t.contiguous()
-                if dt == _abi.DTYPE_BF16:  # NumPy has no bfloat16: its bits
-                    import torch as _torch
-                    return t.view(_torch.int16).numpy().view(np.uint16), "torch"
-                return t.numpy(), "torch"
+                return _tensor_as_numpy(t.contiguous()), "torch"
             except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
                 self._refuse(f"x: cannot be read as an array ({e})")
-        if isinstance(a, np.ndarray) and \
-                a.dtype == (np.uint16 if dt == _abi.DTYPE_BF16 else np.float16):
+        if isinstance(a, np.ndarray) and a.dtype == _NP_TYPE[dt]:
             return np.ascontiguousarray(a), "numpy"
         return None, None
 
@@ -688,13 +709,8 @@ class Kernel:
         """A new y (or probs) of a bf16/f16 kernel's dtype: (the NumPy array
         the kernel writes, what the caller gets: that array, or a torch
         tensor of the dtype sharing its memory when kind is "torch")."""
-        a = np.empty(shape, np.uint16 if self._info.dtype == _abi.DTYPE_BF16 else np.float16)
-        if kind != "torch":
-            return a, a
-        import torch as _torch
-        if self._info.dtype == _abi.DTYPE_BF16:
-            return a, _torch.from_numpy(a.view(np.int16)).view(_torch.bfloat16)
-        return a, _torch.from_numpy(a)
+        a = np.empty(shape, _NP_TYPE[self._info.dtype])
+        return a, (_numpy_as_tensor(a, self._info.dtype) if kind == "torch" else a)
 
     def _refuse(self, message, status=_abi.ERR_ARGS):
         raise ArgumentError(f"{self.name}: {message}", status)
@@ -741,11 +757,12 @@ class Kernel:
         ArgumentError (ERR_BUFFER_SIZE) naming `name`; `want` describes the
         shape in the message."""
         want = want or " or ".join(str(tuple(sh)) for sh in shapes or [])
-        np_type, torch_type, spelled = {
-            _abi.DTYPE_F32: (np.float32, "float32", "float32 NumPy array or CPU torch tensor"),
-            _abi.DTYPE_BF16: (np.uint16, "bfloat16", "CPU torch.bfloat16 tensor or NumPy "
-                              "uint16 array (bf16 bit patterns)"),
-            _abi.DTYPE_F16: (np.float16, "float16", "float16 NumPy array or CPU torch tensor"),
+        np_type, torch_type = _NP_TYPE[dtype], _TORCH_TYPE[dtype]
+        spelled = {
+            _abi.DTYPE_F32: "float32 NumPy array or CPU torch tensor",
+            _abi.DTYPE_BF16: "CPU torch.bfloat16 tensor or NumPy uint16 array (bf16 bit "
+                             "patterns)",
+            _abi.DTYPE_F16: "float16 NumPy array or CPU torch tensor",
         }[dtype]
         what = f"{name} must be a writable C-contiguous {spelled} of shape {want} (it is " \
                "written in place)"
@@ -766,13 +783,7 @@ class Kernel:
                 self._refuse(f"{what}; got a torch tensor {', '.join(problems)}",
                              _abi.ERR_BUFFER_SIZE)
             try:
-                a = a.detach()
-                if torch_type == "bfloat16":  # NumPy has no bfloat16: its bits
-                    import torch as _torch
-                    a = a.view(_torch.int16)
-                a = a.numpy()  # shares the tensor's memory
-                if torch_type == "bfloat16":
-                    a = a.view(np.uint16)
+                a = _tensor_as_numpy(a.detach())  # shares the tensor's memory
             except (TypeError, RuntimeError) as e:
                 self._refuse(f"{what}; got a torch tensor NumPy cannot view ({e})",
                              _abi.ERR_BUFFER_SIZE)
@@ -1210,8 +1221,7 @@ class Kernel:
                          _abi.ERR_BAD_SHAPE)
         self._cache_len_ok(cache_len)
         shape = (batch, i.kv_heads, cache_len, i.head_dim)
-        t = {_abi.DTYPE_BF16: np.uint16, _abi.DTYPE_F16: np.float16}.get(i.dtype, np.float32)
-        caches = np.zeros(shape, t), np.zeros(shape, t)
+        caches = np.zeros(shape, _NP_TYPE[i.dtype]), np.zeros(shape, _NP_TYPE[i.dtype])
         for c in caches:
             _runtime.huge_pages(c)
         return caches

@@ -529,4 +529,13 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
   return true;
 }
 
+bool npyRawBf16(const std::string &d) {
+  return d.size() == 3 && (d[0] == '|' || d[0] == '<' || d[0] == '>' || d[0] == '=') &&
+         d[1] == 'V' && d[2] == '2';
+}
+
+std::string npyRawBf16Note(const std::string &d) {
+  return "'" + d + "' (2-byte raw values) read as bfloat16, as ml_dtypes saves it";
+}
+
 } // namespace attnrt

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TensorFileSupport.h"
+#include "attnc/runtime/Runtime.h"
 
 #include <algorithm>
 #include <cctype>
@@ -366,14 +367,9 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-bool npyRawBf16(const std::string &d) {
-  return d.size() == 3 && (d[0] == '|' || d[0] == '<' || d[0] == '>' || d[0] == '=') &&
-         d[1] == 'V' && d[2] == '2';
-}
-
 DType npyDescrType(const std::string &d, bool &bigEndian) {
   bigEndian = false;
-  if (npyRawBf16(d))
+  if (attnrt::npyRawBf16(d))
     return DType::BF16;
   if (d.size() != 3 || (d[0] != '<' && d[0] != '>' && d[0] != '=') || d[1] != 'f')
     return DType::Unsupported;

@@ -74,9 +74,6 @@ bool convert(const unsigned char *src, DType t, bool bigEndian, int64_t n,
 /// bfloat16 array (little-endian: the machines that write them);
 /// Unsupported otherwise. Both .npy readers (Npy.cpp, readTensor) ask it.
 DType npyDescrType(const std::string &descr, bool &bigEndian);
-/// Whether `descr` is the raw 2-byte type npyDescrType reads as bfloat16
-/// (the reader notes the interpretation).
-bool npyRawBf16(const std::string &descr);
 
 /// "(768, 2304)" style.
 std::string shapeString(const std::vector<int64_t> &shape);

@@ -16,6 +16,7 @@
 #include "attnc/runtime/Files.h"
 #include "attnc/runtime/Block.h"
 #include "attnc/runtime/Checkpoint.h"
+#include "attnc/runtime/Runtime.h"
 
 #include <cctype>
 #include <cmath>
@@ -253,9 +254,8 @@ struct Loader {
     const DType kernelType = info.weight_dtype == ATTNC_DTYPE_BF16  ? DType::BF16
                              : info.weight_dtype == ATTNC_DTYPE_F16 ? DType::F16
                                                                     : DType::F32;
-    if (npyRawBf16(tensor.dtypeName))
-      w.notes.push_back(what + ": '" + tensor.dtypeName +
-                        "' (2-byte raw values) read as bfloat16, as ml_dtypes saves it");
+    if (attnrt::npyRawBf16(tensor.dtypeName))
+      w.notes.push_back(what + ": " + attnrt::npyRawBf16Note(tensor.dtypeName));
     if (tensor.dtype != kernelType)
       w.notes.push_back(what + ": " + dtypeName(tensor.dtype) + " converted to " +
                         dtypeName(kernelType));

@@ -446,7 +446,7 @@ void checkAgainstConfig(const std::string &lib, const std::string &dir,
 void noteConverted(const std::string &path, const attnrt::NpyArray &arr,
                    uint32_t target = ATTNC_DTYPE_F32) {
   const std::string &d = arr.dtype;
-  const bool raw = d.size() == 3 && d[1] == 'V';
+  const bool raw = attnrt::npyRawBf16(d);
   const char w = d.size() == 3 ? d[2] : '4';
   // The file's type as a dtype code (float64: none; big-endian float32 is
   // float32 once read).
@@ -467,10 +467,8 @@ void noteConverted(const std::string &path, const attnrt::NpyArray &arr,
                            (target != ATTNC_DTYPE_F32 ? ", the kernel's dtype" : "") +
                            (rounds ? " (rounded to nearest)" : "");
   if (raw)
-    std::fprintf(stderr,
-                 "attnc-run: note: %s: '%s' (2-byte raw values) read as bfloat16, as "
-                 "ml_dtypes saves it%s%s\n",
-                 path.c_str(), d.c_str(), same ? "" : ", converted to ",
+    std::fprintf(stderr, "attnc-run: note: %s: %s%s%s\n", path.c_str(),
+                 attnrt::npyRawBf16Note(d).c_str(), same ? "" : ", converted to ",
                  same ? "" : tail.c_str());
   else
     std::fprintf(stderr, "attnc-run: note: %s: %s ('%s') converted to %s\n", path.c_str(),

@@ -329,6 +329,12 @@ std::string validateInfo(const attnc_kernel_info &info,
 // .npy I/O (float32, C order, version 1.0/2.0/3.0 headers)
 //===----------------------------------------------------------------------===//
 
+/// Whether a .npy `descr` is the 2-byte raw type read as bfloat16 ('|V2',
+/// '<V2', ...: how NumPy saves an ml_dtypes bfloat16 array), and the note
+/// the readers give when they read one.
+bool npyRawBf16(const std::string &descr);
+std::string npyRawBf16Note(const std::string &descr);
+
 struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data;
