@@ -865,7 +865,7 @@ class Kernel:
         the call."""
         if threads == 1:
             return None
-        fn = _runtime.shared_pool_fn(_abi.ParallelForFn)
+        fn = _runtime.shared_pool()
         if fn is None:
             return None
         req = _runtime.PoolRequest(threads, self._info.stack_bytes)

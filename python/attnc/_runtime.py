@@ -25,7 +25,7 @@ import ctypes.util
 import glob
 import os
 
-from ._abi import ABI_VERSION
+from ._abi import ABI_VERSION, ParallelForFn
 
 ENV = "ATTNC_LIBATTNRT"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,33 +127,23 @@ class PoolRequest(C.Structure):
 
 
 _pool = None
-_pool_fn = None
-
-
-def shared_pool_fn(fn_type):
-    """shared_pool() as a fn_type (the ABI's ParallelForFn) function
-    pointer, made once per process (it is the same function for every
-    call), or None."""
-    global _pool_fn
-    if _pool_fn is None:
-        addr = shared_pool()
-        _pool_fn = fn_type(addr) if addr is not None else False
-    return _pool_fn or None
 
 
 def shared_pool():
-    """libattnrt's thread pool as a parallel-for hook: the address of
-    attnrt_parallel_for (attnrt_c.h, C API version 2), or None for an older
-    libattnrt. Kernel.forward and Kernel.decode pass it to every kernel they
-    call with more than one thread, so the kernels of a process share one
-    pool instead of starting one each."""
+    """libattnrt's thread pool as a parallel-for hook: attnrt_parallel_for
+    (attnrt_c.h, C API version 2) as the ABI's ParallelForFn function
+    pointer, made once per process, or None for an older libattnrt.
+    Kernel.forward and Kernel.decode pass it to every kernel they call
+    with more than one thread, so the kernels of a process share one pool
+    instead of starting one each."""
     global _pool
     if _pool is None:
         lib, _ = library()
         try:
-            _pool = C.cast(lib.attnrt_parallel_for, C.c_void_p).value or 0
+            addr = C.cast(lib.attnrt_parallel_for, C.c_void_p).value
         except AttributeError:
-            _pool = 0
+            addr = None
+        _pool = ParallelForFn(addr) if addr else False
     return _pool or None
 
 

@@ -85,6 +85,7 @@ class _Runner:
         self.lengths = bool(i.features & _FEAT_LENGTHS)
         self.max_seq_len = i.max_seq_len
         self.mask = i.mask
+        self.chunked = _abi.MASKS.get(i.mask, "").startswith("chunked")
         self.fwd = k._forward
         self.ws_size = k._workspace_size
         self.local = threading.local()
@@ -230,7 +231,7 @@ class _Runner:
             # rotary embedding rotates token i of sequence b by
             # positions[b] + i (Kernel.forward's `positions`).
             positions = self._ints(positions, "positions", b, 2**30 - t, "2^30 - seq_len")
-            why = _chunked_start(self.mask, positions)
+            why = self.chunked and _chunked_start(self.mask, positions)
             if why:
                 raise RuntimeError(f"attnc::forward: {self.name}: {why}")
             args.positions = C.cast(positions.data_ptr(), _I32P)

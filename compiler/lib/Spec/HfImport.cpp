@@ -98,6 +98,14 @@ struct Config {
     if (notes && std::find(notes->begin(), notes->end(), note) == notes->end())
       notes->push_back(note);
   }
+  /// The mapping under key `k` (DBRX's and MPT's attn_config) read the
+  /// same way: an empty one when the key is missing or not a mapping.
+  Config child(const std::string &k) const {
+    Config sub{root[k], file};
+    if (!sub.root || !sub.root.IsMap())
+      sub.root = YAML::Node(YAML::NodeType::Map);
+    return sub;
+  }
   bool boolean(const std::string &k, bool dflt) const {
     if (!has(k))
       return dflt;
@@ -276,18 +284,17 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
           // yarn's betas are read as `rope_scaling.get("beta_fast") or 32`
           // (and `or 1`): a 0 is the default, not a value (the spec's
           // beta_fast and beta_slow are positive).
-          const std::string bk = k;
-          if (bk == "beta_fast" || bk == "beta_slow") {
-            double v = 1.0;
-            if (YAML::convert<double>::decode(scaling[k], v) && v == 0.0) {
-              const char *dflt = bk == "beta_fast" ? "32" : "1";
-              if (c.notes)
-                c.notes->push_back(fmt::format(
-                    "note: {}{}: rope_scaling.{}: 0 reads as the default {}, as transformers "
-                    "reads it (`or {}`)", c.file, locationOf(scaling[k]), bk, dflt, dflt));
-              y += fmt::format("    {}: {}\n", bk, dflt);
-              continue;
-            }
+          const char *dflt = std::string(k) == "beta_fast"   ? "32"
+                             : std::string(k) == "beta_slow" ? "1"
+                                                             : nullptr;
+          double v = 1.0;
+          if (dflt && YAML::convert<double>::decode(scaling[k], v) && v == 0.0) {
+            if (c.notes)
+              c.notes->push_back(fmt::format(
+                  "note: {}{}: rope_scaling.{}: 0 reads as the default {}, as transformers "
+                  "reads it (`or {}`)", c.file, locationOf(scaling[k]), k, dflt, dflt));
+            y += fmt::format("    {}: {}\n", k, dflt);
+            continue;
           }
           y += fmt::format("    {}: {}\n", k, scaling[k].as<std::string>());
         }
@@ -1045,31 +1052,25 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // checkpoints name it ("" for other models): --layer N, and the
   // suggestion when a --module's last component is not the attention's.
   auto layerPathOf = [&](int64_t n) -> std::string {
-    if (llamaLike)
+    if (llamaLike || mt == "phi3" || mt == "phimoe" || mt == "jamba" ||
+        mt == "granitemoehybrid" || mt == "bamba" || mt == "lfm2" || mt == "persimmon")
       return fmt::format("model.layers.{}.self_attn", n);
-    else if (mt == "gptj")
+    else if (mt == "gptj" || mt == "gpt_bigcode")
       return fmt::format("transformer.h.{}.attn", n);
     else if (mt == "gpt2")
       return fmt::format("h.{}.attn", n);
     else if (mt == "opt")
       return fmt::format("model.decoder.layers.{}.self_attn", n);
-    else if (mt == "phi3" || mt == "phimoe" || mt == "jamba" || mt == "granitemoehybrid" ||
-             mt == "bamba" || mt == "lfm2")
-      return fmt::format("model.layers.{}.self_attn", n);
     else if (mt == "dbrx")
       return fmt::format("transformer.blocks.{}.norm_attn_norm.attn", n);
     else if (mt == "recurrent_gemma")
       return fmt::format("model.layers.{}.temporal_block", n);
     else if (mt == "gpt_neox")
       return fmt::format("gpt_neox.layers.{}.attention", n);
-    else if (mt == "persimmon")
-      return fmt::format("model.layers.{}.self_attn", n);
     else if (mt == "bloom" || mt == "falcon")
       return fmt::format("transformer.h.{}.self_attention", n);
     else if (mt == "mpt")
       return fmt::format("transformer.blocks.{}.attn", n);
-    else if (mt == "gpt_bigcode")
-      return fmt::format("transformer.h.{}.attn", n);
     else if (mt == "gpt_neo")
       return fmt::format("transformer.h.{}.attn.attention", n);
     return "";
@@ -1560,9 +1561,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // before RoPE).
     expectAfter({"norm_attn_norm.attn"});
     const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
-    Config ac{c.root["attn_config"], c.file};
-    if (!ac.root || !ac.root.IsMap())
-      ac.root = YAML::Node(YAML::NodeType::Map);
+    const Config ac = c.child("attn_config");
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nweights: separate\n"
                      "bias: false\nmask: causal\n", d, h, ac.integer("kv_n_heads", 1), d / h);
     if (ac.has("clip_qkv"))
@@ -1733,9 +1732,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   } else if (mt == "mpt") {
     expectAfter({"attn"});
     const int64_t d = c.integer("d_model"), h = c.integer("n_heads");
-    Config ac{c.root["attn_config"], c.file};
-    if (!ac.root || !ac.root.IsMap())
-      ac.root = YAML::Node(YAML::NodeType::Map);
+    const Config ac = c.child("attn_config");
     // attn_type (MosaicML's llm-foundry): multi-head (the default, and all
     // transformers' MptAttention implements), multi-query or grouped-query
     // with kv_n_heads; Wqkv is [q | k | v] either way.

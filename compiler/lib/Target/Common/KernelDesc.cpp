@@ -158,9 +158,15 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   // would be, so that a library is never written that the runtime refuses
   // or that the C compiler cannot build.
   const attnrt::BlockParams &p = d.block;
-  auto dtypeOk = [](uint32_t t) {
-    return t == ATTNC_DTYPE_F32 || t == ATTNC_DTYPE_BF16 || t == ATTNC_DTYPE_F16;
-  };
+  // No rope: none of its fields; rope: a known style, an even rotary_dim
+  // in [2, head_dim] and rotary_dim / 2 frequencies.
+  const bool ropeOk =
+      p.rope.style == ATTNC_ROPE_NONE
+          ? p.rope.rotaryDim == 0 && p.rope.invFreq.empty()
+          : (p.rope.style == ATTNC_ROPE_HALF_SPLIT || p.rope.style == ATTNC_ROPE_INTERLEAVED) &&
+                p.rope.rotaryDim >= 2 && p.rope.rotaryDim % 2 == 0 &&
+                p.rope.rotaryDim <= p.headDim &&
+                int64_t(p.rope.invFreq.size()) == p.rope.rotaryDim / 2;
   std::string why;
   if (!isCIdentifier(d.name))
     why = "name '" + d.name + "' is not a C identifier";
@@ -170,9 +176,9 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   else if (p.dModel <= 0 || p.heads <= 0 || p.kvHeads <= 0 || p.headDim <= 0 ||
            p.heads % p.kvHeads != 0)
     why = "d_model, heads, kv_heads and head_dim must be positive, kv_heads dividing heads";
-  else if (!(p.scale >= 1.1754943508222875e-38 && p.scale <= 1e6)) // FLT_MIN, as specs
+  else if (!(p.scale >= attnc::limits::kMinScale && p.scale <= attnc::limits::kMaxScale))
     why = "scale must be a number in [FLT_MIN, 1e6], as a spec's (the runtime refuses others)";
-  else if (p.window > (int64_t(1) << 24))
+  else if (p.window > attnc::limits::kMaxWindow)
     why = "window " + std::to_string(p.window) + " is more than a spec allows (2^24)";
   else if ((attnc_mask_sliding(p.mask) || attnc_mask_chunked(p.mask)) != (p.window > 0) ||
            p.window < 0)
@@ -184,7 +190,7 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
   // refused at load, exit 15 in attnc-run)
   else if (d.maxSeqLen < 0 || d.maxSeqLen > attnc::limits::kMaxSeqLen)
     why = "max_seq_len " + std::to_string(d.maxSeqLen) + " is not in [0, 2^24] (0: unbounded)";
-  else if (!dtypeOk(p.dtype) || !dtypeOk(p.weightDtype))
+  else if (attnrt::dtypeBytes(p.dtype) == 0 || attnrt::dtypeBytes(p.weightDtype) == 0)
     why = "dtype " + std::to_string(p.dtype) + " / weight_dtype " +
           std::to_string(p.weightDtype) + ": an element type is 0 (f32), 1 (bf16) or 2 (f16)";
   else if (p.tpSize < 1 || p.tpSize > attnc::limits::kMaxHeads || p.tpRank < 0 ||
@@ -195,13 +201,7 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
     why = "softcap must be 0 (none) or in (0, 10000]";
   else if (!(p.clipQkv >= 0 && std::isfinite(p.clipQkv)))
     why = "clip_qkv must be 0 (none) or a positive finite limit";
-  else if (p.rope.style == ATTNC_ROPE_NONE
-               ? p.rope.rotaryDim != 0 || !p.rope.invFreq.empty()
-               : (p.rope.style != ATTNC_ROPE_HALF_SPLIT &&
-                  p.rope.style != ATTNC_ROPE_INTERLEAVED) ||
-                     p.rope.rotaryDim < 2 || p.rope.rotaryDim % 2 != 0 ||
-                     p.rope.rotaryDim > p.headDim ||
-                     int64_t(p.rope.invFreq.size()) != p.rope.rotaryDim / 2)
+  else if (!ropeOk)
     why = "rope style " + std::to_string(p.rope.style) + ", rotary_dim " +
           std::to_string(p.rope.rotaryDim) + " and " +
           std::to_string(p.rope.invFreq.size()) +
