@@ -21,11 +21,12 @@ torch.ops.attnc.forward.
 
 Inference only: the operators raise RuntimeError when grad mode is on and
 an input requires grad (no gradient would flow: they have no autograd
-formula). Zero-copy: float32, contiguous CPU inputs are handed to the
-kernel where they lie (data_ptr), y and the attention weights are
-allocated as torch tensors the kernel writes; other float dtypes are
-converted to float32 (a copy) and non-contiguous inputs made contiguous
-(a copy). With num_threads other than 1 the tasks run on libattnrt's one
+formula). Zero-copy: contiguous CPU inputs of the kernel's dtype
+(float32; torch.bfloat16 / float16 for a kernel whose dtype is bf16 /
+f16) are handed to the kernel where they lie (data_ptr), y and the
+attention weights are allocated as torch tensors of that dtype the kernel
+writes; other float dtypes are converted to it (a copy) and
+non-contiguous inputs made contiguous (a copy). With num_threads other than 1 the tasks run on libattnrt's one
 pool, shared with attnc.Kernel and every other kernel of the process.
 """
 import ctypes as C
@@ -38,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from . import Kernel, AttncError, _abi, _chunked_start, _file_identity, _runtime
+from . import _TORCH_TYPE
 from . import compile as _compile_spec
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
@@ -71,10 +73,10 @@ class _Runner:
         i = k._info
         if i.features & _FEAT_CUDA:
             raise AttncError(f"{path}: a CUDA kernel: attnc::forward runs CPU kernels only")
-        if i.dtype != _abi.CONSTANTS["ATTNC_DTYPE_F32"]:
-            raise AttncError(f"{path}: dtype {_abi.DTYPES.get(i.dtype, i.dtype)}: "
-                             "attnc::forward runs float32 kernels only")
         self.kernel = k
+        # x, x_kv, y and probs in the kernel's dtype (float32, bfloat16,
+        # float16): its activations, which it reads and writes as they lie.
+        self.dtype = getattr(torch, _TORCH_TYPE[i.dtype])
         self.name = k.name
         self.d = i.d_model
         self.heads = i.heads
@@ -128,15 +130,31 @@ class _Runner:
             loc.buf, loc.args, loc.ref, loc.key = buf, a, C.byref(a), key
         return loc.args, loc.ref
 
-    def _f32(self, t, what):
+    def _activation(self, t, what):
+        """x or x_kv as the kernel reads it: a contiguous CPU tensor of its
+        dtype (itself when it is one; else converted, rounding to
+        nearest even)."""
         if not t.is_cpu:
             raise RuntimeError(f"attnc::forward: {what} is on {t.device}: the kernel "
                                f"{self.name} runs on the CPU")
-        if t.dtype is not torch.float32:
+        if t.dtype is not self.dtype:
             if not t.is_floating_point():
                 raise RuntimeError(f"attnc::forward: {what} must be floating point, got "
                                    f"{t.dtype}")
-            t = t.float()
+            wide = t
+            t = t.to(self.dtype)
+            if self.dtype is not torch.float32 and \
+                    torch.finfo(wide.dtype).max > torch.finfo(self.dtype).max:
+                # A finite value past a bf16/f16 kernel's range would go in
+                # as inf (Kernel.forward refuses it the same way).
+                big = (torch.isinf(t) & torch.isfinite(wide)).nonzero()
+                if big.numel():
+                    at = tuple(int(i) for i in big[0])
+                    raise RuntimeError(
+                        f"attnc::forward: {what}: element {at} ({float(wide[at]):g}) is out "
+                        f"of {self.dtype} range (largest finite "
+                        f"{torch.finfo(self.dtype).max:g}), and the kernel {self.name}'s "
+                        f"dtype is {_abi.DTYPES.get(self.kernel._info.dtype)}")
         if not t.is_contiguous():
             t = t.contiguous()
         return t
@@ -170,14 +188,14 @@ class _Runner:
                     raise RuntimeError(f"attnc::forward: {self.name} takes no {what} (its "
                                        "mask has no padding)")
                 self._ints(v, what, b, limit, limit_name)
-        y = torch.zeros((b, t, self.out_dim), dtype=torch.float32)
-        return y, (torch.zeros((b, self.heads, t, tkv), dtype=torch.float32)
+        y = torch.zeros((b, t, self.out_dim), dtype=self.dtype)
+        return y, (torch.zeros((b, self.heads, t, tkv), dtype=self.dtype)
                    if need_weights else None)
 
     def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads,
                  positions=None):
         """(y, probs or None); every tensor stays alive until the call returns."""
-        x = self._f32(x, "x")
+        x = self._activation(x, "x")
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d:
             raise RuntimeError(f"attnc::forward: x must be [batch, seq_len, {self.d}] for "
@@ -193,7 +211,7 @@ class _Runner:
             if x_kv is None:
                 raise RuntimeError(f"attnc::forward: {self.name} is a cross-attention kernel: "
                                    "x_kv is required")
-            x_kv = self._f32(x_kv, "x_kv")
+            x_kv = self._activation(x_kv, "x_kv")
             kshape = x_kv.shape
             if len(kshape) != 3 or kshape[0] != b or kshape[2] != self.d:
                 raise RuntimeError(f"attnc::forward: x_kv must be [{b}, kv_seq_len, {self.d}], "
@@ -237,10 +255,10 @@ class _Runner:
             args.positions = C.cast(positions.data_ptr(), _I32P)
         else:
             args.positions = None
-        y = torch.empty((b, t, self.out_dim), dtype=torch.float32)
+        y = torch.empty((b, t, self.out_dim), dtype=self.dtype)
         probs = None
         if need_weights:
-            probs = torch.empty((b, self.heads, t, tkv), dtype=torch.float32)
+            probs = torch.empty((b, self.heads, t, tkv), dtype=self.dtype)
             args.probs = probs.data_ptr()
             args.probs_elems = probs.numel()
         elif self.probs:
@@ -361,6 +379,24 @@ def _check_target(target, where):
     return target
 
 
+_KERNEL_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", torch.float32: "f32",
+                  torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _check_dtype(dtype, where):
+    """The kernels' dtype for the replaced modules, checked where it is
+    given: None (follow the module's weights) or f32/bf16/f16 (a string
+    as in a spec, or the torch dtype)."""
+    if dtype is None:
+        return None
+    try:
+        return _KERNEL_DTYPES[dtype]
+    except (KeyError, TypeError):
+        raise ValueError(f"{where}: dtype must be None (the module's weights' dtype), "
+                         f"'f32', 'bf16' or 'f16' (or torch.float32, torch.bfloat16, "
+                         f"torch.float16), got {dtype!r}") from None
+
+
 def _as_kernel(kernel, target=None, cache_dir=None):
     if isinstance(kernel, Kernel):
         return kernel
@@ -387,7 +423,9 @@ class AttnModule(torch.nn.Module):
     [batch, seq_len, d_model]; positions int [batch], each sequence's first
     position (HF's position_ids[:, 0], default 0); y, or (y, probs [batch,
     heads, seq_len, kv_seq_len]) with need_weights, in x's floating dtype
-    (computed in float32).
+    (computed by the kernel in its dtype: float32, or bfloat16 / float16
+    storage for a kernel whose dtype is bf16 / f16, whose x of that dtype
+    is read in place).
     """
 
     def __init__(self, kernel, weights=None, packed=None, prefix="", num_threads=1,
@@ -397,7 +435,8 @@ class AttnModule(torch.nn.Module):
         # Only the path is state (copy.deepcopy, pickling a whole model);
         # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
-        _runner(self.kernel_path)  # a CUDA or non-float32 kernel raises here
+        # A CUDA kernel raises here; y comes in the kernel's dtype.
+        self._kernel_dtype = _runner(self.kernel_path).dtype
         self.num_threads = _num_threads(num_threads, "AttnModule")
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
@@ -423,9 +462,10 @@ class AttnModule(torch.nn.Module):
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
         # y (and probs) in x's floating dtype, as a torch module gives it
-        # (the kernel computes in float32): a model moved to bfloat16 or
+        # (the kernel's are of its dtype): a model moved to bfloat16 or
         # float16 keeps that dtype into its next layer.
-        back = x.dtype if x.is_floating_point() and x.dtype != torch.float32 else None
+        back = x.dtype if x.is_floating_point() and x.dtype is not self._kernel_dtype \
+            else None
         if need_weights:
             y, probs = torch.ops.attnc.forward_with_weights(
                 x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads,
@@ -512,7 +552,10 @@ class MultiheadAttention(torch.nn.Module):
     cached in cache_dir): self-attention (query is key is value, no
     key_padding_mask) with mask none or causal, and cross-attention (key is
     value; or a key_padding_mask) with mask padding or causal+padding;
-    each with the probs output (need_weights). Each variant's packed
+    each with the probs output (need_weights). The kernels' dtype (spec
+    `dtype`, and so `weight_dtype`): `dtype` when given (f32, bf16, f16),
+    else the weights' at the call: bf16 for torch.bfloat16 weights (a
+    model moved with .to(torch.bfloat16)), f16 for float16, f32 otherwise. Each variant's packed
     weights are a non-persistent buffer, packed again when the weights
     change (load_state_dict, an in-place edit; after an edit through
     `.data`, which autograd does not count, call repack()). The module
@@ -522,7 +565,8 @@ class MultiheadAttention(torch.nn.Module):
     ("error").
     """
 
-    def __init__(self, mha, target=None, cache_dir=None, num_threads=1, fallback="warn"):
+    def __init__(self, mha, target=None, cache_dir=None, num_threads=1, fallback="warn",
+                 dtype=None):
         super().__init__()
         if fallback not in ("warn", "error", "silent"):
             raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
@@ -547,6 +591,7 @@ class MultiheadAttention(torch.nn.Module):
         self.target = _check_target(target, "attnc.torch.MultiheadAttention")
         self.cache_dir = cache_dir
         self.num_threads = _num_threads(num_threads, "attnc.torch.MultiheadAttention")
+        self.kernel_dtype = _check_dtype(dtype, "attnc.torch.MultiheadAttention")
         self.fallback = fallback
         self.kernels = torch.nn.ModuleDict()
         self._versions = {}
@@ -575,15 +620,25 @@ class MultiheadAttention(torch.nn.Module):
     def _stamp(self):
         return tuple((w.data_ptr(), w._version) for w in self._weights())
 
-    def spec(self, cross, causal):
+    def _dtype(self):
+        """The kernels' dtype now: kernel_dtype, or the weights'."""
+        if self.kernel_dtype is not None:
+            return self.kernel_dtype
+        return {torch.bfloat16: "bf16", torch.float16: "f16"}.get(
+            self.in_proj_weight.dtype, "f32")
+
+    def spec(self, cross, causal, dtype="f32"):
         """The spec of one variant (a dict for attnc.compile)."""
         mask = ("causal+padding" if causal else "padding") if cross else \
             ("causal" if causal else "none")
         name = (f"mha_e{self.embed_dim}_h{self.num_heads}_{'x' if cross else 's'}"
-                f"{'c' if causal else 'n'}{'' if self.bias else '_nobias'}")
+                f"{'c' if causal else 'n'}{'' if self.bias else '_nobias'}"
+                f"{'' if dtype == 'f32' else '_' + dtype}")
         s = {"name": name, "d_model": self.embed_dim, "heads": self.num_heads,
              "mask": mask, "weights": "torch_in_proj", "bias": self.bias,
              "out_proj": True, "outputs": ["y", "probs"]}
+        if dtype != "f32":
+            s["dtype"] = dtype
         if causal:
             s["causal_align"] = "top_left"  # torch's triu mask / is_causal
         if cross:
@@ -591,7 +646,15 @@ class MultiheadAttention(torch.nn.Module):
         return s
 
     def _variant(self, cross, causal):
-        key = f"{'x' if cross else 's'}{'c' if causal else 'n'}"
+        dtype = self._dtype()
+        # "sn", "xc", ...: float32; "sn_bf16", ...: the other dtypes.
+        key = f"{'x' if cross else 's'}{'c' if causal else 'n'}" + \
+            ("" if dtype == "f32" else "_" + dtype)
+        for old in [k for k in self.kernels if (k[3:] or "f32") != dtype]:
+            # The weights changed dtype (.to()): the other dtype's kernels go.
+            del self.kernels[old]
+            self._versions.pop(old, None)
+            self._sources.pop(old, None)
         stamp = self._stamp()
         m = self.kernels[key] if key in self.kernels else None
         src = self._sources.get(key)
@@ -606,7 +669,8 @@ class MultiheadAttention(torch.nn.Module):
             with torch.no_grad():
                 weights = {n: w.detach().cpu() for n, w in weights.items()}
                 kernel = m.kernel if m is not None else _compile_spec(
-                    self.spec(cross, causal), target=self.target, cache_dir=self.cache_dir)
+                    self.spec(cross, causal, dtype), target=self.target,
+                    cache_dir=self.cache_dir)
                 m = AttnModule(kernel, weights=weights, num_threads=self.num_threads,
                                persistent=False)
             self.kernels[key] = m
@@ -748,8 +812,8 @@ class MultiheadAttention(torch.nn.Module):
         else:
             r = m(q, need_weights=need_weights)
         y, probs = r if need_weights else (r, None)
-        if query.dtype != torch.float32 and query.is_floating_point():
-            # torch returns the input's dtype; the kernel computes in float32.
+        if query.is_floating_point() and y.dtype is not query.dtype:
+            # torch returns the input's dtype (AttnModule gives it already).
             y = y.to(query.dtype)
             probs = None if probs is None else probs.to(query.dtype)
         if probs is not None and average_attn_weights:
@@ -767,7 +831,8 @@ class MultiheadAttention(torch.nn.Module):
 
     def extra_repr(self):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
-                f"batch_first={self.batch_first}, bias={self.bias}, fallback={self.fallback!r}")
+                f"batch_first={self.batch_first}, bias={self.bias}, fallback={self.fallback!r}"
+                + ("" if self.kernel_dtype is None else f", dtype={self.kernel_dtype!r}"))
 
 
 def unsupported_module(mha):
@@ -785,7 +850,8 @@ def unsupported_module(mha):
     return ""
 
 
-def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallback="warn"):
+def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallback="warn",
+                      dtype=None):
     """Replaces every torch.nn.MultiheadAttention in `model` (in place; the
     model itself too when it is one) by attnc.torch.MultiheadAttention
     with its weights, and returns the model. Kernels are compiled on first
@@ -795,11 +861,15 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
     with a warning (fallback="warn"), or
     raises Unsupported ("error"); at call time fallback decides the same
     for what the kernels cannot express (MultiheadAttention.forward).
-    `model.attnc_replaced` lists the names replaced."""
+    dtype: the kernels' dtype (None: each module's weights' at the call,
+    so a bfloat16 model runs bf16 kernels; 'f32', 'bf16', 'f16' or the
+    torch dtype: that one). `model.attnc_replaced` lists the names
+    replaced."""
     if fallback not in ("warn", "error", "silent"):
         raise ValueError(f"fallback must be 'warn', 'error' or 'silent', got {fallback!r}")
     num_threads = _num_threads(num_threads, "replace_attention")
     target = _check_target(target, "replace_attention")
+    dtype = _check_dtype(dtype, "replace_attention")
     replaced, pending = [], []
     done = {}  # id(torch's module) -> what replaced it (a module under several names)
 
@@ -826,7 +896,7 @@ def replace_attention(model, target=None, cache_dir=None, num_threads=1, fallbac
             return mod
         replaced.append(name)
         return MultiheadAttention(mod, target=target, cache_dir=cache_dir,
-                                  num_threads=num_threads, fallback=fallback)
+                                  num_threads=num_threads, fallback=fallback, dtype=dtype)
 
     if isinstance(model, torch.nn.MultiheadAttention):
         model = convert(model, "")
