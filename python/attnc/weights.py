@@ -214,8 +214,9 @@ def unused_warnings(tensors, used, prefix="", rope=False):
             continue
         lower = name.lower()
         # a QK-norm's weight or bias: its module q_norm, k_norm, q_layernorm
-        # or k_layernorm (StableLM's per-head norms below them)
-        qk_norm = any(p in ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+        # or k_layernorm, MPT's q_ln and k_ln (StableLM's per-head norms
+        # below them), as libattnrt's loader names them
+        qk_norm = any(p in ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "q_ln", "k_ln")
                       for p in lower.split(".")[:-1])
         if not rope and lower.endswith("rotary_emb.inv_freq"):
             out.append(f"'{key}' is a rotary embedding table, but this kernel has no rope: "

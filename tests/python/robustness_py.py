@@ -415,6 +415,7 @@ def pack_warns_unused():
           for n, s in k.weight_shapes.items()}
     extra = {"h.0.attn.q_norm.weight": np.ones(8, np.float32),
              "h.0.attn.q_layernorm.bias": np.ones(8, np.float32),   # Persimmon's
+             "h.0.attn.k_ln.weight": np.ones(16, np.float32),       # MPT's qk_ln
              "h.0.attn.rotary_emb.inv_freq": np.ones(4, np.float32),
              "h.0.attn.q_proj.bias": np.ones(16, np.float32),
              "h.0.attn.bias": np.ones((4, 4), np.float32),       # GPT-2's mask buffer
@@ -424,11 +425,12 @@ def pack_warns_unused():
         packed = k.pack(dict(sd, **extra), prefix="h.0.attn.")
     got = sorted(str(w.message) for w in ws)
     assert all(w.category is attnc.AttncWarning for w in ws), ws
-    assert len(got) == 4, got
-    assert "'h.0.attn.q_layernorm.bias' is a QK-norm bias" in got[0], got
-    assert "'h.0.attn.q_norm.weight' is a QK-norm weight" in got[1], got
-    assert "'h.0.attn.q_proj.bias' is a bias this kernel does not add" in got[2], got
-    assert "'h.0.attn.rotary_emb.inv_freq' is a rotary embedding table" in got[3], got
+    assert len(got) == 5, got
+    assert "'h.0.attn.k_ln.weight' is a QK-norm weight" in got[0], got
+    assert "'h.0.attn.q_layernorm.bias' is a QK-norm bias" in got[1], got
+    assert "'h.0.attn.q_norm.weight' is a QK-norm weight" in got[2], got
+    assert "'h.0.attn.q_proj.bias' is a bias this kernel does not add" in got[3], got
+    assert "'h.0.attn.rotary_emb.inv_freq' is a rotary embedding table" in got[4], got
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always")
         same = k.pack(sd, prefix="h.0.attn.")

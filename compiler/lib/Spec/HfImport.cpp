@@ -55,7 +55,8 @@ struct Config {
   }
   bool quoted(const std::string &k) const { return isQuoted(root[k]); }
   [[noreturn]] void bad(const std::string &k, const std::string &what) const {
-    throw ImportError{fmt::format("{}{}: error: {}: {}", file, locationOf(root[k]), k, what)};
+    throw ImportError{
+        fmt::format("{}{}: error: {}{}: {}", file, locationOf(root[k]), keyPrefix, k, what)};
   }
   int64_t integer(const std::string &k) const {
     if (!has(k))
@@ -94,7 +95,7 @@ struct Config {
   void noteDefault(const std::string &k, const std::string &value,
                    const std::string &why) const {
     std::string note = fmt::format("note: {}: {} not in the file, the configuration class's "
-                                   "default {}{}", file, k, value, why);
+                                   "default {}{}", file, keyPrefix + k, value, why);
     if (notes && std::find(notes->begin(), notes->end(), note) == notes->end())
       notes->push_back(note);
   }
@@ -104,6 +105,8 @@ struct Config {
     Config sub{root[k], file};
     if (!sub.root || !sub.root.IsMap())
       sub.root = YAML::Node(YAML::NodeType::Map);
+    sub.notes = notes;
+    sub.keyPrefix = keyPrefix + k + "."; // errors name attn_config.alibi
     return sub;
   }
   bool boolean(const std::string &k, bool dflt) const {
@@ -134,6 +137,9 @@ struct Config {
   /// 4096), which longrope reads; 0 where the class has no such field.
   int64_t originalMaxPositionDefault = 0;
   std::vector<std::string> *notes = nullptr;
+  /// The keys' path above root in errors and notes ("attn_config." under
+  /// child("attn_config")).
+  std::string keyPrefix;
   /// max_position_embeddings as a rope scaling of type `kind` reads it:
   /// the file's, else the class's default with a note (once), else the
   /// file's "no such key" error. Only a reading fills it in, so configs
@@ -1769,10 +1775,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
             "transformers' MptModel ignores; the import does not derive it (write the spec "
             "by hand: docs/spec.md)", c.file, locationOf(ac.root[k]), k, what)};
     if (ac.has("clip_qkv"))
-      y += fmt::format("clip_qkv: {}\n", ac.root["clip_qkv"].as<std::string>());
+      y += fmt::format("clip_qkv: {}\n", num(ac.number("clip_qkv", 0)));
     if (ac.has("softmax_scale"))
-      y += fmt::format("scale: {}\n", ac.root["softmax_scale"].as<std::string>());
-    if (!ac.has("alibi") || ac.root["alibi"].as<bool>()) {
+      y += fmt::format("scale: {}\n", num(ac.number("softmax_scale", 0)));
+    if (ac.boolean("alibi", true)) {
       const std::string biasMax =
           ac.has("alibi_bias_max") ? ac.root["alibi_bias_max"].as<std::string>() : "8";
       y += fmt::format("alibi:\n  bias_max: {}\n", biasMax);
