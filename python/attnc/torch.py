@@ -146,9 +146,11 @@ class _Runner:
             if self.dtype is not torch.float32 and \
                     torch.finfo(wide.dtype).max > torch.finfo(self.dtype).max:
                 # A finite value past a bf16/f16 kernel's range would go in
-                # as inf (Kernel.forward refuses it the same way).
-                big = (torch.isinf(t) & torch.isfinite(wide)).nonzero()
-                if big.numel():
+                # as inf (Kernel.forward refuses it the same way). (One pass
+                # over the narrow copy; the wide one only when it has an inf.)
+                big = (torch.isinf(t) & torch.isfinite(wide)).nonzero() \
+                    if bool(torch.isinf(t).any()) else ()
+                if len(big):
                     at = tuple(int(i) for i in big[0])
                     raise RuntimeError(
                         f"attnc::forward: {what}: element {at} ({float(wide[at]):g}) is out "
