@@ -146,10 +146,15 @@ class _Runner:
             if self.dtype is not torch.float32 and \
                     torch.finfo(wide.dtype).max > torch.finfo(self.dtype).max:
                 # A finite value past a bf16/f16 kernel's range would go in
-                # as inf (Kernel.forward refuses it the same way). (One pass
-                # over the narrow copy; the wide one only when it has an inf.)
-                big = (torch.isinf(t) & torch.isfinite(wide)).nonzero() \
-                    if bool(torch.isinf(t).any()) else ()
+                # as inf (Kernel.forward refuses it the same way). One
+                # aminmax pass over x (torch's isinf on bf16/f16 takes ten
+                # times as long); the element is looked for only when x
+                # reaches past the range or holds a NaN.
+                top = torch.finfo(self.dtype).max
+                lo, hi = torch.aminmax(wide) if wide.numel() else (wide.new_zeros(()),) * 2
+                big = ()
+                if not (-top <= float(lo) and float(hi) <= top):
+                    big = (torch.isinf(t) & torch.isfinite(wide)).nonzero()
                 if len(big):
                     at = tuple(int(i) for i in big[0])
                     raise RuntimeError(
@@ -197,6 +202,9 @@ class _Runner:
     def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads,
                  positions=None):
         """(y, probs or None); every tensor stays alive until the call returns."""
+        if num_threads < 0:
+            raise RuntimeError(f"attnc::forward: num_threads must be >= 0 (0: the pool's "
+                               f"size), got {num_threads}")
         x = self._activation(x, "x")
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d:
@@ -493,6 +501,12 @@ class _Proj(torch.nn.Module):
         self.register_buffer("bias", bias)
 
 
+def _equal(a, b):
+    """a and b hold the same values (of one shape and dtype)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and \
+        bool(torch.equal(a, b))
+
+
 def _same(a, b):
     """a and b are one tensor (or views of the same elements)."""
     return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape
@@ -689,7 +703,17 @@ class MultiheadAttention(torch.nn.Module):
             # torch's Module._call_impl).
             warnings.warn(msg + ": running torch's multi_head_attention_forward instead",
                           stacklevel=4)
-        return self._torch_forward(*args)
+        try:
+            return self._torch_forward(*args)
+        except RuntimeError as e:
+            # torch 1.13 computes no float16 matmul on the CPU: the
+            # fallback cannot run where the kernels would have.
+            if "Half" not in str(e):
+                raise
+            raise Unsupported(f"{msg}, and torch's multi_head_attention_forward, the "
+                              f"fallback, fails too: {e} (torch {torch.__version__} computes "
+                              "no float16 attention on the CPU: run the module in bfloat16 "
+                              "or float32, or call it in a form the kernels take)") from e
 
     def _torch_forward(self, query, key, value, key_padding_mask, need_weights, attn_mask,
                        average_attn_weights, is_causal=False):
@@ -725,9 +749,13 @@ class MultiheadAttention(torch.nn.Module):
                 f"and {value.dim()}-D tensors respectively")
         if self.training and self.dropout > 0:
             return self._unsupported(f"dropout {self.dropout} in training mode", *args)
-        if not _same(key, value):
-            return self._unsupported("key and value are different tensors (the kernel "
-                                     "computes K and V from one input)", *args)
+        # key and value: one tensor, or two of equal values (x.half()
+        # called twice); not by value under a trace, which would not
+        # record the comparison.
+        if not _same(key, value) and (torch.jit.is_tracing() or not _equal(key, value)):
+            return self._unsupported("key and value are different tensors with different "
+                                     "values (the kernel computes K and V from one input)",
+                                     *args)
         unbatched = query.dim() == 2
         if unbatched:
             q, kv = query[None], key[None]
@@ -805,7 +833,10 @@ class MultiheadAttention(torch.nn.Module):
                                          "there, the kernel zeros)", *args)
             if bool((kv_lengths == lk).all()):
                 kv_lengths = None
-        cross = not _same(query, key) or kv_lengths is not None
+        # (a query equal to the key by value is self-attention too: the
+        # self-attention kernel projects one input)
+        cross = not (_same(query, key) or (not tracing and _equal(query, key))) or \
+            kv_lengths is not None
         if causal and lq != lk:
             cross = True  # top-left alignment over T_kv keys
         m = self._variant(cross, causal)

@@ -207,6 +207,25 @@ def replace_cases(cache):
           rel(y32, ref) < 1e-5,
           f"replace_attention: kernels follow .to(): {first} -> {second} -> "
           f"{sorted(model.attn.kernels)} (float32 again: {rel(y32, ref):.1e})")
+    # An f16 module's call the kernels cannot express: torch's fallback
+    # computes no float16 on the CPU (torch 1.13): Unsupported naming both.
+    import warnings
+    mha = at.replace_attention(torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+                               .half(), cache_dir=cache)
+    xh = x.half()
+    band = torch.ones(11, 11, dtype=torch.bool).triu_(3)
+    with torch.no_grad(), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        try:
+            mha(xh, xh, xh, attn_mask=band)
+            check(False, "f16 module, a banded attn_mask: no error")
+        except at.Unsupported as e:
+            check("neither all-visible nor the causal" in str(e) and "fallback, fails too" in
+                  str(e) and "no float16 attention on the CPU" in str(e),
+                  f"f16 module, a mask the kernels cannot express: Unsupported: {e}")
+        # x.half() called twice: two tensors of one value, the kernels run.
+        y = mha(x.half(), x.half(), x.half(), need_weights=False)[0]
+    check(y.dtype == torch.float16, "f16 module called with x.half() three times: the kernels")
     for bad in ("fp16", torch.float64, 16):
         try:
             at.replace_attention(Model(), cache_dir=cache, dtype=bad)

@@ -190,12 +190,34 @@ def main():
               f"key_padding_mask of -1e9 padded on the right: torch's result, {msgs}")
         # is_causal on a call that falls back: torch's forward gets the
         # causal mask (its functional form in torch 1.13 has no is_causal).
-        with warnings.catch_warnings(record=True):
+        # (a value of other values than the key's: a key and value that are
+        # two tensors of equal values run the kernels, below)
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            y, _ = rep(x, mem[:, :t], mem[:, :t] + 1, is_causal=True)
+        ry, _ = mha(x, mem[:, :t], mem[:, :t] + 1, attn_mask=causal_b)
+        check(err(y, ry) <= TOL and any("different values" in str(m.message) for m in ws),
+              f"is_causal on a fallback call (key is not value): causal, "
+              f"|y - torch| = {err(y, ry):.2e}")
+        # key and value two tensors of equal values (x.half() called twice,
+        # a clone): the kernels, no fallback; a query equal to them by value
+        # takes the self-attention kernel.
+        variants, plain = [], rep._variant
+        rep._variant = lambda cross, causal: variants.append((cross, causal)) or \
+            plain(cross, causal)
+        with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter("always")
             y, _ = rep(x, mem[:, :t], mem[:, :t].clone(), is_causal=True)
+            ys, _ = rep(x, x.clone(), x.clone(), attn_mask=causal_b)
+        del rep._variant
         ry, _ = mha(x, mem[:, :t], mem[:, :t].clone(), attn_mask=causal_b)
-        check(err(y, ry) <= TOL, f"is_causal on a fallback call (key is not value): causal, "
-              f"|y - torch| = {err(y, ry):.2e}")
+        rs, _ = mha(x, x, x, attn_mask=causal_b)
+        check(err(y, ry) <= TOL and err(ys, rs) <= TOL and
+              not [m for m in ws if "attnc" in str(m.message)] and
+              variants == [(True, True), (False, True)],
+              f"key and value of equal values (not one tensor): the kernels, no fallback; "
+              f"query, key and value three equal tensors: the self-attention kernel "
+              f"(variants (cross, causal): {variants})")
         try:
             rep(x, x, x, attn_mask=causal_b.expand(H, t, t))
             check(False, "a 3-D attn_mask of the wrong batch raised nothing")
