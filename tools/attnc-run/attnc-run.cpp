@@ -218,7 +218,7 @@ const char *kUsage =
     "\n"
     "environment: ATTNC_ISA=avx512bf16|avx512|avx2|x86-64 (any case) caps the code path\n"
     "a CPU kernel runs (e.g. avx2 on an AVX-512 machine); another value is an\n"
-    "input error (2).\n"
+    "input error (2) for a run (--info reports it as selected_isa: none).\n"
     "\n"
     "exit codes (docs/exit-codes.md):\n"
     "   0  ok (and, with --check/--expected, the gate passed)\n"

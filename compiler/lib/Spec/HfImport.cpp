@@ -1016,7 +1016,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   if (!mllamaVision && std::find_if(std::begin(kKnown), std::end(kKnown),
                                     [&](const char *k) { return mt == k; }) == std::end(kKnown))
     throw ImportError{fmt::format("{}{}: error: model_type '{}' is not an architecture "
-                                  "attnc knows; known: {}", c.file, locationOf(c.root["model_type"]),
+                                  "attnc knows; known: {} (and a multimodal config, such as "
+                                  "llama4, mllama or llava, whose text_config names one of "
+                                  "them)", c.file, locationOf(c.root["model_type"]),
                                   namedType, knownList())};
 
   // (by the checkpoint's own model_type: an alias's class may differ, as
@@ -1435,12 +1437,21 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (period <= 0 || offset < 0 || offset >= period)
       c.bad("attn_layer_offset", fmt::format("expected 0 <= attn_layer_offset < "
                                              "attn_layer_period ({}), found {}", period, offset));
-    if (layer % period != offset)
+    if (layer % period != offset) {
+      // The first attention layers, those the model has (num_hidden_layers).
+      const int64_t layers = c.integer("num_hidden_layers", 0);
+      std::string which;
+      int64_t l = offset;
+      for (int shown = 0; shown < 3 && (layers <= 0 || l < layers); ++shown, l += period)
+        which += (shown ? ", " : "") + std::to_string(l);
+      if (layers <= 0 || l < layers)
+        which += ", ...";
       throw ImportError{fmt::format(
           "attnc: error: --module {}: layer {} of this Jamba model is a Mamba (state-space) "
           "layer, which has no attention (attn_layer_period {}, attn_layer_offset {}: the "
-          "attention layers are {}, {}, {}, ...)", path, layer, period, offset, offset,
-          offset + period, offset + 2 * period)};
+          "attention layers are {})", path, layer, period, offset,
+          which.empty() ? "none of its " + std::to_string(layers) : which)};
+    }
     // (sliding_window: only the old flash-attention path of HF's Jamba
     // read it; its eager and SDPA attention, and today's modular one, are
     // plainly causal, and the published checkpoints have it null.)
