@@ -112,19 +112,25 @@ struct Gemm {
   Value scratchRow0, scratchK0;
 
   /// The float32 kernels with a bf16 or f16 x: the task's A block widened
-  /// to float32 once per K block into `wide` ([MR rows of the task][kc]),
-  /// from which each row's value is broadcast as a float32 x's would be
-  /// (a scalar load and conversion per broadcast cost the f16 block a
-  /// third more time than the float32 one).
+  /// to float32 once per K block into `wide`, from which each row's value
+  /// is broadcast as a float32 x's would be (a scalar load and conversion
+  /// per broadcast cost the f16 block a third more time than the float32
+  /// one). `wide` is flat: row r of the block at r * wideLd (wideLd: kc
+  /// rounded up to whole vectors), sized for MR rows of a K block or for
+  /// one row of all K (the one-row task's single pass).
   bool widenA = false;
   Value wide, wideRow0, wideK0;
+  int64_t wideLd = 0;
 
   /// A[row, k] as float32 (the float32 kernels' broadcast operand).
   Value loadA(ImplicitLocOpBuilder &c, Value bi, Value row, Value k) {
     if (widenA)
-      return memref::LoadOp::create(c, wide, ValueRange{arith::SubIOp::create(c, row, wideRow0),
-                                                         arith::SubIOp::create(c, k, wideK0)});
+      return memref::LoadOp::create(c, wide, ValueRange{wideAt(c, arith::SubIOp::create(c, row, wideRow0),
+                                                               arith::SubIOp::create(c, k, wideK0))});
     return attnc::loadF32(c, x, ValueRange{bi, row, k});
+  }
+  Value wideAt(ImplicitLocOpBuilder &c, Value row, Value kk) {
+    return arith::AddIOp::create(c, arith::MulIOp::create(c, row, idx(c, wideLd)), kk);
   }
 
   /// `rows` x (NR columns from col) block at rows r0.., k in [k0, k1).
@@ -428,9 +434,12 @@ struct Gemm {
       // of a block, and with one row there is nothing to keep, while each
       // block restarts the panels' streams (GPT-2 small's bf16 QKV GEMV
       // 45.0 -> 38.6 us, 79 -> 92 GB/s from L3). Not where the task rounds
-      // or widens its A block into a buffer of K-block size.
+      // its A block to bf16 into a buffer of K-block size, nor where a
+      // kernel covers half a panel row (AVX2: the second half's lines come
+      // from L1 after a K block, from L2 after all of K: GPT-2's float32
+      // QKV GEMV 123 -> 150 us).
       Value kStep = idx(c, kc);
-      if (!(dot && !directPairs) && !widenA && kc < kDim)
+      if (!(dot && !directPairs) && nr == panel && kc < kDim)
         kStep = arith::SelectOp::create(
             c, arith::CmpIOp::create(c, arith::CmpIPredicate::eq, arith::SubIOp::create(c, r1, r0),
                                      idx(c, 1)),
@@ -467,8 +476,9 @@ struct Gemm {
             if (widenA) {
               // This task's rows of A in [k0, k1) as float32, once for
               // every panel of the group.
+              wideLd = (kc + vl - 1) / vl * vl;
               wide = memref::AllocaOp::create(
-                  ck, MemRefType::get({mc, (kc + vl - 1) / vl * vl}, ck.getF32Type()));
+                  ck, MemRefType::get({std::max(mc * wideLd, kDim)}, ck.getF32Type()));
               wideRow0 = r0;
               wideK0 = k0;
               // Whole vectors, then the K tail element by element (no
@@ -483,14 +493,14 @@ struct Gemm {
                     [&](ImplicitLocOpBuilder &cc, Value kk, ValueRange) {
                       Value v = attnc::loadVecF32(
                           cc, vt, x, ValueRange{bi, r, arith::AddIOp::create(cc, k0, kk)});
-                      vector::StoreOp::create(cc, v, wide, ValueRange{row, kk});
+                      vector::StoreOp::create(cc, v, wide, ValueRange{wideAt(cc, row, kk)});
                       return SmallVector<Value>{};
                     });
                 attnc::loop(cr, whole, kLen, {},
                     [&](ImplicitLocOpBuilder &cc, Value kk, ValueRange) {
                       Value v = attnc::loadF32(
                           cc, x, ValueRange{bi, r, arith::AddIOp::create(cc, k0, kk)});
-                      memref::StoreOp::create(cc, v, wide, ValueRange{row, kk});
+                      memref::StoreOp::create(cc, v, wide, ValueRange{wideAt(cc, row, kk)});
                       return SmallVector<Value>{};
                     });
                 return SmallVector<Value>{};
