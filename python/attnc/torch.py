@@ -143,9 +143,8 @@ class _Runner:
                                    f"{t.dtype}")
             wide = t
             t = t.to(self.dtype)
-            if self.dtype is not torch.float32 and \
-                    torch.finfo(wide.dtype).max > torch.finfo(self.dtype).max:
-                # A finite value past a bf16/f16 kernel's range would go in
+            if torch.finfo(wide.dtype).max > torch.finfo(self.dtype).max:
+                # A finite value past the kernel dtype's range would go in
                 # as inf (Kernel.forward refuses it the same way). One
                 # aminmax pass over x (torch's isinf on bf16/f16 takes ten
                 # times as long); the element is looked for only when x
@@ -202,9 +201,9 @@ class _Runner:
     def __call__(self, x, packed, x_kv, lengths, kv_lengths, need_weights, num_threads,
                  positions=None):
         """(y, probs or None); every tensor stays alive until the call returns."""
-        if num_threads < 0:
-            raise RuntimeError(f"attnc::forward: num_threads must be >= 0 (0: the pool's "
-                               f"size), got {num_threads}")
+        if not 0 <= num_threads < 2**31:
+            raise RuntimeError(f"attnc::forward: num_threads must be an integer in "
+                               f"0..2^31-1 (0: the pool's size), got {num_threads}")
         x = self._activation(x, "x")
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d:
@@ -445,8 +444,7 @@ class AttnModule(torch.nn.Module):
         # Only the path is state (copy.deepcopy, pickling a whole model);
         # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
-        # A CUDA kernel raises here; y comes in the kernel's dtype.
-        self._kernel_dtype = _runner(self.kernel_path).dtype
+        _runner(self.kernel_path)  # a CUDA kernel raises here
         self.num_threads = _num_threads(num_threads, "AttnModule")
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
@@ -472,18 +470,19 @@ class AttnModule(torch.nn.Module):
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
         # y (and probs) in x's floating dtype, as a torch module gives it
-        # (the kernel's are of its dtype): a model moved to bfloat16 or
-        # float16 keeps that dtype into its next layer.
-        back = x.dtype if x.is_floating_point() and x.dtype is not self._kernel_dtype \
-            else None
+        # (the operators give the kernel's dtype): a model moved to
+        # bfloat16 or float16 keeps that dtype into its next layer.
         if need_weights:
             y, probs = torch.ops.attnc.forward_with_weights(
                 x, self.packed, self.kernel_path, x_kv, lengths, kv_lengths, self.num_threads,
                 positions)
-            return (y, probs) if back is None else (y.to(back), probs.to(back))
-        y = torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
-                                    kv_lengths, self.num_threads, positions)
-        return y if back is None else y.to(back)
+        else:
+            y = torch.ops.attnc.forward(x, self.packed, self.kernel_path, x_kv, lengths,
+                                        kv_lengths, self.num_threads, positions)
+        if x.is_floating_point() and y.dtype is not x.dtype:
+            y = y.to(x.dtype)
+            probs = probs.to(x.dtype) if need_weights else None
+        return (y, probs) if need_weights else y
 
     def extra_repr(self):
         return f"{self.kernel.name}: {self.kernel_path}"
@@ -638,10 +637,8 @@ class MultiheadAttention(torch.nn.Module):
 
     def _dtype(self):
         """The kernels' dtype now: kernel_dtype, or the weights'."""
-        if self.kernel_dtype is not None:
-            return self.kernel_dtype
-        return {torch.bfloat16: "bf16", torch.float16: "f16"}.get(
-            self.in_proj_weight.dtype, "f32")
+        given = getattr(self, "kernel_dtype", None)  # (a module pickled before it)
+        return given or _KERNEL_DTYPES.get(self.in_proj_weight.dtype, "f32")
 
     def spec(self, cross, causal, dtype="f32"):
         """The spec of one variant (a dict for attnc.compile)."""
@@ -708,7 +705,7 @@ class MultiheadAttention(torch.nn.Module):
         except RuntimeError as e:
             # torch 1.13 computes no float16 matmul on the CPU: the
             # fallback cannot run where the kernels would have.
-            if "Half" not in str(e):
+            if "not implemented for 'Half'" not in str(e):
                 raise
             raise Unsupported(f"{msg}, and torch's multi_head_attention_forward, the "
                               f"fallback, fails too: {e} (torch {torch.__version__} computes "
@@ -753,9 +750,11 @@ class MultiheadAttention(torch.nn.Module):
         # called twice); not by value under a trace, which would not
         # record the comparison.
         if not _same(key, value) and (torch.jit.is_tracing() or not _equal(key, value)):
-            return self._unsupported("key and value are different tensors with different "
-                                     "values (the kernel computes K and V from one input)",
-                                     *args)
+            return self._unsupported(
+                "key and value are different tensors " +
+                ("(not compared by value under torch.jit.trace)" if torch.jit.is_tracing()
+                 else "with different values") +
+                " (the kernel computes K and V from one input)", *args)
         unbatched = query.dim() == 2
         if unbatched:
             q, kv = query[None], key[None]
@@ -865,7 +864,8 @@ class MultiheadAttention(torch.nn.Module):
     def extra_repr(self):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"batch_first={self.batch_first}, bias={self.bias}, fallback={self.fallback!r}"
-                + ("" if self.kernel_dtype is None else f", dtype={self.kernel_dtype!r}"))
+                + ("" if getattr(self, "kernel_dtype", None) is None
+                   else f", dtype={self.kernel_dtype!r}"))
 
 
 def unsupported_module(mha):

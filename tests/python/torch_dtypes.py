@@ -208,24 +208,39 @@ def replace_cases(cache):
           f"replace_attention: kernels follow .to(): {first} -> {second} -> "
           f"{sorted(model.attn.kernels)} (float32 again: {rel(y32, ref):.1e})")
     # An f16 module's call the kernels cannot express: torch's fallback
-    # computes no float16 on the CPU (torch 1.13): Unsupported naming both.
+    # computes no float16 on the CPU in torch 1.13: Unsupported naming both
+    # (a torch that does compute it runs the fallback, with the warning).
     import warnings
+    try:
+        torch.ones(2, 2, dtype=torch.float16) @ torch.ones(2, 2, dtype=torch.float16)
+        torch_f16 = True
+    except RuntimeError:
+        torch_f16 = False
     mha = at.replace_attention(torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
                                .half(), cache_dir=cache)
     xh = x.half()
     band = torch.ones(11, 11, dtype=torch.bool).triu_(3)
-    with torch.no_grad(), warnings.catch_warnings(record=True):
+    with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always")
         try:
-            mha(xh, xh, xh, attn_mask=band)
-            check(False, "f16 module, a banded attn_mask: no error")
+            y = mha(xh, xh, xh, attn_mask=band)[0]
+            check(torch_f16 and y.dtype == torch.float16 and
+                  any("neither all-visible" in str(w.message) for w in ws),
+                  f"f16 module, a mask the kernels cannot express: torch's fallback ran "
+                  f"(torch {torch.__version__} computes float16 on the CPU)")
         except at.Unsupported as e:
-            check("neither all-visible nor the causal" in str(e) and "fallback, fails too" in
-                  str(e) and "no float16 attention on the CPU" in str(e),
-                  f"f16 module, a mask the kernels cannot express: Unsupported: {e}")
-        # x.half() called twice: two tensors of one value, the kernels run.
+            check(not torch_f16 and "neither all-visible nor the causal" in str(e) and
+                  "fallback, fails too" in str(e) and "no float16 attention on the CPU" in
+                  str(e), f"f16 module, a mask the kernels cannot express: Unsupported: {e}")
+    # x.half() called three times: tensors of one value, the kernels run
+    # (no fallback warning).
+    with torch.no_grad(), warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
         y = mha(x.half(), x.half(), x.half(), need_weights=False)[0]
-    check(y.dtype == torch.float16, "f16 module called with x.half() three times: the kernels")
+    fell = [str(w.message) for w in ws if "attnc" in str(w.message)]
+    check(y.dtype == torch.float16 and not fell and sorted(mha.kernels) == ["sn_f16"],
+          f"f16 module called with x.half() three times: the kernels {sorted(mha.kernels)}, "
+          f"no fallback {fell}")
     for bad in ("fp16", torch.float64, 16):
         try:
             at.replace_attention(Model(), cache_dir=cache, dtype=bad)

@@ -1017,8 +1017,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                     [&](const char *k) { return mt == k; }) == std::end(kKnown))
     throw ImportError{fmt::format("{}{}: error: model_type '{}' is not an architecture "
                                   "attnc knows; known: {} (and a multimodal config, such as "
-                                  "llama4, mllama or llava, whose text_config names one of "
-                                  "them)", c.file, locationOf(c.root["model_type"]),
+                                  "llama4, mllama or llava, with a text_config that names "
+                                  "one of them)", c.file, locationOf(c.root["model_type"]),
                                   namedType, knownList())};
 
   // (by the checkpoint's own model_type: an alias's class may differ, as
@@ -1450,7 +1450,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
           "attnc: error: --module {}: layer {} of this Jamba model is a Mamba (state-space) "
           "layer, which has no attention (attn_layer_period {}, attn_layer_offset {}: the "
           "attention layers are {})", path, layer, period, offset,
-          which.empty() ? "none of its " + std::to_string(layers) : which)};
+          which.empty() ? "none: it has " + std::to_string(layers) + " layers" : which)};
     }
     // (sliding_window: only the old flash-attention path of HF's Jamba
     // read it; its eager and SDPA attention, and today's modular one, are
@@ -1790,12 +1790,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (ac.has("softmax_scale"))
       y += fmt::format("scale: {}\n", num(ac.number("softmax_scale", 0)));
     if (ac.boolean("alibi", true)) {
-      const std::string biasMax =
-          ac.has("alibi_bias_max") ? ac.root["alibi_bias_max"].as<std::string>() : "8";
+      const double bm = ac.number("alibi_bias_max", 8.0);
+      const std::string biasMax = num(bm);
       y += fmt::format("alibi:\n  bias_max: {}\n", biasMax);
-      double bm = 8.0;
-      if (ac.has("alibi_bias_max") &&
-          YAML::convert<double>::decode(ac.root["alibi_bias_max"], bm) && bm != 8.0)
+      if (bm != 8.0)
         out.notes.push_back(fmt::format(
             "note: {}: attn_config.alibi_bias_max {}: the kernel's slopes use it, as "
             "MosaicML's own MPT code does; Hugging Face transformers' MptModel builds its "

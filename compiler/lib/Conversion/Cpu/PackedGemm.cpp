@@ -8,7 +8,8 @@
 // gemm_kc rows stays in L1 while the row blocks of a task stream past it.
 //
 //   task (b, row block rb, panel group pg):
-//     for kc0 in K step KC:                          (cache block)
+//     for kc0 in K step KC:                          (cache block; one pass
+//                                                     for a one-row task)
 //       for p in panels of pg:
 //         for r0 in rows of rb step MR:
 //           for half (NR columns of the panel; one when NR = panel):
@@ -116,7 +117,7 @@ struct Gemm {
   /// is broadcast as a float32 x's would be (a scalar load and conversion
   /// per broadcast cost the f16 block a third more time than the float32
   /// one). `wide` is flat: row r of the block at r * wideLd (wideLd: kc
-  /// rounded up to whole vectors), sized for MR rows of a K block or for
+  /// rounded up to whole vectors), sized for gemm_mc rows of a K block or for
   /// one row of all K (the one-row task's single pass).
   bool widenA = false;
   Value wide, wideRow0, wideK0;
@@ -433,7 +434,7 @@ struct Gemm {
       // from top to bottom: K blocks keep a panel slice in L1 for the rows
       // of a block, and with one row there is nothing to keep, while each
       // block restarts the panels' streams (GPT-2 small's bf16 QKV GEMV
-      // 45.0 -> 38.6 us, 79 -> 92 GB/s from L3). Not where the task rounds
+      // 45.0 -> 39.0 us, 79 -> 91 GB/s from L3). Not where the task rounds
       // its A block to bf16 into a buffer of K-block size, nor where a
       // kernel covers half a panel row (AVX2: the second half's lines come
       // from L1 after a K block, from L2 after all of K: GPT-2's float32
