@@ -23,6 +23,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import attnc  # noqa: E402
 import attnc.torch as at  # noqa: E402
+from checks import Checks  # noqa: E402
 
 E, H = 32, 4
 # bf16 storage (8 significant bits, unit roundoff 2^-8 = 3.9e-3) of Q/K/V,
@@ -30,17 +31,7 @@ E, H = 32, 4
 # is about one unit roundoff (measured 3e-3..4e-3 here); float16 (11 bits)
 # 8x less.
 TOL = {torch.bfloat16: 1.5e-2, torch.float16: 2e-3}
-failures = 0
-passed = 0
-
-
-def check(ok, what):
-    global failures, passed
-    print(f"{'PASS' if ok else 'FAIL'}: {what}")
-    if ok:
-        passed += 1
-    else:
-        failures += 1
+check = Checks()
 
 
 def rel(a, ref):
@@ -298,8 +289,8 @@ def main():
     module_cases(cache)
     replace_cases(cache)
     hf_case(a.work, cache)
-    print(f"torch dtypes: {passed} passed, {failures} failed")
-    return 1 if failures else 0
+    print(f"torch dtypes: {check.passed} passed, {check.failures} failed")
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -22,20 +22,11 @@ import torch  # noqa: E402
 
 import attnc  # noqa: E402
 import attnc.torch as at  # noqa: E402
+from checks import Checks  # noqa: E402
 
 E, H = 16, 2
 TOL = 1e-5
-failures = 0
-passed = 0
-
-
-def check(ok, what):
-    global failures, passed
-    print(f"{'PASS' if ok else 'FAIL'}: {what}")
-    if ok:
-        passed += 1
-    else:
-        failures += 1
+check = Checks()
 
 
 def err(a, b):
@@ -566,8 +557,8 @@ def main():
         check("seq_len 33 exceeds the kernel" in str(e) and "max_seq_len 32" in str(e),
               f"AttnModule past max_seq_len: {e}")
 
-    print(f"attnc.torch: {passed} passed, {failures} failed")
-    return 1 if failures else 0
+    print(f"attnc.torch: {check.passed} passed, {check.failures} failed")
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":
