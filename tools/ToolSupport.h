@@ -324,9 +324,11 @@ inline llvm::cl::OptionCategory sharedCategory("compile options (attnc, attnc-du
 inline llvm::cl::opt<std::string> targetOpt("target",
     llvm::cl::desc("instruction sets: multi (default: AVX-512 and AVX2 code in one "
                    "library, the path chosen at load time from CPUID; also spelled "
-                   "x86-avx512,x86-avx2; with dtype bf16 also x86-avx512-bf16, first), "
+                   "x86-avx512,x86-avx2; with dtype bf16 also x86-avx512-bf16, first, "
+                   "and with bf16 weights too x86-amx-bf16 before it), "
                    "x86-avx512, x86-avx512-bf16 (AVX512-BF16's vdpbf16ps for bf16 "
-                   "weights), x86-avx2, x86-64, host (this CPU); "
+                   "weights), x86-amx-bf16 (that plus AMX-BF16 tiles for the GEMMs), "
+                   "x86-avx2, x86-64, host (this CPU); "
                    "cuda-sm90, cuda-sm80 (PTX kernels for NVIDIA GPUs, launched "
                    "through the CUDA driver: forward takes device pointers)"),
     llvm::cl::init("multi"), llvm::cl::cat(sharedCategory));
@@ -371,7 +373,8 @@ inline std::optional<CompileOptions> compileOptions(const char *tool) {
   CompileOptions opts;
   if (!parseIsa(target, opts.isa)) {
     llvm::errs() << tool << ": error: --target: expected multi (= x86-avx512,x86-avx2), "
-                 << "x86-avx512, x86-avx512-bf16, x86-avx2, x86-64, host, cuda-sm90 or "
+                 << "x86-avx512, x86-avx512-bf16, x86-amx-bf16, x86-avx2, x86-64, host, "
+                 << "cuda-sm90 or "
                  << "cuda-sm80, found '"
                  << target << "'\n";
     return std::nullopt;

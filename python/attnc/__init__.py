@@ -56,8 +56,8 @@ from .weights import load_safetensors, save_safetensors, map_names, to_numpy
 from ._compile import compile, from_hf, CompileError, attnc_binary, compiler_version  # noqa: A004
 
 
-_ISA_NAMES = ("avx512bf16", "avx512", "avx2", "x86-64", "x86-avx512-bf16", "x86-avx512",
-              "x86-avx2")
+_ISA_NAMES = ("amxbf16", "avx512bf16", "avx512", "avx2", "x86-64", "x86-amx-bf16",
+              "x86-avx512-bf16", "x86-avx512", "x86-avx2")
 
 
 def _isa_env_note(rc):
@@ -69,11 +69,13 @@ def _isa_env_note(rc):
     if env.lower() in _ISA_NAMES:
         return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
                 "this CPU cannot run (a library compiled for the default target has "
-                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with dtype bf16; "
+                "x86-avx512 and x86-avx2, and x86-avx512-bf16 with dtype bf16, and "
+                "x86-amx-bf16 with bf16 weights too; "
                 "Kernel.info['isa'] says which it was compiled for; unset ATTNC_ISA to "
                 "let the library choose)")
-    return (f": ATTNC_ISA={env!r} is not one of x86-avx512-bf16, x86-avx512, x86-avx2, "
-            "x86-64 (or avx512bf16, avx512, avx2; case-insensitive; unset it to let the "
+    return (f": ATTNC_ISA={env!r} is not one of x86-amx-bf16, x86-avx512-bf16, x86-avx512, "
+            "x86-avx2, x86-64 (or amxbf16, avx512bf16, avx512, avx2; case-insensitive; unset it "
+            "to let the "
             "library choose)")
 
 

@@ -67,8 +67,8 @@ std::string isaEnvProblem() {
   const char *env = std::getenv("ATTNC_ISA");
   if (!env || !*env)
     return "";
-  for (const char *name : {"avx512bf16", "avx512", "avx2", "x86-64", "x86-avx512-bf16",
-                           "x86-avx512", "x86-avx2"})
+  for (const char *name : {"amxbf16", "avx512bf16", "avx512", "avx2", "x86-64", "x86-amx-bf16",
+                           "x86-avx512-bf16", "x86-avx512", "x86-avx2"})
     if (strcasecmp(env, name) == 0)
       return "";
   std::string shown;
@@ -77,7 +77,7 @@ std::string isaEnvProblem() {
   if (std::strlen(env) > 64)
     shown += "...";
   return "ATTNC_ISA='" + shown +
-         "' is not one of x86-avx512-bf16, x86-avx512, x86-avx2, x86-64 (or avx512bf16, avx512, avx2; case-insensitive; it caps the "
+         "' is not one of x86-amx-bf16, x86-avx512-bf16, x86-avx512, x86-avx2, x86-64 (or amxbf16, avx512bf16, avx512, avx2; case-insensitive; it caps the "
          "kernel's code path: unset it to let the library choose)";
 }
 
@@ -426,7 +426,7 @@ std::string checkOutputAndKinds(const attnc_kernel_info &info) {
   }
   if (dtypeBytes(info.dtype) == 0)
     return bad("unknown dtype value " + std::to_string(info.dtype));
-  if (info.isa > ATTNC_ISA_AVX512_BF16)
+  if (info.isa > ATTNC_ISA_AMX_BF16)
     return bad("unknown isa value " + std::to_string(info.isa));
   if (info.weight_layout > ATTNC_LAYOUT_SEPARATE)
     return bad("unknown weight_layout value " +
@@ -864,7 +864,8 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   const uint32_t selected = info->selected_isa();
   if (selected != ATTNC_ISA_NONE &&
       (isCudaIsa(info->isa) ? selected != info->isa
-                            : selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_AVX512_BF16))
+                            : selected > ATTNC_ISA_HOST && selected != ATTNC_ISA_AVX512_BF16 &&
+                                  selected != ATTNC_ISA_AMX_BF16))
     return fail(LoadError::BadMetadata,
                 "selected_isa() returned " + std::to_string(selected) +
                     (isCudaIsa(info->isa)

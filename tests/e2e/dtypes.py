@@ -12,6 +12,13 @@ the bf16/f16-rounded inputs and weights with the bound of docs/checking.md
 (float32 arithmetic plus the storage rounding of y, probs and a KV cache).
 The same kernel on 1 and 2 threads must give bit-identical y.
 
+Blocks with bf16 weights also run the AMX-BF16 code path: on a CPU with
+AMX-BF16 the multi library's (ATTNC_ISA=x86-amx-bf16), and on a CPU with
+AVX512-BF16 a library built for --target x86-amx-bf16 with
+ATTNC_EMULATE_AMX=1 (its tile operations as vdpbf16ps vector code at the
+same addresses and strides: LowerAmx.cpp), so the AMX GEMMs' 32-row blocks,
+K tails and strides are checked on this machine too.
+
 With --cuda-on-host every kernel is the CUDA target's instead (attnc
 --target cuda-sm90 --testing-gpu-on-host: its blocks and thread regions run
 one after another on this CPU, what the GPU kernels mean): bf16/f16 loads
@@ -65,6 +72,11 @@ BASE = {
     "alibi_t5": (
         "d_model: 48\nheads: 3\nmask: causal\nbias: false\nweights: separate\n"
         "alibi: true\n"),
+    # K = 48: one 32-wide tile and a tail of 16; N = 144 + 48 (QKV, W_O):
+    # partial last panels.
+    "k_tail": (
+        "d_model: 48\nheads: 3\nmask: causal\nbias: true\nweights: separate\n"
+        "rope: {theta: 10000}\n"),
     "t5_bias": (
         "d_model: 64\nheads: 4\nmask: none\nbias: false\nweights: separate\n"
         "scale: 1\nt5_bias: {num_buckets: 8, max_distance: 20}\n"),
@@ -91,6 +103,16 @@ CASES = [
     ("mods_decode", "f16", None, ["--seq-len", "50", "--decode-steps", "5"]),
     ("alibi_t5", "bf16", None, ["--seq-len", "37"]),
     ("t5_bias", "f16", None, ["--seq-len", "41"]),
+    # The AMX GEMMs' shapes: 32-row blocks of several tasks (gemm_mc 96),
+    # rows left over, padding that ends a block early, a K of 1.5 tiles and
+    # a partial last panel, cross-attention's x_kv GEMM.
+    ("gpt2", "bf16", None, ["--seq-len", "200", "--batch", "2"]),
+    ("qwen_padding_probs", "bf16", None, ["--seq-len", "130", "--batch", "2",
+                                          "--lengths", "130,45"]),
+    ("k_tail", "bf16", None, ["--seq-len", "97"]),
+    ("k_tail", "f32", "bf16", ["--seq-len", "64"]),
+    ("t5_cross", "bf16", None, ["--seq-len", "40", "--kv-seq-len", "70", "--batch", "2",
+                                "--lengths", "40,33", "--kv-lengths", "70,64"]),
 ]
 
 
@@ -130,12 +152,21 @@ def main():
         # run twice).
         if "avx512_bf16" in flags:
             isas.insert(0, "x86-avx512-bf16")
+            if {"amx_bf16", "amx_tile"} <= flags:
+                isas.insert(0, "x86-amx-bf16")
+            else:
+                print("note: this CPU has no AMX-BF16: the x86-amx-bf16 path is compiled "
+                      "(tests/lit/Pipeline/amx-gemm.test) and run with its tiles emulated "
+                      "(amx-emulated), not on AMX")
+            isas.append("amx-emulated")
         else:
             print("note: this CPU has no AVX512-BF16: the x86-avx512-bf16 path "
                   "is compiled (tests/lit) but not run here")
     # (library, attnc arguments) per target; each code path's library
     targets = {"multi": ["--target", "multi"], "x86-64": ["--target", "x86-64"]}
-    path_lib = lambda isa: "x86-64" if isa == "x86-64" else "multi"
+    if "amx-emulated" in isas:
+        targets["amx-emulated"] = ["--target", "x86-amx-bf16"]
+    path_lib = lambda isa: isa if isa in ("x86-64", "amx-emulated") else "multi"
     if a.cuda_on_host or rec:
         targets = {"cuda": ["--target", "cuda-sm90"] +
                    ([] if rec else ["--testing-gpu-on-host"])}
@@ -153,10 +184,14 @@ def main():
             f.write(f"name: {name}\n" + BASE[spec] + f"dtype: {dtype}\n" +
                     (f"weight_dtype: {wdtype}\n" if wdtype else ""))
         libs = {}
+        bf16_weights = (wdtype or dtype) == "bf16"
         for target, targs in targets.items():  # multi: AVX-512 and AVX2 paths
+            if target == "amx-emulated" and not bf16_weights:
+                continue  # no AMX GEMMs: the AVX512-BF16 path's code
             libs[target] = os.path.join(a.work, f"{name}_{target}.so")
+            env = dict(os.environ, ATTNC_EMULATE_AMX="1") if target == "amx-emulated" else None
             r = subprocess.run(["attnc", yaml] + targs + ["-o", libs[target]],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 print(f"FAIL: {name}: attnc --target {target} exit {r.returncode}: "
                       f"{r.stderr.strip()}")
@@ -171,10 +206,12 @@ def main():
                     want_checks=None)
             continue
         for isa in isas:
+            if path_lib(isa) not in libs or (isa == "x86-amx-bf16" and not bf16_weights):
+                continue
             lib = libs[path_lib(isa)]
             env = dict(os.environ)
             if not a.cuda_on_host:
-                env["ATTNC_ISA"] = isa
+                env["ATTNC_ISA"] = "x86-amx-bf16" if isa == "amx-emulated" else isa
             outs = []
             for threads in ("1", "2"):
                 out = os.path.join(a.work, f"{name}_{isa}_{threads}.npy")

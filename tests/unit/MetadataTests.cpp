@@ -308,8 +308,8 @@ TEST_CASE("metadata: unknown enum values are rejected", "[metadata]") {
   f.info.dtype = 5;
   CHECK(f.check() == "unknown dtype value 5");
   f.info.dtype = ATTNC_DTYPE_F32;
-  f.info.isa = 8;
-  CHECK(f.check() == "unknown isa value 8");
+  f.info.isa = 9;
+  CHECK(f.check() == "unknown isa value 9");
   f.info.isa = ATTNC_ISA_MULTI;
   CHECK(f.check().empty());
   f.info.features = 256;
@@ -343,16 +343,17 @@ TEST_CASE("metadata: a CUDA isa comes with the cuda feature and only with it",
     CHECK_THAT(f.check(), Contains("needs the cuda feature"));
   }
   for (uint32_t isa : {ATTNC_ISA_X86_64, ATTNC_ISA_AVX2, ATTNC_ISA_AVX512,
-                       ATTNC_ISA_HOST, ATTNC_ISA_MULTI, ATTNC_ISA_AVX512_BF16}) {
+                       ATTNC_ISA_HOST, ATTNC_ISA_MULTI, ATTNC_ISA_AVX512_BF16,
+                       ATTNC_ISA_AMX_BF16}) {
     INFO("isa " << isa);
     f.info.isa = isa;
     f.info.features = ATTNC_FEATURE_CUDA;
     CHECK(f.check() == std::string("features declares cuda, but isa ") +
                            isaName(isa) + " is a CPU instruction set");
   }
-  f.info.isa = ATTNC_ISA_AVX512_BF16 + 1;
+  f.info.isa = ATTNC_ISA_AMX_BF16 + 1;
   f.info.features = ATTNC_FEATURE_CUDA;
-  CHECK(f.check() == "unknown isa value 8");
+  CHECK(f.check() == "unknown isa value 9");
 }
 
 TEST_CASE("runtime: status and isa names", "[metadata][cuda]") {
@@ -368,7 +369,8 @@ TEST_CASE("runtime: status and isa names", "[metadata][cuda]") {
   CHECK(std::string(isaName(ATTNC_ISA_MULTI)) == "multi");
   CHECK(std::string(isaName(ATTNC_ISA_NONE)) == "none");
   CHECK(std::string(isaName(ATTNC_ISA_AVX512_BF16)) == "x86-avx512-bf16");
-  CHECK(std::string(isaName(8)) == "unknown");
+  CHECK(std::string(isaName(ATTNC_ISA_AMX_BF16)) == "x86-amx-bf16");
+  CHECK(std::string(isaName(9)) == "unknown");
   CHECK(isCudaIsa(ATTNC_ISA_CUDA_SM80));
   CHECK_FALSE(isCudaIsa(ATTNC_ISA_HOST));
   CHECK(cudaSmOf(ATTNC_ISA_CUDA_SM80) == 80);

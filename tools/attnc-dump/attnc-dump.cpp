@@ -288,7 +288,7 @@ static int dumpMain(int argc, char **argv) {
       // CUDA's, multiply them in float32.
       attnrt::BoundOptions bopt;
       bopt.bf16Dots = !attnc::isCuda(opts.isa) && spec->dtype == attnc::DType::BF16 &&
-                      r.isa == attnc::isaName(attnc::Isa::Avx512Bf16);
+                      attnc::hasBf16Dots(r.isa);
       if (ref.y.empty() || bopt.bf16Dots != refDots)
         ref = attnrt::referenceWithBound(bp, w, inputs.x.data(), batch, seqLen,
                                          attnc::variantInputs(*spec, inputs), {}, bopt);

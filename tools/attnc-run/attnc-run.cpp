@@ -216,7 +216,7 @@ const char *kUsage =
     "--atol/--rtol without a check, --no-bound/--rigorous-bound without\n"
     "--check) are usage errors.\n"
     "\n"
-    "environment: ATTNC_ISA=avx512bf16|avx512|avx2|x86-64 (any case) caps the code path\n"
+    "environment: ATTNC_ISA=amxbf16|avx512bf16|avx512|avx2|x86-64 (any case) caps the code path\n"
     "a CPU kernel runs (e.g. avx2 on an AVX-512 machine); another value is an\n"
     "input error (2) for a run (--info reports it as selected_isa: none).\n"
     "\n"
@@ -254,9 +254,16 @@ bool hasBf16Path(const attnc_kernel_info &ki) {
   return ki.isa == ATTNC_ISA_MULTI && ki.dtype == ATTNC_DTYPE_BF16 &&
          (ki.weight_dtype == ATTNC_DTYPE_BF16 || ki.rel_key_positions <= 0);
 }
+/// ... and, with bf16 weights too, the AMX-BF16 path before it.
+bool hasAmxPath(const attnc_kernel_info &ki) {
+  return ki.isa == ATTNC_ISA_MULTI && ki.dtype == ATTNC_DTYPE_BF16 &&
+         ki.weight_dtype == ATTNC_DTYPE_BF16;
+}
 
 /// The kernel's isa, a multi library's code paths spelled out.
 const char *isaName(const attnc_kernel_info &ki) {
+  if (hasAmxPath(ki))
+    return "multi (x86-amx-bf16, x86-avx512-bf16, x86-avx512, x86-avx2)";
   if (hasBf16Path(ki))
     return "multi (x86-avx512-bf16, x86-avx512, x86-avx2)";
   return isaName(ki.isa);
@@ -873,6 +880,8 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
   }
   j.set("isa", attnrt::isaName(ki.isa));
   JsonValue paths = JsonValue::array();
+  if (hasAmxPath(ki))
+    paths.push(attnrt::isaName(ATTNC_ISA_AMX_BF16));
   if (hasBf16Path(ki))
     paths.push(attnrt::isaName(ATTNC_ISA_AVX512_BF16));
   if (ki.isa == ATTNC_ISA_MULTI)
@@ -2434,14 +2443,16 @@ int Run::check() {
     Progress progress("check: computing the reference");
     attnrt::BoundOptions bopt;
     bopt.rigorous = o.rigorous;
-    // A bf16 block on the AVX512-BF16 code path rounds Q, K, P and V for
-    // its dot products; the other paths multiply them in float32.
-    bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 &&
-                    k.selectedIsa() == ATTNC_ISA_AVX512_BF16;
+    // A bf16 block on the AVX512-BF16 code path (or AMX-BF16's, the same
+    // attention) rounds Q, K, P and V for its dot products; the other paths
+    // multiply them in float32.
+    const bool bf16Path = k.selectedIsa() == ATTNC_ISA_AVX512_BF16 ||
+                          k.selectedIsa() == ATTNC_ISA_AMX_BF16;
+    bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 && bf16Path;
     // With bf16 weights, that path's GEMMs round x and the attention output
     // to bf16 (the reference rounds x as the kernel did); the others, CUDA
     // included, multiply the weights in float32.
-    bopt.bf16Gemm = !o.cuda && k.selectedIsa() == ATTNC_ISA_AVX512_BF16
+    bopt.bf16Gemm = !o.cuda && bf16Path
                         ? attnrt::BoundOptions::GemmInputs::Bf16
                         : attnrt::BoundOptions::GemmInputs::Float32;
     // Decode steps: row t was computed by the call that ended at row

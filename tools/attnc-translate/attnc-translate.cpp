@@ -144,11 +144,14 @@ int main(int argc, char **argv) {
     for (attnc::Isa p : attnc::codePaths(opts->isa))
       want.push_back(attnc::isaName(p));
     // multi adds the AVX512-BF16 path to a block with bf16 activations and
-    // weights, or bf16 dot products (attnc-set-target).
-    const std::string bf16Path = attnc::isaName(attnc::Isa::Avx512Bf16);
-    if (opts->isa == attnc::Isa::Multi && llvm::find(inIr, bf16Path) != inIr.end() &&
-        llvm::find(want, bf16Path) == want.end())
-      want.push_back(bf16Path);
+    // weights, or bf16 dot products, and the AMX-BF16 path to one with bf16
+    // activations and weights (attnc-set-target).
+    for (attnc::Isa extra : {attnc::Isa::Avx512Bf16, attnc::Isa::AmxBf16}) {
+      const std::string path = attnc::isaName(extra);
+      if (opts->isa == attnc::Isa::Multi && llvm::find(inIr, path) != inIr.end() &&
+          llvm::find(want, path) == want.end())
+        want.push_back(path);
+    }
     auto sorted = [](std::vector<std::string> v) {
       llvm::sort(v);
       return v;

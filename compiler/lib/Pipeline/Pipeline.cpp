@@ -110,6 +110,9 @@ const char *attnc::stagePipeline(const std::string &stage) {
            // path (LLVM would otherwise call __truncsfbf2 where the CPU
            // lacks AVX512-BF16).
            "attnc-expand-bf16,"
+           // The AMX-BF16 path's tiles, and the loops that carry them
+           // (upstream's scf/cf lowering cannot type them).
+           "attnc-lower-amx,"
            "convert-scf-to-cf,convert-vector-to-llvm{enable-x86vector=true},"
            "convert-math-to-llvm,"
            "convert-arith-to-llvm,"

@@ -13,7 +13,7 @@
 // SSE: func.func @f__x86_64({{.*}}attn.target = #attn.cpu_target<isa = "x86-64", cpu = "x86-64", features = "", vector_width = 4
 // SSE-NOT: func.func @f__avx
 // RUN: not attnc-opt %s --attnc-set-target=isa=arm 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: attnc-set-target: unknown isa 'arm' (multi, x86-avx512, x86-avx512-bf16, x86-avx2, x86-64, host, cuda-sm80, cuda-sm90)
+// BAD: error: attnc-set-target: unknown isa 'arm' (multi, x86-avx512, x86-avx512-bf16, x86-amx-bf16, x86-avx2, x86-64, host, cuda-sm80, cuda-sm90)
 // A CUDA target: one function, an #attn.cuda_target with the block shapes
 // (GEMM 128 x 64 outputs per block of 256 threads of 4 columns, K staged 16
 // at a time; attention 64 queries per block, keys 32 at a time; 256

@@ -113,7 +113,7 @@ def AttnPlanMemoryPass : Pass<"attnc-plan-memory", "mlir::ModuleOp"> {
     phases of `linalg.generic` (CPU targets only). docs/design.md, section
     2, has the kernels and the equation each keeps.
   }];
-  let dependentDialects = ["mlir::x86vector::X86VectorDialect", "mlir::arith::ArithDialect",
+  let dependentDialects = ["mlir::x86vector::X86VectorDialect", "mlir::amx::AMXDialect", "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
@@ -234,6 +234,35 @@ def AttnExpandBf16Pass : Pass<"attnc-expand-bf16", "mlir::ModuleOp"> {
     libc only, cannot resolve).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def AttnLowerAmxPass : Pass<"attnc-lower-amx", "mlir::ModuleOp"> {
+  let summary = "Lower the AMX-BF16 GEMM tiles to LLVM intrinsics (or emulate them)";
+  let description = [{
+    The AMX-BF16 code path's GEMM kernels carry `!amx.tile` values through
+    their K loops (scf.for iter_args), which upstream's conversions cannot
+    type: convert-vector-to-llvm lowers the tile operations but leaves the
+    loop's branch arguments unconverted. This pass lowers the tile
+    operations to the `llvm.x86.*.internal` intrinsics (upstream's AMX
+    patterns; LLVM then configures the tiles, `ldtilecfg`, and releases
+    them, `tilerelease`) and converts the loops that carry tiles to
+    `!llvm.x86_amx` in the same conversion.
+
+    With `emulate` (or ATTNC_EMULATE_AMX=1 in the environment, a test hook)
+    it instead rewrites each tile as a vector of its shape and each tile
+    operation as the AVX512-BF16 vector code it stands for: `tile_load` /
+    `tile_store` row by row at the same base, indices and stride,
+    `tile_mulf` as vdpbf16ps per row and k-pair (the same products, in
+    pairs, into float32). The tiles' addresses, strides, K steps and
+    tails are then those of the AMX code and run on a CPU without AMX.
+    Runs before the scf -> cf lowering; does nothing to code without tiles.
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "AVX512-BF16 vector code instead of AMX instructions">
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect",
+                           "mlir::memref::MemRefDialect", "mlir::x86vector::X86VectorDialect"];
 }
 
 def AttnApproximateExpPass : Pass<"attnc-approximate-exp", "mlir::ModuleOp"> {

@@ -20,10 +20,10 @@ namespace attnc {
 
 /// What a library is built for. `Multi` is the AVX-512 + AVX2 pair chosen at
 /// load time; every other value is one code path.
-enum class Isa { Multi, Host, X86_64, Avx2, Avx512, Avx512Bf16, CudaSm80, CudaSm90 };
+enum class Isa { Multi, Host, X86_64, Avx2, Avx512, Avx512Bf16, AmxBf16, CudaSm80, CudaSm90 };
 
 /// The CPU test the C glue runs (CPUID) before a code path may run.
-enum class CpuLevel { None, Baseline, Avx2, Avx512, Avx512Bf16 };
+enum class CpuLevel { None, Baseline, Avx2, Avx512, Avx512Bf16, AmxBf16 };
 
 struct IsaInfo {
   Isa isa;
@@ -58,6 +58,16 @@ inline bool isCudaName(llvm::StringRef name) {
 /// The CPUID test code path `isa` needs; for `host`, from the features its
 /// code is compiled with (all of this machine's).
 CpuLevel cpuLevel(Isa isa);
+/// Whether code path `name` multiplies bf16 pairs with vdpbf16ps (the
+/// AVX512-BF16 and AMX-BF16 paths): a bf16 block there rounds Q, K, P and
+/// V for its dot products, which the --check bound accounts for.
+bool hasBf16Dots(llvm::StringRef name);
+/// ATTNC_EMULATE_AMX=1 in attnc's environment (a test hook): the AMX-BF16
+/// code path's tile operations are compiled as AVX512-BF16 vector code with
+/// the same tiles, addresses and strides (attnc-lower-amx{emulate}), and its
+/// CPU check asks for AVX512-BF16 only, so the path's loops and addressing
+/// run, and are checked, on a CPU without AMX.
+bool amxEmulated();
 /// Every --target spelling, for messages: "multi, host, x86-64, ...".
 std::string isaNames();
 

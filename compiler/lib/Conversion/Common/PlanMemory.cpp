@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "attnc/Conversion/Passes.h"
 #include "LoopBuilders.h"
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "attnc/Dialect/Attn/IR/AttnInterfaces.h"
 #include "attnc/Dialect/Attn/IR/AttnKernelsInterface.h"

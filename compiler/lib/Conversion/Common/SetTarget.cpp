@@ -118,6 +118,10 @@ struct SetTargetPass final
     }
     if (parsed == attnc::Isa::Multi && ((bf16Weights && bf16Acts) || bf16Dots))
       isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
+    // GEMMs of bf16 weights on bf16 activations: also the AMX-BF16 path,
+    // first (its tiles only change those GEMMs).
+    if (parsed == attnc::Isa::Multi && bf16Weights && bf16Acts)
+      isas.insert(isas.begin(), attnc::isaName(attnc::Isa::AmxBf16));
     SmallVector<func::FuncOp> fns;
     for (auto f : module.getOps<func::FuncOp>()) {
       bool hasAttn = false;

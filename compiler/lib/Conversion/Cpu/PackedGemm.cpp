@@ -30,6 +30,12 @@
 // over take the MR x NR kernels' shapes, and every output sums the same
 // products in the same order).
 //
+// On the AMX-BF16 path (x86-amx-bf16) the task's whole 32-row blocks of
+// every whole panel go first, on tiles (amxBlock: 2 x 2 C tiles of 16 x 16
+// float32 loaded from y, per 32 of K two A tiles of x's rows and the
+// panel's two 16-column halves as B tiles, the panel's pair rows being
+// AMX's pair-interleaved B layout), then the rows left over as above.
+//
 // A float32 x against bf16 pairs (W_O after the attention; a float32
 // block with bf16 weights) is rounded to bf16 once per call, in a phase
 // of its own, into a workspace copy that the vdpbf16ps kernels read as
@@ -50,7 +56,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CpuBuilders.h"
+#include "attnc/Target/Isa.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -74,6 +82,10 @@ struct Gemm {
   /// dot: A (x) read as bf16 pairs straight from x (bf16, even K), or
   /// from `scratch` (a row block's K block rounded to bf16 by the task).
   bool directPairs = false;
+  /// dot on the AMX-BF16 path: 32-row blocks of whole panels on tiles
+  /// (amxBlock); the rows left over and a partial last panel as on the
+  /// AVX512-BF16 path.
+  bool amx = false;
 
   VectorType ivt() { return VectorType::get({vl}, b.getI32Type()); }
   VectorType pairVt() { return VectorType::get({2 * vl}, b.getBF16Type()); }
@@ -310,6 +322,94 @@ struct Gemm {
         store(c, kResults[i * nv + v], i, v);
   }
 
+  /// The stride of dimension `dim` of memref `m`, in elements (static where
+  /// the type has it).
+  Value strideOf(ImplicitLocOpBuilder &c, Value m, unsigned dim) {
+    auto mt = cast<MemRefType>(m.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (succeeded(mt.getStridesAndOffset(strides, offset)) &&
+        !ShapedType::isDynamic(strides[dim]))
+      return idx(c, strides[dim]);
+    auto md = memref::ExtractStridedMetadataOp::create(c, m);
+    return md.getStrides()[dim];
+  }
+
+  /// AMX-BF16: rows [r, r + 32) by the 32 columns of whole panel p, over
+  /// k in [k0, k1), on tiles: C[i][j] (16 x 16 float32, rows r + 16i,
+  /// columns 16j of the panel) += A[i] (16 rows x 32 bf16 of x, k pairs in
+  /// order) x B[j] (16 k-pair rows of the panel, 64 bytes each: the
+  /// panel's pairs layout [ceil(K/2)][2 x 32] is the tile's pair-interleaved
+  /// B, read with a 128-byte stride). 8 tiles: 2 A + 2 B + 4 C. The C
+  /// tiles are loaded from y and stored back (y starts from the bias, or
+  /// zero, at the first K block); a K tail shorter than a tile's 32 goes
+  /// through the vdpbf16ps kernels onto y.
+  void amxBlock(ImplicitLocOpBuilder &c, Value bi, Value r, Value p, Value k0, Value k1,
+                Value first) {
+    auto bf16Tile = amx::TileType::get({16, 32}, c.getBF16Type());
+    auto f32Tile = amx::TileType::get({16, 16}, c.getF32Type());
+    Value col = arith::MulIOp::create(c, p, idx(c, panel));
+    // y's block starts from the bias (or zero) at the first K block.
+    auto init = scf::IfOp::create(c, first, /*withElse=*/false);
+    {
+      ImplicitLocOpBuilder tb(c.getLoc(), init.getThenBodyBuilder());
+      Value zero = arith::ConstantOp::create(tb, DenseElementsAttr::get(vt, tb.getF32FloatAttr(0.0f)));
+      for (int64_t v = 0; v < panel / vl; ++v) {
+        Value cv = add(tb, col, v * vl);
+        Value bv = bias ? attnc::loadVecF32(tb, vt, bias, ValueRange{cv}) : zero;
+        for (int64_t i = 0; i < 32; ++i)
+          vector::StoreOp::create(tb, bv, y, ValueRange{bi, add(tb, r, i), cv});
+      }
+    }
+    Value yStride = strideOf(c, y, 1);
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        acc.push_back(amx::TileLoadOp::create(
+            c, f32Tile, y, ValueRange{bi, add(c, r, 16 * i), add(c, col, 16 * j)}, yStride));
+    Value kLen = arith::SubIOp::create(c, k1, k0);
+    Value kT = arith::AddIOp::create(
+        c, k0, arith::MulIOp::create(c, arith::DivUIOp::create(c, kLen, idx(c, 32)), idx(c, 32)));
+    Value aStride = directPairs ? strideOf(c, x, 1) : strideOf(c, scratch, 0);
+    Value bStride = idx(c, 2 * panel);
+    auto kLoop = attnc::loop(c, k0, kT, idx(c, 32), acc,
+        [&](ImplicitLocOpBuilder &ck, Value k, ValueRange cs) {
+          SmallVector<Value> a, bt;
+          for (int64_t i = 0; i < 2; ++i) {
+            Value row = add(ck, r, 16 * i);
+            a.push_back(directPairs
+                            ? amx::TileLoadOp::create(ck, bf16Tile, x, ValueRange{bi, row, k}, aStride)
+                                  .getResult()
+                            : amx::TileLoadOp::create(
+                                  ck, bf16Tile, scratch,
+                                  ValueRange{arith::SubIOp::create(ck, row, scratchRow0),
+                                             arith::SubIOp::create(ck, k, k0)},
+                                  aStride)
+                                  .getResult());
+          }
+          Value kp = arith::DivUIOp::create(ck, k, idx(ck, 2));
+          for (int64_t j = 0; j < 2; ++j)
+            bt.push_back(amx::TileLoadOp::create(ck, bf16Tile, wp, ValueRange{p, kp, idx(ck, 32 * j)},
+                                                 bStride));
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t j = 0; j < 2; ++j)
+              next.push_back(amx::TileMulFOp::create(ck, f32Tile, a[i], bt[j], cs[2 * i + j]));
+          return next;
+        });
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        amx::TileStoreOp::create(c, y, ValueRange{bi, add(c, r, 16 * i), add(c, col, 16 * j)},
+                                 kLoop.getResult(2 * i + j), yStride);
+    // The K tail (k1 - kT < 32), onto y.
+    auto tail = scf::IfOp::create(
+        c, arith::CmpIOp::create(c, arith::CmpIPredicate::ult, kT, k1), /*withElse=*/false);
+    ImplicitLocOpBuilder tb(c.getLoc(), tail.getThenBodyBuilder());
+    SmallVector<Half> whole{{0, SmallVector<int64_t>(nr / vl, vl)}};
+    rowsOf(tb, bi, r, add(tb, r, 32), p, whole, kT, k1,
+           arith::ConstantIntOp::create(tb, 0, 1));
+  }
+
   /// The NR-column part of a panel that one kernel call computes.
   struct Half {
     int64_t half;               // columns half*NR.. of the panel
@@ -510,6 +610,24 @@ struct Gemm {
             SmallVector<Half> wholeHalves;
             for (int64_t half = 0; half < panel / nr; ++half)
               wholeHalves.push_back({half, SmallVector<int64_t>(nr / vl, vl)});
+            // AMX: the task's whole 32-row blocks of every whole panel on
+            // tiles; the rows after them as below.
+            Value rRest = r0;
+            if (amx) {
+              rRest = arith::AddIOp::create(
+                  ck, r0, arith::MulIOp::create(
+                              ck, arith::DivUIOp::create(ck, arith::SubIOp::create(ck, r1, r0),
+                                                         idx(ck, 32)),
+                              idx(ck, 32)));
+              attnc::loop(ck, p0, pFullEnd, {}, [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
+                attnc::loop(cp, r0, rRest, idx(cp, 32), {},
+                    [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
+                      amxBlock(cr, bi, r, p, k0, k1, first);
+                      return SmallVector<Value>{};
+                    });
+                return SmallVector<Value>{};
+              });
+            }
             // Whole panels: in pairs on the vdpbf16ps path (rowsOfPair; the
             // group's odd one out alone), else one by one.
             Value singleFrom = p0;
@@ -521,13 +639,13 @@ struct Gemm {
                               idx(ck, 2)));
               attnc::loop(ck, p0, singleFrom, idx(ck, 2), {},
                   [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
-                    rowsOfPair(cp, bi, r0, r1, p, k0, k1, first);
+                    rowsOfPair(cp, bi, rRest, r1, p, k0, k1, first);
                     return SmallVector<Value>{};
                   });
             }
             attnc::loop(ck, singleFrom, pFullEnd, {},
                 [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
-                  rowsOf(cp, bi, r0, r1, p, wholeHalves, k0, k1, first);
+                  rowsOf(cp, bi, rRest, r1, p, wholeHalves, k0, k1, first);
                   return SmallVector<Value>{};
                 });
             // The last panel when n is not a multiple of the panel width:
@@ -633,6 +751,13 @@ void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::CpuTargetAttr t,
     }
   }
   g.directPairs = xt.getElementType().isBF16() && kDim % 2 == 0;
+  // AMX-BF16 tiles need whole panels of 32 columns (two 16-column C tiles),
+  // 32-row blocks within a task (gemm_mc a multiple of 32) and a float32 y
+  // (the C tiles are loaded from and stored to it).
+  g.amx = g.dot && g.nr == panel && panel == 32 && t.getGemmMc() % 32 == 0 &&
+          cast<MemRefType>(y.getType()).getElementType().isF32() &&
+          (t.getIsa() == attnc::isaName(attnc::Isa::AmxBf16) ||
+           t.getFeatures().contains("+amx-bf16"));
   g.widenA = !g.dot && !xt.getElementType().isF32();
   g.build();
 }

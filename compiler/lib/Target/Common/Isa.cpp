@@ -5,6 +5,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace attnc;
 
@@ -21,6 +22,12 @@ const IsaInfo kIsas[] = {
     // (bf16 weights, or bf16 dot products in the attention).
     {Isa::Avx512Bf16, "x86-avx512-bf16", "avx512bf16", "ATTNC_ISA_AVX512_BF16", "x86-64-v4",
      "+prefer-no-scatter,+avx512bf16", 16, 32, false, CpuLevel::Avx512Bf16},
+    // AVX512-BF16 plus AMX-BF16 tiles (tdpbf16ps, 16 x 32 bf16 by 32 x 16
+    // into 16 x 16 float32) for the GEMMs of bf16 weights and activations;
+    // the rest is the AVX512-BF16 path's code. A multi library of such a
+    // block has it first (Sapphire Rapids and newer).
+    {Isa::AmxBf16, "x86-amx-bf16", "amxbf16", "ATTNC_ISA_AMX_BF16", "x86-64-v4",
+     "+prefer-no-scatter,+avx512bf16,+amx-tile,+amx-bf16", 16, 32, false, CpuLevel::AmxBf16},
     {Isa::Avx2, "x86-avx2", "avx2", "ATTNC_ISA_AVX2", "x86-64-v3", "", 8, 16, false,
      CpuLevel::Avx2},
     {Isa::X86_64, "x86-64", "x86_64", "ATTNC_ISA_X86_64", "x86-64", "", 4, 16, false,
@@ -59,6 +66,19 @@ bool attnc::parseIsa(const std::string &s, Isa &out) {
     return false;
   out = i->isa;
   return true;
+}
+
+bool attnc::hasBf16Dots(llvm::StringRef name) {
+  const IsaInfo *i = findIsa(name);
+  if (!i || i->cuda)
+    return false;
+  CpuLevel l = cpuLevel(i->isa);
+  return l == CpuLevel::Avx512Bf16 || l == CpuLevel::AmxBf16;
+}
+
+bool attnc::amxEmulated() {
+  const char *e = std::getenv("ATTNC_EMULATE_AMX");
+  return e && std::string(e) == "1";
 }
 
 std::string attnc::isaNames() {
@@ -111,7 +131,11 @@ attnc::CpuLevel attnc::cpuLevel(Isa isa) {
     return isaInfo(isa).level;
   std::string cpu, features;
   targetCpuAndFeatures(isa, cpu, features);
-  return features.find("+avx512bf16") != std::string::npos ? CpuLevel::Avx512Bf16
+  return features.find("+amx-bf16") != std::string::npos &&
+                 features.find("+amx-tile") != std::string::npos &&
+                 features.find("+avx512bf16") != std::string::npos
+             ? CpuLevel::AmxBf16
+         : features.find("+avx512bf16") != std::string::npos ? CpuLevel::Avx512Bf16
          : features.find("+avx512f") != std::string::npos    ? CpuLevel::Avx512
          : features.find("+avx2") != std::string::npos  ? CpuLevel::Avx2
                                                          : CpuLevel::Baseline;

@@ -52,6 +52,41 @@ static int k_has_avx512bf16(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512bf16");
 }
+/* AMX-BF16: CPUID.(7,0).EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), the OS
+ * enabling the tile state (XCR0 bits 17 TILECFG and 18 TILEDATA), and
+ * Linux's permission for this process to use it (arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16 and newer; the
+ * first tile instruction without it is a SIGILL). The request is made
+ * once, at load (k_choose), and holds for every thread of the process.
+ * K_AMX_EMULATED (attnc compiled with ATTNC_EMULATE_AMX=1, a test hook):
+ * the path's tile operations are AVX512-BF16 vector code, so it needs only
+ * that. */
+#if !defined(K_AMX_EMULATED) && !defined(K_CUDA)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#endif
+static int k_has_amxbf16(void) {
+#ifdef K_AMX_EMULATED
+  return k_has_avx512bf16();
+#elif defined(K_CUDA)
+  return 0;
+#else
+  unsigned a, b, c, d;
+  if (!k_has_avx512bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return 0;
+  if (!(d & (1u << 22)) || !(d & (1u << 24)))
+    return 0;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17))
+    return 0;
+  static int granted = -1;
+  if (granted < 0)
+    granted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                      18 /* XFEATURE_XTILEDATA */) == 0;
+  return granted;
+#endif
+}
 static int k_has_avx2(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v3") != 0;
@@ -169,23 +204,28 @@ static int k_cu_functions(k_cu_handle **fns) {
 K_VARIANT_TABLE
 
 static int k_level(int (*check)(void)) {
-  return check == k_has_avx512bf16 ? 3 : check == k_has_avx512 ? 2 : check == k_has_avx2 ? 1 : 0;
+  return check == k_has_amxbf16      ? 4
+         : check == k_has_avx512bf16 ? 3
+         : check == k_has_avx512     ? 2
+         : check == k_has_avx2       ? 1
+                                     : 0;
 }
 
 /* The first code path this CPU supports; ATTNC_ISA=avx2 (or x86-64) in the
  * environment (read at load: k_choose) caps the choice, e.g. to time the AVX2 path on an AVX-512
  * machine or to see how the library behaves on an older CPU. The names are
- * case-insensitive (avx512bf16, avx512, avx2, x86-64; also attnc's target
- * spellings x86-avx512-bf16, x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
+ * case-insensitive (amxbf16, avx512bf16, avx512, avx2, x86-64; also attnc's
+ * target spellings x86-amx-bf16, x86-avx512-bf16, x86-avx512, x86-avx2); unset or empty: no cap. Any other value selects
  * nothing (selected_isa() is ATTNC_ISA_NONE, forward and decode return
  * ATTNC_ERR_ISA): a typo must not silently time the wrong path. The kernel
  * cannot print; libattnrt names the bad value (attnrt::isaEnvProblem;
  * strcasecmp: <string.h> declares it under -std=gnu99). */
 static const attnc_variant *k_select(void) {
-  int cap = 3;
+  int cap = 4;
   const char *env = getenv("ATTNC_ISA");
-  if (!env || !*env || strcasecmp(env, "avx512bf16") == 0 ||
-      strcasecmp(env, "x86-avx512-bf16") == 0)
+  if (!env || !*env || strcasecmp(env, "amxbf16") == 0 || strcasecmp(env, "x86-amx-bf16") == 0)
+    cap = 4;
+  else if (strcasecmp(env, "avx512bf16") == 0 || strcasecmp(env, "x86-avx512-bf16") == 0)
     cap = 3;
   else if (strcasecmp(env, "avx512") == 0 || strcasecmp(env, "x86-avx512") == 0)
     cap = 2;

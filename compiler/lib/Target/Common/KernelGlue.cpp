@@ -83,6 +83,7 @@ void emitDefines(llvm::raw_ostream &os, const attnc::KernelDesc &desc, const att
      << "#define K_MAX_SEQ_LEN " << desc.maxSeqLen << "\n"
      << "#define K_MAX_ROWS " << maxRows << "\n"
      << "#define K_PHASES " << lw.phases << "\n"
+     << (attnc::amxEmulated() ? "#define K_AMX_EMULATED 1\n" : "")
      << "#define K_STACK_BYTES " << lw.stackBytes << "\n"
      << "#define K_FEATURES " << featuresExpr(desc, isa) << "\n"
      << "#define K_KV_HEADS " << desc.block.kvHeads << "\n"

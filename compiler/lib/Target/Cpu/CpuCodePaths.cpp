@@ -58,7 +58,8 @@ class CpuCodePaths final : public attnc::CodePathKind {
       // table's; host: from the features its code is compiled with).
       const IsaInfo *vi = findIsa(v);
       CpuLevel level = vi ? cpuLevel(vi->isa) : CpuLevel::Baseline;
-      const char *check = level == CpuLevel::Avx512Bf16 ? "k_has_avx512bf16"
+      const char *check = level == CpuLevel::AmxBf16      ? "k_has_amxbf16"
+                          : level == CpuLevel::Avx512Bf16 ? "k_has_avx512bf16"
                           : level == CpuLevel::Avx512   ? "k_has_avx512"
                           : level == CpuLevel::Avx2     ? "k_has_avx2"
                                                         : "k_has_baseline";

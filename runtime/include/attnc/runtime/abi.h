@@ -210,6 +210,8 @@ ATTNC_MAYBE_UNUSED static inline int attnc_mask_chunked(uint32_t m) {
 #define ATTNC_ISA_CUDA_SM80 5u /* CUDA, PTX for sm_80 (Ampere and newer) */
 #define ATTNC_ISA_CUDA_SM90 6u /* CUDA, PTX for sm_90 (Hopper and newer) */
 #define ATTNC_ISA_AVX512_BF16 7u /* x86-64-v4 + AVX512-BF16 (vdpbf16ps) */
+#define ATTNC_ISA_AMX_BF16 8u /* x86-avx512-bf16 + AMX-BF16 tiles (tdpbf16ps)
+                                 for the GEMMs (Sapphire Rapids and newer) */
 #define ATTNC_ISA_NONE 0xffffffffu /* selected_isa(): no code path fits */
 
 /* attnc_kernel_info.features: optional attnc_forward_args fields the
