@@ -40,12 +40,14 @@ bool attnc::runCompiledPaths(Compilation &comp, const Spec &spec, Isa isa,
     return false;
   }
   // One run per code path: ATTNC_ISA caps the glue's choice (the first
-  // run uncapped: a bf16 library's AVX512-BF16 path where the CPU has it,
-  // then its plain AVX-512 and AVX2 paths).
+  // run uncapped: a bf16 library's AMX-BF16 or AVX512-BF16 path where the
+  // CPU has it, then its AVX512-BF16, plain AVX-512 and AVX2 paths; a cap
+  // that selects a path already run adds nothing).
   const char *old = std::getenv("ATTNC_ISA");
   std::string saved = old ? old : "";
   std::vector<std::pair<std::string, const char *>> caps = {
-      {"best", nullptr}, {"x86-avx512", "x86-avx512"}, {"x86-avx2", "x86-avx2"}};
+      {"best", nullptr}, {"x86-avx512-bf16", "x86-avx512-bf16"},
+      {"x86-avx512", "x86-avx512"}, {"x86-avx2", "x86-avx2"}};
   if (isa != Isa::Multi)
     caps.resize(1);
   for (auto &[label, cap] : caps) {

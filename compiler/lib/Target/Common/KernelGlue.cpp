@@ -243,10 +243,13 @@ std::string attnc::emitKernelGlue(const KernelDesc &desc, const PackPlan &plan,
   for (const std::string &v : lw.variants) {
     std::string cpu, features;
     targetCpuAndFeatures(v, cpu, features); // CUDA: the device's sm_XX
-    // (the AVX512-BF16 path is x86-64-v4 plus vdpbf16ps: say so, not
-    // "x86-64-v4" twice)
+    // (the AVX512-BF16 path is x86-64-v4 plus vdpbf16ps, the AMX-BF16 one
+    // that plus tiles: say so, not "x86-64-v4" three times; an emulated
+    // AMX path says that)
     if (llvm::StringRef(features).contains("+avx512bf16"))
       cpu += "+avx512bf16";
+    if (llvm::StringRef(features).contains("+amx-bf16"))
+      cpu += amxEmulated() ? "+amx-bf16(emulated)" : "+amx-bf16";
     cpus += (cpus.empty() ? "" : ",") + cpu;
   }
   emitDefines(os, desc, plan, isa, kernelsIsa.value_or(isa), outDim);
