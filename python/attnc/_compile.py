@@ -244,7 +244,10 @@ def _cached_kernel(key, cache_dir, produce):
 
 def _target_parts(target):
     t = target or "multi"
-    return [f"target {t}"] + ([_host_cpu()] if t == "host" else [])
+    # ATTNC_EMULATE_AMX=1 (a test hook) compiles the AMX-BF16 path's tiles
+    # as vector code: another library for the same spec and target.
+    emulated = ["amx emulated"] if os.environ.get("ATTNC_EMULATE_AMX") == "1" else []
+    return [f"target {t}"] + ([_host_cpu()] if t == "host" else []) + emulated
 
 
 def compile(spec, target=None, cache_dir=None, extra_args=()):

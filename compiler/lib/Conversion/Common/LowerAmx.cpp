@@ -187,7 +187,7 @@ struct LowerAmxPass final : attnc::impl::AttnLowerAmxPassBase<LowerAmxPass> {
     ModuleOp module = getOperation();
     bool any = false;
     module.walk([&](Operation *op) {
-      any |= isa<amx::AMXDialect>(op->getDialect());
+      any |= isa_and_nonnull<amx::AMXDialect>(op->getDialect());
       return any ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (!any)

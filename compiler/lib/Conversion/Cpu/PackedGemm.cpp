@@ -361,46 +361,53 @@ struct Gemm {
           vector::StoreOp::create(tb, bv, y, ValueRange{bi, add(tb, r, i), cv});
       }
     }
-    Value yStride = strideOf(c, y, 1);
-    SmallVector<Value> acc;
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        acc.push_back(amx::TileLoadOp::create(
-            c, f32Tile, y, ValueRange{bi, add(c, r, 16 * i), add(c, col, 16 * j)}, yStride));
     Value kLen = arith::SubIOp::create(c, k1, k0);
     Value kT = arith::AddIOp::create(
         c, k0, arith::MulIOp::create(c, arith::DivUIOp::create(c, kLen, idx(c, 32)), idx(c, 32)));
-    Value aStride = directPairs ? strideOf(c, x, 1) : strideOf(c, scratch, 0);
-    Value bStride = idx(c, 2 * panel);
-    auto kLoop = attnc::loop(c, k0, kT, idx(c, 32), acc,
-        [&](ImplicitLocOpBuilder &ck, Value k, ValueRange cs) {
-          SmallVector<Value> a, bt;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value row = add(ck, r, 16 * i);
-            a.push_back(directPairs
-                            ? amx::TileLoadOp::create(ck, bf16Tile, x, ValueRange{bi, row, k}, aStride)
-                                  .getResult()
-                            : amx::TileLoadOp::create(
-                                  ck, bf16Tile, scratch,
-                                  ValueRange{arith::SubIOp::create(ck, row, scratchRow0),
-                                             arith::SubIOp::create(ck, k, k0)},
-                                  aStride)
-                                  .getResult());
-          }
-          Value kp = arith::DivUIOp::create(ck, k, idx(ck, 2));
-          for (int64_t j = 0; j < 2; ++j)
-            bt.push_back(amx::TileLoadOp::create(ck, bf16Tile, wp, ValueRange{p, kp, idx(ck, 32 * j)},
-                                                 bStride));
-          SmallVector<Value> next;
-          for (int64_t i = 0; i < 2; ++i)
+    // The tiles, where the K block has a whole tile's 32 (a K, or a last K
+    // block, shorter than that is all tail).
+    auto onTiles = scf::IfOp::create(
+        c, arith::CmpIOp::create(c, arith::CmpIPredicate::ugt, kT, k0), /*withElse=*/false);
+    {
+      ImplicitLocOpBuilder tc(c.getLoc(), onTiles.getThenBodyBuilder());
+      Value yStride = strideOf(tc, y, 1);
+      SmallVector<Value> acc;
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          acc.push_back(amx::TileLoadOp::create(
+              tc, f32Tile, y, ValueRange{bi, add(tc, r, 16 * i), add(tc, col, 16 * j)}, yStride));
+      Value aStride = directPairs ? strideOf(tc, x, 1) : strideOf(tc, scratch, 0);
+      Value bStride = idx(tc, 2 * panel);
+      auto kLoop = attnc::loop(tc, k0, kT, idx(tc, 32), acc,
+          [&](ImplicitLocOpBuilder &ck, Value k, ValueRange cs) {
+            SmallVector<Value> a, bt;
+            for (int64_t i = 0; i < 2; ++i) {
+              Value row = add(ck, r, 16 * i);
+              a.push_back(directPairs
+                              ? amx::TileLoadOp::create(ck, bf16Tile, x, ValueRange{bi, row, k}, aStride)
+                                    .getResult()
+                              : amx::TileLoadOp::create(
+                                    ck, bf16Tile, scratch,
+                                    ValueRange{arith::SubIOp::create(ck, row, scratchRow0),
+                                               arith::SubIOp::create(ck, k, k0)},
+                                    aStride)
+                                    .getResult());
+            }
+            Value kp = arith::DivUIOp::create(ck, k, idx(ck, 2));
             for (int64_t j = 0; j < 2; ++j)
-              next.push_back(amx::TileMulFOp::create(ck, f32Tile, a[i], bt[j], cs[2 * i + j]));
-          return next;
-        });
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        amx::TileStoreOp::create(c, y, ValueRange{bi, add(c, r, 16 * i), add(c, col, 16 * j)},
-                                 kLoop.getResult(2 * i + j), yStride);
+              bt.push_back(amx::TileLoadOp::create(ck, bf16Tile, wp,
+                                                   ValueRange{p, kp, idx(ck, 32 * j)}, bStride));
+            SmallVector<Value> next;
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t j = 0; j < 2; ++j)
+                next.push_back(amx::TileMulFOp::create(ck, f32Tile, a[i], bt[j], cs[2 * i + j]));
+            return next;
+          });
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          amx::TileStoreOp::create(tc, y, ValueRange{bi, add(tc, r, 16 * i), add(tc, col, 16 * j)},
+                                   kLoop.getResult(2 * i + j), yStride);
+    }
     // The K tail (k1 - kT < 32), onto y.
     auto tail = scf::IfOp::create(
         c, arith::CmpIOp::create(c, arith::CmpIPredicate::ult, kT, k1), /*withElse=*/false);

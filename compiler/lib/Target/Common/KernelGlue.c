@@ -61,14 +61,14 @@ static int k_has_avx512bf16(void) {
  * K_AMX_EMULATED (attnc compiled with ATTNC_EMULATE_AMX=1, a test hook):
  * the path's tile operations are AVX512-BF16 vector code, so it needs only
  * that. */
-#if !defined(K_AMX_EMULATED) && !defined(K_CUDA)
+#if !defined(K_AMX_EMULATED) && !defined(K_CUDA) && defined(__linux__)
 #include <cpuid.h>
 #include <sys/syscall.h>
 #endif
 static int k_has_amxbf16(void) {
 #ifdef K_AMX_EMULATED
   return k_has_avx512bf16();
-#elif defined(K_CUDA)
+#elif defined(K_CUDA) || !defined(__linux__)
   return 0;
 #else
   unsigned a, b, c, d;
@@ -80,10 +80,13 @@ static int k_has_amxbf16(void) {
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   if ((lo & (3u << 17)) != (3u << 17))
     return 0;
+  /* Asked once: k_select runs from the load-time constructor (and, for a
+   * constructor of the application's that calls in first, from that call);
+   * a second request would be granted the same, so a race is harmless. */
   static int granted = -1;
   if (granted < 0)
-    granted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
-                      18 /* XFEATURE_XTILEDATA */) == 0;
+    granted = syscall(SYS_arch_prctl, (unsigned long)0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                      (unsigned long)18 /* XFEATURE_XTILEDATA */) == 0;
   return granted;
 #endif
 }
