@@ -65,13 +65,18 @@ struct TileTypes : TypeConverter {
   }
 };
 
-/// A flat view of `base`'s buffer and the linear element index of `indices`
-/// in it (offset + sum of index * stride), and the stride of the
-/// second-innermost dimension (a tile row's default stride).
+/// A flat view of `base`'s buffer, the linear element index of `indices`
+/// in it (offset + sum of index * stride) and a tile row's stride (the one
+/// given, else the second-innermost dimension's): row m of a tile is at
+/// rowAt(m) = at + m * stride, as tileloadd / tilestored address it.
 struct Flat {
-  Value view, at, rowStride;
+  Value view, at, stride;
+  Value rowAt(OpBuilder &b, Location l, int64_t m) const {
+    return arith::AddIOp::create(
+        b, l, at, arith::MulIOp::create(b, l, stride, arith::ConstantIndexOp::create(b, l, m)));
+  }
 };
-Flat flatten(OpBuilder &b, Location l, Value base, ValueRange indices) {
+Flat flatten(OpBuilder &b, Location l, Value base, ValueRange indices, Value stride) {
   auto mt = cast<MemRefType>(base.getType());
   auto md = memref::ExtractStridedMetadataOp::create(b, l, base);
   Value at = md.getOffset();
@@ -86,8 +91,9 @@ Flat flatten(OpBuilder &b, Location l, Value base, ValueRange indices) {
   Value view = memref::ReinterpretCastOp::create(
       b, l, flatT, md.getBaseBuffer(), OpFoldResult(b.getIndexAttr(0)),
       ArrayRef<OpFoldResult>{huge}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  Value rowStride = mt.getRank() >= 2 ? md.getStrides()[mt.getRank() - 2] : Value();
-  return {view, at, rowStride};
+  if (!stride && mt.getRank() >= 2)
+    stride = md.getStrides()[mt.getRank() - 2];
+  return {view, at, stride};
 }
 
 struct EmulateZero final : OpConversionPattern<amx::TileZeroOp> {
@@ -106,17 +112,13 @@ struct EmulateLoad final : OpConversionPattern<amx::TileLoadOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location l = op.getLoc();
     auto vt = cast<VectorType>(getTypeConverter()->convertType(op.getType()));
-    Flat f = flatten(rw, l, a.getBase(), a.getIndices());
-    Value stride = a.getStride() ? a.getStride() : f.rowStride;
-    if (!stride)
+    Flat f = flatten(rw, l, a.getBase(), a.getIndices(), a.getStride());
+    if (!f.stride)
       return rw.notifyMatchFailure(op, "a 1-D base needs an explicit stride");
     auto rowT = VectorType::get({vt.getDimSize(1)}, vt.getElementType());
     Value tile = arith::ConstantOp::create(rw, l, vt, rw.getZeroAttr(vt));
     for (int64_t m = 0; m < vt.getDimSize(0); ++m) {
-      Value at = arith::AddIOp::create(
-          rw, l, f.at,
-          arith::MulIOp::create(rw, l, stride, arith::ConstantIndexOp::create(rw, l, m)));
-      Value row = vector::LoadOp::create(rw, l, rowT, f.view, ValueRange{at});
+      Value row = vector::LoadOp::create(rw, l, rowT, f.view, ValueRange{f.rowAt(rw, l, m)});
       tile = vector::InsertOp::create(rw, l, row, tile, ArrayRef<int64_t>{m});
     }
     rw.replaceOp(op, tile);
@@ -130,16 +132,12 @@ struct EmulateStore final : OpConversionPattern<amx::TileStoreOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location l = op.getLoc();
     auto vt = cast<VectorType>(a.getVal().getType());
-    Flat f = flatten(rw, l, a.getBase(), a.getIndices());
-    Value stride = a.getStride() ? a.getStride() : f.rowStride;
-    if (!stride)
+    Flat f = flatten(rw, l, a.getBase(), a.getIndices(), a.getStride());
+    if (!f.stride)
       return rw.notifyMatchFailure(op, "a 1-D base needs an explicit stride");
     for (int64_t m = 0; m < vt.getDimSize(0); ++m) {
-      Value at = arith::AddIOp::create(
-          rw, l, f.at,
-          arith::MulIOp::create(rw, l, stride, arith::ConstantIndexOp::create(rw, l, m)));
       Value row = vector::ExtractOp::create(rw, l, a.getVal(), ArrayRef<int64_t>{m});
-      vector::StoreOp::create(rw, l, row, f.view, ValueRange{at});
+      vector::StoreOp::create(rw, l, row, f.view, ValueRange{f.rowAt(rw, l, m)});
     }
     rw.eraseOp(op);
     return success();
