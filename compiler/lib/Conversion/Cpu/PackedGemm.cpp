@@ -56,7 +56,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CpuBuilders.h"
-#include "attnc/Target/Isa.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -108,6 +107,14 @@ struct Gemm {
   }
   Value add(ImplicitLocOpBuilder &c, Value a, int64_t v) {
     return v == 0 ? a : arith::AddIOp::create(c, a, idx(c, v)).getResult();
+  }
+  /// lo + the largest multiple of m that fits in [lo, hi): where the whole
+  /// m-sized blocks from lo end.
+  Value wholeEnd(ImplicitLocOpBuilder &c, Value lo, Value hi, int64_t m) {
+    return arith::AddIOp::create(
+        c, lo, arith::MulIOp::create(
+                   c, arith::DivUIOp::create(c, arith::SubIOp::create(c, hi, lo), idx(c, m)),
+                   idx(c, m)));
   }
   Value mask(ImplicitLocOpBuilder &c, int64_t valid) {
     return vector::CreateMaskOp::create(
@@ -361,9 +368,7 @@ struct Gemm {
           vector::StoreOp::create(tb, bv, y, ValueRange{bi, add(tb, r, i), cv});
       }
     }
-    Value kLen = arith::SubIOp::create(c, k1, k0);
-    Value kT = arith::AddIOp::create(
-        c, k0, arith::MulIOp::create(c, arith::DivUIOp::create(c, kLen, idx(c, 32)), idx(c, 32)));
+    Value kT = wholeEnd(c, k0, k1, 32);
     // The tiles, where the K block has a whole tile's 32 (a K, or a last K
     // block, shorter than that is all tail).
     auto onTiles = scf::IfOp::create(
@@ -429,10 +434,7 @@ struct Gemm {
   void eachRowBlock(ImplicitLocOpBuilder &c, Value r0, Value r1, int64_t step,
                     llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> whole,
                     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, int64_t)> tail) {
-    Value span = arith::SubIOp::create(c, r1, r0);
-    Value full = arith::AddIOp::create(
-        c, r0, arith::MulIOp::create(
-                   c, arith::DivUIOp::create(c, span, idx(c, mr)), idx(c, mr)));
+    Value full = wholeEnd(c, r0, r1, mr);
     attnc::loop(c, r0, full, idx(c, step), {},
                 [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
                   whole(cr, r);
@@ -621,11 +623,7 @@ struct Gemm {
             // tiles; the rows after them as below.
             Value rRest = r0;
             if (amx) {
-              rRest = arith::AddIOp::create(
-                  ck, r0, arith::MulIOp::create(
-                              ck, arith::DivUIOp::create(ck, arith::SubIOp::create(ck, r1, r0),
-                                                         idx(ck, 32)),
-                              idx(ck, 32)));
+              rRest = wholeEnd(ck, r0, r1, 32);
               attnc::loop(ck, p0, pFullEnd, {}, [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
                 attnc::loop(cp, r0, rRest, idx(cp, 32), {},
                     [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
@@ -763,8 +761,7 @@ void attnc::buildPackedGemm(ImplicitLocOpBuilder &b, attn::CpuTargetAttr t,
   // (the C tiles are loaded from and stored to it).
   g.amx = g.dot && g.nr == panel && panel == 32 && t.getGemmMc() % 32 == 0 &&
           cast<MemRefType>(y.getType()).getElementType().isF32() &&
-          (t.getIsa() == attnc::isaName(attnc::Isa::AmxBf16) ||
-           t.getFeatures().contains("+amx-bf16"));
+          t.getFeatures().contains("+amx-bf16");
   g.widenA = !g.dot && !xt.getElementType().isF32();
   g.build();
 }
