@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from . import Kernel, AttncError, _abi, _chunked_start, _file_identity, _runtime
 from . import _TORCH_TYPE
 from . import compile as _compile_spec
+from ._compile import CompileError
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
            "forward"]
@@ -669,6 +670,9 @@ class MultiheadAttention(torch.nn.Module):
             self._versions.pop(old, None)
             self._sources.pop(old, None)
         stamp = self._stamp()
+        refused = getattr(self, "_refused", {})
+        if key in refused:
+            raise refused[key]
         m = self.kernels[key] if key in self.kernels else None
         src = self._sources.get(key)
         now = self._weights()
@@ -681,9 +685,14 @@ class MultiheadAttention(torch.nn.Module):
                 weights["out_proj.bias"] = self.out_proj.bias
             with torch.no_grad():
                 weights = {n: w.detach().cpu() for n, w in weights.items()}
-                kernel = m.kernel if m is not None else _compile_spec(
-                    self.spec(cross, causal, dtype), target=self.target,
-                    cache_dir=self.cache_dir)
+                try:
+                    kernel = m.kernel if m is not None else _compile_spec(
+                        self.spec(cross, causal, dtype), target=self.target,
+                        cache_dir=self.cache_dir)
+                except CompileError as e:
+                    if e.returncode == 2:  # the spec refused: so on every call
+                        self._refused = dict(refused, **{key: e})
+                    raise
                 m = AttnModule(kernel, weights=weights, num_threads=self.num_threads,
                                persistent=False)
             self.kernels[key] = m
@@ -838,7 +847,16 @@ class MultiheadAttention(torch.nn.Module):
             kv_lengths is not None
         if causal and lq != lk:
             cross = True  # top-left alignment over T_kv keys
-        m = self._variant(cross, causal)
+        try:
+            m = self._variant(cross, causal)
+        except CompileError as e:
+            if e.returncode != 2:
+                raise
+            # A block past what attnc takes (docs/limits.md: heads,
+            # head_dim, weight elements): torch's, as for any form the
+            # kernels cannot compute. Refused once: not compiled again.
+            return self._unsupported(f"attnc refuses the block ({str(e).splitlines()[-1]})",
+                                     *args)
         if cross:
             r = m(q, x_kv=kv, kv_lengths=kv_lengths, need_weights=need_weights)
         else:

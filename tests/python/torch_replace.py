@@ -512,6 +512,29 @@ def main():
         check("nothing was replaced" in str(e),
               f"fallback='error' without nn.MultiheadAttention: {e}")
 
+    # -- a block past attnc's limits (docs/limits.md): torch's ---------------
+    # (d_model 2048 on one head: head_dim 2048 > 1024; attnc refuses the
+    # spec with exit 2, once: the second call compiles nothing)
+    big = torch.nn.MultiheadAttention(2048, 1).eval()
+    rb = at.replace_attention(torch.nn.Sequential(big), cache_dir=cache)
+    xb = torch.randn(3, 1, 2048)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        yb = [rb[0](xb, xb, xb, need_weights=False)[0] for _ in range(2)]
+    want = big(xb, xb, xb, need_weights=False)[0]
+    msgs = [str(m.message) for m in w]
+    check(len(msgs) == 2 and all("attnc refuses the block" in m and "head_dim <= 1024" in m
+                                 for m in msgs) and all(torch.equal(y, want) for y in yb)
+          and "sn" not in rb[0].kernels and "sn" in rb[0]._refused,
+          f"a block past the limits: torch's result, with a warning: {msgs[:1]}")
+    try:
+        rb[0].fallback = "error"
+        rb[0](xb, xb, xb)
+        check(False, "a block past the limits, fallback='error': ran")
+    except at.Unsupported as e:
+        check("head_dim <= 1024" in str(e), "a block past the limits, fallback='error': "
+              "Unsupported")
+
     # -- AttnModule: an nn.Module's weights, positions, max_seq_len -----------
     # (dynamic NTK: frequencies from each sequence's length, its positions
     # included; a plain rotation's scores would not move with a shift)

@@ -1185,6 +1185,12 @@ private:
                                   "heads = {})",
                                   s.heads, s.dModel, s.dModel % s.heads));
       s.headDim = s.dModel / s.heads;
+      // The derived head_dim has the written one's limit (the loader
+      // refuses a library past it).
+      if (s.headDim > limits::kMaxHeadDim)
+        fail("heads", fmt::format("d_model / heads = {} / {} = {} is head_dim, expected "
+                                  "a head_dim <= {} (docs/limits.md)",
+                                  s.dModel, s.heads, s.headDim, limits::kMaxHeadDim));
     }
     if (!hasKvHeads)
       s.kvHeads = s.heads;
