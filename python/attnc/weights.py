@@ -169,6 +169,14 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
                            f"(looked for {[prefix + s for s in spellings(n)]}){hint}")
         if len(found) > 1:
             raise DuplicateTensorError(f"two tensors for '{n}': {found}")
+        if n in ("in_proj_weight", "in_proj_bias"):
+            # The fused tensor and a separate Q, K or V beside it: which one?
+            suffix = ".weight" if n == "in_proj_weight" else ".bias"
+            part = [under[s] for p in ("q_proj", "k_proj", "v_proj")
+                    for s in spellings(p + suffix) if s in under]
+            if part:
+                raise DuplicateTensorError(f"two tensors for '{n}': {[found[0], part[0]]} "
+                                           "(the fused Q/K/V and a separate part of it)")
         t = tensors[found[0]]
         if n.startswith(("q_norm.", "k_norm.")) and len(getattr(t, "shape", ())) == 2:
             t = np.ravel(to_numpy(t))  # Cohere's [heads, head_dim]: the kernel's flat order

@@ -448,6 +448,20 @@ struct Loader {
     return ATTNRT_WEIGHTS_OK;
   }
 
+  /// For torch_in_proj's in_proj_weight / in_proj_bias: the name of a
+  /// separate Q, K or V tensor (any spelling assemble() reads) beside the
+  /// fused one, or "" when there is none.
+  std::string separatePart(const std::string &name, const std::vector<TensorRef> &all,
+                           const std::map<std::string, size_t> &under) {
+    if (name != "in_proj_weight" && name != "in_proj_bias")
+      return "";
+    std::string suffix = name == "in_proj_weight" ? ".weight" : ".bias";
+    for (const char *p : {"q_proj", "k_proj", "v_proj"})
+      if (std::vector<size_t> f = find(p + suffix, under); !f.empty())
+        return all[f[0]].name;
+    return "";
+  }
+
   /// torch_in_proj's fused in_proj_weight (3d, d) / in_proj_bias (3d) from
   /// separate Q, K and V tensors (BERT's self.query/key/value, q/k/v_proj),
   /// stacked in that order. Returns -1 when the three are not all there.
@@ -583,6 +597,11 @@ struct Loader {
                      where + ": two tensors for the kernel's '" + ti.name +
                          "': '" + all[found[0]].name + "' and '" +
                          all[found[1]].name + "'");
+      } else if (std::string part = separatePart(ti.name, all, under); !part.empty()) {
+        return error(ATTNRT_WEIGHTS_ERR_DUPLICATE,
+                     where + ": two tensors for the kernel's '" + ti.name + "': '" +
+                         all[found[0]].name + "' and '" + part +
+                         "' (the fused Q/K/V and a separate part of it)");
       } else {
         std::vector<int64_t> want = {ti.dims[0]};
         if (ti.rank == 2)

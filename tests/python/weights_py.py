@@ -129,6 +129,16 @@ assert wi.shape == (6, 2) and list(wi[:, 0]) == [0, 0, 2, 2, 4, 4], wi
 assert list(bi) == [1, 1, 3, 3, 5, 5], bi
 assert np.array_equal(wo, np.eye(2))
 print("PASS: BERT query/key/value stack into torch_in_proj's in_proj_weight/bias")
+for extra in ({"in_proj_weight": np.zeros((6, 2), np.float32)},
+              {"in_proj_bias": np.zeros(6, np.float32)}):
+    try:
+        map_names(dict(parts, **extra), torch_names)
+        raise AssertionError(f"no error for {list(extra)} beside self.query/key/value")
+    except ValueError as e:
+        name = list(extra)[0]
+        assert f"two tensors for '{name}'" in str(e) and "self.query." in str(e) and \
+            "a separate part of it" in str(e), e
+print("PASS: the fused in_proj_weight/bias beside a separate Q/K/V part is an error")
 
 # T5: a later block's relative_attention_bias is block 0's (the stack's
 # owner, as libattnrt's loader reads it); a block with its own (UMT5) keeps it.

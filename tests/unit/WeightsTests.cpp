@@ -535,6 +535,15 @@ TEST_CASE("weights: torch_in_proj from BERT's separate query/key/value",
   CHECK_THAT(r.err, Contains("two tensors for part q of the kernel's 'in_proj_weight': "
                              "'attention.q_proj.weight' and 'attention.self.query.weight' "
                              "(two spellings of one tensor)"));
+  // The fused in_proj_weight beside a separate part of it: which one?
+  ts.pop_back();
+  ts.emplace_back("attention.in_proj_weight", "F32", tensor({12, 4}, 31));
+  writeFile(dir / "bert.safetensors", safetensors(ts));
+  r = open(dir / "bert.safetensors", "attention.", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DUPLICATE);
+  CHECK_THAT(r.err, Contains("two tensors for the kernel's 'in_proj_weight': "
+                             "'attention.in_proj_weight' and 'attention.self.query.weight' "
+                             "(the fused Q/K/V and a separate part of it)"));
 }
 
 TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
