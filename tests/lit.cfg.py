@@ -89,5 +89,7 @@ try:
             config.available_features.add("avx512")
         if " avx512_bf16" in _cpuinfo:
             config.available_features.add("avx512bf16")
+        if " amx_bf16" in _cpuinfo and " amx_tile" in _cpuinfo:
+            config.available_features.add("amx")
 except OSError:
     pass

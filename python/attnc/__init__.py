@@ -60,12 +60,17 @@ _ISA_NAMES = ("amxbf16", "avx512bf16", "avx512", "avx2", "x86-64", "x86-amx-bf16
               "x86-avx512-bf16", "x86-avx512", "x86-avx2")
 
 
-def _isa_env_note(rc):
+def _isa_env_note(rc, isa=None):
     """ATTNC_ERR_ISA because of a value of ATTNC_ISA the kernel does not
-    know (it selects no code path then): say so, as attnc-run does."""
+    know (it selects no code path then), or because this CPU runs none of
+    the library's paths (`isa`: what it was compiled for): say so, as
+    attnc-run does."""
     env = os.environ.get("ATTNC_ISA", "")
-    if rc != 5 or not env:  # 5: ATTNC_ERR_ISA
+    if rc != 5:  # 5: ATTNC_ERR_ISA
         return ""
+    if not env:
+        return (f": this CPU runs none of the library's code paths (it was compiled for "
+                f"{isa or 'another CPU'}; compile it for the default target, or 'host')")
     if env.lower() in _ISA_NAMES:
         return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
                 "this CPU cannot run (a library compiled for the default target has "
@@ -858,7 +863,7 @@ class Kernel:
         if rc != _abi.OK:
             raise AttncError(f"{self.name}_{entry} returned {rc} "
                              f"({_abi.STATUS_NAMES.get(rc, 'unknown')})"
-                             f"{_isa_env_note(rc)}", rc)
+                             f"{_isa_env_note(rc, self.info.get('isa'))}", rc)
 
     def _use_shared_pool(self, args, threads):
         """More than one thread: the tasks run on libattnrt's one pool
@@ -888,8 +893,9 @@ class Kernel:
     def _cache_len_ok(self, cache_len):
         m = self._info.max_seq_len
         if cache_len < 1 or (m > 0 and cache_len > m):
-            self._refuse(f"cache_len must be 1..{m if m > 0 else 'any'} (the kernel's "
-                         f"max_seq_len), got {cache_len}", _abi.ERR_BAD_SHAPE)
+            self._refuse(f"cache_len must be 1..{m} (the kernel's max_seq_len), got "
+                         f"{cache_len}" if m > 0 else
+                         f"cache_len must be at least 1, got {cache_len}", _abi.ERR_BAD_SHAPE)
 
     def _caches(self, k_cache, v_cache, batch, squeeze):
         """The K and V caches as the writable arrays of the kernel's dtype

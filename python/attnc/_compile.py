@@ -106,13 +106,28 @@ def default_cache_dir():
     return os.path.join(xdg, "attnc")
 
 
+# Plain words YAML reads as something other than a string (null, booleans
+# in YAML 1.1 and yaml-cpp, the special floats): quoted when they are strings.
+_YAML_WORDS = {"null", "~", "true", "false", "yes", "no", "on", "off", "y", "n",
+               ".inf", "inf", ".nan", "nan"}
+
+
 def _scalar(v):
+    # NumPy's scalars (np.int64(8), np.float32(0.5), np.bool_) as Python's.
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, int):
+        return repr(v)
+    if isinstance(v, float):
+        if v != v:
+            return ".nan"
+        if v in (float("inf"), float("-inf")):
+            return ".inf" if v > 0 else "-.inf"
         return repr(v)
     if isinstance(v, str):
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+\-]*", v):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+\-]*", v) and v.lower() not in _YAML_WORDS:
             return v
         return json.dumps(v)
     raise TypeError(f"spec value {v!r} of type {type(v).__name__}: expected a bool, number, "

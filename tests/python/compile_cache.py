@@ -135,6 +135,14 @@ def main():
     rope = kr.info["rope"]
     check(rope is not None and rope["style"] == "half_split",
           f"rope={{}}: a kernel with the default rotation (style {rope and rope['style']})")
+    # Strings that plain YAML reads as null or booleans stay strings, and
+    # NumPy's scalars are numbers (attnc reads the name back as written).
+    import numpy as np
+    kn = attnc.compile(dict(spec, name="null", d_model=np.int64(spec["d_model"]),
+                            heads=np.int32(spec["heads"]), scale=np.float32(0.25)),
+                       cache_dir=cache, target="host")
+    check(kn.info["name"] == "null" and kn.info["d_model"] == spec["d_model"],
+          f"a dict spec with name 'null' and NumPy scalars: name {kn.info['name']!r}")
     os.environ["ATTNC_BIN"] = os.path.join(a.work, "no-such-attnc")
     try:
         attnc.compile(spec, cache_dir=os.path.join(a.work, "cache2"))
