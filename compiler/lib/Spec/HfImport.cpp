@@ -102,7 +102,9 @@ struct Config {
   /// The mapping under key `k` (DBRX's and MPT's attn_config) read the
   /// same way: an empty one when the key is missing or not a mapping.
   Config child(const std::string &k) const {
-    Config sub{root[k], file};
+    Config sub;
+    sub.root = root[k];
+    sub.file = file;
     if (!sub.root || !sub.root.IsMap())
       sub.root = YAML::Node(YAML::NodeType::Map);
     sub.notes = notes;

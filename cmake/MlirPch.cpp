@@ -1,0 +1,1 @@
+// The target that owns the precompiled MLIR headers (cmake/MlirPch.h).
