@@ -43,8 +43,10 @@ def main():
 
         def forward(tag, sets):
             lib = os.path.join(d, f"lib{tag}.so")
+            # (the ranks for this CPU's code path alone: attnc-run runs one)
             rc, out = run(["attnc", "--hf", src, "--module", module, "-o", lib] +
-                          [a for s in sets for a in ("--set", s)])
+                          [a for s in sets for a in ("--set", s)] +
+                          (["--target", "host"] if sets else []))
             if rc != 0:
                 return rc, f"attnc: {out.strip()}", None
             y = os.path.join(d, f"y_{tag}.npy")

@@ -122,7 +122,10 @@ def main():
             with open(path, "w") as f:
                 f.write(text)
             lib = os.path.join(d, f"lib{tag}.so")
-            rc, out = run(["attnc", path, "-o", lib])
+            # The ranks for this CPU's code path alone (attnc-run runs
+            # one); the unsplit block with attnc's default (multi) target.
+            rc, out = run(["attnc", path, "-o", lib]
+                          + ([] if tag == "full" else ["--target", "host"]))
             if rc != 0:
                 sys.exit(f"tensor_parallel: attnc {path} failed:\n{out}")
             libs[tag] = lib
