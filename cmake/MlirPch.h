@@ -4,7 +4,8 @@
 // them once into a precompiled header (ATTNC_PCH, CMakeLists.txt) instead of
 // once per translation unit, where they took most of each file's 10-30 s.
 // Only upstream headers: a change to ours rebuilds no PCH. Every source
-// still includes what it uses (the build without ATTNC_PCH checks that).
+// still includes what it uses (the sanitizer builds, which have no PCH, and
+// -DATTNC_PCH=OFF check that).
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

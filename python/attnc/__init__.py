@@ -70,7 +70,9 @@ def _isa_env_note(rc, isa=None):
         return ""
     if not env:
         return (f": this CPU runs none of the library's code paths (it was compiled for "
-                f"{isa or 'another CPU'}; compile it for the default target, or 'host')")
+                f"{isa or 'another CPU'}; compile it for "
+                + ("target 'x86-64' (no AVX2)" if isa == "multi"
+                   else "the default target, or 'host'") + ")")
     if env.lower() in _ISA_NAMES:
         return (f": ATTNC_ISA={env!r} names a code path this library does not have or "
                 "this CPU cannot run (a library compiled for the default target has "

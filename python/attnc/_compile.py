@@ -106,10 +106,6 @@ def default_cache_dir():
     return os.path.join(xdg, "attnc")
 
 
-# Plain words YAML reads as something other than a string (null, booleans
-# in YAML 1.1 and yaml-cpp, the special floats): quoted when they are strings.
-_YAML_WORDS = {"null", "~", "true", "false", "yes", "no", "on", "off", "y", "n",
-               ".inf", "inf", ".nan", "nan"}
 
 
 def _scalar(v):
@@ -127,7 +123,9 @@ def _scalar(v):
             return ".inf" if v > 0 else "-.inf"
         return repr(v)
     if isinstance(v, str):
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+\-]*", v) and v.lower() not in _YAML_WORDS:
+        # (plain null/Null/NULL is YAML's null, no value: quoted; a string
+        # true or false stays plain, as attnc reads booleans)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+\-]*", v) and v.lower() != "null":
             return v
         return json.dumps(v)
     raise TypeError(f"spec value {v!r} of type {type(v).__name__}: expected a bool, number, "

@@ -32,6 +32,7 @@ pool, shared with attnc.Kernel and every other kernel of the process.
 import ctypes as C
 import numbers
 import os
+import re
 import threading
 import warnings
 
@@ -41,7 +42,11 @@ import torch.nn.functional as F
 from . import Kernel, AttncError, _abi, _chunked_start, _file_identity, _runtime
 from . import _TORCH_TYPE
 from . import compile as _compile_spec
-from ._compile import CompileError
+from ._compile import CompileError, attnc_binary
+from ._compile import _identity as _compiler_identity
+
+# attnc's located error for a spec it refuses (<spec>:LINE:COL: error: ...).
+_SPEC_ERROR = re.compile(r"^<spec>:\d+:\d+: error: .*$", re.M)
 
 __all__ = ["AttnModule", "MultiheadAttention", "replace_attention", "Unsupported",
            "forward"]
@@ -623,9 +628,11 @@ class MultiheadAttention(torch.nn.Module):
     def repack(self):
         """Packs the weights again on the next call. Needed only after an
         edit that bypasses autograd's version counter (through `.data`);
-        load_state_dict and in-place edits of the buffers are noticed."""
+        load_state_dict and in-place edits of the buffers are noticed.
+        Also asks attnc again for a block it refused."""
         self._versions.clear()
         self._sources.clear()
+        self._refused = {}
 
     # The weights the packed buffers were made from: (data_ptr, _version),
     # and the tensors themselves (_sources).
@@ -659,20 +666,36 @@ class MultiheadAttention(torch.nn.Module):
             s["cross_attention"] = True
         return s
 
+    def _key(self, cross, causal, dtype=None):
+        """The variant's key: "sn", "xc", ...: float32; "sn_bf16", ...: the
+        other dtypes."""
+        dtype = dtype or self._dtype()
+        return f"{'x' if cross else 's'}{'c' if causal else 'n'}" + \
+            ("" if dtype == "f32" else "_" + dtype)
+
+    def _refusal(self, key):
+        """The compiler's error for variant `key` if this compiler refused
+        its spec (attnc's exit 2 with a located spec error: a block past
+        docs/limits.md), else None. Kept as text, with the compiler's
+        identity: another attnc (rebuilt, ATTNC_BIN) is asked again."""
+        got = getattr(self, "_refused", {}).get(key)
+        if got is None:
+            return None
+        try:
+            same = got[0] == _compiler_identity(attnc_binary())
+        except (CompileError, OSError):
+            same = False
+        return got[1] if same else None
+
     def _variant(self, cross, causal):
         dtype = self._dtype()
-        # "sn", "xc", ...: float32; "sn_bf16", ...: the other dtypes.
-        key = f"{'x' if cross else 's'}{'c' if causal else 'n'}" + \
-            ("" if dtype == "f32" else "_" + dtype)
+        key = self._key(cross, causal, dtype)
         for old in [k for k in self.kernels if (k[3:] or "f32") != dtype]:
             # The weights changed dtype (.to()): the other dtype's kernels go.
             del self.kernels[old]
             self._versions.pop(old, None)
             self._sources.pop(old, None)
         stamp = self._stamp()
-        refused = getattr(self, "_refused", {})
-        if key in refused:
-            raise refused[key]
         m = self.kernels[key] if key in self.kernels else None
         src = self._sources.get(key)
         now = self._weights()
@@ -690,8 +713,10 @@ class MultiheadAttention(torch.nn.Module):
                         self.spec(cross, causal, dtype), target=self.target,
                         cache_dir=self.cache_dir)
                 except CompileError as e:
-                    if e.returncode == 2:  # the spec refused: so on every call
-                        self._refused = dict(refused, **{key: e})
+                    located = _SPEC_ERROR.search(e.output or str(e))
+                    if e.returncode == 2 and located:  # refused: so on every call
+                        self._refused = dict(getattr(self, "_refused", {}), **{
+                            key: (_compiler_identity(attnc_binary()), located.group(0))})
                     raise
                 m = AttnModule(kernel, weights=weights, num_threads=self.num_threads,
                                persistent=False)
@@ -847,16 +872,20 @@ class MultiheadAttention(torch.nn.Module):
             kv_lengths is not None
         if causal and lq != lk:
             cross = True  # top-left alignment over T_kv keys
-        try:
-            m = self._variant(cross, causal)
-        except CompileError as e:
-            if e.returncode != 2:
-                raise
-            # A block past what attnc takes (docs/limits.md: heads,
-            # head_dim, weight elements): torch's, as for any form the
-            # kernels cannot compute. Refused once: not compiled again.
-            return self._unsupported(f"attnc refuses the block ({str(e).splitlines()[-1]})",
-                                     *args)
+        # A block past what attnc takes (docs/limits.md: heads, head_dim,
+        # weight elements): torch's, as for any form the kernels cannot
+        # compute; refused once, not compiled again (_refusal).
+        key = self._key(cross, causal)
+        why = self._refusal(key)
+        if why is None:
+            try:
+                m = self._variant(cross, causal)
+            except CompileError:
+                why = self._refusal(key)
+                if why is None:
+                    raise
+        if why is not None:
+            return self._unsupported(f"attnc refuses the block ({why})", *args)
         if cross:
             r = m(q, x_kv=kv, kv_lengths=kv_lengths, need_weights=need_weights)
         else:

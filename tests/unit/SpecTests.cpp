@@ -670,7 +670,12 @@ TEST_CASE("each size key has its own limit (docs/limits.md)", "[spec][error]") {
   CHECK(errorOf(kBase + "mask: sliding_window\nwindow: 16777217\n") ==
         "t.yaml:5:9: error: window: expected a positive integer <= 16777216, "
         "found '16777217'");
+  // (head_dim from d_model / heads: the same limit)
+  CHECK(errorOf("name: attn\nd_model: 2050\nheads: 2\n") ==
+        "t.yaml:3:8: error: heads: d_model / heads = 2050 / 2 = 1025 is head_dim, "
+        "expected a head_dim <= 1024 (docs/limits.md)");
   // ... and the limit itself is accepted.
+  CHECK(errorOf("name: attn\nd_model: 2048\nheads: 2\n").empty());
   CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: 8\n"
                 "weights: separate\n").empty());
   CHECK(errorOf(kBase + "head_dim: 1024\nweights: separate\n").empty());
