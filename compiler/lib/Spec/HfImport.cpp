@@ -1017,11 +1017,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       mt = same;
   if (!mllamaVision && std::find_if(std::begin(kKnown), std::end(kKnown),
                                     [&](const char *k) { return mt == k; }) == std::end(kKnown))
-    throw ImportError{fmt::format("{}{}: error: model_type '{}' is not an architecture "
-                                  "attnc knows; known: {} (and a multimodal config, such as "
-                                  "llama4, mllama or llava, with a text_config that names "
-                                  "one of them)", c.file, locationOf(c.root["model_type"]),
-                                  namedType, knownList())};
+    throw ImportError{fmt::format(
+        "{}{}: error: model_type '{}' is not an architecture attnc knows{}; known: {} (and "
+        "a multimodal config, such as llama4, mllama or llava, with a text_config that "
+        "names one of them)", c.file, locationOf(c.root["model_type"]), namedType,
+        // Falcon's first checkpoints shipped remote code and this config;
+        // their repositories now carry Hugging Face's own (model_type falcon).
+        mt == "RefinedWeb" || mt == "RefinedWebModel"
+            ? " (the config of Falcon's remote code: Hugging Face's Falcon reads the "
+              "checkpoint's updated config.json, model_type falcon, which attnc imports)"
+            : "",
+        knownList())};
 
   // (by the checkpoint's own model_type: an alias's class may differ, as
   // Qwen2VLConfig's defaults do from Qwen2Config's)
