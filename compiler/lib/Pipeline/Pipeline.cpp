@@ -246,6 +246,73 @@ std::string descMismatch(const attnc::KernelDesc &d, const attnc::PackPlan &plan
   }
   return "";
 }
+/// Where an attn.sdpa or attn.probs of IR input before `loops` computes
+/// another block than the description (attn.block) says ("" when they
+/// agree): its scale, mask, alignment, window, soft-capping, ALiBi and
+/// relative positions. The metadata, the header and attnc-run --check
+/// take the description; a hand-edited op that disagrees would compile
+/// into a library that computes something else than it says.
+std::string sdpaMismatch(ModuleOp module, const attnrt::BlockParams &p, Location &where) {
+  using namespace attnc::attn;
+  std::string why;
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b); };
+  auto check = [&](Operation *op, MaskKind mask, double scale, CausalAlign align,
+                   std::optional<int64_t> window, std::optional<double> softcap,
+                   std::optional<ArrayRef<double>> slopes, bool alibiBefore,
+                   bool relBuckets, bool relKeyQuery) {
+    if (!why.empty())
+      return;
+    where = op->getLoc();
+    // The decode entry (it takes positions) attends over the cache's filled
+    // rows: its mask has no lengths, and it is aligned at the bottom right.
+    bool decode = false;
+    if (auto f = op->getParentOfType<func::FuncOp>())
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (auto in = f.getArgAttrOfType<StringAttr>(i, "attn.input"))
+          decode |= in.getValue() == "positions";
+    auto wantMask = static_cast<MaskKind>(p.mask);
+    if (decode)
+      wantMask = maskWithoutLengths(wantMask);
+    const double wantScale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(p.headDim));
+    const bool windowed = attnc_mask_sliding(p.mask) || attnc_mask_chunked(p.mask);
+    const std::string name = op->getName().getStringRef().str();
+    if (mask != wantMask)
+      why = name + "'s mask is " + stringifyMaskKind(mask).str() + ", the block's " +
+            stringifyMaskKind(wantMask).str();
+    else if (!near(scale, wantScale))
+      why = name + "'s scale is " + std::to_string(scale) + ", the block's " +
+            std::to_string(wantScale);
+    else if ((align == CausalAlign::top_left) != (p.topLeft && !decode))
+      why = name + "'s causal_align is not the block's";
+    else if (windowed != window.has_value() || (window && *window != p.window))
+      why = name + "'s window is not the block's (" + std::to_string(p.window) + ")";
+    else if (softcap.has_value() != (p.softcap != 0) || (softcap && !near(*softcap, p.softcap)))
+      why = name + "'s softcap is not the block's";
+    else if (slopes.has_value() != !p.alibiSlopes.empty() ||
+             (slopes && (slopes->size() != p.alibiSlopes.size() ||
+                         !std::equal(slopes->begin(), slopes->end(), p.alibiSlopes.begin(),
+                                     near))) ||
+             (slopes && alibiBefore != p.alibiBeforeScale))
+      why = name + "'s ALiBi slopes are not the block's";
+    else if (relBuckets != (p.t5Buckets > 0) || relKeyQuery != p.relKeyQuery)
+      why = name + "'s relative positions are not the block's";
+  };
+  module.walk([&](Operation *op) {
+    if (auto s = dyn_cast<SdpaOp>(op))
+      check(op, s.getMask(), s.getScale().convertToDouble(), s.getCausalAlign(), s.getWindow(),
+            s.getSoftcap() ? std::optional<double>(s.getSoftcap()->convertToDouble())
+                           : std::nullopt,
+            s.getAlibiSlopes(), s.getAlibiBeforeScale(), s.getRelBuckets().has_value(),
+            s.getRelKeyQuery());
+    else if (auto s = dyn_cast<ProbsOp>(op))
+      check(op, s.getMask(), s.getScale().convertToDouble(), s.getCausalAlign(), s.getWindow(),
+            s.getSoftcap() ? std::optional<double>(s.getSoftcap()->convertToDouble())
+                           : std::nullopt,
+            s.getAlibiSlopes(), s.getAlibiBeforeScale(), s.getRelBuckets().has_value(),
+            s.getRelKeyQuery());
+  });
+  return why;
+}
 } // namespace
 
 /// After the `loops` stage: what the C glue needs, read off the lowered
@@ -430,6 +497,9 @@ LogicalResult attnc::Compilation::run(
       if (failed(desc))
         return failure();
       name_ = desc->name;
+      Location where = module_->getLoc();
+      if (std::string why = sdpaMismatch(*module_, desc->block, where); !why.empty())
+        return emitError(where, "attn.block does not describe the code: ") << why;
     }
     first = stageIndex(from_) + 1;
   }
