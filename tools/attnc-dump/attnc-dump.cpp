@@ -14,6 +14,7 @@
 // else.
 //
 //===----------------------------------------------------------------------===//
+#include <csignal>
 #include "attnc/Dialect/Attn/IR/AttnOps.h"
 #include "attnc/Eval/IREvaluator.h"
 #include "attnc/Eval/ObjectCheck.h"
@@ -322,6 +323,10 @@ static int dumpMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  // A reader that went away (`| head -1`) is a write error on stdout,
+  // reported in the tool's own form and exit code (docs/exit-codes.md),
+  // not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   int rc = dumpMain(argc, argv);
   // The IR went to stdout: a full disk or a closed stdout is a failure in
   // the tools' one-line form (LLVM would report it as a fatal error at

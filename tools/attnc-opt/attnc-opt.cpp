@@ -8,6 +8,7 @@
 // refused.
 //
 //===----------------------------------------------------------------------===//
+#include <csignal>
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Support/Registration.h"
 #include "attnc/Target/Outputs.h"
@@ -19,6 +20,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
+  // A reader that went away (`| head -1`) is a write error on stdout,
+  // reported in the tool's own form and exit code (docs/exit-codes.md),
+  // not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   mlir::DialectRegistry registry;
   attnc::registerAllAttncDialects(registry);
   attnc::registerAllAttncPasses();

@@ -21,6 +21,7 @@
 // (and --help).
 //
 //===----------------------------------------------------------------------===//
+#include <csignal>
 #include "attnc/runtime/Checked.h"
 #include "attnc/runtime/Cuda.h"
 #include "attnc/runtime/Heatmap.h"
@@ -2716,6 +2717,10 @@ static int runMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  // A reader that went away (`| head -1`) is a write error on stdout,
+  // reported in the tool's own form and exit code (docs/exit-codes.md),
+  // not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   // --json is known before anything can fail, so every failure is a JSON
   // error object on stdout (the message is on stderr too).
   for (int i = 1; i < argc; ++i)

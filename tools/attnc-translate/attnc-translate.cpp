@@ -17,6 +17,7 @@
 // failures. A failed run leaves every output as it was.
 //
 //===----------------------------------------------------------------------===//
+#include <csignal>
 #include "attnc/Dialect/Attn/IR/AttnDialect.h"
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Target/Isa.h"
@@ -54,6 +55,10 @@ static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr")
                              cl::cat(cat));
 
 int main(int argc, char **argv) {
+  // A reader that went away (`| head -1`) is a write error on stdout,
+  // reported in the tool's own form and exit code (docs/exit-codes.md),
+  // not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();

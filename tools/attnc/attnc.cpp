@@ -11,6 +11,7 @@
 // regular file (/dev/null, a FIFO) is written straight to, never replaced.
 //
 //===----------------------------------------------------------------------===//
+#include <csignal>
 #include "attnc/Pipeline/Pipeline.h"
 #include "attnc/Target/Outputs.h"
 #include "attnc/Target/Target.h"
@@ -60,6 +61,10 @@ static cl::opt<bool> testingOutputsOnly("testing-outputs-only", cl::Hidden,
 static cl::opt<bool> verbose("v", cl::desc("print progress per stage on stderr"), cl::cat(cat));
 
 int main(int argc, char **argv) {
+  // A reader that went away (`| head -1`) is a write error on stdout,
+  // reported in the tool's own form and exit code (docs/exit-codes.md),
+  // not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   cl::HideUnrelatedOptions({&cat, &attnc::tools::sharedCategory});
   attnc::tools::registerMLIROptions();
   attnc::tools::setVersionPrinter();
