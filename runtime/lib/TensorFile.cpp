@@ -406,9 +406,11 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
   std::sort(files.begin(), files.end());
   std::map<std::string, std::string> where;
   std::string torchFile;
+  size_t tensorFiles = 0;
   for (const std::string &fn : files) {
     std::string full = path + "/" + fn;
     std::vector<TensorRef> refs;
+    tensorFiles += endsWith(fn, ".npy") || endsWith(fn, ".safetensors") || endsWith(fn, ".npz");
     if (endsWith(fn, ".npy")) {
       TensorRef r;
       r.name = fn.substr(0, fn.size() - 4);
@@ -442,6 +444,12 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
       return fail(err, path,
                   "no .safetensors, .npz or .npy files; " + why);
   }
+  // Nothing to read at all (an empty directory, the wrong one): say so
+  // rather than name the first tensor the kernel misses.
+  if (tensorFiles == 0)
+    return fail(err, path,
+                "no .safetensors, .npz or .npy files (a weights directory holds "
+                "NAME.npy files, or .npz or .safetensors files)");
   return Ok;
 }
 

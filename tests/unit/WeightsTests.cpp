@@ -546,6 +546,19 @@ TEST_CASE("weights: torch_in_proj from BERT's separate query/key/value",
                              "(the fused Q/K/V and a separate part of it)"));
 }
 
+TEST_CASE("weights: a directory without tensor files says so", "[weights]") {
+  TempDir dir;
+  Info info(ATTNC_LAYOUT_SEPARATE, 8, 4, false);
+  for (bool withFile : {false, true}) { // empty, then a README only
+    if (withFile)
+      writeFile(dir / "README", "not a tensor");
+    Result r = open(dir.path, "", info);
+    CHECK(r.rc != ATTNRT_WEIGHTS_OK);
+    CHECK_THAT(r.err, Contains(": no .safetensors, .npz or .npy files"));
+    CHECK_THAT(r.err, !Contains("no tensor for the kernel's"));
+  }
+}
+
 TEST_CASE("weights: a directory of .npy files with Llama names (GQA)",
           "[weights]") {
   TempDir dir;

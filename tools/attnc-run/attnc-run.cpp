@@ -759,7 +759,15 @@ std::string noneWhy(const attnrt::Kernel &k, uint32_t selected) {
   if (k.isCuda())
     return "no CUDA device for it here";
   std::string env = attnrt::isaEnvProblem();
-  return env.empty() ? "this CPU has none of the library's code paths" : env;
+  if (!env.empty())
+    return env;
+  // A known ATTNC_ISA that caps the choice below every path this CPU runs.
+  const char *cap = std::getenv("ATTNC_ISA");
+  if (cap && *cap)
+    return std::string("ATTNC_ISA=") + cap +
+           " leaves none of the library's code paths this CPU runs (unset it to let the "
+           "library choose)";
+  return "this CPU has none of the library's code paths";
 }
 
 /// The bias flags as the list of projections that carry one.

@@ -106,6 +106,10 @@ int main(int argc, char **argv) {
              << " is the input: refusing to overwrite it\n";
       return 2;
     }
+  if (header.getNumOccurrences() && header.empty()) {
+    errs() << "attnc-translate: error: --header: expected a path, found ''\n";
+    return 2;
+  }
   if (!header.empty() && attnc::samePath(output, header)) {
     errs() << "attnc-translate: error: -o and --header name the same file '"
            << header << "'\n";

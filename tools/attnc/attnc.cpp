@@ -91,6 +91,12 @@ int main(int argc, char **argv) {
     errs() << "attnc: error: -o FILE is required: the library to write (see --help)\n";
     return 2;
   }
+  // --header "" (an unset shell variable) would write no file silently.
+  for (auto *o : {&header, &emitSpec})
+    if (o->getNumOccurrences() && o->empty()) {
+      errs() << "attnc: error: --" << o->ArgStr << ": expected a path, found ''\n";
+      return 2;
+    }
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc");
   if (!opts)
