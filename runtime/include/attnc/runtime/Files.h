@@ -224,14 +224,33 @@ inline std::string makeTemporary(const std::string &dir, const std::string &pref
 }
 
 /// Where writing `path` goes: the file a symbolic link names (written
-/// through, as compilers and shell redirection do: the link stays a link),
-/// else `path` itself (a dangling link's target cannot be resolved: the
-/// link is replaced).
+/// through, as compilers and shell redirection do: the link stays a link;
+/// a dangling link's file is created, as `> link` creates it), else `path`
+/// itself (also for a chain of links that loops).
 inline std::string outputTarget(const std::string &path) {
   struct stat st;
   char buf[PATH_MAX];
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::realpath(path.c_str(), buf))
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+    return path;
+  if (::realpath(path.c_str(), buf))
     return buf;
+  // Dangling: follow the chain to the name that does not exist yet.
+  std::string cur = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    if (::lstat(cur.c_str(), &st) != 0)
+      return errno == ENOENT ? cur : path;
+    if (!S_ISLNK(st.st_mode))
+      return cur;
+    ssize_t n = ::readlink(cur.c_str(), buf, sizeof buf - 1);
+    if (n <= 0)
+      return path;
+    std::string next(buf, size_t(n));
+    if (next[0] != '/') {
+      size_t slash = cur.rfind('/');
+      next = (slash == std::string::npos ? "" : cur.substr(0, slash + 1)) + next;
+    }
+    cur = next;
+  }
   return path;
 }
 
