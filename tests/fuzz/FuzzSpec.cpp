@@ -50,6 +50,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   expect(!s.name.empty() && s.name.size() <= 128, "a name of 1..128 chars", dump);
   expect((s.heads + 2 * s.kvHeads) * s.headDim * s.dModel < (int64_t(1) << 31),
          "weight elements < 2^31", dump);
+  // The printed spec (attnc-dump --stage spec) is a spec: it reads back
+  // into one that prints the same (its default scale then written).
+  attnc::SpecResult again = attnc::parseSpecString(dump, "dump.yaml");
+  expect(again.spec.has_value(), "the printed spec reads back", dump + "\n" + again.error);
+  if (again.spec) {
+    std::string want = dump;
+    const std::string autoNote = "  # auto: 1/sqrt(head_dim)";
+    if (size_t at = want.find(autoNote); at != std::string::npos)
+      want.erase(at, autoNote.size());
+    expect(attnc::printSpec(*again.spec) == want, "the printed spec prints the same", dump);
+  }
   double scale = s.effectiveScale();
   expect(scale > 0 && scale < 1e300, "a positive finite scale", dump);
   (void)attnc::specHash(s);

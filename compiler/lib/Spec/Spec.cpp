@@ -278,7 +278,11 @@ uint64_t specHash(const Spec &spec) {
 std::string printSpec(const Spec &s) {
   try {
     std::string out;
-    out += fmt::format("name: {}\n", s.name);
+    // (a name YAML reads as null, quoted)
+    std::string lower = s.name;
+    for (char &c : lower)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+    out += fmt::format(lower == "null" ? "name: \"{}\"\n" : "name: {}\n", s.name);
     out += fmt::format("d_model: {}\n", s.dModel);
     out += fmt::format("heads: {}\n", s.fullHeads ? s.fullHeads : s.heads);
     out += fmt::format("kv_heads: {}\n", s.fullKvHeads ? s.fullKvHeads : s.kvHeads);
@@ -298,12 +302,12 @@ std::string printSpec(const Spec &s) {
     if (s.scale)
       out += fmt::format("scale: {}\n", *s.scale);
     else
-      out += fmt::format("scale: {} (auto)\n", s.effectiveScale());
+      out += fmt::format("scale: {}  # auto: 1/sqrt(head_dim)\n", s.effectiveScale());
     out += fmt::format("weights: {}\n", toString(s.weights));
     if (s.maxSeqLen > 0)
       out += fmt::format("max_seq_len: {}\n", s.maxSeqLen);
     else
-      out += "max_seq_len: unbounded\n";
+      out += "# max_seq_len: unbounded (no key)\n";
     out += fmt::format("dtype: {}\n", toString(s.dtype));
     out += fmt::format("weight_dtype: {}\n", toString(s.weightDtype));
     out += "outputs: [";
@@ -359,6 +363,16 @@ std::string printSpec(const Spec &s) {
           out += fmt::format("    beta_fast: {}\n    beta_slow: {}\n    "
                              "truncate: {}\n",
                              r.betaFast, r.betaSlow, r.truncate);
+        if (r.scaling == "longrope") {
+          auto list = [](const std::vector<double> &v) {
+            std::string l;
+            for (double x : v)
+              l += fmt::format("{}{}", l.empty() ? "" : ", ", x);
+            return "[" + l + "]";
+          };
+          out += fmt::format("    short_factor: {}\n    long_factor: {}\n",
+                             list(r.shortFactor), list(r.longFactor));
+        }
         if (r.originalMaxPos)
           out += fmt::format("    original_max_position_embeddings: {}\n",
                              r.originalMaxPos);
