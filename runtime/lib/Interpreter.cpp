@@ -1138,14 +1138,17 @@ void sdpaBound(const Model &model, const double *q, const double *eq,
           if (mods.any()) {
             // ALiBi's term is rounded to float32 once and added; softcap
             // shrinks the errors it is given (its slope is at most 1) and
-            // adds its own evaluation's (a few ulps of cap): 8u of each
-            // magnitude covers both, in log2 or natural units.
+            // adds its own evaluation's: a few ulps of the capped score
+            // (tanh's series where |s| < cap/4; past it the exp form, whose
+            // few ulps of cap are at most 4.1 times the score's): 8u of each
+            // magnitude, and 40u of the capped score, cover both, in log2 or
+            // natural units.
             const double modded = mods.apply(dot, scale, h, i + rr.offset, j);
             // The added bias (ALiBi's term, T5's table entry) and softcap's
             // change: |modded - s| bounds them all.
             const double bias = std::fabs(modded - s);
-            klin[size_t(j)] +=
-                8 * kU * (std::fabs(s) + std::fabs(modded) + bias + mods.softcap);
+            klin[size_t(j)] += 8 * kU * (std::fabs(s) + std::fabs(modded) + bias) +
+                               (mods.softcap > 0 ? 40 * kU * std::fabs(modded) : 0.0);
             s = modded;
           }
           logit[size_t(j)] = s;
