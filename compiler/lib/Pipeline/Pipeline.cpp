@@ -297,20 +297,17 @@ std::string sdpaMismatch(ModuleOp module, const attnrt::BlockParams &p, Location
     else if (relBuckets != (p.t5Buckets > 0) || relKeyQuery != p.relKeyQuery)
       why = name + "'s relative positions are not the block's";
   };
-  module.walk([&](Operation *op) {
-    if (auto s = dyn_cast<SdpaOp>(op))
-      check(op, s.getMask(), s.getScale().convertToDouble(), s.getCausalAlign(), s.getWindow(),
-            s.getSoftcap() ? std::optional<double>(s.getSoftcap()->convertToDouble())
-                           : std::nullopt,
-            s.getAlibiSlopes(), s.getAlibiBeforeScale(), s.getRelBuckets().has_value(),
-            s.getRelKeyQuery());
-    else if (auto s = dyn_cast<ProbsOp>(op))
-      check(op, s.getMask(), s.getScale().convertToDouble(), s.getCausalAlign(), s.getWindow(),
-            s.getSoftcap() ? std::optional<double>(s.getSoftcap()->convertToDouble())
-                           : std::nullopt,
-            s.getAlibiSlopes(), s.getAlibiBeforeScale(), s.getRelBuckets().has_value(),
-            s.getRelKeyQuery());
-  });
+  // attn.probs carries attn.sdpa's attributes (the same accessors).
+  auto visit = [&](auto s) {
+    check(s.getOperation(), s.getMask(), s.getScale().convertToDouble(), s.getCausalAlign(),
+          s.getWindow(),
+          s.getSoftcap() ? std::optional<double>(s.getSoftcap()->convertToDouble())
+                         : std::nullopt,
+          s.getAlibiSlopes(), s.getAlibiBeforeScale(), s.getRelBuckets().has_value(),
+          s.getRelKeyQuery());
+  };
+  module.walk([&](SdpaOp s) { visit(s); });
+  module.walk([&](ProbsOp s) { visit(s); });
   return why;
 }
 } // namespace
