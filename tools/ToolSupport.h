@@ -328,7 +328,8 @@ inline llvm::cl::opt<std::string> targetOpt("target",
                    "and with bf16 weights too x86-amx-bf16 before it), "
                    "x86-avx512, x86-avx512-bf16 (AVX512-BF16's vdpbf16ps for bf16 "
                    "weights), x86-amx-bf16 (that plus AMX-BF16 tiles for the GEMMs), "
-                   "x86-avx2, x86-64, host (this CPU); "
+                   "x86-avx2, x86-64, host (this CPU: its bf16 dot products and AMX "
+                   "tiles where multi would take them); "
                    "cuda-sm90, cuda-sm80 (PTX kernels for NVIDIA GPUs, launched "
                    "through the CUDA driver: forward takes device pointers)"),
     llvm::cl::init("multi"), llvm::cl::cat(sharedCategory));

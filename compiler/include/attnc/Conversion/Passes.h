@@ -18,7 +18,11 @@ namespace attnc {
 
 /// The target description of a code path's ISA name (x86-avx512, x86-avx2,
 /// x86-64, host, cuda-sm80, cuda-sm90); null for an unknown name or multi.
-attn::TargetAttrInterface targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa);
+/// `host` lists in its features only those of `hostFeatures` (a subset of
+/// "+avx512bf16,+amx-tile,+amx-bf16") that this CPU has: the kernels that
+/// choose on a feature (bf16 dot products, AMX tiles) use it where asked.
+attn::TargetAttrInterface targetFor(mlir::MLIRContext *ctx, llvm::StringRef isa,
+                                    llvm::StringRef hostFeatures = "");
 
 /// Attaches attn::TiledOpInterface to the computing attn ops (the kernels
 /// of TiledOps.cpp); attnc-plan-memory adds it to its context itself.

@@ -26,7 +26,8 @@ using attnc::attn::TargetAttrInterface;
 using attnc::Isa;
 using attnc::IsaInfo;
 
-TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
+TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName,
+                                     StringRef hostFeatures) {
   const IsaInfo *info = findIsa(isaName);
   if (!info || info->isa == Isa::Multi)
     return {};
@@ -56,6 +57,15 @@ TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   // `host` names this machine's CPU; its features stay implied by the CPU.
   std::string cpu = info->isa == Isa::Host ? llvm::sys::getHostCPUName().str()
                                            : std::string(info->cpu);
+  std::string features = info->features;
+  if (info->isa == Isa::Host) {
+    auto host = llvm::sys::getHostCPUFeatures();
+    SmallVector<StringRef> asked;
+    hostFeatures.split(asked, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef f : asked)
+      if (f.consume_front("+") && host.lookup(f))
+        features += (features.empty() ? "+" : ",+") + f.str();
+  }
   // GEMM: MR x NR accumulators with NR = 2 vectors (2 B loads + 1
   // broadcast + MR*2 accumulators <= registers): AVX-512 12x32 (24 zmm),
   // AVX2 6x16 (12 ymm), SSE 6x8.
@@ -74,7 +84,7 @@ TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName) {
   // the l1 above), where AVX-512 ran 2% slower with 128. SSE2 follows AVX2
   // (not measured).
   int64_t kc = nr < panel ? 128 : 256;
-  return CpuTargetAttr::get(ctx, info->name, cpu, info->features, vw, regs, panel,
+  return CpuTargetAttr::get(ctx, info->name, cpu, features, vw, regs, panel,
                             mr, nr, /*gemm_kc=*/kc, /*gemm_mc=*/8 * mr, mq, kr,
                             /*attn_nk=*/128, l1, l2);
 }
@@ -122,6 +132,14 @@ struct SetTargetPass final
     // first (its tiles only change those GEMMs).
     if (parsed == attnc::Isa::Multi && bf16Weights && bf16Acts)
       isas.insert(isas.begin(), attnc::isaName(attnc::Isa::AmxBf16));
+    // `host` is the path the multi library would choose on this CPU: the
+    // same rules, asked of this CPU's features (without them, a bf16 block
+    // compiled for an AVX512-BF16 host took the widening float32 path).
+    std::string hostFeatures;
+    if ((bf16Weights && bf16Acts) || bf16Dots)
+      hostFeatures = "+avx512bf16";
+    if (bf16Weights && bf16Acts)
+      hostFeatures += ",+amx-tile,+amx-bf16";
     SmallVector<func::FuncOp> fns;
     for (auto f : module.getOps<func::FuncOp>()) {
       bool hasAttn = false;
@@ -137,7 +155,8 @@ struct SetTargetPass final
       for (const std::string &name : isas) {
         auto clone = cast<func::FuncOp>(b.clone(*f.getOperation()));
         clone.setName((f.getName() + "__" + attnc::variantSuffix(name)).str());
-        clone->setAttr(AttnDialect::TargetAttrHelper::getNameStr(), attnc::targetFor(ctx, name));
+        clone->setAttr(AttnDialect::TargetAttrHelper::getNameStr(),
+                       attnc::targetFor(ctx, name, hostFeatures));
         clone->setAttr(AttnDialect::VariantOfAttrHelper::getNameStr(), StringAttr::get(ctx, f.getName()));
         b.setInsertionPointAfter(clone);
       }
