@@ -48,8 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   expect(s.window >= 0 && s.window <= (int64_t(1) << 24), "0 <= window <= 2^24",
          dump);
   expect(!s.name.empty() && s.name.size() <= 128, "a name of 1..128 chars", dump);
-  expect((s.heads + 2 * s.kvHeads) * s.headDim * s.dModel < (int64_t(1) << 31),
-         "weight elements < 2^31", dump);
+  expect((s.fullHeads + 2 * s.fullKvHeads + (s.outProj ? s.fullHeads : 0)) * s.headDim *
+                 s.dModel < (int64_t(1) << 31),
+         "Q/K/V and W_O weight elements < 2^31", dump);
   // The printed spec (attnc-dump --stage spec) is a spec: it reads back
   // into one that prints the same (its default scale then written).
   attnc::SpecResult again = attnc::parseSpecString(dump, "dump.yaml");

@@ -8,6 +8,8 @@
 
 #include "attnc/Spec/BlockParams.h"
 #include "attnc/Spec/Spec.h"
+#include "attnc/runtime/Block.h"
+#include "attnc/runtime/Limits.h"
 
 #include <catch2/catch.hpp>
 
@@ -676,7 +678,7 @@ TEST_CASE("each size key has its own limit (docs/limits.md)", "[spec][error]") {
         "expected a head_dim <= 1024 (docs/limits.md)");
   // ... and the limit itself is accepted.
   CHECK(errorOf("name: attn\nd_model: 2048\nheads: 2\n").empty());
-  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: 8\n"
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: 7\n"
                 "weights: separate\n").empty());
   CHECK(errorOf(kBase + "head_dim: 1024\nweights: separate\n").empty());
   CHECK(errorOf("name: attn\nd_model: 1024\nheads: 1024\nkv_heads: 1024\n")
@@ -687,18 +689,77 @@ TEST_CASE("each size key has its own limit (docs/limits.md)", "[spec][error]") {
 TEST_CASE("weight element count overflow", "[spec][error]") {
   CHECK(errorOf("name: attn\nd_model: 65536\nheads: 64\nhead_dim: 1024\n"
                 "weights: separate\n") ==
-        "t.yaml:2:10: error: d_model: expected (heads + 2*kv_heads) * "
-        "head_dim * d_model < 2^31 weight elements, found (64 + 2*64) * 1024 "
-        "* 65536 = 12884901888");
+        "t.yaml:2:10: error: d_model: expected fewer than 2^31 weight elements in the "
+        "block's tensors, found 17180131328: (heads + 2*kv_heads) * head_dim * d_model = "
+        "(64 + 2*64) * 1024 * 65536 = 12884901888 for Q/K/V, heads * head_dim * d_model = "
+        "4294967296 for W_O, 262144 in biases and tables");
   CHECK(errorOf("name: attn\nd_model: 65536\nheads: 1024\nhead_dim: "
-                "1024\nweights: separate\n") ==
-        "t.yaml:2:10: error: d_model: expected (heads + 2*kv_heads) * "
-        "head_dim * d_model < 2^31 weight elements, found (1024 + 2*1024) * "
-        "1024 * 65536 = 206158430208");
-  // Just below the limit is accepted: (16 + 2*4) * 1024 * 65536 < 2^31.
-  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 16\nkv_heads: 4\n"
+                "1024\nweights: separate\nout_proj: false\nbias: false\n") ==
+        "t.yaml:2:10: error: d_model: expected fewer than 2^31 weight elements in the "
+        "block's tensors, found 206158430208: (heads + 2*kv_heads) * head_dim * d_model = "
+        "(1024 + 2*1024) * 1024 * 65536 = 206158430208 for Q/K/V, 0 in biases and tables");
+  // Just below the limit is accepted: (12 + 2*2 + 12) * 1024 * 65536 + biases < 2^31.
+  CHECK(errorOf("name: attn\nd_model: 65536\nheads: 12\nkv_heads: 2\n"
                 "head_dim: 1024\nweights: separate\n")
             .empty());
+}
+
+// The limit counts what the loader counts (every storage tensor's
+// elements, W_O, biases and tables included: libattnrt refuses 2^31 or
+// more), so a spec at the limit compiles into a library that loads. For
+// each block shape, the first d_model whose storage tensors reach 2^31 is
+// refused and the one before it accepted.
+TEST_CASE("the weight limit is the loader's count of the storage tensors", "[spec]") {
+  // (the fused layouts' head_dim is d_model / heads: d_model in steps of heads)
+  const char *shapes[] = {
+      "heads: 64\n",
+      "heads: 64\nbias: false\n",
+      "heads: 64\nweights: torch_in_proj\n",
+      "heads: 16\nkv_heads: 4\nhead_dim: 1024\nweights: separate\nbias: [k, o]\n",
+      "heads: 32\nkv_heads: 2\nhead_dim: 1024\nweights: separate\nout_proj: false\n",
+      "heads: 32\nkv_heads: 8\nhead_dim: 512\nweights: separate\n"
+      "qk_norm: {width: head, weight: per_head, bias: true, type: layer}\n",
+      "heads: 32\nhead_dim: 512\nweights: separate\nqk_norm: {width: projection}\n",
+      "heads: 32\nhead_dim: 512\nweights: separate\nqk_norm: {width: head}\n",
+      "heads: 16\nhead_dim: 1024\nweights: separate\nsinks: true\n"
+      "t5_bias: {num_buckets: 1024, max_distance: 4096}\nscale: 1\n",
+      "heads: 16\nhead_dim: 1024\nweights: separate\n"
+      "relative_key: {max_position_embeddings: 65536}\n",
+      "heads: 16\nhead_dim: 1024\ntensor_parallel: {size: 4, rank: 1}\n"
+      "weights: separate\n",
+  };
+  for (const char *shape : shapes) {
+    INFO(shape);
+    auto text = [&](int64_t d) {
+      return "name: attn\nd_model: " + std::to_string(d) + "\n" + shape;
+    };
+    Spec s = specOf(text(1024));
+    const bool fused = s.weights != WeightLayout::Separate;
+    const int64_t step = fused ? s.heads : 1;
+    auto storage = [&](int64_t steps) {
+      Spec t = s;
+      t.dModel = steps * step;
+      if (fused)
+        t.headDim = steps;
+      int64_t n = 0;
+      for (const auto &ts : attnrt::storageTensors(blockParams(t))) {
+        int64_t e = 1;
+        for (int64_t v : ts.shape)
+          e *= v;
+        n += e;
+      }
+      return n;
+    };
+    int64_t lo = 1, hi = 65536 / step; // storage(hi) >= 2^31 > storage(lo)
+    REQUIRE(storage(hi) >= limits::kMaxWeightElements);
+    while (hi - lo > 1) {
+      int64_t mid = (lo + hi) / 2;
+      (storage(mid) >= limits::kMaxWeightElements ? hi : lo) = mid;
+    }
+    CHECK(errorOf(text(lo * step)).empty());
+    CHECK_THAT(errorOf(text(hi * step)), Catch::Matchers::Contains(
+                                      "expected fewer than 2^31 weight elements"));
+  }
 }
 
 TEST_CASE("heads must divide d_model when head_dim is absent",

@@ -1348,20 +1348,37 @@ private:
                                  "sliding_window, chunked or their +padding forms) with "
                                  "decode: true, found mask: {}",
                                  toString(s.mask)));
-    // Weight elements of the Q/K/V projections and W_O:
-    // (heads + 2*kv_heads) * head_dim * d_model, plus heads*head_dim*d_model
-    // for W_O, which the first term already bounds from above.
-    int64_t rows = 0, elems = 0;
-    bool ovf = __builtin_add_overflow(s.heads, 2 * s.kvHeads, &rows) ||
-               __builtin_mul_overflow(rows, s.headDim, &elems) ||
-               __builtin_mul_overflow(elems, s.dModel, &elems);
-    if (ovf || elems >= limits::kMaxWeightElements)
+    // Elements of every tensor the block's weights hold: what the loader
+    // counts (libattnrt's storageLayout; SpecTests checks that the two
+    // agree), so a spec that compiles is a library that loads.
+    const int64_t h = s.heads, kv = s.kvHeads, dh = s.headDim, d = s.dModel;
+    const int64_t qkv = (h + 2 * kv) * dh * d; // each factor <= 2^16: no overflow
+    const int64_t o = s.outProj ? h * dh * d : 0;
+    int64_t rest = 0;
+    if (s.weights == WeightLayout::Separate) {
+      rest += (s.hasBias('q') ? h * dh : 0) + (s.hasBias('k') ? kv * dh : 0) +
+              (s.hasBias('v') ? kv * dh : 0);
+      if (s.qkNorm != Spec::QkNorm::None && !s.qkNormNoWeight) {
+        const bool wide = s.qkNorm == Spec::QkNorm::Projection || s.qkNormPerHead;
+        rest += (wide ? (h + kv) * dh : 2 * dh) * (s.qkNormBias ? 2 : 1);
+      }
+      rest += (s.sinks ? h : 0) + s.t5Buckets * h +
+              (s.relKeyPositions ? (2 * s.relKeyPositions - 1) * dh : 0);
+    } else if (s.hasBias('q')) {
+      rest += (h + 2 * kv) * dh;
+    }
+    if (s.outProj && s.hasBias('o'))
+      rest += d;
+    const int64_t elems = qkv + o + rest;
+    if (elems >= limits::kMaxWeightElements)
       fail("d_model",
-           fmt::format("expected (heads + 2*kv_heads) * head_dim * d_model < "
-                       "2^31 weight elements, found ({} + 2*{}) * {} * {}{}",
-                       s.heads, s.kvHeads, s.headDim, s.dModel,
-                       ovf ? " (overflows int64)"
-                           : fmt::format(" = {}", elems)));
+           fmt::format("expected fewer than 2^31 weight elements in the block's "
+                       "tensors, found {}: (heads + 2*kv_heads) * head_dim * d_model = "
+                       "({} + 2*{}) * {} * {} = {} for Q/K/V{}, {} in biases and tables",
+                       elems, h, kv, dh, d, qkv,
+                       s.outProj ? fmt::format(", heads * head_dim * d_model = {} for W_O", o)
+                                 : std::string(),
+                       rest));
   }
 };
 
