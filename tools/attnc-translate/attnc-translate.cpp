@@ -29,7 +29,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -110,6 +112,16 @@ int main(int argc, char **argv) {
     errs() << "attnc-translate: error: --header: expected a path, found ''\n";
     return 2;
   }
+  // An output in no directory: bad usage before the compilation (as attnc).
+  for (auto [opt, path] : {std::pair<const char *, std::string>{"-o", output},
+                           {"--header", header}}) {
+    StringRef parent = llvm::sys::path::parent_path(path);
+    if (!path.empty() && !parent.empty() && !llvm::sys::fs::is_directory(parent)) {
+      errs() << "attnc-translate: error: " << opt << " " << path
+             << ": cannot write: no directory " << parent << "\n";
+      return 2;
+    }
+  }
   if (!header.empty() && attnc::samePath(output, header)) {
     errs() << "attnc-translate: error: -o and --header name the same file '"
            << header << "'\n";
@@ -132,6 +144,34 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sm, ctx.get());
   if (!module)
     return 2;
+
+  // The stage the input is at, as far as the IR tells: before `targeted`
+  // no function carries attn.target; at `targeted` they do and attn ops
+  // remain; at `loops` none remain. An input past --from's stage (or one
+  // not yet at a targeted --from) would fail deep in a pass with errors
+  // about the passes' own output: name the stage instead.
+  {
+    bool targeted = false, attnOps = false;
+    module->walk([&](mlir::Operation *op) {
+      targeted |= mlir::isa<mlir::func::FuncOp>(op) && op->hasAttr("attn.target");
+      attnOps |= mlir::isa_and_nonnull<attnc::attn::AttnDialect>(op->getDialect());
+    });
+    const int at = !targeted ? 0 : attnOps ? 1 : 2;
+    const int given = attnc::stageIndex(from) < attnc::stageIndex("targeted") ? 0
+                      : from == "targeted"                                    ? 1
+                                                                              : 2;
+    // (a targeted module goes through the earlier stages' passes unchanged)
+    if (at != given && !(at == 1 && given == 0)) {
+      const char *stage[] = {"before `targeted` (no function carries attn.target)",
+                             "at `targeted` (attn ops with code paths)",
+                             "at `loops` (code paths lowered, no attn ops left)"};
+      const char *use[] = {"conceptual, fused or viewed, the stage it was printed at",
+                           "targeted", "loops"};
+      errs() << "attnc-translate: error: " << input << ": the input is " << stage[at]
+             << ", not at --from " << from << ": give --from " << use[at] << "\n";
+      return 2;
+    }
+  }
 
   // Past `targeted` the input's functions carry their code paths
   // (attn.target); --target must name the same ones, or the library's
