@@ -28,8 +28,35 @@ int main(int argc, char **argv) {
   attnc::registerAllAttncDialects(registry);
   attnc::registerAllAttncPasses();
   attnc::registerStagePipelines();
+  // attnc's and attnc-dump's compile options (ToolSupport.h declares them
+  // for every tool that includes it) mean nothing to a pass driver: hidden,
+  // and refused with the pass that does their work.
+  namespace tools = attnc::tools;
+  for (llvm::cl::Option *o : std::initializer_list<llvm::cl::Option *>{
+           &tools::targetOpt, &tools::noFuseOpt, &tools::noViewsOpt, &tools::gpuOnHostOpt})
+    o->setHiddenFlag(llvm::cl::ReallyHidden);
   auto [in, out] = mlir::registerAndParseCLIOptions(
       argc, argv, "attnc-opt: the attn dialect's optimizer driver\n", registry);
+  struct Moved {
+    llvm::cl::Option &opt;
+    const char *instead;
+  } moved[] = {
+      {tools::targetOpt, "give --attnc-set-target=isa=NAME (what --attnc-stage-targeted runs "
+                         "with isa=multi)"},
+      {tools::noFuseOpt, "leave --attn-fuse-qkv out of the passes (--attnc-stage-fused "
+                         "runs it)"},
+      {tools::noViewsOpt, "leave --attn-heads-as-views out of the passes "
+                          "(--attnc-stage-viewed runs it)"},
+      {tools::gpuOnHostOpt, "use attnc or attnc-dump"},
+  };
+  for (const Moved &m : moved)
+    if (m.opt.getNumOccurrences()) {
+      llvm::errs() << "attnc-opt: error: --" << m.opt.ArgStr
+                   << " is a compile option of attnc and attnc-dump; attnc-opt runs the "
+                      "passes given to it: "
+                   << m.instead << "\n";
+      return 2;
+    }
   // Only regular files (or stdin): a FIFO would block, /dev/zero never end.
   if (!attnc::tools::checkInputFile("attnc-opt", in))
     return 2;
