@@ -733,8 +733,13 @@ static std::string checkElfFile(const std::string &path) {
   };
   Elf64_Ehdr eh;
   if (n < sizeof(eh) || !readAt(&eh, sizeof(eh), 0) ||
-      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+    // (an object archive: a static library or a build's .a, not what attnc -o writes)
+    char magic[8];
+    if (n >= 8 && readAt(magic, 8, 0) && std::memcmp(magic, "!<arch>\n", 8) == 0)
+      return "not an ELF file: a static archive (ar); load the shared library attnc -o wrote (.so)";
     return "not an ELF file";
+  }
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
       eh.e_machine != EM_X86_64 || eh.e_type != ET_DYN)
     return "not an x86-64 ELF shared object";
@@ -796,6 +801,8 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
 
   // A bare file name would make dlopen search the library path; load the
   // file the caller named.
+  if (path.empty())
+    return fail(LoadError::OpenFailed, "an empty path names no library");
   openPath = path.find('/') == std::string::npos ? "./" + path : path;
   // Already mapped here (loaded before, and maybe rebuilt or changed
   // since): the checks and the load read a private copy instead, so that

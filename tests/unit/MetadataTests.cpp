@@ -603,7 +603,22 @@ TEST_CASE("loader: missing and non-ELF files fail to open", "[metadata]") {
   CHECK_FALSE(k.load(buf.data(), msg, err));
   CHECK(err == LoadError::OpenFailed);
   CHECK_THAT(msg, Contains(buf.data()));
+  CHECK_THAT(msg, Contains("not an ELF file") && !Contains("archive"));
+  // A static archive (what a build's .a is) says so.
+  {
+    std::FILE *f = std::fopen(buf.data(), "wb");
+    REQUIRE(f);
+    std::fputs("!<arch>\n/               0           0     0     0       4         `\nabcd", f);
+    std::fclose(f);
+  }
+  CHECK_FALSE(k.load(buf.data(), msg, err));
+  CHECK(err == LoadError::OpenFailed);
+  CHECK_THAT(msg, Contains("a static archive (ar)"));
   std::remove(buf.data());
+  // An empty path is not "./" (a directory).
+  CHECK_FALSE(k.load("", msg, err));
+  CHECK(err == LoadError::OpenFailed);
+  CHECK_THAT(msg, Contains("an empty path") && !Contains("directory"));
 }
 
 TEST_CASE("loader: a shared object without attnc_query is not a kernel",
