@@ -462,7 +462,7 @@ class Kernel:
                 "inv_freq": [i.rope_inv_freq[k] for k in range(i.rope_pairs)],
                 "long_inv_freq": ([i.rope_long_inv_freq[k] for k in range(i.rope_pairs)]
                                   if i.rope_long_inv_freq else None),
-                "long_from": i.rope_long_from,
+                "long_from": i.rope_long_from if i.rope_long_inv_freq else None,
                 "attention_factor": i.rope_attention_factor,
                 "dynamic_factor": i.rope_dynamic_factor or None,
                 "dynamic_from": i.rope_dynamic_from or None},

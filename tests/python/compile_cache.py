@@ -135,6 +135,22 @@ def main():
     rope = kr.info["rope"]
     check(rope is not None and rope["style"] == "half_split",
           f"rope={{}}: a kernel with the default rotation (style {rope and rope['style']})")
+    # k.info's score and rotation features hold the keys and values of
+    # attnc-run --info --json (docs/python.md), longrope's table included.
+    half = 4  # rotary_dim / 2 of a 16-wide block of 2 heads
+    kl = attnc.compile(dict(spec, name="cc_longrope", weights="separate", rope=dict(
+        scaling=dict(type="longrope", original_max_position_embeddings=64,
+                     max_position_embeddings=256, short_factor=[1.0] * half,
+                     long_factor=[2.0] * half))), cache_dir=cache, target="host")
+    feats = ("rope", "softcap", "clip_qkv", "temperature_tuning", "alibi", "t5_bias",
+             "relative_key", "qk_norm", "sinks")
+    for kk in (kr, kl):
+        j = json.loads(subprocess.run(["attnc-run", kk.path, "--info", "--json"], check=True,
+                                      capture_output=True, text=True).stdout)
+        diff = [f for f in feats if kk.info[f] != j[f]]
+        check(not diff, f"{kk.name}: k.info's {', '.join(feats)} equal attnc-run --info "
+                        f"--json's (differ: {diff or 'none'}; long_from "
+                        f"{kk.info['rope']['long_from']})")
     # Strings that plain YAML reads as null or booleans stay strings, and
     # NumPy's scalars are numbers (attnc reads the name back as written).
     import numpy as np
@@ -143,6 +159,13 @@ def main():
                        cache_dir=cache, target="host")
     check(kn.info["name"] == "null" and kn.info["d_model"] == spec["d_model"],
           f"a dict spec with name 'null' and NumPy scalars: name {kn.info['name']!r}")
+    afile = os.path.join(a.work, "a-file")
+    open(afile, "w").close()
+    try:
+        attnc.compile(spec, cache_dir=afile)
+        check(False, "a cache_dir that is a file raised nothing")
+    except NotADirectoryError as e:
+        check("is not a directory" in str(e), f"a cache_dir that is a file: {e}")
     os.environ["ATTNC_BIN"] = os.path.join(a.work, "no-such-attnc")
     try:
         attnc.compile(spec, cache_dir=os.path.join(a.work, "cache2"))

@@ -879,6 +879,13 @@ JsonValue infoJson(const attnrt::Kernel &k, const std::string &lib) {
       freq.push(ki.rope_inv_freq[i]);
     r.set("inv_freq", freq);
     r.set("attention_factor", ki.rope_attention_factor);
+    JsonValue longFreq; // longrope's second table, or null
+    if (ki.rope_long_inv_freq) {
+      longFreq = JsonValue::array();
+      for (uint32_t i = 0; i < ki.rope_pairs; ++i)
+        longFreq.push(ki.rope_long_inv_freq[i]);
+    }
+    r.set("long_inv_freq", longFreq);
     r.set("long_from", ki.rope_long_inv_freq ? JsonValue((long long)ki.rope_long_from)
                                              : JsonValue());
     r.set("dynamic_factor", ki.rope_dynamic_factor > 0 ? JsonValue(ki.rope_dynamic_factor)

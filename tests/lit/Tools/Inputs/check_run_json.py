@@ -191,7 +191,8 @@ def main():
                 problems.append(f"info.qk_norm.width: {j['qk_norm'].get('width')!r}")
         if isinstance(j.get("rope"), dict):
             check(j["rope"], {"style": {STR}, "rotary_dim": {INT}, "inv_freq": {ARR},
-                              "attention_factor": {NUM, INT}, "long_from": {INT, NULL},
+                              "attention_factor": {NUM, INT}, "long_inv_freq": {ARR, NULL},
+                              "long_from": {INT, NULL},
                               "dynamic_factor": {NUM, INT, NULL}, "dynamic_from": {INT, NULL}},
                   "info.rope")
     elif kind == "run":
