@@ -209,6 +209,9 @@ def _cached(key, cache_dir, produce):
     entry = os.path.join(cache_dir, key[:32])
     if os.path.isfile(os.path.join(entry, "done")):
         return entry, False
+    if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
+        raise NotADirectoryError(f"attnc: cache_dir {cache_dir} is not a directory "
+                                 "(give a directory, or unset it for the default)")
     if os.path.isdir(entry):
         # Not a complete entry (renamed into place without its marker by
         # hand, or a partial copy): built again.

@@ -473,6 +473,11 @@ class AttnModule(torch.nn.Module):
 
     def forward(self, x, x_kv=None, lengths=None, kv_lengths=None, need_weights=False,
                 positions=None):
+        # (lists and NumPy arrays as Kernel.forward takes them; the
+        # operators' schema takes tensors)
+        lengths, kv_lengths, positions = (
+            v if v is None or isinstance(v, torch.Tensor) else torch.as_tensor(v)
+            for v in (lengths, kv_lengths, positions))
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
         # y (and probs) in x's floating dtype, as a torch module gives it

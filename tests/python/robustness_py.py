@@ -536,7 +536,13 @@ def torch_module_edges():
             assert "x is on meta: the kernels run on the CPU" in str(e), e
         want = m(xt, lengths=torch.tensor([T] * B))
         assert torch.equal(want, m(xt)), "full lengths differ from none"
-    return "batch/seq 0 give empty y and probs; lengths out of 0..T and a meta x raise"
+        # lengths as a list or a NumPy array, as Kernel.forward takes them
+        short = [T - 1 - i % T for i in range(B)]
+        want = m(xt, lengths=torch.tensor(short, dtype=torch.int32))
+        assert torch.equal(want, m(xt, lengths=short)), "lengths as a list"
+        assert torch.equal(want, m(xt, lengths=np.array(short))), "lengths as a NumPy array"
+    return ("batch/seq 0 give empty y and probs; lengths out of 0..T and a meta x raise; "
+            "lengths as a list or NumPy array")
 
 
 # -- driver ----------------------------------------------------------------
