@@ -1058,6 +1058,23 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, V
 /// x - n is exact either way, and p * 2^n is one correctly rounded
 /// scaling, by a multiplication or by vscalefps).
 /// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
+Value attnc::runningMax(ImplicitLocOpBuilder &c, Value a, Value b) {
+  return arith::SelectOp::create(c, arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, a, b),
+                                 a, b);
+}
+
+Value attnc::splatMax(ImplicitLocOpBuilder &c, Value v) {
+  const int64_t n = cast<VectorType>(v.getType()).getNumElements();
+  for (int64_t step = n / 2; step >= 1; step /= 2) {
+    // lane i takes lane i ^ step: the halves, quarters, ... swapped
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < n; ++i)
+      perm.push_back(i ^ step);
+    v = runningMax(c, v, vector::ShuffleOp::create(c, v, v, perm));
+  }
+  return v;
+}
+
 Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x, bool avx512) {
   auto vt = cast<VectorType>(x.getType());
   auto ivt = VectorType::get(vt.getShape(), c.getI32Type());

@@ -334,6 +334,16 @@ struct RopeAngles {
               std::pair<mlir::Value, mlir::Value> cs) const;
 };
 
+/// The running maximum of the flash kernels' softmax: a > b ? a : b, one
+/// maxps on x86 (arith.maximumf's NaN propagation costs five more
+/// operations in a loop-carried chain). A NaN score can drop out of the
+/// maximum, never out of the result: its exponential is NaN, and so are
+/// the row's sum and output.
+mlir::Value runningMax(mlir::ImplicitLocOpBuilder &c, mlir::Value a, mlir::Value b);
+/// The maximum of a vector's lanes, splat to every lane: log2(lanes)
+/// steps of a lane permutation and runningMax.
+mlir::Value splatMax(mlir::ImplicitLocOpBuilder &c, mlir::Value v);
+
 /// 2^x for a vector of x <= 0 (-inf included): the flash kernels' exp.
 /// `avx512` (a vector<16xf32> on an AVX-512 code path): 2^n applied by
 /// vscalefps instead of built from n's bits, with the same result.

@@ -409,11 +409,9 @@ Value DecodeTask::statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, Val
         Value sv = vector::MaskedLoadOp::create(
             c1, K.vt, S, ValueRange{gi, jj}, K.laneMask(c1, n),
             K.splat(c1, -std::numeric_limits<double>::infinity()));
-        return SmallVector<Value>{arith::MaximumFOp::create(c1, a[0], sv)};
+        return SmallVector<Value>{attnc::runningMax(c1, a[0], sv)};
       });
-  Value mNew = vector::BroadcastOp::create(
-      cb, K.vt, vector::ReductionOp::create(cb, vector::CombiningKind::MAXIMUMF,
-                                            mx.getResult(0)));
+  Value mNew = attnc::splatMax(cb, mx.getResult(0));
   Value alpha = exp2NonPositive(cb, arith::SubFOp::create(cb, mOld, mNew), K.avx512);
   scf::ForOp ps = loop(cb, zero, cnt, idx(cb, vl), ValueRange{K.splat(cb, 0.0)},
       [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
@@ -426,7 +424,12 @@ Value DecodeTask::statistics(ImplicitLocOpBuilder &cb, int64_t g, Value cnt, Val
         Value p = arith::SelectOp::create(
             c1, msk, exp2NonPositive(c1, arith::SubFOp::create(c1, sv, mNew), K.avx512),
             K.splat(c1, 0.0));
-        vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
+        // bf16 dot products read P rounded, zeros past cnt (an odd block's
+        // last pair): stored so here, in the pass that computes it.
+        if (K.bf16)
+          vector::StoreOp::create(c1, attnc::roundToBf16(c1, p), Pb, ValueRange{gi, jj});
+        else
+          vector::MaskedStoreOp::create(c1, S, ValueRange{gi, jj}, msk, p);
         return SmallVector<Value>{arith::AddFOp::create(c1, a[0], p)};
       });
   Value lBlk = vector::BroadcastOp::create(
@@ -456,17 +459,9 @@ SmallVector<Value> DecodeTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
       acc.push_back(arith::MulFOp::create(cb, st[g * per() + 2 + ch], alphas[g]));
   scf::ForOp pv;
   if (K.bf16) {
-    // P rounded to bf16 (zeros past cnt: an odd block's last pair), then
-    // O += (p_j, p_j+1) . (v_j, v_j+1) on vdpbf16ps, O's lanes in
-    // pairRows' order (write() restores head_dim's).
-    for (int64_t g = 0; g < gq; ++g)
-      loop(cb, zero, cnt, idx(cb, K.vl), {}, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange) {
-        Value sv = vector::MaskedLoadOp::create(c1, K.vt, S, ValueRange{idx(c1, g), jj},
-                                                K.laneMask(c1, arith::SubIOp::create(c1, cnt, jj)),
-                                                K.splat(c1, 0.0));
-        vector::StoreOp::create(c1, attnc::roundToBf16(c1, sv), Pb, ValueRange{idx(c1, g), jj});
-        return SmallVector<Value>{};
-      });
+    // P rounded to bf16 (Pb, by statistics()), then O += (p_j, p_j+1) .
+    // (v_j, v_j+1) on vdpbf16ps, O's lanes in pairRows' order (write()
+    // restores head_dim's).
     Value pairs = arith::DivUIOp::create(cb, add(cb, cnt, 1), idx(cb, 2));
     Value last = arith::SubIOp::create(cb, cnt, idx(cb, 1));
     pv = loop(cb, zero, pairs, acc, [&](ImplicitLocOpBuilder &c1, Value jp, ValueRange a) {
@@ -1301,7 +1296,7 @@ SmallVector<Value> QueryBlockTask::keyBlock(ImplicitLocOpBuilder &cb, Value j0,
   scf::ForOp mx = loop(cb, zero, cnt, mOld, [&](ImplicitLocOpBuilder &c1, Value jj, ValueRange a) {
     SmallVector<Value> next;
     for (int64_t m = 0; m < mv; ++m)
-      next.push_back(arith::MaximumFOp::create(
+      next.push_back(attnc::runningMax(
           c1, a[m], vector::LoadOp::create(c1, K.vt, ST, ValueRange{jj, idx(c1, m * vl)})));
     return next;
   });
