@@ -778,7 +778,7 @@ bool Kernel::load(const std::string &path, std::string &message, LoadError &err,
   std::string openPath; // what is checked and loaded (set below)
   auto fail = [&](LoadError e, const std::string &what) {
     err = e;
-    message = path + ": " + what;
+    message = (path.empty() ? "" : path + ": ") + what;
     // (dlerror names the private copy, /proc/self/fd/N: name the file)
     if (privateFd_ >= 0 && !openPath.empty())
       for (size_t at = message.find(openPath, path.size()); at != std::string::npos;

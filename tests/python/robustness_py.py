@@ -541,8 +541,11 @@ def torch_module_edges():
         want = m(xt, lengths=torch.tensor(short, dtype=torch.int32))
         assert torch.equal(want, m(xt, lengths=short)), "lengths as a list"
         assert torch.equal(want, m(xt, lengths=np.array(short))), "lengths as a NumPy array"
+        pos = [3 * i for i in range(B)]
+        want = m(xt, positions=torch.tensor(pos, dtype=torch.int32))
+        assert torch.equal(want, m(xt, positions=pos)), "positions as a list"
     return ("batch/seq 0 give empty y and probs; lengths out of 0..T and a meta x raise; "
-            "lengths as a list or NumPy array")
+            "lengths as a list or NumPy array, positions as a list")
 
 
 # -- driver ----------------------------------------------------------------

@@ -618,7 +618,7 @@ TEST_CASE("loader: missing and non-ELF files fail to open", "[metadata]") {
   // An empty path is not "./" (a directory).
   CHECK_FALSE(k.load("", msg, err));
   CHECK(err == LoadError::OpenFailed);
-  CHECK_THAT(msg, Contains("an empty path") && !Contains("directory"));
+  CHECK(msg == "an empty path names no library");
 }
 
 TEST_CASE("loader: a shared object without attnc_query is not a kernel",

@@ -2466,9 +2466,10 @@ int Run::check() {
     // multiply them in float32.
     // A `host` library of bf16 activations compiled on a CPU with
     // AVX512-BF16 (its target_cpu says "+avx512bf16") took that path's dot
-    // products unless it is a CUDA block's loops emulated on the host: its
-    // bound covers both. (Float32 activations never take them on `host`:
-    // the multi library's rule.)
+    // products, unless it is a CUDA block's loops emulated on the host:
+    // the bound for them covers both (the wider one; with bf16 x the GEMMs'
+    // inputs need no rounding term). Float32 activations never take them
+    // on `host` (the multi library's rule).
     const bool bf16Path = k.selectedIsa() == ATTNC_ISA_AVX512_BF16 ||
                           k.selectedIsa() == ATTNC_ISA_AMX_BF16;
     const bool hostBf16 = k.selectedIsa() == ATTNC_ISA_HOST && ki.dtype == ATTNC_DTYPE_BF16 &&
@@ -2477,9 +2478,9 @@ int Run::check() {
     // With bf16 weights, that path's GEMMs round x and the attention output
     // to bf16 (the reference rounds x as the kernel did); the others, CUDA
     // included, multiply the weights in float32.
-    bopt.bf16Gemm = !o.cuda && bf16Path ? attnrt::BoundOptions::GemmInputs::Bf16
-                    : !o.cuda && hostBf16 ? attnrt::BoundOptions::GemmInputs::Unknown
-                                          : attnrt::BoundOptions::GemmInputs::Float32;
+    bopt.bf16Gemm = !o.cuda && (bf16Path || hostBf16)
+                        ? attnrt::BoundOptions::GemmInputs::Bf16
+                        : attnrt::BoundOptions::GemmInputs::Float32;
     // Decode steps: row t was computed by the call that ended at row
     // callEnds[t] (the prefill's, a chunk's, a step's); a rotary embedding
     // whose frequencies follow the call's length rotated it with those.

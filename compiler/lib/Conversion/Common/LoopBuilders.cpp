@@ -1046,18 +1046,6 @@ attnc::KeyVisibility::Range attnc::KeyVisibility::row(ImplicitLocOpBuilder &c, V
   return r;
 }
 
-/// 2^x for the softmax exponentials, whose arguments are never positive
-/// (a score minus a running maximum; -inf where masked): x is clamped to
-/// -126, so 2^n is a normal float built from n's bits (-inf gives 2^-126,
-/// and rows that see no key at all are zeroed at the end), and 2^r with
-/// r = x - round(x) in [-1/2, 1/2] is a degree-6 polynomial (a minimax fit
-/// of relative error 2e-9; at most 1 ulp in float32 Horner form, checked
-/// over 2e5 points). 13 vector ops where math.exp's general expansion (any
-/// x: its own range clamps and overflow selects) took 25; 10 on AVX-512,
-/// where n = roundeven(x) and p * 2^n is one vscalefps (the same values:
-/// x - n is exact either way, and p * 2^n is one correctly rounded
-/// scaling, by a multiplication or by vscalefps).
-/// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
 Value attnc::runningMax(ImplicitLocOpBuilder &c, Value a, Value b) {
   return arith::SelectOp::create(c, arith::CmpFOp::create(c, arith::CmpFPredicate::OGT, a, b),
                                  a, b);
@@ -1075,6 +1063,18 @@ Value attnc::splatMax(ImplicitLocOpBuilder &c, Value v) {
   return v;
 }
 
+/// 2^x for the softmax exponentials, whose arguments are never positive
+/// (a score minus a running maximum; -inf where masked): x is clamped to
+/// -126, so 2^n is a normal float built from n's bits (-inf gives 2^-126,
+/// and rows that see no key at all are zeroed at the end), and 2^r with
+/// r = x - round(x) in [-1/2, 1/2] is a degree-6 polynomial (a minimax fit
+/// of relative error 2e-9; at most 1 ulp in float32 Horner form, checked
+/// over 2e5 points). 13 vector ops where math.exp's general expansion (any
+/// x: its own range clamps and overflow selects) took 25; 10 on AVX-512,
+/// where n = roundeven(x) and p * 2^n is one vscalefps (the same values:
+/// x - n is exact either way, and p * 2^n is one correctly rounded
+/// scaling, by a multiplication or by vscalefps).
+/// The kernels pre-scale Q by log2(e) so that 2^x is all they need.
 Value attnc::exp2NonPositive(ImplicitLocOpBuilder &c, Value x, bool avx512) {
   auto vt = cast<VectorType>(x.getType());
   auto ivt = VectorType::get(vt.getShape(), c.getI32Type());

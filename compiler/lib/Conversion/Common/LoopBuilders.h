@@ -341,7 +341,9 @@ struct RopeAngles {
 /// the row's sum and output.
 mlir::Value runningMax(mlir::ImplicitLocOpBuilder &c, mlir::Value a, mlir::Value b);
 /// The maximum of a vector's lanes, splat to every lane: log2(lanes)
-/// steps of a lane permutation and runningMax.
+/// steps of a lane permutation and runningMax. (With a NaN lane the lanes
+/// may differ, NaN among them; the softmax's exponentials make the row NaN
+/// either way.)
 mlir::Value splatMax(mlir::ImplicitLocOpBuilder &c, mlir::Value v);
 
 /// 2^x for a vector of x <= 0 (-inf included): the flash kernels' exp.

@@ -54,7 +54,8 @@ TargetAttrInterface attnc::targetFor(MLIRContext *ctx, StringRef isaName,
   const int64_t l1 = 48 << 10, l2 = 2 << 20;
   int vw = 0, regs = 0;
   vectorShape(info->isa, vw, regs);
-  // `host` names this machine's CPU; its features stay implied by the CPU.
+  // `host` names this machine's CPU; of its features the target lists the
+  // ones the kernels choose on and the pass asked for (hostFeatures).
   std::string cpu = info->isa == Isa::Host ? llvm::sys::getHostCPUName().str()
                                            : std::string(info->cpu);
   std::string features = info->features;
