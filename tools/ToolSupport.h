@@ -18,6 +18,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -296,6 +297,24 @@ inline bool checkInputFile(const char *tool, const std::string &path) {
     return false;
   }
   ::close(fd);
+  return true;
+}
+
+/// An output named on the command line (`opt` its option) must be a path
+/// whose directory exists: refused before the compilation (a usage error,
+/// exit 2), not a failure after it. An empty path (an unset shell variable)
+/// would write nothing. False: said why on errs().
+inline bool checkOutputPath(const char *tool, llvm::StringRef opt, const std::string &path) {
+  if (path.empty()) {
+    llvm::errs() << tool << ": error: " << opt << ": expected a path, found ''\n";
+    return false;
+  }
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  if (!parent.empty() && !llvm::sys::fs::is_directory(parent)) {
+    llvm::errs() << tool << ": error: " << opt << " " << path
+                 << ": cannot write: no directory " << parent << "\n";
+    return false;
+  }
   return true;
 }
 

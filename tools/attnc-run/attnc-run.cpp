@@ -2463,18 +2463,18 @@ int Run::check() {
     bopt.rigorous = o.rigorous;
     // A bf16 block on the AVX512-BF16 code path (or AMX-BF16's, the same
     // attention) rounds Q, K, P and V for its dot products; the other paths
-    // multiply them in float32.
-    // A `host` library of bf16 activations compiled on a CPU with
-    // AVX512-BF16 (its target_cpu says "+avx512bf16") took that path's dot
-    // products, unless it is a CUDA block's loops emulated on the host:
-    // the bound for them covers both (the wider one; with bf16 x the GEMMs'
+    // multiply them in float32. A `host` library of bf16 activations from a
+    // CPU with AVX512-BF16 (its target_cpu says "+avx512bf16") took that
+    // path's dot products, unless it is a CUDA block's loops emulated on
+    // the host: the bound for them covers both (with bf16 x the GEMMs'
     // inputs need no rounding term). Float32 activations never take them
     // on `host` (the multi library's rule).
+    const bool bf16 = ki.dtype == ATTNC_DTYPE_BF16;
     const bool bf16Path = k.selectedIsa() == ATTNC_ISA_AVX512_BF16 ||
                           k.selectedIsa() == ATTNC_ISA_AMX_BF16;
-    const bool hostBf16 = k.selectedIsa() == ATTNC_ISA_HOST && ki.dtype == ATTNC_DTYPE_BF16 &&
+    const bool hostBf16 = k.selectedIsa() == ATTNC_ISA_HOST && bf16 &&
                           std::strstr(ki.target_cpu, "+avx512bf16") != nullptr;
-    bopt.bf16Dots = !o.cuda && ki.dtype == ATTNC_DTYPE_BF16 && (bf16Path || hostBf16);
+    bopt.bf16Dots = !o.cuda && bf16 && (bf16Path || hostBf16);
     // With bf16 weights, that path's GEMMs round x and the attention output
     // to bf16 (the reference rounds x as the kernel did); the others, CUDA
     // included, multiply the weights in float32.

@@ -29,9 +29,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -108,20 +106,11 @@ int main(int argc, char **argv) {
              << " is the input: refusing to overwrite it\n";
       return 2;
     }
-  if (header.getNumOccurrences() && header.empty()) {
-    errs() << "attnc-translate: error: --header: expected a path, found ''\n";
+  const bool headerEmpty = header.getNumOccurrences() && header.empty();
+  if ((headerEmpty && !attnc::tools::checkOutputPath("attnc-translate", "--header", header)) ||
+      !attnc::tools::checkOutputPath("attnc-translate", "-o", output) ||
+      (!header.empty() && !attnc::tools::checkOutputPath("attnc-translate", "--header", header)))
     return 2;
-  }
-  // An output in no directory: bad usage before the compilation (as attnc).
-  for (auto [opt, path] : {std::pair<const char *, std::string>{"-o", output},
-                           {"--header", header}}) {
-    StringRef parent = llvm::sys::path::parent_path(path);
-    if (!path.empty() && !parent.empty() && !llvm::sys::fs::is_directory(parent)) {
-      errs() << "attnc-translate: error: " << opt << " " << path
-             << ": cannot write: no directory " << parent << "\n";
-      return 2;
-    }
-  }
   if (!header.empty() && attnc::samePath(output, header)) {
     errs() << "attnc-translate: error: -o and --header name the same file '"
            << header << "'\n";

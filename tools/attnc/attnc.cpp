@@ -91,12 +91,11 @@ int main(int argc, char **argv) {
     errs() << "attnc: error: -o FILE is required: the library to write (see --help)\n";
     return 2;
   }
-  // --header "" (an unset shell variable) would write no file silently.
+  // (their directories are checked with the other outputs, below)
   for (auto *o : {&header, &emitSpec})
-    if (o->getNumOccurrences() && o->empty()) {
-      errs() << "attnc: error: --" << o->ArgStr << ": expected a path, found ''\n";
+    if (o->getNumOccurrences() && o->empty() &&
+        !attnc::tools::checkOutputPath("attnc", "--" + o->ArgStr.str(), *o))
       return 2;
-    }
   std::optional<attnc::CompileOptions> opts =
       attnc::tools::compileOptions("attnc");
   if (!opts)
@@ -142,14 +141,8 @@ int main(int argc, char **argv) {
                  << " name the same file '" << outputs[i].second << "'\n";
           return 2;
         }
-      // An output in no directory: bad usage before the compilation (as
-      // --emit-spec and attnc-run's outputs), not a failure after it.
-      StringRef parent = sys::path::parent_path(outputs[i].second);
-      if (!parent.empty() && !sys::fs::is_directory(parent)) {
-        errs() << "attnc: error: " << outputs[i].first << " " << outputs[i].second
-               << ": cannot write: no directory " << parent << "\n";
+      if (!attnc::tools::checkOutputPath("attnc", outputs[i].first, outputs[i].second))
         return 2;
-      }
     }
   }
   opts->verbose = verbose;

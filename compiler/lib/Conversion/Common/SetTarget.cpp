@@ -127,20 +127,19 @@ struct SetTargetPass final
       }
       f.walk([&](attnc::attn::SdpaOp s) { bf16Dots |= bool(s.getDotType()); });
     }
-    if (parsed == attnc::Isa::Multi && ((bf16Weights && bf16Acts) || bf16Dots))
-      isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
     // GEMMs of bf16 weights on bf16 activations: also the AMX-BF16 path,
     // first (its tiles only change those GEMMs).
-    if (parsed == attnc::Isa::Multi && bf16Weights && bf16Acts)
+    const bool bf16Path = (bf16Weights && bf16Acts) || bf16Dots;
+    const bool amxPath = bf16Weights && bf16Acts;
+    if (parsed == attnc::Isa::Multi && bf16Path)
+      isas.insert(isas.begin(), attnc::isaName(attnc::Isa::Avx512Bf16));
+    if (parsed == attnc::Isa::Multi && amxPath)
       isas.insert(isas.begin(), attnc::isaName(attnc::Isa::AmxBf16));
     // `host` is the path the multi library would choose on this CPU: the
     // same rules, asked of this CPU's features (without them, a bf16 block
     // compiled for an AVX512-BF16 host took the widening float32 path).
-    std::string hostFeatures;
-    if ((bf16Weights && bf16Acts) || bf16Dots)
-      hostFeatures = "+avx512bf16";
-    if (bf16Weights && bf16Acts)
-      hostFeatures += ",+amx-tile,+amx-bf16";
+    std::string hostFeatures = std::string(bf16Path ? "+avx512bf16" : "") +
+                               (amxPath ? ",+amx-tile,+amx-bf16" : "");
     SmallVector<func::FuncOp> fns;
     for (auto f : module.getOps<func::FuncOp>()) {
       bool hasAttn = false;
