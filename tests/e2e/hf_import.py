@@ -201,13 +201,16 @@ FUSED_CASES = [
                      attn_config={"alibi": True, "alibi_bias_max": 4}),
          ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
                   bias_max=4.0)),
-    # MPT with attn_config.clip_qkv (the fused Wqkv output clamped).
+    # MPT with attn_config.clip_qkv (the fused Wqkv output clamped), and
+    # no_bias false: Wqkv's and out_proj's biases, as MosaicML's code adds
+    # them (transformers' MptAttention drops them), with a note.
     dict(name="mpt_clip", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",
          o="out_proj",
-         config=dict(model_type="mpt", d_model=48, n_heads=6, n_layers=1,
+         config=dict(model_type="mpt", d_model=48, n_heads=6, n_layers=1, no_bias=False,
                      attn_config={"alibi": True, "clip_qkv": 0.6}),
-         ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=[], rope=None, alibi="mpt",
-                  bias_max=8.0, clip_qkv=0.6)),
+         ref=dict(d=48, heads=6, kv_heads=6, head_dim=8, bias=["q", "k", "v", "o"], rope=None,
+                  alibi="mpt", bias_max=8.0, clip_qkv=0.6),
+         import_note="no_bias is false: the kernel adds Wqkv's and out_proj's biases"),
     # MPT trained with MosaicML's grouped-query attention (attn_type,
     # kv_n_heads): Wqkv [q | k | v] with kv_n_heads kv heads.
     dict(name="mpt_gqa", module="transformer.blocks.0.attn", layout="qkv", fused="Wqkv",

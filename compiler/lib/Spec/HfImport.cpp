@@ -103,10 +103,11 @@ struct Config {
   /// same way: an empty one when the key is missing or not a mapping.
   Config child(const std::string &k) const {
     Config sub;
-    sub.root = root[k];
+    // (an absent key's node is invalid: assigning it throws, so test first;
+    // MPT's attn_config, MptConfig's defaults when left out)
+    const YAML::Node v = root[k];
+    sub.root.reset(v && v.IsMap() ? v : YAML::Node(YAML::NodeType::Map));
     sub.file = file;
-    if (!sub.root || !sub.root.IsMap())
-      sub.root = YAML::Node(YAML::NodeType::Map);
     sub.notes = notes;
     sub.keyPrefix = keyPrefix + k + "."; // errors name attn_config.alibi
     return sub;
@@ -1222,8 +1223,19 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
     else if (mt == "phi" || mt == "gpt_oss")
       y += "bias: true\n";
-    else if (mt == "exaone4" || mt == "ministral") // bias=False, whatever the config says
+    else if (mt == "mistral" || mt == "mixtral" || mt == "exaone4" || mt == "ministral") {
+      // bias=False in their attention classes, whatever the config says.
       y += "bias: false\n";
+      if (c.boolean("attention_bias", false))
+        out.notes.push_back(fmt::format(
+            "{}{}: note: attention_bias: {}'s attention has no biases whatever the config "
+            "says (transformers' {} ignores the key), so the kernel adds none",
+            c.file, locationOf(c.root["attention_bias"]), mt,
+            mt == "mistral"   ? "MistralAttention"
+            : mt == "mixtral" ? "MixtralAttention"
+            : mt == "exaone4" ? "Exaone4Attention"
+                              : "MinistralAttention"));
+    }
     else
       y += fmt::format("bias: {}\n", c.boolean("attention_bias", false) ? "true" : "false");
     // Sliding windows: Mistral/Mixtral/StarCoder2 every layer; Qwen2 from
@@ -1777,8 +1789,17 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                     "multihead_attention, multiquery_attention or "
                                     "grouped_query_attention", c.file, at)};
     }
+    // no_bias (MptConfig's default true, every published config's value):
+    // false gives Wqkv and out_proj biases in MosaicML's code, which
+    // transformers' MptAttention (bias=False) drops on loading.
+    const bool biased = c.has("no_bias") && !c.boolean("no_bias", true);
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\nmask: causal\n"
-                     "weights: separate\nbias: false\n", d, h, kv, d / h);
+                     "weights: separate\nbias: {}\n", d, h, kv, d / h, biased ? "true" : "false");
+    if (biased)
+      out.notes.push_back(fmt::format(
+          "{}{}: note: no_bias is false: the kernel adds Wqkv's and out_proj's biases, as "
+          "MosaicML's MPT code does; transformers' MptAttention has none and drops them",
+          c.file, locationOf(c.root["no_bias"])));
     // What MosaicML's code applies and transformers' MptModel ignores: the
     // checkpoint's function is MosaicML's (transformers' drops trained
     // tensors or positions), which the import does not derive: refused,
