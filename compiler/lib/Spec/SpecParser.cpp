@@ -718,6 +718,12 @@ private:
                                     describe(v)));
     } else if (key == "clip_qkv") {
       spec.clipQkv = getPositive("clip_qkv", v);
+      // The kernels clamp to the float32 bound: a subnormal one (or one
+      // that rounds to 0) is no bound a checkpoint means, as for softcap.
+      if (!std::isnormal(static_cast<float>(*spec.clipQkv)))
+        fail("clip_qkv", fmt::format("expected a positive number that float32 holds as a "
+                                     "normal number (at least about 1.2e-38), found {}",
+                                     describe(v)));
     } else if (key == "qk_norm") {
       setQkNorm(v);
     } else if (key == "sinks") {
