@@ -51,7 +51,8 @@
 // same results.
 //
 // Row tails (fewer than MR rows left) dispatch to a kernel of exactly that
-// many rows; the last, partial panel uses masked loads and stores, so
+// many rows up to max(MR/2, 5), else to two of about half as many
+// (tailRows); the last, partial panel uses masked loads and stores, so
 // nothing outside y is read or written whatever T and n are.
 //
 //===----------------------------------------------------------------------===//
@@ -429,61 +430,89 @@ struct Gemm {
   };
 
   /// Rows [r0, r1) in whole MR-row blocks, `step` rows per `whole` call
-  /// (MR, or MR/2 for rowsOfPair), then the rows left over (fewer than MR)
-  /// through `tail` at their exact count.
-  void eachRowBlock(ImplicitLocOpBuilder &c, Value r0, Value r1, int64_t step,
-                    llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> whole,
-                    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, int64_t)> tail) {
-    Value full = wholeEnd(c, r0, r1, mr);
-    attnc::loop(c, r0, full, idx(c, step), {},
+  /// (MR, or MR/2 for the pair kernels); the rows left over are tailRows'.
+  void wholeRows(ImplicitLocOpBuilder &c, Value r0, Value r1, int64_t step,
+                 llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> whole) {
+    attnc::loop(c, r0, wholeEnd(c, r0, r1, mr), idx(c, step), {},
                 [&](ImplicitLocOpBuilder &cr, Value r, ValueRange) {
                   whole(cr, r);
                   return SmallVector<Value>{};
                 });
+  }
+
+  /// The rows of [r0, r1) after its whole MR-row blocks (fewer than MR)
+  /// through `tail`: at their exact count up to H = max(MR/2, 5) rows,
+  /// else in two kernels of about half each (11 rows on AVX-512: 6, then
+  /// 5; 7: 4, 3), so that neither is a one- or two-row kernel that reads
+  /// the panel again for little arithmetic. Kernels of every count below
+  /// MR were 1 + 2 + ... + 11 = 66 rows of unrolled code per GEMM on
+  /// AVX-512; the two switches here are 21 + 15. A row's products are
+  /// summed by one kernel whatever the threads.
+  void tailRows(ImplicitLocOpBuilder &c, Value r0, Value r1,
+                llvm::function_ref<void(ImplicitLocOpBuilder &, Value, int64_t)> tail) {
     if (mr == 1)
       return;
+    Value full = wholeEnd(c, r0, r1, mr);
     Value left = arith::SubIOp::create(c, r1, full);
-    attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
+    const int64_t h = std::min(mr - 1, std::max<int64_t>(mr / 2, 5));
+    if (mr - 1 == h) { // every count at its own kernel
+      attnc::switchOnCount(c, left, mr, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
+        tail(cb, full, rows);
+      });
+      return;
+    }
+    // second = left > H ? left / 2 : 0 (at most (MR - 1) / 2 rows), first
+    // the rest (at most H).
+    Value big = arith::CmpIOp::create(c, arith::CmpIPredicate::ugt, left, idx(c, h));
+    Value second = arith::SelectOp::create(
+        c, big, arith::DivUIOp::create(c, left, idx(c, 2)), idx(c, 0));
+    Value first = arith::SubIOp::create(c, left, second);
+    attnc::switchOnCount(c, first, h + 1, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
       tail(cb, full, rows);
+    });
+    Value at = arith::AddIOp::create(c, full, first);
+    attnc::switchOnCount(c, second, (mr - 1) / 2 + 1, [&](ImplicitLocOpBuilder &cb, int64_t rows) {
+      tail(cb, at, rows);
     });
   }
 
-  /// All row blocks of rows [r0, r1) of panel p, each through the given
-  /// halves in turn (the rows left over: a kernel of exactly that height).
+  /// Which rows of [r0, r1) rowsOf computes: all, the whole MR-row blocks
+  /// or the rows left over after them.
+  enum class Rows { All, Whole, Tail };
+
+  /// Rows [r0, r1) of panel p (`which` of them), each block through the
+  /// given halves in turn.
   void rowsOf(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
-              ArrayRef<Half> halves, Value k0, Value k1, Value first) {
+              ArrayRef<Half> halves, Value k0, Value k1, Value first,
+              Rows which = Rows::All) {
     auto blocks = [&](ImplicitLocOpBuilder &cb, Value r, int64_t rows) {
       Value pcol = arith::MulIOp::create(cb, p, idx(cb, panel));
       for (const Half &h : halves)
         block(cb, bi, r, rows, p, h.half, add(cb, pcol, h.half * nr), h.valid,
               k0, k1, first);
     };
-    eachRowBlock(c, r0, r1, mr, [&](ImplicitLocOpBuilder &cr, Value r) { blocks(cr, r, mr); },
-                 blocks);
+    if (which != Rows::Tail)
+      wholeRows(c, r0, r1, mr, [&](ImplicitLocOpBuilder &cr, Value r) { blocks(cr, r, mr); });
+    if (which != Rows::Whole)
+      tailRows(c, r0, r1, blocks);
   }
 
   /// dot, NR = panel: the whole panels p and p + 1 at once, MR/2 rows by
   /// 2 NR columns per kernel (half the A broadcasts per vdpbf16ps of the
-  /// MR x NR kernel) over the rows that rowsOf gives MR-row kernels; the
-  /// rows left over (fewer than MR) take the one-panel kernels of exactly
-  /// that height, panel by panel, as in rowsOf. So each row's kernel sums
-  /// its products in the same order as rowsOf's (a kernel of few
-  /// accumulators splits its K loop: kLoopOf).
+  /// MR x NR kernel) over the rows that rowsOf gives MR-row kernels. The
+  /// rows left over (fewer than MR) are the caller's, through rowsOf's
+  /// one-panel kernels (one loop over the task's whole panels: the tail
+  /// kernels' code once per GEMM). So each row's kernel sums its products
+  /// in the same order as rowsOf's (a kernel of few accumulators splits
+  /// its K loop: kLoopOf).
   void rowsOfPair(ImplicitLocOpBuilder &c, Value bi, Value r0, Value r1, Value p,
                   Value k0, Value k1, Value first) {
     Value p2 = add(c, p, 1);
-    SmallVector<int64_t> both(2 * nr / vl, vl), one(nr / vl, vl);
-    eachRowBlock(
-        c, r0, r1, mr / 2,
-        [&](ImplicitLocOpBuilder &cr, Value r) {
-          block(cr, bi, r, mr / 2, p, 0, arith::MulIOp::create(cr, p, idx(cr, panel)), both,
-                k0, k1, first, p2);
-        },
-        [&](ImplicitLocOpBuilder &cb, Value r, int64_t rows) {
-          for (Value q : {p, p2})
-            block(cb, bi, r, rows, q, 0, arith::MulIOp::create(cb, q, idx(cb, panel)), one,
-                  k0, k1, first);
-        });
+    SmallVector<int64_t> both(2 * nr / vl, vl);
+    wholeRows(c, r0, r1, mr / 2, [&](ImplicitLocOpBuilder &cr, Value r) {
+      block(cr, bi, r, mr / 2, p, 0, arith::MulIOp::create(cr, p, idx(cr, panel)), both,
+            k0, k1, first, p2);
+    });
   }
 
   void build() {
@@ -636,7 +665,8 @@ struct Gemm {
             // Whole panels: in pairs on the vdpbf16ps path (rowsOfPair; the
             // group's odd one out alone), else one by one.
             Value singleFrom = p0;
-            if (dot && nr == panel && mr >= 2 && mr % 2 == 0) {
+            const bool pairs = dot && nr == panel && mr >= 2 && mr % 2 == 0;
+            if (pairs) {
               singleFrom = arith::AddIOp::create(
                   ck, p0, arith::MulIOp::create(
                               ck, arith::DivUIOp::create(
@@ -650,9 +680,16 @@ struct Gemm {
             }
             attnc::loop(ck, singleFrom, pFullEnd, {},
                 [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
-                  rowsOf(cp, bi, rRest, r1, p, wholeHalves, k0, k1, first);
+                  rowsOf(cp, bi, rRest, r1, p, wholeHalves, k0, k1, first,
+                         pairs ? Rows::Whole : Rows::All);
                   return SmallVector<Value>{};
                 });
+            if (pairs) // the rows left over of every whole panel, paired or not
+              attnc::loop(ck, p0, pFullEnd, {},
+                  [&](ImplicitLocOpBuilder &cp, Value p, ValueRange) {
+                    rowsOf(cp, bi, rRest, r1, p, wholeHalves, k0, k1, first, Rows::Tail);
+                    return SmallVector<Value>{};
+                  });
             // The last panel when n is not a multiple of the panel width:
             // the halves with any column inside y, masked per vector.
             if (fullPanels < numPanels) {
