@@ -298,15 +298,6 @@ def compile(spec, target=None, cache_dir=None, extra_args=()):
     return _cached_kernel(key, cache_dir, produce)
 
 
-def _hf_files(hf_dir):
-    files = sorted(os.path.join(hf_dir, n) for n in os.listdir(hf_dir)
-                   if n.endswith(".safetensors"))
-    if not files:
-        raise CompileError(f"{hf_dir}: no .safetensors file (a PyTorch .bin checkpoint must "
-                           "be converted first: docs/weights.md)")
-    return files
-
-
 def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     """What `attnc --hf DIR --module PATH` does, plus the weights: compiles
     (cached as compile() caches, keyed by config.json's bytes, the module
@@ -370,7 +361,8 @@ def from_hf(hf_dir, module, target=None, cache_dir=None, set=None):
     kernel = _cached_kernel(key, cache_dir, produce)
     # The module's tensors as attnc-run --hf DIR --module M reads them:
     # libattnrt's loader (only what the kernel needs; shards, fused QKV
-    # cut by config.json, T5's table from block 0, duplicates refused).
-    _hf_files(hf_dir)
+    # cut by config.json, T5's table from block 0, duplicates refused; the
+    # directory's .safetensors, .npz and .npy files; a .bin's message gives
+    # the command that converts it).
     packed = kernel.pack_checkpoint(hf_dir, prefix=module + ".")
     return kernel, packed

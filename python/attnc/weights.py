@@ -257,7 +257,13 @@ class DuplicateTensorError(ValueError):
 
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64,
            "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
-           "U8": np.uint8, "BOOL": np.bool_}
+           "U64": np.uint64, "U32": np.uint32, "U16": np.uint16, "U8": np.uint8,
+           "BOOL": np.bool_, "C64": np.complex64}
+# safetensors dtypes NumPy has no type for (FP8, MXFP4/6 checkpoints): their
+# bits per element; load_safetensors checks their data_offsets and leaves
+# them out with a warning (as libattnrt reads the other tensors of the file).
+_NO_NUMPY_BITS = {"F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "F6_E2M3": 6, "F6_E3M2": 6,
+                  "F4": 4}
 
 
 def bf16_bits(a):
@@ -323,14 +329,18 @@ def save_safetensors(path, tensors, dtype=None, metadata=None):
 
 
 def load_safetensors(path):
-    """{name: array}; BF16 comes back as float32. A file that is not a
-    well-formed safetensors file (not a regular file, a header that is not
-    a JSON object or runs past the file, an unknown dtype, a shape or
-    data_offsets that do not agree, tensors that overlap or lie outside
+    """{name: array}; BF16 comes back as float32. Tensors of a dtype NumPy
+    has no type for (F8_E4M3, F8_E5M2, F8_E8M0, F6_E2M3, F6_E3M2, F4) are
+    checked and left out, with an AttncWarning naming them. A file that is
+    not a well-formed safetensors file (not a regular file, a header that
+    is not a JSON object or runs past the file, an unknown dtype, a shape
+    or data_offsets that do not agree, tensors that overlap or lie outside
     the data) raises ValueError naming the file and the tensor; nothing is
-    read from a FIFO or a device (which could block)."""
+    read from a FIFO or a device (which could block). A PyTorch checkpoint
+    given as one raises ValueError saying so."""
     import os
     import stat
+    import warnings
 
     def bad(what):
         raise ValueError(f"{path}: {what}")
@@ -349,6 +359,11 @@ def load_safetensors(path):
     if len(data) < 8:
         bad(f"{len(data)} bytes: too short for the 8-byte header length")
     (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8 or data[8:9] != b"{":
+        # torch.save's zip, or its legacy pickle (protocol 2+), under this name
+        if data[:4] == b"PK\x03\x04" or (data[0] == 0x80 and 2 <= data[1] <= 5):
+            bad("a PyTorch checkpoint (torch.save), not safetensors: load it with "
+                "torch.load(path, weights_only=True) and pass the state_dict to Kernel.pack")
     if n > len(data) - 8:
         bad(f"the header length {n} runs past the file ({len(data)} bytes)")
     dups = []
@@ -376,16 +391,17 @@ def load_safetensors(path):
                              not all(isinstance(v, str) for v in meta.values())):
         bad("__metadata__: expected an object of strings")
     base, size = 8 + n, len(data) - 8 - n
-    out, spans = {}, []
+    out, spans, skipped = {}, [], []
     for name, t in header.items():
         if name == "__metadata__":
             continue
         if not isinstance(t, dict):
             bad(f"tensor '{name}': expected an object with dtype, shape and data_offsets")
         dt, shape, offs = t.get("dtype"), t.get("shape"), t.get("data_offsets")
-        if not isinstance(dt, str) or (dt != "BF16" and dt not in _DTYPES):
+        if not isinstance(dt, str) or (dt != "BF16" and dt not in _DTYPES and
+                                       dt not in _NO_NUMPY_BITS):
             bad(f"tensor '{name}': dtype {dt!r} is not one of BF16, "
-                + ", ".join(_DTYPES))
+                + ", ".join([*_DTYPES, *_NO_NUMPY_BITS]))
         if (not isinstance(shape, list) or
                 not all(type(d) is int and d >= 0 for d in shape)):
             bad(f"tensor '{name}': shape {shape!r} is not a list of sizes")
@@ -393,12 +409,16 @@ def load_safetensors(path):
                 not all(type(o) is int for o in offs) or not 0 <= offs[0] <= offs[1] <= size):
             bad(f"tensor '{name}': data_offsets {offs!r} are not [begin, end] within "
                 f"the {size} bytes of data")
-        item = 2 if dt == "BF16" else np.dtype(_DTYPES[dt]).itemsize
-        need = math.prod(shape) * item  # (exact: no int64 wrap)
-        if offs[1] - offs[0] != need:
+        bits = (16 if dt == "BF16" else _NO_NUMPY_BITS[dt] if dt in _NO_NUMPY_BITS
+                else 8 * np.dtype(_DTYPES[dt]).itemsize)
+        need = math.prod(shape) * bits  # (exact: no int64 wrap)
+        if need % 8 or offs[1] - offs[0] != need // 8:
             bad(f"tensor '{name}': data_offsets {offs} hold {offs[1] - offs[0]} bytes, "
-                f"shape {shape} of {dt} needs {need}")
+                f"shape {shape} of {dt} needs {need / 8:g}")
         spans.append((offs[0], offs[1], name))
+        if dt in _NO_NUMPY_BITS:
+            skipped.append(f"'{name}' ({dt})")
+            continue
         raw = data[base + offs[0]: base + offs[1]]
         if dt == "BF16":
             a = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
@@ -410,4 +430,9 @@ def load_safetensors(path):
         if b1 < e0:
             bad(f"tensors '{n0}' and '{n1}' overlap (data_offsets [{b0}, {e0}] and "
                 f"[{b1}, {e1}])")
+    if skipped:
+        from . import AttncWarning
+        warnings.warn(f"{path}: left out {len(skipped)} tensor(s) of a dtype NumPy has no "
+                      f"type for: {', '.join(skipped[:5])}{', ...' if len(skipped) > 5 else ''}",
+                      AttncWarning, stacklevel=2)
     return out

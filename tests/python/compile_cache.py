@@ -18,6 +18,7 @@ how many times the compiler actually ran:
 import argparse
 import json
 import os
+import pickle
 import shutil
 import stat
 import subprocess
@@ -203,6 +204,29 @@ def main():
           and "rope" in open(os.path.join(k.cache_entry, "spec.yaml")).read(),
           f"from_hf llama --module {c['module']}: compiled once (then cached), weights "
           f"packed, max |y - float64| = {e:.1e}")
+    # The same checkpoint converted to .npz (docs/weights.md's route for a
+    # .bin), and one left as a .bin: from_hf reads what attnc-run --hf
+    # reads (it refused any directory without a .safetensors, as a
+    # CompileError, after compiling), and the .bin's refusal gives the
+    # command that converts it. (config.json is the same: the kernel comes
+    # from the cache.)
+    for sub, fname in (("llama_npz", "weights.npz"), ("llama_bin", "pytorch_model.bin")):
+        os.makedirs(os.path.join(a.work, sub))
+        shutil.copy(os.path.join(d, "config.json"), os.path.join(a.work, sub))
+    np.savez(os.path.join(a.work, "llama_npz", "weights.npz"), **tensors)
+    with open(os.path.join(a.work, "llama_bin", "pytorch_model.bin"), "wb") as f:
+        # torch.save's legacy pickle format (protocol 2, its magic number)
+        f.write(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + b"\0" * 60)
+    kn, packed_n = attnc.from_hf(os.path.join(a.work, "llama_npz"), module=c["module"],
+                                 cache_dir=cache)
+    check(not kn.compiled and np.array_equal(packed_n, packed),
+          "from_hf on the checkpoint as weights.npz: the same packed weights")
+    try:
+        attnc.from_hf(os.path.join(a.work, "llama_bin"), module=c["module"], cache_dir=cache)
+        check(False, "from_hf on a .bin checkpoint raised nothing")
+    except attnc.AttncError as e:
+        check("pytorch_model.bin" in str(e) and "np.savez" in str(e),
+              f"from_hf on a .bin checkpoint: {type(e).__name__}, the conversion command given")
     # set= takes the command line's strings as they are ("40" a number,
     # "true" a bool), and a refused derived spec is named as attnc names it
     # (not by the removed temporary) and listed.

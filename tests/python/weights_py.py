@@ -85,7 +85,48 @@ with tempfile.TemporaryDirectory() as d:
     broken("overlap", hdr(json.dumps({"x": ok, "y": dict(ok, shape=[1], data_offsets=[4, 8])})
                           .encode()) + bytes(8), "'x' and 'y' overlap")
     broken("fifo", None, "not a regular file (a FIFO)")
+    broken("f6size", hdr(json.dumps({"x": dict(ok, dtype="F6_E2M3", shape=[3],
+                                                  data_offsets=[0, 2])}).encode()) + bytes(8),
+           "shape [3] of F6_E2M3 needs 2.25")
+    # torch.save's zip and legacy pickle under a .safetensors name
+    broken("torchzip.safetensors", b"PK\x03\x04" + bytes(60), "a PyTorch checkpoint")
+    broken("torchpkl.safetensors", b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19." + bytes(40),
+           "a PyTorch checkpoint")
     print("PASS: a malformed file or a FIFO is a ValueError naming it")
+    # Every safetensors dtype: the unsigned and complex ones as NumPy's;
+    # FP8, FP6 and FP4 (no NumPy type) checked and left out with a warning,
+    # the file's other tensors read (an FP8 checkpoint's norms, say).
+    import warnings
+    from attnc import AttncWarning
+    u = {"u16": np.arange(6, dtype=np.uint16).reshape(2, 3), "u32": np.arange(3, dtype=np.uint32),
+         "u64": np.arange(2, dtype=np.uint64), "c64": np.array([1 + 2j], np.complex64)}
+    raw = b"".join(a.tobytes() for a in u.values())
+    h, off = {}, 0
+    for k, a in u.items():
+        h[k] = {"dtype": k.upper(), "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+    f32 = np.array([1.5, -2.0], np.float32)
+    for name, dt, shape, nbytes in (("e4", "F8_E4M3", [2, 2], 4), ("e5", "F8_E5M2", [3], 3),
+                                    ("e8", "F8_E8M0", [1], 1), ("f4", "F4", [4], 2),
+                                    ("f6", "F6_E3M2", [4], 3)):
+        h[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nbytes]}
+        raw += bytes(range(1, nbytes + 1))
+        off += nbytes
+    h["w"] = {"dtype": "F32", "shape": [2], "data_offsets": [off, off + 8]}
+    raw += f32.tobytes()
+    p = os.path.join(d, "mixed.safetensors")
+    with open(p, "wb") as f:
+        f.write(hdr(json.dumps(h).encode()) + raw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        back = load_safetensors(p)
+    assert sorted(back) == sorted([*u, "w"]), sorted(back)
+    for k, a in u.items():
+        assert back[k].dtype == a.dtype and np.array_equal(back[k], a), k
+    assert np.array_equal(back["w"], f32)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, AttncWarning)]
+    assert len(msgs) == 1 and "left out 5 tensor(s)" in msgs[0] and "'e4' (F8_E4M3)" in msgs[0], msgs
+    print("PASS: U16/U32/U64/C64 read as NumPy's; FP8/FP6/FP4 tensors left out with a warning")
 
 names = ["q_proj.weight", "q_proj.bias", "k_proj.weight", "v_proj.weight", "o_proj.weight"]
 bert = {f"encoder.layer.{i}.attention.{n}": i * 10 + j
