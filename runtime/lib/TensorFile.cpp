@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Json.h"
 #include "TensorFileSupport.h"
 #include "attnc/runtime/Runtime.h"
 
@@ -388,6 +389,35 @@ const char *dtypeName(DType t) {
   }
 }
 
+/// For a tensor in two files of directory `dir`: which of them
+/// model.safetensors.index.json (Hugging Face's sharded layout) puts it
+/// in, as a hint that the other is a stale copy; "" without an index or
+/// when it names neither.
+static std::string indexedOwner(const std::string &dir, const std::string &name,
+                                const std::string &a, const std::string &b) {
+  std::string text, why;
+  Json index;
+  JsonLimits limits;
+  limits.maxBytes = uint64_t(64) << 20;
+  if (!readRegularFile(dir + "/model.safetensors.index.json", uint64_t(1) << 26, text, why) ||
+      !parseJson(text, index, why, limits) || index.type != Json::Object)
+    return "";
+  for (const auto &[key, map] : index.fields) {
+    if (key != "weight_map" || map.type != Json::Object)
+      continue;
+    for (const auto &[tensor, file] : map.fields) {
+      if (tensor != name || file.type != Json::String)
+        continue;
+      const std::string listed = dir + "/" + file.str;
+      if (listed == a || listed == b)
+        return " (model.safetensors.index.json puts it in " + file.str + ": " +
+               (listed == a ? b : a) +
+               " is not one of the checkpoint's shards, a stale copy? Remove or move it)";
+    }
+  }
+  return "";
+}
+
 int listTensors(const std::string &path, std::vector<TensorRef> &out,
                 std::string &err) {
   out.clear();
@@ -428,7 +458,8 @@ int listTensors(const std::string &path, std::vector<TensorRef> &out,
       auto it = where.find(r.name);
       if (it != where.end())
         return fail(err, path,
-                    "tensor '" + r.name + "' is in both " + it->second + " and " + r.file,
+                    "tensor '" + r.name + "' is in both " + it->second + " and " + r.file +
+                        indexedOwner(path, r.name, it->second, r.file),
                     ErrDuplicate);
       where[r.name] = r.file;
       out.push_back(std::move(r));

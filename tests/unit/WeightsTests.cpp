@@ -713,6 +713,23 @@ TEST_CASE("weights: wrong shape, dtype, missing and duplicate tensors",
   r = open(d2.path, "", info);
   CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DUPLICATE);
   CHECK_THAT(r.err, Contains("'c_proj.bias' is in both"));
+  CHECK_THAT(r.err, !Contains("index.json"));
+
+  // A stale file beside a sharded checkpoint: the index says which file
+  // holds the tensor, so the message names the other as the stale copy.
+  TempDir d3;
+  writeFile(d3 / "model-00001-of-00001.safetensors", safetensors(g));
+  writeFile(d3 / "model.safetensors", safetensors(g));
+  writeFile(d3 / "model.safetensors.index.json",
+            "{\"metadata\": {}, \"weight_map\": {\"c_attn.weight\": "
+            "\"model-00001-of-00001.safetensors\"}}");
+  r = open(d3.path, "", info);
+  CHECK(r.rc == ATTNRT_WEIGHTS_ERR_DUPLICATE);
+  CHECK_THAT(r.err, Contains("'c_attn.weight' is in both") &&
+                        Contains("(model.safetensors.index.json puts it in "
+                                 "model-00001-of-00001.safetensors: " +
+                                 (d3 / "model.safetensors") +
+                                 " is not one of the checkpoint's shards, a stale copy?"));
 }
 
 TEST_CASE("weights: malformed safetensors headers", "[weights]") {
