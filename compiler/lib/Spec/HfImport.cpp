@@ -281,8 +281,8 @@ std::string ropeYaml(const Config &c, int64_t headDim, double theta, double part
         }
         if (!extra.empty())
           c.notes->push_back(fmt::format(
-              "note: {}{}: rope_scaling: {} not read by rope type {} (ignored, as "
-              "transformers ignores it with a warning)",
+              "note: {}{}: rope_scaling: {} not read by rope type {} (ignored: "
+              "transformers does not read it either, and warns of a key it does not know)",
               c.file, locationOf(scaling), extra, type));
       }
       for (const char *k : keys)
