@@ -149,8 +149,9 @@ int main(int argc, char **argv) {
     const int given = attnc::stageIndex(from) < attnc::stageIndex("targeted") ? 0
                       : from == "targeted"                                    ? 1
                                                                               : 2;
-    // (a targeted module goes through the earlier stages' passes unchanged)
-    if (at != given && !(at == 1 && given == 0)) {
+    // (A targeted module given an earlier --from went through the earlier
+    // stages' passes unchanged, and --target then relabelled its code.)
+    if (at != given) {
       const char *stage[] = {"before `targeted` (no function carries attn.target)",
                              "at `targeted` (attn ops with code paths)",
                              "at `loops` (code paths lowered, no attn ops left)"};

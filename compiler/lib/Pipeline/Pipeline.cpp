@@ -234,6 +234,18 @@ std::string descMismatch(const attnc::KernelDesc &d, const attnc::PackPlan &plan
       if (a.input == "probs" && (s.size() != 4 || s[1] != p.heads))
         return "the lowered probs do not have the block's " + std::to_string(p.heads) +
                " heads";
+      // The activations' element type is the block's dtype: f32 code
+      // labelled bf16 would write 4-byte elements into the caller's
+      // 2-byte buffers (and the header and attnc-run size them so).
+      const bool activation = a.input == "x" || a.input == "x_kv" || a.input == "y" ||
+                              a.input == "k_cache" || a.input == "v_cache" ||
+                              a.input == "probs";
+      const char *want = p.dtype == ATTNC_DTYPE_BF16  ? "bf16"
+                         : p.dtype == ATTNC_DTYPE_F16 ? "f16"
+                                                      : "f32";
+      if (activation && a.elem != want)
+        return "the lowered " + a.input + " holds " + a.elem + ", the block's dtype is " +
+               want;
       lengths |= a.input == "lengths";
       xKv |= a.input == "x_kv";
       probs |= a.input == "probs";
@@ -326,6 +338,22 @@ LogicalResult attnc::Compilation::readLowered() {
   if (failed(table))
     return failure();
   const LoweredEntries &entries = *table;
+  // Each path's functions are compiled for the path's ISA (their
+  // attn.target): a path relabelled by hand would put AVX-512 code behind
+  // the AVX2 CPUID check (or make LLVM abort on 512-bit vectors of an
+  // AVX2 function).
+  for (const CodePathSymbols &p : entries.paths)
+    for (const std::string &sym : {p.ws, p.tasks, p.run}) {
+      auto f = sym.empty() ? func::FuncOp() : module_->lookupSymbol<func::FuncOp>(sym);
+      Attribute t = f ? f->getAttr(AttnDialect::TargetAttrHelper::getNameStr()) : Attribute();
+      StringRef isa = isa_and_nonnull<attn::CpuTargetAttr>(t)  ? cast<attn::CpuTargetAttr>(t).getIsa()
+                      : isa_and_nonnull<attn::CudaTargetAttr>(t) ? cast<attn::CudaTargetAttr>(t).getIsa()
+                                                                 : StringRef();
+      if (f && isa != p.isa)
+        return f.emitError("attn.entry_points: the ")
+               << p.isa << " path's @" << sym << " is compiled for "
+               << (isa.empty() ? StringRef("no target (no attn.target)") : isa);
+    }
   LoweredInfo info;
   auto intAttr = [](func::FuncOp f, StringRef n) {
     auto a = f->getAttrOfType<IntegerAttr>(n);

@@ -76,6 +76,7 @@ struct ForwardArg {
                               ///< Output: "y" or "probs"
   std::vector<int64_t> shape; ///< memref shape, -1 for dynamic (dim 0 = batch,
                               ///< 1 = seq, or kv_seq for "x_kv")
+  std::string elem;           ///< memref element type: "f32", "bf16", "f16", "i32", ...
   int weight = -1;            ///< index into PackPlan::weights for Weight
 };
 

@@ -304,9 +304,12 @@ LogicalResult attnc::recordForwardSignature(func::FuncOp fn, PackPlan &plan,
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     ForwardArg a;
     Type t = fn.getArgumentTypes()[i];
-    if (auto mt = dyn_cast<MemRefType>(t))
+    if (auto mt = dyn_cast<MemRefType>(t)) {
       for (int64_t d : mt.getShape())
         a.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      llvm::raw_string_ostream os(a.elem);
+      mt.getElementType().print(os);
+    }
     if (auto in = fn.getArgAttrOfType<StringAttr>(i, AttnDialect::InputAttrHelper::getNameStr())) {
       a.kind = ForwardArg::Input;
       a.input = in.str();
