@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -168,7 +169,27 @@ FailureOr<attnc::KernelDesc> attnc::readKernelDesc(ModuleOp module) {
                 p.rope.rotaryDim <= p.headDim &&
                 int64_t(p.rope.invFreq.size()) == p.rope.rotaryDim / 2;
   std::string why;
-  if (!isCIdentifier(d.name))
+  // Every number of the block is finite: a NaN or an infinity reached the
+  // C entry points as a token the C compiler does not know ('nan').
+  auto finite = [](const std::vector<double> &v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  const std::pair<const char *, bool> numbers[] = {
+      {"rope_inv_freq", finite(p.rope.invFreq)},
+      {"rope_long_inv_freq", finite(p.rope.longInvFreq)},
+      {"rope_attention_factor", std::isfinite(p.rope.attentionFactor)},
+      {"rope_dynamic_factor", std::isfinite(p.rope.dynamicFactor)},
+      {"alibi_slopes", finite(p.alibiSlopes)},
+      {"temperature_attn_scale", std::isfinite(p.temperatureAttnScale)},
+      {"qk_norm_eps", std::isfinite(p.qkNormEps)},
+      {"qk_norm_offset", std::isfinite(p.qkNormOffset)}};
+  const char *nonFinite = nullptr;
+  for (const auto &[field, ok] : numbers)
+    if (!ok && !nonFinite)
+      nonFinite = field;
+  if (nonFinite)
+    why = std::string(nonFinite) + " holds a number that is not finite (NaN or infinity)";
+  else if (!isCIdentifier(d.name))
     why = "name '" + d.name + "' is not a C identifier";
   else if (p.mask > ATTNC_MASK_LAST)
     why = "mask " + std::to_string(p.mask) + " is not a mask kind (0.." +
