@@ -654,6 +654,46 @@ LogicalResult ViewOp::verify() {
     if (last >= *srcN)
       return emitOpError("view reaches element ")
              << last << " of a source with " << *srcN << " elements";
+    return success();
+  }
+  // With dynamic outer dimensions (batch, sequence) the rows are not
+  // counted, but the columns are: the source's static inner dimensions
+  // make rows of W elements (their product: 192 of [?, ?, 192], 64 of
+  // [?, ?, 4, 16]), and each view element's column is offset % W plus its
+  // steps along the view's dimensions whose stride is less than W (a
+  // stride that is a multiple of W moves whole rows). The last column
+  // must be < W, or the view reads the next row's elements (the fused QKV
+  // split, the head views and the head merge are such views).
+  int64_t w = 1;
+  for (int64_t d : llvm::reverse(src.getShape())) {
+    if (ShapedType::isDynamic(d))
+      break;
+    std::optional<int64_t> prod = mulSize(w, d);
+    w = prod ? *prod : 0;
+  }
+  if (src.getRank() >= 1 && !ShapedType::isDynamic(src.getShape().back()) && w > 0 &&
+      !llvm::is_contained(res.getShape(), 0)) {
+    // Its rows are the source's (dynamic) ones: it starts in the first
+    // row, or it would end past the last.
+    if (static_cast<int64_t>(getOffset()) >= w)
+      return emitOpError("offset ")
+             << getOffset() << " starts past the first row (" << w
+             << " elements) of a source with dynamic rows";
+    int64_t col = static_cast<int64_t>(getOffset());
+    bool counted = true;
+    for (int64_t i = 0; i < res.getRank() && counted; ++i) {
+      if (ShapedType::isDynamic(st[i]) || st[i] % w == 0) {
+        continue; // whole rows (a dynamic stride: the batch's, rows times W)
+      } else if (st[i] < w && !res.isDynamicDim(i)) {
+        std::optional<int64_t> term = mulSize(res.getDimSize(i) - 1, st[i]);
+        counted = term && !__builtin_add_overflow(col, *term, &col);
+      } else {
+        counted = false; // (a stride past a row that is no multiple of it)
+      }
+    }
+    if (counted && col >= w)
+      return emitOpError("view reaches column ")
+             << col << " of the source's rows of " << w << " elements";
   }
   return success();
 }

@@ -207,6 +207,26 @@ func.func @view_past_end(%x: tensor<64xf32>) {
 
 // -----
 
+// With dynamic rows, the columns are still checked: a head view of the
+// fused [q | k | v] rows (192 columns) one column too far right reads the
+// next row's first element (the head merge of [?, ?, 4, 16] has rows of
+// 64: a view of 64 columns is in them).
+func.func @view_dynamic_column(%x: tensor<?x?x192xf32>, %b: index, %t: index, %s: index) {
+  // expected-error @+1 {{view reaches column 192 of the source's rows of 192 elements}}
+  %0 = attn.view %x[%b, 4, %t, 16] strides [%s, 16, 192, 1] offset 129 : tensor<?x?x192xf32> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @view_dynamic_row(%x: tensor<?x?x192xf32>, %b: index, %t: index, %s: index) {
+  // expected-error @+1 {{offset 1000 starts past the first row (192 elements) of a source with dynamic rows}}
+  %0 = attn.view %x[%b, 4, %t, 16] strides [%s, 16, 192, 1] offset 1000 : tensor<?x?x192xf32> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
 // A slice whose offset + size wraps as int64 is out of bounds.
 func.func @slice_offset_overflow(%x: tensor<?x?x64xf32>) {
   // expected-error @+1 {{slice [9223372036854775807, 9223372036854775839) exceeds the last dimension (64)}}

@@ -505,6 +505,11 @@ def Attn_ViewOp : Attn_Op<"view", [Pure, AttrSizedOperandSegments]> {
     where `flat(source)` is the source in row-major order. Lowers to a
     `memref.reinterpret_cast` of the source buffer: no data moves. Sizes and
     strides are mixed static/dynamic lists like `memref.reinterpret_cast`.
+    The verifier keeps the view inside its source: with a static source
+    and view, its last element; with dynamic rows (the source's static
+    inner dimensions make rows of W elements), an offset in the first row
+    and a last column below W along the strides less than W (a dynamic
+    stride, or a multiple of W, moves whole rows).
 
     Example (head h of K inside a fused [B, T, 2304] QKV result):
     ```mlir
