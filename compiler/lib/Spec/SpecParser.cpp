@@ -1466,6 +1466,9 @@ SpecResult parseSpecFile(const std::string &path) {
         result.error = locatedMsg(
             path, {1, 1}, "",
             fmt::format("expected a spec of at most 1 MiB, found {} bytes", size));
+      else if (path == "-" && size == 0)
+        result.error = "-: error: cannot read file: a spec is read from a file, not from "
+                       "standard input (write it to a .yaml file)";
       else
         result.error = fmt::format(
             "{}: error: cannot read file: {}", path,

@@ -17,7 +17,7 @@ def AttnSetTargetPass : Pass<"attnc-set-target", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"isa", "isa", "std::string", /*default=*/"\"multi\"",
-           "multi | x86-avx512 | x86-avx2 | x86-64 | host | cuda-sm80 | cuda-sm90">
+           "multi | x86-amx-bf16 | x86-avx512-bf16 | x86-avx512 | x86-avx2 | x86-64 | host | cuda-sm80 | cuda-sm90">
   ];
 }
 
