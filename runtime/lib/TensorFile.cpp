@@ -389,33 +389,34 @@ const char *dtypeName(DType t) {
   }
 }
 
-/// For a tensor in two files of directory `dir`: which of them
-/// model.safetensors.index.json (Hugging Face's sharded layout) puts it
-/// in, as a hint that the other is a stale copy; "" without an index or
-/// when it names neither.
-static std::string indexedOwner(const std::string &dir, const std::string &name,
-                                const std::string &a, const std::string &b) {
+std::pair<std::string, std::string> indexedFile(const std::string &dir,
+                                                const std::vector<std::string> &names) {
   std::string text, why;
   Json index;
   JsonLimits limits;
   limits.maxBytes = uint64_t(64) << 20;
   if (!readRegularFile(dir + "/model.safetensors.index.json", uint64_t(1) << 26, text, why) ||
       !parseJson(text, index, why, limits) || index.type != Json::Object)
+    return {};
+  for (const auto &[key, map] : index.fields)
+    if (key == "weight_map" && map.type == Json::Object)
+      for (const std::string &name : names)
+        for (const auto &[tensor, file] : map.fields)
+          if (tensor == name && file.type == Json::String)
+            return {name, file.str};
+  return {};
+}
+
+/// For a tensor in two files a and b of directory `dir`: the one the index
+/// lists for it, as a hint that the other is a stale copy ("" otherwise).
+static std::string indexedOwner(const std::string &dir, const std::string &name,
+                                const std::string &a, const std::string &b) {
+  const std::string file = indexedFile(dir, {name}).second;
+  const std::string listed = dir + "/" + file;
+  if (file.empty() || (listed != a && listed != b))
     return "";
-  for (const auto &[key, map] : index.fields) {
-    if (key != "weight_map" || map.type != Json::Object)
-      continue;
-    for (const auto &[tensor, file] : map.fields) {
-      if (tensor != name || file.type != Json::String)
-        continue;
-      const std::string listed = dir + "/" + file.str;
-      if (listed == a || listed == b)
-        return " (model.safetensors.index.json puts it in " + file.str + ": " +
-               (listed == a ? b : a) +
-               " is not one of the checkpoint's shards, a stale copy? Remove or move it)";
-    }
-  }
-  return "";
+  return " (model.safetensors.index.json puts it in " + file + ": " + (listed == a ? b : a) +
+         " is not one of the checkpoint's shards, a stale copy? Remove or move it)";
 }
 
 int listTensors(const std::string &path, std::vector<TensorRef> &out,

@@ -80,6 +80,13 @@ std::string shapeString(const std::vector<int64_t> &shape);
 /// "float16", "bfloat16", "float32", "float64".
 const char *dtypeName(DType t);
 
+/// The first of `names` that directory `dir`'s model.safetensors.index.json
+/// (Hugging Face's sharded layout) lists in its weight_map, and the file
+/// it lists for it, as written there; {"", ""} without a readable index or
+/// any of the names.
+std::pair<std::string, std::string> indexedFile(const std::string &dir,
+                                                const std::vector<std::string> &names);
+
 } // namespace tensorfile
 } // namespace attnrt
 

@@ -179,35 +179,24 @@ struct Loader {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       return "";
-    const std::string indexPath = path + "/model.safetensors.index.json";
-    std::string text, why;
-    Json index;
-    JsonLimits limits;
-    limits.maxBytes = uint64_t(64) << 20;
-    if (!attnrt::readRegularFile(indexPath, uint64_t(1) << 26, text, why) ||
-        !parseJson(text, index, why, limits) || index.type != Json::Object)
-      return "";
-    const Json *map = configField(index, "weight_map");
-    if (!map || map->type != Json::Object)
-      return "";
+    std::vector<std::string> under;
     for (const std::string &n : names)
-      for (const auto &[name, file] : map->fields) {
-        if (name != prefix + n || file.type != Json::String)
-          continue;
-        const std::string shard = path + "/" + file.str;
-        // (transformers joins the name to the directory; the loader reads
-        // the shards that are in it, so a path elsewhere is not read)
-        if (file.str.find('/') != std::string::npos)
-          return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
-                 "', a path outside " + path + ": the loader reads the shards in the "
-                 "directory itself (put the shard there)";
-        if (::stat(shard.c_str(), &st) != 0)
-          return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
-                 "', which is not in " + path + " (a shard missing: download it again)";
-        return "model.safetensors.index.json puts '" + name + "' in '" + file.str +
-               "', which does not hold it (the index and the shards do not match)";
-      }
-    return "";
+      under.push_back(prefix + n);
+    const auto [name, file] = indexedFile(path, under);
+    if (name.empty())
+      return "";
+    const std::string shard = path + "/" + file;
+    // (transformers joins the name to the directory; the loader reads
+    // the shards that are in it, so a path elsewhere is not read)
+    if (file.find('/') != std::string::npos)
+      return "model.safetensors.index.json puts '" + name + "' in '" + file +
+             "', a path outside " + path + ": the loader reads the shards in the "
+             "directory itself (put the shard there)";
+    if (::stat(shard.c_str(), &st) != 0)
+      return "model.safetensors.index.json puts '" + name + "' in '" + file +
+             "', which is not in " + path + " (a shard missing: download it again)";
+    return "model.safetensors.index.json puts '" + name + "' in '" + file +
+           "', which does not hold it (the index and the shards do not match)";
   }
 
   /// Indices of the tensors under the prefix spelled like `kernelName`.

@@ -169,13 +169,8 @@ int main(int argc, char **argv) {
   if (attnc::stageIndex(from) >= attnc::stageIndex("targeted")) {
     std::vector<std::string> inIr;
     module->walk([&](mlir::func::FuncOp f) {
-      mlir::Attribute a = f->getAttr("attn.target");
-      std::string isa = !a ? ""
-                        : mlir::isa<attnc::attn::CpuTargetAttr>(a)
-                            ? mlir::cast<attnc::attn::CpuTargetAttr>(a).getIsa().str()
-                        : mlir::isa<attnc::attn::CudaTargetAttr>(a)
-                            ? mlir::cast<attnc::attn::CudaTargetAttr>(a).getIsa().str()
-                            : "";
+      auto a = f->getAttrOfType<attnc::attn::TargetAttrInterface>("attn.target");
+      std::string isa = a ? a.getIsa().str() : "";
       if (!isa.empty() && llvm::find(inIr, isa) == inIr.end())
         inIr.push_back(isa);
     });

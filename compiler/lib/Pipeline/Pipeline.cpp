@@ -240,9 +240,7 @@ std::string descMismatch(const attnc::KernelDesc &d, const attnc::PackPlan &plan
       const bool activation = a.input == "x" || a.input == "x_kv" || a.input == "y" ||
                               a.input == "k_cache" || a.input == "v_cache" ||
                               a.input == "probs";
-      const char *want = p.dtype == ATTNC_DTYPE_BF16  ? "bf16"
-                         : p.dtype == ATTNC_DTYPE_F16 ? "f16"
-                                                      : "f32";
+      const std::string want = attnrt::nameOf("dtype", p.dtype); // (MLIR's spelling too)
       if (activation && a.elem != want)
         return "the lowered " + a.input + " holds " + a.elem + ", the block's dtype is " +
                want;
@@ -345,10 +343,10 @@ LogicalResult attnc::Compilation::readLowered() {
   for (const CodePathSymbols &p : entries.paths)
     for (const std::string &sym : {p.ws, p.tasks, p.run}) {
       auto f = sym.empty() ? func::FuncOp() : module_->lookupSymbol<func::FuncOp>(sym);
-      Attribute t = f ? f->getAttr(AttnDialect::TargetAttrHelper::getNameStr()) : Attribute();
-      StringRef isa = isa_and_nonnull<attn::CpuTargetAttr>(t)  ? cast<attn::CpuTargetAttr>(t).getIsa()
-                      : isa_and_nonnull<attn::CudaTargetAttr>(t) ? cast<attn::CudaTargetAttr>(t).getIsa()
-                                                                 : StringRef();
+      auto t = f ? f->getAttrOfType<attn::TargetAttrInterface>(
+                       AttnDialect::TargetAttrHelper::getNameStr())
+                 : attn::TargetAttrInterface();
+      StringRef isa = t ? t.getIsa() : StringRef();
       if (f && isa != p.isa)
         return f.emitError("attn.entry_points: the ")
                << p.isa << " path's @" << sym << " is compiled for "
