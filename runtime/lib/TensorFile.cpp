@@ -498,7 +498,17 @@ int readTensor(const TensorRef &ref, int64_t maxFloats, Tensor &out,
     out.dtype = ref.dtype;
     if (ref.dtype == DType::Unsupported)
       return fail(err, where,
-                  "dtype " + ref.dtypeName + " is not supported (F32, F16, BF16 or F64)",
+                  "dtype " + ref.dtypeName + " is not supported (F32, F16, BF16 or F64)" +
+                      (ref.dtypeName.rfind("F8", 0) == 0 || ref.dtypeName.rfind("F6", 0) == 0 ||
+                               ref.dtypeName.rfind("F4", 0) == 0 || ref.dtypeName == "U8" ||
+                               ref.dtypeName == "I8"
+                           ? std::string(": a quantized checkpoint's, as FP8 or 8-bit "
+                                         "integers are, with their scales in other tensors "
+                                         "('weight_scale_inv', 'absmax', 'SCB'), which attnc "
+                                         "does not read: "
+                                         "take the model's unquantized checkpoint (bf16, f16 "
+                                         "or f32), or dequantize this one into it")
+                           : std::string()),
                   ErrDType);
     int64_t count;
     if (!elementCount(ref.shape, count))

@@ -95,6 +95,41 @@ struct Loader {
     return code;
   }
 
+  /// The quantization that replaced `name` (a kernel '*.weight') by other
+  /// tensors under the prefix: GPTQ / AWQ ('q_proj.qweight', 'qzeros',
+  /// 'scales'), bitsandbytes ('q_proj.weight.absmax', ...), with
+  /// config.json's quantization_config.quant_method when it names one; ""
+  /// when none.
+  std::string quantizedHint(const std::string &name,
+                            const std::map<std::string, size_t> &under) {
+    const size_t dot = name.rfind(".weight");
+    if (dot == std::string::npos || dot + 7 != name.size())
+      return "";
+    const std::string stem = name.substr(0, dot);
+    std::string found;
+    for (const char *q : {".qweight", ".weight.absmax", ".weight.quant_state.bitsandbytes__nf4",
+                          ".weight.quant_state.bitsandbytes__fp4", ".SCB", ".weight_packed"})
+      if (under.count(stem + q)) {
+        found = stem + q;
+        break;
+      }
+    if (found.empty())
+      return "";
+    std::string method;
+    if (const Json *qc = configField(configTree(), "quantization_config"))
+      if (const Json *m = qc->type == Json::Object ? configField(*qc, "quant_method") : nullptr)
+        if (m->type == Json::String)
+          method = m->str;
+    return "the checkpoint is quantized" +
+           (method.empty() ? std::string()
+                           : " (" + configPath() + " quantization_config.quant_method '" +
+                                 method + "')") +
+           ": '" + prefix + found +
+           "' holds packed integers with their scales, which attnc does not read (it "
+           "reads F32, F16, BF16 or F64 weights): take the model's unquantized "
+           "checkpoint (bf16, f16 or f32), or dequantize this one into it";
+  }
+
   /// Why a kernel tensor is not under the prefix, and what would help.
   std::string missingHint(const std::vector<std::string> &names,
                           const std::vector<TensorRef> &all,
@@ -149,6 +184,10 @@ struct Loader {
                              : "needs a model_type in " + configPath());
           break;
         }
+    // A quantized checkpoint (GPTQ, AWQ, bitsandbytes, ...): the layer's
+    // projections are packed integers beside their scales, not '.weight'.
+    if (std::string q = quantizedHint(names[0], under); !q.empty())
+      return hint + "; " + q;
     std::vector<std::string> have;
     for (const auto &kv : under)
       have.push_back(kv.first);

@@ -100,7 +100,9 @@ const char *kUsage =
     "                     needs --weights\n"
     "  --hf DIR --module PATH  the weights of the attention module PATH of a\n"
     "                     Hugging Face model directory (its .safetensors shards;\n"
-    "                     the same as --weights DIR --weights-prefix PATH.) The\n"
+    "                     the same as --weights DIR --weights-prefix PATH;\n"
+    "                     --layer N instead of --module: the module attnc --hf\n"
+    "                     DIR --layer N compiles, named in a note.) The\n"
     "                     kernel is compared with the block DIR/config.json\n"
     "                     describes for PATH: a warning names what differs\n"
     "                     (another module's or checkpoint's kernel; element\n"
@@ -1048,6 +1050,7 @@ void printInfo(const attnrt::Kernel &k) {
 struct Options {
   std::string lib, xPath, wDir, wPrefix, outPath, expectedPath, hfDir, hfModule;
   int64_t seq = 128, batch = 1, bench = 0, seed = 1, abiOverride = -1;
+  int64_t hfLayer = -1; // --layer N (with --hf): the module attnc --hf --layer N takes
   int64_t threads = 1;
   bool threadsGiven = false;
   bool cuda = false; // --device cuda
@@ -1284,6 +1287,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       rc = strOpt(o.hfDir);
     } else if (a == "--module") {
       rc = strOpt(o.hfModule);
+    } else if (a == "--layer") {
+      rc = sizeOpt(o.hfLayer, 0);
     } else if (a == "--out") {
       rc = strOpt(o.outPath);
     } else if (a == "--expected") {
@@ -1355,9 +1360,32 @@ int parseArgs(int argc, char **argv, Options &o) {
   }
   if (o.lib.empty())
     return usageError("no kernel library given");
-  if (!o.hfDir.empty() || !o.hfModule.empty()) {
-    if (o.hfDir.empty() || o.hfModule.empty())
-      return usageError("--hf DIR and --module PATH go together");
+  if (!o.hfDir.empty() || !o.hfModule.empty() || o.hfLayer >= 0) {
+    if (!o.hfModule.empty() && o.hfLayer >= 0)
+      return usageError("--module PATH and --layer N name the module twice: give one");
+    if (o.hfDir.empty() || (o.hfModule.empty() && o.hfLayer < 0))
+      return usageError("--hf DIR and --module PATH (or --layer N) go together");
+    if (o.hfLayer >= 0) {
+      // The module attnc --hf DIR --layer N compiles (the same import: the
+      // model type's root, or the one other root DIR's tensors are under).
+      attnc::HfReaders readers;
+      readers.checkJson = attnrt::checkJson;
+      readers.tensorNames = [](const std::string &dir, std::vector<std::string> &names) {
+        std::string why;
+        return attnrt::checkpointTensorNames(dir, names, why);
+      };
+      const attnc::HfSpec hf = attnc::specFromHf(o.hfDir, "", o.hfLayer, {}, readers);
+      if (!hf.error.empty()) {
+        std::string why = hf.error;
+        if (why.rfind("attnc: error: ", 0) == 0) // (the import's own prefix)
+          why = why.substr(14);
+        return usageError("--layer " + std::to_string(o.hfLayer) + ": " +
+                          why.substr(0, why.find('\n')));
+      }
+      o.hfModule = hf.weightsPrefix.substr(0, hf.weightsPrefix.size() - 1);
+      std::fprintf(stderr, "attnc-run: note: --layer %lld: module %s\n",
+                   (long long)o.hfLayer, o.hfModule.c_str());
+    }
     if (!o.wDir.empty() || !o.wPrefix.empty())
       return usageError("--hf names the weights: do not also give --weights or "
                         "--weights-prefix");

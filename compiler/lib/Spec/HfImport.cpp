@@ -1034,6 +1034,21 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // Qwen2VLConfig's defaults do from Qwen2Config's)
   applyKeyAliases(c, mt, out.notes);
   applyConfigDefaults(c, namedType, out.notes);
+  // A quantized checkpoint (GPTQ, AWQ, FP8, bitsandbytes, ...): the block
+  // is the model's, its weights are not what the weights loader reads.
+  // (outerRoot is a clone, without positions: the root's own node where
+  // the config has no text_config wrapper)
+  if (const YAML::Node q = wrapper.empty() && !mllamaVision ? c.root["quantization_config"]
+                                                            : outerRoot["quantization_config"];
+      q && q.IsMap()) {
+    const YAML::Node m = q["quant_method"];
+    out.notes.push_back(fmt::format(
+        "{}{}: note: quantization_config{}: the kernel computes with float weights "
+        "(weight_dtype), and attnc-run --hf reads F32, F16, BF16 or F64 tensors, not this "
+        "checkpoint's quantized ones: run it on the model's unquantized checkpoint",
+        c.file, locationOf(q),
+        m && m.IsScalar() ? fmt::format(" (quant_method {})", m.Scalar()) : std::string()));
+  }
   // Sizes and counts the import divides by or checks a layer against: a
   // value below 1 (which transformers' classes store, and their models
   // then fail on) is refused where it is; a sliding window below 0 too.
