@@ -21,9 +21,9 @@ import numpy as np
 # (runtime/lib/Weights.cpp): BERT, T5, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/
 # Falcon (dense), GPT-BigCode (c_proj).
 ALIASES = {
-    "q_proj": ["self.query", "q", "attention.query", "q_lin"],  # + ViT, DistilBERT
-    "k_proj": ["self.key", "k", "attention.key", "k_lin"],
-    "v_proj": ["self.value", "v", "attention.value", "v_lin"],
+    "q_proj": ["self.query", "q", "attention.query", "q_lin", "query"],  # + ViT, DistilBERT, ALBERT
+    "k_proj": ["self.key", "k", "attention.key", "k_lin", "key"],
+    "v_proj": ["self.value", "v", "attention.value", "v_lin", "value"],
     "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o", "out_lin"],
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
     "q_norm": ["q_layernorm"],  # Phi's, StableLM's QK LayerNorms

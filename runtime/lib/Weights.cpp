@@ -47,10 +47,10 @@ namespace {
 /// attnc's own names.
 std::vector<std::string> spellings(const std::string &name) {
   static const std::map<std::string, std::vector<std::string>> aliases = {
-      // BERT, T5, ViT (attention.query), DistilBERT (q_lin)
-      {"q_proj", {"self.query", "q", "attention.query", "q_lin"}},
-      {"k_proj", {"self.key", "k", "attention.key", "k_lin"}},
-      {"v_proj", {"self.value", "v", "attention.value", "v_lin"}},
+      // BERT, T5, ViT (attention.query), DistilBERT (q_lin), ALBERT (query)
+      {"q_proj", {"self.query", "q", "attention.query", "q_lin", "query"}},
+      {"k_proj", {"self.key", "k", "attention.key", "k_lin", "key"}},
+      {"v_proj", {"self.value", "v", "attention.value", "v_lin", "value"}},
       // BERT/ViT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode,
       // DistilBERT
       {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin"}},
@@ -792,7 +792,15 @@ struct Loader {
       const bool bias = endsWith(name, ".bias") && lower.find("norm") == std::string::npos;
       if (outNorm) {
         const std::string prefix = all[i].name.substr(0, all[i].name.rfind('.'));
-        if (layerNorms.insert(prefix).second)
+        // ESM's EsmAttention normalizes its input with its own LayerNorm
+        // before the projections (pre-norm): the kernel's x is its output.
+        if (modelType("esm") && layerNorms.insert(prefix).second)
+          w.notes.push_back(path + ": '" + prefix +
+                            "' is the LayerNorm EsmAttention applies to its input "
+                            "before the attention: the kernel's x is that LayerNorm's "
+                            "output, its y the output projection's (add the block's "
+                            "input, the residual, yourself)");
+        else if (layerNorms.insert(prefix).second)
           w.notes.push_back("warning: " + path + ": '" + prefix +
                             "' is a LayerNorm after the attention (as BERT's "
                             "output.LayerNorm(dense(attention) + input)); the "

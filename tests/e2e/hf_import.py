@@ -478,6 +478,7 @@ NORM_CASES = [
 LLAMA_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}
 BART_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
 BERT_NAMES = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
+CLIP_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
 VIT_NAMES = {"q": "attention.query", "k": "attention.key", "v": "attention.value",
              "o": "output.dense"}
 GEMMA3_V5 = dict(model_type="gemma3_text", hidden_size=64, num_attention_heads=4,
@@ -1378,6 +1379,101 @@ VARIANT_CASES = [
          ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
                   rope=None, causal=False),
          names=VIT_NAMES),
+    # CLIP (CLIPAttention: q_proj, k_proj, v_proj, out_proj, all biased):
+    # its text encoder causal, its vision encoder bidirectional, each with
+    # its sub-config's sizes (text_config, vision_config); the vision tower
+    # of a LLaVA (vision_config without model_type: CLIPVisionConfig) and
+    # of a PaliGemma (siglip_vision_model), whose text_config is a
+    # language model of another size: the decoy is the language model's
+    # layer of the same index.
+    dict(name="clip_text", module="text_model.encoder.layers.1.self_attn",
+         config=dict(model_type="clip",
+                     text_config=dict(model_type="clip_text_model", hidden_size=32,
+                                      num_attention_heads=4, num_hidden_layers=2),
+                     vision_config=dict(model_type="clip_vision_model", hidden_size=48,
+                                        num_attention_heads=4, num_hidden_layers=3)),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=True),
+         names=CLIP_NAMES, decoys=["text_model.encoder.layers.0.self_attn"]),
+    dict(name="clip_vision", module="vision_model.encoder.layers.2.self_attn",
+         config=dict(model_type="clip",
+                     text_config=dict(model_type="clip_text_model", hidden_size=32,
+                                      num_attention_heads=4, num_hidden_layers=2),
+                     vision_config=dict(model_type="clip_vision_model", hidden_size=48,
+                                        num_attention_heads=4, num_hidden_layers=3)),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=CLIP_NAMES, decoys=["vision_model.encoder.layers.1.self_attn"],
+         import_note="the vision encoder's attention, vision_config's model_type "
+                     "'clip_vision_model'"),
+    dict(name="llava_vision", module="vision_tower.vision_model.encoder.layers.1.self_attn",
+         config=dict(model_type="llava",
+                     text_config=dict(model_type="llama", hidden_size=64,
+                                      num_attention_heads=4, num_hidden_layers=2),
+                     vision_config=dict(hidden_size=32, num_attention_heads=2,
+                                        num_hidden_layers=2)),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=CLIP_NAMES, decoys=["vision_tower.vision_model.encoder.layers.0.self_attn"],
+         import_note="vision_config's model_type 'clip_vision_model'"),
+    dict(name="paligemma_vision", module="vision_tower.vision_model.encoder.layers.0.self_attn",
+         config=dict(model_type="paligemma",
+                     text_config=dict(model_type="gemma2", hidden_size=32,
+                                      num_attention_heads=2, num_key_value_heads=1,
+                                      head_dim=16, num_hidden_layers=2),
+                     vision_config=dict(model_type="siglip_vision_model", hidden_size=48,
+                                        num_attention_heads=3, num_hidden_layers=2)),
+         ref=dict(d=48, heads=3, kv_heads=3, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=CLIP_NAMES, decoys=["vision_tower.vision_model.encoder.layers.1.self_attn"],
+         import_note="vision_config's model_type 'siglip_vision_model'"),
+    # SigLIP's text encoder: CLIP's attention, bidirectional.
+    dict(name="siglip_text", module="text_model.encoder.layers.0.self_attn",
+         config=dict(model_type="siglip",
+                     text_config=dict(model_type="siglip_text_model", hidden_size=32,
+                                      num_attention_heads=2, num_hidden_layers=2),
+                     vision_config=dict(model_type="siglip_vision_model", hidden_size=48,
+                                        num_attention_heads=4, num_hidden_layers=2)),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=CLIP_NAMES),
+    # wav2vec2 / HuBERT (Wav2Vec2Attention: q/k/v/out_proj, all biased),
+    # bidirectional over the frames.
+    dict(name="hubert", module="hubert.encoder.layers.1.attention",
+         config=dict(model_type="hubert", hidden_size=48, num_attention_heads=4,
+                     num_hidden_layers=2),
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names=CLIP_NAMES, decoys=["hubert.encoder.layers.0.attention"]),
+    # RoFormer: BERT's names, interleaved RoPE over the whole head (theta
+    # 10000); ESM with position_embedding_type rotary: half-split RoPE.
+    dict(name="roformer", module="roformer.encoder.layer.1.attention",
+         config=dict(model_type="roformer", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=2),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(style="interleaved"), causal=False),
+         names=BERT_NAMES, decoys=["roformer.encoder.layer.0.attention"]),
+    dict(name="esm", module="esm.encoder.layer.0.attention",
+         config=dict(model_type="esm", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=2, position_embedding_type="rotary"),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(), causal=False),
+         names=BERT_NAMES, decoys=["esm.encoder.layer.1.attention"],
+         import_note="EsmAttention normalizes its input first",
+         # its pre-norm LayerNorm and rotary table under the module
+         extra={"esm.encoder.layer.0.attention.LayerNorm.weight": np.ones(32),
+                "esm.encoder.layer.0.attention.LayerNorm.bias": np.zeros(32),
+                "esm.encoder.layer.0.attention.self.rotary_embeddings.inv_freq": np.ones(8)},
+         note="is the LayerNorm EsmAttention applies to its input before the attention"),
+    # ALBERT: every layer runs albert_layer_groups.G.albert_layers.I
+    # (query, key, value, dense).
+    dict(name="albert", module="albert.encoder.albert_layer_groups.1.albert_layers.0.attention",
+         config=dict(model_type="albert", hidden_size=32, num_attention_heads=4,
+                     num_hidden_layers=4, num_hidden_groups=2, inner_group_num=1),
+         ref=dict(d=32, heads=4, kv_heads=4, head_dim=8, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False),
+         names={"q": "query", "k": "key", "v": "value", "o": "dense"},
+         decoys=["albert.encoder.albert_layer_groups.0.albert_layers.0.attention"]),
 ]
 
 
@@ -1417,7 +1513,9 @@ PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "l
            # BERT's self.distance_embedding.weight through the package's aliases
            "bert_relative_key", "roberta_relative_key_query",
            # ViT's attention.attention.query, DistilBERT's q_lin
-           "vit", "distilbert")
+           "vit", "distilbert",
+           # ALBERT's bare query, key, value
+           "albert")
 
 
 def fuse(c, w):
@@ -1464,12 +1562,17 @@ def run(cmd, ok=True):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default="",
+                    help="comma-separated case names: run only these (while working on them)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(11)
     passed = failed = 0
     compared = set()  # the cases whose y matched the reference
+    only = set(filter(None, a.only.split(",")))
     for c in CASES + FUSED_CASES + NORM_CASES + VARIANT_CASES:
+        if only and c["name"] not in only:
+            continue
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "config.json"), "w") as f:
@@ -1587,6 +1690,8 @@ def main():
     # refusal could be the model type's, not the module's).
     like = {c["name"]: c for c in CASES + FUSED_CASES + NORM_CASES + VARIANT_CASES}
     for c in ERROR_CASES:
+        if only and c["name"] not in only:
+            continue
         d = os.path.join(a.work, c["name"])
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "config.json"), "w") as f:

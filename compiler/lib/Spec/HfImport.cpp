@@ -510,7 +510,25 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "cohere2", "exaone4", "smollm3", "olmo3", "ministral",
                               "llama4_text", "phimoe", "jamba", "recurrent_gemma",
                               "mllama_text_model", "granitemoehybrid", "bamba", "lfm2",
-                              "dbrx", "distilbert", "vit", "deit", "dinov2"};
+                              "dbrx", "distilbert", "vit", "deit", "dinov2",
+                              // CLIP and SigLIP: their text and vision encoders
+                              // (composite configs: text_config, vision_config)
+                              "clip", "clip_text_model", "clip_vision_model", "siglip",
+                              "siglip_text_model", "siglip_vision_model", "siglip2",
+                              "siglip2_text_model", "siglip2_vision_model",
+                              // speech encoders (Wav2Vec2Attention and its copies)
+                              "wav2vec2", "hubert", "data2vec-audio",
+                              // BERT-like encoders with rotary positions, or
+                              // shared layers
+                              "roformer", "esm", "albert"};
+
+/// The composite CLIP / SigLIP configs and their sub-configs' model types.
+bool clipLike(const std::string &t) {
+  for (const char *k : {"clip", "siglip", "siglip2"})
+    if (t == k || t == std::string(k) + "_text_model" || t == std::string(k) + "_vision_model")
+      return true;
+  return false;
+}
 
 /// Model types whose attention module is another's, with the same config
 /// keys and tensor names (the HF sources say "Copied from ...BartAttention"
@@ -538,6 +556,8 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"deepseek_v3", "multi-head latent attention (low-rank compressed keys and values, a "
                     "decoupled rotary part)"},
     {"mamba", "a state-space model (no attention)"},
+    {"wavlm", "a gated relative position bias (T5-style buckets scaled per head and query by "
+              "a gate computed from the layer's input: gru_rel_pos_linear)"},
 };
 
 /// What the architectures' configuration classes in Hugging Face
@@ -634,6 +654,33 @@ const ConfigDefault kConfigDefaults[] = {
       {"sliding_window", "128"},
       {"rope_scaling", "{rope_type: yarn, factor: 32.0, beta_fast: 32.0, beta_slow: 1.0, "
                        "truncate: false, original_max_position_embeddings: 4096}"}}},
+    // CLIP's and SigLIP's sub-configs (a LLaVA vision_config names only
+    // the keys that differ from CLIPVisionConfig's).
+    {"clip_text_model", "CLIPTextConfig",
+     {{"hidden_size", "512"}, {"num_attention_heads", "8"}, {"num_hidden_layers", "12"}}},
+    {"clip_vision_model", "CLIPVisionConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"siglip_text_model", "SiglipTextConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"siglip_vision_model", "SiglipVisionConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"siglip2_text_model", "Siglip2TextConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"siglip2_vision_model", "Siglip2VisionConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"wav2vec2", "Wav2Vec2Config",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"hubert", "HubertConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"data2vec-audio", "Data2VecAudioConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"roformer", "RoFormerConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"esm", "EsmConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"albert", "AlbertConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "64"}, {"num_hidden_layers", "12"},
+      {"num_hidden_groups", "1"}, {"inner_group_num", "1"}}},
     {"smollm3", "SmolLM3Config",
      {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
@@ -967,7 +1014,51 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   };
   std::string wrapper; // the outer model_type of a text_config checkpoint
   const YAML::Node outerRoot = YAML::Clone(c.root);
-  if (textConfig && textConfig.IsMap() &&
+  // A vision tower's module (LLaVA's, PaliGemma's and Gemma 3's
+  // vision_tower.vision_model.encoder.layers.N.self_attn, CLIP's and
+  // SigLIP's vision_model.encoder...): the encoder's keys are in
+  // vision_config, with its own model_type (Mllama's vision encoder below).
+  bool visionModule = false;
+  {
+    std::stringstream parts(module);
+    for (std::string part; std::getline(parts, part, '.');)
+      visionModule |= part == "vision_tower" || part == "vision_model";
+  }
+  visionModule &= mt != "mllama";
+  const YAML::Node visionConfig = c.root["vision_config"];
+  if (visionModule && (textConfig || visionConfig) && !(visionConfig && visionConfig.IsMap()))
+    throw ImportError{fmt::format(
+        "{}: error: --module {}: a vision encoder's module, and the config has no "
+        "vision_config object to read its sizes from", c.file, module)};
+  if (visionModule && visionConfig && visionConfig.IsMap()) {
+    const std::string outer = wrapper = mt;
+    YAML::Node vision = visionConfig; // (not a clone: its values keep their positions)
+    for (const char *key : {"torch_dtype", "dtype"})
+      if ((!vision[key] || vision[key].IsNull()) && c.has(key))
+        vision[key] = c.root[key];
+    c.root = vision;
+    mt = c.str("model_type");
+    if (mt.empty()) {
+      // LlavaConfig (LLaVA-NeXT's, VipLlava's) makes a CLIPVisionConfig of
+      // a vision_config without model_type; CLIPConfig and SiglipConfig
+      // their own.
+      if (outer == "llava" || outer == "llava_next" || outer == "vipllava" || clipLike(outer))
+        mt = clipLike(outer) ? outer + "_vision_model" : "clip_vision_model";
+      else
+        throw ImportError{fmt::format("{}: error: vision_config.model_type: model_type '{}' "
+                                      "keeps its vision encoder in vision_config, which names "
+                                      "no model_type", c.file, outer)};
+    }
+    if (mt != "clip_vision_model" && mt != "siglip_vision_model" &&
+        mt != "siglip2_vision_model")
+      throw ImportError{fmt::format(
+          "{}{}: error: --module {}: a vision encoder's module; vision_config's model_type "
+          "'{}' is not a vision encoder attnc compiles (clip_vision_model, "
+          "siglip_vision_model, siglip2_vision_model)",
+          c.file, locationOf(c.root["model_type"]), module, mt)};
+    out.notes.push_back(fmt::format("note: {}: model_type '{}': the vision encoder's attention, "
+                                    "vision_config's model_type '{}'", c.file, outer, mt));
+  } else if (textConfig && textConfig.IsMap() &&
       (mt == "gemma3" || !listed(mt) || !c.has("hidden_size"))) {
     const std::string outer = wrapper = mt;
     YAML::Node text = textConfig; // (not a clone: its values keep their positions)
@@ -981,8 +1072,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
         throw ImportError{fmt::format("{}: error: text_config.model_type: model_type '{}' "
                                       "keeps its language model in text_config, which names "
                                       "no model_type", c.file, outer)};
-      if (mt.empty())
-        mt = outer;
+      if (mt.empty()) // (CLIPConfig's text_config: a CLIPTextConfig)
+        mt = clipLike(outer) ? outer + "_text_model" : outer;
       if (!listed(outer))
         out.notes.push_back(fmt::format("note: {}: model_type '{}': the language model's "
                                         "attention, text_config's model_type '{}'",
@@ -1685,6 +1776,85 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const int64_t d = c.integer("hidden_size", 1280), h = c.integer("attention_heads", 16);
     y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: false\n",
                      d, h);
+  } else if (clipLike(mt)) {
+    // CLIPAttention / SiglipAttention: q_proj, k_proj, v_proj, out_proj,
+    // all biased, 1/sqrt(head_dim); CLIP's text encoder is causal (with the
+    // padding mask: --set mask=causal+padding), SigLIP's bidirectional, the
+    // vision encoders bidirectional over the patches.
+    if (mt == "clip" || mt == "siglip" || mt == "siglip2")
+      throw ImportError{fmt::format(
+          "{}: error: model_type '{}' is a text and a vision encoder: expected its "
+          "text_config and vision_config, and a module under text_model. or vision_model.",
+          c.file, mt)};
+    expectAfter({"self_attn"});
+    y += fmt::format("d_model: {}\nheads: {}\nmask: {}\nweights: separate\nbias: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"),
+                     mt == "clip_text_model" ? "causal" : "none");
+  } else if (mt == "wav2vec2" || mt == "hubert" || mt == "data2vec-audio") {
+    // Wav2Vec2Attention (HuBERT's and Data2VecAudio's are copies): q_proj,
+    // k_proj, v_proj, out_proj, all biased, bidirectional over the frames
+    // (a padding mask where the feature extractor gives one); the
+    // convolutional positions are added before the first layer.
+    expectAfter({"attention"});
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"));
+  } else if (mt == "roformer" || mt == "esm") {
+    // BERT's names (attention.self.query, ..., attention.output.dense),
+    // all biased. RoFormer rotates q and k by interleaved pairs (its
+    // sinusoid table, theta 10000, the whole head); ESM with
+    // position_embedding_type rotary by halves (rotate_half, theta 10000),
+    // its q scaled before the rotation (the same product). Causal with
+    // is_decoder.
+    expectAfter({"attention"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    y += fmt::format("d_model: {}\nheads: {}\nmask: {}\nweights: separate\nbias: true\n", d,
+                     h, c.boolean("is_decoder", false) ? "causal" : "none");
+    if (mt == "roformer") {
+      if (c.boolean("rotary_value", false))
+        c.bad("rotary_value", "true: RoFormer rotates the values too, which attnc does not "
+                              "compute");
+      y += ropeYaml(c, d / h, 10000.0, 1.0, "interleaved", YAML::Node());
+    } else {
+      const std::string pe = c.str("position_embedding_type");
+      if (pe == "rotary")
+        y += ropeYaml(c, d / h, 10000.0, 1.0, "half_split", YAML::Node());
+      else if (pe != "" && pe != "absolute")
+        c.bad("position_embedding_type",
+              fmt::format("'{}': ESM's relative keys are not computed by attnc (rotary and "
+                          "absolute are)", pe));
+      out.notes.push_back(fmt::format(
+          "note: {}: EsmAttention normalizes its input first: the kernel's x is "
+          "{}.LayerNorm(hidden_states), its y is output.dense's (add hidden_states, the "
+          "residual, yourself)", c.file, path));
+    }
+  } else if (mt == "albert") {
+    // ALBERT shares its layers: layer i runs albert_layer_groups.G's
+    // albert_layers.I (num_hidden_groups groups of inner_group_num); its
+    // AlbertAttention has query, key, value and dense, all biased,
+    // bidirectional (the LayerNorm of dense + x follows).
+    const int64_t groups = c.integer("num_hidden_groups", 1),
+                  inner = c.integer("inner_group_num", 1);
+    const ModulePath inside = parseModule(m.after);
+    if (m.before.size() < 19 ||
+        m.before.compare(m.before.size() - 19, 19, "albert_layer_groups") != 0 ||
+        inside.before != "albert_layers" || inside.after != "attention" ||
+        inside.layerText.empty() || (inside.layerText.size() > 1 && inside.layerText[0] == '0'))
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: expected an ALBERT attention module, "
+          "albert.encoder.albert_layer_groups.G.albert_layers.I.attention", path)};
+    if (layer >= groups)
+      c.bad("num_hidden_groups", fmt::format("{} groups: --module {} names group {}", groups,
+                                             path, layer));
+    if (inside.layer >= inner)
+      c.bad("inner_group_num", fmt::format("{} layers per group: --module {} names layer {}",
+                                           inner, path, inside.layer));
+    const std::string pe = c.str("position_embedding_type");
+    if (pe != "" && pe != "absolute")
+      c.bad("position_embedding_type",
+            fmt::format("'{}': ALBERT's relative keys (added after the scale) are not "
+                        "computed by attnc", pe));
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"));
   } else if (mt == "t5" || mt == "mt5") {
     // encoder.block.N.layer.0.SelfAttention (bidirectional buckets),
     // decoder.block.N.layer.0.SelfAttention (causal buckets),
