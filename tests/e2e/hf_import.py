@@ -1474,6 +1474,70 @@ VARIANT_CASES = [
                   rope=None, causal=False),
          names={"q": "query", "k": "key", "v": "value", "o": "dense"},
          decoys=["albert.encoder.albert_layer_groups.0.albert_layers.0.attention"]),
+    # GLM-4.5 (glm4_moe, Glm4MoeAttention): half-split RoPE on
+    # partial_rotary_factor of the head (GLM-4's is interleaved), q/k/v
+    # biases by attention_bias, per-head RMS QK-norm with use_qk_norm.
+    dict(name="glm4_moe", module="model.layers.1.self_attn",
+         config=dict(model_type="glm4_moe", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=True,
+                     rms_norm_eps=1e-5, rope_theta=10000.0),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, rotary_dim=8), qk_norm="head", eps=1e-5),
+         names=LLAMA_NAMES),
+    # ERNIE 4.5: interleaved RoPE over the whole head, all four biased by
+    # use_bias.
+    dict(name="ernie4_5", module="model.layers.0.self_attn",
+         config=dict(model_type="ernie4_5", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1,
+                     use_bias=True, rope_theta=500000.0),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=500000.0, style="interleaved")),
+         names=LLAMA_NAMES),
+    # Seed-OSS: q/k/v biased by attention_bias (on by default), o by
+    # attention_out_bias (off).
+    dict(name="seed_oss", module="model.layers.0.self_attn",
+         config=dict(model_type="seed_oss", hidden_size=48, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=1,
+                     rope_theta=10000.0),
+         ref=dict(d=48, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0)),
+         names=LLAMA_NAMES),
+    # Apertus: per-head RMS QK-norm (as Qwen3), and without rope keys
+    # ApertusConfig's llama3 scaling (theta 12e6, factor 8, 8192).
+    dict(name="apertus", module="model.layers.0.self_attn",
+         config=dict(model_type="apertus", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=4, head_dim=16, num_hidden_layers=1,
+                     rms_norm_eps=1e-5),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=[],
+                  rope=dict(theta=12000000.0,
+                            scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                     "high_freq_factor": 4.0,
+                                     "original_max_position_embeddings": 8192}),
+                  qk_norm="head", eps=1e-5),
+         names=LLAMA_NAMES, import_note="ApertusConfig's defaults"),
+    # Jais 2: Llama's attention, all four biased by attention_bias (on by
+    # default), theta 500000 by default.
+    dict(name="jais2", module="model.layers.0.self_attn",
+         config=dict(model_type="jais2", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=1),
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=500000.0)),
+         names=LLAMA_NAMES),
+    # Qwen3-VL's language model (text_config qwen3_vl_text): Qwen3's
+    # attention; its interleaved M-RoPE rotates text tokens as plain RoPE.
+    dict(name="qwen3_vl", module="model.language_model.layers.1.self_attn",
+         config=dict(model_type="qwen3_vl",
+                     text_config=dict(model_type="qwen3_vl_text", hidden_size=64,
+                                      num_attention_heads=4, num_key_value_heads=2,
+                                      head_dim=16, num_hidden_layers=2, rope_theta=5000000.0,
+                                      rms_norm_eps=1e-6,
+                                      rope_scaling={"rope_type": "default",
+                                                    "mrope_section": [2, 3, 3],
+                                                    "mrope_interleaved": True})),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[],
+                  rope=dict(theta=5000000.0), qk_norm="head", eps=1e-6),
+         names=LLAMA_NAMES, decoys=["model.language_model.layers.0.self_attn"]),
 ]
 
 

@@ -520,7 +520,11 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "wav2vec2", "hubert", "data2vec-audio",
                               // BERT-like encoders with rotary positions, or
                               // shared layers
-                              "roformer", "esm", "albert"};
+                              "roformer", "esm", "albert",
+                              // Llama-like decoders of their own biases, rotary
+                              // and QK-norm rules
+                              "glm4_moe", "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus",
+                              "jais2"};
 
 /// The composite CLIP / SigLIP configs and their sub-configs' model types.
 bool clipLike(const std::string &t) {
@@ -547,7 +551,13 @@ const std::pair<const char *, const char *> kAliases[] = {
     // Qwen2-VL / Qwen2.5-VL's language model: Qwen2's attention with M-RoPE
     // (see mropeNote), its config at the top level or in text_config.
     {"qwen2_vl", "qwen2"},      {"qwen2_5_vl", "qwen2"},
-    {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"}};
+    {"qwen2_vl_text", "qwen2"}, {"qwen2_5_vl_text", "qwen2"},
+    // Qwen3-VL's language model: Qwen3's attention without sliding layers
+    // (Qwen3VLTextAttention; its interleaved M-RoPE rotates text tokens as
+    // plain RoPE), the MoE's the same class.
+    {"qwen3_vl_text", "qwen3"}, {"qwen3_vl_moe_text", "qwen3"},
+    {"lfm2_moe", "lfm2"},       // (Lfm2MoeAttention(Lfm2Attention))
+    {"flex_olmo", "olmo2"}};    // (FlexOlmoAttention(Olmo2Attention))
 
 /// Architectures whose attention needs what this version cannot build yet.
 const std::pair<const char *, const char *> kNotYet[] = {
@@ -681,6 +691,16 @@ const ConfigDefault kConfigDefaults[] = {
     {"albert", "AlbertConfig",
      {{"hidden_size", "4096"}, {"num_attention_heads", "64"}, {"num_hidden_layers", "12"},
       {"num_hidden_groups", "1"}, {"inner_group_num", "1"}}},
+    {"ernie4_5", "Ernie4_5Config",
+     {{"hidden_size", "1024"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "2"},
+      {"head_dim", "128"}, {"num_hidden_layers", "18"}, {"rope_theta", "500000.0"}}},
+    {"ernie4_5_moe", "Ernie4_5_MoeConfig", {{"rope_theta", "500000.0"}}},
+    {"seed_oss", "SeedOssConfig", {{"head_dim", "128"}}},
+    {"jais2", "Jais2Config", {{"rope_theta", "500000.0"}}},
+    {"apertus", "ApertusConfig",
+     {{"rope_theta", "12000000.0"},
+      {"rope_scaling", "{rope_type: llama3, factor: 8.0, low_freq_factor: 1.0, "
+                       "high_freq_factor: 4.0, original_max_position_embeddings: 8192}"}}},
     {"smollm3", "SmolLM3Config",
      {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
@@ -1169,7 +1189,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "granite" || mt == "stablelm" || mt == "nemotron" ||
                          mt == "olmoe" || mt == "cohere" || mt == "helium" || mt == "glm" ||
                          mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3" ||
-                         mt == "ministral" || mt == "llama4_text";
+                         mt == "ministral" || mt == "llama4_text" || mt == "glm4_moe" ||
+                         mt == "ernie4_5" || mt == "ernie4_5_moe" || mt == "seed_oss" ||
+                         mt == "apertus" || mt == "jais2";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   // The N-th self-attention module of a decoder-only model as its
   // checkpoints name it ("" for other models): --layer N, and the
@@ -1325,6 +1347,18 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += qkvBias("attention_bias", false);
     else if (mt == "glm")
       y += qkvBias("attention_bias", true);
+    else if (mt == "glm4_moe") // (o_proj never biased)
+      y += qkvBias("attention_bias", false);
+    else if (mt == "ernie4_5" || mt == "ernie4_5_moe")
+      y += fmt::format("bias: {}\n", c.boolean("use_bias", false) ? "true" : "false");
+    else if (mt == "jais2")
+      y += fmt::format("bias: {}\n", c.boolean("attention_bias", true) ? "true" : "false");
+    else if (mt == "seed_oss") { // q/k/v by attention_bias (on), o by attention_out_bias
+      const bool qkv = c.boolean("attention_bias", true),
+                 o = c.boolean("attention_out_bias", false);
+      y += qkv && o ? "bias: true\n" : qkv ? "bias: [q, k, v]\n" : o ? "bias: [o]\n"
+                                                                   : "bias: false\n";
+    }
     else if (mt == "starcoder2")
       y += fmt::format("bias: {}\n", c.boolean("use_bias", true) ? "true" : "false");
     else if (mt == "phi" || mt == "gpt_oss")
@@ -1424,7 +1458,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       slides = false;
     }
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
-                               "nemotron", "olmoe", "cohere", "helium", "glm"})
+                               "nemotron", "olmoe", "cohere", "helium", "glm", "glm4_moe",
+                               "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus", "jais2"})
       if (mt == global)
         slides = false;
     // EmbeddingGemma (Gemma 3 with use_bidirectional_attention): no causal
@@ -1517,23 +1552,29 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += fmt::format("qk_norm:\n  width: head\n  type: layer\n  weight: per_head\n"
                        "  eps: {}\n",
                        num(c.numberNoted("layer_norm_eps", 1e-5)));
+    // GLM-4.5 with use_qk_norm and Apertus per head, as Qwen3.
     if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmo3" ||
-        mt == "olmoe" || gemma3 || mt == "exaone4")
+        mt == "olmoe" || gemma3 || mt == "exaone4" || mt == "apertus" ||
+        (mt == "glm4_moe" && c.boolean("use_qk_norm", false)))
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" || mt == "olmo3" || mt == "olmoe" ? "projection" : "head",
                        // (the OLMo and EXAONE configs' default eps is 1e-5)
                        num(c.numberNoted("rms_norm_eps", mt == "exaone4" || mt == "olmo2" ||
-                                                            mt == "olmo3" || mt == "olmoe"
+                                                            mt == "olmo3" || mt == "olmoe" ||
+                                                            mt == "glm4_moe" || mt == "apertus"
                                                         ? 1e-5
                                                         : 1e-6)),
                        gemma3 ? 1 : 0);
     // Partial rotary: StableLM 0.25, Nemotron and GLM 0.5 by default.
     const double partial = c.number(
         "partial_rotary_factor",
-        mt == "stablelm" ? 0.25 : mt == "nemotron" || mt == "glm" ? 0.5 : 1.0);
-    // Cohere, Helium and GLM rotate interleaved pairs (repeat_interleave).
+        mt == "stablelm"                                         ? 0.25
+        : mt == "nemotron" || mt == "glm" || mt == "glm4_moe" ? 0.5
+                                                                 : 1.0);
+    // Cohere, Helium, GLM and ERNIE 4.5 rotate interleaved pairs
+    // (repeat_interleave); GLM-4.5 (glm4_moe) half-split, as GPT-NeoX.
     const char *style = mt == "cohere" || mt == "cohere2" || mt == "helium" || mt == "glm" ||
-                                mt == "llama4_text"
+                                mt == "llama4_text" || mt == "ernie4_5" || mt == "ernie4_5_moe"
                             ? "interleaved"
                             : "half_split";
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
