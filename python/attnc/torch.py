@@ -315,6 +315,14 @@ def _runner(path):
     return r
 
 
+def _packed_for(kernel):
+    """What a kernel's packed weights depend on: its spec (spec_hash), their
+    size and layout, the code paths' CPU and the storage types."""
+    i = kernel.info
+    return (i["spec_hash"], i["packed_bytes"], i["weight_layout"], i["weight_dtype"],
+            i["dtype"], i["target_cpu"])
+
+
 def _grad_check(*named):
     if torch.is_grad_enabled():
         for name, t in named:
@@ -451,6 +459,10 @@ class AttnModule(torch.nn.Module):
         # the loaded library is the operator's, per process and path.
         self.kernel_path = os.path.abspath(k.path)
         _runner(self.kernel_path)  # a CUDA kernel raises here
+        # What the packed weights were laid out for: a library rebuilt at
+        # kernel_path from another spec (a notebook recompiling to one
+        # path) is refused by forward, not run on these weights.
+        self._packed_for = _packed_for(k)
         self.num_threads = _num_threads(num_threads, "AttnModule")
         if (weights is None) == (packed is None):
             raise ValueError("AttnModule: give weights (to pack) or packed, one of them")
@@ -480,6 +492,13 @@ class AttnModule(torch.nn.Module):
             for v in (lengths, kv_lengths, positions))
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
+        now = _packed_for(_runner(self.kernel_path).kernel)
+        if getattr(self, "_packed_for", now) != now:
+            raise AttncError(
+                f"{self.kernel_path} is not the kernel library this AttnModule packed its "
+                f"weights for: it was rebuilt from another spec (spec_hash {now[0]:#x}, "
+                f"was {self._packed_for[0]:#x}); build the AttnModule again from it, or "
+                "compile the new spec to another path")
         # y (and probs) in x's floating dtype, as a torch module gives it
         # (the operators give the kernel's dtype): a model moved to
         # bfloat16 or float16 keeps that dtype into its next layer.

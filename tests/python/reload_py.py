@@ -29,6 +29,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 import attnc  # noqa: E402
+import attnc.torch  # noqa: E402
+import torch  # noqa: E402
 
 SPEC = "name: rl\nd_model: 32\nheads: 2\nmask: causal\nweights: torch_in_proj\nscale: {}\n"
 failed = 0
@@ -115,7 +117,29 @@ def main():
     kc2 = attnc.compile(spec, cache_dir=cache)
     report(kc2.compiled, "a cached library truncated while loaded: compiled again")
 
-    print(f"reload_py: {7 - failed} passed, {failed} failed")
+    # attnc.torch.AttnModule keeps the library's path: a library rebuilt
+    # there from another spec is refused, not run on the weights packed for
+    # the old one (it ran the new kernel on them); the same spec compiled
+    # again runs.
+    lib2 = os.path.join(work, "m.so")
+    compile_to(work, 0.5, lib2)
+    m = attnc.torch.AttnModule(attnc.Kernel(lib2), weights=w)
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        y0 = m(xt).numpy()
+    compile_to(work, 0.5, lib2)
+    with torch.no_grad():
+        report(np.array_equal(m(xt).numpy(), y0), "AttnModule: its spec compiled again: runs")
+    compile_to(work, 0.01, lib2)
+    try:
+        with torch.no_grad():
+            m(xt)
+        report(False, "AttnModule: a library of another spec at its path: ran")
+    except attnc.AttncError as e:
+        report("is not the kernel library this AttnModule packed its weights for" in str(e),
+               f"AttnModule: a library of another spec at its path: {e}")
+
+    print(f"reload_py: {9 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
