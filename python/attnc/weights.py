@@ -21,10 +21,11 @@ import numpy as np
 # (runtime/lib/Weights.cpp): BERT, T5, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/
 # Falcon (dense), GPT-BigCode (c_proj).
 ALIASES = {
-    "q_proj": ["self.query", "q", "attention.query", "q_lin", "query"],  # + ViT, DistilBERT, ALBERT
-    "k_proj": ["self.key", "k", "attention.key", "k_lin", "key"],
-    "v_proj": ["self.value", "v", "attention.value", "v_lin", "value"],
-    "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o", "out_lin"],
+    # + ViT, DistilBERT, ALBERT, MPNet
+    "q_proj": ["self.query", "q", "attention.query", "q_lin", "query", "attn.q"],
+    "k_proj": ["self.key", "k", "attention.key", "k_lin", "key", "attn.k"],
+    "v_proj": ["self.value", "v", "attention.value", "v_lin", "value", "attn.v"],
+    "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o"],
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
     "q_norm": ["q_layernorm"],  # Phi's, StableLM's QK LayerNorms
     "k_norm": ["k_layernorm"],
@@ -151,6 +152,10 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
             # T5's later blocks read block 0's table (the stack's owner), as
             # libattnrt's loader does (a block with its own: UMT5's).
             owner = re.sub(r"(^|\.)block\.[0-9]+\.", r"\1block.0.", prefix, count=1)
+            # MPNet's encoder owns one table for all its layers.
+            mpnet = re.match(r"(.*(?:^|\.)encoder\.)layer\.[0-9]+\.", prefix)
+            if owner == prefix and mpnet and mpnet.group(1) + n in tensors.keys():
+                owner = mpnet.group(1)
             if owner != prefix and owner + n in tensors.keys():
                 out.append(tensors[owner + n])
                 continue

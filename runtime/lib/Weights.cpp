@@ -47,13 +47,14 @@ namespace {
 /// attnc's own names.
 std::vector<std::string> spellings(const std::string &name) {
   static const std::map<std::string, std::vector<std::string>> aliases = {
-      // BERT, T5, ViT (attention.query), DistilBERT (q_lin), ALBERT (query)
-      {"q_proj", {"self.query", "q", "attention.query", "q_lin", "query"}},
-      {"k_proj", {"self.key", "k", "attention.key", "k_lin", "key"}},
-      {"v_proj", {"self.value", "v", "attention.value", "v_lin", "value"}},
+      // BERT, T5, ViT (attention.query), DistilBERT (q_lin), ALBERT (query),
+      // MPNet (attn.q)
+      {"q_proj", {"self.query", "q", "attention.query", "q_lin", "query", "attn.q"}},
+      {"k_proj", {"self.key", "k", "attention.key", "k_lin", "key", "attn.k"}},
+      {"v_proj", {"self.value", "v", "attention.value", "v_lin", "value", "attn.v"}},
       // BERT/ViT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode,
       // DistilBERT
-      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin"}},
+      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
       // QK-norm: Phi's and StableLM's q_layernorm / k_layernorm
       {"q_norm", {"q_layernorm"}},
@@ -308,9 +309,15 @@ struct Loader {
   /// shared by the later blocks: for "encoder.block.5.layer.0.SelfAttention."
   /// it is read from "encoder.block.0.layer.0.SelfAttention.", the owner's
   /// prefix ("" for another tensor or a path without a block index).
-  std::string sharedTableOwner(const std::string &name) const {
+  std::string sharedTableOwner(const std::string &name) {
     if (name != "relative_attention_bias.weight")
       return "";
+    // MPNet: the encoder's one table ('mpnet.encoder.relative_attention_bias'
+    // for 'mpnet.encoder.layer.5.attention.').
+    if (modelType("mpnet")) {
+      const size_t layer = prefix.find("encoder.layer.");
+      return layer == std::string::npos ? "" : prefix.substr(0, layer + 8);
+    }
     size_t at = prefix.find("block.");
     if (at == std::string::npos)
       return "";
@@ -336,7 +343,8 @@ struct Loader {
           return rc;
         source = r.name;
         w.notes.push_back(path + ": '" + name + "' shared from '" + r.name +
-                          "' (block 0 owns the stack's table)");
+                          (modelType("mpnet") ? "' (the encoder's table, every layer's)"
+                                              : "' (block 0 owns the stack's table)"));
         return ATTNRT_WEIGHTS_OK;
       }
     return -1;

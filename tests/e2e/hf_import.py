@@ -1474,6 +1474,28 @@ VARIANT_CASES = [
                   rope=None, causal=False),
          names={"q": "query", "k": "key", "v": "value", "o": "dense"},
          decoys=["albert.encoder.albert_layer_groups.0.albert_layers.0.attention"]),
+    # MPNet (MPNetAttention: attn.q/k/v/o, all biased, 1/sqrt(head_dim)):
+    # T5's bidirectional buckets (32, distance 128: T = 37 reaches the log
+    # buckets) from the encoder's one table, added after the scale; the
+    # second case is a sentence-transformers checkpoint (no 'mpnet.' root)
+    # whose module is spelled down to attention.attn.
+    dict(name="mpnet", module="mpnet.encoder.layer.1.attention",
+         config=dict(model_type="mpnet", hidden_size=48, num_attention_heads=4,
+                     num_hidden_layers=2, relative_attention_num_buckets=32),
+         table_owner="mpnet.encoder",
+         ref=dict(d=48, heads=4, kv_heads=4, head_dim=12, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False, t5=(32, 128, True)),
+         names={"q": "attn.q", "k": "attn.k", "v": "attn.v", "o": "attn.o"},
+         decoys=["mpnet.encoder.layer.0.attention"],
+         note="the encoder's table, every layer's"),
+    dict(name="mpnet_st", module="encoder.layer.0.attention.attn",
+         config=dict(model_type="mpnet", hidden_size=32, num_attention_heads=2,
+                     num_hidden_layers=2),
+         table_owner="encoder",
+         ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=None, causal=False, t5=(32, 128, True)),
+         names={"q": "q", "k": "k", "v": "v", "o": "o"},
+         decoys=["encoder.layer.1.attention.attn"]),
     # GLM-4.5 (glm4_moe, Glm4MoeAttention): half-split RoPE on
     # partial_rotary_factor of the head (GLM-4's is interleaved), q/k/v
     # biases by attention_bias, per-head RMS QK-norm with use_qk_norm.
@@ -1578,8 +1600,8 @@ PY_PACK = ("phi_qkln", "stablelm_qkln", "cohere_qkn", "qwen3", "llama4_text", "l
            "bert_relative_key", "roberta_relative_key_query",
            # ViT's attention.attention.query, DistilBERT's q_lin
            "vit", "distilbert",
-           # ALBERT's bare query, key, value
-           "albert")
+           # ALBERT's bare query, key, value; MPNet's attn.q and encoder table
+           "albert", "mpnet")
 
 
 def fuse(c, w):

@@ -520,7 +520,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "wav2vec2", "hubert", "data2vec-audio",
                               // BERT-like encoders with rotary positions, or
                               // shared layers
-                              "roformer", "esm", "albert",
+                              "roformer", "esm", "albert", "mpnet",
                               // Llama-like decoders of their own biases, rotary
                               // and QK-norm rules
                               "glm4_moe", "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus",
@@ -687,6 +687,8 @@ const ConfigDefault kConfigDefaults[] = {
     {"roformer", "RoFormerConfig",
      {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
     {"esm", "EsmConfig",
+     {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
+    {"mpnet", "MPNetConfig",
      {{"hidden_size", "768"}, {"num_attention_heads", "12"}, {"num_hidden_layers", "12"}}},
     {"albert", "AlbertConfig",
      {{"hidden_size", "4096"}, {"num_attention_heads", "64"}, {"num_hidden_layers", "12"},
@@ -1868,6 +1870,23 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
           "{}.LayerNorm(hidden_states), its y is output.dense's (add hidden_states, the "
           "residual, yourself)", c.file, path));
     }
+  } else if (mt == "mpnet") {
+    // MPNetAttention: attn.{q,k,v,o}, all biased, bidirectional,
+    // 1/sqrt(head_dim), plus T5's bidirectional bucketed bias from one
+    // table the encoder owns (encoder.relative_attention_bias, [buckets,
+    // heads]), added after the scale. MPNetEncoder.compute_position_bias
+    // uses 32 buckets and a distance of 128 whatever the config says
+    // (relative_attention_num_buckets sizes the table only).
+    expectAfter({"attention", "attention.attn"});
+    const int64_t buckets = c.integer("relative_attention_num_buckets", 32);
+    if (buckets != 32)
+      c.bad("relative_attention_num_buckets",
+            fmt::format("{}: MPNet's encoder buckets positions into 32 whatever the table's "
+                        "size (compute_position_bias' default): a table of another size is "
+                        "not what the model reads", buckets));
+    y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n"
+                     "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n  bidirectional: true\n",
+                     c.integer("hidden_size"), c.integer("num_attention_heads"));
   } else if (mt == "albert") {
     // ALBERT shares its layers: layer i runs albert_layer_groups.G's
     // albert_layers.I (num_hidden_groups groups of inner_group_num); its
