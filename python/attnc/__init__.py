@@ -588,8 +588,15 @@ class Kernel:
         `weights`: a sequence in weight_names order, or a mapping from names
         (attnc's, or a Hugging Face spelling, optionally under `prefix`,
         e.g. a whole state_dict with prefix "h.3.attn.") to arrays or
-        tensors. Returns a uint8 array of packed_bytes bytes.
+        tensors, or a torch module (its state_dict()).
+        Returns a uint8 array of packed_bytes bytes.
         """
+        if not hasattr(weights, "keys") and callable(getattr(weights, "state_dict", None)):
+            weights = weights.state_dict()  # an nn.Module (torch's MultiheadAttention, ...)
+        elif not hasattr(weights, "keys") and not hasattr(weights, "__len__"):
+            raise TypeError(f"{self.name}: pack takes a sequence of arrays in weight_names "
+                            f"order, a mapping of names to arrays, or a torch module; got "
+                            f"{type(weights).__name__}")
         if hasattr(weights, "keys"):
             used = set()
             try:

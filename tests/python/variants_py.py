@@ -321,6 +321,9 @@ def main():
         kernels[name] = k
         mhas[name] = make_mha(k.d_model, k.heads)
         packs[name] = k.pack(mhas[name].state_dict())
+        if name == "pyv_plain":  # the module itself (its state_dict())
+            report(np.array_equal(k.pack(mhas[name]), packs[name]),
+                   f"{name}: pack(nn.MultiheadAttention) packs its state_dict()")
 
     for case in RUNS:
         name, tq, tkv, lengths, kv_lengths, form = case
