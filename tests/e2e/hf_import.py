@@ -1546,6 +1546,24 @@ VARIANT_CASES = [
          ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
                   rope=dict(theta=500000.0)),
          names=LLAMA_NAMES),
+    # Falcon-H1: Llama's attention with k scaled by key_multiplier (the
+    # scores' factor); the multipliers around the module are noted.
+    dict(name="falcon_h1", module="model.layers.1.self_attn",
+         config=dict(model_type="falcon_h1", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                     key_multiplier=0.5, attention_in_multiplier=2.0, rope_theta=100000.0),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=dict(theta=100000.0),
+                  scale=0.5 / 4),
+         names=LLAMA_NAMES, import_note="attention_in_multiplier (2)"),
+    # dots1: Qwen3's attention; layers from max_window_layers on slide
+    # (Dots1Config, without use_sliding_window); head_dim d / h.
+    dict(name="dots1", module="model.layers.2.self_attn",
+         config=dict(model_type="dots1", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=3, max_window_layers=2,
+                     sliding_window=8, rope_theta=10000.0, rms_norm_eps=1e-6),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=dict(theta=10000.0),
+                  qk_norm="head", eps=1e-6, window=8),
+         names=LLAMA_NAMES, decoys=["model.layers.1.self_attn"]),
     # Qwen3-VL's language model (text_config qwen3_vl_text): Qwen3's
     # attention; its interleaved M-RoPE rotates text tokens as plain RoPE.
     dict(name="qwen3_vl", module="model.language_model.layers.1.self_attn",

@@ -524,7 +524,7 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               // Llama-like decoders of their own biases, rotary
                               // and QK-norm rules
                               "glm4_moe", "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus",
-                              "jais2"};
+                              "jais2", "falcon_h1", "dots1"};
 
 /// The composite CLIP / SigLIP configs and their sub-configs' model types.
 bool clipLike(const std::string &t) {
@@ -699,6 +699,8 @@ const ConfigDefault kConfigDefaults[] = {
     {"ernie4_5_moe", "Ernie4_5_MoeConfig", {{"rope_theta", "500000.0"}}},
     {"seed_oss", "SeedOssConfig", {{"head_dim", "128"}}},
     {"jais2", "Jais2Config", {{"rope_theta", "500000.0"}}},
+    {"falcon_h1", "FalconH1Config", {{"rope_theta", "100000.0"}}},
+    {"dots1", "Dots1Config", {{"sliding_window", "4096"}, {"max_window_layers", "62"}}},
     {"apertus", "ApertusConfig",
      {{"rope_theta", "12000000.0"},
       {"rope_scaling", "{rope_type: llama3, factor: 8.0, low_freq_factor: 1.0, "
@@ -1193,7 +1195,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "cohere2" || mt == "exaone4" || mt == "smollm3" || mt == "olmo3" ||
                          mt == "ministral" || mt == "llama4_text" || mt == "glm4_moe" ||
                          mt == "ernie4_5" || mt == "ernie4_5_moe" || mt == "seed_oss" ||
-                         mt == "apertus" || mt == "jais2";
+                         mt == "apertus" || mt == "jais2" || mt == "falcon_h1" ||
+                         mt == "dots1";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   // The N-th self-attention module of a decoder-only model as its
   // checkpoints name it ("" for other models): --layer N, and the
@@ -1396,6 +1399,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (mt == "qwen2" || mt == "qwen2_moe" || mt == "qwen3")
       slides = slides && c.boolean("use_sliding_window", false) &&
                (typed ? typedSliding : layer >= c.integer("max_window_layers", 0));
+    // dots1 (Qwen3's attention): layer_types, else the layers from
+    // max_window_layers on, without a use_sliding_window switch
+    // (Dots1Config).
+    if (mt == "dots1")
+      slides = slides && (typed ? typedSliding : layer >= c.integer("max_window_layers", 62));
     if (mt == "qwen3_moe") // every layer when use_sliding_window
       slides = slides && c.boolean("use_sliding_window", false);
     bool localLayer = false; // Gemma 3's sliding layers (their own rope)
@@ -1461,7 +1469,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     }
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
                                "nemotron", "olmoe", "cohere", "helium", "glm", "glm4_moe",
-                               "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus", "jais2"})
+                               "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus", "jais2",
+                               "falcon_h1"})
       if (mt == global)
         slides = false;
     // EmbeddingGemma (Gemma 3 with use_bidirectional_attention): no causal
@@ -1534,6 +1543,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // Granite scales the scores by attention_multiplier, not 1/sqrt(dh).
     if (mt == "granite")
       y += fmt::format("scale: {}\n", num(c.number("attention_multiplier", 1.0)));
+    // Falcon-H1 multiplies k by key_multiplier before RoPE (a rotation:
+    // the scores' factor); its decoder layer multiplies the attention's
+    // input by attention_in_multiplier and its output by
+    // attention_out_multiplier, outside the module (a note).
+    if (mt == "falcon_h1") {
+      const double km = c.number("key_multiplier", 1.0);
+      y += fmt::format("scale: {}\n", num(km / std::sqrt(double(dh))));
+      out.notes.push_back(fmt::format(
+          "note: {}: Falcon-H1: the scores are scaled by key_multiplier {} / sqrt(head_dim); "
+          "the decoder layer gives self_attn hidden_states * attention_in_multiplier ({}) and "
+          "multiplies its output by attention_out_multiplier ({}): the kernel's x and y are "
+          "self_attn's", c.file, num(km), num(c.number("attention_in_multiplier", 1.0)),
+          num(c.number("attention_out_multiplier", 1.0))));
+    }
     // QK-norm: Qwen3, EXAONE 4 and Gemma 3 per head (Gemma's (1 + w)), OLMo 2 over
     // the whole projection; eps is rms_norm_eps.
     if (mt == "gpt_oss")
@@ -1556,7 +1579,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                        num(c.numberNoted("layer_norm_eps", 1e-5)));
     // GLM-4.5 with use_qk_norm and Apertus per head, as Qwen3.
     if (mt == "qwen3" || mt == "qwen3_moe" || mt == "olmo2" || mt == "olmo3" ||
-        mt == "olmoe" || gemma3 || mt == "exaone4" || mt == "apertus" ||
+        mt == "olmoe" || gemma3 || mt == "exaone4" || mt == "apertus" || mt == "dots1" ||
         (mt == "glm4_moe" && c.boolean("use_qk_norm", false)))
       y += fmt::format("qk_norm:\n  width: {}\n  eps: {}\n  weight_offset: {}\n",
                        mt == "olmo2" || mt == "olmo3" || mt == "olmoe" ? "projection" : "head",
