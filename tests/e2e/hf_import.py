@@ -1564,6 +1564,22 @@ VARIANT_CASES = [
          ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=[], rope=dict(theta=10000.0),
                   qk_norm="head", eps=1e-6, window=8),
          names=LLAMA_NAMES, decoys=["model.layers.1.self_attn"]),
+    # GLM-4.1V's language model (text_config glm4v_text): GLM's interleaved
+    # RoPE on half the head (its M-RoPE, for text tokens), q/k/v biases
+    # whatever attention_bias says, head_dim hidden_size // heads whatever
+    # head_dim says.
+    dict(name="glm4v", module="model.language_model.layers.0.self_attn",
+         config=dict(model_type="glm4v",
+                     text_config=dict(model_type="glm4v_text", hidden_size=64,
+                                      num_attention_heads=4, num_key_value_heads=2,
+                                      head_dim=32, num_hidden_layers=2,
+                                      partial_rotary_factor=0.5, attention_bias=False,
+                                      rope_theta=10000.0,
+                                      rope_scaling={"type": "default",
+                                                    "mrope_section": [2, 1, 1]})),
+         ref=dict(d=64, heads=4, kv_heads=2, head_dim=16, bias=["q", "k", "v"],
+                  rope=dict(theta=10000.0, style="interleaved", rotary_dim=8)),
+         names=LLAMA_NAMES, decoys=["model.language_model.layers.1.self_attn"]),
     # Qwen3-VL's language model (text_config qwen3_vl_text): Qwen3's
     # attention; its interleaved M-RoPE rotates text tokens as plain RoPE.
     dict(name="qwen3_vl", module="model.language_model.layers.1.self_attn",

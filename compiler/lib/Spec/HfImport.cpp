@@ -524,7 +524,9 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               // Llama-like decoders of their own biases, rotary
                               // and QK-norm rules
                               "glm4_moe", "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus",
-                              "jais2", "falcon_h1", "dots1"};
+                              "jais2", "falcon_h1", "dots1",
+                              // GLM-4.1V's language model (text_config)
+                              "glm4v_text"};
 
 /// The composite CLIP / SigLIP configs and their sub-configs' model types.
 bool clipLike(const std::string &t) {
@@ -1196,7 +1198,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                          mt == "ministral" || mt == "llama4_text" || mt == "glm4_moe" ||
                          mt == "ernie4_5" || mt == "ernie4_5_moe" || mt == "seed_oss" ||
                          mt == "apertus" || mt == "jais2" || mt == "falcon_h1" ||
-                         mt == "dots1";
+                         mt == "dots1" || mt == "glm4v_text";
   const bool gemma3 = mt == "gemma3" || mt == "gemma3_text";
   // The N-th self-attention module of a decoder-only model as its
   // checkpoints name it ("" for other models): --layer N, and the
@@ -1335,7 +1337,10 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const int64_t kv = c.integer("num_key_value_heads", h);
     // (an absent head_dim as the class gives it: kConfigDefaults; null: d / h)
     const YAML::Node &hd = c.root["head_dim"];
-    const int64_t dh = hd && hd.IsNull() ? d / h : c.integer("head_dim", d / h);
+    // (Glm4vTextAttention: hidden_size // num_attention_heads, whatever
+    // head_dim says)
+    const int64_t dh = (hd && hd.IsNull()) || mt == "glm4v_text" ? d / h
+                                                               : c.integer("head_dim", d / h);
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
     y += "weights: separate\n";
     // Biases: Qwen2 q/k/v only; StableLM q/k/v with use_qkv_bias; Helium
@@ -1352,6 +1357,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       y += qkvBias("attention_bias", false);
     else if (mt == "glm")
       y += qkvBias("attention_bias", true);
+    else if (mt == "glm4v_text") // (Glm4vTextAttention: q/k/v always, o never)
+      y += "bias: [q, k, v]\n";
     else if (mt == "glm4_moe") // (o_proj never biased)
       y += qkvBias("attention_bias", false);
     else if (mt == "ernie4_5" || mt == "ernie4_5_moe")
@@ -1470,7 +1477,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     for (const char *global : {"gemma", "phi", "llama", "olmo", "olmo2", "granite", "stablelm",
                                "nemotron", "olmoe", "cohere", "helium", "glm", "glm4_moe",
                                "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus", "jais2",
-                               "falcon_h1"})
+                               "falcon_h1", "glm4v_text"})
       if (mt == global)
         slides = false;
     // EmbeddingGemma (Gemma 3 with use_bidirectional_attention): no causal
@@ -1594,12 +1601,13 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const double partial = c.number(
         "partial_rotary_factor",
         mt == "stablelm"                                         ? 0.25
-        : mt == "nemotron" || mt == "glm" || mt == "glm4_moe" ? 0.5
+        : mt == "nemotron" || mt == "glm" || mt == "glm4_moe" || mt == "glm4v_text" ? 0.5
                                                                  : 1.0);
     // Cohere, Helium, GLM and ERNIE 4.5 rotate interleaved pairs
     // (repeat_interleave); GLM-4.5 (glm4_moe) half-split, as GPT-NeoX.
     const char *style = mt == "cohere" || mt == "cohere2" || mt == "helium" || mt == "glm" ||
-                                mt == "llama4_text" || mt == "ernie4_5" || mt == "ernie4_5_moe"
+                                mt == "llama4_text" || mt == "ernie4_5" || mt == "ernie4_5_moe" ||
+                                mt == "glm4v_text"
                             ? "interleaved"
                             : "half_split";
     if (gemma3 && localLayer) // local layers: rope_local_base_freq, unscaled
