@@ -25,7 +25,7 @@ ALIASES = {
     "q_proj": ["self.query", "q", "attention.query", "q_lin", "query", "attn.q"],
     "k_proj": ["self.key", "k", "attention.key", "k_lin", "key", "attn.k"],
     "v_proj": ["self.value", "v", "attention.value", "v_lin", "value", "attn.v"],
-    "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o"],
+    "o_proj": ["output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o", "wo"],
     "out_proj": ["o_proj", "output.dense"],  # torch_in_proj's W_O
     "q_norm": ["q_layernorm"],  # Phi's, StableLM's QK LayerNorms
     "k_norm": ["k_layernorm"],
@@ -62,14 +62,14 @@ def spellings(name):
     return [name] + [a + dot + rest for a in ALIASES.get(head, [])] if dot else [name]
 
 
-_FUSED = ("query_key_value", "qkv_proj", "Wqkv", "c_attn")
+_FUSED = ("query_key_value", "qkv_proj", "Wqkv", "c_attn", "wqkv")
 
 
 def fused_rows(which, config, heads, kv_heads, head_dim):
     """The rows of a checkpoint's fused QKV tensor that hold projection
     `which` ('q', 'k', 'v'), by its config.json (a dict), as libattnrt's
     loader picks them (runtime/lib/Weights.cpp, docs/models.md): Falcon's
-    grouped [kv_heads, G + 2, head_dim], per head [heads, 3, head_dim]
+    and InternLM2's grouped [kv_heads, G + 2, head_dim], per head [heads, 3, head_dim]
     (GPT-NeoX, Persimmon, BLOOM, Falcon, GPT-BigCode with kv_heads ==
     heads) or [q | k | v] (Phi-3, MPT, DBRX, Falcon and GPT-BigCode MQA). None
     when the model type has no known fused layout."""
@@ -79,7 +79,7 @@ def fused_rows(which, config, heads, kv_heads, head_dim):
         config, mt = text, text["model_type"]
     h, hkv, dh = heads, kv_heads, head_dim
     part = "qkv".index(which)
-    if mt == "falcon" and config.get("new_decoder_architecture"):
+    if (mt == "falcon" and config.get("new_decoder_architecture")) or mt == "internlm2":
         g = h // hkv
         rows = []
         for grp in range(hkv):

@@ -54,7 +54,8 @@ std::vector<std::string> spellings(const std::string &name) {
       {"v_proj", {"self.value", "v", "attention.value", "v_lin", "value", "attn.v"}},
       // BERT/ViT, OPT/BART/GPT-J/MPT, Phi-2/NeoX/BLOOM/Falcon, GPT-BigCode,
       // DistilBERT
-      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o"}},
+      // (InternLM2: wo)
+      {"o_proj", {"output.dense", "out_proj", "dense", "c_proj", "o", "out_lin", "attn.o", "wo"}},
       {"out_proj", {"o_proj", "output.dense"}}, // torch_in_proj's W_O
       // QK-norm: Phi's and StableLM's q_layernorm / k_layernorm
       {"q_norm", {"q_layernorm"}},
@@ -84,7 +85,8 @@ std::string quoteList(const std::vector<std::string> &v, size_t max) {
 
 /// The fused QKV tensors' names (without .weight/.bias) that the loader
 /// cuts into q/k/v_proj (docs/models.md).
-constexpr const char *kFusedQkv[] = {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn."};
+constexpr const char *kFusedQkv[] = {"query_key_value.", "qkv_proj.", "Wqkv.", "c_attn.",
+                                     "wqkv."};
 
 struct Loader {
   std::string path, prefix;
@@ -369,8 +371,9 @@ struct Loader {
     const int64_t part = which == 'q' ? 0 : which == 'k' ? 1 : 2;
     const bool falcon = model("falcon");
     const bool newArch = falcon && configTrue("new_decoder_architecture");
-    if (newArch) { // [Hkv, G + 2, dh]: G query heads, then k, then v
-      layout = "Falcon's grouped [kv_heads, G + 2, head_dim]";
+    if (newArch || model("internlm2")) { // [Hkv, G + 2, dh]: G query heads, then k, then v
+      layout = newArch ? "Falcon's grouped [kv_heads, G + 2, head_dim]"
+                       : "InternLM2's grouped [kv_heads, G + 2, head_dim]";
       const int64_t g = h / hkv;
       for (int64_t grp = 0; grp < hkv; ++grp) {
         int64_t base = grp * (g + 2) * dh;

@@ -173,6 +173,26 @@ FUSED_CASES = [
                      num_kv_heads=2, num_hidden_layers=1, new_decoder_architecture=True,
                      bias=False),
          ref=dict(d=64, heads=8, kv_heads=2, head_dim=8, bias=[], rope=dict())),
+    # InternLM2 / 2.5 (remote code): wqkv in Falcon-40B's groups [kv_heads,
+    # G + 2, head_dim], wo, biases with `bias`; dynamic NTK past
+    # max_position_embeddings 24 (T = 37), as its
+    # InternLM2DynamicNTKScalingRotaryEmbedding computes it.
+    dict(name="internlm2", module="model.layers.1.attention", layout="grouped",
+         fused="wqkv", o="wo",
+         config=dict(model_type="internlm2", hidden_size=64, num_attention_heads=8,
+                     num_key_value_heads=2, num_hidden_layers=2, bias=False,
+                     rope_theta=1000000.0),
+         ref=dict(d=64, heads=8, kv_heads=2, head_dim=8, bias=[],
+                  rope=dict(theta=1000000.0))),
+    dict(name="internlm2_dynamic", module="model.layers.0.attention", layout="grouped",
+         fused="wqkv", o="wo",
+         config=dict(model_type="internlm2", hidden_size=64, num_attention_heads=4,
+                     num_key_value_heads=4, num_hidden_layers=1, bias=True,
+                     rope_theta=10000.0, max_position_embeddings=24,
+                     rope_scaling={"type": "dynamic", "factor": 2.0}),
+         ref=dict(d=64, heads=4, kv_heads=4, head_dim=16, bias=["q", "k", "v", "o"],
+                  rope=dict(theta=10000.0, scaling={"type": "dynamic", "factor": 2.0,
+                                                    "max_position_embeddings": 24}))),
     # Falcon-RW: ALiBi inside the scale, per-head layout, biases.
     dict(name="falcon_rw", module="transformer.h.0.self_attention", layout="per_head",
          fused="query_key_value", o="dense",

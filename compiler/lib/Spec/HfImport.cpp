@@ -526,7 +526,9 @@ const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe
                               "glm4_moe", "ernie4_5", "ernie4_5_moe", "seed_oss", "apertus",
                               "jais2", "falcon_h1", "dots1",
                               // GLM-4.1V's language model (text_config)
-                              "glm4v_text"};
+                              "glm4v_text",
+                              // InternLM2 / 2.5 (remote code: modeling_internlm2.py)
+                              "internlm2"};
 
 /// The composite CLIP / SigLIP configs and their sub-configs' model types.
 bool clipLike(const std::string &t) {
@@ -1207,6 +1209,8 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     if (llamaLike || mt == "phi3" || mt == "phimoe" || mt == "jamba" ||
         mt == "granitemoehybrid" || mt == "bamba" || mt == "lfm2" || mt == "persimmon")
       return fmt::format("model.layers.{}.self_attn", n);
+    else if (mt == "internlm2")
+      return fmt::format("model.layers.{}.attention", n);
     else if (mt == "gptj" || mt == "gpt_bigcode")
       return fmt::format("transformer.h.{}.attn", n);
     else if (mt == "gpt2")
@@ -1628,6 +1632,27 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
           "note: {}: Nemotron's rope_scaling applies (as current transformers reads it; "
           "releases whose NemotronRotaryEmbedding used the default rotation ignore it)",
           c.file));
+  } else if (mt == "internlm2") {
+    // InternLM2Attention (the checkpoints' remote code): one wqkv in
+    // groups [kv_heads, G + 2, head_dim] (cut by the weights loader), wo,
+    // biases on both with `bias` (InternLM2Config: true); half-split RoPE
+    // over the whole head with rope_theta, rope_scaling {type: dynamic |
+    // linear, factor}; causal, 1/sqrt(head_dim).
+    expectAfter({"attention"});
+    const int64_t d = c.integer("hidden_size"), h = c.integer("num_attention_heads");
+    const int64_t kv = c.integer("num_key_value_heads", h);
+    y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nmask: causal\nweights: separate\n"
+                     "bias: {}\n", d, h, kv,
+                     c.boolean(c.has("bias") ? "bias" : "attention_bias", true) ? "true"
+                                                                                : "false");
+    const YAML::Node &rs = c.root["rope_scaling"];
+    if (rs && rs.IsMap() && rs.size() > 0) {
+      const std::string type = scalingType(c, rs, "rope_scaling");
+      if (type != "dynamic" && type != "linear")
+        c.bad("rope_scaling", fmt::format("type '{}': InternLM2's code takes dynamic or linear",
+                                          type));
+    }
+    y += ropeYaml(c, d / h, c.number("rope_theta", 10000.0), 1.0, "half_split", rs);
   } else if (mt == "jamba") {
     // Attention on layers i % attn_layer_period == attn_layer_offset, Mamba
     // blocks on the others; no position encoding, no biases, GQA.
