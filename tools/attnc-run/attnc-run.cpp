@@ -1379,8 +1379,11 @@ int parseArgs(int argc, char **argv, Options &o) {
         std::string why = hf.error;
         if (why.rfind("attnc: error: ", 0) == 0) // (the import's own prefix)
           why = why.substr(14);
-        return usageError("--layer " + std::to_string(o.hfLayer) + ": " +
-                          why.substr(0, why.find('\n')));
+        // (the import's message names --layer where it is about it)
+        why = why.substr(0, why.find('\n'));
+        return usageError(why.rfind("--layer", 0) == 0
+                              ? why
+                              : "--layer " + std::to_string(o.hfLayer) + ": " + why);
       }
       o.hfModule = hf.weightsPrefix.substr(0, hf.weightsPrefix.size() - 1);
       std::fprintf(stderr, "attnc-run: note: --layer %lld: module %s\n",

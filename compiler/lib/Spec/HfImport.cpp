@@ -697,6 +697,11 @@ const ConfigDefault kConfigDefaults[] = {
     {"albert", "AlbertConfig",
      {{"hidden_size", "4096"}, {"num_attention_heads", "64"}, {"num_hidden_layers", "12"},
       {"num_hidden_groups", "1"}, {"inner_group_num", "1"}}},
+    // (rope_theta: 5e6 in v4's Qwen3VLTextConfig, 5e5 in v5's: refused
+    // when absent, kVersionDependent)
+    {"qwen3_vl_text", "Qwen3VLTextConfig",
+     {{"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "32"},
+      {"head_dim", "128"}}},
     {"ernie4_5", "Ernie4_5Config",
      {{"hidden_size", "1024"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "2"},
       {"head_dim", "128"}, {"num_hidden_layers", "18"}, {"rope_theta", "500000.0"}}},
@@ -712,6 +717,17 @@ const ConfigDefault kConfigDefaults[] = {
     {"smollm3", "SmolLM3Config",
      {{"hidden_size", "2048"}, {"num_attention_heads", "16"}, {"num_key_value_heads", "4"},
       {"num_hidden_layers", "36"}, {"rope_theta", "2000000.0"}}},
+};
+
+/// Keys whose configuration-class default changed between transformers
+/// versions: a config.json without them is refused (which one the model
+/// was trained with cannot be told), instead of taking either silently.
+struct VersionDependent {
+  const char *modelType, *className, *key, *values;
+};
+const VersionDependent kVersionDependent[] = {
+    {"cohere", "CohereConfig", "rope_theta", "10000 in transformers v4, 500000 in v5"},
+    {"qwen3_vl_text", "Qwen3VLTextConfig", "rope_theta", "5000000 in transformers v4, 500000 in v5"},
 };
 
 /// max_position_embeddings of the classes whose rope scaling may read it
@@ -1027,6 +1043,24 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // keeps its language model's keys in text_config, with that model's own
   // model_type (Gemma 3: gemma3_text, handled as gemma3). The storage type
   // is often only in the outer config.
+  // CLIP's and SigLIP's composite configs: a legacy text_config_dict /
+  // vision_config_dict overrides text_config / vision_config (CLIPConfig
+  // updates them with it), and a sub-config the file leaves out is the
+  // class's defaults (an empty one: kConfigDefaults fills it).
+  if (clipLike(mt) && mt.find('_') == std::string::npos) {
+    for (const char *part : {"text", "vision"}) {
+      const std::string sub = std::string(part) + "_config", legacy = sub + "_dict";
+      if (!c.root[sub] || c.root[sub].IsNull())
+        c.root[sub] = YAML::Node(YAML::NodeType::Map);
+      if (const YAML::Node d = c.root[legacy]; d && d.IsMap()) {
+        for (const auto &kv : d)
+          c.root[sub][kv.first.Scalar()] = kv.second;
+        out.notes.push_back(fmt::format("note: {}: {} overrides {} (as {} reads the legacy key)",
+                                        c.file, legacy, sub,
+                                        mt == "clip" ? "CLIPConfig" : "SiglipConfig"));
+      }
+    }
+  }
   const YAML::Node textConfig = c.root["text_config"];
   auto listed = [](const std::string &t) {
     for (const char *k : kKnown)
@@ -1070,8 +1104,11 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
       // LlavaConfig (LLaVA-NeXT's, VipLlava's) makes a CLIPVisionConfig of
       // a vision_config without model_type; CLIPConfig and SiglipConfig
       // their own.
+      // (PaliGemmaConfig and Gemma3Config: a SiglipVisionConfig)
       if (outer == "llava" || outer == "llava_next" || outer == "vipllava" || clipLike(outer))
         mt = clipLike(outer) ? outer + "_vision_model" : "clip_vision_model";
+      else if (outer == "paligemma" || outer == "gemma3")
+        mt = "siglip_vision_model";
       else
         throw ImportError{fmt::format("{}: error: vision_config.model_type: model_type '{}' "
                                       "keeps its vision encoder in vision_config, which names "
@@ -1300,11 +1337,21 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
                                   "leading zero; checkpoints name layer {} '{}'",
                                   path, m.layerText, layer, layer)};
   if (nLayers >= 0 && layer >= nLayers && mt != "mllama_vision")
-    throw ImportError{fmt::format("attnc: error: --module {}: layer {} is past the "
-                                  "model's {} layers ({}: {})", path, layer, nLayers,
-                                  layersKey, nLayers)};
+    throw ImportError{fmt::format(
+        "attnc: error: {}: layer {} is past the model's {} layers ({}{}: {})",
+        module.empty() ? fmt::format("--layer {} (module {})", layerArg, path)
+                       : "--module " + path,
+        layer, nLayers,
+        wrapper.empty() || mt == "mllama_vision" ? "" : visionModule ? "vision_config." : "text_config.",
+        layersKey, nLayers)};
 
   flattenRopeParameters(c, layer, gemma3);
+  for (const VersionDependent &v : kVersionDependent)
+    if (namedType == v.modelType && !c.root[v.key])
+      throw ImportError{fmt::format(
+          "{}: error: {}: not in the file, and {}'s default changed between versions ({}): "
+          "add the key with the value of the transformers the checkpoint was made for",
+          c.file, v.key, v.className, v.values)};
   setMaxPositionDefault(c, namedType, out.notes);
   mropeNote(c, out.notes);
 
@@ -1886,6 +1933,15 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
           "text_config and vision_config, and a module under text_model. or vision_model.",
           c.file, mt)};
     expectAfter({"self_attn"});
+    // The module of the encoder the config describes: a text model's under
+    // text_model., a vision model's under vision_model.
+    const bool text = mt.size() > 11 && mt.compare(mt.size() - 11, 11, "_text_model") == 0;
+    if ((m.before.find("text_model") == std::string::npos) == text ||
+        (!text && m.before.find("vision_model") == std::string::npos))
+      throw ImportError{fmt::format(
+          "attnc: error: --module {}: the config describes {}'s {} encoder, whose modules are "
+          "under {} (e.g. {}.encoder.layers.{}.self_attn)", path, mt, text ? "text" : "vision",
+          text ? "text_model." : "vision_model.", text ? "text_model" : "vision_model", layer)};
     y += fmt::format("d_model: {}\nheads: {}\nmask: {}\nweights: separate\nbias: true\n",
                      c.integer("hidden_size"), c.integer("num_attention_heads"),
                      mt == "clip_text_model" ? "causal" : "none");
@@ -1937,9 +1993,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const int64_t buckets = c.integer("relative_attention_num_buckets", 32);
     if (buckets != 32)
       c.bad("relative_attention_num_buckets",
-            fmt::format("{}: MPNet's encoder buckets positions into 32 whatever the table's "
-                        "size (compute_position_bias' default): a table of another size is "
-                        "not what the model reads", buckets));
+            fmt::format("{}: MPNet's encoder reads only the table's first 32 rows "
+                        "(compute_position_bias buckets into 32 whatever its size), and "
+                        "attnc's weights loader takes a table of exactly 32 rows", buckets));
     y += fmt::format("d_model: {}\nheads: {}\nmask: none\nweights: separate\nbias: true\n"
                      "t5_bias:\n  num_buckets: 32\n  max_distance: 128\n  bidirectional: true\n",
                      c.integer("hidden_size"), c.integer("num_attention_heads"));
