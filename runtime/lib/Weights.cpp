@@ -159,6 +159,18 @@ struct Loader {
     if (deeper)
       for (auto it = prefixes.begin(); it != prefixes.end();)
         it = it->compare(0, prefix.size(), prefix) == 0 ? std::next(it) : prefixes.erase(it);
+    // The module itself under another root (a checkpoint saved without
+    // 'hubert.' or with 'model.'): that one module, named first.
+    if (under.empty() && prefix.size() > 1 && prefix.back() == '.') {
+      std::vector<std::string> allNames;
+      for (const TensorRef &r : all)
+        allNames.push_back(r.name);
+      const std::vector<std::string> roots =
+          attnrt::moduleUnderOtherRoots(allNames, prefix.substr(0, prefix.size() - 1));
+      if (roots.size() == 1)
+        return "; no tensor name starts with '" + prefix + "'; the module's tensors are under '" +
+               roots[0] + "': name that module (--module)";
+    }
     if (!prefixes.empty() && (prefix.empty() || under.empty() || deeper)) {
       std::vector<std::string> p(prefixes.begin(), prefixes.end());
       hint += "; it is there under " + std::to_string(p.size()) +
