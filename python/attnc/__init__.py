@@ -593,7 +593,7 @@ class Kernel:
         """
         if not hasattr(weights, "keys") and callable(getattr(weights, "state_dict", None)):
             weights = weights.state_dict()  # an nn.Module (torch's MultiheadAttention, ...)
-        elif not hasattr(weights, "keys") and not hasattr(weights, "__len__"):
+        elif not hasattr(weights, "keys") and not hasattr(weights, "__iter__"):
             raise TypeError(f"{self.name}: pack takes a sequence of arrays in weight_names "
                             f"order, a mapping of names to arrays, or a torch module; got "
                             f"{type(weights).__name__}")

@@ -80,6 +80,9 @@ class _Runner:
         if i.features & _FEAT_CUDA:
             raise AttncError(f"{path}: a CUDA kernel: attnc::forward runs CPU kernels only")
         self.kernel = k
+        # What packed weights for this library depend on (AttnModule
+        # compares it with what its weights were packed for).
+        self.packed_for = _packed_for(k)
         # x, x_kv, y and probs in the kernel's dtype (float32, bfloat16,
         # float16): its activations, which it reads and writes as they lie.
         self.dtype = getattr(torch, _TORCH_TYPE[i.dtype])
@@ -315,12 +318,16 @@ def _runner(path):
     return r
 
 
+_PACKED_FOR_FIELDS = ("spec_hash", "packed_bytes", "weight_layout", "weight_dtype", "dtype",
+                      "target_cpu")
+
+
 def _packed_for(kernel):
     """What a kernel's packed weights depend on: its spec (spec_hash), their
-    size and layout, the code paths' CPU and the storage types."""
+    size and layout, the code paths' CPU and the storage types (once per
+    runner: the module compares it on every call)."""
     i = kernel.info
-    return (i["spec_hash"], i["packed_bytes"], i["weight_layout"], i["weight_dtype"],
-            i["dtype"], i["target_cpu"])
+    return tuple(hex(i[f]) if f == "spec_hash" else i[f] for f in _PACKED_FOR_FIELDS)
 
 
 def _grad_check(*named):
@@ -492,13 +499,16 @@ class AttnModule(torch.nn.Module):
             for v in (lengths, kv_lengths, positions))
         _on_cpu(x=x, packed=self.packed, x_kv=x_kv, lengths=lengths, kv_lengths=kv_lengths,
                 positions=positions)
-        now = _packed_for(_runner(self.kernel_path).kernel)
-        if getattr(self, "_packed_for", now) != now:
+        now = _runner(self.kernel_path).packed_for
+        was = getattr(self, "_packed_for", now)
+        if was != now:
+            changed = "; ".join(f"{name} {b} (was {a})" for name, a, b in
+                                zip(_PACKED_FOR_FIELDS, was, now) if a != b)
             raise AttncError(
                 f"{self.kernel_path} is not the kernel library this AttnModule packed its "
-                f"weights for: it was rebuilt from another spec (spec_hash {now[0]:#x}, "
-                f"was {self._packed_for[0]:#x}); build the AttnModule again from it, or "
-                "compile the new spec to another path")
+                f"weights for: it was rebuilt from another spec or for another target "
+                f"({changed}); build the AttnModule again from it, or compile the new spec "
+                "to another path")
         # y (and probs) in x's floating dtype, as a torch module gives it
         # (the operators give the kernel's dtype): a model moved to
         # bfloat16 or float16 keeps that dtype into its next layer.

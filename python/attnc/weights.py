@@ -160,8 +160,12 @@ def map_names(tensors, names, layout=None, prefix="", used=None):
                 out.append(tensors[owner + n])
                 continue
         if not found:
-            others = sorted({k[: -len(s)] for k in tensors.keys() for s in spellings(n)
-                             if k.endswith("." + s)})
+            others = {k[: -len(s)] for k in tensors.keys() for s in spellings(n)
+                      if k.endswith("." + s)}
+            # one module matched by two spellings ('attention.' for
+            # self.query, 'attention.self.' for query): the outer one
+            others = sorted(p for p in others
+                            if not any(q != p and p.startswith(q) for q in others))
             hint = f"; it is there under prefixes {others[:3]}" if others else ""
             fused = [prefix + f + n[n.index("."):] for f in _FUSED
                      if n.startswith(("q_proj.", "k_proj.", "v_proj."))

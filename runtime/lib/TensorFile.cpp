@@ -502,8 +502,8 @@ int readTensor(const TensorRef &ref, int64_t maxFloats, Tensor &out,
                       (ref.dtypeName.rfind("F8", 0) == 0 || ref.dtypeName.rfind("F6", 0) == 0 ||
                                ref.dtypeName.rfind("F4", 0) == 0 || ref.dtypeName == "U8" ||
                                ref.dtypeName == "I8"
-                           ? std::string(": a quantized checkpoint's, as FP8 or 8-bit "
-                                         "integers are, with their scales in other tensors "
+                           ? std::string(": a quantized checkpoint's, as FP8, FP6, FP4 "
+                                         "or 8-bit integers are, with their scales in other tensors "
                                          "('weight_scale_inv', 'absmax', 'SCB'), which attnc "
                                          "does not read: "
                                          "take the model's unquantized checkpoint (bf16, f16 "

@@ -21,6 +21,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <sys/stat.h>
 #include <map>
@@ -108,14 +109,17 @@ struct Loader {
     const size_t dot = name.rfind(".weight");
     if (dot == std::string::npos || dot + 7 != name.size())
       return "";
-    const std::string stem = name.substr(0, dot);
+    // The kernel's name in each spelling, and the fused QKV tensors.
+    std::vector<std::string> stems;
+    for (const std::string &s : spellings(name))
+      stems.push_back(s.substr(0, s.size() - 7));
+    for (const char *f : kFusedQkv)
+      stems.push_back(std::string(f).substr(0, std::strlen(f) - 1));
     std::string found;
-    for (const char *q : {".qweight", ".weight.absmax", ".weight.quant_state.bitsandbytes__nf4",
-                          ".weight.quant_state.bitsandbytes__fp4", ".SCB", ".weight_packed"})
-      if (under.count(stem + q)) {
-        found = stem + q;
-        break;
-      }
+    for (const std::string &stem : stems)
+      for (const char *q : {".qweight", ".weight_packed"})
+        if (found.empty() && under.count(stem + q))
+          found = stem + q;
     if (found.empty())
       return "";
     std::string method;
@@ -159,6 +163,14 @@ struct Loader {
     if (deeper)
       for (auto it = prefixes.begin(); it != prefixes.end();)
         it = it->compare(0, prefix.size(), prefix) == 0 ? std::next(it) : prefixes.erase(it);
+    // One module, matched by two spellings ('attention.' for self.query,
+    // 'attention.self.' for query): the outer one.
+    for (auto it = prefixes.begin(); it != prefixes.end();) {
+      const bool inner = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string &q) {
+        return q.size() < it->size() && it->compare(0, q.size(), q) == 0;
+      });
+      it = inner ? prefixes.erase(it) : std::next(it);
+    }
     // The module itself under another root (a checkpoint saved without
     // 'hubert.' or with 'model.'): that one module, named first.
     if (under.empty() && prefix.size() > 1 && prefix.back() == '.') {
@@ -329,7 +341,9 @@ struct Loader {
     // MPNet: the encoder's one table ('mpnet.encoder.relative_attention_bias'
     // for 'mpnet.encoder.layer.5.attention.').
     if (modelType("mpnet")) {
-      const size_t layer = prefix.find("encoder.layer.");
+      size_t layer = prefix.find("encoder.layer.");
+      while (layer != std::string::npos && layer > 0 && prefix[layer - 1] != '.')
+        layer = prefix.find("encoder.layer.", layer + 1);
       return layer == std::string::npos ? "" : prefix.substr(0, layer + 8);
     }
     size_t at = prefix.find("block.");

@@ -1559,12 +1559,12 @@ VARIANT_CASES = [
                   qk_norm="head", eps=1e-5),
          names=LLAMA_NAMES, import_note="ApertusConfig's defaults"),
     # Jais 2: Llama's attention, all four biased by attention_bias (on by
-    # default), theta 500000 by default.
+    # default); Jais2Config (a LlamaConfig) leaves theta at 10000.
     dict(name="jais2", module="model.layers.0.self_attn",
          config=dict(model_type="jais2", hidden_size=32, num_attention_heads=2,
                      num_hidden_layers=1),
          ref=dict(d=32, heads=2, kv_heads=2, head_dim=16, bias=["q", "k", "v", "o"],
-                  rope=dict(theta=500000.0)),
+                  rope=dict(theta=10000.0)),
          names=LLAMA_NAMES),
     # Falcon-H1: Llama's attention with k scaled by key_multiplier (the
     # scores' factor); the multipliers around the module are noted.
@@ -1585,14 +1585,13 @@ VARIANT_CASES = [
                   qk_norm="head", eps=1e-6, window=8),
          names=LLAMA_NAMES, decoys=["model.layers.1.self_attn"]),
     # GLM-4.1V's language model (text_config glm4v_text): GLM's interleaved
-    # RoPE on half the head (its M-RoPE, for text tokens), q/k/v biases
-    # whatever attention_bias says, head_dim hidden_size // heads whatever
-    # head_dim says.
+    # RoPE on partial_rotary_factor of the head (its M-RoPE, for text
+    # tokens), q/k/v biases whatever attention_bias says.
     dict(name="glm4v", module="model.language_model.layers.0.self_attn",
          config=dict(model_type="glm4v",
                      text_config=dict(model_type="glm4v_text", hidden_size=64,
                                       num_attention_heads=4, num_key_value_heads=2,
-                                      head_dim=32, num_hidden_layers=2,
+                                      num_hidden_layers=2,
                                       partial_rotary_factor=0.5, attention_bias=False,
                                       rope_theta=10000.0,
                                       rope_scaling={"type": "default",

@@ -707,8 +707,8 @@ const ConfigDefault kConfigDefaults[] = {
       {"head_dim", "128"}, {"num_hidden_layers", "18"}, {"rope_theta", "500000.0"}}},
     {"ernie4_5_moe", "Ernie4_5_MoeConfig", {{"rope_theta", "500000.0"}}},
     {"seed_oss", "SeedOssConfig", {{"head_dim", "128"}}},
-    {"jais2", "Jais2Config", {{"rope_theta", "500000.0"}}},
-    {"falcon_h1", "FalconH1Config", {{"rope_theta", "100000.0"}}},
+    // (FlexOlmoConfig's own, not OLMo 2's)
+    {"flex_olmo", "FlexOlmoConfig", {{"rope_theta", "500000.0"}, {"rms_norm_eps", "1e-06"}}},
     {"dots1", "Dots1Config", {{"sliding_window", "4096"}, {"max_window_layers", "62"}}},
     {"apertus", "ApertusConfig",
      {{"rope_theta", "12000000.0"},
@@ -728,6 +728,9 @@ struct VersionDependent {
 const VersionDependent kVersionDependent[] = {
     {"cohere", "CohereConfig", "rope_theta", "10000 in transformers v4, 500000 in v5"},
     {"qwen3_vl_text", "Qwen3VLTextConfig", "rope_theta", "5000000 in transformers v4, 500000 in v5"},
+    {"qwen3_vl_moe_text", "Qwen3VLMoeTextConfig", "rope_theta",
+     "5000000 in transformers v4, 500000 in v5"},
+    {"falcon_h1", "FalconH1Config", "rope_theta", "100000 in transformers v4, 10000 in v5"},
 };
 
 /// max_position_embeddings of the classes whose rope scaling may read it
@@ -1047,17 +1050,20 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // vision_config_dict overrides text_config / vision_config (CLIPConfig
   // updates them with it), and a sub-config the file leaves out is the
   // class's defaults (an empty one: kConfigDefaults fills it).
+  // (SiglipConfig reads no legacy dict.)
   if (clipLike(mt) && mt.find('_') == std::string::npos) {
     for (const char *part : {"text", "vision"}) {
       const std::string sub = std::string(part) + "_config", legacy = sub + "_dict";
-      if (!c.root[sub] || c.root[sub].IsNull())
+      if (const YAML::Node d = c.root[legacy]; mt == "clip" && d && d.IsMap()) {
+        // CLIPConfig: text_config.update(CLIPTextConfig(**text_config_dict)
+        // .to_dict()): the dict and the class's defaults for what it
+        // leaves out, whatever text_config says.
+        c.root[sub] = YAML::Clone(d);
+        out.notes.push_back(fmt::format("note: {}: {} replaces {} (with the class's defaults "
+                                        "for what it leaves out, as CLIPConfig reads the "
+                                        "legacy key)", c.file, legacy, sub));
+      } else if (!c.root[sub] || c.root[sub].IsNull()) {
         c.root[sub] = YAML::Node(YAML::NodeType::Map);
-      if (const YAML::Node d = c.root[legacy]; d && d.IsMap()) {
-        for (const auto &kv : d)
-          c.root[sub][kv.first.Scalar()] = kv.second;
-        out.notes.push_back(fmt::format("note: {}: {} overrides {} (as {} reads the legacy key)",
-                                        c.file, legacy, sub,
-                                        mt == "clip" ? "CLIPConfig" : "SiglipConfig"));
       }
     }
   }
@@ -1347,7 +1353,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
 
   flattenRopeParameters(c, layer, gemma3);
   for (const VersionDependent &v : kVersionDependent)
-    if (namedType == v.modelType && !c.root[v.key])
+    if (namedType == v.modelType && !c.has(v.key))
       throw ImportError{fmt::format(
           "{}: error: {}: not in the file, and {}'s default changed between versions ({}): "
           "add the key with the value of the transformers the checkpoint was made for",
@@ -1392,6 +1398,12 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // head_dim says)
     const int64_t dh = (hd && hd.IsNull()) || mt == "glm4v_text" ? d / h
                                                                : c.integer("head_dim", d / h);
+    // (its rotary embedding takes head_dim where the config has one)
+    if (mt == "glm4v_text" && c.has("head_dim") && c.integer("head_dim") != d / h)
+      c.bad("head_dim", fmt::format("{}: Glm4vTextAttention's heads are hidden_size // "
+                                    "num_attention_heads = {} wide, and its rotary embedding "
+                                    "takes head_dim: the model cannot run", c.integer("head_dim"),
+                                    d / h));
     y += fmt::format("d_model: {}\nheads: {}\nkv_heads: {}\nhead_dim: {}\n", d, h, kv, dh);
     y += "weights: separate\n";
     // Biases: Qwen2 q/k/v only; StableLM q/k/v with use_qkv_bias; Helium
@@ -1652,7 +1664,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     const double partial = c.number(
         "partial_rotary_factor",
         mt == "stablelm"                                         ? 0.25
-        : mt == "nemotron" || mt == "glm" || mt == "glm4_moe" || mt == "glm4v_text" ? 0.5
+        : mt == "nemotron" || mt == "glm" || mt == "glm4_moe" ? 0.5
                                                                  : 1.0);
     // Cohere, Helium, GLM and ERNIE 4.5 rotate interleaved pairs
     // (repeat_interleave); GLM-4.5 (glm4_moe) half-split, as GPT-NeoX.
@@ -1936,8 +1948,14 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // The module of the encoder the config describes: a text model's under
     // text_model., a vision model's under vision_model.
     const bool text = mt.size() > 11 && mt.compare(mt.size() - 11, 11, "_text_model") == 0;
-    if ((m.before.find("text_model") == std::string::npos) == text ||
-        (!text && m.before.find("vision_model") == std::string::npos))
+    auto hasPart = [&](const char *part) {
+      std::stringstream parts(m.before);
+      for (std::string p; std::getline(parts, p, '.');)
+        if (p == part)
+          return true;
+      return false;
+    };
+    if (!hasPart(text ? "text_model" : "vision_model"))
       throw ImportError{fmt::format(
           "attnc: error: --module {}: the config describes {}'s {} encoder, whose modules are "
           "under {} (e.g. {}.encoder.layers.{}.self_attn)", path, mt, text ? "text" : "vision",
