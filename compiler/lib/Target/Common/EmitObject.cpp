@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 using namespace llvm;
@@ -120,6 +121,11 @@ bool attnc::linkSharedObject(ArrayRef<char> object, const std::string &glue,
   auto tool = [&](const char *env, const char *dflt, std::string &path) {
     const char *e = std::getenv(env);
     std::string name = e && *e ? e : dflt;
+    // Without PATH in the environment (env -i, some service managers):
+    // the usual one, for the search here and for the driver's own (cc
+    // finds ld through PATH).
+    if (const char *pathEnv = std::getenv("PATH"); !pathEnv || !*pathEnv)
+      ::setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
     auto p = sys::findProgramByName(name);
     if (!p) {
       error = "cannot find '" + name + "' (set " + env + ")";
