@@ -572,6 +572,20 @@ const std::pair<const char *, const char *> kNotYet[] = {
     {"mamba", "a state-space model (no attention)"},
     {"wavlm", "a gated relative position bias (T5-style buckets scaled per head and query by "
               "a gate computed from the layer's input: gru_rel_pos_linear)"},
+    // Decoders whose attention has a step the spec cannot express yet.
+    {"qwen3_next", "a gated attention (the attention's output times a sigmoid gate that "
+                   "q_proj computes beside the queries, before o_proj) and linear-attention "
+                   "(Gated DeltaNet) layers"},
+    {"afmoe", "a gated attention (the attention's output times a sigmoid gate from gate_proj, "
+              "before o_proj)"},
+    {"hunyuan_v1_dense", "a QK-norm with weights after the rotary embedding (attnc's comes "
+                         "before it)"},
+    {"hunyuan_v1_moe", "a QK-norm with weights after the rotary embedding (attnc's comes "
+                       "before it)"},
+    {"gemma3n", "an RMS norm of the values and layers that reuse an earlier layer's keys and "
+                "values"},
+    {"gemma3n_text", "an RMS norm of the values and layers that reuse an earlier layer's keys "
+                     "and values"},
 };
 
 /// What the architectures' configuration classes in Hugging Face
