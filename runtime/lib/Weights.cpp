@@ -831,13 +831,15 @@ struct Loader {
         const std::string prefix = all[i].name.substr(0, all[i].name.rfind('.'));
         // ESM's EsmAttention normalizes its input with its own LayerNorm
         // before the projections (pre-norm): the kernel's x is its output.
-        if (modelType("esm") && layerNorms.insert(prefix).second)
+        if (!layerNorms.insert(prefix).second)
+          ; // (noted with its other tensor)
+        else if (modelType("esm"))
           w.notes.push_back(path + ": '" + prefix +
                             "' is the LayerNorm EsmAttention applies to its input "
                             "before the attention: the kernel's x is that LayerNorm's "
                             "output, its y the output projection's (add the block's "
                             "input, the residual, yourself)");
-        else if (layerNorms.insert(prefix).second)
+        else
           w.notes.push_back("warning: " + path + ": '" + prefix +
                             "' is a LayerNorm after the attention (as BERT's "
                             "output.LayerNorm(dense(attention) + input)); the "

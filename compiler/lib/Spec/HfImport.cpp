@@ -205,6 +205,15 @@ ModulePath parseModule(const std::string &path) {
   return m;
 }
 
+/// Whether one of the dot-separated parts of `path` is `part`.
+bool hasPathPart(const std::string &path, const char *part) {
+  std::stringstream parts(path);
+  for (std::string p; std::getline(parts, p, '.');)
+    if (p == part)
+      return true;
+  return false;
+}
+
 /// A C identifier from the model type and the module path.
 std::string kernelName(const std::string &modelType, const std::string &module) {
   std::string n = modelType + "_" + module;
@@ -1100,13 +1109,9 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
   // vision_tower.vision_model.encoder.layers.N.self_attn, CLIP's and
   // SigLIP's vision_model.encoder...): the encoder's keys are in
   // vision_config, with its own model_type (Mllama's vision encoder below).
-  bool visionModule = false;
-  {
-    std::stringstream parts(module);
-    for (std::string part; std::getline(parts, part, '.');)
-      visionModule |= part == "vision_tower" || part == "vision_model";
-  }
-  visionModule &= mt != "mllama";
+  const bool visionModule =
+      mt != "mllama" &&
+      (hasPathPart(module, "vision_tower") || hasPathPart(module, "vision_model"));
   const YAML::Node visionConfig = c.root["vision_config"];
   if (visionModule && (textConfig || visionConfig) && !(visionConfig && visionConfig.IsMap()))
     throw ImportError{fmt::format(
@@ -1962,14 +1967,7 @@ HfSpec import(const std::string &dir, const std::string &module, int64_t layerAr
     // The module of the encoder the config describes: a text model's under
     // text_model., a vision model's under vision_model.
     const bool text = mt.size() > 11 && mt.compare(mt.size() - 11, 11, "_text_model") == 0;
-    auto hasPart = [&](const char *part) {
-      std::stringstream parts(m.before);
-      for (std::string p; std::getline(parts, p, '.');)
-        if (p == part)
-          return true;
-      return false;
-    };
-    if (!hasPart(text ? "text_model" : "vision_model"))
+    if (!hasPathPart(m.before, text ? "text_model" : "vision_model"))
       throw ImportError{fmt::format(
           "attnc: error: --module {}: the config describes {}'s {} encoder, whose modules are "
           "under {} (e.g. {}.encoder.layers.{}.self_attn)", path, mt, text ? "text" : "vision",
